@@ -1,0 +1,343 @@
+"""Reading architecture configs: YAML (safe loader only), ``extends``, ``--set`` overrides,
+and validation errors turned into one located line.
+
+``load_spec(name_or_path, overrides)`` is the entry point. A name is looked up among
+the built-in configs (``arch_configs/**.yaml``, file stem = ``name``); anything that
+looks like a path is read as a file.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from accelsim.arch import schema
+from accelsim.errors import InputError, format_path
+
+Path_ = tuple[object, ...]
+
+MODELS: dict[str, type[BaseModel]] = {
+    "chip": schema.ChipSpec,
+    "node": schema.NodeSpec,
+    "cluster": schema.ClusterSpec,
+    "torus": schema.TorusSpec,
+    "multislice": schema.MultisliceSpec,
+}
+
+OVERRIDE_SOURCE = "--set"
+
+
+def builtin_dir() -> Path:
+    """The shipped configs: inside the installed wheel, or the repository's ``arch_configs/``."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "_builtin_arch_configs"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "arch_configs"
+
+
+@lru_cache(maxsize=1)
+def _builtin_index() -> dict[str, Path]:
+    index: dict[str, Path] = {}
+    for path in sorted(builtin_dir().rglob("*.yaml")):
+        index.setdefault(path.stem, path)
+    return index
+
+
+def builtin_names() -> list[str]:
+    return sorted(_builtin_index())
+
+
+def find_config(name_or_path: str, *, referenced_from: str | None = None, field: str | None = None) -> Path:
+    """Resolve a built-in name or a file path to a file, or raise a located InputError."""
+    looks_like_path = name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path
+    if looks_like_path:
+        path = Path(name_or_path)
+        if referenced_from and not path.is_absolute():
+            path = Path(referenced_from).parent / path
+        if path.is_file():
+            return path
+        raise InputError(f"no such config file {str(path)!r}", source=referenced_from, field=field)
+    index = _builtin_index()
+    if name_or_path in index:
+        return index[name_or_path]
+    raise InputError(
+        f"unknown config {name_or_path!r}; expected a file path or one of: {', '.join(sorted(index))}",
+        source=referenced_from,
+        field=field,
+    )
+
+
+# ---------------------------------------------------------------- YAML with line numbers
+
+
+def read_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
+    """Parse a YAML mapping safely; return it with the line of every key path."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(
+            f"YAML syntax error: {problem}",
+            source=str(path),
+            line=mark.line + 1 if mark else None,
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a YAML mapping at the top level", source=str(path), line=1)
+    lines: dict[Path_, int] = {}
+    _collect_lines(node, (), lines)
+    return data, lines
+
+
+def _collect_lines(node: yaml.Node, prefix: Path_, out: dict[Path_, int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            path = prefix + (key.value,)
+            out[path] = key.start_mark.line + 1
+            _collect_lines(value, path, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out[prefix + (i,)] = item.start_mark.line + 1
+            _collect_lines(item, prefix + (i,), out)
+
+
+# ---------------------------------------------------------------- raw configs with origins
+
+
+@dataclass
+class RawConfig:
+    """A config as merged dictionaries, with where each key path came from."""
+
+    data: dict[str, Any]
+    path: Path
+    origins: dict[Path_, tuple[str, int | None]] = field(default_factory=dict)
+
+    def locate(self, loc: Sequence[object]) -> tuple[str, int | None]:
+        """File and line of the deepest known prefix of ``loc``."""
+        for n in range(len(loc), 0, -1):
+            hit = self.origins.get(tuple(loc[:n]))
+            if hit:
+                return hit
+        return str(self.path), None
+
+
+def load_raw(name_or_path: str, *, _chain: tuple[Path, ...] = (), _referrer: str | None = None) -> RawConfig:
+    """Read a config and everything it ``extends``, merged (later files win)."""
+    path = find_config(name_or_path, referenced_from=_referrer, field="extends" if _referrer else None)
+    resolved = path.resolve()
+    if resolved in _chain:
+        cycle = " -> ".join(p.name for p in _chain + (resolved,))
+        raise InputError(f"'extends' forms a cycle: {cycle}", source=str(path), field="extends")
+    data, lines = read_yaml(path)
+    origins = {p: (str(path), line) for p, line in lines.items()}
+    parent_name = data.pop("extends", None)
+    if parent_name is None:
+        return RawConfig(data, path, origins)
+    if not isinstance(parent_name, str):
+        raise InputError(
+            "expected the name or path of the config to extend",
+            source=str(path),
+            line=lines.get(("extends",)),
+            field="extends",
+        )
+    parent = load_raw(parent_name, _chain=_chain + (resolved,), _referrer=str(path))
+    merged = deep_merge(parent.data, data)
+    return RawConfig(merged, path, {**parent.origins, **origins})
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Mappings merge key by key; anything else in ``override`` replaces ``base``.
+    A bare value replacing a cited ``{value: ...}`` keeps nothing of the old citation."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) and not _is_cited(value):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _is_cited(value: Any) -> bool:
+    return isinstance(value, Mapping) and "value" in value
+
+
+# ---------------------------------------------------------------- --set overrides
+
+
+@dataclass(frozen=True)
+class Override:
+    path: tuple[str, ...]
+    value: Any
+    text: str
+
+
+def parse_override(text: str) -> Override:
+    """``hbm.bandwidth=8 TB/s`` -> Override(("hbm", "bandwidth"), "8 TB/s").
+    The right-hand side is read as a YAML scalar or flow list (safe loader)."""
+    key, sep, raw_value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise InputError(f"expected PATH=VALUE (e.g. hbm.bandwidth='8 TB/s'), got {text!r}", source="--set")
+    try:
+        value = yaml.safe_load(raw_value) if raw_value.strip() else None
+    except yaml.YAMLError:
+        value = raw_value.strip()
+    if value is None:
+        raise InputError(f"missing value after '=' in {text!r}", source="--set", field=key)
+    return Override(tuple(key.split(".")), value, text)
+
+
+def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
+    """Set each override's path in the merged data, checking the path exists in the schema."""
+    data = copy.deepcopy(raw.data)
+    origins = dict(raw.origins)
+    model = MODELS.get(str(data.get("kind")))
+    for override in overrides:
+        cited = True
+        if model is not None:
+            check_override_path(model, override.path, override.text)
+            annotation = _annotation_at(model, override.path)
+            cited = isinstance(annotation, type) and issubclass(annotation, schema.Cited)
+        _set_path(data, override, cited=cited)
+        origins[override.path] = (OVERRIDE_SOURCE, None)
+    return RawConfig(data, raw.path, origins)
+
+
+def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) -> None:
+    current: Any = model
+    for i, part in enumerate(path):
+        fields = _fields_of(current)
+        if fields is None:
+            raise InputError(
+                f"cannot set below {format_path(path[:i])!r}, which is not a section (in {text!r})",
+                source="--set",
+                field=format_path(path),
+            )
+        if isinstance(fields, set):
+            if part not in fields:
+                raise InputError(
+                    f"unknown key {part!r}; expected one of: {', '.join(sorted(fields))}",
+                    source="--set",
+                    field=format_path(path),
+                )
+            current = None
+            continue
+        if part not in fields:
+            raise InputError(
+                f"unknown field {part!r}; expected one of: {', '.join(fields)}",
+                source="--set",
+                field=format_path(path),
+            )
+        current = fields[part]
+    if isinstance(current, type) and issubclass(current, BaseModel) and not issubclass(current, schema.Cited):
+        raise InputError(
+            f"{format_path(path)!r} is a section; set one of its fields: {', '.join(current.model_fields)}",
+            source="--set",
+            field=format_path(path),
+        )
+
+
+def _fields_of(annotation: Any) -> dict[str, Any] | set[str] | None:
+    """Sub-fields reachable below a schema annotation, looking through Cited and Optional."""
+    from typing import get_args
+
+    if isinstance(annotation, type) and issubclass(annotation, schema.Cited):
+        return _fields_of(annotation.model_fields["value"].annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {name: f.annotation for name, f in annotation.model_fields.items()}
+    args = get_args(annotation)
+    if getattr(annotation, "__origin__", None) is dict and args:
+        return set(get_args(args[0]) or ())
+    for arg in args:
+        found = _fields_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _set_path(data: dict[str, Any], override: Override, *, cited: bool) -> None:
+    node: Any = data
+    for part in override.path[:-1]:
+        if _is_cited(node.get(part)):
+            node[part] = node[part]["value"]
+        node = node.setdefault(part, {})
+    last = override.path[-1]
+    if cited:
+        node[last] = {"value": override.value, "basis": "override", "source": f"--set {override.text}"}
+    else:
+        node[last] = override.value
+
+
+# ---------------------------------------------------------------- validation
+
+
+def validate(raw: RawConfig) -> BaseModel:
+    """Validate merged data against the model its ``kind`` names."""
+    kind = raw.data.get("kind")
+    if kind not in MODELS:
+        file, line = raw.locate(("kind",))
+        raise InputError(
+            f"expected 'kind' to be one of: {', '.join(MODELS)}; got {kind!r}",
+            source=file,
+            line=line,
+            field="kind",
+        )
+    model = MODELS[kind]
+    try:
+        return model.model_validate(raw.data)
+    except ValidationError as exc:
+        raise _located(exc, raw, model) from None
+
+
+def _located(exc: ValidationError, raw: RawConfig, model: type[BaseModel]) -> InputError:
+    error = exc.errors(include_url=False)[0]
+    loc = _user_loc(error["loc"])
+    file, line = raw.locate(loc)
+    kind = error["type"]
+    if kind == "missing":
+        message = "missing required field"
+    elif kind == "extra_forbidden":
+        expected = _fields_of(_annotation_at(model, loc[:-1]))
+        names = ", ".join(expected) if isinstance(expected, dict) else ""
+        message = f"unknown field; expected one of: {names}" if names else "unknown field"
+    else:
+        message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        if kind not in ("value_error", "assertion_error") and "input" in error:
+            message += f" (got {error['input']!r})"
+    return InputError(message, source=file, line=line, field=loc or None)
+
+
+def _user_loc(loc: Sequence[object]) -> tuple[object, ...]:
+    """The path as the user thinks of it: without the ``value`` step of a cited number
+    (no schema section has a field of that name) or pydantic's ``[key]`` marker."""
+    return tuple(part for part in loc if part not in ("value", "[key]"))
+
+
+def _annotation_at(model: type[BaseModel], loc: Sequence[object]) -> Any:
+    current: Any = model
+    for part in loc:
+        fields = _fields_of(current)
+        if not isinstance(fields, dict) or part not in fields:
+            return None
+        current = fields[part]
+    return current
+
+
+def load_spec(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[BaseModel, RawConfig]:
+    """Load, merge, override and validate one config. Raises InputError on any bad input."""
+    raw = load_raw(name_or_path)
+    raw = apply_overrides(raw, [parse_override(o) for o in overrides])
+    return validate(raw), raw

@@ -1,0 +1,337 @@
+"""Pydantic models of the architecture config files (``arch_configs/*.yaml``).
+
+This is the *spec*: what a user writes, validated once. Every hardware number is
+a :class:`Cited` value: either the bare value (``bandwidth: "3.35 TB/s"``) or a
+mapping that says where it comes from::
+
+    bandwidth:
+      value: 3.35 TB/s
+      source: NVIDIA H100 datasheet (2023), table "Technical Specifications"
+      basis: spec
+
+Fields marked ``calibratable`` in their schema metadata (efficiencies, latencies,
+overheads) are the ones ``accelsim calibrate`` may fit; :func:`calibratable_paths`
+lists them. The resolved form used by the simulator lives in :mod:`accelsim.arch.model`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from accelsim.units import parse_quantity
+
+SCHEMA_VERSION = 1
+
+Basis = Literal["spec", "measured", "derived", "estimate", "fitted", "override"]
+"""How a number is known: a vendor specification, a published measurement, derived
+from other cited numbers, an engineering estimate, fitted by calibration, or a
+what-if override (``--set``)."""
+
+Dtype = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
+Family = Literal["gpu", "tpu"]
+
+
+def _positive(v: float) -> float:
+    if not v > 0:
+        raise ValueError(f"must be greater than zero, got {v!r}")
+    return v
+
+
+def _non_negative(v: float) -> float:
+    if v < 0:
+        raise ValueError(f"must not be negative, got {v!r}")
+    return v
+
+
+def _fraction(v: float) -> float:
+    if not 0 < v <= 1:
+        raise ValueError(f"must be a fraction in (0, 1], got {v!r}")
+    return v
+
+
+def _quantity(dimension: str, check=_positive):
+    return Annotated[
+        float,
+        BeforeValidator(lambda v: parse_quantity(v, dimension)),
+        AfterValidator(check),
+    ]
+
+
+Bytes = _quantity("bytes")
+BytesPerS = _quantity("bytes_per_s")
+Hz = _quantity("hz")
+Seconds = _quantity("seconds", _non_negative)
+PositiveInt = Annotated[int, Field(strict=True), AfterValidator(_positive)]
+PositiveNumber = Annotated[float, AfterValidator(_positive)]
+Fraction = Annotated[float, AfterValidator(_fraction)]
+
+T = TypeVar("T")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Cited(_Strict, Generic[T]):
+    """A value with its provenance. A bare value is accepted as ``{value: ...}``."""
+
+    value: T
+    source: str | None = None
+    basis: Basis = "spec"
+    note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wrap_bare_value(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "value" in data:
+            return data
+        return {"value": data}
+
+
+def calibratable(**kwargs: Any) -> Any:
+    """A field that calibration may fit (efficiency, latency, overhead)."""
+    return Field(json_schema_extra={"calibratable": True}, **kwargs)
+
+
+# ---------------------------------------------------------------- chip sections
+
+
+class Cores(_Strict):
+    kind: Literal["sm", "cu", "tensorcore"]
+    count: Cited[PositiveInt]
+    megacore: bool = False
+    """TPU only: the chip's TensorCores act as one device, and ``parallel`` grid
+    axes of a kernel are split across them (v4, v5p)."""
+
+
+class MatrixUnit(_Strict):
+    name: str
+    units_per_core: Cited[PositiveInt]
+    shape: Cited[list[PositiveInt]]
+    """GPU: one MMA instruction's [m, n, k]; TPU: the MXU's [rows, cols]. Operands
+    are padded up to it, which decides efficiency for small or odd shapes."""
+    flops_per_cycle_per_core: Cited[dict[Dtype, PositiveNumber]]
+    """Dense (no sparsity) peak, per core per clock cycle, by input dtype."""
+    efficiency: Cited[Fraction] = calibratable()
+    """Fraction of peak a well-shaped, well-fed kernel sustains."""
+
+
+class VectorUnit(_Strict):
+    name: str
+    shape: Cited[list[PositiveInt]] | None = None
+    """TPU VPU: [sublanes, lanes] (8 x 128). GPUs leave it out."""
+    flops_per_cycle_per_core: Cited[dict[Dtype, PositiveNumber]]
+    special_function_ops_per_cycle_per_core: Cited[PositiveNumber]
+    """Transcendentals (exp, rsqrt, ...) per core per cycle."""
+    efficiency: Cited[Fraction] = calibratable()
+
+
+class LocalMemory(_Strict):
+    """Per-core on-chip memory that kernels manage: shared memory / L1 or VMEM."""
+
+    name: str
+    capacity: Cited[Bytes]
+    max_per_program: Cited[Bytes]
+    """Most one program (CTA / Pallas kernel instance) may allocate."""
+    bandwidth_bytes_per_cycle: Cited[PositiveNumber]
+    registers: Cited[Bytes]
+    """Register file (GPU) or vector registers (TPU) per core."""
+    latency: Cited[Seconds] = calibratable()
+
+
+class Occupancy(_Strict):
+    """GPU per-SM limits that decide how many CTAs run at once."""
+
+    max_warps_per_core: Cited[PositiveInt]
+    max_programs_per_core: Cited[PositiveInt]
+    registers_per_core: Cited[PositiveInt]
+    """32-bit registers per SM."""
+    max_registers_per_thread: Cited[PositiveInt]
+    warp_size: PositiveInt = 32
+
+
+class SharedCache(_Strict):
+    """L2 (GPU) or CMEM (TPU): shared by all cores, in front of HBM."""
+
+    name: str
+    capacity: Cited[Bytes]
+    bandwidth: Cited[BytesPerS]
+    latency: Cited[Seconds] = calibratable()
+    efficiency: Cited[Fraction] = calibratable()
+
+
+class Hbm(_Strict):
+    name: str
+    capacity: Cited[Bytes]
+    bandwidth: Cited[BytesPerS]
+    latency: Cited[Seconds] = calibratable()
+    efficiency: Cited[Fraction] = calibratable()
+    """Fraction of the datasheet bandwidth a streaming kernel achieves."""
+
+
+class ChipInterconnect(_Strict):
+    """The chip's own scale-up links: NVLink / Infinity Fabric ports, or TPU ICI links."""
+
+    name: str
+    links: Cited[PositiveInt]
+    bandwidth_per_link: Cited[BytesPerS]
+    """Per direction, per link."""
+    latency: Cited[Seconds] = calibratable()
+
+
+class ChipSpec(_Strict):
+    schema_version: Literal[1]
+    kind: Literal["chip"]
+    name: str
+    display_name: str
+    vendor: str
+    family: Family
+    description: str | None = None
+    clock: Cited[Hz]
+    cores: Cores
+    matrix_unit: MatrixUnit
+    vector_unit: VectorUnit
+    local_memory: LocalMemory
+    occupancy: Occupancy | None = None
+    shared_cache: SharedCache | None = None
+    hbm: Hbm
+    launch_overhead: Cited[Seconds] = calibratable()
+    """Fixed cost per kernel launch (GPU) or per pallas_call (TPU)."""
+    interconnect: ChipInterconnect
+
+    @model_validator(mode="after")
+    def _family_sections(self) -> "ChipSpec":
+        if self.family == "gpu" and self.occupancy is None:
+            raise ValueError("field 'occupancy' is required for family 'gpu'")
+        if self.family == "tpu" and self.vector_unit.shape is None:
+            raise ValueError("field 'vector_unit.shape' is required for family 'tpu'")
+        if self.cores.megacore and self.family != "tpu":
+            raise ValueError("'cores.megacore' applies to TPUs only")
+        return self
+
+
+# ---------------------------------------------------------------- systems
+
+
+class NodeSwitch(_Strict):
+    name: str
+    count: Cited[PositiveInt]
+    latency: Cited[Seconds] = calibratable()
+    nvls: bool = False
+    """In-switch reduction (NVLink SHARP) available for all-reduce."""
+
+
+class NodeSpec(_Strict):
+    """GPUs in one box, all-to-all through switches (NVSwitch)."""
+
+    schema_version: Literal[1]
+    kind: Literal["node"]
+    name: str
+    display_name: str
+    description: str | None = None
+    chip: str
+    gpus: Cited[PositiveInt]
+    switch: NodeSwitch
+
+
+class ScaleOutNetwork(_Strict):
+    fabric: Literal["infiniband", "roce", "efa"]
+    nics_per_node: Cited[PositiveInt]
+    nic_bandwidth: Cited[BytesPerS]
+    """Per NIC, per direction."""
+    switch_latency: Cited[Seconds] = calibratable()
+    rail_optimized: bool = True
+    """Each GPU's NIC goes to its own rail switch (GPU i of every node on rail i)."""
+
+
+class ClusterSpec(_Strict):
+    """N identical nodes over a scale-out network."""
+
+    schema_version: Literal[1]
+    kind: Literal["cluster"]
+    name: str
+    display_name: str
+    description: str | None = None
+    node: str
+    nodes: Cited[PositiveInt]
+    network: ScaleOutNetwork
+
+
+class TorusSpec(_Strict):
+    """A TPU slice: chips on a 2D or 3D torus of ICI links."""
+
+    schema_version: Literal[1]
+    kind: Literal["torus"]
+    name: str
+    display_name: str
+    description: str | None = None
+    chip: str
+    shape: list[PositiveInt]
+    wraparound: Cited[list[bool]]
+    """Per axis: whether the axis closes into a ring."""
+
+    @model_validator(mode="after")
+    def _axes_agree(self) -> "TorusSpec":
+        if not 1 <= len(self.shape) <= 3:
+            raise ValueError(f"'shape' must have 1 to 3 axes, got {len(self.shape)}")
+        if len(self.wraparound.value) != len(self.shape):
+            raise ValueError(
+                f"'wraparound' has {len(self.wraparound.value)} entries but 'shape' has "
+                f"{len(self.shape)} axes"
+            )
+        return self
+
+
+class Dcn(_Strict):
+    bandwidth_per_chip: Cited[BytesPerS]
+    """Data-centre network bandwidth per chip, per direction."""
+    latency: Cited[Seconds] = calibratable()
+
+
+class MultisliceSpec(_Strict):
+    """Several identical TPU slices joined over the data-centre network."""
+
+    schema_version: Literal[1]
+    kind: Literal["multislice"]
+    name: str
+    display_name: str
+    description: str | None = None
+    slice: str
+    slices: Cited[PositiveInt]
+    dcn: Dcn
+
+
+SystemSpec = Union[NodeSpec, ClusterSpec, TorusSpec, MultisliceSpec]
+ConfigSpec = Annotated[
+    Union[ChipSpec, NodeSpec, ClusterSpec, TorusSpec, MultisliceSpec],
+    Field(discriminator="kind"),
+]
+KINDS = ("chip", "node", "cluster", "torus", "multislice")
+
+
+def calibratable_paths(model: type[BaseModel] = ChipSpec, prefix: tuple[str, ...] = ()) -> list[str]:
+    """Dotted paths of every field marked calibratable, e.g. ``hbm.efficiency``."""
+    out: list[str] = []
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and extra.get("calibratable"):
+            out.append(".".join(prefix + (name,)))
+            continue
+        for sub in _model_types(field.annotation):
+            out.extend(calibratable_paths(sub, prefix + (name,)))
+    return out
+
+
+def _model_types(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and not issubclass(annotation, Cited):
+        return [annotation]
+    return [t for arg in getattr(annotation, "__args__", ()) for t in _model_types(arg)]

@@ -1,0 +1,161 @@
+"""Physical units: parsing of typed unit strings and the one place conversions live.
+
+Configs write quantities as strings with a unit (``"3.35 TB/s"``, ``"50 MiB"``,
+``"1.98 GHz"``, ``"600 ns"``). They are parsed once, at load time, into floats in
+the SI base unit of their dimension:
+
+=================  ============  ==================================================
+dimension          base unit     accepted units
+=================  ============  ==================================================
+``bytes``          byte          B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB
+``bytes_per_s``    byte/second   B/s ... PB/s, KiB/s ... TiB/s, and bits: Gb/s,
+                                 Gbps, Gbit/s (and K/M/T prefixes)
+``hz``             hertz         Hz, kHz, MHz, GHz
+``seconds``        second        s, ms, us, µs, ns, ps
+``flops_per_s``    flop/second   FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s (also FLOPS,
+                                 TFLOPS, ...); OP/s forms for integer throughput
+=================  ============  ==================================================
+
+Decimal prefixes (K, M, G, T, P) are powers of 1000, binary ones (Ki, Mi, ...)
+powers of 1024, as vendors use them: "80 GB" of HBM is 80e9 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_DECIMAL = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+
+
+def _byte_units() -> dict[str, float]:
+    units = {f"{p}B": f for p, f in _DECIMAL.items() if p != "k"}
+    units.update({f"{p}B": f for p, f in _BINARY.items()})
+    units["kB"] = 1e3
+    return units
+
+
+def _bandwidth_units() -> dict[str, float]:
+    units = {f"{name}/s": f for name, f in _byte_units().items()}
+    for p, f in _DECIMAL.items():
+        for bits in (f"{p}b/s", f"{p}bps", f"{p}bit/s"):
+            units[bits] = f / 8.0
+    return units
+
+
+def _flops_units() -> dict[str, float]:
+    units: dict[str, float] = {}
+    for p, f in _DECIMAL.items():
+        for word in ("FLOP/s", "FLOPS", "OP/s", "OPS"):
+            units[f"{p}{word}"] = f
+    return units
+
+
+UNITS: dict[str, dict[str, float]] = {
+    "bytes": _byte_units(),
+    "bytes_per_s": _bandwidth_units(),
+    "hz": {"Hz": 1.0, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9},
+    "seconds": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12},
+    "flops_per_s": _flops_units(),
+}
+
+EXAMPLES = {
+    "bytes": "'50 MiB'",
+    "bytes_per_s": "'3.35 TB/s'",
+    "hz": "'1.98 GHz'",
+    "seconds": "'600 ns'",
+    "flops_per_s": "'989 TFLOP/s'",
+}
+
+DESCRIPTIONS = {
+    "bytes": "a size",
+    "bytes_per_s": "a bandwidth",
+    "hz": "a frequency",
+    "seconds": "a time",
+    "flops_per_s": "a throughput",
+}
+
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]+)\s*$")
+
+
+class UnitError(ValueError):
+    """A quantity string that does not parse as the expected dimension."""
+
+
+def _dimension_of(unit: str) -> str | None:
+    for dim, table in UNITS.items():
+        if unit in table:
+            return dim
+    return None
+
+
+def parse_quantity(text: object, dimension: str) -> float:
+    """Parse ``text`` (e.g. ``"3.35 TB/s"``) into a float in the base unit of ``dimension``.
+
+    Bare numbers are refused: a quantity in a config must say its unit.
+    Raises :class:`UnitError` with a message saying what was expected.
+    """
+    expected = f"{DESCRIPTIONS[dimension]} with a unit, e.g. {EXAMPLES[dimension]}"
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise UnitError(f"expected {expected}, got {type(text).__name__} {text!r}")
+    if isinstance(text, (int, float)):
+        raise UnitError(f"expected {expected}, got the bare number {text!r} (no unit)")
+    match = _QUANTITY.match(text)
+    if not match:
+        raise UnitError(f"expected {expected}, got {text!r}")
+    number, unit = float(match.group(1)), match.group(2)
+    table = UNITS[dimension]
+    if unit not in table:
+        other = _dimension_of(unit)
+        if other is not None:
+            raise UnitError(
+                f"expected {expected}, got {text!r} ({unit!r} is a unit of {DESCRIPTIONS[other]})"
+            )
+        raise UnitError(f"expected {expected}, got {text!r} (unknown unit {unit!r})")
+    value = number * table[unit]
+    if not math.isfinite(value):
+        raise UnitError(f"expected {expected}, got {text!r} (not finite)")
+    return value
+
+
+def format_quantity(value: float, dimension: str) -> str:
+    """Render a base-unit value with a readable decimal prefix (binary for sizes >= 1 KiB
+    only when exact): ``3.35e12, "bytes_per_s" -> "3.35 TB/s"``."""
+    if dimension == "bytes":
+        for prefix in ("Pi", "Ti", "Gi", "Mi", "Ki"):
+            factor = _BINARY[prefix]
+            if value >= factor and value % factor == 0:
+                return f"{_trim(value / factor)} {prefix}B"
+        return _decimal(value, "B")
+    if dimension == "seconds":
+        for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+            if abs(value) >= factor:
+                return f"{_trim(value / factor)} {unit}"
+        return f"{_trim(value / 1e-12)} ps"
+    suffix = {"bytes_per_s": "B/s", "hz": "Hz", "flops_per_s": "FLOP/s"}[dimension]
+    return _decimal(value, suffix)
+
+
+def _decimal(value: float, suffix: str) -> str:
+    for prefix in ("P", "T", "G", "M", "K"):
+        factor = _DECIMAL[prefix]
+        if abs(value) >= factor:
+            return f"{_trim(value / factor)} {prefix}{suffix}"
+    return f"{_trim(value)} {suffix}"
+
+
+def _trim(x: float) -> str:
+    return f"{x:.4g}"
+
+
+PS_PER_S = 10**12
+
+
+def seconds_to_ps(seconds: float) -> int:
+    """Simulated time is kept in integer picoseconds; this is the one rounding point."""
+    return int(round(seconds * PS_PER_S))
+
+
+def ps_to_seconds(ps: int) -> float:
+    return ps / PS_PER_S
