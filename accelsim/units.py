@@ -120,13 +120,14 @@ def parse_quantity(text: object, dimension: str) -> float:
 
 
 def format_quantity(value: float, dimension: str) -> str:
-    """Render a base-unit value with a readable decimal prefix (binary for sizes >= 1 KiB
-    only when exact): ``3.35e12, "bytes_per_s" -> "3.35 TB/s"``."""
+    """Render a base-unit value with a readable prefix: ``3.35e12, "bytes_per_s" -> "3.35 TB/s"``.
+    Sizes use a binary prefix when that is exact and under 1024 of it (``228 KiB``),
+    otherwise decimal (``80 GB``)."""
     if dimension == "bytes":
         for prefix in ("Pi", "Ti", "Gi", "Mi", "Ki"):
-            factor = _BINARY[prefix]
-            if value >= factor and value % factor == 0:
-                return f"{_trim(value / factor)} {prefix}B"
+            mantissa = value / _BINARY[prefix]
+            if 1 <= mantissa < 1024 and mantissa.is_integer():
+                return f"{_trim(mantissa)} {prefix}B"
         return _decimal(value, "B")
     if dimension == "seconds":
         for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):

@@ -43,16 +43,24 @@ def builtin_dir() -> Path:
     return here.parent / "arch_configs"
 
 
+def builtin_paths() -> list[Path]:
+    return sorted(builtin_dir().rglob("*.yaml"))
+
+
 @lru_cache(maxsize=1)
 def _builtin_index() -> dict[str, Path]:
-    index: dict[str, Path] = {}
-    for path in sorted(builtin_dir().rglob("*.yaml")):
-        index.setdefault(path.stem, path)
+    """Built-in config names (file stems) and their aliases -> file."""
+    index = {path.stem: path for path in builtin_paths()}
+    for path in builtin_paths():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for alias in data.get("aliases", []) if isinstance(data, dict) else []:
+            index.setdefault(str(alias), path)
     return index
 
 
 def builtin_names() -> list[str]:
-    return sorted(_builtin_index())
+    """Names of the built-in configs (file stems), without aliases."""
+    return sorted(path.stem for path in builtin_paths())
 
 
 def find_config(name_or_path: str, *, referenced_from: str | None = None, field: str | None = None) -> Path:
@@ -69,7 +77,7 @@ def find_config(name_or_path: str, *, referenced_from: str | None = None, field:
     if name_or_path in index:
         return index[name_or_path]
     raise InputError(
-        f"unknown config {name_or_path!r}; expected a file path or one of: {', '.join(sorted(index))}",
+        f"unknown config {name_or_path!r}; expected a file path or one of: {', '.join(builtin_names())}",
         source=referenced_from,
         field=field,
     )
@@ -154,6 +162,7 @@ def load_raw(name_or_path: str, *, _chain: tuple[Path, ...] = (), _referrer: str
             field="extends",
         )
     parent = load_raw(parent_name, _chain=_chain + (resolved,), _referrer=str(path))
+    parent.data.pop("aliases", None)  # a name belongs to one config, not to what extends it
     merged = deep_merge(parent.data, data)
     return RawConfig(merged, path, {**parent.origins, **origins})
 

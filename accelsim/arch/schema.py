@@ -58,9 +58,14 @@ def _fraction(v: float) -> float:
     return v
 
 
+class Dimension(str):
+    """Marks a quantity field with its dimension (a key of :data:`accelsim.units.UNITS`)."""
+
+
 def _quantity(dimension: str, check=_positive):
     return Annotated[
         float,
+        Dimension(dimension),
         BeforeValidator(lambda v: parse_quantity(v, dimension)),
         AfterValidator(check),
     ]
@@ -79,6 +84,17 @@ T = TypeVar("T")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _ConfigFile(_Strict):
+    """Fields every config file has."""
+
+    schema_version: Literal[1]
+    name: str
+    display_name: str
+    description: str | None = None
+    aliases: list[str] = []
+    """Other names ``accelsim arch show`` accepts for this config."""
 
 
 class Cited(_Strict, Generic[T]):
@@ -188,14 +204,10 @@ class ChipInterconnect(_Strict):
     latency: Cited[Seconds] = calibratable()
 
 
-class ChipSpec(_Strict):
-    schema_version: Literal[1]
+class ChipSpec(_ConfigFile):
     kind: Literal["chip"]
-    name: str
-    display_name: str
     vendor: str
     family: Family
-    description: str | None = None
     clock: Cited[Hz]
     cores: Cores
     matrix_unit: MatrixUnit
@@ -230,14 +242,10 @@ class NodeSwitch(_Strict):
     """In-switch reduction (NVLink SHARP) available for all-reduce."""
 
 
-class NodeSpec(_Strict):
+class NodeSpec(_ConfigFile):
     """GPUs in one box, all-to-all through switches (NVSwitch)."""
 
-    schema_version: Literal[1]
     kind: Literal["node"]
-    name: str
-    display_name: str
-    description: str | None = None
     chip: str
     gpus: Cited[PositiveInt]
     switch: NodeSwitch
@@ -253,27 +261,19 @@ class ScaleOutNetwork(_Strict):
     """Each GPU's NIC goes to its own rail switch (GPU i of every node on rail i)."""
 
 
-class ClusterSpec(_Strict):
+class ClusterSpec(_ConfigFile):
     """N identical nodes over a scale-out network."""
 
-    schema_version: Literal[1]
     kind: Literal["cluster"]
-    name: str
-    display_name: str
-    description: str | None = None
     node: str
     nodes: Cited[PositiveInt]
     network: ScaleOutNetwork
 
 
-class TorusSpec(_Strict):
+class TorusSpec(_ConfigFile):
     """A TPU slice: chips on a 2D or 3D torus of ICI links."""
 
-    schema_version: Literal[1]
     kind: Literal["torus"]
-    name: str
-    display_name: str
-    description: str | None = None
     chip: str
     shape: list[PositiveInt]
     wraparound: Cited[list[bool]]
@@ -297,14 +297,10 @@ class Dcn(_Strict):
     latency: Cited[Seconds] = calibratable()
 
 
-class MultisliceSpec(_Strict):
+class MultisliceSpec(_ConfigFile):
     """Several identical TPU slices joined over the data-centre network."""
 
-    schema_version: Literal[1]
     kind: Literal["multislice"]
-    name: str
-    display_name: str
-    description: str | None = None
     slice: str
     slices: Cited[PositiveInt]
     dcn: Dcn

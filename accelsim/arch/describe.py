@@ -1,0 +1,140 @@
+"""Plain-data descriptions of configs for ``accelsim arch list/show/diff``: every number
+resolved to base units, with its unit, basis and source, plus the peaks derived from them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from accelsim.arch import model, schema
+from accelsim.units import format_quantity
+
+BASE_UNITS = {"bytes": "B", "bytes_per_s": "B/s", "hz": "Hz", "seconds": "s", "flops_per_s": "FLOP/s"}
+
+
+def _dimension(cited_type: type[schema.Cited]) -> str | None:
+    for meta in cited_type.model_fields["value"].metadata:
+        if isinstance(meta, schema.Dimension):
+            return str(meta)
+    return None
+
+
+def _leaf(value: schema.Cited) -> dict[str, Any]:
+    dim = _dimension(type(value))
+    out: dict[str, Any] = {"value": value.value}
+    if dim:
+        out["unit"] = BASE_UNITS[dim]
+        out["text"] = format_quantity(value.value, dim)
+    out["basis"] = value.basis
+    if value.source:
+        out["source"] = value.source
+    if value.note:
+        out["note"] = value.note
+    return out
+
+
+def spec_tree(spec: BaseModel) -> dict[str, Any]:
+    """The spec as nested dicts; each cited number becomes ``{value, unit, text, basis, source, note}``."""
+    out: dict[str, Any] = {}
+    for name in type(spec).model_fields:
+        value = getattr(spec, name)
+        if value is None:
+            continue
+        if isinstance(value, schema.Cited):
+            out[name] = _leaf(value)
+        elif isinstance(value, BaseModel):
+            out[name] = spec_tree(value)
+        else:
+            out[name] = value
+    return out
+
+
+def derived(arch: model.Arch) -> dict[str, Any]:
+    """Chip- or system-level figures computed from the config (not in the file)."""
+    if isinstance(arch, model.Chip):
+        out: dict[str, Any] = {
+            "matrix_flops_per_s": {d: arch.matrix_flops_per_s(d) for d in arch.matrix.flops_per_cycle_per_core},
+            "vector_flops_per_s": {d: arch.vector_flops_per_s(d) for d in arch.vector.flops_per_cycle_per_core},
+            "special_function_ops_per_s": arch.special_function_ops_per_s,
+            "local_memory_bandwidth_bytes_per_s": arch.local.bandwidth_bytes_per_cycle * arch.num_cores * arch.clock_hz,
+            "link_bandwidth_bytes_per_s": arch.link_bandwidth_bytes_per_s,
+        }
+        if "bf16" in arch.matrix.flops_per_cycle_per_core:
+            out["ridge_point_flops_per_byte_bf16"] = arch.matrix_flops_per_s("bf16") / arch.hbm.bandwidth_bytes_per_s
+        return out
+    if isinstance(arch, model.Node):
+        return {"chips": arch.gpus, "nvlink_bandwidth_per_gpu_bytes_per_s": arch.chip.link_bandwidth_bytes_per_s}
+    if isinstance(arch, model.Cluster):
+        return {
+            "chips": arch.num_chips,
+            "scale_out_bandwidth_per_node_bytes_per_s": arch.nics_per_node * arch.nic_bandwidth_bytes_per_s,
+        }
+    if isinstance(arch, model.Torus):
+        return {"chips": arch.num_chips, "ici_bandwidth_per_chip_bytes_per_s": arch.chip.link_bandwidth_bytes_per_s}
+    return {"chips": arch.num_chips}
+
+
+def describe(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """Everything ``arch show --json`` prints for one config; a system includes the
+    config it is built on under ``based_on``."""
+    arch, spec = model.load_arch_and_spec(name_or_path, overrides)
+    tree = spec_tree(spec)
+    out: dict[str, Any] = {
+        "name": tree.pop("name"),
+        "kind": tree.pop("kind"),
+        "display_name": tree.pop("display_name"),
+        "config": tree,
+        "derived": derived(arch),
+    }
+    reference = model.REFERENCE_FIELDS.get(out["kind"])
+    if reference:
+        out["based_on"] = describe(tree[reference], model.forwarded_overrides(overrides, reference))
+    return out
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"hbm": {"bandwidth": {...leaf...}}}`` -> ``{"hbm.bandwidth": leaf_text}``."""
+    if isinstance(tree, dict) and "value" in tree and "basis" in tree:
+        return {prefix: tree.get("text", tree["value"])}
+    if isinstance(tree, dict):
+        out: dict[str, Any] = {}
+        for key, value in tree.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: tree}
+
+
+def summary_row(arch: model.Arch) -> dict[str, str]:
+    """One line of ``arch list``."""
+    if isinstance(arch, model.Chip):
+        dtype = "bf16" if "bf16" in arch.matrix.flops_per_cycle_per_core else next(iter(arch.matrix.flops_per_cycle_per_core))
+        return {
+            "kind": f"chip/{arch.family}",
+            "summary": (
+                f"{arch.num_cores} {arch.core_kind}s @ {format_quantity(arch.clock_hz, 'hz')}, "
+                f"{format_quantity(arch.matrix_flops_per_s(dtype), 'flops_per_s')} {dtype}, "
+                f"HBM {format_quantity(arch.hbm.capacity_bytes, 'bytes')} "
+                f"{format_quantity(arch.hbm.bandwidth_bytes_per_s, 'bytes_per_s')}"
+            ),
+        }
+    if isinstance(arch, model.Node):
+        return {"kind": "node", "summary": f"{arch.gpus} x {arch.chip.name}, {arch.switch_count} {arch.switch_name}"}
+    if isinstance(arch, model.Cluster):
+        return {
+            "kind": "cluster",
+            "summary": (
+                f"{arch.nodes} x {arch.node.name} ({arch.num_chips} chips), {arch.fabric} "
+                f"{arch.nics_per_node} x {format_quantity(arch.nic_bandwidth_bytes_per_s, 'bytes_per_s')} per node"
+            ),
+        }
+    if isinstance(arch, model.Torus):
+        wrap = "".join("w" if w else "-" for w in arch.wraparound)
+        return {
+            "kind": "torus",
+            "summary": f"{'x'.join(map(str, arch.shape))} {arch.chip.name} ({arch.num_chips} chips), wrap {wrap}",
+        }
+    return {
+        "kind": "multislice",
+        "summary": f"{arch.slices} x {arch.slice.name} ({arch.num_chips} chips) over DCN",
+    }

@@ -1,0 +1,321 @@
+"""Resolved machine descriptions: what the simulator reads.
+
+These are frozen, keyword-only records whose field names carry their unit. They are
+built from a validated spec (:mod:`accelsim.arch.schema`) by :func:`load_arch`, and
+nothing downstream reads raw config dictionaries. Per-core figures are per SM (GPU)
+or per TensorCore (TPU); chip figures say ``chip`` in their name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Union
+
+from accelsim.arch import schema
+from accelsim.arch.loader import apply_overrides, load_raw, parse_override, validate
+from accelsim.errors import InputError
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixUnit:
+    units_per_core: int
+    shape: tuple[int, ...]
+    flops_per_cycle_per_core: Mapping[str, float]
+    efficiency: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class VectorUnit:
+    shape: tuple[int, ...] | None
+    flops_per_cycle_per_core: Mapping[str, float]
+    special_function_ops_per_cycle_per_core: float
+    efficiency: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalMemory:
+    capacity_bytes: float
+    max_per_program_bytes: float
+    bandwidth_bytes_per_cycle: float
+    registers_bytes: float
+    latency_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Occupancy:
+    max_warps_per_core: int
+    max_programs_per_core: int
+    registers_per_core: int
+    max_registers_per_thread: int
+    warp_size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryLevel:
+    """A shared memory level (L2 / CMEM, or HBM)."""
+
+    name: str
+    capacity_bytes: float
+    bandwidth_bytes_per_s: float
+    latency_s: float
+    efficiency: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Links:
+    name: str
+    count: int
+    bandwidth_per_link_bytes_per_s: float
+    """Per direction."""
+    latency_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chip:
+    name: str
+    display_name: str
+    vendor: str
+    family: str
+    clock_hz: float
+    num_cores: int
+    core_kind: str
+    megacore: bool
+    matrix: MatrixUnit
+    vector: VectorUnit
+    local: LocalMemory
+    occupancy: Occupancy | None
+    shared_cache: MemoryLevel | None
+    hbm: MemoryLevel
+    launch_overhead_s: float
+    links: Links
+
+    def matrix_flops_per_s(self, dtype: str) -> float:
+        """Chip peak of the matrix units for ``dtype`` inputs (dense)."""
+        return self.matrix.flops_per_cycle_per_core[dtype] * self.num_cores * self.clock_hz
+
+    def vector_flops_per_s(self, dtype: str) -> float:
+        return self.vector.flops_per_cycle_per_core[dtype] * self.num_cores * self.clock_hz
+
+    @property
+    def special_function_ops_per_s(self) -> float:
+        return self.vector.special_function_ops_per_cycle_per_core * self.num_cores * self.clock_hz
+
+    @property
+    def link_bandwidth_bytes_per_s(self) -> float:
+        """All of the chip's scale-up links together, one direction."""
+        return self.links.count * self.links.bandwidth_per_link_bytes_per_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class Node:
+    name: str
+    display_name: str
+    chip: Chip
+    gpus: int
+    switch_name: str
+    switch_count: int
+    switch_latency_s: float
+    nvls: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cluster:
+    name: str
+    display_name: str
+    node: Node
+    nodes: int
+    fabric: str
+    nics_per_node: int
+    nic_bandwidth_bytes_per_s: float
+    switch_latency_s: float
+    rail_optimized: bool
+
+    @property
+    def num_chips(self) -> int:
+        return self.nodes * self.node.gpus
+
+
+@dataclass(frozen=True, kw_only=True)
+class Torus:
+    name: str
+    display_name: str
+    chip: Chip
+    shape: tuple[int, ...]
+    wraparound: tuple[bool, ...]
+
+    @property
+    def num_chips(self) -> int:
+        count = 1
+        for n in self.shape:
+            count *= n
+        return count
+
+
+@dataclass(frozen=True, kw_only=True)
+class Multislice:
+    name: str
+    display_name: str
+    slice: Torus
+    slices: int
+    dcn_bandwidth_per_chip_bytes_per_s: float
+    dcn_latency_s: float
+
+    @property
+    def num_chips(self) -> int:
+        return self.slices * self.slice.num_chips
+
+
+Arch = Union[Chip, Node, Cluster, Torus, Multislice]
+
+REFERENCE_FIELDS = {"node": "chip", "cluster": "node", "torus": "chip", "multislice": "slice"}
+"""For each system kind, the field naming the config it is built on. ``--set`` paths
+that start with it (``chip.hbm.bandwidth=...``) are applied to that config."""
+
+
+def load_arch(name_or_path: str, overrides: Sequence[str] = ()) -> Arch:
+    """Load a chip or system by built-in name or path, apply ``--set`` overrides, resolve.
+
+    Raises :class:`~accelsim.errors.InputError` for any bad input.
+    """
+    return load_arch_and_spec(name_or_path, overrides)[0]
+
+
+def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
+    """Like :func:`load_arch`, also returning the validated spec (for sources and display)."""
+    raw = load_raw(name_or_path)
+    reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
+    own = [o for o in overrides if not (reference and o.startswith(reference + "."))]
+    spec = validate(apply_overrides(raw, [parse_override(o) for o in own]))
+    return resolve(spec, overrides, referrer=str(raw.path)), spec
+
+
+def forwarded_overrides(overrides: Sequence[str], prefix: str) -> list[str]:
+    """The ``--set`` paths under ``prefix.``, with the prefix removed."""
+    return [o[len(prefix) + 1 :] for o in overrides if o.startswith(prefix + ".")]
+
+
+def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[str], referrer: str):
+    try:
+        arch = load_arch(name, forwarded_overrides(overrides, field))
+    except InputError as exc:
+        if exc.source is None or "unknown config" in exc.message:
+            raise InputError(exc.message, source=referrer, field=field) from None
+        raise
+    if not isinstance(arch, expected_kind):
+        raise InputError(
+            f"{name!r} is a {type(arch).__name__.lower()}; expected a {expected_kind.__name__.lower()}",
+            source=referrer,
+            field=field,
+        )
+    return arch
+
+
+def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) -> Arch:
+    referrer = referrer or spec.name
+    if isinstance(spec, schema.ChipSpec):
+        return _resolve_chip(spec)
+    if isinstance(spec, schema.NodeSpec):
+        return Node(
+            name=spec.name,
+            display_name=spec.display_name,
+            chip=_referenced(spec.chip, "chip", Chip, overrides, referrer),
+            gpus=spec.gpus.value,
+            switch_name=spec.switch.name,
+            switch_count=spec.switch.count.value,
+            switch_latency_s=spec.switch.latency.value,
+            nvls=spec.switch.nvls,
+        )
+    if isinstance(spec, schema.ClusterSpec):
+        net = spec.network
+        return Cluster(
+            name=spec.name,
+            display_name=spec.display_name,
+            node=_referenced(spec.node, "node", Node, overrides, referrer),
+            nodes=spec.nodes.value,
+            fabric=net.fabric,
+            nics_per_node=net.nics_per_node.value,
+            nic_bandwidth_bytes_per_s=net.nic_bandwidth.value,
+            switch_latency_s=net.switch_latency.value,
+            rail_optimized=net.rail_optimized,
+        )
+    if isinstance(spec, schema.TorusSpec):
+        return Torus(
+            name=spec.name,
+            display_name=spec.display_name,
+            chip=_referenced(spec.chip, "chip", Chip, overrides, referrer),
+            shape=tuple(spec.shape),
+            wraparound=tuple(spec.wraparound.value),
+        )
+    if isinstance(spec, schema.MultisliceSpec):
+        return Multislice(
+            name=spec.name,
+            display_name=spec.display_name,
+            slice=_referenced(spec.slice, "slice", Torus, overrides, referrer),
+            slices=spec.slices.value,
+            dcn_bandwidth_per_chip_bytes_per_s=spec.dcn.bandwidth_per_chip.value,
+            dcn_latency_s=spec.dcn.latency.value,
+        )
+    raise TypeError(f"not a config spec: {type(spec).__name__}")
+
+
+def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
+    return MemoryLevel(
+        name=spec.name,
+        capacity_bytes=spec.capacity.value,
+        bandwidth_bytes_per_s=spec.bandwidth.value,
+        latency_s=spec.latency.value,
+        efficiency=spec.efficiency.value,
+    )
+
+
+def _resolve_chip(spec: schema.ChipSpec) -> Chip:
+    mu, vu, lm, occ = spec.matrix_unit, spec.vector_unit, spec.local_memory, spec.occupancy
+    return Chip(
+        name=spec.name,
+        display_name=spec.display_name,
+        vendor=spec.vendor,
+        family=spec.family,
+        clock_hz=spec.clock.value,
+        num_cores=spec.cores.count.value,
+        core_kind=spec.cores.kind,
+        megacore=spec.cores.megacore,
+        matrix=MatrixUnit(
+            units_per_core=mu.units_per_core.value,
+            shape=tuple(mu.shape.value),
+            flops_per_cycle_per_core=MappingProxyType(dict(mu.flops_per_cycle_per_core.value)),
+            efficiency=mu.efficiency.value,
+        ),
+        vector=VectorUnit(
+            shape=tuple(vu.shape.value) if vu.shape else None,
+            flops_per_cycle_per_core=MappingProxyType(dict(vu.flops_per_cycle_per_core.value)),
+            special_function_ops_per_cycle_per_core=vu.special_function_ops_per_cycle_per_core.value,
+            efficiency=vu.efficiency.value,
+        ),
+        local=LocalMemory(
+            capacity_bytes=lm.capacity.value,
+            max_per_program_bytes=lm.max_per_program.value,
+            bandwidth_bytes_per_cycle=lm.bandwidth_bytes_per_cycle.value,
+            registers_bytes=lm.registers.value,
+            latency_s=lm.latency.value,
+        ),
+        occupancy=Occupancy(
+            max_warps_per_core=occ.max_warps_per_core.value,
+            max_programs_per_core=occ.max_programs_per_core.value,
+            registers_per_core=occ.registers_per_core.value,
+            max_registers_per_thread=occ.max_registers_per_thread.value,
+            warp_size=occ.warp_size,
+        )
+        if occ
+        else None,
+        shared_cache=_memory_level(spec.shared_cache) if spec.shared_cache else None,
+        hbm=_memory_level(spec.hbm),
+        launch_overhead_s=spec.launch_overhead.value,
+        links=Links(
+            name=spec.interconnect.name,
+            count=spec.interconnect.links.value,
+            bandwidth_per_link_bytes_per_s=spec.interconnect.bandwidth_per_link.value,
+            latency_s=spec.interconnect.latency.value,
+        ),
+    )

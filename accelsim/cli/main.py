@@ -1,0 +1,48 @@
+"""The ``accelsim`` command line. Bad input prints one line and exits with status 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from accelsim.errors import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line (and exit 2) instead of usage + error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.removeprefix("accelsim").strip() or None
+        raise InputError(f"{message} (see '{self.prog} --help')", source=command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from accelsim.cli import arch_cmd, demo_cmd
+
+    parser = _Parser(
+        prog="accelsim",
+        description="Architecture-level simulator for ML accelerators (GPUs and TPUs).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    arch_cmd.register(sub)
+    demo_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.run(args) or 0)
+    except InputError as exc:
+        print(f"accelsim: error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

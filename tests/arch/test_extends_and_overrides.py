@@ -1,0 +1,50 @@
+"""``extends`` merges onto a base config; ``--set`` overrides are validated like the file."""
+
+from accelsim.arch.model import load_arch, load_arch_and_spec
+
+
+def test_extends_changes_only_what_it_says(write_yaml):
+    path = write_yaml(
+        "fast-hbm.yaml",
+        """
+        extends: h100-sxm
+        name: fast-hbm
+        display_name: H100 with faster HBM
+        hbm:
+          bandwidth: {value: 6 TB/s, basis: estimate, note: what-if}
+        """,
+    )
+    base, derived = load_arch("h100-sxm"), load_arch(str(path))
+    assert derived.hbm.bandwidth_bytes_per_s == 6e12
+    assert derived.hbm.capacity_bytes == base.hbm.capacity_bytes
+    assert derived.num_cores == base.num_cores
+    assert derived.name == "fast-hbm"
+
+
+def test_extends_a_relative_path(write_yaml):
+    write_yaml("base.yaml", "extends: h100-sxm\nname: base\nclock: 1.5 GHz\n")
+    path = write_yaml("child.yaml", "extends: base.yaml\nname: child\n")
+    assert load_arch(str(path)).clock_hz == 1.5e9
+
+
+def test_set_override_records_its_origin():
+    arch, spec = load_arch_and_spec("h100-sxm", ["hbm.bandwidth=8 TB/s"])
+    assert arch.hbm.bandwidth_bytes_per_s == 8e12
+    assert spec.hbm.bandwidth.basis == "override"
+    assert "--set" in spec.hbm.bandwidth.source
+
+
+def test_set_scales_derived_peaks():
+    base = load_arch("h100-sxm")
+    faster = load_arch("h100-sxm", ["clock=3.66 GHz", "cores.count=264"])
+    assert faster.matrix_flops_per_s("bf16") == 4 * base.matrix_flops_per_s("bf16")
+
+
+def test_set_on_a_dtype_entry():
+    arch = load_arch("h100-sxm", ["matrix_unit.flops_per_cycle_per_core.bf16=8192"])
+    assert arch.matrix.flops_per_cycle_per_core["bf16"] == 8192
+    assert arch.matrix.flops_per_cycle_per_core["fp16"] == 4096
+
+
+def test_set_a_list():
+    assert load_arch("h100-sxm", ["matrix_unit.shape=[128, 128]"]).matrix.shape == (128, 128)
