@@ -105,6 +105,14 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: tree}
 
 
+CORE_NOUNS = {"sm": ("SM", "SMs"), "cu": ("CU", "CUs"), "tensorcore": ("TensorCore", "TensorCores")}
+
+
+def core_noun(chip: model.Chip) -> str:
+    singular, plural = CORE_NOUNS[chip.core_kind]
+    return singular if chip.num_cores == 1 else plural
+
+
 def summary_row(arch: model.Arch) -> dict[str, str]:
     """One line of ``arch list``."""
     if isinstance(arch, model.Chip):
@@ -112,7 +120,7 @@ def summary_row(arch: model.Arch) -> dict[str, str]:
         return {
             "kind": f"chip/{arch.family}",
             "summary": (
-                f"{arch.num_cores} {arch.core_kind}s @ {format_quantity(arch.clock_hz, 'hz')}, "
+                f"{arch.num_cores} {core_noun(arch)} @ {format_quantity(arch.clock_hz, 'hz')}, "
                 f"{format_quantity(arch.matrix_flops_per_s(dtype), 'flops_per_s')} {dtype}, "
                 f"HBM {format_quantity(arch.hbm.capacity_bytes, 'bytes')} "
                 f"{format_quantity(arch.hbm.bandwidth_bytes_per_s, 'bytes_per_s')}"

@@ -1,0 +1,223 @@
+"""Kernel trace format, version 1: one kernel launch on one chip, GPU or TPU.
+
+A trace says *what a kernel does*, not how long it takes: its grid of programs
+(GPU CTAs / Pallas grid steps), the resources each program holds, and per program
+an ordered list of steps with memory transfers (bytes, direction, memory level and
+block identity) and compute (flops by unit and dtype, with the operand shape).
+
+Compactness: programs share **templates** (step lists). A step may repeat, with a
+loop variable, and block indices are integers or variable names; per-program
+values come from **program variables**: the grid coordinates ``p0, p1, p2``
+always exist, and ``program_vars`` adds named integer arrays, one entry per
+program in launch order. A 10^5-program GEMM is one template and two arrays.
+
+See ``docs/trace-format.md`` for the full description. Traces are data: they are
+parsed and validated, never executed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from accelsim.errors import InputError
+
+TRACE_SCHEMA_VERSION = 1
+
+Dtype = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
+DTYPE_BYTES: dict[str, float] = {
+    "fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5, "int4": 0.5,
+}
+MemoryLevel = Literal["hbm", "shared_cache", "local"]
+GRID_VARS = ("p0", "p1", "p2")
+
+NonNegInt = Annotated[int, Field(strict=True, ge=0)]
+PosInt = Annotated[int, Field(strict=True, gt=0)]
+NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Index = int | str
+"""A block index entry or a repeat count: an integer or a variable name."""
+
+
+def _identifier(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"expected an identifier (letters, digits, _), got {name!r}")
+    return name
+
+
+Identifier = Annotated[str, AfterValidator(_identifier)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tensor(_Strict):
+    shape: list[PosInt]
+    dtype: Dtype
+
+
+class Transfer(_Strict):
+    """A block moved between a memory level and the program's local memory."""
+
+    tensor: Identifier
+    block: list[Index] = []
+    """Block index along each tensor axis: integers or variable names."""
+    bytes: PosInt
+    direction: Literal["read", "write"] = "read"
+    level: MemoryLevel = "hbm"
+    """Where the block lives: ``hbm`` (global memory, cached in L2/CMEM where the chip has
+    it), ``shared_cache`` (pinned there), ``local`` (shared memory / VMEM to registers)."""
+
+
+class Compute(_Strict):
+    unit: Literal["matrix", "vector", "special"]
+    flops: NonNegNumber
+    """Floating-point (or integer) operations; for ``special``, function evaluations."""
+    dtype: Dtype = "fp32"
+    shape: list[PosInt] | None = None
+    """Matrix unit only: the operation's [m, n, k], which decides padding to the MMA/MXU shape."""
+
+
+class Step(_Strict):
+    repeat: Index = 1
+    loop_var: Identifier | None = None
+    """Name of the 0-based iteration index, usable in block indices of this step."""
+    transfers: list[Transfer] = []
+    compute: list[Compute] = []
+
+
+class Template(_Strict):
+    name: Identifier
+    steps: list[Step] = Field(min_length=1)
+
+
+class Resources(_Strict):
+    local_memory_bytes: NonNegInt = 0
+    """Shared memory (GPU) or VMEM scratch + buffers (TPU) one program holds."""
+    warps: PosInt = 4
+    registers_per_thread: PosInt | None = None
+
+
+class Kernel(_Strict):
+    name: str
+    grid: list[PosInt] = Field(min_length=1, max_length=3)
+    launch_order: Literal["first_axis_fastest", "last_axis_fastest"] = "first_axis_fastest"
+    """GPU CTAs launch with x (axis 0) fastest; a Pallas grid runs with the last axis fastest."""
+    dimension_semantics: list[Literal["parallel", "arbitrary"]] | None = None
+    """TPU: which grid axes may be split across the TensorCores of a megacore chip."""
+    resources: Resources = Resources()
+    pipeline_depth: PosInt = 2
+    """How many step's transfers can be in flight (GPU ``num_stages``, TPU buffer count)."""
+
+
+class KernelTrace(_Strict):
+    schema_version: Literal[1]
+    kind: Literal["kernel_trace"] = "kernel_trace"
+    kernel: Kernel
+    tensors: dict[Identifier, Tensor]
+    templates: list[Template] = Field(min_length=1)
+    program_template: Identifier | list[NonNegInt] | None = None
+    """The template every program runs (a name), or a template index per program. Default:
+    the only template."""
+    program_vars: dict[Identifier, list[int]] = {}
+    """Named per-program integers, one per program in launch order."""
+    metadata: dict[str, Any] = {}
+    """Free-form: family, parameters, config, generator or capture tool."""
+
+    @property
+    def num_programs(self) -> int:
+        count = 1
+        for n in self.kernel.grid:
+            count *= n
+        return count
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "KernelTrace":
+        n = self.num_programs
+        names = [t.name for t in self.templates]
+        if len(set(names)) != len(names):
+            raise ValueError("template names must be unique")
+        for var, values in self.program_vars.items():
+            if var in GRID_VARS:
+                raise ValueError(f"program_vars.{var}: {var!r} is reserved for the grid coordinate")
+            if len(values) != n:
+                raise ValueError(f"program_vars.{var}: expected {n} values (one per program), got {len(values)}")
+        pt = self.program_template
+        if pt is None and len(self.templates) > 1:
+            raise ValueError("program_template: required when there is more than one template")
+        if isinstance(pt, str) and pt not in names:
+            raise ValueError(f"program_template: unknown template {pt!r}; expected one of: {', '.join(names)}")
+        if isinstance(pt, list):
+            if len(pt) != n:
+                raise ValueError(f"program_template: expected {n} entries (one per program), got {len(pt)}")
+            if pt and max(pt) >= len(self.templates):
+                raise ValueError(f"program_template: index {max(pt)} but only {len(self.templates)} templates")
+        sem = self.kernel.dimension_semantics
+        if sem is not None and len(sem) != len(self.kernel.grid):
+            raise ValueError("kernel.dimension_semantics: needs one entry per grid axis")
+        known = set(GRID_VARS[: len(self.kernel.grid)]) | set(self.program_vars)
+        for ti, template in enumerate(self.templates):
+            for si, step in enumerate(template.steps):
+                where = f"templates[{ti}].steps[{si}]"
+                local = known | ({step.loop_var} if step.loop_var else set())
+                if isinstance(step.repeat, str) and step.repeat not in known:
+                    raise ValueError(f"{where}.repeat: unknown variable {step.repeat!r}")
+                for xi, transfer in enumerate(step.transfers):
+                    if transfer.tensor not in self.tensors:
+                        raise ValueError(f"{where}.transfers[{xi}].tensor: unknown tensor {transfer.tensor!r}")
+                    for index in transfer.block:
+                        if isinstance(index, str) and index not in local:
+                            raise ValueError(f"{where}.transfers[{xi}].block: unknown variable {index!r}")
+                for ci, compute in enumerate(step.compute):
+                    if compute.unit == "matrix" and compute.shape is not None and len(compute.shape) != 3:
+                        raise ValueError(f"{where}.compute[{ci}].shape: expected [m, n, k]")
+        return self
+
+
+def parse_trace(data: Any, source: str) -> KernelTrace:
+    """Validate decoded JSON as a kernel trace; bad input raises a located InputError."""
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object (a kernel trace)", source=source)
+    version = data.get("schema_version")
+    if version != TRACE_SCHEMA_VERSION:
+        raise InputError(
+            f"unsupported schema_version {version!r}; this accelsim reads version {TRACE_SCHEMA_VERSION}",
+            source=source,
+            field="schema_version",
+        )
+    try:
+        return KernelTrace.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        message = error["msg"].removeprefix("Value error, ")
+        loc = [p for p in error["loc"] if p not in ("[key]",) and not (isinstance(p, str) and p.startswith(("int", "str", "list[")))]
+        if error["type"] == "missing":
+            message = "missing required field"
+        elif error["type"] == "extra_forbidden":
+            message = "unknown field"
+        return_error = InputError(message, source=source, field=loc or None)
+        raise return_error from None
+
+
+def load_trace(path: str | Path) -> KernelTrace:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read trace: {exc.strerror}", source=str(path)) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno) from None
+    return parse_trace(data, str(path))
+
+
+def save_trace(trace: KernelTrace, path: str | Path) -> None:
+    """Write compact JSON, atomically (a temporary file renamed into place)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(trace.model_dump_json(exclude_defaults=False), encoding="utf-8")
+    tmp.replace(path)
