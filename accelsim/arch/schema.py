@@ -124,6 +124,9 @@ def calibratable(**kwargs: Any) -> Any:
 class Cores(_Strict):
     kind: Literal["sm", "cu", "tensorcore"]
     count: Cited[PositiveInt]
+    program_overhead: Cited[Seconds] = calibratable()
+    """Fixed cost per program: CTA launch and retirement on a GPU SM, pipeline
+    bookkeeping per grid step on a TPU TensorCore."""
     megacore: bool = False
     """TPU only: the chip's TensorCores act as one device, and ``parallel`` grid
     axes of a kernel are split across them (v4, v5p)."""
@@ -133,8 +136,10 @@ class MatrixUnit(_Strict):
     name: str
     units_per_core: Cited[PositiveInt]
     shape: Cited[list[PositiveInt]]
-    """GPU: one MMA instruction's [m, n, k]; TPU: the MXU's [rows, cols]. Operands
-    are padded up to it, which decides efficiency for small or odd shapes."""
+    """GPU: the granule an MMA instruction pads each of an operation's [m, n, k] up to
+    (e.g. Hopper wgmma m64nNk16: [64, 8, 16]); TPU: the MXU's [rows, cols], to which
+    the contraction and output-column dimensions are padded (rows stream in groups of
+    the VPU's sublanes). Padding decides efficiency for small or odd shapes."""
     flops_per_cycle_per_core: Cited[dict[Dtype, PositiveNumber]]
     """Dense (no sparsity) peak, per core per clock cycle, by input dtype."""
     efficiency: Cited[Fraction] = calibratable()
@@ -161,6 +166,10 @@ class LocalMemory(_Strict):
     bandwidth_bytes_per_cycle: Cited[PositiveNumber]
     registers: Cited[Bytes]
     """Register file (GPU) or vector registers (TPU) per core."""
+    fill_bandwidth_bytes_per_cycle: Cited[PositiveNumber] = calibratable()
+    """The most one core can move between its local memory and the memory system per
+    cycle: the SM's port to L2 on GPUs, the TensorCore's DMA engines on TPUs. Limits
+    kernels with fewer programs than cores."""
     latency: Cited[Seconds] = calibratable()
 
 
