@@ -40,6 +40,7 @@ class LocalMemory:
     max_per_program_bytes: float
     bandwidth_bytes_per_cycle: float
     registers_bytes: float
+    fill_bandwidth_bytes_per_cycle: float
     latency_s: float
 
 
@@ -82,6 +83,7 @@ class Chip:
     num_cores: int
     core_kind: str
     megacore: bool
+    program_overhead_s: float
     matrix: MatrixUnit
     vector: VectorUnit
     local: LocalMemory
@@ -281,6 +283,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
         num_cores=spec.cores.count.value,
         core_kind=spec.cores.kind,
         megacore=spec.cores.megacore,
+        program_overhead_s=spec.cores.program_overhead.value,
         matrix=MatrixUnit(
             units_per_core=mu.units_per_core.value,
             shape=tuple(mu.shape.value),
@@ -298,6 +301,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             max_per_program_bytes=lm.max_per_program.value,
             bandwidth_bytes_per_cycle=lm.bandwidth_bytes_per_cycle.value,
             registers_bytes=lm.registers.value,
+            fill_bandwidth_bytes_per_cycle=lm.fill_bandwidth_bytes_per_cycle.value,
             latency_s=lm.latency.value,
         ),
         occupancy=Occupancy(

@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import simpy
 
 from accelsim.units import PS_PER_S
@@ -39,8 +40,11 @@ class Flow:
     demand: Mapping[str, float]
     max_rate: float
     on_done: Callable[["Flow"], None] | None = None
+    count: int = 1
+    """How many identical programs (or transfers) this flow stands for."""
     remaining: float = 1.0
     rate: float = 0.0
+    vector: np.ndarray | None = None
     started_ps: int = 0
     finished_ps: int | None = None
 
@@ -54,26 +58,45 @@ class FluidResources:
                 raise ValueError(f"resource {name!r} needs a positive capacity, got {cap!r}")
         self.env = env
         self.capacities = dict(capacities)
+        self._names = list(capacities)
+        self._capacity = np.array([capacities[n] for n in self._names], dtype=float)
+        self._used = np.zeros(len(self._names))
         self.flows: list[Flow] = []
         self.events = 0
+        self.observer: Callable[[int, "FluidResources"], None] | None = None
+        """Called after every reallocation with (now_ps, self): for timelines."""
         self._generation = 0
         self._last_ps = 0
-        self.used: dict[str, float] = {name: 0.0 for name in capacities}
-        """Total demand served per resource so far (for utilisation)."""
+        self._in_callbacks = False
 
     # ------------------------------------------------------------ public
 
     def start(self, flow: Flow) -> None:
         """Add a flow now; its ``on_done`` is called when its work is done."""
-        unknown = set(flow.demand) - set(self.capacities)
-        if unknown:
-            raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
-        if not flow.max_rate > 0:
-            raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
+        self.start_many([flow])
+
+    def start_many(self, flows: list[Flow]) -> None:
+        """Add several flows at once (one reallocation)."""
+        for flow in flows:
+            unknown = set(flow.demand) - set(self.capacities)
+            if unknown:
+                raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
+            if not flow.max_rate > 0:
+                raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
         self._advance()
-        flow.started_ps = self.env.now
-        self.flows.append(flow)
-        self._reschedule()
+        for flow in flows:
+            flow.started_ps = self.env.now
+            flow.vector = np.array([flow.demand.get(r, 0.0) for r in self._names])
+            self.flows.append(flow)
+        if not self._in_callbacks:
+            self._reschedule()
+
+    def rates(self) -> dict[str, float]:
+        """Current use of each resource per second."""
+        total = np.zeros(len(self._names))
+        for flow in self.flows:
+            total += flow.rate * flow.vector
+        return dict(zip(self._names, total.tolist()))
 
     # ------------------------------------------------------------ internals
 
@@ -81,54 +104,59 @@ class FluidResources:
         """Move every flow's progress to now at its current rate."""
         dt = (self.env.now - self._last_ps) / PS_PER_S
         self._last_ps = self.env.now
-        if dt <= 0:
+        if dt <= 0 or not self.flows:
             return
         for flow in self.flows:
             done = min(flow.rate * dt, flow.remaining)
             flow.remaining -= done
-            for res, amount in flow.demand.items():
-                self.used[res] += amount * done
+            self._used += flow.vector * done
+
+    @property
+    def used(self) -> dict[str, float]:
+        """Total demand served per resource so far."""
+        return dict(zip(self._names, self._used.tolist()))
 
     def _allocate(self) -> None:
         """Dominant-resource max-min fairness by progressive filling.
 
-        Every unfrozen flow runs at ``level * weight`` where ``weight`` makes its
-        largest share of any resource equal to ``level``; the level rises until a
-        resource saturates (its flows freeze) or a flow reaches its ``max_rate``.
+        Every unfrozen flow runs at ``level * weight``, where ``weight`` makes its
+        largest share of any resource equal to ``level``. The level rises until a
+        resource saturates (the flows using it freeze there) or flows reach their own
+        ``max_rate`` (they freeze at it); repeat with what is left.
         """
-        free = dict(self.capacities)
-        weight: dict[int, float] = {}
-        unfrozen = []
-        for flow in self.flows:
-            dominant = max((flow.demand.get(r, 0.0) / c for r, c in free.items()), default=0.0)
-            if dominant > 0:
-                weight[id(flow)] = 1.0 / dominant
-                unfrozen.append(flow)
+        if not self.flows:
+            return
+        demand = np.stack([f.vector for f in self.flows])
+        max_rate = np.array([f.max_rate for f in self.flows])
+        dominant = (demand / self._capacity).max(axis=1)
+        rate = np.where(dominant > 0, 0.0, max_rate)  # a flow using nothing shared runs free
+        unfrozen = dominant > 0
+        weight = np.divide(1.0, dominant, out=np.zeros_like(dominant), where=unfrozen)
+        free = self._capacity - rate @ demand
+        cap_level = np.divide(max_rate, weight, out=np.full_like(max_rate, np.inf), where=unfrozen)
+        while unfrozen.any():
+            load = (weight * unfrozen) @ demand
+            with np.errstate(divide="ignore", invalid="ignore"):
+                levels = np.where(load > _EPS, free / load, np.inf)
+            level = levels.min()
+            capped = unfrozen & (cap_level <= level)
+            if capped.any():
+                freeze = capped
+                rate[freeze] = max_rate[freeze]
             else:
-                flow.rate = flow.max_rate  # uses nothing shared: only its own limit applies
-        while unfrozen:
-            level, bottleneck = math.inf, None
-            for res, cap in free.items():
-                load = sum(weight[id(f)] * f.demand.get(res, 0.0) for f in unfrozen)
-                if load > _EPS and cap / load < level:
-                    level, bottleneck = cap / load, res
-            capped = min(unfrozen, key=lambda f: f.max_rate / weight[id(f)])
-            if capped.max_rate / weight[id(capped)] <= level:
-                frozen = [capped]
-                capped.rate = capped.max_rate
-            else:
-                frozen = [f for f in unfrozen if f.demand.get(bottleneck, 0.0) > 0]
-                for flow in frozen:
-                    flow.rate = level * weight[id(flow)]
-            for flow in frozen:
-                for res, amount in flow.demand.items():
-                    free[res] = max(free[res] - flow.rate * amount, 0.0)
-            frozen_ids = {id(f) for f in frozen}
-            unfrozen = [f for f in unfrozen if id(f) not in frozen_ids]
+                bottleneck = int(levels.argmin())
+                freeze = unfrozen & (demand[:, bottleneck] > 0)
+                rate[freeze] = level * weight[freeze]
+            free = np.maximum(free - rate[freeze] @ demand[freeze], 0.0)
+            unfrozen &= ~freeze
+        for flow, r in zip(self.flows, rate.tolist()):
+            flow.rate = r
 
     def _reschedule(self) -> None:
         self._allocate()
         self._generation += 1
+        if self.observer is not None:
+            self.observer(self.env.now, self)
         if not self.flows:
             return
         soonest = min(self._time_left_ps(f) for f in self.flows)
@@ -147,13 +175,16 @@ class FluidResources:
             return
         self._advance()
         done = [f for f in self.flows if self._time_left_ps(f) == 0]
-        self.flows = [f for f in self.flows if f not in done]
+        self.flows = [f for f in self.flows if self._time_left_ps(f) != 0]
         for flow in done:
-            for res, amount in flow.demand.items():
-                self.used[res] += amount * flow.remaining
+            self._used += flow.vector * flow.remaining
             flow.remaining = 0.0
             flow.finished_ps = self.env.now
+        self._in_callbacks = True  # flows started by callbacks join one reallocation
+        try:
+            for flow in done:
+                if flow.on_done:
+                    flow.on_done(flow)
+        finally:
+            self._in_callbacks = False
         self._reschedule()
-        for flow in done:
-            if flow.on_done:
-                flow.on_done(flow)

@@ -1,0 +1,170 @@
+"""From a kernel trace to per-program totals, vectorised over programs with numpy.
+
+Exact accounting happens here: every byte and flop a trace describes is summed per
+program (in launch order), and the chip turns flops into core-seconds on its matrix,
+vector and special-function units (with operand padding to the MMA/MXU granule).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsim.arch.model import Chip
+from accelsim.errors import InputError
+from accelsim.trace.kernel import DTYPE_BYTES, GRID_VARS, Compute, KernelTrace, Step
+
+
+def program_vars(trace: KernelTrace) -> dict[str, np.ndarray]:
+    """Grid coordinates ``p0..`` and the trace's ``program_vars``, one entry per program."""
+    grid = trace.kernel.grid
+    n = trace.num_programs
+    pid = np.arange(n, dtype=np.int64)
+    axes = range(len(grid)) if trace.kernel.launch_order == "first_axis_fastest" else reversed(range(len(grid)))
+    out: dict[str, np.ndarray] = {}
+    stride = 1
+    for axis in axes:
+        out[GRID_VARS[axis]] = (pid // stride) % grid[axis]
+        stride *= grid[axis]
+    for name, values in trace.program_vars.items():
+        out[name] = np.asarray(values, dtype=np.int64)
+    out["pid"] = pid
+    return out
+
+
+def program_templates(trace: KernelTrace) -> np.ndarray:
+    pt = trace.program_template
+    if isinstance(pt, list):
+        return np.asarray(pt, dtype=np.int64)
+    index = 0 if pt is None else [t.name for t in trace.templates].index(pt)
+    return np.full(trace.num_programs, index, dtype=np.int64)
+
+
+def repeats(step: Step, variables: dict[str, np.ndarray], members: np.ndarray) -> np.ndarray:
+    """Iterations of ``step`` for each program in ``members``."""
+    if isinstance(step.repeat, int):
+        return np.full(len(members), step.repeat, dtype=np.int64)
+    values = variables[step.repeat][members]
+    if values.size and values.min() < 0:
+        raise InputError(f"program variable {step.repeat!r} used as a repeat count is negative", field="repeat")
+    return values
+
+
+@dataclass(frozen=True)
+class ProgramCosts:
+    """Per-program totals (arrays indexed by launch position)."""
+
+    template: np.ndarray
+    iterations: np.ndarray
+    """Step iterations (loads/computes that pipeline against each other)."""
+    flops: np.ndarray
+    """Matrix + vector flops (special-function evaluations are not flops)."""
+    matrix_flops: np.ndarray
+    special_ops: np.ndarray
+    matrix_s: np.ndarray
+    """Core-seconds on the matrix unit, with padding to its granule and efficiency."""
+    vector_s: np.ndarray
+    """Core-seconds on vector and special-function units."""
+    local_bytes: np.ndarray
+    """Bytes through the core's local memory: fills, drains and matrix operand reads."""
+    read_bytes: np.ndarray
+    """Reads of blocks that live in HBM (served by L2/CMEM or HBM)."""
+    write_bytes: np.ndarray
+    pinned_bytes: np.ndarray
+    """Traffic to blocks pinned in the shared cache."""
+
+    @property
+    def num_programs(self) -> int:
+        return len(self.template)
+
+
+def matrix_padding_efficiency(chip: Chip, shape: list[int] | None) -> float:
+    """Useful fraction of matrix-unit work after padding ``[m, n, k]`` to the unit's granule."""
+    if shape is None:
+        return 1.0
+    m, n, k = shape
+    if chip.family == "tpu":
+        rows, cols = chip.matrix.shape[:2]
+        sublanes = chip.vector.shape[0] if chip.vector.shape else 8
+        granule = (sublanes, cols, rows)
+    else:
+        granule = chip.matrix.shape[:3]
+    eff = 1.0
+    for size, g in zip((m, n, k), granule):
+        eff *= size / (math.ceil(size / g) * g)
+    return eff
+
+
+def _matrix_rate(chip: Chip, dtype: str) -> float:
+    table = chip.matrix.flops_per_cycle_per_core
+    if dtype not in table:
+        raise InputError(
+            f"chip {chip.name!r} has no matrix-unit rate for {dtype}; it has: {', '.join(table)}",
+            field="compute.dtype",
+        )
+    return table[dtype] * chip.clock_hz * chip.matrix.efficiency
+
+
+def _vector_rate(chip: Chip, dtype: str) -> float:
+    table = chip.vector.flops_per_cycle_per_core
+    per_cycle = table.get(dtype, table.get("fp32"))
+    if per_cycle is None:
+        raise InputError(f"chip {chip.name!r} has no vector rate for {dtype} or fp32", field="compute.dtype")
+    return per_cycle * chip.clock_hz * chip.vector.efficiency
+
+
+def _compute_cost(chip: Chip, compute: Compute) -> tuple[float, float, float, float]:
+    """(matrix_s, vector_s, matrix operand bytes from local memory, flops) of one iteration."""
+    if compute.unit == "matrix":
+        eff = matrix_padding_efficiency(chip, compute.shape)
+        seconds = compute.flops / (_matrix_rate(chip, compute.dtype) * eff)
+        operand_bytes = 0.0
+        if compute.shape is not None:
+            m, n, k = compute.shape
+            instances = compute.flops / (2.0 * m * n * k)
+            operand_bytes = instances * (m * k + k * n) * DTYPE_BYTES[compute.dtype]
+        return seconds, 0.0, operand_bytes, compute.flops
+    if compute.unit == "vector":
+        return 0.0, compute.flops / _vector_rate(chip, compute.dtype), 0.0, compute.flops
+    rate = chip.vector.special_function_ops_per_cycle_per_core * chip.clock_hz * chip.vector.efficiency
+    return 0.0, compute.flops / rate, 0.0, 0.0
+
+
+def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
+    n = trace.num_programs
+    variables = program_vars(trace)
+    template_of = program_templates(trace)
+    acc = {key: np.zeros(n) for key in (
+        "iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
+        "local_bytes", "read_bytes", "write_bytes", "pinned_bytes",
+    )}
+    for t_index, template in enumerate(trace.templates):
+        members = np.nonzero(template_of == t_index)[0]
+        if members.size == 0:
+            continue
+        for step in template.steps:
+            reps = repeats(step, variables, members).astype(float)
+            per_iter = dict.fromkeys(acc, 0.0)
+            per_iter["iterations"] = 1.0
+            for compute in step.compute:
+                matrix_s, vector_s, operand_bytes, flops = _compute_cost(chip, compute)
+                per_iter["matrix_s"] += matrix_s
+                per_iter["vector_s"] += vector_s
+                per_iter["local_bytes"] += operand_bytes
+                per_iter["flops"] += flops
+                if compute.unit == "matrix":
+                    per_iter["matrix_flops"] += compute.flops
+                if compute.unit == "special":
+                    per_iter["special_ops"] += compute.flops
+            for transfer in step.transfers:
+                per_iter["local_bytes"] += transfer.bytes
+                if transfer.level == "hbm":
+                    per_iter["read_bytes" if transfer.direction == "read" else "write_bytes"] += transfer.bytes
+                elif transfer.level == "shared_cache":
+                    per_iter["pinned_bytes"] += transfer.bytes
+            for key, value in per_iter.items():
+                if value:
+                    acc[key][members] += reps * value
+    return ProgramCosts(template=template_of, **acc)
