@@ -45,6 +45,8 @@ class Flow:
     remaining: float = 1.0
     rate: float = 0.0
     vector: np.ndarray | None = None
+    tag: object = None
+    """Free for the owner (e.g. which core group a cohort runs on)."""
     started_ps: int = 0
     finished_ps: int | None = None
 

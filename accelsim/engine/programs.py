@@ -80,10 +80,10 @@ class ProgramCosts:
         return len(self.template)
 
 
-def matrix_padding_efficiency(chip: Chip, shape: list[int] | None) -> float:
-    """Useful fraction of matrix-unit work after padding ``[m, n, k]`` to the unit's granule."""
-    if shape is None:
-        return 1.0
+def executed_matrix_flops(chip: Chip, shape: list[int]) -> float:
+    """Flops the matrix unit spends on one ``[m, n, k]`` operation: each dimension padded
+    up to the unit's granule (GPU MMA [m, n, k]; TPU: rows stream in groups of the VPU's
+    sublanes, n and k fill the MXU's columns and rows)."""
     m, n, k = shape
     if chip.family == "tpu":
         rows, cols = chip.matrix.shape[:2]
@@ -91,10 +91,8 @@ def matrix_padding_efficiency(chip: Chip, shape: list[int] | None) -> float:
         granule = (sublanes, cols, rows)
     else:
         granule = chip.matrix.shape[:3]
-    eff = 1.0
-    for size, g in zip((m, n, k), granule):
-        eff *= size / (math.ceil(size / g) * g)
-    return eff
+    padded = [math.ceil(size / g) * g for size, g in zip((m, n, k), granule)]
+    return 2.0 * padded[0] * padded[1] * padded[2]
 
 
 def _matrix_rate(chip: Chip, dtype: str) -> float:
@@ -118,13 +116,11 @@ def _vector_rate(chip: Chip, dtype: str) -> float:
 def _compute_cost(chip: Chip, compute: Compute) -> tuple[float, float, float, float]:
     """(matrix_s, vector_s, matrix operand bytes from local memory, flops) of one iteration."""
     if compute.unit == "matrix":
-        eff = matrix_padding_efficiency(chip, compute.shape)
-        seconds = compute.flops / (_matrix_rate(chip, compute.dtype) * eff)
-        operand_bytes = 0.0
-        if compute.shape is not None:
-            m, n, k = compute.shape
-            instances = compute.flops / (2.0 * m * n * k)
-            operand_bytes = instances * (m * k + k * n) * DTYPE_BYTES[compute.dtype]
+        if compute.shape is None:
+            return compute.flops / _matrix_rate(chip, compute.dtype), 0.0, 0.0, compute.flops
+        m, n, k = compute.shape
+        seconds = executed_matrix_flops(chip, compute.shape) / _matrix_rate(chip, compute.dtype)
+        operand_bytes = (m * k + k * n) * DTYPE_BYTES[compute.dtype]
         return seconds, 0.0, operand_bytes, compute.flops
     if compute.unit == "vector":
         return 0.0, compute.flops / _vector_rate(chip, compute.dtype), 0.0, compute.flops

@@ -75,10 +75,12 @@ class Transfer(_Strict):
 class Compute(_Strict):
     unit: Literal["matrix", "vector", "special"]
     flops: NonNegNumber
-    """Floating-point (or integer) operations; for ``special``, function evaluations."""
+    """Useful floating-point (or integer) operations; for ``special``, function evaluations."""
     dtype: Dtype = "fp32"
     shape: list[PosInt] | None = None
-    """Matrix unit only: the operation's [m, n, k], which decides padding to the MMA/MXU shape."""
+    """Matrix unit only: the [m, n, k] the unit executes (the whole block, masked rows
+    included). Its time is ``2*m*n*k`` padded to the unit's granule; without a shape,
+    ``flops`` at the unit's rate."""
 
 
 class Step(_Strict):

@@ -1,0 +1,97 @@
+"""``accelsim simulate``: one kernel on one chip."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from accelsim.arch.model import Chip, load_arch
+from accelsim.cli.arch_cmd import add_set_option
+from accelsim.cli.files import write_json
+from accelsim.cli.output import print_json, table
+from accelsim.engine.chip import simulate_kernel
+from accelsim.engine.timeline import chrome_trace
+from accelsim.errors import InputError
+from accelsim.families import get_family
+from accelsim.families.base import parse_assignments
+from accelsim.families.search import autotune, run_config, split_params
+from accelsim.trace.kernel import load_trace
+from accelsim.units import format_quantity
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="predict the latency of a kernel on a chip")
+    p.add_argument("trace", nargs="?", metavar="TRACE.json", help="a kernel trace file (instead of --kernel)")
+    p.add_argument("--arch", required=True, help="chip name or config path (see 'accelsim arch list')")
+    p.add_argument("--kernel", metavar="FAMILY", help="built-in kernel family: gemm, attention, softmax, ...")
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="family parameter or config value (repeatable); config=auto searches the config space")
+    add_set_option(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
+    p.set_defaults(run=run_simulate)
+
+
+def load_chip(name: str, overrides: list[str]) -> Chip:
+    arch = load_arch(name, overrides)
+    if not isinstance(arch, Chip):
+        raise InputError(f"{name!r} is a {type(arch).__name__.lower()}; kernels run on a chip", source="--arch")
+    return arch
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    chip = load_chip(args.arch, args.overrides)
+    searched = None
+    if args.trace and args.kernel:
+        raise InputError("give a trace file or --kernel, not both", source="simulate")
+    if args.trace:
+        if args.param:
+            raise InputError("--param applies to --kernel, not to a trace file", source="--param")
+        sim = simulate_kernel(load_trace(args.trace), chip, timeline=bool(args.timeline))
+    elif args.kernel:
+        family = get_family(args.kernel)
+        params, config_given, auto = split_params(family, parse_assignments(args.param, "--param"))
+        if auto:
+            ranked = autotune(family, params, chip)
+            searched = len(ranked)
+            config = ranked[0].config
+        else:
+            config = family.resolve_config(params, config_given, chip)
+        sim = run_config(family, params, config, chip, timeline=bool(args.timeline)).sim
+    else:
+        raise InputError("give a kernel trace file or --kernel FAMILY", source="simulate")
+    if args.timeline:
+        write_json(args.timeline, chrome_trace(sim))
+    summary = sim.summary()
+    summary["sim_wall_s"] = time.perf_counter() - started if searched else summary["sim_wall_s"]
+    if searched:
+        summary["configs_searched"] = searched
+    if args.json:
+        print_json(summary)
+    else:
+        print_summary(summary)
+    return 0
+
+
+def print_summary(s: dict) -> None:
+    rows = [
+        ("kernel", s["kernel"]),
+        ("arch", s["arch"]),
+        ("latency", format_quantity(s["latency_s"], "seconds")),
+        ("bound", s["bound"]),
+        ("achieved compute", format_quantity(s["achieved_flops_per_s"], "flops_per_s")),
+        ("achieved HBM bandwidth", format_quantity(s["achieved_hbm_bytes_per_s"], "bytes_per_s")),
+        ("flops", f"{s['flops']:.4g}"),
+        ("HBM bytes", format_quantity(s["hbm_bytes"], "bytes")),
+        ("programs", f"{s['programs']} ({s['programs_per_core']} per core, limited by {s['occupancy_limit']})"),
+    ]
+    if s.get("shared_cache_hit_rate") is not None:
+        rows.append(("L2/CMEM hit rate", f"{s['shared_cache_hit_rate']:.1%}"))
+    rows.append(("utilization", ", ".join(f"{k} {v:.0%}" for k, v in s["utilization"].items())))
+    if s["config"]:
+        rows.append(("config", " ".join(f"{k}={v}" for k, v in s["config"].items())))
+    if "configs_searched" in s:
+        rows.append(("configs searched", str(s["configs_searched"])))
+    rows.append(("simulated in", f"{s['sim_wall_s'] * 1e3:.1f} ms, {s['events']} events"))
+    print(table(("", ""), rows).split("\n", 2)[2])

@@ -1,0 +1,374 @@
+"""Replay of one kernel trace on one chip: the chip engine.
+
+GPU: programs (CTAs) are dispatched in launch order onto ``cores x occupancy``
+slots; programs started at one moment with the same template and iteration count
+form a *cohort* (a core group) that runs as one fluid flow. Its demand is the exact
+sum of its members' bytes and core-seconds on each shared resource (SM issue,
+local memory, SM ports to L2, L2 and HBM bandwidth), and its top speed is that of
+one member alone: ``max(compute, local memory, port, latency-bound)`` per program
+plus the pipeline prologue and the per-program overhead. When a cohort ends, its
+slots go to the next programs. Waves, tails and occupancy limits follow from that.
+
+TPU: each TensorCore used by the kernel runs its grid steps in sequence; the grid is
+split over the two TensorCores of a megacore chip along the first ``parallel`` axis.
+The Pallas pipeline overlaps step ``i``'s compute with the copies of step ``i+1``,
+so a core's time alone is ``sum(max(compute_i, copy_i) + overhead) + prologue``;
+cores share HBM as flows.
+
+See ``docs/engine.md`` for the model and its parameters.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from accelsim.arch.model import Chip
+from accelsim.engine.fluid import Flow, FluidResources
+from accelsim.engine.programs import ProgramCosts, program_costs, program_vars
+from accelsim.engine.reuse import cache_hit_bytes
+from accelsim.errors import InputError
+from accelsim.trace.kernel import KernelTrace
+from accelsim.units import PS_PER_S
+
+LATENCY_BOUND_BELOW = 0.5
+"""If no resource is busier than this fraction of the kernel time, the kernel is
+called latency-bound (too few programs, too shallow a pipeline, or launch cost)."""
+
+
+@dataclass
+class Segment:
+    """One span on a timeline track (a cohort of programs on a core group)."""
+
+    track: str
+    name: str
+    start_ps: int
+    end_ps: int
+    args: dict = field(default_factory=dict)
+
+
+@dataclass
+class KernelSimulation:
+    """Everything one replay produced; :meth:`summary` is the ``--json`` contract."""
+
+    arch: str
+    kernel: str
+    latency_s: float
+    flops: float
+    hbm_bytes: float
+    utilization: dict[str, float]
+    bound: str
+    programs: int
+    programs_per_core: int
+    occupancy_limit: str
+    shared_cache_hit_rate: float | None
+    events: int
+    sim_wall_s: float
+    config: dict
+    segments: list[Segment]
+    counters: list[tuple[int, dict[str, float]]]
+    launch_overhead_s: float
+
+    def summary(self) -> dict:
+        return {
+            "arch": self.arch,
+            "kernel": self.kernel,
+            "latency_s": self.latency_s,
+            "flops": self.flops,
+            "hbm_bytes": self.hbm_bytes,
+            "achieved_flops_per_s": self.flops / self.latency_s,
+            "achieved_hbm_bytes_per_s": self.hbm_bytes / self.latency_s,
+            "bound": self.bound,
+            "utilization": self.utilization,
+            "config": self.config,
+            "programs": self.programs,
+            "programs_per_core": self.programs_per_core,
+            "occupancy_limit": self.occupancy_limit,
+            "shared_cache_hit_rate": self.shared_cache_hit_rate,
+            "sim_wall_s": self.sim_wall_s,
+            "events": self.events,
+        }
+
+
+# ---------------------------------------------------------------- occupancy
+
+
+def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
+    """Resident programs per SM and the limit that sets it."""
+    res, occ, lm = trace.kernel.resources, chip.occupancy, chip.local
+    assert occ is not None
+    if res.local_memory_bytes > lm.max_per_program_bytes:
+        raise InputError(
+            f"a program needs {res.local_memory_bytes} bytes of {chip.name} local memory; "
+            f"at most {int(lm.max_per_program_bytes)} per program",
+            field="kernel.resources.local_memory_bytes",
+        )
+    threads = res.warps * occ.warp_size
+    if res.warps > occ.max_warps_per_core:
+        raise InputError(
+            f"{res.warps} warps per program; {chip.name} allows {occ.max_warps_per_core} per core",
+            field="kernel.resources.warps",
+        )
+    limits = {"programs": occ.max_programs_per_core, "warps": occ.max_warps_per_core // res.warps}
+    if res.local_memory_bytes:
+        limits["local_memory"] = int(lm.capacity_bytes // res.local_memory_bytes)
+    if res.registers_per_thread:
+        if res.registers_per_thread > occ.max_registers_per_thread:
+            raise InputError(
+                f"{res.registers_per_thread} registers per thread; {chip.name} allows {occ.max_registers_per_thread}",
+                field="kernel.resources.registers_per_thread",
+            )
+        limits["registers"] = occ.registers_per_core // (res.registers_per_thread * threads)
+    limit = min(limits, key=lambda k: (limits[k], k))
+    if limits[limit] < 1:
+        raise InputError(f"a program does not fit on one {chip.name} core ({limit})", field="kernel.resources")
+    return limits[limit], limit
+
+
+# ---------------------------------------------------------------- shared parts
+
+
+def _capacities(chip: Chip, cores: int, hbm_share: float = 1.0) -> dict[str, float]:
+    caps = {
+        "core": float(cores),
+        "local_memory": cores * chip.local.bandwidth_bytes_per_cycle * chip.clock_hz,
+        "port": cores * chip.local.fill_bandwidth_bytes_per_cycle * chip.clock_hz,
+        "hbm": chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency * hbm_share,
+    }
+    if chip.shared_cache is not None:
+        caps["shared_cache"] = chip.shared_cache.bandwidth_bytes_per_s * chip.shared_cache.efficiency
+    return caps
+
+
+def _seconds(ps: int) -> float:
+    return ps / PS_PER_S
+
+
+def _utilization(used: dict[str, float], caps: dict[str, float], costs: ProgramCosts, body_s: float) -> dict[str, float]:
+    if body_s <= 0:
+        return {}
+    out = {}
+    matrix_s, vector_s = costs.matrix_s.sum(), costs.vector_s.sum()
+    busy = matrix_s + vector_s
+    core_use = used.get("core", 0.0) / (caps["core"] * body_s)
+    out["matrix_unit"] = core_use * (matrix_s / busy if busy else 0.0)
+    out["vector_unit"] = core_use * (vector_s / busy if busy else 0.0)
+    for name in ("local_memory", "port", "shared_cache", "hbm"):
+        if name in caps:
+            out[name] = used.get(name, 0.0) / (caps[name] * body_s)
+    return {k: round(min(float(v), 1.0), 6) for k, v in out.items()}
+
+
+def _bound(utilization: dict[str, float]) -> str:
+    if not utilization:
+        return "latency"
+    name = max(utilization, key=lambda k: (utilization[k], k))
+    return name if utilization[name] >= LATENCY_BOUND_BELOW else "latency"
+
+
+# ---------------------------------------------------------------- GPU
+
+
+def _gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int) -> np.ndarray:
+    """Seconds each program takes alone on one SM."""
+    clock = chip.clock_hz
+    compute = costs.matrix_s + costs.vector_s
+    local = costs.local_bytes / (chip.local.bandwidth_bytes_per_cycle * clock)
+    global_bytes = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
+    port = global_bytes / (chip.local.fill_bandwidth_bytes_per_cycle * clock)
+    hit_fraction = np.divide(hits, costs.read_bytes, out=np.zeros_like(hits), where=costs.read_bytes > 0)
+    cache_latency = chip.shared_cache.latency_s if chip.shared_cache else chip.hbm.latency_s
+    latency = hit_fraction * cache_latency + (1 - hit_fraction) * chip.hbm.latency_s
+    latency = np.where(global_bytes > 0, latency, 0.0)
+    if depth <= 1:
+        body = compute + port + costs.iterations * latency
+    else:
+        in_flight = depth - 1
+        body = np.maximum.reduce([compute, local, port, costs.iterations * latency / in_flight]) + latency
+    return body + chip.program_overhead_s
+
+
+def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:
+    costs = program_costs(trace, chip)
+    per_core, limit = gpu_occupancy(trace, chip)
+    slots = chip.num_cores * per_core
+    if chip.shared_cache is not None:
+        hits = cache_hit_bytes(trace, concurrency=slots, capacity_bytes=chip.shared_cache.capacity_bytes)
+    else:
+        hits = np.zeros(costs.num_programs)
+    alone_s = _gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth)
+    hbm = costs.read_bytes - hits + costs.write_bytes
+    demand = {
+        "core": costs.matrix_s + costs.vector_s,
+        "local_memory": costs.local_bytes,
+        "port": costs.read_bytes + costs.write_bytes + costs.pinned_bytes,
+        "hbm": hbm,
+    }
+    caps = _capacities(chip, chip.num_cores)
+    if "shared_cache" in caps:
+        demand["shared_cache"] = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
+
+    env = simpy.Environment()
+    pool = FluidResources(env, caps)
+    segments: list[Segment] = []
+    counters: list[tuple[int, dict[str, float]]] = []
+    if timeline:
+        pool.observer = lambda now, p: counters.append((now, p.rates()))
+    state = {"next": 0, "free": slots, "group": 0}
+    n = costs.num_programs
+    group_key = costs.template * (int(costs.iterations.max()) + 1) + costs.iterations.astype(np.int64)
+
+    def finished(flow: Flow) -> None:
+        state["free"] += flow.count
+        if timeline:
+            segments.append(Segment(
+                f"cores (group {flow.tag})", flow.name, flow.started_ps, flow.finished_ps, {"programs": flow.count}
+            ))
+        dispatch()
+
+    def dispatch() -> None:
+        take = min(state["free"], n - state["next"])
+        if take <= 0:
+            return
+        members = np.arange(state["next"], state["next"] + take)
+        state["next"] += take
+        state["free"] -= take
+        keys = group_key[members]
+        flows = []
+        for key in np.unique(keys):
+            chosen = members[keys == key]
+            flow = Flow(
+                name=f"programs {chosen[0]}..{chosen[-1]}" if len(chosen) > 1 else f"program {chosen[0]}",
+                demand={r: float(v[chosen].sum()) for r, v in demand.items()},
+                max_rate=1.0 / float(alone_s[chosen].mean()),
+                on_done=finished,
+                count=len(chosen),
+            )
+            flow.tag = state["group"] % 8
+            flows.append(flow)
+        state["group"] += 1
+        pool.start_many(flows)
+
+    dispatch()
+    env.run()
+    body_ps = env.now
+    body_s = _seconds(body_ps)
+    utilization = _utilization(pool.used, caps, costs, body_s)
+    read = float(costs.read_bytes.sum())
+    return KernelSimulation(
+        arch=chip.name,
+        kernel=trace.kernel.name,
+        latency_s=body_s + chip.launch_overhead_s,
+        flops=float(costs.flops.sum()),
+        hbm_bytes=float(hbm.sum()),
+        utilization=utilization,
+        bound=_bound(utilization),
+        programs=n,
+        programs_per_core=per_core,
+        occupancy_limit=limit,
+        shared_cache_hit_rate=float(hits.sum() / read) if read else None,
+        events=pool.events,
+        sim_wall_s=0.0,
+        config=dict(trace.metadata.get("config", {})),
+        segments=segments,
+        counters=counters,
+        launch_overhead_s=chip.launch_overhead_s,
+    )
+
+
+# ---------------------------------------------------------------- TPU
+
+
+def tpu_core_assignment(trace: KernelTrace, chip: Chip) -> tuple[np.ndarray, int]:
+    """Which TensorCore runs each program, and how many cores the kernel uses."""
+    n = trace.num_programs
+    semantics = trace.kernel.dimension_semantics or []
+    if not chip.megacore or chip.num_cores < 2 or "parallel" not in semantics:
+        return np.zeros(n, dtype=np.int64), 1
+    axis = semantics.index("parallel")
+    size = trace.kernel.grid[axis]
+    cores = min(chip.num_cores, size)
+    coordinate = program_vars(trace)[f"p{axis}"]
+    return (coordinate * cores) // size, cores
+
+
+def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:
+    costs = program_costs(trace, chip)
+    if trace.kernel.resources.local_memory_bytes > chip.local.capacity_bytes:
+        raise InputError(
+            f"a program needs {trace.kernel.resources.local_memory_bytes} bytes of VMEM; "
+            f"{chip.name} has {int(chip.local.capacity_bytes)}",
+            field="kernel.resources.local_memory_bytes",
+        )
+    core_of, cores = tpu_core_assignment(trace, chip)
+    # A TensorCore that is its own device (not megacore) sees its share of the chip's HBM.
+    hbm_share = 1.0 if chip.megacore else 1.0 / chip.num_cores
+    caps = _capacities(chip, cores, hbm_share)
+    clock = chip.clock_hz
+    copy_bw = min(chip.local.fill_bandwidth_bytes_per_cycle * clock, caps["hbm"])
+    compute = np.maximum(costs.matrix_s + costs.vector_s, costs.local_bytes / (chip.local.bandwidth_bytes_per_cycle * clock))
+    hbm = costs.read_bytes + costs.write_bytes
+    copy = hbm / copy_bw
+    step = np.maximum(compute, copy) + chip.program_overhead_s
+
+    env = simpy.Environment()
+    pool = FluidResources(env, caps)
+    segments: list[Segment] = []
+    counters: list[tuple[int, dict[str, float]]] = []
+    if timeline:
+        pool.observer = lambda now, p: counters.append((now, p.rates()))
+    flows = []
+    for core in range(cores):
+        mine = np.nonzero(core_of == core)[0]
+        if mine.size == 0:
+            continue
+        prologue = copy[mine[0]] + chip.hbm.latency_s
+        flow = Flow(
+            name=f"TensorCore {core}",
+            demand={"core": float((costs.matrix_s + costs.vector_s)[mine].sum()),
+                    "local_memory": float(costs.local_bytes[mine].sum()),
+                    "port": float(hbm[mine].sum()),
+                    "hbm": float(hbm[mine].sum())},
+            max_rate=1.0 / float(step[mine].sum() + prologue),
+            count=int(mine.size),
+        )
+        if timeline:
+            flow.on_done = lambda f: segments.append(
+                Segment(f.name, f"{f.count} grid steps", f.started_ps, f.finished_ps, {"programs": f.count})
+            )
+        flows.append(flow)
+    pool.start_many(flows)
+    env.run()
+    body_s = _seconds(env.now)
+    utilization = _utilization(pool.used, caps, costs, body_s)
+    return KernelSimulation(
+        arch=chip.name,
+        kernel=trace.kernel.name,
+        latency_s=body_s + chip.launch_overhead_s,
+        flops=float(costs.flops.sum()),
+        hbm_bytes=float(hbm.sum()),
+        utilization=utilization,
+        bound=_bound(utilization),
+        programs=trace.num_programs,
+        programs_per_core=1,
+        occupancy_limit="sequential grid",
+        shared_cache_hit_rate=None,
+        events=pool.events,
+        sim_wall_s=0.0,
+        config=dict(trace.metadata.get("config", {})),
+        segments=segments,
+        counters=counters,
+        launch_overhead_s=chip.launch_overhead_s,
+    )
+
+
+def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False) -> KernelSimulation:
+    """Predict the latency of one kernel trace on one chip."""
+    started = time.perf_counter()
+    run = _simulate_tpu if chip.family == "tpu" else _simulate_gpu
+    result = run(trace, chip, timeline)
+    result.sim_wall_s = time.perf_counter() - started
+    return result

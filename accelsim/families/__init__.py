@@ -1,0 +1,15 @@
+"""Registry of built-in kernel families (parametric trace generators)."""
+
+from __future__ import annotations
+
+from accelsim.errors import InputError
+from accelsim.families import gemm
+from accelsim.families.base import Family
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (gemm.FAMILY,)}
+
+
+def get_family(name: str) -> Family:
+    if name not in FAMILIES:
+        raise InputError(f"unknown kernel family {name!r}; expected one of: {', '.join(FAMILIES)}", source="--kernel")
+    return FAMILIES[name]

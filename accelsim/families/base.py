@@ -1,0 +1,117 @@
+"""What every built-in kernel family provides, and typed parsing of ``--param K=V``.
+
+A family is a parametric trace generator: problem parameters (shapes, dtype) and a
+tunable config (tile sizes, stages, warps, ...) in, a kernel trace out, for a GPU or
+a TPU chip. ``config=auto`` searches the family's config space with the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from accelsim.arch.model import Chip
+from accelsim.errors import InputError
+from accelsim.trace.kernel import KernelTrace
+
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a family or of its config."""
+
+    name: str
+    kind: type  # int, str or bool
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    help: str = ""
+    minimum: int | None = 1
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+    def parse(self, text: Any, source: str) -> Any:
+        value = self._convert(text, source)
+        if self.choices is not None and value not in self.choices:
+            raise InputError(
+                f"expected one of: {', '.join(map(str, self.choices))}; got {text!r}", source=source, field=self.name
+            )
+        if self.kind is int and self.minimum is not None and value < self.minimum:
+            raise InputError(f"expected an integer >= {self.minimum}, got {value}", source=source, field=self.name)
+        return value
+
+    def _convert(self, text: Any, source: str) -> Any:
+        if self.kind is bool:
+            if isinstance(text, bool):
+                return text
+            lowered = str(text).strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise InputError(f"expected true or false, got {text!r}", source=source, field=self.name)
+        if self.kind is int:
+            if isinstance(text, bool):
+                raise InputError(f"expected an integer, got {text!r}", source=source, field=self.name)
+            try:
+                return int(str(text).replace("_", ""), 10) if not isinstance(text, int) else text
+            except ValueError:
+                raise InputError(f"expected an integer, got {text!r}", source=source, field=self.name) from None
+        return str(text)
+
+
+def parse_values(specs: Sequence[Param], given: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Check names, convert types, fill defaults; errors name the parameter."""
+    known = {p.name: p for p in specs}
+    for name in given:
+        if name not in known:
+            raise InputError(f"unknown parameter; expected one of: {', '.join(known)}", source=source, field=name)
+    out = {}
+    for spec in specs:
+        if spec.name in given:
+            out[spec.name] = spec.parse(given[spec.name], source)
+        elif spec.required:
+            raise InputError("missing required parameter", source=source, field=spec.name)
+        else:
+            out[spec.name] = spec.default
+    return out
+
+
+def parse_assignments(items: Sequence[str], source: str) -> dict[str, str]:
+    """``["M=4096", "dtype=bf16"]`` -> ``{"M": "4096", "dtype": "bf16"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected K=V, got {item!r}", source=source)
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class Family:
+    """A built-in kernel family."""
+
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    config_params: tuple[Param, ...]
+    """Tunables; their defaults are ``None`` meaning 'chosen by default_config'."""
+    default_config: Callable[[dict[str, Any], Chip], dict[str, Any]]
+    config_space: Callable[[dict[str, Any], Chip], list[dict[str, Any]]]
+    build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace]
+    check: Callable[[dict[str, Any], dict[str, Any], Chip], None] | None = None
+    """Raises InputError if a config cannot run for these params on this chip."""
+
+    def resolve_config(self, params: dict[str, Any], given: Mapping[str, Any], chip: Chip) -> dict[str, Any]:
+        """Defaults for what the user did not set, then the user's values."""
+        specs = [Param(p.name, p.kind, default=False, choices=p.choices, help=p.help, minimum=p.minimum) for p in self.config_params]
+        values = parse_values(specs, given, "--config")
+        config = dict(self.default_config(params, chip))
+        config.update({k: v for k, v in values.items() if k in given})
+        if self.check:
+            self.check(params, config, chip)
+        return config

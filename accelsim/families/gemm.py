@@ -1,0 +1,308 @@
+"""``gemm``: C[b] = A[b] @ B[b], as a Triton-style tiled kernel on GPUs and a Pallas
+blocked matmul on TPUs. Split-K and grouped GEMM (MoE experts) included.
+
+GPU program (one CTA per output tile, launched in group-M swizzled order): a k-loop
+that loads an A block ``[block_m, block_k]`` and a B block ``[block_k, block_n]``
+per iteration (masked at the edges: only valid bytes are counted), runs one
+``[block_m, block_n, block_k]`` MMA, and stores the C tile once. ``num_stages``
+buffers pipeline the loads.
+
+TPU program (one grid step of ``(M/bm, N/bn, K/bk)``, k last): the Pallas pipeline
+copies an input block only when its block index changes from the previous step and
+writes the output block back when its index is about to change.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from accelsim.arch.model import Chip
+from accelsim.errors import InputError
+from accelsim.families.base import DTYPES, Family, Param
+from accelsim.families.pallas_rule import Operand, pallas_trace
+from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
+
+OUT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "bf16", "int8": "int32"}
+OUT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int32": 4}
+ACC_BYTES = 4
+
+PARAMS = (
+    Param("M", int, help="rows of A and C (all groups together for grouped GEMM)"),
+    Param("N", int, help="columns of B and C"),
+    Param("K", int, help="contraction dimension"),
+    Param("dtype", str, "bf16", DTYPES, "input dtype"),
+    Param("batch", int, 1, help="independent GEMMs of the same shape"),
+    Param("groups", int, 1, help="grouped GEMM: M is split evenly over this many groups, each with its own B"),
+)
+CONFIG = (
+    Param("block_m", int), Param("block_n", int), Param("block_k", int),
+    Param("group_m", int, help="GPU: tiles per group in the swizzled launch order"),
+    Param("split_k", int, help="GPU: programs per output tile, each over K/split_k"),
+    Param("num_stages", int, help="GPU: pipeline buffers; TPU: buffer count"),
+    Param("num_warps", int, help="GPU: warps per program"),
+)
+
+
+def _problem(params: dict[str, Any]) -> tuple[int, int, int, int, str]:
+    groups, batch = params["groups"], params["batch"]
+    if params["M"] % groups:
+        raise InputError(f"M={params['M']} is not divisible by groups={groups}", source="--param", field="groups")
+    return params["M"] // groups, params["N"], params["K"], batch * groups, params["dtype"]
+
+
+def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    m, n, k, _, dtype = _problem(params)
+    if chip.family == "tpu":
+        mxu = chip.matrix.shape[0]
+        return {"block_m": min(512, _round_up(m, 8)), "block_n": min(512, _round_up(n, mxu)),
+                "block_k": min(512, _round_up(k, mxu)), "group_m": 1, "split_k": 1, "num_stages": 2, "num_warps": 4}
+    small = DTYPE_BYTES[dtype] >= 4
+    return {"block_m": 128, "block_n": 128 if small else 256, "block_k": 32 if small else 64,
+            "group_m": 8, "split_k": 1, "num_stages": 3 if small else 4, "num_warps": 8}
+
+
+def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
+    m, n, k, _, dtype = _problem(params)
+    out = []
+    if chip.family == "tpu":
+        for bm in (128, 256, 512, 1024):
+            for bn in (128, 256, 512, 1024):
+                for bk in (128, 256, 512, 1024, 2048):
+                    config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 1, "split_k": 1,
+                              "num_stages": 2, "num_warps": 4}
+                    if _fits(params, config, chip):
+                        out.append(config)
+        return out
+    for bm in (64, 128, 256):
+        for bn in (64, 128, 256):
+            for bk in (32, 64, 128):
+                for stages in (2, 3, 4, 5):
+                    for warps in (4, 8):
+                        for split_k in (1, 2, 4):
+                            if split_k > 1 and k // split_k < 256:
+                                continue
+                            config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 8,
+                                      "split_k": split_k, "num_stages": stages, "num_warps": warps}
+                            if _fits(params, config, chip):
+                                out.append(config)
+    return out
+
+
+def _fits(params, config, chip) -> bool:
+    try:
+        check(params, config, chip)
+    except InputError:
+        return False
+    return True
+
+
+def _local_bytes(config: dict[str, Any], dtype: str, family: str) -> int:
+    """GPU: the staged A and B tiles; TPU: double-buffered A, B and C blocks plus the
+    fp32 accumulator scratch."""
+    bm, bn, bk, stages = config["block_m"], config["block_n"], config["block_k"], config["num_stages"]
+    tiles = (bm * bk + bk * bn) * DTYPE_BYTES[dtype] * stages
+    if family == "tpu":
+        return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[OUT_DTYPE[dtype]]))
+    return int(tiles)
+
+
+def _registers_per_thread(config: dict[str, Any]) -> int:
+    """fp32 accumulator spread over the program's threads, plus addressing and staging."""
+    threads = config["num_warps"] * 32
+    return min(255, config["block_m"] * config["block_n"] // threads + 40)
+
+
+def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
+    for key in ("block_m", "block_n", "block_k", "group_m", "split_k", "num_stages", "num_warps"):
+        if not isinstance(config.get(key), int) or config[key] < 1:
+            raise InputError("expected a positive integer", source="--param", field=key)
+    dtype = params["dtype"]
+    on_vector_units = chip.family == "gpu" and dtype == "fp32"
+    if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
+        raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", source="--param", field="dtype")
+    need = _local_bytes(config, dtype, chip.family)
+    limit = chip.local.capacity_bytes if chip.family == "tpu" else chip.local.max_per_program_bytes
+    if need > limit:
+        raise InputError(
+            f"block_m/block_n/block_k/num_stages need {need} bytes of local memory per program; "
+            f"{chip.name} allows {int(limit)}",
+            source="--param",
+            field="block_m",
+        )
+    if chip.family == "gpu" and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
+        raise InputError("the accumulator does not fit in registers; use more warps or smaller blocks",
+                         source="--param", field="num_warps")
+
+
+def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
+    return _build_tpu(params, config) if chip.family == "tpu" else _build_gpu(params, config)
+
+
+def _metadata(params, config) -> dict[str, Any]:
+    return {"family": "gemm", "params": dict(params), "config": dict(config), "generator": "accelsim.families.gemm"}
+
+
+def _tensors(m, n, k, b, dtype) -> dict[str, dict]:
+    return {
+        "A": {"shape": [b, m, k], "dtype": dtype},
+        "B": {"shape": [b, k, n], "dtype": dtype},
+        "C": {"shape": [b, m, n], "dtype": OUT_DTYPE[dtype] if OUT_DTYPE[dtype] != "int32" else "fp32"},
+    }
+
+
+# ---------------------------------------------------------------- GPU
+
+
+def swizzled_tiles(num_m: int, num_n: int, group_m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pid_m, pid_n) of each program id in Triton's grouped ("super-grouping") order."""
+    pid = np.arange(num_m * num_n)
+    per_group = group_m * num_n
+    first_m = (pid // per_group) * group_m
+    size_m = np.minimum(num_m - first_m, group_m)
+    return first_m + (pid % per_group) % size_m, (pid % per_group) // size_m
+
+
+def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    m, n, k, b, dtype = _problem(params)
+    bm, bn, bk, split = config["block_m"], config["block_n"], config["block_k"], config["split_k"]
+    in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
+    num_m, num_n = math.ceil(m / bm), math.ceil(n / bn)
+    pid_m, pid_n = swizzled_tiles(num_m, num_n, config["group_m"])
+    tiles = num_m * num_n
+    k_per_split = math.ceil(k / split)
+    # Programs: axis 0 = output tile (swizzled), axis 1 = split-K slice, axis 2 = batch.
+    total = tiles * split * b
+    tile_index = np.arange(total) % tiles
+    split_index = (np.arange(total) // tiles) % split
+    edge_m = (pid_m == num_m - 1) & (m % bm != 0)
+    edge_n = (pid_n == num_n - 1) & (n % bn != 0)
+    last_split = split_index == split - 1
+
+    templates: list[Template] = []
+    template_of = np.zeros(total, dtype=np.int64)
+    variants = {}
+    for em in (False, True):
+        for en in (False, True):
+            for ls in (False, True):
+                chosen = edge_m[tile_index] == em
+                chosen &= edge_n[tile_index] == en
+                chosen &= last_split == ls
+                if not chosen.any():
+                    continue
+                rows = m - (num_m - 1) * bm if em else bm
+                cols = n - (num_n - 1) * bn if en else bn
+                k_span = k - (split - 1) * k_per_split if ls else k_per_split
+                variants[(em, en, ls)] = len(templates)
+                template_of[chosen] = len(templates)
+                templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
+                                               in_bytes, out_dtype, split))
+    program_vars = {
+        "pid_m": np.tile(pid_m, split * b).tolist(),
+        "pid_n": np.tile(pid_n, split * b).tolist(),
+        "k0": (split_index * math.ceil(k_per_split / bk)).tolist(),
+        "batch": (np.arange(total) // (tiles * split)).tolist(),
+    }
+    return KernelTrace.model_validate({
+        "schema_version": 1,
+        "kernel": {
+            "name": f"gemm_{dtype}_{params['M']}x{n}x{k}" + (f"_b{b}" if b > 1 else ""),
+            "grid": [tiles, split, b],
+            "resources": {"local_memory_bytes": _local_bytes(config, dtype, "gpu"),
+                          "warps": config["num_warps"], "registers_per_thread": _registers_per_thread(config)},
+            "pipeline_depth": config["num_stages"],
+        },
+        "tensors": _tensors(m, n, k, b, dtype),
+        "templates": [t.model_dump() for t in templates],
+        "program_template": template_of.tolist() if len(templates) > 1 else None,
+        "program_vars": program_vars,
+        "metadata": _metadata(params, config),
+    })
+
+
+def _mma(rows, cols, depth, bm, bn, bk, dtype) -> Compute:
+    """fp32 GEMMs on GPUs run on the CUDA cores (FMA); every other dtype on tensor cores
+    (``tf32`` is how fp32 inputs reach them)."""
+    flops = 2.0 * rows * cols * depth
+    if dtype == "fp32":
+        return Compute(unit="vector", flops=flops, dtype="fp32")
+    return Compute(unit="matrix", flops=flops, dtype=dtype, shape=[bm, bn, bk])
+
+
+def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split) -> Template:
+    full, rest = divmod(k_span, bk)
+    steps = []
+    for count, depth in ((full, bk), (1 if rest else 0, rest)):
+        if not count:
+            continue
+        steps.append(Step(
+            repeat=count,
+            loop_var="k",
+            transfers=[
+                Transfer(tensor="A", block=["batch", "pid_m", "k"], bytes=int(rows * depth * in_bytes)),
+                Transfer(tensor="B", block=["batch", "k", "pid_n"], bytes=int(depth * cols * in_bytes)),
+            ],
+            compute=[_mma(rows, cols, depth, bm, bn, bk, dtype)],
+        ))
+    # Split-K programs add fp32 partial tiles into C (atomics); otherwise one store.
+    out_bytes = ACC_BYTES if split > 1 else OUT_BYTES[out_dtype]
+    steps.append(Step(
+        transfers=[Transfer(tensor="C", block=["batch", "pid_m", "pid_n"], bytes=int(rows * cols * out_bytes),
+                            direction="write")],
+        compute=[Compute(unit="vector", flops=float(rows * cols), dtype="fp32")],
+    ))
+    return Template(name=name, steps=steps)
+
+
+# ---------------------------------------------------------------- TPU
+
+
+def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    m, n, k, b, dtype = _problem(params)
+    bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
+    nm, nn, nk = math.ceil(m / bm), math.ceil(n / bn), math.ceil(k / bk)
+    in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
+    grid = [b, nm, nn, nk] if b > 1 else [nm, nn, nk]
+    coords = np.indices(grid).reshape(len(grid), -1)  # last axis fastest
+    if b == 1:
+        coords = np.vstack([np.zeros(coords.shape[1], dtype=np.int64), coords])
+    bb, i, j, kk = coords
+    rows = np.where(i == nm - 1, m - (nm - 1) * bm, bm)
+    cols = np.where(j == nn - 1, n - (nn - 1) * bn, bn)
+    depth = np.where(kk == nk - 1, k - (nk - 1) * bk, bk)
+    operands = [
+        Operand("A", "read", (bb, i, kk), rows * depth * in_bytes),
+        Operand("B", "read", (bb, kk, j), depth * cols * in_bytes),
+        Operand("C", "write", (bb, i, j), rows * cols * OUT_BYTES[out_dtype]),
+    ]
+    flops = 2.0 * rows * cols * depth
+    return pallas_trace(
+        name=f"gemm_{dtype}_{params['M']}x{n}x{k}" + (f"_b{b}" if b > 1 else ""),
+        grid=grid,
+        dimension_semantics=["parallel"] * (len(grid) - 1) + ["arbitrary"],
+        operands=operands,
+        compute=lambda sel: [Compute(unit="matrix", flops=float(flops[sel][0]), dtype=dtype, shape=[bm, bn, bk])],
+        compute_key=flops,
+        tensors=_tensors(m, n, k, b, dtype),
+        local_memory_bytes=_local_bytes(config, dtype, "tpu"),
+        buffer_count=config["num_stages"],
+        metadata=_metadata(params, config),
+    )
+
+
+def _round_up(x: int, g: int) -> int:
+    return max(g, math.ceil(x / g) * g)
+
+
+FAMILY = Family(
+    name="gemm",
+    description="C = A @ B (batched, split-K, grouped for MoE)",
+    params=PARAMS,
+    config_params=CONFIG,
+    default_config=default_config,
+    config_space=config_space,
+    build=build,
+    check=check,
+)

@@ -1,0 +1,287 @@
+"""The measurement file format, version 1: what validation code writes and the simulator is compared with.
+
+One JSON file holds the records of one kernel family measured on one device (or
+converted from one published source set). ``docs/measurement-format.md`` is the
+full description; this module is its executable part, shared by the writers
+(``measure_gpu.py``, ``reference/build_reference.py``) and the tests:
+
+* the family vocabulary (:data:`FAMILY_PARAMS`): each family's ``params`` keys are
+  exactly the simulator's kernel-family parameters;
+* the counting rules for ``flops`` and ``bytes`` (:func:`nominal_flops`,
+  :func:`min_bytes`), so measured and published records count alike;
+* record ids, device-name to accelsim-config mapping, atomic writing, and a
+  validator (:func:`validate_measurement_file`) that returns every problem found.
+
+Standard library only: it runs on a bare device machine and must not import
+accelsim (whose dependencies are not installed there).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+KIND = "measurements"
+
+FAMILY_PARAMS: dict[str, tuple[str, ...]] = {
+    "gemm": ("M", "N", "K", "dtype", "batch"),
+    "attention": ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "dtype", "pass"),
+    "softmax": ("rows", "cols", "dtype"),
+    "layernorm": ("rows", "cols", "dtype"),
+    "rmsnorm": ("rows", "cols", "dtype"),
+    "copy": ("bytes",),
+}
+FAMILIES = tuple(FAMILY_PARAMS)
+
+FAMILY_DTYPES: dict[str, tuple[str, ...]] = {
+    "gemm": ("fp32", "tf32", "bf16", "fp16", "fp8", "int8"),
+    "attention": ("fp32", "bf16", "fp16", "fp8"),
+    "softmax": ("fp32", "bf16", "fp16"),
+    "layernorm": ("fp32", "bf16", "fp16"),
+    "rmsnorm": ("fp32", "bf16", "fp16"),
+}
+
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+GEMM_OUTPUT_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "int8": 4}
+"""Bytes per output element: fp8 GEMMs write bf16, int8 GEMMs accumulate into int32."""
+
+ELEMENTWISE_FLOPS_PER_ELEMENT: dict[str, int] = {"softmax": 5, "layernorm": 8, "rmsnorm": 4}
+"""Nominal operations per input element, for rooflines only (softmax: max, subtract, exp,
+sum, divide; layernorm: mean, centre, square, sum, scale, affine (2), normalise; rmsnorm:
+square, sum, scale, weight)."""
+
+ATTENTION_BWD_FLOPS_FACTOR = 2.5
+"""Backward = 2.5 x forward matmul flops (five S x S x D products against two), as in the
+FlashAttention benchmarks."""
+
+KNOWN_ARCHS = ("a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
+"""The accelsim chip configs (``arch_configs/gpu/*.yaml``) a device can be mapped to."""
+
+_ARCH_BY_DEVICE_NAME: tuple[tuple[str, str | None], ...] = (
+    # Order matters: the first pattern that matches decides. PCIe and NVL parts run at
+    # other power limits and clocks than the SXM configs, so they map to no config.
+    (r"\bH100\b.*\b(PCIe|NVL)\b", None),
+    (r"\bH200\b.*\bNVL\b", None),
+    (r"\bH100\b.*(SXM|HBM3\b)", "h100-sxm"),
+    (r"\bGH200\b", None),
+    (r"\bH200\b", "h200-sxm"),
+    (r"\bA100\b.*SXM4?-80GB", "a100-sxm4-80gb"),
+    (r"\bGB200\b", None),
+    (r"\bB200\b", "b200"),
+    (r"\bMI300X\b", "mi300x"),
+)
+
+
+def arch_for_device_name(name: str) -> str | None:
+    """The accelsim config name for a device as its driver names it, or None when no config fits.
+
+    ``"NVIDIA H200"`` -> ``"h200-sxm"``; ``"NVIDIA H100 80GB HBM3"`` -> ``"h100-sxm"``;
+    ``"NVIDIA H100 PCIe"`` -> None.
+    """
+    for pattern, arch in _ARCH_BY_DEVICE_NAME:
+        if re.search(pattern, name, flags=re.IGNORECASE):
+            return arch
+    return None
+
+
+def slugify(text: str) -> str:
+    """Lower-case letters, digits and single dashes: ``"NVIDIA H100 PCIe"`` -> ``"nvidia-h100-pcie"``."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
+def device_slug(name: str, arch: str | None) -> str:
+    """The folder name for a device's files: its accelsim config name, else its slugified name."""
+    return arch or slugify(name)
+
+
+def format_bytes(n: int) -> str:
+    """Exact binary sizes as ``1MiB``/``4GiB``, anything else as ``<n>B``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return f"{n}B"
+
+
+def record_id(family: str, params: dict[str, Any], tag: str | None = None) -> str:
+    """A readable id built from the family and params; ``tag`` tells implementations apart."""
+    p = params
+    if family == "gemm":
+        base = f"gemm-{p['dtype']}-{p['M']}x{p['N']}x{p['K']}"
+        if p["batch"] != 1:
+            base += f"-b{p['batch']}"
+    elif family == "attention":
+        heads = f"h{p['heads']}" + (f"kv{p['kv_heads']}" if p["kv_heads"] != p["heads"] else "")
+        base = (
+            f"attention-{p['pass']}-{p['dtype']}-b{p['batch']}-{heads}"
+            f"-q{p['seq_q']}-kv{p['seq_kv']}-d{p['head_dim']}" + ("-causal" if p["causal"] else "")
+        )
+    elif family == "copy":
+        base = f"copy-{format_bytes(p['bytes'])}"
+    else:
+        base = f"{family}-{p['dtype']}-{p['rows']}x{p['cols']}"
+    return f"{base}--{tag}" if tag else base
+
+
+def nominal_flops(family: str, params: dict[str, Any]) -> float:
+    """Operations by the format's counting rule (docs/measurement-format.md, "Counting")."""
+    p = params
+    if family == "gemm":
+        return 2.0 * p["batch"] * p["M"] * p["N"] * p["K"]
+    if family == "attention":
+        forward = 4.0 * p["batch"] * p["heads"] * p["seq_q"] * p["seq_kv"] * p["head_dim"]
+        if p["causal"]:
+            forward /= 2.0
+        return forward * (ATTENTION_BWD_FLOPS_FACTOR if p["pass"] == "bwd" else 1.0)
+    if family == "copy":
+        return 0.0
+    return float(ELEMENTWISE_FLOPS_PER_ELEMENT[family] * p["rows"] * p["cols"])
+
+
+def min_bytes(family: str, params: dict[str, Any]) -> int:
+    """The fewest bytes the kernel must move through device memory: each input read once, each output written once."""
+    p = params
+    if family == "gemm":
+        operand = DTYPE_BYTES[p["dtype"]]
+        inputs = (p["M"] * p["K"] + p["K"] * p["N"]) * operand
+        output = p["M"] * p["N"] * GEMM_OUTPUT_BYTES[p["dtype"]]
+        return p["batch"] * (inputs + output)
+    if family == "attention":
+        q_like = p["batch"] * p["heads"] * p["seq_q"] * p["head_dim"]
+        kv_like = p["batch"] * p["kv_heads"] * p["seq_kv"] * p["head_dim"]
+        if p["pass"] == "fwd":
+            elements = 2 * q_like + 2 * kv_like  # read q, k, v; write o
+        else:
+            elements = 4 * q_like + 4 * kv_like  # read q, k, v, o, do; write dq, dk, dv
+        return elements * DTYPE_BYTES[p["dtype"]]
+    if family == "copy":
+        return 2 * p["bytes"]
+    size = DTYPE_BYTES[p["dtype"]]
+    row_data = 2 * p["rows"] * p["cols"] * size  # read x, write y
+    weights = {"softmax": 0, "layernorm": 2, "rmsnorm": 1}[family] * p["cols"] * size
+    return row_data + weights
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write JSON to a temporary file in the same folder, then rename it into place.
+
+    A reader (or a run killed mid-write) sees the old file or the new one, never half of one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, allow_nan=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _is_positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def validate_params(family: str, params: Any) -> list[str]:
+    """Problems with one record's params (empty when they are valid)."""
+    if not isinstance(params, dict):
+        return ["params: expected an object"]
+    expected = FAMILY_PARAMS[family]
+    errors = []
+    if set(params) != set(expected):
+        missing = sorted(set(expected) - set(params))
+        extra = sorted(set(params) - set(expected))
+        errors.append(f"params: expected keys {list(expected)} (missing {missing}, unknown {extra})")
+    for key, value in params.items():
+        if key not in expected:
+            continue
+        if key == "dtype":
+            if value not in FAMILY_DTYPES[family]:
+                errors.append(f"params.dtype: {value!r} is not one of {list(FAMILY_DTYPES[family])}")
+        elif key == "causal":
+            if not isinstance(value, bool):
+                errors.append(f"params.causal: expected true or false, got {value!r}")
+        elif key == "pass":
+            if value not in ("fwd", "bwd"):
+                errors.append(f"params.pass: expected 'fwd' or 'bwd', got {value!r}")
+        elif not _is_positive_int(value):
+            errors.append(f"params.{key}: expected a positive integer, got {value!r}")
+    if family == "attention" and not errors and params["heads"] % params["kv_heads"]:
+        errors.append("params: heads must be a multiple of kv_heads")
+    return errors
+
+
+def validate_record(record: Any, family: str) -> list[str]:
+    """Problems with one record (empty when it is valid)."""
+    if not isinstance(record, dict):
+        return ["expected an object"]
+    errors = []
+    required = ("id", "family", "implementation", "params", "latency_s", "samples_s", "flops", "bytes", "measured", "source", "notes")
+    errors += [f"{key}: missing" for key in required if key not in record]
+    if errors:
+        return errors
+    if record["family"] != family:
+        errors.append(f"family: {record['family']!r} in a {family!r} file")
+    for key in ("id", "implementation", "source"):
+        if not isinstance(record[key], str) or not record[key].strip():
+            errors.append(f"{key}: expected a non-empty string")
+    if not isinstance(record["notes"], str):
+        errors.append("notes: expected a string")
+    errors += validate_params(family, record["params"])
+    if not (_is_number(record["latency_s"]) and record["latency_s"] > 0):
+        errors.append(f"latency_s: expected a positive number, got {record['latency_s']!r}")
+    samples = record["samples_s"]
+    if not isinstance(samples, list) or not all(_is_number(s) and s > 0 for s in samples):
+        errors.append("samples_s: expected a list of positive numbers")
+    for key in ("flops", "bytes"):
+        value = record[key]
+        if value is not None and not (_is_number(value) and value >= 0):
+            errors.append(f"{key}: expected a non-negative number or null")
+    if not isinstance(record["measured"], bool):
+        errors.append("measured: expected true or false")
+    return errors
+
+
+def validate_measurement_file(data: Any) -> list[str]:
+    """Every problem with a decoded measurement file, each prefixed by where it is; empty when valid."""
+    if not isinstance(data, dict):
+        return ["expected a JSON object"]
+    if data.get("schema_version") != SCHEMA_VERSION:
+        return [f"schema_version: {data.get('schema_version')!r} is not {SCHEMA_VERSION}, the version this reader knows"]
+    errors = []
+    if data.get("kind") != KIND:
+        errors.append(f"kind: expected {KIND!r}")
+    family = data.get("family")
+    if family not in FAMILY_PARAMS:
+        return errors + [f"family: {family!r} is not one of {list(FAMILIES)}"]
+    device = data.get("device")
+    if not isinstance(device, dict) or not isinstance(device.get("name"), str) or "arch" not in device:
+        errors.append("device: expected an object with 'name' and 'arch'")
+    elif device["arch"] is not None and device["arch"] not in KNOWN_ARCHS:
+        errors.append(f"device.arch: {device['arch']!r} is not an accelsim config ({', '.join(KNOWN_ARCHS)}) or null")
+    provenance = data.get("provenance")
+    keys = ("date", "command", "versions", "clocks", "source")
+    if not isinstance(provenance, dict) or any(k not in provenance for k in keys):
+        errors.append(f"provenance: expected an object with {list(keys)}")
+    records = data.get("records")
+    if not isinstance(records, list):
+        return errors + ["records: expected a list"]
+    seen: set[str] = set()
+    for index, record in enumerate(records):
+        errors += [f"records[{index}].{e}" for e in validate_record(record, family)]
+        rid = record.get("id") if isinstance(record, dict) else None
+        if rid in seen:
+            errors.append(f"records[{index}].id: {rid!r} is not unique")
+        seen.add(rid)
+    return errors
