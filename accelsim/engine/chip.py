@@ -191,6 +191,18 @@ def _gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth:
     return body + chip.program_overhead_s
 
 
+COHORT_BUCKETS_PER_OCTAVE = 8
+"""Programs started together join one cohort if they share a template and their
+iteration counts round to the same 1/8-octave bucket (within ~9%). Bytes and flops
+stay exact (a cohort's demand is its members' sum); only finishing times within a
+cohort are averaged. This keeps causal attention at a few events per wave."""
+
+
+def _cohort_keys(costs: ProgramCosts) -> np.ndarray:
+    bucket = np.round(np.log2(np.maximum(costs.iterations, 1.0)) * COHORT_BUCKETS_PER_OCTAVE).astype(np.int64)
+    return costs.template * (int(bucket.max()) + 1) + bucket
+
+
 def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:
     costs = program_costs(trace, chip)
     per_core, limit = gpu_occupancy(trace, chip)
@@ -219,7 +231,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         pool.observer = lambda now, p: counters.append((now, p.rates()))
     state = {"next": 0, "free": slots, "group": 0}
     n = costs.num_programs
-    group_key = costs.template * (int(costs.iterations.max()) + 1) + costs.iterations.astype(np.int64)
+    group_key = _cohort_keys(costs)
 
     def finished(flow: Flow) -> None:
         state["free"] += flow.count

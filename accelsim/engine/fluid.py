@@ -16,7 +16,6 @@ the cost is a few events per flow.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -33,7 +32,9 @@ class Flow:
     """Work that consumes shared resources as it progresses.
 
     ``demand[r]`` is how much of resource ``r`` the whole flow uses (bytes, or
-    core-seconds); ``max_rate`` is in flows per second (1 / its time alone).
+    core-seconds); ``max_rate`` is in flows per second (1 / its time alone). While a
+    flow runs, its progress lives in the pool's arrays; ``remaining`` and ``rate``
+    are filled in when it finishes (and by :meth:`FluidResources.snapshot`).
     """
 
     name: str
@@ -42,17 +43,20 @@ class Flow:
     on_done: Callable[["Flow"], None] | None = None
     count: int = 1
     """How many identical programs (or transfers) this flow stands for."""
-    remaining: float = 1.0
-    rate: float = 0.0
-    vector: np.ndarray | None = None
     tag: object = None
     """Free for the owner (e.g. which core group a cohort runs on)."""
+    remaining: float = 1.0
+    rate: float = 0.0
     started_ps: int = 0
     finished_ps: int | None = None
 
 
 class FluidResources:
-    """A set of shared resources (capacity per second each) and the flows using them."""
+    """A set of shared resources (capacity per second each) and the flows using them.
+
+    Flow state is kept as arrays (one row per slot) so that an event costs a few
+    numpy operations however many flows are running.
+    """
 
     def __init__(self, env: simpy.Environment, capacities: Mapping[str, float]) -> None:
         for name, cap in capacities.items():
@@ -61,12 +65,19 @@ class FluidResources:
         self.env = env
         self.capacities = dict(capacities)
         self._names = list(capacities)
+        self._index = {name: i for i, name in enumerate(self._names)}
         self._capacity = np.array([capacities[n] for n in self._names], dtype=float)
         self._used = np.zeros(len(self._names))
-        self.flows: list[Flow] = []
         self.events = 0
         self.observer: Callable[[int, "FluidResources"], None] | None = None
         """Called after every reallocation with (now_ps, self): for timelines."""
+        self._slots: list[Flow | None] = []
+        self._free_slots: list[int] = []
+        self._demand = np.zeros((0, len(self._names)))
+        self._remaining = np.zeros(0)
+        self._rate = np.zeros(0)
+        self._max_rate = np.zeros(0)
+        self._active = np.zeros(0, dtype=bool)
         self._generation = 0
         self._last_ps = 0
         self._in_callbacks = False
@@ -79,44 +90,67 @@ class FluidResources:
 
     def start_many(self, flows: list[Flow]) -> None:
         """Add several flows at once (one reallocation)."""
+        rows = []
         for flow in flows:
             unknown = set(flow.demand) - set(self.capacities)
             if unknown:
                 raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
             if not flow.max_rate > 0:
                 raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
+            row = np.zeros(len(self._names))
+            for name, amount in flow.demand.items():
+                row[self._index[name]] = amount
+            rows.append(row)
         self._advance()
-        for flow in flows:
+        for flow, row in zip(flows, rows):
+            slot = self._take_slot()
+            self._slots[slot] = flow
+            self._demand[slot] = row
+            self._remaining[slot] = 1.0
+            self._max_rate[slot] = flow.max_rate
+            self._active[slot] = True
             flow.started_ps = self.env.now
-            flow.vector = np.array([flow.demand.get(r, 0.0) for r in self._names])
-            self.flows.append(flow)
         if not self._in_callbacks:
             self._reschedule()
 
-    def rates(self) -> dict[str, float]:
-        """Current use of each resource per second."""
-        total = np.zeros(len(self._names))
-        for flow in self.flows:
-            total += flow.rate * flow.vector
-        return dict(zip(self._names, total.tolist()))
-
-    # ------------------------------------------------------------ internals
-
-    def _advance(self) -> None:
-        """Move every flow's progress to now at its current rate."""
-        dt = (self.env.now - self._last_ps) / PS_PER_S
-        self._last_ps = self.env.now
-        if dt <= 0 or not self.flows:
-            return
-        for flow in self.flows:
-            done = min(flow.rate * dt, flow.remaining)
-            flow.remaining -= done
-            self._used += flow.vector * done
+    @property
+    def flows(self) -> list[Flow]:
+        return [f for f, on in zip(self._slots, self._active) if on and f is not None]
 
     @property
     def used(self) -> dict[str, float]:
         """Total demand served per resource so far."""
         return dict(zip(self._names, self._used.tolist()))
+
+    def rates(self) -> dict[str, float]:
+        """Current use of each resource per second."""
+        total = (self._rate * self._active) @ self._demand
+        return dict(zip(self._names, total.tolist()))
+
+    # ------------------------------------------------------------ internals
+
+    def _take_slot(self) -> int:
+        if self._free_slots:
+            return self._free_slots.pop()
+        slot = len(self._slots)
+        grow = max(16, slot)
+        self._slots.extend([None] * grow)
+        self._free_slots.extend(range(slot + grow - 1, slot, -1))
+        self._demand = np.vstack([self._demand, np.zeros((grow, len(self._names)))])
+        for attr in ("_remaining", "_rate", "_max_rate"):
+            setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(grow)]))
+        self._active = np.concatenate([self._active, np.zeros(grow, dtype=bool)])
+        return slot
+
+    def _advance(self) -> None:
+        """Move every flow's progress to now at its current rate."""
+        dt = (self.env.now - self._last_ps) / PS_PER_S
+        self._last_ps = self.env.now
+        if dt <= 0:
+            return
+        done = np.minimum(self._rate * dt, self._remaining) * self._active
+        self._remaining -= done
+        self._used += done @ self._demand
 
     def _allocate(self) -> None:
         """Dominant-resource max-min fairness by progressive filling.
@@ -126,10 +160,15 @@ class FluidResources:
         resource saturates (the flows using it freeze there) or flows reach their own
         ``max_rate`` (they freeze at it); repeat with what is left.
         """
-        if not self.flows:
+        active = np.nonzero(self._active)[0]
+        self._rate[:] = 0.0
+        if active.size == 0:
             return
-        demand = np.stack([f.vector for f in self.flows])
-        max_rate = np.array([f.max_rate for f in self.flows])
+        demand = self._demand[active]
+        max_rate = self._max_rate[active]
+        if np.all(max_rate @ demand <= self._capacity):
+            self._rate[active] = max_rate  # nothing is contended: every flow at its own pace
+            return
         dominant = (demand / self._capacity).max(axis=1)
         rate = np.where(dominant > 0, 0.0, max_rate)  # a flow using nothing shared runs free
         unfrozen = dominant > 0
@@ -151,37 +190,44 @@ class FluidResources:
                 rate[freeze] = level * weight[freeze]
             free = np.maximum(free - rate[freeze] @ demand[freeze], 0.0)
             unfrozen &= ~freeze
-        for flow, r in zip(self.flows, rate.tolist()):
-            flow.rate = r
+        self._rate[active] = rate
+
+    def _time_left_ps(self) -> np.ndarray:
+        """Picoseconds each active flow needs at its current rate (rounded to the nearest)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = np.where(self._rate > 0, self._remaining / self._rate * PS_PER_S, np.inf)
+        left = np.where(self._remaining <= _EPS, 0.0, left)
+        return np.where(self._active, np.round(left), np.inf)
 
     def _reschedule(self) -> None:
         self._allocate()
         self._generation += 1
         if self.observer is not None:
             self.observer(self.env.now, self)
-        if not self.flows:
+        if not self._active.any():
             return
-        soonest = min(self._time_left_ps(f) for f in self.flows)
+        soonest = self._time_left_ps().min()
+        if not np.isfinite(soonest):
+            raise RuntimeError("fluid flows can make no progress (all rates are zero)")
         generation = self._generation
-        event = self.env.timeout(soonest)
+        event = self.env.timeout(int(soonest))
         event.callbacks.append(lambda _e: self._on_timer(generation))
         self.events += 1
-
-    def _time_left_ps(self, flow: Flow) -> int:
-        if flow.remaining <= _EPS:
-            return 0
-        return round(flow.remaining / flow.rate * PS_PER_S) if flow.rate > 0 else 2**62
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
             return
         self._advance()
-        done = [f for f in self.flows if self._time_left_ps(f) == 0]
-        self.flows = [f for f in self.flows if self._time_left_ps(f) != 0]
-        for flow in done:
-            self._used += flow.vector * flow.remaining
-            flow.remaining = 0.0
-            flow.finished_ps = self.env.now
+        finished = np.nonzero(self._time_left_ps() == 0)[0]
+        done = []
+        for slot in finished.tolist():
+            flow = self._slots[slot]
+            self._used += self._demand[slot] * self._remaining[slot]
+            flow.remaining, flow.rate, flow.finished_ps = 0.0, float(self._rate[slot]), self.env.now
+            self._active[slot] = False
+            self._slots[slot] = None
+            self._free_slots.append(slot)
+            done.append(flow)
         self._in_callbacks = True  # flows started by callbacks join one reallocation
         try:
             for flow in done:

@@ -1,0 +1,469 @@
+"""``attention``: FlashAttention-style fused attention, forward and backward, with GQA,
+causal masking and decode (``seq_q=1``).
+
+GPU forward (Triton / FA2 style): one program per (batch, head, q block of
+``block_m`` rows); it loads its Q block once, loops over K/V blocks of ``block_n``
+rows (``S = Q K^T``, online softmax with one exp per score, ``O += P V``), then
+writes O and the log-sum-exp. Causal programs stop at the diagonal (bottom-right
+aligned when ``seq_kv > seq_q``). Heads of one KV group are adjacent in launch
+order, so GQA's shared K/V blocks are served by L2. Decode (``seq_q == 1``) packs
+the query heads of a KV group into the rows of one program and splits the KV
+sequence over ``split_kv`` programs (flash-decoding), whose partial results a small
+second pass combines (counted in the same trace as a final step).
+
+GPU backward (FA2 style): one program per (batch, head, K/V block); it keeps K and
+V, loops over Q blocks (from the diagonal on, if causal) recomputing ``P``, and
+runs five matmuls per iteration (QK^T, dV += P^T dO, dP = dO V^T, dK += dS^T Q,
+dQ += dS K with dQ accumulated by fp32 atomics), then writes dK and dV.
+
+TPU forward (Pallas flash attention): grid (batch, heads, q blocks, kv blocks) with
+the kv axis last and sequential; causal blocks past the diagonal keep the previous
+K/V block index (no copy) and skip compute. The backward pass on TPU is not
+modelled yet (an error says so).
+
+Vector work per score element, forward: scale, running max, subtract, row sum
+(4 flops) plus one exp; per row and iteration the accumulator rescale (``head_dim``
+multiplies). Backward: recomputing P (4 flops + exp) and ``dS = P * (dP - delta)``
+(2 flops).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from accelsim.arch.model import Chip
+from accelsim.errors import InputError
+from accelsim.families.base import Family, Param
+from accelsim.families.pallas_rule import Operand, pallas_trace
+from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace
+
+PARAMS = (
+    Param("batch", int, 1),
+    Param("heads", int, help="query heads"),
+    Param("kv_heads", int, 0, help="key/value heads (GQA); default: heads", minimum=0),
+    Param("seq_q", int, help="query length (1 for decode)"),
+    Param("seq_kv", int, 0, help="key/value length; default: seq_q", minimum=0),
+    Param("head_dim", int, 128),
+    Param("causal", bool, False),
+    Param("dtype", str, "bf16", ("bf16", "fp16", "fp8")),
+    Param("pass", str, "fwd", ("fwd", "bwd")),
+)
+CONFIG = (
+    Param("block_m", int, help="query rows per program (GPU) / per block (TPU)"),
+    Param("block_n", int, help="key/value rows per iteration"),
+    Param("num_stages", int),
+    Param("num_warps", int),
+    Param("split_kv", int, help="decode: programs sharing one query's KV sequence"),
+)
+
+FWD_VECTOR_FLOPS_PER_SCORE = 4
+BWD_VECTOR_FLOPS_PER_SCORE = 6
+STAT_BYTES = 4  # fp32 log-sum-exp / delta per row
+
+
+def _problem(p: dict[str, Any]) -> dict[str, Any]:
+    q = dict(p)
+    q["kv_heads"] = p["kv_heads"] or p["heads"]
+    q["seq_kv"] = p["seq_kv"] or p["seq_q"]
+    if q["heads"] % q["kv_heads"]:
+        raise InputError(f"heads={p['heads']} is not a multiple of kv_heads={q['kv_heads']}", source="--param", field="kv_heads")
+    if q["causal"] and q["seq_kv"] < q["seq_q"]:
+        raise InputError("causal attention needs seq_kv >= seq_q", source="--param", field="seq_kv")
+    q["group"] = q["heads"] // q["kv_heads"]
+    q["decode"] = q["seq_q"] * q["group"] <= 64 and q["seq_q"] <= 16 and q["pass"] == "fwd"
+    return q
+
+
+def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    p = _problem(params)
+    d = p["head_dim"]
+    if chip.family == "tpu":
+        return {"block_m": min(512, _round8(p["seq_q"])), "block_n": min(512, p["seq_kv"]),
+                "num_stages": 2, "num_warps": 4, "split_kv": 1}
+    if p["decode"]:
+        programs = p["batch"] * p["kv_heads"]
+        split = max(1, min(math.ceil(2 * chip.num_cores / programs), math.ceil(p["seq_kv"] / 256)))
+        return {"block_m": 16, "block_n": 64, "num_stages": 2, "num_warps": 4, "split_kv": split}
+    if p["pass"] == "bwd":
+        return {"block_m": 64, "block_n": 128, "num_stages": 2, "num_warps": 8, "split_kv": 1}
+    return {"block_m": 128, "block_n": 64 if d <= 64 else 64, "num_stages": 3 if d <= 64 else 2,
+            "num_warps": 4 if d <= 64 else 8, "split_kv": 1}
+
+
+def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
+    p = _problem(params)
+    out = []
+    if chip.family == "tpu":
+        for bm in (128, 256, 512, 1024):
+            for bn in (128, 256, 512, 1024, 2048):
+                out.append({"block_m": bm, "block_n": bn, "num_stages": 2, "num_warps": 4, "split_kv": 1})
+    elif p["decode"]:
+        for split in (1, 2, 4, 8, 16, 32, 64):
+            for bn in (32, 64, 128, 256):
+                out.append({"block_m": 16, "block_n": bn, "num_stages": 2, "num_warps": 4, "split_kv": split})
+    else:
+        for bm in (64, 128, 256):
+            for bn in (32, 64, 128):
+                for stages in (1, 2, 3, 4):
+                    for warps in (4, 8):
+                        out.append({"block_m": bm, "block_n": bn, "num_stages": stages, "num_warps": warps, "split_kv": 1})
+    return [c for c in out if _fits(params, c, chip)]
+
+
+def _fits(params, config, chip) -> bool:
+    try:
+        check(params, config, chip)
+    except InputError:
+        return False
+    return True
+
+
+def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
+    d, size = p["head_dim"], DTYPE_BYTES[p["dtype"]]
+    bm, bn, stages = config["block_m"], config["block_n"], config["num_stages"]
+    if family == "tpu":
+        blocks = 2 * (bm * d + 2 * bn * d + bm * d) * size
+        return int(blocks + bm * d * 4 + 2 * bm * 128 * 4 + bm * bn * 4)
+    if p["pass"] == "bwd":
+        return int((2 * bn * d + stages * 2 * bm * d) * size)
+    return int((bm * d + stages * 2 * bn * d) * size)
+
+
+def _registers(p: dict[str, Any], config: dict[str, Any]) -> int:
+    threads = config["num_warps"] * 32
+    bm, bn, d = config["block_m"], config["block_n"], p["head_dim"]
+    live = bm * d + bm * bn if p["pass"] == "fwd" else 2 * bn * d + bm * bn
+    return min(255, math.ceil(live / threads) + 48)
+
+
+def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
+    p = _problem(params)
+    for key in ("block_m", "block_n", "num_stages", "num_warps", "split_kv"):
+        if not isinstance(config.get(key), int) or config[key] < 1:
+            raise InputError("expected a positive integer", source="--param", field=key)
+    if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
+        raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
+    if chip.family == "tpu" and p["pass"] == "bwd":
+        raise InputError("the attention backward pass is modelled on GPUs only so far", source="--param", field="pass")
+    need = _local_bytes(p, config, chip.family)
+    limit = chip.local.capacity_bytes if chip.family == "tpu" else chip.local.max_per_program_bytes
+    if need > limit:
+        raise InputError(f"blocks need {need} bytes of local memory per program; {chip.name} allows {int(limit)}",
+                         source="--param", field="block_m")
+    if chip.family == "gpu":
+        threads = config["num_warps"] * 32
+        bm, bn, d = config["block_m"], config["block_n"], p["head_dim"]
+        if (bm * d + bm * bn) / threads > 255:
+            raise InputError("the accumulators do not fit in registers; use more warps or smaller blocks",
+                             source="--param", field="num_warps")
+
+
+def _tensors(p: dict[str, Any]) -> dict[str, dict]:
+    b, h, hk, sq, skv, d, dt = p["batch"], p["heads"], p["kv_heads"], p["seq_q"], p["seq_kv"], p["head_dim"], p["dtype"]
+    out_dt = "bf16" if dt == "fp8" else dt
+    tensors = {
+        "Q": {"shape": [b, h, sq, d], "dtype": dt},
+        "K": {"shape": [b, hk, skv, d], "dtype": dt},
+        "V": {"shape": [b, hk, skv, d], "dtype": dt},
+        "O": {"shape": [b, h, sq, d], "dtype": out_dt},
+        "LSE": {"shape": [b, h, sq], "dtype": "fp32"},
+    }
+    if p["pass"] == "bwd":
+        tensors.update({
+            "dO": {"shape": [b, h, sq, d], "dtype": out_dt},
+            "Delta": {"shape": [b, h, sq], "dtype": "fp32"},
+            "dQ": {"shape": [b, h, sq, d], "dtype": "fp32"},
+            "dK": {"shape": [b, h, skv, d], "dtype": out_dt},
+            "dV": {"shape": [b, h, skv, d], "dtype": out_dt},
+        })
+    return tensors
+
+
+def useful_flops(params: dict[str, Any]) -> float:
+    """Matmul flops of the attended (query, key) pairs: 4*pairs*head_dim forward,
+    2.5x that backward (the convention of the FlashAttention papers)."""
+    p = _problem(params)
+    sq, skv = p["seq_q"], p["seq_kv"]
+    if p["causal"]:
+        offset = skv - sq
+        pairs = sum(min(skv, i + offset + 1) for i in range(sq)) if sq <= 4096 else sq * (offset + (sq + 1) / 2)
+    else:
+        pairs = sq * skv
+    flops = 4.0 * p["batch"] * p["heads"] * pairs * p["head_dim"]
+    return flops * (2.5 if p["pass"] == "bwd" else 1.0)
+
+
+def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
+    p = _problem(params)
+    if chip.family == "tpu":
+        return _build_tpu(p, params, config)
+    if p["pass"] == "bwd":
+        return _build_gpu_bwd(p, params, config)
+    if p["decode"]:
+        return _build_gpu_decode(p, params, config)
+    return _build_gpu_fwd(p, params, config)
+
+
+def _metadata(params, config) -> dict[str, Any]:
+    return {"family": "attention", "params": dict(params), "config": dict(config),
+            "generator": "accelsim.families.attention"}
+
+
+def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray, bn: int) -> np.ndarray:
+    """K/V blocks a query block attends to: all of them, or up to its last row's diagonal."""
+    total = math.ceil(p["seq_kv"] / bn)
+    if not p["causal"]:
+        return np.full(len(q_start), total)
+    last_key = q_start + q_rows - 1 + (p["seq_kv"] - p["seq_q"])
+    return np.minimum(last_key // bn + 1, total)
+
+
+def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool) -> list[Compute]:
+    """One forward iteration over a [rows, cols] score block (executed as [bm, bn])."""
+    scores = rows * cols
+    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + rows * d + (2 * scores if diagonal else 0)
+    return [
+        Compute(unit="matrix", flops=2.0 * rows * cols * d, dtype=dtype, shape=[bm, bn, d]),
+        Compute(unit="special", flops=float(scores), dtype="fp32"),
+        Compute(unit="vector", flops=float(vector), dtype="fp32"),
+        Compute(unit="matrix", flops=2.0 * rows * d * cols, dtype=dtype, shape=[bm, d, bn]),
+    ]
+
+
+def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    b, h, group, sq, skv, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
+    bm, bn = config["block_m"], config["block_n"]
+    size = DTYPE_BYTES[p["dtype"]]
+    out_size = 2 if p["dtype"] == "fp8" else size
+    n_q = math.ceil(sq / bm)
+    total = n_q * b * h
+    q_block = np.arange(total) % n_q
+    bh = np.arange(total) // n_q
+    head, batch = bh % h, bh // h
+    q_start = q_block * bm
+    q_rows = np.minimum(bm, sq - q_start)
+    n_kv = _kv_blocks_needed(p, q_start, q_rows, bn)
+    last_partial = skv % bn
+    # Iterations before the diagonal run unmasked full blocks; the last (diagonal or
+    # partial) block is its own step so its bytes and masking work are exact.
+    templates, template_of = [], np.zeros(total, dtype=np.int64)
+    keys = np.stack([q_rows, (n_kv * bn > skv).astype(int)], axis=1)
+    for key in np.unique(keys, axis=0):
+        rows, partial = int(key[0]), bool(key[1])
+        chosen = np.all(keys == key, axis=1)
+        template_of[chosen] = len(templates)
+        last_cols = last_partial if partial else bn
+        templates.append({"name": f"t{len(templates)}", "steps": [
+            {"transfers": [{"tensor": "Q", "block": ["batch", "head", "p0"], "bytes": rows * d * size}]},
+            {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
+             "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False)]},
+            {"transfers": _kv_transfers(["batch", "kv_head", "last_kv"], last_cols * d * size),
+             "compute": [c.model_dump() for c in _score_compute(rows, last_cols, bm, bn, d, p["dtype"], p["causal"])]},
+            {"transfers": [
+                {"tensor": "O", "block": ["batch", "head", "p0"], "bytes": rows * d * out_size, "direction": "write"},
+                {"tensor": "LSE", "block": ["batch", "head", "p0"], "bytes": rows * STAT_BYTES, "direction": "write"},
+            ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]},
+        ]})
+    return KernelTrace.model_validate({
+        "schema_version": 1,
+        "kernel": {
+            "name": f"attention_fwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
+            "grid": [n_q, b * h],
+            "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu"), "warps": config["num_warps"],
+                          "registers_per_thread": _registers(p, config)},
+            "pipeline_depth": config["num_stages"],
+        },
+        "tensors": _tensors(p),
+        "templates": templates,
+        "program_template": template_of.tolist() if len(templates) > 1 else None,
+        "program_vars": {
+            "batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
+            "n_full": (n_kv - 1).tolist(), "last_kv": (n_kv - 1).tolist(),
+        },
+        "metadata": _metadata(params, config),
+    })
+
+
+def _kv_transfers(block: list, nbytes: int) -> list[dict]:
+    return [{"tensor": "K", "block": block, "bytes": int(nbytes)}, {"tensor": "V", "block": block, "bytes": int(nbytes)}]
+
+
+def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    """Flash-decoding: query heads of a KV group packed as rows; KV split over programs."""
+    b, hk, group, sq, skv, d = p["batch"], p["kv_heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
+    bm, bn, split = config["block_m"], config["block_n"], config["split_kv"]
+    size = DTYPE_BYTES[p["dtype"]]
+    rows = group * sq
+    executed_m = max(bm, math.ceil(rows / 16) * 16)
+    chunk = math.ceil(skv / split)
+    total = split * b * hk
+    part = np.arange(total) % split
+    bh = np.arange(total) // split
+    start = part * chunk
+    length = np.clip(skv - start, 0, chunk)
+    if p["causal"]:
+        raise InputError("causal decode is the same as non-causal for seq_q=1; pass causal=false", source="--param",
+                         field="causal")
+    full = length // bn
+    tail = length % bn
+    templates, template_of = [], np.zeros(total, dtype=np.int64)
+    for t in np.unique(tail):
+        chosen = tail == t
+        template_of[chosen] = len(templates)
+        steps = [
+            {"transfers": [{"tensor": "Q", "block": ["batch", "kv_head", 0], "bytes": rows * d * size}]},
+            {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
+             "compute": [c.model_dump() for c in _score_compute(rows, bn, executed_m, bn, d, p["dtype"], False)]},
+        ]
+        if t:
+            steps.append({"transfers": _kv_transfers(["batch", "kv_head", "n_full"], int(t) * d * size),
+                          "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False)]})
+        # Partial output and LSE in fp32, read back by the combine pass when split.
+        out = rows * d * (4 if split > 1 else size) + rows * STAT_BYTES
+        steps.append({"transfers": [{"tensor": "O", "block": ["batch", "kv_head", "part"], "bytes": out, "direction": "write"}],
+                      "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
+        if split > 1:
+            steps.append({"transfers": [
+                {"tensor": "O", "block": ["batch", "kv_head", "part"], "bytes": out, "direction": "read"},
+            ], "compute": [{"unit": "vector", "flops": float(3 * rows * d), "dtype": "fp32"}]})
+        templates.append({"name": f"t{len(templates)}", "steps": steps})
+    return KernelTrace.model_validate({
+        "schema_version": 1,
+        "kernel": {
+            "name": f"attention_decode_{p['dtype']}_b{b}_h{p['heads']}_kv{hk}_s{skv}_d{d}",
+            "grid": [split, b * hk],
+            "resources": {"local_memory_bytes": int((executed_m * d + config["num_stages"] * 2 * bn * d) * size),
+                          "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
+            "pipeline_depth": config["num_stages"],
+        },
+        "tensors": _tensors(p),
+        "templates": templates,
+        "program_template": template_of.tolist() if len(templates) > 1 else None,
+        "program_vars": {"batch": (bh // hk).tolist(), "kv_head": (bh % hk).tolist(), "part": part.tolist(),
+                         "n_full": full.tolist()},
+        "metadata": _metadata(params, config),
+    })
+
+
+def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    b, h, group, sq, skv, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
+    bm, bn = config["block_m"], config["block_n"]
+    size = DTYPE_BYTES[p["dtype"]]
+    n_kv, n_q = math.ceil(skv / bn), math.ceil(sq / bm)
+    total = n_kv * b * h
+    kv_block = np.arange(total) % n_kv
+    bh = np.arange(total) // n_kv
+    head, batch = bh % h, bh // h
+    kv_rows = np.minimum(bn, skv - kv_block * bn)
+    if p["causal"]:
+        first_q = np.maximum(kv_block * bn - (skv - sq), 0) // bm
+    else:
+        first_q = np.zeros(total, dtype=np.int64)
+    n_iter = n_q - first_q
+    scores = bm * bn
+    per_iter = [
+        {"unit": "matrix", "flops": 2.0 * bm * bn * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # S = Q K^T
+        {"unit": "special", "flops": float(scores), "dtype": "fp32"},
+        {"unit": "vector", "flops": float(BWD_VECTOR_FLOPS_PER_SCORE * scores), "dtype": "fp32"},
+        {"unit": "matrix", "flops": 2.0 * bn * d * bm, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dV
+        {"unit": "matrix", "flops": 2.0 * bm * bn * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # dP
+        {"unit": "matrix", "flops": 2.0 * bn * d * bm, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dK
+        {"unit": "matrix", "flops": 2.0 * bm * d * bn, "dtype": p["dtype"], "shape": [bm, d, bn]},  # dQ
+    ]
+    templates, template_of = [], np.zeros(total, dtype=np.int64)
+    for rows in np.unique(kv_rows):
+        chosen = kv_rows == rows
+        template_of[chosen] = len(templates)
+        rows = int(rows)
+        templates.append({"name": f"t{len(templates)}", "steps": [
+            {"transfers": _kv_transfers(["batch", "kv_head", "p0"], rows * d * size)},
+            {"repeat": "n_iter", "loop_var": "i", "transfers": [
+                {"tensor": "Q", "block": ["batch", "head", "i"], "bytes": bm * d * size},
+                {"tensor": "dO", "block": ["batch", "head", "i"], "bytes": bm * d * size},
+                {"tensor": "LSE", "block": ["batch", "head", "i"], "bytes": bm * STAT_BYTES},
+                {"tensor": "Delta", "block": ["batch", "head", "i"], "bytes": bm * STAT_BYTES},
+                {"tensor": "dQ", "block": ["batch", "head", "i"], "bytes": bm * d * 4, "direction": "write"},
+            ], "compute": per_iter},
+            {"transfers": [
+                {"tensor": "dK", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
+                {"tensor": "dV", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
+            ]},
+        ]})
+    return KernelTrace.model_validate({
+        "schema_version": 1,
+        "kernel": {
+            "name": f"attention_bwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
+            "grid": [n_kv, b * h],
+            "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu"), "warps": config["num_warps"],
+                          "registers_per_thread": _registers(p, config)},
+            "pipeline_depth": config["num_stages"],
+        },
+        "tensors": _tensors(p),
+        "templates": templates,
+        "program_template": template_of.tolist() if len(templates) > 1 else None,
+        "program_vars": {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
+                         "n_iter": n_iter.tolist()},
+        "metadata": _metadata(params, config),
+    })
+
+
+def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    b, h, group, sq, skv, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
+    bm, bn = config["block_m"], config["block_n"]
+    size = DTYPE_BYTES[p["dtype"]]
+    nq, nk = math.ceil(sq / bm), math.ceil(skv / bn)
+    grid = [b, h, nq, nk]
+    bb, hh, i, j = np.indices(grid).reshape(4, -1)
+    rows = np.minimum(bm, sq - i * bm)
+    needed = _kv_blocks_needed(p, i * bm, rows, bn)
+    active = j < needed
+    j_eff = np.minimum(j, needed - 1)  # index map clamps: skipped blocks keep the last index
+    cols = np.minimum(bn, skv - j_eff * bn)
+    diagonal = active & (j == needed - 1) & p["causal"]
+    kv_bytes = cols * d * size
+    operands = [
+        Operand("Q", "read", (bb, hh, i), rows * d * size),
+        Operand("K", "read", (bb, hh // group, j_eff), kv_bytes),
+        Operand("V", "read", (bb, hh // group, j_eff), kv_bytes),
+        Operand("O", "write", (bb, hh, i), rows * d * size),
+        Operand("LSE", "write", (bb, hh, i), rows * STAT_BYTES),
+    ]
+    key = np.where(active, rows * 1_000_003 + cols * 2 + diagonal, -1)
+
+    def compute(selection: np.ndarray) -> list[Compute]:
+        first = int(np.nonzero(selection)[0][0])
+        if not active[first]:
+            return []
+        return _score_compute(int(rows[first]), int(cols[first]), bm, bn, d, p["dtype"], bool(diagonal[first]))
+
+    return pallas_trace(
+        name=f"attention_fwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
+        grid=grid,
+        dimension_semantics=["parallel", "parallel", "parallel", "arbitrary"],
+        operands=operands,
+        compute=compute,
+        compute_key=key,
+        tensors=_tensors(p),
+        local_memory_bytes=_local_bytes(p, config, "tpu"),
+        buffer_count=config["num_stages"],
+        metadata=_metadata(params, config),
+    )
+
+
+def _round8(x: int) -> int:
+    return max(8, math.ceil(x / 8) * 8)
+
+
+FAMILY = Family(
+    name="attention",
+    description="FlashAttention-style fused attention (fwd/bwd, GQA, causal, decode)",
+    params=PARAMS,
+    config_params=CONFIG,
+    default_config=default_config,
+    config_space=config_space,
+    build=build,
+    check=check,
+)

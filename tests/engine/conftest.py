@@ -1,0 +1,55 @@
+"""Fixtures for engine tests: chips with round numbers, and hand-built kernel traces."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+from accelsim.arch.model import Chip, load_arch
+from accelsim.trace.kernel import KernelTrace
+
+IDEAL = (
+    "matrix_unit.efficiency=1",
+    "vector_unit.efficiency=1",
+    "hbm.efficiency=1",
+    "hbm.latency=0 ns",
+    "local_memory.latency=0 ns",
+    "cores.program_overhead=0 ns",
+    "launch_overhead=0 ns",
+)
+IDEAL_SHARED_CACHE = ("shared_cache.efficiency=1", "shared_cache.latency=0 ns")
+
+
+@lru_cache(maxsize=None)
+def _ideal(name: str, overrides: tuple[str, ...]) -> Chip:
+    has_cache = load_arch(name).shared_cache is not None
+    return load_arch(name, [*IDEAL, *(IDEAL_SHARED_CACHE if has_cache else ()), *overrides])
+
+
+@pytest.fixture
+def ideal_chip():
+    """``ideal_chip(name, *overrides)``: a built-in chip with every efficiency 1 and every
+    latency and fixed overhead 0, so simulated times have exact analytic answers."""
+
+    def load(name: str, *overrides: str) -> Chip:
+        return _ideal(name, tuple(overrides))
+
+    return load
+
+
+@pytest.fixture
+def kernel_trace():
+    """``kernel_trace(grid, steps, **kernel)``: a one-template trace; ``tensors`` and
+    ``program_vars`` may be given, every other keyword goes to ``kernel``."""
+
+    def build(grid, steps, *, tensors=None, program_vars=None, **kernel) -> KernelTrace:
+        return KernelTrace.model_validate({
+            "schema_version": 1,
+            "kernel": {"name": "hand_built", "grid": list(grid), **kernel},
+            "tensors": tensors or {"X": {"shape": [1 << 30], "dtype": "bf16"}, "Y": {"shape": [1 << 30], "dtype": "bf16"}},
+            "templates": [{"name": "only", "steps": steps}],
+            "program_vars": program_vars or {},
+        })
+
+    return build
