@@ -78,8 +78,8 @@ REL_TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "bf16": 1e-2, "fp16": 5e-3, "fp8": 
 """Largest accepted ||out - ref|| / ||ref|| against a float64 reference computed from the same
 rounded inputs: only accumulation and output rounding differ."""
 ATTENTION_REL_TOLERANCE = {
-    "fwd": {"fp32": 1e-4, "bf16": 2e-2, "fp16": 1e-2},
-    "bwd": {"fp32": 1e-3, "bf16": 5e-2, "fp16": 2e-2},
+    "fwd": {"bf16": 2e-2, "fp16": 1e-2},
+    "bwd": {"bf16": 5e-2, "fp16": 2e-2},
 }
 """Attention rounds the probabilities to the input dtype before the second product, and the
 backward pass compounds that, hence looser bounds than a single GEMM."""
@@ -161,12 +161,12 @@ def gemm_plan(scale: str) -> list[dict]:
 
 def attention_plan(scale: str) -> list[dict]:
     if scale == "cpu-quick":
-        return [_attn(1, 2, 2, 64, 64, 32, True, "fp32"), _attn(1, 2, 2, 64, 64, 32, True, "fp32", "bwd")]
+        return [_attn(1, 2, 2, 64, 64, 32, True), _attn(1, 2, 2, 64, 64, 32, True, pass_="bwd")]
     if scale == "cpu":
         return [
-            _attn(1, 4, 4, 128, 128, 64, False, "fp32"), _attn(1, 4, 4, 128, 128, 64, True, "fp32"),
-            _attn(1, 4, 2, 128, 128, 64, True, "fp32"), _attn(2, 4, 4, 1, 256, 64, False, "bf16"),
-            _attn(1, 4, 4, 128, 128, 64, True, "fp32", "bwd"),
+            _attn(1, 4, 4, 128, 128, 64, False), _attn(1, 4, 4, 128, 128, 64, True),
+            _attn(1, 4, 2, 128, 128, 64, True), _attn(2, 4, 4, 1, 256, 64, False, "fp16"),
+            _attn(1, 4, 4, 128, 128, 64, True, pass_="bwd"),
         ]
     if scale == "gpu-quick":
         return [_fa_setup(4096, 128, False), _fa_setup(4096, 128, True), _fa_setup(4096, 128, True, pass_="bwd")]

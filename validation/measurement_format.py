@@ -39,9 +39,9 @@ FAMILY_PARAMS: dict[str, tuple[str, ...]] = {
 }
 FAMILIES = tuple(FAMILY_PARAMS)
 
-FAMILY_DTYPES: dict[str, tuple[str, ...]] = {
+FAMILY_DTYPES: dict[str, tuple[str, ...]] = {  # the choices of the simulator's dtype parameter
     "gemm": ("fp32", "tf32", "bf16", "fp16", "fp8", "int8"),
-    "attention": ("fp32", "bf16", "fp16", "fp8"),
+    "attention": ("bf16", "fp16", "fp8"),
     "softmax": ("fp32", "bf16", "fp16"),
     "layernorm": ("fp32", "bf16", "fp16"),
     "rmsnorm": ("fp32", "bf16", "fp16"),

@@ -1,17 +1,62 @@
-"""``accelsim demo``: the built-in tour."""
+"""``accelsim demo``: a representative set of kernels on an H100 and a TPU v5e, with a
+table, Perfetto timelines and a roofline plot written to a folder."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from accelsim.cli import arch_cmd
+from accelsim.cli.files import write_json
+from accelsim.cli.output import table
+from accelsim.cli.simulate_cmd import load_chip
+from accelsim.engine.timeline import chrome_trace
+from accelsim.families import FAMILIES, get_family
+from accelsim.families.search import run_config, split_params
+from accelsim.report.roofline import RooflinePoint, plot_roofline
+from accelsim.units import format_quantity
+
+CHIPS = ("h100-sxm", "tpu-v5e")
+CASES = (
+    ("gemm 4096^3 bf16", "gemm", {"M": "4096", "N": "4096", "K": "4096", "dtype": "bf16"}),
+    ("gemm 8192x1024x8192", "gemm", {"M": "8192", "N": "1024", "K": "8192", "dtype": "bf16"}),
+    ("attention fwd 8k d128 causal", "attention",
+     {"batch": "1", "heads": "16", "seq_q": "8192", "head_dim": "128", "causal": "true"}),
+    ("attention decode 8k GQA", "attention",
+     {"batch": "8", "heads": "32", "kv_heads": "8", "seq_q": "1", "seq_kv": "8192", "head_dim": "128"}),
+    ("rmsnorm 16384x8192", "rmsnorm", {"rows": "16384", "cols": "8192", "dtype": "bf16"}),
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the built-in tour on default settings")
+    p = sub.add_parser("demo", help="simulate a representative kernel set on an H100 and a TPU v5e")
+    p.add_argument("--out", default="accelsim-demo", metavar="DIR", help="folder for timelines and plots")
     p.set_defaults(run=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    print("accelsim: built-in architectures\n")
-    return arch_cmd.run_list(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    chips = [load_chip(name, []) for name in CHIPS]
+    rows, points = [], []
+    for chip in chips:
+        for label, family_name, given in CASES:
+            if family_name not in FAMILIES:
+                continue
+            family = get_family(family_name)
+            params, config_given, _ = split_params(family, given)
+            config = family.resolve_config(params, config_given, chip)
+            sim = run_config(family, params, config, chip, timeline=True).sim
+            slug = f"{chip.name}-{family_name}-{len(rows)}"
+            write_json(out / f"{slug}.timeline.json", chrome_trace(sim))
+            points.append(RooflinePoint(label, chip.name, sim.flops, sim.hbm_bytes, sim.latency_s))
+            rows.append((
+                chip.name, label, format_quantity(sim.latency_s, "seconds"), sim.bound,
+                format_quantity(sim.flops / sim.latency_s, "flops_per_s"),
+                format_quantity(sim.hbm_bytes / sim.latency_s, "bytes_per_s"),
+                f"{sim.sim_wall_s * 1e3:.0f} ms",
+            ))
+    print(table(("CHIP", "KERNEL", "LATENCY", "BOUND", "COMPUTE", "HBM BW", "SIMULATED IN"), rows))
+    plot = plot_roofline(chips, points, out / "roofline.png")
+    print(f"\nwrote {len(rows)} Perfetto timelines (*.timeline.json) and {plot.name} to {out}/")
+    print("open a timeline at https://ui.perfetto.dev ; compare chips with 'accelsim arch diff h100-sxm tpu-v5e'")
+    return 0

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from accelsim.engine.programs import program_templates, program_vars
-from accelsim.trace.kernel import KernelTrace
+from accelsim.trace.kernel import KernelTrace, index_terms
 
 MAX_INDEX_AXES = 4
 
@@ -50,6 +50,21 @@ def cache_hit_bytes(
     between = (cum_after[current] - nbytes[current]) - cum_after[previous]
     hit[current] = between <= capacity_bytes
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n)
+
+
+def _evaluate(index, loop_var, loop_value, variables, group) -> np.ndarray | int:
+    """A block index entry for the programs in ``group``, at a loop position."""
+    if isinstance(index, int):
+        return index
+    total: np.ndarray | int = 0
+    for term in index_terms(index):
+        if isinstance(term, int):
+            total = total + term
+        elif term == loop_var:
+            total = total + loop_value
+        else:
+            total = total + variables[term][group]
+    return total
 
 
 def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
@@ -82,12 +97,7 @@ def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
                         ids = np.full((len(group), 1 + MAX_INDEX_AXES), -1, dtype=np.int64)
                         ids[:, 0] = tensor_ids[transfer.tensor]
                         for axis, index in enumerate(transfer.block[:MAX_INDEX_AXES]):
-                            if isinstance(index, int):
-                                ids[:, 1 + axis] = index
-                            elif index == step.loop_var:
-                                ids[:, 1 + axis] = start
-                            else:
-                                ids[:, 1 + axis] = variables[index][group]
+                            ids[:, 1 + axis] = _evaluate(index, step.loop_var, start, variables, group)
                         columns[0].append(ids)
                         columns[1].append(np.full(len(group), float(transfer.bytes * length)))
                         columns[2].append(group // concurrency)

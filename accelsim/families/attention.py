@@ -81,7 +81,8 @@ def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
     p = _problem(params)
     d = p["head_dim"]
     if chip.family == "tpu":
-        return {"block_m": min(512, _round8(p["seq_q"])), "block_n": min(512, p["seq_kv"]),
+        rows = p["seq_q"] * p["group"] if p["decode"] else p["seq_q"]
+        return {"block_m": min(512, _round8(rows)), "block_n": min(512 if not p["decode"] else 2048, p["seq_kv"]),
                 "num_stages": 2, "num_warps": 4, "split_kv": 1}
     if p["decode"]:
         programs = p["batch"] * p["kv_heads"]
@@ -233,8 +234,29 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     ]
 
 
+def _causal_layout(p: dict[str, Any], q_start: np.ndarray, rows: np.ndarray, bn: int):
+    """Per query block: K/V blocks that every row attends in full, the partly masked
+    blocks after them (diagonal, or the short last block), and the exact number of
+    attended (query, key) pairs in those masked blocks."""
+    skv = p["seq_kv"]
+    n_kv = _kv_blocks_needed(p, q_start, rows, bn)
+    if p["causal"]:
+        first_row_keys = q_start + (skv - p["seq_q"]) + 1
+        unmasked = np.minimum(first_row_keys // bn, n_kv)
+        last_row_keys = np.minimum(first_row_keys + rows - 1, skv)
+        # rows see first_row_keys .. last_row_keys keys: an arithmetic series
+        pairs = (first_row_keys + last_row_keys) * rows // 2
+    else:
+        unmasked = np.full(len(q_start), skv // bn)
+        pairs = rows * skv
+    masked = n_kv - unmasked
+    masked_pairs = pairs - unmasked * bn * rows
+    masked_keys = np.minimum(n_kv * bn, skv) - unmasked * bn
+    return unmasked, masked, masked_pairs, masked_keys
+
+
 def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
-    b, h, group, sq, skv, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
+    b, h, group, sq, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["head_dim"]
     bm, bn = config["block_m"], config["block_n"]
     size = DTYPE_BYTES[p["dtype"]]
     out_size = 2 if p["dtype"] == "fp8" else size
@@ -245,28 +267,35 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     head, batch = bh % h, bh // h
     q_start = q_block * bm
     q_rows = np.minimum(bm, sq - q_start)
-    n_kv = _kv_blocks_needed(p, q_start, q_rows, bn)
-    last_partial = skv % bn
-    # Iterations before the diagonal run unmasked full blocks; the last (diagonal or
-    # partial) block is its own step so its bytes and masking work are exact.
+    unmasked, masked, masked_pairs, masked_keys = _causal_layout(p, q_start, q_rows, bn)
+    program_vars = {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
+                    "n_unmasked": unmasked.tolist()}
+    for i in range(int(masked.max()) if masked.size else 0):
+        program_vars[f"masked_kv{i}"] = (unmasked + i).tolist()
+    # Fully attended blocks loop; each partly masked block is its own step, carrying
+    # an equal share of the masked blocks' exact attended pairs and key bytes.
     templates, template_of = [], np.zeros(total, dtype=np.int64)
-    keys = np.stack([q_rows, (n_kv * bn > skv).astype(int)], axis=1)
+    keys = np.stack([q_rows, masked, masked_pairs, masked_keys], axis=1)
     for key in np.unique(keys, axis=0):
-        rows, partial = int(key[0]), bool(key[1])
+        rows, n_masked, pairs, keys_left = (int(v) for v in key)
         chosen = np.all(keys == key, axis=1)
         template_of[chosen] = len(templates)
-        last_cols = last_partial if partial else bn
-        templates.append({"name": f"t{len(templates)}", "steps": [
+        steps = [
             {"transfers": [{"tensor": "Q", "block": ["batch", "head", "p0"], "bytes": rows * d * size}]},
-            {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
+            {"repeat": "n_unmasked", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False)]},
-            {"transfers": _kv_transfers(["batch", "kv_head", "last_kv"], last_cols * d * size),
-             "compute": [c.model_dump() for c in _score_compute(rows, last_cols, bm, bn, d, p["dtype"], p["causal"])]},
-            {"transfers": [
-                {"tensor": "O", "block": ["batch", "head", "p0"], "bytes": rows * d * out_size, "direction": "write"},
-                {"tensor": "LSE", "block": ["batch", "head", "p0"], "bytes": rows * STAT_BYTES, "direction": "write"},
-            ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]},
-        ]})
+        ]
+        for i in range(n_masked):
+            share_pairs, share_keys = pairs / n_masked, keys_left / n_masked
+            steps.append({
+                "transfers": _kv_transfers(["batch", "kv_head", f"masked_kv{i}"], round(share_keys * d * size)),
+                "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"])],
+            })
+        steps.append({"transfers": [
+            {"tensor": "O", "block": ["batch", "head", "p0"], "bytes": rows * d * out_size, "direction": "write"},
+            {"tensor": "LSE", "block": ["batch", "head", "p0"], "bytes": rows * STAT_BYTES, "direction": "write"},
+        ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
+        templates.append({"name": f"t{len(templates)}", "steps": steps})
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
@@ -279,12 +308,21 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         "tensors": _tensors(p),
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
-        "program_vars": {
-            "batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
-            "n_full": (n_kv - 1).tolist(), "last_kv": (n_kv - 1).tolist(),
-        },
+        "program_vars": program_vars,
         "metadata": _metadata(params, config),
     })
+
+
+def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str) -> list[Compute]:
+    """A partly masked block: the unit executes the whole [bm, bn] block; useful flops are
+    the attended pairs'; masking adds a compare and select per score."""
+    scores = rows * bn
+    return [
+        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
+        Compute(unit="special", flops=float(scores), dtype="fp32"),
+        Compute(unit="vector", flops=float((FWD_VECTOR_FLOPS_PER_SCORE + 2) * scores + rows * d), dtype="fp32"),
+        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),
+    ]
 
 
 def _kv_transfers(block: list, nbytes: int) -> list[dict]:
@@ -315,11 +353,11 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         template_of[chosen] = len(templates)
         steps = [
             {"transfers": [{"tensor": "Q", "block": ["batch", "kv_head", 0], "bytes": rows * d * size}]},
-            {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
+            {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "first_kv+j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, executed_m, bn, d, p["dtype"], False)]},
         ]
         if t:
-            steps.append({"transfers": _kv_transfers(["batch", "kv_head", "n_full"], int(t) * d * size),
+            steps.append({"transfers": _kv_transfers(["batch", "kv_head", "first_kv+n_full"], int(t) * d * size),
                           "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False)]})
         # Partial output and LSE in fp32, read back by the combine pass when split.
         out = rows * d * (4 if split > 1 else size) + rows * STAT_BYTES
@@ -343,7 +381,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": {"batch": (bh // hk).tolist(), "kv_head": (bh % hk).tolist(), "part": part.tolist(),
-                         "n_full": full.tolist()},
+                         "n_full": full.tolist(), "first_kv": (start // bn).tolist()},
         "metadata": _metadata(params, config),
     })
 
@@ -381,11 +419,11 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         templates.append({"name": f"t{len(templates)}", "steps": [
             {"transfers": _kv_transfers(["batch", "kv_head", "p0"], rows * d * size)},
             {"repeat": "n_iter", "loop_var": "i", "transfers": [
-                {"tensor": "Q", "block": ["batch", "head", "i"], "bytes": bm * d * size},
-                {"tensor": "dO", "block": ["batch", "head", "i"], "bytes": bm * d * size},
-                {"tensor": "LSE", "block": ["batch", "head", "i"], "bytes": bm * STAT_BYTES},
-                {"tensor": "Delta", "block": ["batch", "head", "i"], "bytes": bm * STAT_BYTES},
-                {"tensor": "dQ", "block": ["batch", "head", "i"], "bytes": bm * d * 4, "direction": "write"},
+                {"tensor": "Q", "block": ["batch", "head", "first_q+i"], "bytes": bm * d * size},
+                {"tensor": "dO", "block": ["batch", "head", "first_q+i"], "bytes": bm * d * size},
+                {"tensor": "LSE", "block": ["batch", "head", "first_q+i"], "bytes": bm * STAT_BYTES},
+                {"tensor": "Delta", "block": ["batch", "head", "first_q+i"], "bytes": bm * STAT_BYTES},
+                {"tensor": "dQ", "block": ["batch", "head", "first_q+i"], "bytes": bm * d * 4, "direction": "write"},
             ], "compute": per_iter},
             {"transfers": [
                 {"tensor": "dK", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
@@ -405,20 +443,24 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
-                         "n_iter": n_iter.tolist()},
+                         "n_iter": n_iter.tolist(), "first_q": first_q.tolist()},
         "metadata": _metadata(params, config),
     })
 
 
 def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    """Pallas flash attention; decode packs a KV group's query heads into the rows."""
     b, h, group, sq, skv, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
     bm, bn = config["block_m"], config["block_n"]
     size = DTYPE_BYTES[p["dtype"]]
-    nq, nk = math.ceil(sq / bm), math.ceil(skv / bn)
-    grid = [b, h, nq, nk]
+    packed = p["decode"]
+    heads, q_len = (p["kv_heads"], sq * group) if packed else (h, sq)
+    nq, nk = math.ceil(q_len / bm), math.ceil(skv / bn)
+    grid = [b, heads, nq, nk]
     bb, hh, i, j = np.indices(grid).reshape(4, -1)
-    rows = np.minimum(bm, sq - i * bm)
-    needed = _kv_blocks_needed(p, i * bm, rows, bn)
+    rows = np.minimum(bm, q_len - i * bm)
+    kv_head = hh if packed else hh // group
+    needed = _kv_blocks_needed(p, i * bm, rows, bn) if not packed else np.full(len(i), nk)
     active = j < needed
     j_eff = np.minimum(j, needed - 1)  # index map clamps: skipped blocks keep the last index
     cols = np.minimum(bn, skv - j_eff * bn)
@@ -426,8 +468,8 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
     kv_bytes = cols * d * size
     operands = [
         Operand("Q", "read", (bb, hh, i), rows * d * size),
-        Operand("K", "read", (bb, hh // group, j_eff), kv_bytes),
-        Operand("V", "read", (bb, hh // group, j_eff), kv_bytes),
+        Operand("K", "read", (bb, kv_head, j_eff), kv_bytes),
+        Operand("V", "read", (bb, kv_head, j_eff), kv_bytes),
         Operand("O", "write", (bb, hh, i), rows * d * size),
         Operand("LSE", "write", (bb, hh, i), rows * STAT_BYTES),
     ]

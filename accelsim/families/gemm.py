@@ -234,15 +234,16 @@ def _mma(rows, cols, depth, bm, bn, bk, dtype) -> Compute:
 def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split) -> Template:
     full, rest = divmod(k_span, bk)
     steps = []
-    for count, depth in ((full, bk), (1 if rest else 0, rest)):
+    for count, depth, first in ((full, bk, 0), (1 if rest else 0, rest, full)):
         if not count:
             continue
+        k_index = f"k0+k+{first}" if first else "k0+k"
         steps.append(Step(
             repeat=count,
             loop_var="k",
             transfers=[
-                Transfer(tensor="A", block=["batch", "pid_m", "k"], bytes=int(rows * depth * in_bytes)),
-                Transfer(tensor="B", block=["batch", "k", "pid_n"], bytes=int(depth * cols * in_bytes)),
+                Transfer(tensor="A", block=["batch", "pid_m", k_index], bytes=int(rows * depth * in_bytes)),
+                Transfer(tensor="B", block=["batch", k_index, "pid_n"], bytes=int(depth * cols * in_bytes)),
             ],
             compute=[_mma(rows, cols, depth, bm, bn, bk, dtype)],
         ))

@@ -7,7 +7,7 @@ block identity) and compute (flops by unit and dtype, with the operand shape).
 
 Compactness: programs share **templates** (step lists). A step may repeat, with a
 loop variable, and block indices are integers or variable names; per-program
-values come from **program variables**: the grid coordinates ``p0, p1, p2``
+values come from **program variables**: the grid coordinates ``p0, p1, ...``
 always exist, and ``program_vars`` adds named integer arrays, one entry per
 program in launch order. A 10^5-program GEMM is one template and two arrays.
 
@@ -32,13 +32,39 @@ DTYPE_BYTES: dict[str, float] = {
     "fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5, "int4": 0.5,
 }
 MemoryLevel = Literal["hbm", "shared_cache", "local"]
-GRID_VARS = ("p0", "p1", "p2")
+GRID_VARS = ("p0", "p1", "p2", "p3", "p4", "p5")
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0)]
 PosInt = Annotated[int, Field(strict=True, gt=0)]
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Index = int | str
-"""A block index entry or a repeat count: an integer or a variable name."""
+"""A repeat count: an integer or a variable name."""
+
+
+def _check_block_index(entry: int | str) -> int | str:
+    if isinstance(entry, str):
+        terms = index_terms(entry)
+        if not terms:
+            raise ValueError(f"expected an integer, a variable or a sum like 'k0+k', got {entry!r}")
+    return entry
+
+
+BlockIndex = Annotated[int | str, AfterValidator(_check_block_index)]
+"""A block index entry: an integer, a variable name, or a sum of them (``"k0+k"``)."""
+
+
+def index_terms(entry: str) -> list[int | str]:
+    """``"k0+k+1"`` -> ``["k0", "k", 1]``; ``[]`` if any term is neither."""
+    terms: list[int | str] = []
+    for raw in entry.split("+"):
+        term = raw.strip()
+        if term.isidentifier():
+            terms.append(term)
+        elif term.isdigit():
+            terms.append(int(term))
+        else:
+            return []
+    return terms
 
 
 def _identifier(name: str) -> str:
@@ -63,8 +89,8 @@ class Transfer(_Strict):
     """A block moved between a memory level and the program's local memory."""
 
     tensor: Identifier
-    block: list[Index] = []
-    """Block index along each tensor axis: integers or variable names."""
+    block: list[BlockIndex] = []
+    """Block index along each tensor axis: integers, variable names or sums of them."""
     bytes: PosInt
     direction: Literal["read", "write"] = "read"
     level: MemoryLevel = "hbm"
@@ -105,7 +131,8 @@ class Resources(_Strict):
 
 class Kernel(_Strict):
     name: str
-    grid: list[PosInt] = Field(min_length=1, max_length=3)
+    grid: list[PosInt] = Field(min_length=1, max_length=6)
+    """Programs along each axis (GPU: up to 3; a Pallas grid may have more)."""
     launch_order: Literal["first_axis_fastest", "last_axis_fastest"] = "first_axis_fastest"
     """GPU CTAs launch with x (axis 0) fastest; a Pallas grid runs with the last axis fastest."""
     dimension_semantics: list[Literal["parallel", "arbitrary"]] | None = None
@@ -171,8 +198,9 @@ class KernelTrace(_Strict):
                     if transfer.tensor not in self.tensors:
                         raise ValueError(f"{where}.transfers[{xi}].tensor: unknown tensor {transfer.tensor!r}")
                     for index in transfer.block:
-                        if isinstance(index, str) and index not in local:
-                            raise ValueError(f"{where}.transfers[{xi}].block: unknown variable {index!r}")
+                        for term in index_terms(index) if isinstance(index, str) else ():
+                            if isinstance(term, str) and term not in local:
+                                raise ValueError(f"{where}.transfers[{xi}].block: unknown variable {term!r}")
                 for ci, compute in enumerate(step.compute):
                     if compute.unit == "matrix" and compute.shape is not None and len(compute.shape) != 3:
                         raise ValueError(f"{where}.compute[{ci}].shape: expected [m, n, k]")

@@ -1,0 +1,437 @@
+"""``softmax``, ``layernorm``, ``rmsnorm``: forward row-wise kernels over an ``[rows, cols]``
+input, as the Triton kernels of Liger-Kernel run them on GPUs and as a Pallas kernel
+with ``[block_rows, cols]`` blocks runs them on TPUs.
+
+GPU, one pass (the row fits in registers): one program per ``block_rows`` rows (one
+row per program when rows are long, several when they are short; Triton's row tensor is
+``[block_rows, next_pow2(cols)]``, masked). A program reads its rows once, reads the
+per-column parameters (layernorm weight and bias, rmsnorm weight: the same block for
+every program, so the L2 serves all but the first read), computes in fp32 registers,
+writes the output rows and the per-row statistics (layernorm mean and rstd, rmsnorm
+rstd; fp32). The last program's rows are masked and counted exactly.
+
+GPU, two passes (the row does not fit in registers, see :func:`gpu_layout`): one row per
+program and a loop over column chunks, **twice**: a statistics pass that reads every
+chunk of the row (softmax: online max and sum of exponentials; norms: sum and sum of
+squares), then an apply pass that reads every chunk again, with the parameters, and
+writes the output chunk. So the input is read twice; the second read may hit in the L2
+(the engine's reuse model decides).
+
+TPU: a Pallas kernel with grid ``(ceil(rows / block_rows),)``, ``parallel``; the input
+and output blocks are ``[block_rows, cols]``, the parameter blocks have a constant index
+(copied once), statistics blocks are ``[block_rows]``. The block is upcast to an fp32
+scratch in VMEM. Rows too long for an 8-row block in VMEM are an error (no column loop
+on TPU).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from accelsim.arch.model import Chip
+from accelsim.errors import InputError
+from accelsim.families.base import Family, Param
+from accelsim.families.pallas_rule import Operand, pallas_trace
+from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
+
+STAT_BYTES = 4
+"""Per-row statistics (mean, rstd) are fp32, as in Liger-Kernel."""
+FP32_BYTES = 4
+
+REGISTERS_OVERHEAD = 32
+"""Registers per thread beyond the row's fp32 values: addresses, loop state, reductions."""
+MIN_ELEMENTS_PER_PROGRAM = 1024
+"""GPU default: rows per program so a program holds at least this many elements (4 warps
+with 8 values per thread: one 16-byte bf16 vector load each)."""
+LOOP_ELEMENTS_PER_THREAD = 32
+"""GPU two-pass: fp32 values per thread per column chunk. 32 + overhead = 64 registers,
+the budget of a 1024-thread program, so the loop never limits occupancy by registers."""
+TPU_TARGET_SCRATCH_BYTES = 2 * 2**20
+"""TPU default: the largest power-of-two ``block_rows`` whose fp32 scratch block is at most
+this (a few microseconds of HBM traffic per grid step against ~0.35 us step overhead)."""
+WARP_CHOICES = (1, 2, 4, 8, 16, 32)
+
+
+@dataclass(frozen=True)
+class RowOp:
+    """What one row-wise kernel reads, writes and computes.
+
+    Flops are fp32 vector operations per element (or per row) as the Liger-Kernel forward
+    kernels compute them; ``exps`` are exponentials and ``rsqrt`` reciprocal square roots
+    on the special-function unit. One-pass counts apply when the row stays in registers;
+    the two-pass kernel splits the work into a statistics and an apply pass.
+    """
+
+    name: str
+    description: str
+    weights: tuple[str, ...]
+    """Per-column parameters read by every row (``[cols]``, in the input dtype)."""
+    stats: tuple[str, ...]
+    """Per-row fp32 outputs besides ``Y``."""
+    flops_per_element: int
+    exps_per_element: int
+    flops_per_row: int
+    stats_flops_per_element: int
+    stats_exps_per_element: int
+    apply_flops_per_element: int
+    apply_exps_per_element: int
+    two_pass_flops_per_row: int
+    rsqrt_per_row: int
+
+
+# Softmax, one pass: max 1, x - max 1, sum of exps 1, divide by the sum 1 = 4 flops and one exp
+# per element. Two passes (Liger's online multi-block kernel): statistics max 1, x - max 1,
+# sum 1 and one exp; apply x - max 1, divide 1 and the exp again. Per-chunk rescaling of the
+# running sum (a few scalar operations per chunk of thousands of elements) is left out.
+SOFTMAX_OP = RowOp(
+    name="softmax", description="softmax over each row of [rows, cols] (forward)",
+    weights=(), stats=(),
+    flops_per_element=4, exps_per_element=1, flops_per_row=0,
+    stats_flops_per_element=3, stats_exps_per_element=1,
+    apply_flops_per_element=2, apply_exps_per_element=1, two_pass_flops_per_row=0,
+    rsqrt_per_row=0,
+)
+# LayerNorm, one pass: sum 1, x - mean 1, square 1, sum of squares 1, * rstd 1, * weight 1,
+# + bias 1 = 7 per element; per row mean = sum / n, var = sum_sq / n, + eps = 3, one rsqrt.
+# Two passes: statistics sum 1, square 1, sum of squares 1; apply x - mean 1, * rstd 1,
+# * weight 1, + bias 1 (7 per element again); per row var = E[x^2] - mean^2 adds 2 (5).
+LAYERNORM_OP = RowOp(
+    name="layernorm", description="layer norm over each row of [rows, cols] with weight and bias (forward)",
+    weights=("W", "B"), stats=("mean", "rstd"),
+    flops_per_element=7, exps_per_element=0, flops_per_row=3,
+    stats_flops_per_element=3, stats_exps_per_element=0,
+    apply_flops_per_element=4, apply_exps_per_element=0, two_pass_flops_per_row=5,
+    rsqrt_per_row=1,
+)
+# RMSNorm: square 1, sum 1, * rstd 1, * weight 1 = 4 per element (statistics 2, apply 2);
+# per row mean square = sum / n, + eps = 2, one rsqrt.
+RMSNORM_OP = RowOp(
+    name="rmsnorm", description="RMS norm over each row of [rows, cols] with weight (forward)",
+    weights=("W",), stats=("rstd",),
+    flops_per_element=4, exps_per_element=0, flops_per_row=2,
+    stats_flops_per_element=2, stats_exps_per_element=0,
+    apply_flops_per_element=2, apply_exps_per_element=0, two_pass_flops_per_row=2,
+    rsqrt_per_row=1,
+)
+
+PARAMS = (
+    Param("rows", int, help="independent rows (tokens)"),
+    Param("cols", int, help="elements per row, normalised over"),
+    Param("dtype", str, "bf16", ("fp32", "bf16", "fp16"), "input, output and weight dtype"),
+)
+CONFIG = (
+    Param("block_rows", int, help="rows per program (GPU: a power of two; TPU: a multiple of 8 or all rows)"),
+    Param("num_warps", int, choices=WARP_CHOICES, help="GPU: warps per program"),
+)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+# ---------------------------------------------------------------- GPU layout
+
+
+@dataclass(frozen=True)
+class GpuLayout:
+    """How a Triton program holds its rows: whole (one pass) or in column chunks (two passes)."""
+
+    block_rows: int
+    chunk_cols: int | None
+    """``None``: whole rows in registers; else the two-pass loop's chunk width."""
+    registers_per_thread: int
+
+
+def register_budget(chip: Chip, num_warps: int) -> int:
+    """Registers a thread may use with one program of ``num_warps`` resident on an SM."""
+    occ = chip.occupancy
+    assert occ is not None
+    threads = num_warps * occ.warp_size
+    return min(occ.max_registers_per_thread, occ.registers_per_core // threads)
+
+
+def gpu_layout(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> GpuLayout:
+    """One pass when ``block_rows`` rows of ``next_pow2(cols)`` fp32 values fit in the
+    register budget, else two passes over chunks (``block_rows`` must then be 1)."""
+    block_rows, warps = config["block_rows"], config["num_warps"]
+    threads = warps * chip.occupancy.warp_size
+    registers = math.ceil(block_rows * _next_pow2(params["cols"]) / threads) + REGISTERS_OVERHEAD
+    if registers <= register_budget(chip, warps):
+        return GpuLayout(block_rows, None, registers)
+    if block_rows > 1:
+        raise InputError(
+            f"{block_rows} rows of {params['cols']} columns need {registers} registers per thread with "
+            f"{warps} warps; {chip.name} allows {register_budget(chip, warps)}: use block_rows=1 "
+            "(a column loop) or more warps",
+            source="--param", field="block_rows",
+        )
+    return GpuLayout(1, threads * LOOP_ELEMENTS_PER_THREAD, LOOP_ELEMENTS_PER_THREAD + REGISTERS_OVERHEAD)
+
+
+def _liger_num_warps(elements: int) -> int:
+    """Liger-Kernel ``calculate_settings``: warps from the Triton block size."""
+    if elements >= 32768:
+        return 32
+    if elements >= 8192:
+        return 16
+    if elements >= 2048:
+        return 8
+    return 4
+
+
+# ---------------------------------------------------------------- configs
+
+
+def default_config(op: RowOp, params: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    rows, cols = params["rows"], params["cols"]
+    if chip.family == "tpu":
+        return {"block_rows": _tpu_default_rows(op, params, chip)}
+    width = _next_pow2(cols)
+    block_rows = min(max(1, MIN_ELEMENTS_PER_PROGRAM // width), _next_pow2(rows))
+    warps = _liger_num_warps(block_rows * width)
+    while warps > 1 and warps * chip.occupancy.warp_size > block_rows * width:
+        warps //= 2
+    return {"block_rows": block_rows, "num_warps": warps}
+
+
+def _tpu_default_rows(op: RowOp, params: dict[str, Any], chip: Chip) -> int:
+    rows, cols = params["rows"], params["cols"]
+    block_rows = 8
+    while 2 * block_rows * cols * FP32_BYTES <= TPU_TARGET_SCRATCH_BYTES:
+        block_rows *= 2
+    while block_rows > 8 and _tpu_local_bytes(op, block_rows, cols, params["dtype"]) > chip.local.max_per_program_bytes:
+        block_rows //= 2
+    return rows if block_rows >= rows else block_rows
+
+
+def config_space(op: RowOp, params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
+    """Powers of two of ``block_rows`` (GPU up to 64, TPU 8 to 1024) and, on GPUs, 4, 8 or 16
+    warps; the default config first."""
+    rows = params["rows"]
+    candidates = [default_config(op, params, chip)]
+    if chip.family == "tpu":
+        candidates += [{"block_rows": min(b, rows)} for b in (8, 16, 32, 64, 128, 256, 512, 1024)]
+    else:
+        candidates += [{"block_rows": b, "num_warps": w}
+                       for b in (1, 2, 4, 8, 16, 32, 64) if b <= _next_pow2(rows) for w in (4, 8, 16)]
+    out = []
+    for config in candidates:
+        if config not in out and _fits(op, params, config, chip):
+            out.append(config)
+    return out
+
+
+def _fits(op, params, config, chip) -> bool:
+    try:
+        check(op, params, config, chip)
+    except InputError:
+        return False
+    return True
+
+
+def check(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
+    block_rows = config.get("block_rows")
+    if not isinstance(block_rows, int) or block_rows < 1:
+        raise InputError("expected a positive integer", source="--param", field="block_rows")
+    if chip.family == "tpu":
+        _check_tpu(op, params, block_rows, chip)
+        return
+    warps = config.get("num_warps")
+    if warps not in WARP_CHOICES:
+        raise InputError(f"expected one of: {', '.join(map(str, WARP_CHOICES))}", source="--param", field="num_warps")
+    if block_rows & (block_rows - 1):
+        raise InputError(f"expected a power of two (a Triton block dimension), got {block_rows}",
+                         source="--param", field="block_rows")
+    gpu_layout(params, config, chip)
+
+
+def _check_tpu(op: RowOp, params: dict[str, Any], block_rows: int, chip: Chip) -> None:
+    rows, cols = params["rows"], params["cols"]
+    if block_rows % 8 and block_rows != rows:
+        raise InputError(f"expected a multiple of 8 (TPU sublanes) or all {rows} rows, got {block_rows}",
+                         source="--param", field="block_rows")
+    need = _tpu_local_bytes(op, block_rows, cols, params["dtype"])
+    if need > chip.local.capacity_bytes:
+        raise InputError(
+            f"a [{block_rows}, {cols}] block needs {need} bytes of VMEM (buffers and fp32 scratch); "
+            f"{chip.name} has {int(chip.local.capacity_bytes)}",
+            source="--param", field="block_rows" if block_rows > 8 else "cols",
+        )
+
+
+# ---------------------------------------------------------------- building
+
+
+def build(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
+    return _build_tpu(op, params, config) if chip.family == "tpu" else _build_gpu(op, params, config, chip)
+
+
+def _metadata(op: RowOp, params, config) -> dict[str, Any]:
+    return {"family": op.name, "params": dict(params), "config": dict(config), "generator": "accelsim.families.rowwise"}
+
+
+def _kernel_name(op: RowOp, params) -> str:
+    return f"{op.name}_{params['dtype']}_{params['rows']}x{params['cols']}"
+
+
+def _tensors(op: RowOp, rows: int, cols: int, dtype: str) -> dict[str, dict]:
+    tensors = {"X": {"shape": [rows, cols], "dtype": dtype}, "Y": {"shape": [rows, cols], "dtype": dtype}}
+    tensors.update({w: {"shape": [cols], "dtype": dtype} for w in op.weights})
+    tensors.update({s: {"shape": [rows], "dtype": "fp32"} for s in op.stats})
+    return tensors
+
+
+def _work(flops: float, special: float) -> list[Compute]:
+    out = [Compute(unit="vector", flops=float(flops), dtype="fp32")]
+    if special:
+        out.append(Compute(unit="special", flops=float(special), dtype="fp32"))
+    return out
+
+
+def row_compute(op: RowOp, rows: int, cols: int) -> list[Compute]:
+    """One-pass compute of ``rows`` whole rows (valid rows only: flops are useful work)."""
+    elements = rows * cols
+    return _work(op.flops_per_element * elements + op.flops_per_row * rows,
+                 op.exps_per_element * elements + op.rsqrt_per_row * rows)
+
+
+# ---------------------------------------------------------------- GPU
+
+
+def _build_gpu(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
+    rows, cols, dtype = params["rows"], params["cols"], params["dtype"]
+    layout = gpu_layout(params, config, chip)
+    programs = math.ceil(rows / layout.block_rows)
+    if layout.chunk_cols is None:
+        tail = rows - (programs - 1) * layout.block_rows
+        templates = [_gpu_one_pass(op, "full", layout.block_rows, cols, dtype)] if programs > 1 else []
+        if tail != layout.block_rows or programs == 1:
+            templates.append(_gpu_one_pass(op, "tail", tail, cols, dtype))
+    else:
+        templates = [_gpu_two_pass(op, cols, layout.chunk_cols, dtype)]
+    program_template = None
+    if len(templates) > 1:
+        program_template = [0] * (programs - 1) + [1]
+    reduction_scratch = config["num_warps"] * layout.block_rows * FP32_BYTES  # cross-warp tl.sum / tl.max
+    return KernelTrace.model_validate({
+        "schema_version": 1,
+        "kernel": {
+            "name": _kernel_name(op, params),
+            "grid": [programs],
+            "resources": {"local_memory_bytes": reduction_scratch, "warps": config["num_warps"],
+                          "registers_per_thread": layout.registers_per_thread},
+            # One pass: no loop to pipeline, loads then compute then stores. Two passes: one
+            # chunk's loads in flight while the previous chunk computes.
+            "pipeline_depth": 1 if layout.chunk_cols is None else 2,
+        },
+        "tensors": _tensors(op, rows, cols, dtype),
+        "templates": [t.model_dump() for t in templates],
+        "program_template": program_template,
+        "metadata": _metadata(op, params, config),
+    })
+
+
+def _gpu_one_pass(op: RowOp, name: str, rows: int, cols: int, dtype: str) -> Template:
+    size = DTYPE_BYTES[dtype]
+    row_bytes = int(rows * cols * size)
+    transfers = [Transfer(tensor="X", block=["p0", 0], bytes=row_bytes)]
+    transfers += [Transfer(tensor=w, block=[0], bytes=int(cols * size)) for w in op.weights]
+    transfers.append(Transfer(tensor="Y", block=["p0", 0], bytes=row_bytes, direction="write"))
+    transfers += [Transfer(tensor=s, block=["p0"], bytes=rows * STAT_BYTES, direction="write") for s in op.stats]
+    return Template(name=name, steps=[Step(transfers=transfers, compute=row_compute(op, rows, cols))])
+
+
+def _chunks(cols: int, chunk: int) -> list[tuple[int | str, int, int]]:
+    """(block index, repeat, width) of the column loop: full chunks, then the remainder."""
+    full, rest = divmod(cols, chunk)
+    out: list[tuple[int | str, int, int]] = [("c", full, chunk)] if full else []
+    if rest:
+        out.append((full, 1, rest))
+    return out
+
+
+def _gpu_two_pass(op: RowOp, cols: int, chunk: int, dtype: str) -> Template:
+    size = DTYPE_BYTES[dtype]
+    steps = []
+    for index, repeat, width in _chunks(cols, chunk):
+        steps.append(Step(
+            repeat=repeat, loop_var="c" if index == "c" else None,
+            transfers=[Transfer(tensor="X", block=["p0", index], bytes=int(width * size))],
+            compute=_work(op.stats_flops_per_element * width, op.stats_exps_per_element * width),
+        ))
+    if op.stats or op.two_pass_flops_per_row:
+        steps.append(Step(
+            transfers=[Transfer(tensor=s, block=["p0"], bytes=STAT_BYTES, direction="write") for s in op.stats],
+            compute=_work(op.two_pass_flops_per_row, op.rsqrt_per_row),
+        ))
+    for index, repeat, width in _chunks(cols, chunk):
+        block_bytes = int(width * size)
+        transfers = [Transfer(tensor="X", block=["p0", index], bytes=block_bytes)]
+        transfers += [Transfer(tensor=w, block=[index], bytes=block_bytes) for w in op.weights]
+        transfers.append(Transfer(tensor="Y", block=["p0", index], bytes=block_bytes, direction="write"))
+        steps.append(Step(
+            repeat=repeat, loop_var="c" if index == "c" else None, transfers=transfers,
+            compute=_work(op.apply_flops_per_element * width, op.apply_exps_per_element * width),
+        ))
+    return Template(name="row", steps=steps)
+
+
+# ---------------------------------------------------------------- TPU
+
+
+def _tpu_local_bytes(op: RowOp, block_rows: int, cols: int, dtype: str) -> int:
+    """Double-buffered input, output, parameter and statistics blocks, plus the fp32 scratch
+    the block is upcast into."""
+    size = DTYPE_BYTES[dtype]
+    buffers = 2 * block_rows * cols * size + len(op.weights) * cols * size + len(op.stats) * block_rows * STAT_BYTES
+    return int(2 * buffers + block_rows * cols * FP32_BYTES)
+
+
+def _build_tpu(op: RowOp, params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    rows, cols, dtype = params["rows"], params["cols"], params["dtype"]
+    size = DTYPE_BYTES[dtype]
+    block_rows = config["block_rows"]
+    steps = math.ceil(rows / block_rows)
+    i = np.arange(steps)
+    zero = np.zeros(steps, dtype=np.int64)
+    valid = np.where(i == steps - 1, rows - (steps - 1) * block_rows, block_rows)
+    operands = [Operand("X", "read", (i, zero), valid * cols * size)]
+    operands += [Operand(w, "read", (zero,), np.full(steps, cols * size)) for w in op.weights]
+    operands.append(Operand("Y", "write", (i, zero), valid * cols * size))
+    operands += [Operand(s, "write", (i,), valid * STAT_BYTES) for s in op.stats]
+    return pallas_trace(
+        name=_kernel_name(op, params),
+        grid=[steps],
+        dimension_semantics=["parallel"],
+        operands=operands,
+        compute=lambda sel: row_compute(op, int(valid[sel][0]), cols),
+        compute_key=valid,
+        tensors=_tensors(op, rows, cols, dtype),
+        local_memory_bytes=_tpu_local_bytes(op, block_rows, cols, dtype),
+        buffer_count=2,
+        metadata=_metadata(op, params, config),
+    )
+
+
+def _family(op: RowOp) -> Family:
+    return Family(
+        name=op.name,
+        description=op.description,
+        params=PARAMS,
+        config_params=CONFIG,
+        default_config=partial(default_config, op),
+        config_space=partial(config_space, op),
+        build=partial(build, op),
+        check=partial(check, op),
+    )
+
+
+SOFTMAX = _family(SOFTMAX_OP)
+LAYERNORM = _family(LAYERNORM_OP)
+RMSNORM = _family(RMSNORM_OP)
+FAMILIES = (SOFTMAX, LAYERNORM, RMSNORM)

@@ -1,0 +1,134 @@
+"""The measurement format's vocabulary, counting rules and validator."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import measurement_format as fmt
+
+REPO = Path(__file__).resolve().parents[2]
+
+GEMM = {"M": 128, "N": 256, "K": 512, "dtype": "bf16", "batch": 2}
+ATTENTION = {"batch": 2, "heads": 8, "kv_heads": 2, "seq_q": 1024, "seq_kv": 1024, "head_dim": 128,
+             "causal": False, "dtype": "bf16", "pass": "fwd"}
+
+
+def _file(records):
+    return {
+        "schema_version": 1, "kind": "measurements", "family": "gemm",
+        "device": {"name": "NVIDIA H200", "arch": "h200-sxm"},
+        "provenance": {"date": None, "command": "x", "versions": {}, "clocks": {}, "source": "test"},
+        "records": records,
+    }
+
+
+def _record(**changes):
+    record = {
+        "id": fmt.record_id("gemm", GEMM), "family": "gemm", "implementation": "torch.matmul (cuBLAS)",
+        "params": dict(GEMM), "latency_s": 1e-4, "samples_s": [1e-4], "flops": fmt.nominal_flops("gemm", GEMM),
+        "bytes": fmt.min_bytes("gemm", GEMM), "measured": True, "source": "test", "notes": "",
+    }
+    record.update(changes)
+    return record
+
+
+def test_gemm_counts():
+    assert fmt.nominal_flops("gemm", GEMM) == 2 * 2 * 128 * 256 * 512
+    assert fmt.min_bytes("gemm", GEMM) == 2 * 2 * (128 * 512 + 512 * 256 + 128 * 256)
+    fp8 = dict(GEMM, dtype="fp8", batch=1)
+    assert fmt.min_bytes("gemm", fp8) == 128 * 512 + 512 * 256 + 2 * 128 * 256  # bf16 output
+
+
+def test_attention_counts_follow_flashattention():
+    forward = 4 * 2 * 8 * 1024 * 1024 * 128
+    assert fmt.nominal_flops("attention", ATTENTION) == forward
+    assert fmt.nominal_flops("attention", dict(ATTENTION, causal=True)) == forward / 2
+    assert fmt.nominal_flops("attention", dict(ATTENTION, **{"pass": "bwd"})) == 2.5 * forward
+    q, kv = 2 * 8 * 1024 * 128, 2 * 2 * 1024 * 128
+    assert fmt.min_bytes("attention", ATTENTION) == 2 * (2 * q + 2 * kv)
+
+
+def test_copy_counts_read_and_write():
+    assert fmt.min_bytes("copy", {"bytes": 1000}) == 2000
+    assert fmt.nominal_flops("copy", {"bytes": 1000}) == 0
+
+
+@pytest.mark.parametrize(
+    "name, arch",
+    [
+        ("NVIDIA H200", "h200-sxm"),
+        ("NVIDIA H200 NVL", None),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", None),
+        ("NVIDIA H100 NVL", None),
+        ("NVIDIA GH200 480GB", None),
+        ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+        ("NVIDIA A100-SXM4-40GB", None),
+        ("NVIDIA B200", "b200"),
+        ("AMD Instinct MI300X", "mi300x"),
+        ("cpu", None),
+    ],
+)
+def test_device_names_map_to_configs(name, arch):
+    assert fmt.arch_for_device_name(name) == arch
+
+
+def test_known_archs_are_shipped_configs():
+    for arch in fmt.KNOWN_ARCHS:
+        assert (REPO / "arch_configs" / "gpu" / f"{arch}.yaml").is_file()
+
+
+def test_record_ids():
+    assert fmt.record_id("gemm", dict(GEMM, batch=1)) == "gemm-bf16-128x256x512"
+    assert fmt.record_id("attention", dict(ATTENTION, causal=True)) == "attention-fwd-bf16-b2-h8kv2-q1024-kv1024-d128-causal"
+    assert fmt.record_id("copy", {"bytes": 4 * 2**30}) == "copy-4GiB"
+    assert fmt.record_id("softmax", {"rows": 4, "cols": 8, "dtype": "fp32"}, "liger") == "softmax-fp32-4x8--liger"
+
+
+def test_a_valid_file_has_no_problems():
+    assert fmt.validate_measurement_file(_file([_record()])) == []
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (lambda f: f.update(schema_version=2), "schema_version"),
+        (lambda f: f["records"][0]["params"].update(groups=1), "params: expected keys"),
+        (lambda f: f["records"][0]["params"].update(dtype="fp64"), "params.dtype"),
+        (lambda f: f["records"][0].update(latency_s=0), "latency_s"),
+        (lambda f: f["records"][0].update(source=""), "source"),
+        (lambda f: f["records"][0].pop("notes"), "notes: missing"),
+        (lambda f: f["records"].append(copy.deepcopy(f["records"][0])), "not unique"),
+        (lambda f: f["device"].update(arch="h300"), "device.arch"),
+    ],
+)
+def test_validator_reports_each_problem(change, problem):
+    data = _file([_record()])
+    change(data)
+    problems = fmt.validate_measurement_file(data)
+    assert any(problem in p for p in problems), problems
+
+
+def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "gemm.json"
+    fmt.write_json_atomic(path, {"a": 1})
+    fmt.write_json_atomic(path, {"a": 2})
+    assert json.loads(path.read_text()) == {"a": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["gemm.json"]
+
+
+def test_params_are_the_simulators_family_parameters():
+    families = pytest.importorskip("accelsim.families").FAMILIES
+    for name, keys in fmt.FAMILY_PARAMS.items():
+        if name not in families:
+            continue
+        simulator = {p.name: p for p in families[name].params}
+        assert set(keys) <= set(simulator), name
+        omitted = set(simulator) - set(keys)
+        assert all(not simulator[k].required for k in omitted), f"{name}: records would lack {omitted}"
+        if "dtype" in simulator:
+            assert set(fmt.FAMILY_DTYPES[name]) == set(simulator["dtype"].choices), name

@@ -1,0 +1,62 @@
+"""The committed public reference set: valid files, sourced records, rebuildable from its input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import build_reference
+import measurement_format as fmt
+
+REFERENCE = Path(__file__).resolve().parents[2] / "validation" / "reference"
+FILES = sorted(REFERENCE.glob("*/*.json"))
+
+
+def _load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_there_is_a_reference_set():
+    families = {p.stem for p in FILES}
+    assert {"gemm", "attention", "layernorm", "rmsnorm", "copy"} <= families
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_file_is_valid(path):
+    data = _load(path)
+    assert fmt.validate_measurement_file(data) == []
+    assert data["family"] == path.stem
+    assert data["device"]["arch"] == path.parent.name
+    assert data["device"]["arch"] in fmt.KNOWN_ARCHS
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_records_are_sourced_measurements(path):
+    data = _load(path)
+    assert data["records"]
+    for record in data["records"]:
+        assert record["source"].strip(), record["id"]
+        assert record["measured"] is True
+        assert tuple(record["params"]) == fmt.FAMILY_PARAMS[data["family"]]
+        assert record["latency_s"] > 0
+        assert record["flops"] == fmt.nominal_flops(data["family"], record["params"])
+        assert record["bytes"] == fmt.min_bytes(data["family"], record["params"])
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_derived_latencies_say_so(path):
+    for record in _load(path)["records"]:
+        assert "latency_s derived from" in record["notes"] or "latency_s is the source's" in record["notes"], record["id"]
+
+
+def test_rebuilding_reproduces_the_committed_files(tmp_path):
+    source = next((p for p in build_reference.INPUT_CANDIDATES if p.is_file()), None)
+    if source is None:
+        pytest.skip("shared/reference/public_measurements.json is not beside this checkout")
+    assert build_reference.main(["--input", str(source), "--out", str(tmp_path)]) == 0
+    rebuilt = sorted(p.relative_to(tmp_path) for p in tmp_path.glob("*/*.json"))
+    assert rebuilt == [p.relative_to(REFERENCE) for p in FILES]
+    for relative in rebuilt:
+        assert _load(tmp_path / relative) == _load(REFERENCE / relative), relative

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""Convert the public measurements into reference files in the measurement format.
+
+Reads ``shared/reference/public_measurements.json`` (a list of records compiled from
+papers, vendor documents and benchmark repositories; see its README) and writes, for
+every (device, kernel family) it can convert, ``validation/reference/<arch>/<family>.json``
+in the format of ``docs/measurement-format.md``: the same files ``measure_gpu.py`` writes,
+so that one comparison reads both.
+
+Only kernel measurements on devices that have an accelsim config are converted. Every
+record keeps its ``source`` and ``notes``; where the source gives a throughput, not a time,
+``latency_s`` is derived from it with the format's own flop or byte count and the notes
+say so. Every input record that is left out is counted under a reason, printed at the end
+and listed in ``validation/reference/README.md``.
+
+    python3 validation/reference/build_reference.py [--input PATH] [--out DIR]
+
+The output is deterministic (no dates, records sorted by id): rerunning it on the same
+input leaves the committed files unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+import measurement_format as fmt  # noqa: E402  (validation/measurement_format.py)
+
+INPUT_CANDIDATES = (
+    REPO / "shared" / "reference" / "public_measurements.json",
+    REPO.parent / "shared" / "reference" / "public_measurements.json",
+)
+
+ARCH_BY_HARDWARE: dict[str, str] = {
+    "NVIDIA H100 SXM": "h100-sxm",
+    "NVIDIA H100 80GB HBM3 (SXM5)": "h100-sxm",
+    "NVIDIA H100 80GB SXM5": "h100-sxm",
+    "NVIDIA H200 SXM": "h200-sxm",
+    "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": "h200-sxm",
+    "NVIDIA A100-SXM4-80GB": "a100-sxm4-80gb",
+    "NVIDIA A100-SXM4-80GB (2.039 TB/s spec)": "a100-sxm4-80gb",
+    "NVIDIA A100 SXM": "a100-sxm4-80gb",
+    "NVIDIA B200 SXM": "b200",
+    "AMD MI300X": "mi300x",
+}
+"""Source hardware names -> accelsim configs. Names absent here (PCIe cards, GH200, GB200, B300,
+MI325X/MI355X, Gaudi, A100 40GB) have no config and their records are left out."""
+
+HARDWARE_NOTES: dict[str, str] = {
+    "NVIDIA A100 SXM": (
+        "source says 'A100 SXM' without the memory size; mapped to a100-sxm4-80gb: the 40 GB and 80 GB "
+        "parts have the same 312 TFLOP/s bf16 peak and this shape is compute-bound"
+    ),
+    "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": (
+        "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
+        "same 4.8 TB/s HBM3e), as arch_configs/gpu/h200-sxm.yaml already does for this repository's data"
+    ),
+}
+
+GPU_STREAM_BUFFER_BYTES = (128 * 1024 * 1024 + 2) * 8
+"""gpu-stream/main.cu: ``max_buffer_size = 128l * 1024 * 1024 + 2`` doubles per array (read at the
+stored commits a7dc559 and fd7091f, which agree; the cited 1c36d509 itself was not read)."""
+
+
+@dataclass(frozen=True)
+class Converted:
+    arch: str
+    family: str
+    record: dict
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    reason: str
+
+
+Outcome = Converted | LeftOut | None
+"""None: this converter does not handle the record; the next one is tried."""
+
+
+def _record(family: str, params: dict, *, tag: str, implementation: str, latency_s: float, raw: dict, notes: list[str]) -> dict:
+    hardware_note = HARDWARE_NOTES.get(raw["hardware"])
+    all_notes = [n for n in [raw["notes"].strip(), *notes, hardware_note] if n]
+    joined = ""
+    for note in all_notes:  # the source's own notes verbatim, then ours
+        joined += ("" if not joined else " " if joined.endswith(".") else "; ") + note
+    return {
+        "id": fmt.record_id(family, params, tag),
+        "family": family,
+        "implementation": implementation,
+        "params": params,
+        "latency_s": float(f"{latency_s:.12g}"),
+        "samples_s": [],
+        "flops": fmt.nominal_flops(family, params),
+        "bytes": fmt.min_bytes(family, params),
+        "measured": True,
+        "source": raw["source"],
+        "notes": joined,
+        "hardware": raw["hardware"],
+    }
+
+
+def _arch_or_reason(raw: dict) -> str | LeftOut:
+    arch = ARCH_BY_HARDWARE.get(raw["hardware"])
+    if arch is not None:
+        return arch
+    if "PCIe" in raw["hardware"]:
+        return LeftOut("PCIe card: no accelsim config (the SXM configs have other SM counts, clocks and memory)")
+    return LeftOut(f"no accelsim config for {raw['hardware']}")
+
+
+def _tflops_latency(flops: float, tflops: float) -> tuple[float, str]:
+    return flops / (tflops * 1e12), f"latency_s derived from {tflops:g} TFLOP/s and the format's flop count ({flops:.6g})"
+
+
+def convert_mamf(raw: dict) -> Outcome:
+    """ml-engineering's mamf-finder: the best shape of a brute-force search and its TFLOP/s."""
+    if raw["category"] != "gemm" or "mamf-finder" not in raw["workload"]:
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    par = raw["parameters"]
+    M, N, K = (int(x) for x in par["best_shape_MxNxK"].split("x"))
+    dtype = {"bf16": "bf16", "fp8_e4m3fn": "fp8"}[par["dtype"]]
+    params = {"M": M, "N": N, "K": K, "dtype": dtype, "batch": 1}
+    latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
+    notes = [how + " = 2*M*N*K", f"torch {par['torch']}", f"source's theoretical peak {par['theoretical_TFLOPS']} TFLOP/s"]
+    return Converted(arch, "gemm", _record("gemm", params, tag="mamf", implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
+
+
+CUBLAS_BENCH_DTYPES = (
+    (r"FP16 in / FP32 accumulate", "fp16", "cublas"),
+    (r"FP32 in, TF32 compute", "tf32", "cublas"),
+    (r"cublasSgemm FP32", "fp32", "cublas"),
+    (r"CUTLASS wgmma kernel FP16", "fp16", "cutlass-wgmma"),
+)
+
+
+def convert_fixed_shape_gemm(raw: dict) -> Outcome:
+    """A GEMM at a stated M, N, K with its TFLOP/s (and a rounded time)."""
+    par = raw["parameters"]
+    if raw["category"] != "gemm" or not {"M", "N", "K"} <= set(par):
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    for pattern, dtype, tag in CUBLAS_BENCH_DTYPES:
+        if re.search(pattern, raw["workload"]):
+            break
+    else:
+        return LeftOut("GEMM whose dtype the converter does not recognise")
+    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": dtype, "batch": 1}
+    latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
+    notes = [how + " = 2*M*N*K", f"the source's time_ms {par['time_ms']} is rounded to 3 decimals, so the throughput is used"]
+    return Converted(arch, "gemm", _record("gemm", params, tag=tag, implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
+
+
+def _causal(text: str) -> bool | None:
+    word = text.split()[0].lower() if text.strip() else ""
+    return {"true": True, "false": False}.get(word)
+
+
+def convert_flash_attention_chart(raw: dict) -> Outcome:
+    """FlashAttention-3 paper charts: 16k tokens, hidden 2048, TFLOP/s by the FlashAttention count."""
+    if raw["category"] != "attention":
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    par = raw["parameters"]
+    causal = _causal(par["causal"])
+    if causal is None:
+        return LeftOut("attention whose causal flag the source does not give")
+    seq, head_dim = par["seqlen"], par["head_dim"]
+    heads = par["hidden_dim"] // head_dim
+    params = {
+        "batch": par["total_tokens"] // seq, "heads": heads, "kv_heads": heads, "seq_q": seq, "seq_kv": seq,
+        "head_dim": head_dim, "causal": causal, "dtype": {"bf16/fp16": "bf16", "fp8_e4m3": "fp8"}[par["dtype"]],
+        "pass": "fwd",
+    }
+    latency, how = _tflops_latency(fmt.nominal_flops("attention", params), raw["value"])
+    notes = [
+        how + " = 4*batch*heads*seq^2*head_dim, halved when causal (FlashAttention's benchmark count)",
+        f"source's causal flag: {par['causal']}",
+    ]
+    if par["dtype"] == "bf16/fp16":
+        notes.append("source gives the dtype as bf16/fp16; recorded as bf16 (same tensor-core rate)")
+    tag = "fa2" if "FlashAttention-2" in raw["workload"] else "triton" if "Triton" in raw["workload"] else None
+    if tag is None:
+        return LeftOut("attention implementation the converter does not recognise")
+    return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
+
+
+LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm"}
+LIGER_TAGS = (("(liger)", "liger"), ("(huggingface/torch)", "torch"), ("(huggingface (unfused", "hf-unfused"))
+
+
+def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
+    """Liger-Kernel's benchmark CSV: median latency (ms) of norm kernels by rows and cols."""
+    if raw["category"] != "memory_bound":
+        return None
+    if raw["metric"].startswith("effective bandwidth"):
+        return LeftOut("bandwidth derived from the median latency of the same run, which is converted")
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    kernel = raw["workload"].split()[0]
+    if kernel not in LIGER_FAMILIES or raw["metric"] != "median latency" or raw["unit"] != "ms":
+        return LeftOut("memory-bound record the converter does not recognise")
+    family = LIGER_FAMILIES[kernel]
+    tag = next(t for marker, t in LIGER_TAGS if marker in raw["workload"])
+    par = raw["parameters"]
+    params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"]}
+    notes = [f"latency_s is the source's median latency, {raw['value']:g} ms; forward pass only"]
+    extra = paired_notes(raw)
+    if extra:
+        notes.append(f"the source's bandwidth record for this run adds: {extra}")
+    return Converted(arch, family, _record(family, params, tag=tag, implementation=raw["workload"], latency_s=raw["value"] / 1e3, raw=raw, notes=notes))
+
+
+def convert_gpu_stream(raw: dict) -> Outcome:
+    """gpu-benches gpu-stream: only its 'scale' kernel (A = 1.2 * B) moves bytes as a copy does."""
+    if raw["category"] != "microbenchmark" or not raw["workload"].startswith("STREAM-like"):
+        return None
+    if not raw["workload"].startswith("STREAM-like 'scale'"):
+        return LeftOut("STREAM-like kernel that is not one read stream and one write stream (not a copy)")
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    params = {"bytes": GPU_STREAM_BUFFER_BYTES}
+    gb_per_s = raw["value"]
+    notes = [
+        f"latency_s derived from {gb_per_s:g} GB/s as 2*bytes/bandwidth (the source counts one read and one write "
+        f"stream of {GPU_STREAM_BUFFER_BYTES} bytes each: 128Mi+2 doubles, gpu-stream/main.cu)",
+        "a copy with a multiply by 1.2 on fp64 elements: the multiply is hidden behind memory",
+        "host wall-clock time of two back-to-back launches halved, median of 9, at 100% occupancy",
+    ]
+    implementation = "gpu-benches gpu-stream 'scale' kernel (CUDA, fp64 A[i] = 1.2 * B[i])"
+    latency = 2 * GPU_STREAM_BUFFER_BYTES / (gb_per_s * 1e9)
+    return Converted(arch, "copy", _record("copy", params, tag="gpu-stream-scale", implementation=implementation, latency_s=latency, raw=raw, notes=notes))
+
+
+CATEGORY_REASONS = {
+    "microbenchmark": "cache or memory latency, cache bandwidth or cache capacity: calibration figures for the arch configs, not a kernel family",
+    "collective": "the measurement format has no collective family yet",
+    "tpu": "whole-model training throughput, not a kernel",
+    "vendor_spec": "vendor specification or clock reading, not a kernel measurement",
+}
+
+
+def _bandwidth_note_lookup(records: list[dict]) -> Callable[[dict], str]:
+    """For a Liger latency record, the caveat its paired derived-bandwidth record adds, if any."""
+    standard = re.compile(r"^DERIVED by me = .*?ignores weight/bias/stat traffic\.\s*")
+    by_run = {
+        (r["hardware"], r["workload"], json.dumps(r["parameters"], sort_keys=True)): standard.sub("", r["notes"]).strip()
+        for r in records
+        if r["category"] == "memory_bound" and r["metric"].startswith("effective bandwidth")
+    }
+    return lambda raw: by_run.get((raw["hardware"], raw["workload"], json.dumps(raw["parameters"], sort_keys=True)), "")
+
+
+def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
+    paired = _bandwidth_note_lookup(records)
+    converters: list[Callable[[dict], Outcome]] = [
+        convert_mamf, convert_fixed_shape_gemm, convert_flash_attention_chart,
+        lambda raw: convert_liger(raw, paired), convert_gpu_stream,
+    ]
+    converted, left_out = [], Counter()
+    for raw in records:
+        outcome = next((o for o in (c(raw) for c in converters) if o is not None), None)
+        if outcome is None and not raw["measured"]:
+            outcome = LeftOut("vendor peak specification (measured: false), not a measurement")
+        if outcome is None:
+            outcome = LeftOut(CATEGORY_REASONS.get(raw["category"], "not a kernel measurement"))
+        if isinstance(outcome, Converted):
+            converted.append(outcome)
+        else:
+            left_out[(raw["category"], outcome.reason)] += 1
+    return converted, left_out
+
+
+def _display_name(arch: str) -> str:
+    config = yaml.safe_load((REPO / "arch_configs" / "gpu" / f"{arch}.yaml").read_text(encoding="utf-8"))
+    return config["display_name"]
+
+
+def build_files(converted: list[Converted], input_sha256: str) -> dict[Path, dict]:
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for item in converted:
+        groups[(item.arch, item.family)].append(item.record)
+    files = {}
+    for (arch, family), records in sorted(groups.items()):
+        records.sort(key=lambda r: r["id"])
+        files[Path(arch) / f"{family}.json"] = {
+            "schema_version": fmt.SCHEMA_VERSION,
+            "kind": fmt.KIND,
+            "family": family,
+            "device": {
+                "name": _display_name(arch),
+                "arch": arch,
+                "slug": arch,
+                "kind": "gpu",
+                "source_names": sorted({r["hardware"] for r in records}),
+            },
+            "provenance": {
+                "date": None,
+                "command": "python3 validation/reference/build_reference.py",
+                "versions": {},
+                "clocks": {},
+                "source": "shared/reference/public_measurements.json: public measurements, each record citing its own source",
+                "input_sha256": input_sha256,
+            },
+            "records": records,
+        }
+    return files
+
+
+def find_input(explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    for candidate in INPUT_CANDIDATES:
+        if candidate.is_file():
+            return candidate
+    sys.exit("build_reference.py: error: public_measurements.json not found; pass --input PATH")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", type=Path, default=None, help="public_measurements.json (default: shared/reference/)")
+    parser.add_argument("--out", type=Path, default=HERE, help="output folder (default: validation/reference/)")
+    args = parser.parse_args(argv)
+    source = find_input(args.input)
+    raw_bytes = source.read_bytes()
+    converted, left_out = convert_all(json.loads(raw_bytes))
+    files = build_files(converted, hashlib.sha256(raw_bytes).hexdigest())
+    for stale in args.out.glob("*/*.json"):
+        if stale.relative_to(args.out) not in files:
+            stale.unlink()
+    for relative, data in files.items():
+        problems = fmt.validate_measurement_file(data)
+        if problems:
+            sys.exit(f"build_reference.py: error: {relative}: {problems[0]}")
+        fmt.write_json_atomic(args.out / relative, data)
+        print(f"{relative}: {len(data['records'])} records")
+    print(f"converted {len(converted)} records; left out {sum(left_out.values())}:")
+    for (category, reason), count in sorted(left_out.items()):
+        print(f"  {count:4d}  {category}: {reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
