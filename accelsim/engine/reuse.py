@@ -49,7 +49,7 @@ def cache_hit_bytes(
     current, previous = by_block[1:][same_as_prev[1:]], by_block[:-1][same_as_prev[1:]]
     between = (cum_after[current] - nbytes[current]) - cum_after[previous]
     hit[current] = between <= capacity_bytes
-    return np.bincount(pid[hit], weights=nbytes[hit], minlength=n)
+    return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
 
 
 def _evaluate(index, loop_var, loop_value, variables, group) -> np.ndarray | int:

@@ -187,12 +187,7 @@ def useful_flops(params: dict[str, Any]) -> float:
     """Matmul flops of the attended (query, key) pairs: 4*pairs*head_dim forward,
     2.5x that backward (the convention of the FlashAttention papers)."""
     p = _problem(params)
-    sq, skv = p["seq_q"], p["seq_kv"]
-    if p["causal"]:
-        offset = skv - sq
-        pairs = sum(min(skv, i + offset + 1) for i in range(sq)) if sq <= 4096 else sq * (offset + (sq + 1) / 2)
-    else:
-        pairs = sq * skv
+    pairs = float(attended_pairs(p, 0, p["seq_q"], 0, p["seq_kv"]))
     flops = 4.0 * p["batch"] * p["heads"] * pairs * p["head_dim"]
     return flops * (2.5 if p["pass"] == "bwd" else 1.0)
 
@@ -234,6 +229,22 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     ]
 
 
+def _cumulative_clip(v: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``sum(min(max(u, 0), cols) for u in 0..v)`` in closed form (0 for v < 0)."""
+    v = np.asarray(v, dtype=np.int64)
+    inside = np.clip(v, 0, cols)
+    return np.where(v < 0, 0, inside * (inside + 1) // 2 + np.maximum(v - cols, 0) * cols)
+
+
+def attended_pairs(p: dict[str, Any], q_start, rows, k_start, cols) -> np.ndarray:
+    """(query, key) pairs a [rows, cols] block attends: all, or those on or below the
+    causal diagonal (bottom-right aligned when seq_kv > seq_q)."""
+    if not p["causal"]:
+        return np.asarray(rows) * np.asarray(cols)
+    first = np.asarray(q_start) + (p["seq_kv"] - p["seq_q"]) + 1 - np.asarray(k_start)
+    return _cumulative_clip(first + np.asarray(rows) - 1, cols) - _cumulative_clip(first - 1, cols)
+
+
 def _causal_layout(p: dict[str, Any], q_start: np.ndarray, rows: np.ndarray, bn: int):
     """Per query block: K/V blocks that every row attends in full, the partly masked
     blocks after them (diagonal, or the short last block), and the exact number of
@@ -241,14 +252,10 @@ def _causal_layout(p: dict[str, Any], q_start: np.ndarray, rows: np.ndarray, bn:
     skv = p["seq_kv"]
     n_kv = _kv_blocks_needed(p, q_start, rows, bn)
     if p["causal"]:
-        first_row_keys = q_start + (skv - p["seq_q"]) + 1
-        unmasked = np.minimum(first_row_keys // bn, n_kv)
-        last_row_keys = np.minimum(first_row_keys + rows - 1, skv)
-        # rows see first_row_keys .. last_row_keys keys: an arithmetic series
-        pairs = (first_row_keys + last_row_keys) * rows // 2
+        unmasked = np.minimum((q_start + (skv - p["seq_q"]) + 1) // bn, n_kv)
     else:
         unmasked = np.full(len(q_start), skv // bn)
-        pairs = rows * skv
+    pairs = attended_pairs(p, q_start, rows, 0, skv)
     masked = n_kv - unmasked
     masked_pairs = pairs - unmasked * bn * rows
     masked_keys = np.minimum(n_kv * bn, skv) - unmasked * bn
@@ -464,7 +471,8 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
     active = j < needed
     j_eff = np.minimum(j, needed - 1)  # index map clamps: skipped blocks keep the last index
     cols = np.minimum(bn, skv - j_eff * bn)
-    diagonal = active & (j == needed - 1) & p["causal"]
+    pairs = attended_pairs(p, i * bm, rows, j_eff * bn, cols) if not packed else rows * cols
+    masked = active & (pairs < rows * cols)
     kv_bytes = cols * d * size
     operands = [
         Operand("Q", "read", (bb, hh, i), rows * d * size),
@@ -473,13 +481,15 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
         Operand("O", "write", (bb, hh, i), rows * d * size),
         Operand("LSE", "write", (bb, hh, i), rows * STAT_BYTES),
     ]
-    key = np.where(active, rows * 1_000_003 + cols * 2 + diagonal, -1)
+    key = np.where(active, (rows * 4099 + cols) * 2 + masked + pairs.astype(float) / (rows * cols + 1), -1)
 
     def compute(selection: np.ndarray) -> list[Compute]:
         first = int(np.nonzero(selection)[0][0])
         if not active[first]:
             return []
-        return _score_compute(int(rows[first]), int(cols[first]), bm, bn, d, p["dtype"], bool(diagonal[first]))
+        if masked[first]:
+            return _masked_compute(int(rows[first]), float(pairs[first]), bm, bn, d, p["dtype"])
+        return _score_compute(int(rows[first]), int(cols[first]), bm, bn, d, p["dtype"], False)
 
     return pallas_trace(
         name=f"attention_fwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),

@@ -252,7 +252,6 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
     steps.append(Step(
         transfers=[Transfer(tensor="C", block=["batch", "pid_m", "pid_n"], bytes=int(rows * cols * out_bytes),
                             direction="write")],
-        compute=[Compute(unit="vector", flops=float(rows * cols), dtype="fp32")],
     ))
     return Template(name=name, steps=steps)
 

@@ -9,14 +9,6 @@ from accelsim.engine.chip import simulate_kernel
 
 BLOCK_BYTES = 1 << 20
 
-NO_HITS_CRASH = pytest.mark.xfail(
-    raises=TypeError,
-    strict=True,
-    reason="engine bug: when no HBM read hits the L2, cache_hit_bytes returns int64 zeros "
-    "(np.bincount of an empty selection) and np.divide(..., out=np.zeros_like(hits)) in "
-    "_gpu_program_times raises UFuncTypeError",
-)
-
 
 def exactly(seconds: float):
     """Equal up to the engine's clock tick (1 ps) per event."""
@@ -28,7 +20,6 @@ def read_own_block(nbytes: int = BLOCK_BYTES) -> list[dict]:
     return [{"transfers": [{"tensor": "X", "block": ["p0"], "bytes": nbytes}]}]
 
 
-@NO_HITS_CRASH
 @pytest.mark.parametrize("efficiency", [1.0, 0.6])
 @pytest.mark.parametrize("per_core", [16, 48])
 def test_many_programs_run_at_hbm_bandwidth_times_efficiency(ideal_chip, kernel_trace, efficiency, per_core):
@@ -42,7 +33,6 @@ def test_many_programs_run_at_hbm_bandwidth_times_efficiency(ideal_chip, kernel_
     assert sim.bound == "hbm"
 
 
-@NO_HITS_CRASH
 @pytest.mark.parametrize("programs", [1, 4, 16])
 def test_few_programs_are_limited_by_the_per_core_fill_bandwidth(ideal_chip, kernel_trace, programs):
     chip = ideal_chip("h100-sxm")
@@ -52,7 +42,6 @@ def test_few_programs_are_limited_by_the_per_core_fill_bandwidth(ideal_chip, ker
     assert sim.latency_s == exactly(BLOCK_BYTES / per_core_bytes_per_s)
 
 
-@NO_HITS_CRASH
 @pytest.mark.parametrize("programs", [1, 8, 29, 64, 500])
 def test_latency_is_the_larger_of_fill_and_hbm_time(ideal_chip, kernel_trace, programs):
     chip = ideal_chip("h100-sxm")
@@ -73,7 +62,7 @@ def test_tpu_copies_slow_down_with_hbm_efficiency(ideal_chip, kernel_trace):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="TPU pipeline counts the first step's copy twice: once as the prologue and again "
+    reason="engine bug: the TPU pipeline counts the first step's copy twice: once as the prologue and again "
     "in step 0's max(compute, copy); a pure-copy kernel of N steps moves N blocks but takes N+1 copy times",
 )
 @pytest.mark.parametrize("steps", [1, 8])
