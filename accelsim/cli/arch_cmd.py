@@ -118,7 +118,8 @@ def run_diff(args: argparse.Namespace) -> int:
     a, b = describe.describe(args.a), describe.describe(args.b)
     flat_a = describe.flatten({"config": a["config"], "derived": a["derived"]})
     flat_b = describe.flatten({"config": b["config"], "derived": b["derived"]})
-    keys = list(dict.fromkeys([*flat_a, *flat_b]))
+    hidden = ("config.description", "config.aliases", "config.schema_version")
+    keys = [k for k in dict.fromkeys([*flat_a, *flat_b]) if k not in hidden]
     changed = [(k, flat_a.get(k, "-"), flat_b.get(k, "-")) for k in keys if flat_a.get(k) != flat_b.get(k)]
     if args.json:
         print_json([{"field": k, a["name"]: va, b["name"]: vb} for k, va, vb in changed])
