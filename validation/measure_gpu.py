@@ -6,7 +6,7 @@ int8 through ``torch._int_mm``), ``scaled_dot_product_attention`` forward and ba
 ``softmax``, ``layer_norm``, ``rms_norm`` and device-to-device copies, and writes one
 JSON file per family in the measurement format (``docs/measurement-format.md``)::
 
-    python3 validation/measure_gpu.py                       # full sweep, ~3 min on an H200
+    python3 validation/measure_gpu.py                       # full sweep, ~2.5 min on an H200
     python3 validation/measure_gpu.py --budget-s 480 --out "$OUT/h200-sxm"   # on a lease
     python3 validation/measure_gpu.py --quick               # a few points: smoke run
     python3 validation/measure_gpu.py --device cpu --quick  # no GPU: tiny sizes, same schema
@@ -14,8 +14,8 @@ JSON file per family in the measurement format (``docs/measurement-format.md``):
 
 How it times (METHOD.md of the device machines): every kernel family is first checked
 on a small case against a float64 CPU reference computed from the same (already rounded)
-inputs, with outputs poisoned first where the library takes an ``out=`` tensor; a family
-whose check fails is not timed. Inputs are random, never zeros. Each case is warmed up
+inputs, with outputs poisoned first where the library takes an ``out=`` tensor; cases
+whose code path failed its check are not timed. Inputs are random, never zeros. Each case is warmed up
 (at least 3 calls and 25 ms), then timed rep by rep: a 256 MiB buffer is written before
 every rep so that L2 holds none of the inputs (cold-cache timings, as the simulator models
 a kernel that starts from HBM), CUDA events bracket the call, the median of all reps is
@@ -28,14 +28,17 @@ call (one thread) and a 32 MiB buffer is written between reps.
 Run time: ``estimate_case_s`` predicts each case from its flops and bytes over rates a
 little under those measured on this workplace's H200s (bf16 GEMM ~790 TFLOP/s, copies
 ~4.3 TB/s read+write; KINDS.md), plus a fixed cost per case (set-up, warm-up, one
-profiled call for kernel names) and a fixed start-up; ``--estimate`` prints the total. The
-full GPU plan (~160 cases) comes to about 3 minutes, mostly fixed costs: the timed reps
-add up to ~0.3 s per case by design (``Policy.target_s``). ``--budget-s`` uses the same
+profiled call for kernel names: 0.6 s assumed) and 20 s of start-up; ``--estimate``
+prints it per family. The full GPU plan (162 cases) comes to about 140 s, mostly fixed
+costs: the timed reps add up to ~0.3 s per case by design (``Policy.target_s``), and one
+call of every case together is only ~0.23 s of GPU time. Were the fixed cost 2 s a
+case, the sweep would still end in about 6 minutes. ``--budget-s`` uses the same
 estimate, times 1.5, to decide whether to start each next case.
 
 Files are written atomically after every case, so a run killed by a time limit keeps all
-it had measured. Standalone: standard library, torch, and optionally triton (only for its
-version); it never imports accelsim. It sits in one file so that it can be copied alone.
+it had measured. Standalone: standard library, torch, optionally triton (only for its
+version) and its sibling ``measurement_format.py`` (standard library only, shared with the
+reference builder and the tests); it never imports accelsim.
 """
 
 from __future__ import annotations
@@ -713,7 +716,7 @@ def kernel_names(run: Callable[[], Any], device: Device) -> list[str]:
     """Names of the device kernels one call launches, in order, read with the PyTorch profiler."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         run()
         device.sync()
     names: list[str] = []

@@ -187,12 +187,16 @@ def _gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth:
     hit_fraction = np.divide(hits, costs.read_bytes, out=np.zeros_like(hits), where=costs.read_bytes > 0)
     cache_latency = chip.shared_cache.latency_s if chip.shared_cache else chip.hbm.latency_s
     latency = hit_fraction * cache_latency + (1 - hit_fraction) * chip.hbm.latency_s
-    latency = np.where(global_bytes > 0, latency, 0.0)
+    reads = costs.read_iterations
+    latency = np.where(reads > 0, latency, 0.0)
     if depth <= 1:
-        body = compute + port + costs.iterations * latency
+        # no overlap: each read waits its latency, then transfer and compute in turn
+        body = reads * latency + compute + port
     else:
+        # the first read's latency is exposed; later ones overlap while `depth - 1`
+        # are in flight (Little's law). Stores drain behind the program.
         in_flight = depth - 1
-        body = np.maximum.reduce([compute, local, port, costs.iterations * latency / in_flight]) + latency
+        body = latency + np.maximum.reduce([compute, local, port, np.maximum(reads - 1, 0) * latency / in_flight])
     return body + chip.program_overhead_s
 
 
@@ -329,7 +333,6 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     compute = np.maximum(costs.matrix_s + costs.vector_s, costs.local_bytes / (chip.local.bandwidth_bytes_per_cycle * clock))
     hbm = costs.read_bytes + costs.write_bytes
     copy = hbm / copy_bw
-    step = np.maximum(compute, copy) + chip.program_overhead_s
 
     env = simpy.Environment()
     pool = FluidResources(env, caps)
@@ -342,14 +345,19 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         mine = np.nonzero(core_of == core)[0]
         if mine.size == 0:
             continue
-        prologue = copy[mine[0]] + chip.hbm.latency_s
+        # The copies for grid step i+1 run during step i's compute; step 0's copies
+        # (and one latency) come first.
+        next_copy = np.append(copy[mine][1:], 0.0)
+        alone = copy[mine[0]] + chip.hbm.latency_s + float(
+            (np.maximum(compute[mine], next_copy) + chip.program_overhead_s).sum()
+        )
         flow = Flow(
             name=f"TensorCore {core}",
             demand={"core": float((costs.matrix_s + costs.vector_s)[mine].sum()),
                     "local_memory": float(costs.local_bytes[mine].sum()),
                     "port": float(hbm[mine].sum()),
                     "hbm": float(hbm[mine].sum())},
-            max_rate=1.0 / float(step[mine].sum() + prologue),
+            max_rate=1.0 / alone,
             count=int(mine.size),
         )
         if timeline:

@@ -59,6 +59,8 @@ class ProgramCosts:
     template: np.ndarray
     iterations: np.ndarray
     """Step iterations (loads/computes that pipeline against each other)."""
+    read_iterations: np.ndarray
+    """Step iterations that wait for data (have at least one read transfer)."""
     flops: np.ndarray
     """Matrix + vector flops (special-function evaluations are not flops)."""
     matrix_flops: np.ndarray
@@ -133,7 +135,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     variables = program_vars(trace)
     template_of = program_templates(trace)
     acc = {key: np.zeros(n) for key in (
-        "iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
+        "iterations", "read_iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
         "local_bytes", "read_bytes", "write_bytes", "pinned_bytes",
     )}
     for t_index, template in enumerate(trace.templates):
@@ -144,6 +146,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             reps = repeats(step, variables, members).astype(float)
             per_iter = dict.fromkeys(acc, 0.0)
             per_iter["iterations"] = 1.0
+            per_iter["read_iterations"] = float(any(x.direction == "read" for x in step.transfers))
             for compute in step.compute:
                 matrix_s, vector_s, operand_bytes, flops = _compute_cost(chip, compute)
                 per_iter["matrix_s"] += matrix_s

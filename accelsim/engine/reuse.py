@@ -23,6 +23,8 @@ from accelsim.engine.programs import program_templates, program_vars
 from accelsim.trace.kernel import KernelTrace, index_terms
 
 MAX_INDEX_AXES = 4
+TARGET_ACCESSES = 1 << 17
+"""Loops are chunked so that a trace has about this many block reads to order."""
 
 
 def cache_hit_bytes(
@@ -30,26 +32,49 @@ def cache_hit_bytes(
     *,
     concurrency: int,
     capacity_bytes: float,
-    max_chunks: int = 16,
+    max_chunks: int | None = None,
 ) -> np.ndarray:
     """Bytes of HBM-level reads per program that the shared cache serves."""
     n = trace.num_programs
+    if max_chunks is None:
+        max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
     accesses = _accesses(trace, concurrency=max(concurrency, 1), max_chunks=max_chunks)
     if accesses is None:
         return np.zeros(n)
     ids, nbytes, wave, when, pid = accesses
-    sequence = np.lexsort((pid, when, wave))
+    sequence = np.argsort(_single_key(np.stack([wave, when, pid], axis=1)), kind="stable")
     ids, nbytes, pid = ids[sequence], nbytes[sequence], pid[sequence]
     cum_after = np.cumsum(nbytes)
-    position = np.arange(len(nbytes))
-    by_block = np.lexsort((position, *ids.T[::-1]))
+    block_key = _single_key(ids)
+    by_block = np.argsort(block_key, kind="stable")  # stable: sequence order within a block
     same_as_prev = np.zeros(len(by_block), dtype=bool)
-    same_as_prev[1:] = np.all(ids[by_block[1:]] == ids[by_block[:-1]], axis=1)
+    same_as_prev[1:] = block_key[by_block[1:]] == block_key[by_block[:-1]]
     hit = np.zeros(len(nbytes), dtype=bool)
     current, previous = by_block[1:][same_as_prev[1:]], by_block[:-1][same_as_prev[1:]]
     between = (cum_after[current] - nbytes[current]) - cum_after[previous]
     hit[current] = between <= capacity_bytes
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
+
+
+def _single_key(columns: np.ndarray) -> np.ndarray:
+    """Rank rows of non-negative-able integer columns into one sortable key (mixed radix
+    over each column's dense rank, so any value range fits in int64 or a 2-level sort)."""
+    key = np.zeros(len(columns), dtype=np.int64)
+    span = 1
+    for column in columns.T[::-1]:
+        values, dense = np.unique(column, return_inverse=True)
+        if span * len(values) >= 2**62:
+            # too many combinations for one int64: fall back to exact lexicographic ranks
+            order = np.lexsort(columns.T[::-1])
+            ranks = np.empty(len(columns), dtype=np.int64)
+            sorted_rows = columns[order]
+            new = np.ones(len(columns), dtype=bool)
+            new[1:] = np.any(sorted_rows[1:] != sorted_rows[:-1], axis=1)
+            ranks[order] = np.cumsum(new) - 1
+            return ranks
+        key += dense.reshape(-1).astype(np.int64) * span
+        span *= len(values)
+    return key
 
 
 def _evaluate(index, loop_var, loop_value, variables, group) -> np.ndarray | int:

@@ -118,6 +118,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> Ke
     templates = [_gpu_template("full", block, iteration)] if programs > 1 else []
     if tail != block or programs == 1:
         templates.append(_gpu_template("tail", tail, iteration))
+    chunks_per_program = math.ceil(block / iteration)
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
@@ -129,23 +130,24 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> Ke
         "tensors": _tensors(total),
         "templates": [t.model_dump() for t in templates],
         "program_template": [0] * (programs - 1) + [1] if len(templates) > 1 else None,
+        "program_vars": {"first": (np.arange(programs) * chunks_per_program).tolist()},
         "metadata": _metadata(params, config),
     })
 
 
 def _gpu_template(name: str, nbytes: int, iteration: int) -> Template:
-    """Blocks are indexed (program, iteration): the trace has no arithmetic for a flat index."""
+    """Blocks are the buffer's iteration-sized chunks, numbered from the program's ``first``."""
     full, rest = divmod(nbytes, iteration)
     steps = []
-    for index, repeat, size in (("i", full, iteration), (full, 1 if rest else 0, rest)):
+    for index, repeat, size in (("first+i", full, iteration), (f"first+{full}", 1 if rest else 0, rest)):
         if not repeat:
             continue
         steps.append(Step(
             repeat=repeat,
-            loop_var="i" if index == "i" else None,
+            loop_var="i" if index == "first+i" else None,
             transfers=[
-                Transfer(tensor="src", block=["p0", index], bytes=size),
-                Transfer(tensor="dst", block=["p0", index], bytes=size, direction="write"),
+                Transfer(tensor="src", block=[index], bytes=size),
+                Transfer(tensor="dst", block=[index], bytes=size, direction="write"),
             ],
         ))
     return Template(name=name, steps=steps)

@@ -1,4 +1,5 @@
-"""Fixtures for engine tests: chips with round numbers, and hand-built kernel traces."""
+"""Fixtures for engine tests: chips with round numbers, hand-built kernel traces, and
+comparison of simulated times with analytic ones."""
 
 from __future__ import annotations
 
@@ -47,9 +48,19 @@ def kernel_trace():
         return KernelTrace.model_validate({
             "schema_version": 1,
             "kernel": {"name": "hand_built", "grid": list(grid), **kernel},
-            "tensors": tensors or {"X": {"shape": [1 << 30], "dtype": "bf16"}, "Y": {"shape": [1 << 30], "dtype": "bf16"}},
+            "tensors": tensors or {name: {"shape": [1 << 30], "dtype": "bf16"} for name in ("X", "Y")},
             "templates": [{"name": "only", "steps": steps}],
             "program_vars": program_vars or {},
         })
 
     return build
+
+
+@pytest.fixture
+def exactly():
+    """``exactly(seconds)``: equal up to the engine's clock tick (1 ps) on each of a few events."""
+
+    def approx(seconds: float):
+        return pytest.approx(seconds, rel=1e-12, abs=1e-11)
+
+    return approx

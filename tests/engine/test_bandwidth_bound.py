@@ -10,11 +10,6 @@ from accelsim.engine.chip import simulate_kernel
 BLOCK_BYTES = 1 << 20
 
 
-def exactly(seconds: float):
-    """Equal up to the engine's clock tick (1 ps) per event."""
-    return pytest.approx(seconds, rel=1e-12, abs=1e-11)
-
-
 def read_own_block(nbytes: int = BLOCK_BYTES) -> list[dict]:
     """One step reading a block no other program reads (so the L2 never hits)."""
     return [{"transfers": [{"tensor": "X", "block": ["p0"], "bytes": nbytes}]}]
@@ -22,7 +17,7 @@ def read_own_block(nbytes: int = BLOCK_BYTES) -> list[dict]:
 
 @pytest.mark.parametrize("efficiency", [1.0, 0.6])
 @pytest.mark.parametrize("per_core", [16, 48])
-def test_many_programs_run_at_hbm_bandwidth_times_efficiency(ideal_chip, kernel_trace, efficiency, per_core):
+def test_many_programs_run_at_hbm_bandwidth_times_efficiency(exactly, ideal_chip, kernel_trace, efficiency, per_core):
     chip = ideal_chip("h100-sxm", f"hbm.efficiency={efficiency}")
     programs = per_core * chip.num_cores
     sim = simulate_kernel(kernel_trace([programs], read_own_block()), chip)
@@ -34,7 +29,7 @@ def test_many_programs_run_at_hbm_bandwidth_times_efficiency(ideal_chip, kernel_
 
 
 @pytest.mark.parametrize("programs", [1, 4, 16])
-def test_few_programs_are_limited_by_the_per_core_fill_bandwidth(ideal_chip, kernel_trace, programs):
+def test_few_programs_are_limited_by_the_per_core_fill_bandwidth(exactly, ideal_chip, kernel_trace, programs):
     chip = ideal_chip("h100-sxm")
     per_core_bytes_per_s = chip.local.fill_bandwidth_bytes_per_cycle * chip.clock_hz
     assert programs * per_core_bytes_per_s < chip.hbm.bandwidth_bytes_per_s  # HBM has room to spare
@@ -43,7 +38,7 @@ def test_few_programs_are_limited_by_the_per_core_fill_bandwidth(ideal_chip, ker
 
 
 @pytest.mark.parametrize("programs", [1, 8, 29, 64, 500])
-def test_latency_is_the_larger_of_fill_and_hbm_time(ideal_chip, kernel_trace, programs):
+def test_latency_is_the_larger_of_fill_and_hbm_time(exactly, ideal_chip, kernel_trace, programs):
     chip = ideal_chip("h100-sxm")
     fill_s = BLOCK_BYTES / (chip.local.fill_bandwidth_bytes_per_cycle * chip.clock_hz)
     hbm_s = programs * BLOCK_BYTES / chip.hbm.bandwidth_bytes_per_s
@@ -51,7 +46,7 @@ def test_latency_is_the_larger_of_fill_and_hbm_time(ideal_chip, kernel_trace, pr
     assert sim.latency_s == exactly(max(fill_s, hbm_s))
 
 
-def test_tpu_copies_slow_down_with_hbm_efficiency(ideal_chip, kernel_trace):
+def test_tpu_copies_slow_down_with_hbm_efficiency(exactly, ideal_chip, kernel_trace):
     trace = kernel_trace([8], read_own_block())
     full = simulate_kernel(trace, ideal_chip("tpu-v5e"))
     half = simulate_kernel(trace, ideal_chip("tpu-v5e", "hbm.efficiency=0.5"))
@@ -66,7 +61,7 @@ def test_tpu_copies_slow_down_with_hbm_efficiency(ideal_chip, kernel_trace):
     "in step 0's max(compute, copy); a pure-copy kernel of N steps moves N blocks but takes N+1 copy times",
 )
 @pytest.mark.parametrize("steps", [1, 8])
-def test_tpu_pure_copy_kernel_takes_its_bytes_over_bandwidth(ideal_chip, kernel_trace, steps):
+def test_tpu_pure_copy_kernel_takes_its_bytes_over_bandwidth(exactly, ideal_chip, kernel_trace, steps):
     chip = ideal_chip("tpu-v5e")
     sim = simulate_kernel(kernel_trace([steps], read_own_block()), chip)
     # Step i's compute overlaps step i+1's copy: copy_0, then N-1 overlapped steps whose time is

@@ -9,11 +9,6 @@ import pytest
 from accelsim.engine.chip import simulate_kernel
 
 
-def exactly(seconds: float):
-    """Equal up to the engine's clock tick (1 ps) per event."""
-    return pytest.approx(seconds, rel=1e-12, abs=1e-11)
-
-
 def matmul(flops: float, shape: list[int] | None = None, dtype: str = "bf16") -> dict:
     compute = {"unit": "matrix", "flops": flops, "dtype": dtype}
     if shape is not None:
@@ -22,7 +17,7 @@ def matmul(flops: float, shape: list[int] | None = None, dtype: str = "bf16") ->
 
 
 @pytest.mark.parametrize("per_core", [1, 2, 16, 40])
-def test_latency_is_flops_over_peak_when_programs_fill_the_cores(ideal_chip, kernel_trace, per_core):
+def test_latency_is_flops_over_peak_when_programs_fill_the_cores(exactly, ideal_chip, kernel_trace, per_core):
     chip = ideal_chip("h100-sxm")
     programs = per_core * chip.num_cores  # 40 per core is more than fit at once: several waves
     flops = 2.0 * 128 * 256 * 64
@@ -32,7 +27,7 @@ def test_latency_is_flops_over_peak_when_programs_fill_the_cores(ideal_chip, ker
     assert sim.bound == "matrix_unit"
 
 
-def test_matrix_efficiency_scales_the_peak(ideal_chip, kernel_trace):
+def test_matrix_efficiency_scales_the_peak(exactly, ideal_chip, kernel_trace):
     full, derated = ideal_chip("h100-sxm"), ideal_chip("h100-sxm", "matrix_unit.efficiency=0.5")
     trace = kernel_trace([full.num_cores], [matmul(2.0 * 128 * 256 * 64)])
     assert simulate_kernel(trace, derated).latency_s == exactly(2 * simulate_kernel(trace, full).latency_s)
@@ -43,7 +38,7 @@ def padding_ratio(shape, granule) -> float:
     return math.prod(padded) / math.prod(shape)
 
 
-def test_gpu_odd_shape_is_slowed_by_its_padding_to_the_mma_granule(ideal_chip, kernel_trace):
+def test_gpu_odd_shape_is_slowed_by_its_padding_to_the_mma_granule(exactly, ideal_chip, kernel_trace):
     chip = ideal_chip("h100-sxm")
     shape = [100, 100, 100]  # MMA granule [64, 8, 16] pads it to [128, 104, 112]
     flops = 2.0 * math.prod(shape)
@@ -55,7 +50,7 @@ def test_gpu_odd_shape_is_slowed_by_its_padding_to_the_mma_granule(ideal_chip, k
     assert sim.flops == programs * flops  # padding costs time, not useful flops
 
 
-def test_gpu_aligned_shape_costs_no_padding(ideal_chip, kernel_trace):
+def test_gpu_aligned_shape_costs_no_padding(exactly, ideal_chip, kernel_trace):
     chip = ideal_chip("h100-sxm")
     shape = [128, 256, 64]
     flops = 2.0 * math.prod(shape)
@@ -64,7 +59,7 @@ def test_gpu_aligned_shape_costs_no_padding(ideal_chip, kernel_trace):
     assert shaped.latency_s == exactly(bare.latency_s)
 
 
-def test_tpu_pads_rows_to_sublanes_and_columns_to_the_mxu(ideal_chip, kernel_trace):
+def test_tpu_pads_rows_to_sublanes_and_columns_to_the_mxu(exactly, ideal_chip, kernel_trace):
     chip = ideal_chip("tpu-v5e")
     shape = [100, 200, 300]  # granule [8 sublanes, 128, 128] pads it to [104, 256, 384]
     flops = 2.0 * math.prod(shape)

@@ -126,10 +126,10 @@ def test_hbm_bytes_never_exceed_what_the_trace_moves(case):
     assert 0 < sim.hbm_bytes <= trace_hbm_bytes(trace)
 
 
-def test_without_a_shared_cache_every_trace_byte_reaches_hbm(case):
-    chip, trace, sim = simulated(case)
-    if chip.shared_cache is not None:
-        pytest.skip("the chip has an L2/CMEM")
+@pytest.mark.parametrize("tpu_case", [c for c in CASES if c.arch.startswith("tpu")], ids=str)
+def test_without_a_shared_cache_every_trace_byte_reaches_hbm(tpu_case):
+    chip, trace, sim = simulated(tpu_case)
+    assert chip.shared_cache is None
     assert sim.hbm_bytes == trace_hbm_bytes(trace)
 
 

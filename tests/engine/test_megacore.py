@@ -13,11 +13,6 @@ MATMUL = [{"compute": [{"unit": "matrix", "flops": FLOPS, "dtype": "bf16"}]}]
 STREAM = [{"transfers": [{"tensor": "X", "block": ["p0", "p1"], "bytes": 1 << 20}]}]
 
 
-def exactly(seconds: float):
-    """Equal up to the engine's clock tick (1 ps) per event."""
-    return pytest.approx(seconds, rel=1e-12, abs=1e-11)
-
-
 def grid_kernel(kernel_trace, semantics, steps=MATMUL, grid=(4, 8)):
     return kernel_trace(grid, steps, launch_order="last_axis_fastest", dimension_semantics=semantics)
 
@@ -31,7 +26,7 @@ def test_parallel_axis_halves_compute_time_on_v5p(kernel_trace):
     assert split.flops == whole.flops
 
 
-def test_parallel_split_is_exactly_half_on_an_ideal_v5p(ideal_chip, kernel_trace):
+def test_parallel_split_is_exactly_half_on_an_ideal_v5p(exactly, ideal_chip, kernel_trace):
     chip = ideal_chip("tpu-v5p")
     split = simulate_kernel(grid_kernel(kernel_trace, ["parallel", "arbitrary"]), chip)
     one_core_s = 32 * FLOPS / (chip.matrix.flops_per_cycle_per_core["bf16"] * chip.clock_hz)
@@ -39,7 +34,7 @@ def test_parallel_split_is_exactly_half_on_an_ideal_v5p(ideal_chip, kernel_trace
     assert split.latency_s == exactly(32 * FLOPS / chip.matrix_flops_per_s("bf16"))  # the chip's peak
 
 
-def test_an_odd_parallel_axis_splits_unevenly(ideal_chip, kernel_trace):
+def test_an_odd_parallel_axis_splits_unevenly(exactly, ideal_chip, kernel_trace):
     chip = ideal_chip("tpu-v5p")
     trace = grid_kernel(kernel_trace, ["parallel", "arbitrary"], grid=(3, 8))
     cores, count = tpu_core_assignment(trace, chip)
@@ -66,7 +61,7 @@ def test_v5e_has_one_core_whatever_the_semantics(kernel_trace):
     assert split.latency_s == whole.latency_s
 
 
-def test_megacore_shares_one_hbm(ideal_chip, kernel_trace):
+def test_megacore_shares_one_hbm(exactly, ideal_chip, kernel_trace):
     chip = ideal_chip("tpu-v5p")
     split = simulate_kernel(grid_kernel(kernel_trace, ["parallel", "arbitrary"], STREAM), chip)
     whole = simulate_kernel(grid_kernel(kernel_trace, ["arbitrary", "arbitrary"], STREAM), chip)

@@ -10,11 +10,6 @@ from accelsim.engine.chip import simulate_kernel
 FLOPS = 2.0 * 128 * 256 * 64
 
 
-def exactly(seconds: float):
-    """Equal up to the engine's clock tick (1 ps) per event."""
-    return pytest.approx(seconds, rel=1e-12, abs=1e-11)
-
-
 def program_time(chip) -> float:
     """One matrix-only program alone on one core."""
     return FLOPS / (chip.matrix.flops_per_cycle_per_core["bf16"] * chip.clock_hz)
@@ -29,7 +24,7 @@ def matmul_step() -> list[dict]:
     [(1, 0, 1), (1, 1, 2), (1, -1, 1), (2, 0, 2), (2, 1, 3)],
     ids=["C", "C+1", "C-1", "2C", "2C+1"],
 )
-def test_one_program_per_core_runs_in_whole_waves(ideal_chip, kernel_trace, times_cores, plus, waves):
+def test_one_program_per_core_runs_in_whole_waves(exactly, ideal_chip, kernel_trace, times_cores, plus, waves):
     chip = ideal_chip("h100-sxm")
     programs = times_cores * chip.num_cores + plus
     trace = kernel_trace([programs], matmul_step(), resources={"warps": 64})  # 64 warps: one program per SM
@@ -47,7 +42,7 @@ def test_tail_runs_one_program_alone(ideal_chip, kernel_trace):
     assert spans[1][0] == spans[0][1]  # the tail starts when the first wave frees its cores
 
 
-def test_residency_does_not_speed_up_programs_that_saturate_their_core(ideal_chip, kernel_trace):
+def test_residency_does_not_speed_up_programs_that_saturate_their_core(exactly, ideal_chip, kernel_trace):
     chip = ideal_chip("h100-sxm")
     programs = 4 * chip.num_cores
     one = simulate_kernel(kernel_trace([programs], matmul_step(), resources={"warps": 64}), chip)

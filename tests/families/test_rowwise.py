@@ -25,13 +25,6 @@ STATS = {"softmax": 0, "layernorm": 2, "rmsnorm": 1}
 ONE_PASS_WORK = {"softmax": (4, 0, 1, 0), "layernorm": (7, 3, 0, 1), "rmsnorm": (4, 2, 0, 1)}
 TWO_PASS_WORK = {"softmax": (5, 0, 2, 0), "layernorm": (7, 5, 0, 1), "rmsnorm": (4, 2, 0, 1)}
 
-NO_HITS_CRASH = pytest.mark.xfail(
-    raises=TypeError,
-    strict=True,
-    reason="engine bug: when no HBM read hits the L2 (softmax reads no block twice), "
-    "cache_hit_bytes returns int64 zeros and _gpu_program_times' np.divide raises UFuncTypeError",
-)
-
 
 @pytest.fixture(scope="module")
 def chips():
@@ -144,15 +137,8 @@ def test_config_space_builds(chips, arch, name):
         assert family.build(params, config, chip).num_programs >= 1
 
 
-def _xfail_softmax_on_gpu(cases):
-    return [pytest.param(arch, name, marks=NO_HITS_CRASH) if (arch, name) == ("h100-sxm", "softmax")
-            else pytest.param(arch, name) for arch, name in cases]
-
-
-BOTH = _xfail_softmax_on_gpu([(a, n) for a in ("h100-sxm", "tpu-v5e") for n in NAMES])
-
-
-@pytest.mark.parametrize(("arch", "name"), BOTH)
+@pytest.mark.parametrize("arch", ["h100-sxm", "tpu-v5e"])
+@pytest.mark.parametrize("name", NAMES)
 def test_large_rows_run_at_the_hbm_roofline(chips, arch, name):
     chip = chips[arch]
     rows, cols, dtype = 32768, 8192, "bf16"
@@ -163,20 +149,9 @@ def test_large_rows_run_at_the_hbm_roofline(chips, arch, name):
     assert sim.bound == "hbm"
 
 
-SMALL = [
-    *[(arch, name, 1000, 100, "fp32") for arch in ("h100-sxm", "tpu-v5e") for name in NAMES],
-    *[(arch, name, 8, 65536, "bf16") for arch in ("h100-sxm", "tpu-v5e") for name in NAMES],
-    *[(arch, name, 1, 512, "fp16") for arch in ("h100-sxm", "tpu-v5e") for name in NAMES],
-]
-# GPU kernels that read no block twice: one-pass softmax, and any single program.
-CRASHES = {("h100-sxm", "softmax", 1000), ("h100-sxm", "softmax", 1), ("h100-sxm", "layernorm", 1),
-           ("h100-sxm", "rmsnorm", 1)}
-
-
-@pytest.mark.parametrize(
-    ("arch", "name", "rows", "cols", "dtype"),
-    [pytest.param(*case, marks=NO_HITS_CRASH) if case[:3] in CRASHES else case for case in SMALL],
-)
+@pytest.mark.parametrize("arch", ["h100-sxm", "tpu-v5e"])
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(("rows", "cols", "dtype"), [(1000, 100, "fp32"), (8, 65536, "bf16"), (1, 512, "fp16")])
 def test_small_rows_never_beat_the_roofline(chips, arch, name, rows, cols, dtype):
     chip = chips[arch]
     _, trace = build(name, chip, rows=rows, cols=cols, dtype=dtype)

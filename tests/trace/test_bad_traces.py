@@ -37,8 +37,20 @@ def rejected(data) -> InputError:
     return caught.value
 
 
+STEP = "templates[0].steps[0]"
+TRANSFER = f"{STEP}.transfers[0]"
+
+
+def step(data) -> dict:
+    return data["templates"][0]["steps"][0]
+
+
 def transfer(data) -> dict:
-    return data["templates"][0]["steps"][0]["transfers"][0]
+    return step(data)["transfers"][0]
+
+
+def compute(data) -> dict:
+    return step(data)["compute"][0]
 
 
 def test_the_fixture_is_valid(trace_data):
@@ -69,16 +81,17 @@ def test_not_an_object():
 @pytest.mark.parametrize(
     ("mutate", "where", "what"),
     [
-        (lambda d: transfer(d).update(tensor="Z"), "templates[0].steps[0].transfers[0].tensor", "unknown tensor 'Z'"),
-        (lambda d: transfer(d).update(block=["q"]), "templates[0].steps[0].transfers[0].block", "unknown variable 'q'"),
-        (lambda d: transfer(d).update(block=["p0+q"]), "templates[0].steps[0].transfers[0].block", "unknown variable 'q'"),
-        (lambda d: d["templates"][0]["steps"][0].update(repeat="n"), "templates[0].steps[0].repeat", "unknown variable 'n'"),
+        (lambda d: transfer(d).update(tensor="Z"), f"{TRANSFER}.tensor", "unknown tensor 'Z'"),
+        (lambda d: transfer(d).update(block=["q"]), f"{TRANSFER}.block", "unknown variable 'q'"),
+        (lambda d: transfer(d).update(block=["p0+q"]), f"{TRANSFER}.block", "unknown variable 'q'"),
+        (lambda d: step(d).update(repeat="n"), f"{STEP}.repeat", "unknown variable 'n'"),
         (lambda d: d.update(program_vars={"row": [0, 1, 2]}), "program_vars.row", "expected 4 values"),
         (lambda d: d.update(program_vars={"p0": [0, 1, 2, 3]}), "program_vars.p0", "reserved"),
         (lambda d: d.update(program_template="nope"), "program_template", "unknown template 'nope'"),
         (lambda d: d.update(program_template=[0, 0, 0]), "program_template", "expected 4 entries"),
-        (lambda d: d["kernel"].update(dimension_semantics=["parallel", "arbitrary"]), "kernel.dimension_semantics", "one entry per grid axis"),
-        (lambda d: d["templates"][0]["steps"][0]["compute"][0].update(shape=[16, 16]), "templates[0].steps[0].compute[0].shape", "[m, n, k]"),
+        (lambda d: d["kernel"].update(dimension_semantics=["parallel", "arbitrary"]), "kernel.dimension_semantics",
+         "one entry per grid axis"),
+        (lambda d: compute(d).update(shape=[16, 16]), f"{STEP}.compute[0].shape", "[m, n, k]"),
     ],
     ids=["unknown-tensor", "unknown-block-var", "unknown-var-in-sum", "unknown-repeat-var", "program-vars-length",
          "reserved-program-var", "unknown-template", "template-list-length", "semantics-length", "shape-length"],
@@ -93,15 +106,15 @@ def test_inconsistent_references_name_the_field(trace_data, mutate, where, what)
 @pytest.mark.parametrize(
     ("mutate", "field", "what"),
     [
-        (lambda d: transfer(d).update(bytes=-5), "templates[0].steps[0].transfers[0].bytes", "greater than 0"),
-        (lambda d: transfer(d).update(bytes=0), "templates[0].steps[0].transfers[0].bytes", "greater than 0"),
-        (lambda d: d["templates"][0]["steps"][0]["compute"][0].update(flops=-1.0), "templates[0].steps[0].compute[0].flops", "greater than or equal to 0"),
+        (lambda d: transfer(d).update(bytes=-5), f"{TRANSFER}.bytes", "greater than 0"),
+        (lambda d: transfer(d).update(bytes=0), f"{TRANSFER}.bytes", "greater than 0"),
+        (lambda d: compute(d).update(flops=-1.0), f"{STEP}.compute[0].flops", "greater than or equal to 0"),
         (lambda d: d["kernel"].update(grid=[0]), "kernel.grid[0]", "greater than 0"),
-        (lambda d: transfer(d).update(block=[1.5]), "templates[0].steps[0].transfers[0].block[0]", "integer"),
-        (lambda d: transfer(d).update(block=["p0-1"]), "templates[0].steps[0].transfers[0].block[0]", "sum like"),
-        (lambda d: transfer(d).update(direction="sideways"), "templates[0].steps[0].transfers[0].direction", "'read' or 'write'"),
+        (lambda d: transfer(d).update(block=[1.5]), f"{TRANSFER}.block[0]", "integer"),
+        (lambda d: transfer(d).update(block=["p0-1"]), f"{TRANSFER}.block[0]", "sum like"),
+        (lambda d: transfer(d).update(direction="sideways"), f"{TRANSFER}.direction", "'read' or 'write'"),
         (lambda d: d["tensors"]["X"].update(dtype="bf17"), "tensors.X.dtype", "'bf16'"),
-        (lambda d: transfer(d).update(levle="hbm"), "templates[0].steps[0].transfers[0].levle", "unknown field"),
+        (lambda d: transfer(d).update(levle="hbm"), f"{TRANSFER}.levle", "unknown field"),
         (lambda d: d.update(tensorz={}), "tensorz", "unknown field"),
         (lambda d: d["kernel"].pop("grid"), "kernel.grid", "missing required field"),
     ],
@@ -147,15 +160,15 @@ def test_load_trace_locates_errors_in_its_file(tmp_path, trace_data):
     with pytest.raises(InputError) as caught:
         load_trace(path)
     assert caught.value.source == str(path)
-    assert caught.value.field == "templates[0].steps[0].transfers[0].bytes"
+    assert caught.value.field == f"{TRANSFER}.bytes"
 
 
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
         (lambda d: d.update(schema_version=7), "schema_version"),
-        (lambda d: transfer(d).update(tensor="Z"), "templates[0].steps[0].transfers[0].tensor"),
-        (lambda d: transfer(d).update(bytes=-5), "templates[0].steps[0].transfers[0].bytes"),
+        (lambda d: transfer(d).update(tensor="Z"), f"{TRANSFER}.tensor"),
+        (lambda d: transfer(d).update(bytes=-5), f"{TRANSFER}.bytes"),
     ],
     ids=["version", "unknown-tensor", "negative-bytes"],
 )
