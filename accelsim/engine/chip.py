@@ -20,6 +20,7 @@ See ``docs/engine.md`` for the model and its parameters.
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, field
 
@@ -177,8 +178,28 @@ def _bound(utilization: dict[str, float]) -> str:
 # ---------------------------------------------------------------- GPU
 
 
-def _gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int) -> np.ndarray:
-    """Seconds each program takes alone on one SM."""
+@dataclass(frozen=True)
+class ProgramTimes:
+    """What one program needs on an SM, split so that co-resident programs can share it:
+    ``exposed`` latency and overhead it always pays, ``sm`` seconds of the SM's own
+    throughput (compute, local memory, its port), which co-residents divide, and
+    ``latency_bound`` seconds its pipeline needs to keep loads in flight."""
+
+    exposed: np.ndarray
+    sm: np.ndarray
+    latency_bound: np.ndarray
+    serial: bool
+    """No pipelining (depth 1): latency, transfer and compute add up."""
+
+    def seconds(self, programs: np.ndarray, residents: np.ndarray | int = 1) -> np.ndarray:
+        """Time of each of ``programs`` when ``residents`` programs share its SM."""
+        exposed, sm = self.exposed[programs], self.sm[programs]
+        if self.serial:
+            return exposed + residents * sm
+        return exposed + np.maximum(residents * sm, self.latency_bound[programs])
+
+
+def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int) -> ProgramTimes:
     clock = chip.clock_hz
     compute = costs.matrix_s + costs.vector_s
     local = costs.local_bytes / (chip.local.bandwidth_bytes_per_cycle * clock)
@@ -191,13 +212,16 @@ def _gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth:
     latency = np.where(reads > 0, latency, 0.0)
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
-        body = reads * latency + compute + port
-    else:
-        # the first read's latency is exposed; later ones overlap while `depth - 1`
-        # are in flight (Little's law). Stores drain behind the program.
-        in_flight = depth - 1
-        body = latency + np.maximum.reduce([compute, local, port, np.maximum(reads - 1, 0) * latency / in_flight])
-    return body + chip.program_overhead_s
+        return ProgramTimes(reads * latency + chip.program_overhead_s, compute + port, np.zeros_like(port), True)
+    # The first read's latency is exposed; later ones overlap while `depth - 1` are in
+    # flight (Little's law). Stores drain behind the program.
+    in_flight = depth - 1
+    return ProgramTimes(
+        exposed=latency + chip.program_overhead_s,
+        sm=np.maximum.reduce([compute, local, port]),
+        latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
+        serial=False,
+    )
 
 
 COHORT_BUCKETS_PER_OCTAVE = 8
@@ -212,6 +236,33 @@ def _cohort_keys(costs: ProgramCosts) -> np.ndarray:
     return costs.template * (int(bucket.max()) + 1) + bucket
 
 
+class CoreSlots:
+    """Which SM each program runs on: the block scheduler puts a new program on the SM
+    with the fewest residents (lowest index first). A program's speed depends on how
+    many programs share its SM when it starts."""
+
+    def __init__(self, cores: int, per_core: int) -> None:
+        self.resident = np.zeros(cores, dtype=np.int64)
+        self.per_core = per_core
+        self._heap = [(0, core) for core in range(cores)]
+
+    def place(self, count: int) -> np.ndarray:
+        placed = np.empty(count, dtype=np.int64)
+        for i in range(count):
+            load, core = heapq.heappop(self._heap)
+            while load != self.resident[core]:  # stale entry
+                load, core = heapq.heappop(self._heap)
+            placed[i] = core
+            self.resident[core] += 1
+            heapq.heappush(self._heap, (int(self.resident[core]), core))
+        return placed
+
+    def release(self, cores: np.ndarray) -> None:
+        np.subtract.at(self.resident, cores, 1)
+        for core in np.unique(cores).tolist():
+            heapq.heappush(self._heap, (int(self.resident[core]), core))
+
+
 def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:
     costs = program_costs(trace, chip)
     per_core, limit = gpu_occupancy(trace, chip)
@@ -220,7 +271,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         hits = cache_hit_bytes(trace, concurrency=slots, capacity_bytes=chip.shared_cache.capacity_bytes)
     else:
         hits = np.zeros(costs.num_programs)
-    alone_s = _gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth)
+    times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth)
     hbm = costs.read_bytes - hits + costs.write_bytes
     demand = {
         "core": costs.matrix_s + costs.vector_s,
@@ -238,15 +289,19 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     counters: list[tuple[int, dict[str, float]]] = []
     if timeline:
         pool.observer = lambda now, p: counters.append((now, p.rates()))
-    state = {"next": 0, "free": slots, "group": 0}
+    state = {"next": 0, "free": slots}
     n = costs.num_programs
     group_key = _cohort_keys(costs)
+    cores = CoreSlots(chip.num_cores, per_core)
 
     def finished(flow: Flow) -> None:
         state["free"] += flow.count
+        cores.release(flow.tag)
         if timeline:
+            first, last = int(flow.tag.min()), int(flow.tag.max())
             segments.append(Segment(
-                f"cores (group {flow.tag})", flow.name, flow.started_ps, flow.finished_ps, {"programs": flow.count}
+                f"SMs {first}-{last}" if first != last else f"SM {first}", flow.name,
+                flow.started_ps, flow.finished_ps, {"programs": flow.count},
             ))
         dispatch()
 
@@ -257,20 +312,22 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         members = np.arange(state["next"], state["next"] + take)
         state["next"] += take
         state["free"] -= take
-        keys = group_key[members]
+        core_of = cores.place(take)
+        residents = cores.resident[core_of]
+        keys = group_key[members] * (per_core + 1) + residents
+        seconds = times.seconds(members, residents)
         flows = []
         for key in np.unique(keys):
-            chosen = members[keys == key]
-            flow = Flow(
-                name=f"programs {chosen[0]}..{chosen[-1]}" if len(chosen) > 1 else f"program {chosen[0]}",
-                demand={r: float(v[chosen].sum()) for r, v in demand.items()},
-                max_rate=1.0 / float(alone_s[chosen].mean()),
+            chosen = keys == key
+            ids = members[chosen]
+            flows.append(Flow(
+                name=f"programs {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"program {ids[0]}",
+                demand={r: float(v[ids].sum()) for r, v in demand.items()},
+                max_rate=1.0 / float(seconds[ids - members[0]].mean()),
                 on_done=finished,
-                count=len(chosen),
-            )
-            flow.tag = state["group"] % 8
-            flows.append(flow)
-        state["group"] += 1
+                count=len(ids),
+                tag=core_of[chosen],
+            ))
         pool.start_many(flows)
 
     dispatch()

@@ -212,7 +212,7 @@ def parse_trace(data: Any, source: str) -> KernelTrace:
     if not isinstance(data, dict):
         raise InputError("expected a JSON object (a kernel trace)", source=source)
     version = data.get("schema_version")
-    if version != TRACE_SCHEMA_VERSION:
+    if type(version) is not int or version != TRACE_SCHEMA_VERSION:
         raise InputError(
             f"unsupported schema_version {version!r}; this accelsim reads version {TRACE_SCHEMA_VERSION}",
             source=source,
@@ -223,13 +223,30 @@ def parse_trace(data: Any, source: str) -> KernelTrace:
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         message = error["msg"].removeprefix("Value error, ")
-        loc = [p for p in error["loc"] if p not in ("[key]",) and not (isinstance(p, str) and p.startswith(("int", "str", "list[")))]
         if error["type"] == "missing":
             message = "missing required field"
         elif error["type"] == "extra_forbidden":
             message = "unknown field"
-        return_error = InputError(message, source=source, field=loc or None)
-        raise return_error from None
+        raise InputError(message, source=source, field=_user_loc(error["loc"]) or None) from None
+
+
+UNION_FIELDS = ("program_template", "repeat", "block")
+"""Fields typed as unions; pydantic names the union member tried after them in an error
+location (``int``, ``str``, ``list[...]``), which the user never wrote."""
+
+
+def _user_loc(loc: tuple) -> list:
+    out: list = []
+    for i, part in enumerate(loc):
+        if part == "[key]":
+            continue
+        parent = loc[i - 1] if i >= 1 else None
+        grandparent = loc[i - 2] if i >= 2 else None
+        after_union = parent in UNION_FIELDS or (grandparent == "block" and isinstance(parent, int))
+        if after_union and isinstance(part, str) and not part.isidentifier() or (after_union and part in ("int", "str")):
+            continue
+        out.append(part)
+    return out
 
 
 def load_trace(path: str | Path) -> KernelTrace:

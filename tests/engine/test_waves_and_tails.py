@@ -52,11 +52,6 @@ def test_residency_does_not_speed_up_programs_that_saturate_their_core(exactly, 
     assert four.latency_s == exactly(4 * program_time(chip))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: a cohort shares one chip-wide pool of core-seconds, so with occupancy > 1 "
-    "the C+1 programs finish in (C+1)/C x T although one SM must run two of them (2T)",
-)
 def test_a_core_with_two_resident_programs_takes_twice_as_long(ideal_chip, kernel_trace):
     chip = ideal_chip("h100-sxm")
     trace = kernel_trace([chip.num_cores + 1], matmul_step(), resources={"warps": 4})  # 16 per SM

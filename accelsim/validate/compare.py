@@ -1,0 +1,141 @@
+"""Predicted vs measured: read measurement files (``docs/measurement-format.md``),
+simulate each record's kernel on its chip, and summarise the errors.
+
+A record's kernel is simulated with ``config=auto`` (the best config of the family's
+space), since the measured kernels were autotuned or vendor-tuned, unless
+``search=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelsim.arch.model import Chip, load_arch
+from accelsim.errors import InputError
+from accelsim.families import FAMILIES, get_family
+from accelsim.families.base import parse_values
+from accelsim.families.search import autotune, run_config
+
+
+@dataclass(frozen=True)
+class Measurement:
+    id: str
+    arch: str
+    family: str
+    implementation: str
+    params: dict[str, Any]
+    latency_s: float
+    source: str
+    file: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    measurement: Measurement
+    predicted_s: float
+    bound: str
+    config: dict[str, Any]
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the prediction: predicted / measured - 1."""
+        return self.predicted_s / self.measurement.latency_s - 1.0
+
+
+def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
+    """Every record of the given files (or of the ``*.json`` files under given folders)."""
+    out: list[Measurement] = []
+    for path in _expand(paths):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"cannot read measurements: {exc}", source=str(path)) from None
+        if data.get("kind") != "measurements" or data.get("schema_version") != 1:
+            raise InputError("expected kind 'measurements' and schema_version 1", source=str(path))
+        arch = (data.get("device") or {}).get("arch")
+        for i, record in enumerate(data.get("records", [])):
+            family = record.get("family", data.get("family"))
+            if not arch or family not in FAMILIES:
+                continue
+            out.append(Measurement(
+                id=str(record.get("id", i)), arch=arch, family=family,
+                implementation=str(record.get("implementation", "")), params=dict(record["params"]),
+                latency_s=float(record["latency_s"]), source=str(record.get("source", "")), file=str(path),
+            ))
+    return out
+
+
+def _expand(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.json")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError("no such file or folder", source=str(path))
+    return files
+
+
+def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Comparison:
+    family = get_family(measurement.family)
+    params = parse_values(family.params, measurement.params, measurement.file)
+    if search:
+        best = autotune(family, params, chip)[0]
+    else:
+        best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
+    return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config)
+
+
+def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (), search: bool = True) -> list[Comparison]:
+    chips: dict[str, Chip] = {}
+    out = []
+    for m in measurements:
+        if m.arch not in chips:
+            chips[m.arch] = load_arch(m.arch, overrides)
+        out.append(predict(m, chips[m.arch], search=search))
+    return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    group: tuple[str, ...]
+    count: int
+    mape: float
+    median_abs: float
+    p90_abs: float
+    mean_signed: float
+    worst: Comparison
+
+
+def summarise(comparisons: Sequence[Comparison], key) -> list[Summary]:
+    groups: dict[tuple[str, ...], list[Comparison]] = {}
+    for c in comparisons:
+        groups.setdefault(key(c), []).append(c)
+    out = []
+    for group, items in sorted(groups.items()):
+        errors = sorted(abs(c.error) for c in items)
+        out.append(Summary(
+            group=group,
+            count=len(items),
+            mape=sum(errors) / len(errors),
+            median_abs=_quantile(errors, 0.5),
+            p90_abs=_quantile(errors, 0.9),
+            mean_signed=sum(c.error for c in items) / len(items),
+            worst=max(items, key=lambda c: abs(c.error)),
+        ))
+    return out
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    if not sorted_values:
+        return math.nan
+    position = q * (len(sorted_values) - 1)
+    low, high = math.floor(position), math.ceil(position)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
