@@ -76,18 +76,22 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
                     if _fits(params, config, chip):
                         out.append(config)
         return out
-    for bm in (64, 128, 256):
-        for bn in (64, 128, 256):
-            for bk in (32, 64, 128):
-                for stages in (2, 3, 4, 5):
-                    for warps in (4, 8):
-                        for split_k in (1, 2, 4):
-                            if split_k > 1 and k // split_k < 256:
-                                continue
-                            config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 8,
-                                      "split_k": split_k, "num_stages": stages, "num_warps": warps}
-                            if _fits(params, config, chip):
-                                out.append(config)
+    # Tile shapes of the Triton matmul tutorial's autotuning list and of cuBLAS's common
+    # Hopper/Ampere kernels; split-K only when the output tiles cannot fill the chip.
+    tiles = ((128, 256), (256, 128), (128, 128), (64, 256), (256, 64), (128, 64), (64, 128), (64, 64))
+    for bm, bn in tiles:
+        output_tiles = math.ceil(m / bm) * math.ceil(n / bn)
+        splits = (1, 2, 4, 8) if output_tiles < chip.num_cores else (1,)
+        for bk in (32, 64, 128):
+            for stages in (3, 4, 5):
+                for warps in (4, 8):
+                    for split_k in splits:
+                        if split_k > 1 and k // split_k < 256:
+                            continue
+                        config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 8,
+                                  "split_k": split_k, "num_stages": stages, "num_warps": warps}
+                        if _fits(params, config, chip):
+                            out.append(config)
     return out
 
 
