@@ -236,6 +236,15 @@ def _cohort_keys(costs: ProgramCosts) -> np.ndarray:
     return costs.template * (int(bucket.max()) + 1) + bucket
 
 
+def _groups(keys: np.ndarray) -> list[np.ndarray]:
+    """Index arrays of equal keys, sorted by key."""
+    if len(keys) == 1:
+        return [np.zeros(1, dtype=np.int64)]
+    order = np.argsort(keys, kind="stable")
+    bounds = np.flatnonzero(np.diff(keys[order])) + 1
+    return np.split(order, bounds)
+
+
 class CoreSlots:
     """Which SM each program runs on: the block scheduler puts a new program on the SM
     with the fewest residents (lowest index first). A program's speed depends on how
@@ -282,6 +291,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     caps = _capacities(chip, chip.num_cores)
     if "shared_cache" in caps:
         demand["shared_cache"] = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
+    resources = list(demand)
+    demand_rows = np.stack([demand[r] for r in resources], axis=1)  # programs x resources
 
     env = simpy.Environment()
     pool = FluidResources(env, caps)
@@ -317,13 +328,12 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         keys = group_key[members] * (per_core + 1) + residents
         seconds = times.seconds(members, residents)
         flows = []
-        for key in np.unique(keys):
-            chosen = keys == key
+        for chosen in _groups(keys):
             ids = members[chosen]
             flows.append(Flow(
                 name=f"programs {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"program {ids[0]}",
-                demand={r: float(v[ids].sum()) for r, v in demand.items()},
-                max_rate=1.0 / float(seconds[ids - members[0]].mean()),
+                demand=dict(zip(resources, demand_rows[ids].sum(axis=0).tolist())),
+                max_rate=1.0 / float(seconds[chosen].mean()),
                 on_done=finished,
                 count=len(ids),
                 tag=core_of[chosen],

@@ -193,11 +193,13 @@ class FluidResources:
         self._rate[active] = rate
 
     def _time_left_ps(self) -> np.ndarray:
-        """Picoseconds each active flow needs at its current rate (rounded to the nearest)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            left = np.where(self._rate > 0, self._remaining / self._rate * PS_PER_S, np.inf)
-        left = np.where(self._remaining <= _EPS, 0.0, left)
-        return np.where(self._active, np.round(left), np.inf)
+        """Picoseconds each flow needs at its current rate, rounded to the nearest
+        (infinite for empty slots and stalled flows)."""
+        moving = self._active & (self._rate > 0)
+        left = np.full(len(self._rate), np.inf)
+        np.divide(self._remaining * PS_PER_S, self._rate, out=left, where=moving)
+        left[self._active & (self._remaining <= _EPS)] = 0.0
+        return np.round(left)
 
     def _reschedule(self) -> None:
         self._allocate()
