@@ -202,9 +202,11 @@ class ProgramTimes:
 def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int) -> ProgramTimes:
     clock = chip.clock_hz
     compute = costs.matrix_s + costs.vector_s
-    local = costs.local_bytes / (chip.local.bandwidth_bytes_per_cycle * clock)
+    local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
+    local = costs.local_bytes / local_bandwidth
     global_bytes = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
-    port = global_bytes / (chip.local.fill_bandwidth_bytes_per_cycle * clock)
+    port_bandwidth = chip.local.fill_bandwidth_bytes_per_cycle * clock
+    port = global_bytes / port_bandwidth
     hit_fraction = np.divide(hits, costs.read_bytes, out=np.zeros_like(hits), where=costs.read_bytes > 0)
     cache_latency = chip.shared_cache.latency_s if chip.shared_cache else chip.hbm.latency_s
     latency = hit_fraction * cache_latency + (1 - hit_fraction) * chip.hbm.latency_s
@@ -213,12 +215,16 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
         return ProgramTimes(reads * latency + chip.program_overhead_s, compute + port, np.zeros_like(port), True)
-    # The first read's latency is exposed; later ones overlap while `depth - 1` are in
-    # flight (Little's law). Stores drain behind the program.
+    # Pipeline fill and drain: the first loads (after one latency) and the last stores
+    # move at the core's port bandwidth with nothing to overlap them. In between, later
+    # loads overlap compute while `depth - 1` are in flight (Little's law).
+    edge_bytes = costs.fill_bytes + costs.drain_bytes
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=latency + chip.program_overhead_s,
-        sm=np.maximum.reduce([compute, local, port]),
+        exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + chip.program_overhead_s,
+        sm=np.maximum.reduce([
+            compute, (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
+        ]),
         latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
         serial=False,
     )
@@ -415,7 +421,8 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         # The copies for grid step i+1 run during step i's compute; step 0's copies
         # (and one latency) come first.
         next_copy = np.append(copy[mine][1:], 0.0)
-        alone = copy[mine[0]] + chip.hbm.latency_s + float(
+        drain = costs.drain_bytes[mine[-1]] / copy_bw
+        alone = copy[mine[0]] + chip.hbm.latency_s + drain + float(
             (np.maximum(compute[mine], next_copy) + chip.program_overhead_s).sum()
         )
         flow = Flow(

@@ -76,6 +76,10 @@ class ProgramCosts:
     write_bytes: np.ndarray
     pinned_bytes: np.ndarray
     """Traffic to blocks pinned in the shared cache."""
+    fill_bytes: np.ndarray
+    """Bytes the first iteration with reads brings in: the pipeline prologue."""
+    drain_bytes: np.ndarray
+    """Bytes the last iteration with writes sends out: the pipeline epilogue."""
 
     @property
     def num_programs(self) -> int:
@@ -138,12 +142,22 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
         "iterations", "read_iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
         "local_bytes", "read_bytes", "write_bytes", "pinned_bytes",
     )}
+    fill = np.full(n, -1.0)
+    drain = np.zeros(n)
     for t_index, template in enumerate(trace.templates):
         members = np.nonzero(template_of == t_index)[0]
         if members.size == 0:
             continue
         for step in template.steps:
             reps = repeats(step, variables, members).astype(float)
+            moved = {d: sum(x.bytes for x in step.transfers if x.direction == d and x.level != "local")
+                     for d in ("read", "write")}
+            runs = members[reps > 0]
+            if moved["read"]:
+                first = runs[fill[runs] < 0]
+                fill[first] = moved["read"]
+            if moved["write"]:
+                drain[runs] = moved["write"]
             per_iter = dict.fromkeys(acc, 0.0)
             per_iter["iterations"] = 1.0
             per_iter["read_iterations"] = float(any(x.direction == "read" for x in step.transfers))
@@ -166,4 +180,4 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             for key, value in per_iter.items():
                 if value:
                     acc[key][members] += reps * value
-    return ProgramCosts(template=template_of, **acc)
+    return ProgramCosts(template=template_of, fill_bytes=np.maximum(fill, 0.0), drain_bytes=drain, **acc)
