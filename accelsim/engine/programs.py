@@ -125,11 +125,12 @@ def _compute_cost(chip: Chip, compute: Compute) -> tuple[float, float, float, fl
         if compute.shape is None:
             return compute.flops / _matrix_rate(chip, compute.dtype), 0.0, 0.0, compute.flops
         m, n, k = compute.shape
-        seconds = executed_matrix_flops(chip, compute.shape) / _matrix_rate(chip, compute.dtype)
-        operand_bytes = (m * k + k * n) * DTYPE_BYTES[compute.dtype]
+        seconds = compute.count * executed_matrix_flops(chip, compute.shape) / _matrix_rate(chip, compute.dtype)
+        operand_bytes = compute.count * (m * k + k * n) * DTYPE_BYTES[compute.dtype]
         return seconds, 0.0, operand_bytes, compute.flops
     if compute.unit == "vector":
-        return 0.0, compute.flops / _vector_rate(chip, compute.dtype), 0.0, compute.flops
+        useful = compute.flops if compute.useful else 0.0
+        return 0.0, compute.flops / _vector_rate(chip, compute.dtype), 0.0, useful
     rate = chip.vector.special_function_ops_per_cycle_per_core * chip.clock_hz * chip.vector.efficiency
     return 0.0, compute.flops / rate, 0.0, 0.0
 

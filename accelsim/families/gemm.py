@@ -282,13 +282,26 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
         Operand("C", "write", (bb, i, j), rows * cols * OUT_BYTES[out_dtype]),
     ]
     flops = 2.0 * rows * cols * depth
+    last_k = kk == nk - 1
+
+    def compute(sel: np.ndarray) -> list[Compute]:
+        # Each step adds its partial product into the fp32 VMEM accumulator (one add per
+        # output element of the block); the last k step also converts it to the output dtype.
+        first = int(np.argmax(sel))
+        work = [Compute(unit="matrix", flops=float(flops[first]), dtype=dtype, shape=[bm, bn, bk]),
+                Compute(unit="vector", flops=float(bm * bn), dtype="fp32", useful=False)]
+        if last_k[first]:
+            out = OUT_DTYPE[dtype].replace("int32", "fp32")
+            work.append(Compute(unit="vector", flops=float(bm * bn), dtype=out, useful=False))
+        return work
+
     return pallas_trace(
         name=f"gemm_{dtype}_{params['M']}x{n}x{k}" + (f"_b{b}" if b > 1 else ""),
         grid=grid,
         dimension_semantics=["parallel"] * (len(grid) - 1) + ["arbitrary"],
         operands=operands,
-        compute=lambda sel: [Compute(unit="matrix", flops=float(flops[sel][0]), dtype=dtype, shape=[bm, bn, bk])],
-        compute_key=flops,
+        compute=compute,
+        compute_key=flops * 2 + last_k,
         tensors=_tensors(m, n, k, b, dtype),
         local_memory_bytes=_local_bytes(config, dtype, "tpu"),
         buffer_count=config["num_stages"],

@@ -105,8 +105,13 @@ class Compute(_Strict):
     dtype: Dtype = "fp32"
     shape: list[PosInt] | None = None
     """Matrix unit only: the [m, n, k] the unit executes (the whole block, masked rows
-    included). Its time is ``2*m*n*k`` padded to the unit's granule; without a shape,
-    ``flops`` at the unit's rate."""
+    included). Its time is ``count * 2*m*n*k`` padded to the unit's granule; without a
+    shape, ``flops`` at the unit's rate."""
+    count: PosInt = 1
+    """Matrix unit only: how many times the ``shape`` operation runs (batched matmuls)."""
+    useful: bool = True
+    """False for work that costs time but is not counted as flops (e.g. adding a GEMM's
+    partial sums into its accumulator: those adds are already in 2*M*N*K)."""
 
 
 class Step(_Strict):

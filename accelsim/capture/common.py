@@ -1,0 +1,71 @@
+"""What Pallas and Triton capture share: loading the user's ``FILE.py:FUNCTION``, typing
+``--param`` values, and calling it.
+
+Convention: FUNCTION takes keyword arguments (the ``--param`` values), builds its
+inputs and calls the kernel. Values that look like integers become ``int``,
+``true``/``false`` become ``bool``, anything else stays a string.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from accelsim.errors import InputError
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """``"kernels/pallas/matmul.py:run"`` -> (path, function)."""
+    path, sep, function = target.rpartition(":")
+    if not sep or not path or not function.isidentifier():
+        raise InputError(f"expected FILE.py:FUNCTION, got {target!r}", source="capture")
+    return path, function
+
+
+def typed_params(params: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        text = str(value).strip()
+        if text.lower() in ("true", "false"):
+            out[key] = text.lower() == "true"
+        else:
+            try:
+                out[key] = int(text)
+            except ValueError:
+                out[key] = text
+    return out
+
+
+def load_function(path: str, function: str) -> Callable[..., Any]:
+    file = Path(path)
+    if not file.is_file():
+        raise InputError("no such file", source=path)
+    module_name = f"_accelsim_capture_{abs(hash(file.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise InputError("cannot import this file as Python", source=path)
+    module = importlib.util.module_from_spec(spec)
+    root = str(_project_root(file))
+    added = root not in sys.path
+    if added:
+        sys.path.insert(0, root)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's module failed: say where, not a traceback
+        raise InputError(f"importing failed: {type(exc).__name__}: {exc}", source=path) from None
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise InputError(f"no function {function!r} in this file", source=path)
+    return fn
+
+
+def _project_root(file: Path) -> Path:
+    """The nearest folder above the file that holds a ``pyproject.toml`` (so kernels can
+    import their siblings as ``kernels.pallas...``), else the file's folder."""
+    for parent in file.resolve().parents:
+        if (parent / "pyproject.toml").exists():
+            return parent
+    return file.resolve().parent

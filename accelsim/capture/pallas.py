@@ -1,0 +1,328 @@
+"""Kernel traces from real Pallas kernels, on a CPU, without running them.
+
+``jax.make_jaxpr`` of the user's function exposes the ``pallas_call`` (nested under
+``pjit`` and friends). From it we read:
+
+- the grid, each operand's block shape, array shape and dtype, and its index map,
+  which we evaluate (vmapped) over every grid point;
+- dimension semantics (megacore split of ``parallel`` axes) and buffer counts
+  (``pipeline_mode=pl.Buffered(n)``; default 2);
+- scratch shapes, which with the double-buffered blocks give the VMEM a program holds;
+- the kernel body's work per grid point: ``dot_general`` from its dimension numbers
+  (a matrix-unit operation of shape [m, n, k]), elementwise and reduction ops as vector
+  flops, transcendentals as special-function evaluations, ``scan`` bodies times their
+  length. A ``cond`` (``pl.when``) whose predicate is computed from ``program_id``,
+  ``num_programs`` and literals is evaluated at every grid point and only the taken
+  branch counts there; **any other ``cond`` counts all its branches** (an upper bound).
+  Matmuls count the block as executed (ragged edge blocks are padded, as on the TPU).
+
+Then the TPU pipeline rule (:mod:`accelsim.families.pallas_rule`, shared with the
+built-in families) decides which blocks are copied at which grid step. Edge blocks
+move only their in-bounds part. Scalar prefetch and manual DMAs
+(``pltpu.make_async_copy``) are recognised and refused with a clear message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from accelsim.capture.common import load_function, typed_params
+from accelsim.errors import InputError
+from accelsim.families.pallas_rule import Operand, pallas_trace
+from accelsim.trace.kernel import Compute, KernelTrace
+
+TRANSCENDENTAL = {
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "rsqrt", "sqrt",
+    "cbrt", "erf", "erfc", "erf_inv", "pow", "atan2", "asin", "acos", "atan", "sinh", "cosh",
+}
+ELEMENTWISE = {
+    "add", "sub", "mul", "div", "max", "min", "neg", "abs", "sign", "floor", "ceil", "round", "select_n",
+    "integer_pow", "square", "clamp", "rem", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
+    "convert_element_type", "add_any", "reciprocal",
+}
+REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum", "cummax"}
+MANUAL_DMA = {"dma_start", "dma_wait", "async_copy", "semaphore_signal", "semaphore_wait"}
+DTYPE_NAMES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16", "float64": "fp64", "int8": "int8",
+               "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int32": "fp32"}
+
+
+def capture_pallas(path: str, function: str, params: Mapping[str, str], *, launch: int | None = None) -> KernelTrace:
+    """Trace ``path:function(**params)`` and return the kernel trace of its pallas_call."""
+    import jax
+
+    fn = load_function(path, function)
+    kwargs = typed_params(params)
+    try:
+        closed = jax.make_jaxpr(lambda: fn(**kwargs))()
+    except InputError:
+        raise
+    except Exception as exc:  # the user's function failed while tracing
+        raise InputError(f"tracing {function}() failed: {type(exc).__name__}: {exc}", source=path) from None
+    calls = list(find_pallas_calls(closed.jaxpr))
+    if not calls:
+        raise InputError(f"{function}() launched no pallas_call", source=path)
+    if launch is None and len(calls) > 1:
+        raise InputError(f"{function}() launched {len(calls)} pallas_calls; choose one with --launch N", source=path)
+    index = launch or 0
+    if not 0 <= index < len(calls):
+        raise InputError(f"--launch {index}: there are {len(calls)} pallas_calls", source=path)
+    metadata = {"captured_from": f"{path}:{function}", "params": kwargs, "tool": "accelsim.capture.pallas"}
+    return trace_from_pallas_call(calls[index], metadata, source=path)
+
+
+def find_pallas_calls(jaxpr) -> Iterator[Any]:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            yield eqn
+            continue
+        for sub in _sub_jaxprs(eqn):
+            yield from find_pallas_calls(sub)
+
+
+def _sub_jaxprs(eqn) -> Iterator[Any]:
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(item, "jaxpr", None)
+            if inner is not None and hasattr(inner, "eqns"):
+                yield inner
+            elif hasattr(item, "eqns"):
+                yield item
+
+
+def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pallas_call") -> KernelTrace:
+    from jax.extend.core import jaxpr_as_fun
+    import jax
+
+    gm = eqn.params["grid_mapping"]
+    grid = tuple(int(g) for g in gm.grid)
+    if gm.num_index_operands:
+        raise InputError(
+            "scalar prefetch (PrefetchScalarGridSpec) is recognised but not traced yet: block indices "
+            "depend on runtime values", source=source)
+    body = eqn.params["jaxpr"]
+    dma = sorted(_primitives(body) & MANUAL_DMA)
+    if dma:
+        raise InputError(f"manual DMAs ({', '.join(dma)}: pltpu.make_async_copy) are recognised but not traced yet",
+                         source=source)
+    semantics = _dimension_semantics(eqn.params.get("compiler_params"), len(grid))
+    points = np.indices(grid).reshape(len(grid), -1) if grid else np.zeros((0, 1), dtype=np.int64)
+    n = points.shape[1] if grid else 1
+
+    operands, tensors, buffers_bytes, depth = [], {}, 0, 2
+    counts = defaultdict(int)
+    for mapping in gm.block_mappings:
+        direction = "write" if str(mapping.origin).startswith("out") else "read"
+        name = _tensor_name(mapping.origin, direction, counts)
+        shape = tuple(int(s) for s in mapping.array_aval.shape)
+        dtype = np.dtype(mapping.array_aval.dtype)
+        block = _block_sizes(mapping.block_shape, source)
+        index_fn = jaxpr_as_fun(mapping.index_map_jaxpr)
+        raw = jax.vmap(lambda *g: index_fn(*g))(*[np.asarray(p, dtype=np.int32) for p in points]) if grid else index_fn()
+        index = tuple(np.asarray(a, dtype=np.int64).reshape(n) for a in raw)
+        valid = np.ones(n, dtype=np.int64)
+        for axis, size in enumerate(block):
+            offset = index[axis] * size
+            valid *= np.clip(shape[axis] - offset, 0, size)
+        buffers = _buffer_count(mapping)
+        depth = max(depth, buffers)
+        buffers_bytes += buffers * math.prod(block) * dtype.itemsize
+        operands.append(Operand(name, direction, index, valid * dtype.itemsize))
+        tensors[name] = {"shape": list(shape) or [1], "dtype": _dtype_name(dtype)}
+    scratch = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in gm.scratch_avals)
+    counter = WorkCounter(points, grid)
+    counter.count(body, np.ones(n))
+    compute_lists, which = counter.per_program()
+    return pallas_trace(
+        name=str(eqn.params.get("name") or "pallas_kernel"),
+        grid=list(grid) or [1],
+        dimension_semantics=semantics,
+        operands=operands,
+        compute=lambda selection: compute_lists[int(which[np.argmax(selection)])],
+        compute_key=which.astype(float),
+        tensors=tensors,
+        local_memory_bytes=int(buffers_bytes + scratch),
+        buffer_count=depth,
+        metadata=metadata,
+    )
+
+
+def _tensor_name(origin: Any, direction: str, counts: dict[str, int]) -> str:
+    prefix = "out" if direction == "write" else "in"
+    name = f"{prefix}{counts[prefix]}"
+    counts[prefix] += 1
+    return name
+
+
+def _block_sizes(block_shape, source: str) -> tuple[int, ...]:
+    sizes = []
+    for entry in block_shape:
+        size = getattr(entry, "block_size", None)
+        if size is None:
+            if entry is None or type(entry).__name__ == "Squeezed":
+                size = 1
+            else:
+                raise InputError(f"block dimension {entry!r} is not supported yet", source=source)
+        sizes.append(int(size))
+    return tuple(sizes)
+
+
+def _buffer_count(mapping) -> int:
+    mode = getattr(mapping, "pipeline_mode", None)
+    count = getattr(mode, "buffer_count", None)
+    return int(count) if count else 2
+
+
+def _dimension_semantics(params: Any, axes: int) -> list[str]:
+    semantics = getattr(params, "dimension_semantics", None)
+    if semantics is None and isinstance(params, Mapping):
+        semantics = (params.get("mosaic") or params).get("dimension_semantics")
+    if not semantics:
+        return ["arbitrary"] * axes
+    return ["parallel" if "parallel" in str(s).lower() else "arbitrary" for s in semantics]
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return DTYPE_NAMES.get(dtype.name, "fp32")
+
+
+def _primitives(jaxpr) -> set[str]:
+    names = set()
+    for eqn in jaxpr.eqns:
+        names.add(eqn.primitive.name)
+        for sub in _sub_jaxprs(eqn):
+            names |= _primitives(sub)
+    return names
+
+
+# ---------------------------------------------------------------- work in the kernel body
+
+_SCALAR_OPS = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal, "and": np.logical_and, "or": np.logical_or, "add": np.add, "sub": np.subtract,
+    "mul": np.multiply, "rem": np.remainder, "max": np.maximum, "min": np.minimum,
+}
+
+
+class WorkCounter:
+    """Counts a kernel body's work per grid point.
+
+    Scalars computed from ``program_id`` / ``num_programs`` and literals are evaluated
+    for every grid point, so a ``pl.when`` (a ``cond``) whose predicate depends only on
+    the grid position counts its taken branch where it is taken. Other ``cond``s count
+    every branch (an upper bound)."""
+
+    def __init__(self, points: np.ndarray, grid: tuple[int, ...]) -> None:
+        self.points, self.grid = points, grid
+        self.n = points.shape[1] if points.size else 1
+        self.totals: dict[tuple, np.ndarray] = {}
+
+    def per_program(self) -> tuple[list[list[Compute]], np.ndarray]:
+        """Distinct compute lists and, per grid point, which one it runs."""
+        keys = sorted(self.totals, key=str)
+        if not keys:
+            return [[]], np.zeros(self.n, dtype=np.int64)
+        table = np.stack([self.totals[k] for k in keys], axis=1)
+        rows, which = np.unique(table, axis=0, return_inverse=True)
+        lists = [[_compute(key, flops) for key, flops in zip(keys, row) if flops > 0] for row in rows]
+        return lists, which.reshape(-1)
+
+    def count(self, jaxpr, weight: np.ndarray, known: dict | None = None) -> None:
+        values = dict(known or {})
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            self._evaluate_scalar(eqn, values)
+            if name == "dot_general":
+                self._add(_dot_key(eqn), weight * _dot_flops(eqn))
+            elif name in TRANSCENDENTAL:
+                self._add(("special", "fp32", ()), weight * _numel(eqn.outvars[0]))
+            elif name in ELEMENTWISE and _numel(eqn.outvars[0]) > 1:  # scalars run on the scalar unit
+                self._add(("vector", _var_dtype(eqn.outvars[0]), ()), weight * _numel(eqn.outvars[0]))
+            elif name in REDUCTIONS:
+                self._add(("vector", _var_dtype(eqn.invars[0]), ()), weight * _numel(eqn.invars[0]))
+            elif name == "cond":
+                self._count_cond(eqn, weight, values)
+            elif name == "scan":
+                self.count(eqn.params["jaxpr"].jaxpr, weight * int(eqn.params["length"]))
+            else:
+                for sub in _sub_jaxprs(eqn):
+                    self.count(sub, weight)
+
+    def _count_cond(self, eqn, weight: np.ndarray, values: dict) -> None:
+        branches = eqn.params["branches"]
+        index = _lookup(eqn.invars[0], values)
+        for b, branch in enumerate(branches):
+            if index is None:
+                taken = weight  # predicate not known per grid point: count every branch
+            else:
+                taken = weight * (np.clip(np.asarray(index, dtype=np.int64), 0, len(branches) - 1) == b)
+            self.count(branch.jaxpr, taken)
+
+    def _evaluate_scalar(self, eqn, values: dict) -> None:
+        name = eqn.primitive.name
+        if name == "program_id":
+            values[eqn.outvars[0]] = self.points[eqn.params["axis"]]
+        elif name == "num_programs":
+            values[eqn.outvars[0]] = np.full(self.n, self.grid[eqn.params["axis"]])
+        elif name in _SCALAR_OPS or name in ("convert_element_type", "not"):
+            args = [_lookup(v, values) for v in eqn.invars]
+            if any(a is None for a in args) or _numel(eqn.outvars[0]) != 1:
+                return
+            if name == "convert_element_type":
+                values[eqn.outvars[0]] = np.asarray(args[0]).astype(np.dtype(eqn.params["new_dtype"]))
+            elif name == "not":
+                values[eqn.outvars[0]] = np.logical_not(args[0])
+            else:
+                values[eqn.outvars[0]] = _SCALAR_OPS[name](*args)
+
+    def _add(self, key: tuple, flops: np.ndarray) -> None:
+        if key not in self.totals:
+            self.totals[key] = np.zeros(self.n)
+        self.totals[key] = self.totals[key] + flops
+
+
+def _lookup(var, values: dict):
+    if hasattr(var, "val"):  # a literal
+        return np.asarray(var.val)
+    return values.get(var)
+
+
+def _compute(key: tuple, flops: float) -> Compute:
+    unit, dtype, shape = key
+    if unit != "matrix":
+        return Compute(unit=unit, flops=float(flops), dtype=dtype)
+    m, n, k = shape
+    count = max(1, round(flops / (2.0 * m * n * k)))
+    return Compute(unit=unit, flops=float(flops), dtype=dtype, shape=list(shape), count=count)
+
+
+def _dot_key(eqn) -> tuple:
+    m, n, k, _ = _dot_dims(eqn)
+    return ("matrix", _var_dtype(eqn.invars[0]), (m, n, k))
+
+
+def _dot_flops(eqn) -> float:
+    m, n, k, batch = _dot_dims(eqn)
+    return 2.0 * batch * m * n * k
+
+
+def _dot_dims(eqn) -> tuple[int, int, int, int]:
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
+    lhs, rhs = (tuple(int(d) for d in v.aval.shape) for v in eqn.invars[:2])
+    k = math.prod(lhs[d] for d in lhs_contract)
+    batch = math.prod(lhs[d] for d in lhs_batch)
+    m = math.prod(s for d, s in enumerate(lhs) if d not in lhs_contract and d not in lhs_batch)
+    n = math.prod(s for d, s in enumerate(rhs) if d not in rhs_contract and d not in rhs_batch)
+    return m, n, k, batch
+
+
+def _numel(var) -> int:
+    return math.prod(int(d) for d in getattr(var.aval, "shape", ()))
+
+
+def _var_dtype(var) -> str:
+    return _dtype_name(np.dtype(var.aval.dtype))
