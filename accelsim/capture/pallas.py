@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,8 @@ def capture_pallas(path: str, function: str, params: Mapping[str, str], *, launc
     index = launch or 0
     if not 0 <= index < len(calls):
         raise InputError(f"--launch {index}: there are {len(calls)} pallas_calls", source=path)
-    metadata = {"captured_from": f"{path}:{function}", "params": kwargs, "tool": "accelsim.capture.pallas"}
+    metadata = {"name": f"{Path(path).stem}.{function}", "captured_from": f"{path}:{function}", "params": kwargs,
+                "tool": "accelsim.capture.pallas"}
     return trace_from_pallas_call(calls[index], metadata, source=path)
 
 
@@ -138,7 +140,7 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
     counter.count(body, np.ones(n))
     compute_lists, which = counter.per_program()
     return pallas_trace(
-        name=str(eqn.params.get("name") or "pallas_kernel"),
+        name=str(eqn.params.get("name") or metadata.get("name") or "pallas_kernel"),
         grid=list(grid) or [1],
         dimension_semantics=semantics,
         operands=operands,
@@ -201,10 +203,20 @@ def _primitives(jaxpr) -> set[str]:
 
 # ---------------------------------------------------------------- work in the kernel body
 
+def _int_div(a, b):
+    """lax.div: integer division rounds toward zero."""
+    a, b = np.asarray(a), np.asarray(b)
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        return np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))
+    return a / b
+
+
 _SCALAR_OPS = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
     "ge": np.greater_equal, "and": np.logical_and, "or": np.logical_or, "add": np.add, "sub": np.subtract,
-    "mul": np.multiply, "rem": np.remainder, "max": np.maximum, "min": np.minimum,
+    "mul": np.multiply, "rem": np.fmod, "max": np.maximum, "min": np.minimum, "div": _int_div,
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "not": np.logical_not,
+    "select_n": lambda which, *cases: np.choose(np.asarray(which, dtype=np.int64), cases),
 }
 
 
@@ -263,21 +275,33 @@ class WorkCounter:
             self.count(branch.jaxpr, taken)
 
     def _evaluate_scalar(self, eqn, values: dict) -> None:
+        """Per-grid-point values of scalars computed from the grid position."""
         name = eqn.primitive.name
         if name == "program_id":
             values[eqn.outvars[0]] = self.points[eqn.params["axis"]]
-        elif name == "num_programs":
+            return
+        if name == "num_programs":
             values[eqn.outvars[0]] = np.full(self.n, self.grid[eqn.params["axis"]])
-        elif name in _SCALAR_OPS or name in ("convert_element_type", "not"):
-            args = [_lookup(v, values) for v in eqn.invars]
-            if any(a is None for a in args) or _numel(eqn.outvars[0]) != 1:
-                return
-            if name == "convert_element_type":
-                values[eqn.outvars[0]] = np.asarray(args[0]).astype(np.dtype(eqn.params["new_dtype"]))
-            elif name == "not":
-                values[eqn.outvars[0]] = np.logical_not(args[0])
-            else:
-                values[eqn.outvars[0]] = _SCALAR_OPS[name](*args)
+            return
+        if any(_numel(v) != 1 for v in eqn.outvars):
+            return
+        args = [_lookup(v, values) for v in eqn.invars]
+        if any(a is None for a in args):
+            return
+        if name == "convert_element_type":
+            values[eqn.outvars[0]] = np.asarray(args[0]).astype(np.dtype(eqn.params["new_dtype"]))
+        elif name in _SCALAR_OPS:
+            values[eqn.outvars[0]] = _SCALAR_OPS[name](*args)
+        else:
+            subs = list(_sub_jaxprs(eqn))
+            if name in ("pjit", "jit", "closed_call") and len(subs) == 1:
+                inner = dict(zip(subs[0].invars, args))
+                for sub_eqn in subs[0].eqns:
+                    self._evaluate_scalar(sub_eqn, inner)
+                for out, sub_out in zip(eqn.outvars, subs[0].outvars):
+                    value = _lookup(sub_out, inner)
+                    if value is not None:
+                        values[out] = value
 
     def _add(self, key: tuple, flops: np.ndarray) -> None:
         if key not in self.totals:

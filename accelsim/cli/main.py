@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from accelsim.cli import arch_cmd, demo_cmd, simulate_cmd
+    from accelsim.cli import arch_cmd, capture_cmd, demo_cmd, simulate_cmd
 
     parser = _Parser(
         prog="accelsim",
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     arch_cmd.register(sub)
     simulate_cmd.register(sub)
+    capture_cmd.register(sub)
     demo_cmd.register(sub)
     return parser
 

@@ -22,8 +22,8 @@ K/V block index (no copy) and skip compute. The backward pass on TPU is not
 modelled yet (an error says so).
 
 Vector work per score element, forward: scale, running max, subtract, row sum
-(4 flops) plus one exp; per row and iteration the accumulator rescale (``head_dim``
-multiplies). Backward: recomputing P (4 flops + exp) and ``dS = P * (dP - delta)``
+(4 flops), one exp and a cast of P; per row and iteration the accumulator rescale and
+add (2 x ``head_dim``); masked blocks 5 more per score (see ``_score_compute``). Backward: recomputing P (4 flops + exp) and ``dS = P * (dP - delta)``
 (2 flops).
 """
 
@@ -60,6 +60,7 @@ CONFIG = (
 )
 
 FWD_VECTOR_FLOPS_PER_SCORE = 4
+MASK_FLOPS_PER_SCORE = 5
 BWD_VECTOR_FLOPS_PER_SCORE = 6
 STAT_BYTES = 4  # fp32 log-sum-exp / delta per row
 
@@ -218,16 +219,28 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
     return np.minimum(last_key // bn + 1, total)
 
 
-def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool) -> list[Compute]:
-    """One forward iteration over a [rows, cols] score block (executed as [bm, bn])."""
+def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
+                   pairs: float | None = None) -> list[Compute]:
+    """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
+
+    Counts what our kernels do: per score, scale, running max, subtract and row sum (4
+    flops), one exp and a cast of P to the input dtype; per row, the two statistics
+    updates and the alpha exp; per accumulator element, rescale and add (2). Masked
+    blocks add the index arithmetic, compare and select (5 per score). ``pairs`` is the
+    number of attended scores (default: all); it sets the useful matmul flops."""
     scores = rows * cols
-    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + rows * d + (2 * scores if diagonal else 0)
-    return [
-        Compute(unit="matrix", flops=2.0 * rows * cols * d, dtype=dtype, shape=[bm, bn, d]),
-        Compute(unit="special", flops=float(scores), dtype="fp32"),
+    pairs = scores if pairs is None else pairs
+    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + 2 * rows * d + 4 * rows
+    work = [
+        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
+        Compute(unit="special", flops=float(scores + rows), dtype="fp32"),
         Compute(unit="vector", flops=float(vector), dtype="fp32"),
-        Compute(unit="matrix", flops=2.0 * rows * d * cols, dtype=dtype, shape=[bm, d, bn]),
+        Compute(unit="vector", flops=float(scores), dtype=dtype, useful=False),
+        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),
     ]
+    if diagonal:
+        work.append(Compute(unit="vector", flops=float(MASK_FLOPS_PER_SCORE * scores), dtype="fp32", useful=False))
+    return work
 
 
 def _cumulative_clip(v: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -322,15 +335,9 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str) -> list[Compute]:
-    """A partly masked block: the unit executes the whole [bm, bn] block; useful flops are
-    the attended pairs'; masking adds a compare and select per score."""
-    scores = rows * bn
-    return [
-        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
-        Compute(unit="special", flops=float(scores), dtype="fp32"),
-        Compute(unit="vector", flops=float((FWD_VECTOR_FLOPS_PER_SCORE + 2) * scores + rows * d), dtype="fp32"),
-        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),
-    ]
+    """A partly masked block: the units execute the whole [rows, bn] block; useful flops
+    are the attended pairs'."""
+    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs)
 
 
 def _kv_transfers(block: list, nbytes: int) -> list[dict]:

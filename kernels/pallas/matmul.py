@@ -15,12 +15,20 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 
-def _kernel(a_ref, b_ref, o_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
+def _kernel(a_ref, b_ref, o_ref, acc_ref, *, k_size, block_k):
+    kk = pl.program_id(2)
+
+    @pl.when(kk == 0)
     def _init():
         acc_ref[...] = jnp.zeros_like(acc_ref)
 
-    acc_ref[...] += jnp.dot(a_ref[...], b_ref[...], preferred_element_type=jnp.float32)
+    a, b = a_ref[...], b_ref[...]
+    if k_size % block_k:  # ragged K: the last block's padding must not reach the sum
+        cols = kk * block_k + jax.lax.broadcasted_iota(jnp.int32, a.shape, 1)
+        rows = kk * block_k + jax.lax.broadcasted_iota(jnp.int32, b.shape, 0)
+        a = jnp.where(cols < k_size, a, 0)
+        b = jnp.where(rows < k_size, b, 0)
+    acc_ref[...] += jnp.dot(a, b, preferred_element_type=jnp.float32)
 
     @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
     def _store():
@@ -33,7 +41,7 @@ def matmul(a, b, *, block_m=128, block_n=128, block_k=128, interpret=True):
     _, n = b.shape
     grid = (pl.cdiv(m, block_m), pl.cdiv(n, block_n), pl.cdiv(k, block_k))
     return pl.pallas_call(
-        _kernel,
+        functools.partial(_kernel, k_size=k, block_k=block_k),
         grid=grid,
         in_specs=[
             pl.BlockSpec((block_m, block_k), lambda i, j, kk: (i, kk)),

@@ -1,0 +1,42 @@
+"""``accelsim capture pallas|triton FILE.py:FUNCTION [--param K=V ...] -o trace.json``."""
+
+from __future__ import annotations
+
+import argparse
+
+from accelsim.capture.common import split_target
+from accelsim.cli.files import write_json
+from accelsim.errors import InputError
+from accelsim.families.base import parse_assignments
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("capture", help="make a kernel trace from a real Pallas or Triton kernel, on a CPU")
+    p.add_argument("tool", choices=("pallas", "triton"), help="what the kernel is written in")
+    p.add_argument("target", metavar="FILE.py:FUNCTION",
+                   help="a function that takes the --param values as keyword arguments, builds inputs and calls the kernel")
+    p.add_argument("--param", action="append", default=[], metavar="K=V", help="keyword argument for FUNCTION (repeatable)")
+    p.add_argument("--launch", type=int, default=None, metavar="N", help="which kernel launch to capture if there are several")
+    p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="where to write the kernel trace")
+    p.set_defaults(run=run_capture)
+
+
+def run_capture(args: argparse.Namespace) -> int:
+    path, function = split_target(args.target)
+    params = parse_assignments(args.param, "--param")
+    if args.tool == "pallas":
+        from accelsim.capture.pallas import capture_pallas
+
+        trace = capture_pallas(path, function, params, launch=args.launch)
+    else:
+        try:
+            from accelsim.capture.triton import capture_triton
+        except ImportError as exc:
+            raise InputError(f"Triton capture needs the 'triton' extra ({exc})", source="capture") from None
+        if args.launch is not None:
+            raise InputError("--launch applies to Pallas capture", source="--launch")
+        trace = capture_triton(path, function, params)
+    write_json(args.output, trace.model_dump(mode="json"))
+    print(f"wrote {args.output}: {trace.kernel.name}, grid {trace.kernel.grid}, {trace.num_programs} programs, "
+          f"{len(trace.templates)} templates")
+    return 0
