@@ -9,7 +9,7 @@ or per TensorCore (TPU); chip figures say ``chip`` in their name.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Union
 
@@ -92,6 +92,8 @@ class Chip:
     hbm: MemoryLevel
     launch_overhead_s: float
     links: Links
+    uncertainty: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
+    """Per kernel family: (p05, p95) relative error on held-out measurements."""
 
     def matrix_flops_per_s(self, dtype: str) -> float:
         """Chip peak of the matrix units for ``dtype`` inputs (dense)."""
@@ -316,6 +318,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
         shared_cache=_memory_level(spec.shared_cache) if spec.shared_cache else None,
         hbm=_memory_level(spec.hbm),
         launch_overhead_s=spec.launch_overhead.value,
+        uncertainty=MappingProxyType({f: (i.p05, i.p95) for f, i in spec.uncertainty.items()}),
         links=Links(
             name=spec.interconnect.name,
             count=spec.interconnect.links.value,

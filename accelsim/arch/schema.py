@@ -213,6 +213,21 @@ class ChipInterconnect(_Strict):
     latency: Cited[Seconds] = calibratable()
 
 
+class Interval(_Strict):
+    """Relative error quantiles of a kernel family's predictions on held-out measurements."""
+
+    p05: float
+    p95: float
+    records: PositiveInt
+    source: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Interval":
+        if not -1 < self.p05 <= self.p95:
+            raise ValueError(f"expected -1 < p05 <= p95, got p05={self.p05}, p95={self.p95}")
+        return self
+
+
 class ChipSpec(_ConfigFile):
     kind: Literal["chip"]
     vendor: str
@@ -228,6 +243,9 @@ class ChipSpec(_ConfigFile):
     launch_overhead: Cited[Seconds] = calibratable()
     """Fixed cost per kernel launch (GPU) or per pallas_call (TPU)."""
     interconnect: ChipInterconnect
+    uncertainty: dict[str, Interval] = {}
+    """Per kernel family: prediction error quantiles on held-out measurements, written by
+    ``accelsim calibrate``; ``simulate --json`` turns them into ``latency_s_p05/p95``."""
 
     @model_validator(mode="after")
     def _family_sections(self) -> "ChipSpec":

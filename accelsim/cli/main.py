@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from accelsim.cli import arch_cmd, capture_cmd, demo_cmd, simulate_cmd
+    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, demo_cmd, simulate_cmd, validate_cmd
 
     parser = _Parser(
         prog="accelsim",
@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     arch_cmd.register(sub)
     simulate_cmd.register(sub)
     capture_cmd.register(sub)
+    calibrate_cmd.register(sub)
+    validate_cmd.register(sub)
     demo_cmd.register(sub)
     return parser
 

@@ -64,6 +64,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.timeline:
         write_json(args.timeline, chrome_trace(sim))
     summary = sim.summary()
+    family_name = args.kernel or (load_trace(args.trace).metadata.get("family") if args.trace else None)
+    add_interval(summary, chip, family_name)
     summary["sim_wall_s"] = time.perf_counter() - started if searched else summary["sim_wall_s"]
     if searched:
         summary["configs_searched"] = searched
@@ -74,11 +76,23 @@ def run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_interval(summary: dict, chip: Chip, family: str | None) -> None:
+    """``latency_s_p05`` / ``latency_s_p95`` from the chip's calibrated held-out residuals
+    for this kernel family, when it has them. Residuals are ``predicted / measured - 1``,
+    so the measured latency lies in ``predicted / (1 + residual)``."""
+    if family in chip.uncertainty:
+        p05, p95 = chip.uncertainty[family]
+        summary["latency_s_p05"] = summary["latency_s"] / (1 + p95)
+        summary["latency_s_p95"] = summary["latency_s"] / (1 + p05)
+
+
 def print_summary(s: dict) -> None:
     rows = [
         ("kernel", s["kernel"]),
         ("arch", s["arch"]),
-        ("latency", format_quantity(s["latency_s"], "seconds")),
+        ("latency", format_quantity(s["latency_s"], "seconds") + (
+            f" (90% interval {format_quantity(s['latency_s_p05'], 'seconds')} .. "
+            f"{format_quantity(s['latency_s_p95'], 'seconds')})" if "latency_s_p05" in s else "")),
         ("bound", s["bound"]),
         ("achieved compute", format_quantity(s["achieved_flops_per_s"], "flops_per_s")),
         ("achieved HBM bandwidth", format_quantity(s["achieved_hbm_bytes_per_s"], "bytes_per_s")),

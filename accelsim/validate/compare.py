@@ -32,6 +32,8 @@ class Measurement:
     latency_s: float
     source: str
     file: str
+    config: dict[str, Any] | None = None
+    """The kernel config that ran, when the record says (our own tunable kernels)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 id=str(record.get("id", i)), arch=arch, family=family,
                 implementation=str(record.get("implementation", "")), params=dict(record["params"]),
                 latency_s=float(record["latency_s"]), source=str(record.get("source", "")), file=str(path),
+                config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
             ))
     return out
 
@@ -86,7 +89,9 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
 def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Comparison:
     family = get_family(measurement.family)
     params = parse_values(family.params, measurement.params, measurement.file)
-    if search:
+    if measurement.config is not None:
+        best = run_config(family, params, family.resolve_config(params, measurement.config, chip), chip)
+    elif search:
         best = autotune(family, params, chip)[0]
     else:
         best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
@@ -131,6 +136,34 @@ def summarise(comparisons: Sequence[Comparison], key) -> list[Summary]:
             worst=max(items, key=lambda c: abs(c.error)),
         ))
     return out
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall's tau-a between two rankings (1: same order, -1: reversed)."""
+    n = len(a)
+    if n < 2:
+        return math.nan
+    concordant = discordant = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            sign = (a[i] - a[j]) * (b[i] - b[j])
+            concordant += sign > 0
+            discordant += sign < 0
+    return (concordant - discordant) / (n * (n - 1) / 2)
+
+
+def config_rankings(comparisons: Sequence[Comparison]) -> list[tuple[str, int, float]]:
+    """For every kernel (family + params) measured with several configs: how well the
+    predicted order of its configs matches the measured order (Kendall tau)."""
+    groups: dict[str, list[Comparison]] = {}
+    for c in comparisons:
+        if c.measurement.config is not None:
+            key = f"{c.measurement.arch} {c.measurement.family} {json.dumps(c.measurement.params, sort_keys=True)}"
+            groups.setdefault(key, []).append(c)
+    return [
+        (key, len(items), kendall_tau([c.measurement.latency_s for c in items], [c.predicted_s for c in items]))
+        for key, items in sorted(groups.items()) if len(items) >= 2
+    ]
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:

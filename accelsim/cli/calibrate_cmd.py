@@ -1,0 +1,123 @@
+"""``accelsim calibrate``: fit a chip's calibratable parameters to measurements and write
+an overlay config that extends the published one."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from pathlib import Path
+
+import yaml
+
+from accelsim.arch.model import load_arch_and_spec
+from accelsim.cli.arch_cmd import add_set_option
+from accelsim.cli.simulate_cmd import load_chip
+from accelsim.errors import InputError
+from accelsim.validate.calibrate import fit, intervals, mape, prepare
+from accelsim.validate.compare import read_measurements
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="fit calibratable parameters to measurements; write an overlay config")
+    p.add_argument("--arch", required=True, help="the published chip config to start from")
+    p.add_argument("--measurements", nargs="+", required=True, metavar="PATH",
+                   help="measurement files or folders (docs/measurement-format.md)")
+    p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
+                   help="leave out records whose implementation contains TEXT (repeatable)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
+    add_set_option(p)
+    p.set_defaults(run=run_calibrate)
+
+
+def select(paths, arch: str, exclude: list[str]):
+    records = [m for m in read_measurements(paths) if m.arch == arch]
+    records = [m for m in records if not any(text in m.implementation for text in exclude)]
+    if not records:
+        raise InputError(f"no measurement records for arch {arch!r} (after --exclude)", source="--measurements")
+    return records
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    chip = load_chip(args.arch, args.overrides)
+    records = select(args.measurements, chip.name, args.exclude)
+    output = Path(args.output)
+    if not output.parent.exists():
+        raise InputError(f"folder {str(output.parent)!r} does not exist", source=str(output))
+    print(f"calibrating {chip.name} on {len(records)} records ...")
+    cases = prepare(records, args.arch, args.overrides)
+    result = fit(cases, args.arch, base_overrides=args.overrides)
+    overlay = _overlay(args, chip, result)
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(_header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), encoding="utf-8")
+    tmp.replace(output)
+    _print_summary(result, output)
+    return 0
+
+
+def _source(args, result) -> str:
+    files = sorted({c.measurement.file for c in result.train})
+    return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}); "
+            f"{len(result.held_out)} held out; {datetime.date.today()}")
+
+
+def _overlay(args, chip, result) -> dict:
+    _, spec = load_arch_and_spec(args.arch)
+    overlay: dict = {
+        "schema_version": 1,
+        "kind": "chip",
+        "extends": spec.name,
+        "name": f"{spec.name}-calibrated",
+        "display_name": f"{spec.display_name} (calibrated)",
+        "description": f"{spec.name} with its calibratable parameters fitted by accelsim calibrate.",
+    }
+    note = (f"train MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%}; "
+            f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%}")
+    for path, value in result.values.items():
+        node = overlay
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        text = next(o.split("=", 1)[1] for o in result.overrides if o.startswith(path + "="))
+        node[parts[-1]] = {"value": text if not _is_number(text) else float(text), "basis": "fitted",
+                           "source": _source(args, result),
+                           "note": f"value before fitting {_before(result, path)}; {note}"}
+    errors = result.held_out_errors if len(result.held_out_errors) else result.train_errors
+    cases = result.held_out if len(result.held_out_errors) else result.train
+    split = "held-out" if len(result.held_out_errors) else "training (no held-out records)"
+    overlay["uncertainty"] = {
+        family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count,
+                 "source": f"{split} residuals of accelsim calibrate, {datetime.date.today()}"}
+        for family, (p05, p95, count) in intervals(cases, errors).items()
+    }
+    return overlay
+
+
+def _before(result, path: str) -> str:
+    from accelsim.validate.calibrate import DEFAULT_PARAMETERS
+
+    parameter = next(p for p in DEFAULT_PARAMETERS if p.path == path)
+    return parameter.override(result.start[path]).split("=", 1)[1]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _header(result) -> str:
+    return (f"# Written by `accelsim calibrate`: fitted values for {result.arch}, with what they were\n"
+            f"# fitted on. Published numbers stay in the config this extends.\n")
+
+
+def _print_summary(result, output: Path) -> None:
+    print(f"fitted {', '.join(result.values) or 'nothing'} in {result.evaluations} evaluations"
+          + (f"; not sensitive: {', '.join(result.skipped)}" if result.skipped else ""))
+    for path, value in result.values.items():
+        print(f"  {path}: {result.start[path]:.4g} -> {value:.4g}")
+    print(f"train    MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%} ({len(result.train)} records)")
+    if len(result.held_out):
+        print(f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%} ({len(result.held_out)} records)")
+    print(f"wrote {output}")

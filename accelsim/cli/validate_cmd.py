@@ -1,0 +1,43 @@
+"""``accelsim validate``: predicted vs measured for every record, as a Markdown report with plots."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from accelsim.cli.arch_cmd import add_set_option
+from accelsim.cli.calibrate_cmd import select
+from accelsim.cli.simulate_cmd import load_chip
+from accelsim.report.validation import write_report
+from accelsim.validate.compare import compare
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="compare predictions with measurements; write a report")
+    p.add_argument("--arch", required=True, help="chip config (published or calibrated)")
+    p.add_argument("--measurements", nargs="+", required=True, metavar="PATH")
+    p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
+                   help="leave out records whose implementation contains TEXT (repeatable)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for report.md and plots")
+    add_set_option(p)
+    p.set_defaults(run=run_validate)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    chip = load_chip(args.arch, args.overrides)
+    measured_on = chip.name.removesuffix("-calibrated")
+    records = select(args.measurements, measured_on, args.exclude)
+    comparisons = compare([_on(r, args.arch) for r in records], overrides=args.overrides)
+    header = (f"{len(records)} records measured on `{measured_on}`, predicted with `{args.arch}`"
+              + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
+              + " (config=auto unless the record names its config).")
+    path = write_report(comparisons, args.arch, Path(args.output), header)
+    print(f"wrote {path} ({len(comparisons)} records)")
+    return 0
+
+
+def _on(record, arch: str):
+    """The record, to be predicted on ``arch`` (e.g. a calibrated overlay of its chip)."""
+    from dataclasses import replace
+
+    return replace(record, arch=arch)

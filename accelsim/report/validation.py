@@ -1,0 +1,100 @@
+"""The predicted-vs-measured report of ``accelsim validate``: Markdown and PNG plots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from accelsim.validate.calibrate import is_held_out  # noqa: E402
+from accelsim.validate.compare import Comparison, config_rankings, summarise  # noqa: E402
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x * 100:+.1f}%"
+
+
+def write_report(comparisons: Sequence[Comparison], arch: str, out: Path, header: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    plots = [
+        plot_predicted_vs_measured(comparisons, out / "predicted_vs_measured.png"),
+        plot_error_by_family(comparisons, out / "error_by_family.png"),
+    ]
+    split = {True: [c for c in comparisons if is_held_out(c.measurement.id)],
+             False: [c for c in comparisons if not is_held_out(c.measurement.id)]}
+    lines = [f"# Validation: {arch}", "", header, "",
+             "Error = predicted / measured - 1 (negative: predicted faster than measured).", "",
+             "## Summary", "",
+             "| set | family | records | MAPE | median abs | p90 abs | mean signed |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, items in (("all", list(comparisons)), ("train", split[False]), ("held-out", split[True])):
+        for s in summarise(items, key=lambda c: (c.measurement.family,)):
+            lines.append(f"| {name} | {s.group[0]} | {s.count} | {s.mape:.1%} | {s.median_abs:.1%} | "
+                         f"{s.p90_abs:.1%} | {_pct(s.mean_signed)} |")
+    rankings = config_rankings(comparisons)
+    lines += ["", "## Config rankings", ""]
+    if rankings:
+        lines += ["| kernel | configs | Kendall tau |", "| --- | ---: | ---: |"]
+        lines += [f"| {key} | {n} | {tau:.2f} |" for key, n, tau in rankings]
+    else:
+        lines.append("No kernel was measured with several configs.")
+    worst = sorted(comparisons, key=lambda c: -abs(c.error))[:10]
+    lines += ["", "## Worst cases", "", "| record | measured | predicted | error | bound |", "| --- | ---: | ---: | ---: | --- |"]
+    lines += [f"| {c.measurement.id} | {c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | "
+              f"{_pct(c.error)} | {c.bound} |" for c in worst]
+    lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    lines += ["", "## Every record", "", "| record | split | measured | predicted | error | config |",
+              "| --- | --- | ---: | ---: | ---: | --- |"]
+    for c in comparisons:
+        config = " ".join(f"{k}={v}" for k, v in c.config.items())
+        lines.append(f"| {c.measurement.id} | {'held-out' if is_held_out(c.measurement.id) else 'train'} | "
+                     f"{c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | {_pct(c.error)} | {config} |")
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def plot_predicted_vs_measured(comparisons: Sequence[Comparison], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 6))
+    families = sorted({c.measurement.family for c in comparisons})
+    for family in families:
+        items = [c for c in comparisons if c.measurement.family == family]
+        ax.scatter([c.measurement.latency_s for c in items], [c.predicted_s for c in items], label=family, s=18)
+    values = [v for c in comparisons for v in (c.measurement.latency_s, c.predicted_s)] or [1e-6, 1e-3]
+    low, high = min(values) / 1.5, max(values) * 1.5
+    ax.plot([low, high], [low, high], color="black", linewidth=1)
+    ax.fill_between([low, high], [low * 0.9, high * 0.9], [low * 1.1, high * 1.1], color="grey", alpha=0.2, label="+-10%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel("measured latency (s)")
+    ax.set_ylabel("predicted latency (s)")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_error_by_family(comparisons: Sequence[Comparison], path: Path) -> Path:
+    families = sorted({c.measurement.family for c in comparisons})
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, family in enumerate(families):
+        errors = [c.error * 100 for c in comparisons if c.measurement.family == family]
+        ax.scatter([i] * len(errors), errors, alpha=0.6, s=16)
+    ax.axhspan(-10, 10, color="grey", alpha=0.2)
+    ax.axhline(0, color="black", linewidth=1)
+    ax.set_xticks(range(len(families)), families)
+    ax.set_ylabel("error (%)")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,220 @@
+"""Fitting a chip's calibratable parameters to measurements.
+
+The records are split deterministically (a hash of each record id) into a training
+set and a held-out set. Each record's kernel config is the one ``config=auto`` picks
+on the starting config, and stays fixed while fitting (so each evaluation only
+replays traces). Parameters the training records are not sensitive to are left
+alone. The loss is a soft-L1 (pseudo-Huber) of the log error, minimised by
+coordinate descent with golden-section line searches inside each parameter's bounds:
+deterministic, derivative-free, and robust to a few outliers.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from accelsim.arch.model import Chip, load_arch
+from accelsim.engine.chip import simulate_kernel
+from accelsim.families import get_family
+from accelsim.families.base import parse_values
+from accelsim.families.search import autotune
+from accelsim.trace.kernel import KernelTrace
+from accelsim.units import format_quantity
+from accelsim.validate.compare import Measurement
+
+HELD_OUT_PER_TEN = 3
+LOSS_SCALE = 0.05
+"""Log errors below about 5% count quadratically, larger ones linearly."""
+GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A calibratable config field, its search bounds and how to write its value."""
+
+    path: str
+    low: float
+    high: float
+    unit: str | None = None  # a dimension of accelsim.units, or None for plain numbers
+
+    def override(self, value: float) -> str:
+        text = format_quantity(value, self.unit) if self.unit else f"{value:.6g}"
+        return f"{self.path}={text}"
+
+    def current(self, chip: Chip) -> float | None:
+        return PARAMETER_READERS[self.path](chip)
+
+
+PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
+    "matrix_unit.efficiency": lambda c: c.matrix.efficiency,
+    "vector_unit.efficiency": lambda c: c.vector.efficiency,
+    "hbm.efficiency": lambda c: c.hbm.efficiency,
+    "shared_cache.efficiency": lambda c: c.shared_cache.efficiency if c.shared_cache else None,
+    "launch_overhead": lambda c: c.launch_overhead_s,
+    "cores.program_overhead": lambda c: c.program_overhead_s,
+    "hbm.latency": lambda c: c.hbm.latency_s,
+}
+
+DEFAULT_PARAMETERS = (
+    Parameter("matrix_unit.efficiency", 0.3, 1.0),
+    Parameter("vector_unit.efficiency", 0.2, 1.0),
+    Parameter("hbm.efficiency", 0.4, 1.0),
+    Parameter("shared_cache.efficiency", 0.3, 1.0),
+    Parameter("launch_overhead", 0.0, 20e-6, "seconds"),
+    Parameter("cores.program_overhead", 0.0, 5e-6, "seconds"),
+)
+
+
+def is_held_out(record_id: str) -> bool:
+    return zlib.crc32(record_id.encode()) % 10 < HELD_OUT_PER_TEN
+
+
+@dataclass
+class Case:
+    """One measurement with its (fixed) kernel trace."""
+
+    measurement: Measurement
+    trace: KernelTrace
+    config: dict
+
+
+@dataclass
+class Fit:
+    arch: str
+    values: dict[str, float]
+    """Fitted value per parameter path (only the ones fitted)."""
+    start: dict[str, float]
+    skipped: list[str]
+    train: list[Case]
+    held_out: list[Case]
+    train_errors: np.ndarray
+    held_out_errors: np.ndarray
+    start_train_errors: np.ndarray
+    start_held_out_errors: np.ndarray
+    evaluations: int
+    overrides: list[str] = field(default_factory=list)
+
+
+def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequence[str] = ()) -> list[Case]:
+    chip = load_arch(arch, base_overrides)
+    cases = []
+    for m in measurements:
+        family = get_family(m.family)
+        params = parse_values(family.params, m.params, m.file)
+        best = autotune(family, params, chip)[0]
+        cases.append(Case(m, best.trace, best.config))
+    return cases
+
+
+def errors(cases: Sequence[Case], arch: str, overrides: Sequence[str]) -> np.ndarray:
+    """Log errors (log predicted - log measured) of ``cases`` on ``arch`` with ``overrides``."""
+    chip = load_arch(arch, overrides)
+    return np.array([math.log(simulate_kernel(c.trace, chip).latency_s / c.measurement.latency_s) for c in cases])
+
+
+def loss(log_errors: np.ndarray) -> float:
+    return float(np.sum(LOSS_SCALE**2 * (np.sqrt(1 + (log_errors / LOSS_SCALE) ** 2) - 1)))
+
+
+def fit(
+    cases: Sequence[Case],
+    arch: str,
+    parameters: Sequence[Parameter] = DEFAULT_PARAMETERS,
+    *,
+    sweeps: int = 3,
+    base_overrides: Sequence[str] = (),
+) -> Fit:
+    train = [c for c in cases if not is_held_out(c.measurement.id)]
+    held_out = [c for c in cases if is_held_out(c.measurement.id)]
+    if not train:
+        raise ValueError("no training records: every record fell in the held-out split")
+    chip = load_arch(arch, base_overrides)
+    start = {p.path: p.current(chip) for p in parameters if p.current(chip) is not None}
+    active = [p for p in parameters if p.path in start]
+    evaluations = 0
+
+    def overrides_for(values: dict[str, float]) -> list[str]:
+        by_path = {p.path: p for p in active}
+        return [*base_overrides, *(by_path[k].override(v) for k, v in values.items())]
+
+    def train_loss(values: dict[str, float]) -> float:
+        nonlocal evaluations
+        evaluations += 1
+        return loss(errors(train, arch, overrides_for(values)))
+
+    values = dict(start)
+    skipped = [p.path for p in active if not _sensitive(p, values, train, arch, overrides_for)]
+    free = [p for p in active if p.path not in skipped]
+    best = train_loss(values)
+    for _ in range(sweeps):
+        improved = False
+        for p in free:
+            value, result = _golden_section(lambda x: train_loss({**values, p.path: x}), p.low, p.high, values[p.path], best)
+            if result < best - 1e-12:
+                values[p.path], best, improved = value, result, True
+        if not improved:
+            break
+    # a parameter the search left where it started was not fitted
+    fitted = {p.path: values[p.path] for p in free if not math.isclose(values[p.path], start[p.path], rel_tol=1e-3)}
+    final = overrides_for(values)
+    return Fit(
+        arch=arch,
+        values=fitted,
+        start={k: start[k] for k in fitted},
+        skipped=skipped,
+        train=train,
+        held_out=held_out,
+        train_errors=errors(train, arch, final),
+        held_out_errors=errors(held_out, arch, final) if held_out else np.array([]),
+        start_train_errors=errors(train, arch, list(base_overrides)),
+        start_held_out_errors=errors(held_out, arch, list(base_overrides)) if held_out else np.array([]),
+        evaluations=evaluations,
+        overrides=[o for o in final if o not in base_overrides],
+    )
+
+
+def _sensitive(p: Parameter, values: dict, cases, arch, overrides_for) -> bool:
+    """Does moving the parameter across its range change any training prediction?"""
+    low = errors(cases, arch, overrides_for({**values, p.path: p.low + 0.1 * (p.high - p.low)}))
+    high = errors(cases, arch, overrides_for({**values, p.path: p.high}))
+    return bool(np.max(np.abs(high - low)) > 1e-3)
+
+
+def _golden_section(f, low: float, high: float, current: float, current_value: float, steps: int = 14):
+    """Minimise ``f`` on [low, high]; returns the best point seen (the current one included)."""
+    a, b = low, high
+    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+    fc, fd = f(c), f(d)
+    best = min([(current_value, current), (fc, c), (fd, d)])
+    for _ in range(steps):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - GOLDEN * (b - a)
+            fc = f(c)
+            best = min(best, (fc, c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + GOLDEN * (b - a)
+            fd = f(d)
+            best = min(best, (fd, d))
+    return best[1], best[0]
+
+
+def intervals(cases: Sequence[Case], log_errors: np.ndarray) -> dict[str, tuple[float, float, int]]:
+    """Per family: 5th and 95th percentile of relative error, and the record count."""
+    by_family: dict[str, list[float]] = {}
+    for case, e in zip(cases, log_errors):
+        by_family.setdefault(case.measurement.family, []).append(math.expm1(e))
+    return {
+        family: (float(np.percentile(errs, 5)), float(np.percentile(errs, 95)), len(errs))
+        for family, errs in sorted(by_family.items())
+    }
+
+
+def mape(log_errors: np.ndarray) -> float:
+    return float(np.mean(np.abs(np.expm1(log_errors)))) if len(log_errors) else math.nan
