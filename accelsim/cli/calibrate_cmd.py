@@ -13,7 +13,7 @@ from accelsim.arch.model import load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
-from accelsim.validate.calibrate import fit, intervals, mape, prepare
+from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, intervals, mape, prepare
 from accelsim.validate.compare import read_measurements
 
 
@@ -24,9 +24,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="measurement files or folders (docs/measurement-format.md)")
     p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
                    help="leave out records whose implementation contains TEXT (repeatable)")
+    p.add_argument("--fit", action="append", default=[], metavar="PATH",
+                   help=f"fit only these parameters (repeatable; default: all of {', '.join(p.path for p in DEFAULT_PARAMETERS)})")
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
     add_set_option(p)
     p.set_defaults(run=run_calibrate)
+
+
+def chosen_parameters(paths: list[str]):
+    known = {p.path: p for p in DEFAULT_PARAMETERS}
+    for path in paths:
+        if path not in known:
+            raise InputError(f"not a calibratable parameter; expected one of: {', '.join(known)}", source="--fit",
+                             field=path)
+    return [known[p] for p in paths] if paths else list(DEFAULT_PARAMETERS)
 
 
 def select(paths, arch: str, exclude: list[str]):
@@ -39,13 +50,14 @@ def select(paths, arch: str, exclude: list[str]):
 
 def run_calibrate(args: argparse.Namespace) -> int:
     chip = load_chip(args.arch, args.overrides)
+    parameters = chosen_parameters(args.fit)
     records = select(args.measurements, chip.name, args.exclude)
     output = Path(args.output)
     if not output.parent.exists():
         raise InputError(f"folder {str(output.parent)!r} does not exist", source=str(output))
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides)
-    result = fit(cases, args.arch, base_overrides=args.overrides)
+    result = fit(cases, args.arch, parameters, base_overrides=args.overrides)
     overlay = _overlay(args, chip, result)
     tmp = output.with_name(f".{output.name}.tmp")
     tmp.write_text(_header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), encoding="utf-8")

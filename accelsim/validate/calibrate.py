@@ -1,8 +1,8 @@
 """Fitting a chip's calibratable parameters to measurements.
 
 The records are split deterministically (a hash of each record id) into a training
-set and a held-out set. Each record's kernel config is the one ``config=auto`` picks
-on the starting config, and stays fixed while fitting (so each evaluation only
+set and a held-out set. Each record's kernel config is the one it names, or else the
+one ``config=auto`` picks on the starting config, and stays fixed while fitting (so each evaluation only
 replays traces). Parameters the training records are not sensitive to are left
 alone. The loss is a soft-L1 (pseudo-Huber) of the log error, minimised by
 coordinate descent with golden-section line searches inside each parameter's bounds:
@@ -106,8 +106,12 @@ def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequ
     for m in measurements:
         family = get_family(m.family)
         params = parse_values(family.params, m.params, m.file)
-        best = autotune(family, params, chip)[0]
-        cases.append(Case(m, best.trace, best.config))
+        if m.config is not None:
+            config = family.resolve_config(params, m.config, chip)
+            cases.append(Case(m, family.build(params, config, chip), config))
+        else:
+            best = autotune(family, params, chip)[0]
+            cases.append(Case(m, best.trace, best.config))
     return cases
 
 
@@ -126,7 +130,7 @@ def fit(
     arch: str,
     parameters: Sequence[Parameter] = DEFAULT_PARAMETERS,
     *,
-    sweeps: int = 3,
+    sweeps: int = 10,
     base_overrides: Sequence[str] = (),
 ) -> Fit:
     train = [c for c in cases if not is_held_out(c.measurement.id)]
@@ -152,12 +156,12 @@ def fit(
     free = [p for p in active if p.path not in skipped]
     best = train_loss(values)
     for _ in range(sweeps):
-        improved = False
+        before = best
         for p in free:
             value, result = _golden_section(lambda x: train_loss({**values, p.path: x}), p.low, p.high, values[p.path], best)
-            if result < best - 1e-12:
-                values[p.path], best, improved = value, result, True
-        if not improved:
+            if result < best:
+                values[p.path], best = value, result
+        if before - best <= 1e-3 * before:  # a sweep that gains under 0.1% ends the search
             break
     # a parameter the search left where it started was not fitted
     fitted = {p.path: values[p.path] for p in free if not math.isclose(values[p.path], start[p.path], rel_tol=1e-3)}

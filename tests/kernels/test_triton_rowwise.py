@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
+torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from kernels.triton import layernorm, softmax  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [(16, 64), (13, 100)], ids=["even", "ragged"])
+@pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning")  # rows past the end: -inf - -inf, never stored
 def test_softmax_matches_numpy(shape):
     rows, cols = shape
     y = softmax.run(rows=rows, cols=cols, dtype="fp32", block_rows=4)

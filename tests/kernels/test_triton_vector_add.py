@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
+torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from kernels.triton import vector_add  # noqa: E402

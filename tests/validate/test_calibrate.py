@@ -1,0 +1,94 @@
+"""Calibration recovers parameters from measurements made by a known chip, and the
+calibrate / validate commands write what they promise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from accelsim.arch.model import load_arch
+from accelsim.families import get_family
+from accelsim.families.base import parse_values
+from accelsim.families.search import autotune
+from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, is_held_out, prepare
+from accelsim.validate.compare import kendall_tau, read_measurements
+
+TRUTH = ["hbm.efficiency=0.7", "launch_overhead=6 us"]
+SHAPES = [(rows, cols) for rows in (1024, 4096, 16384) for cols in (1024, 4096, 8192)]
+FIT = ("hbm.efficiency", "launch_overhead")
+
+
+@pytest.fixture(scope="module")
+def measurements(tmp_path_factory):
+    """rmsnorm 'measured' on an H100 whose HBM efficiency and launch cost we know."""
+    chip = load_arch("h100-sxm", TRUTH)
+    family = get_family("rmsnorm")
+    records = []
+    for rows, cols in SHAPES:
+        params = {"rows": rows, "cols": cols, "dtype": "bf16"}
+        best = autotune(family, parse_values(family.params, params, "test"), chip)[0]
+        records.append({"id": f"rmsnorm-{rows}x{cols}", "family": "rmsnorm", "implementation": "synthetic",
+                        "params": params, "config": best.config, "latency_s": best.sim.latency_s,
+                        "source": "accelsim itself"})
+    path = tmp_path_factory.mktemp("m") / "rmsnorm.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "measurements", "family": "rmsnorm",
+                                "device": {"name": "synthetic", "arch": "h100-sxm"}, "records": records}))
+    return path
+
+
+def test_split_is_deterministic_and_holds_some_out():
+    ids = [f"record-{i}" for i in range(100)]
+    held = [i for i in ids if is_held_out(i)]
+    assert held == [i for i in ids if is_held_out(i)]
+    assert 15 <= len(held) <= 45
+
+
+def test_fit_recovers_the_true_parameters(measurements):
+    cases = prepare(read_measurements([measurements]), "h100-sxm")
+    result = fit(cases, "h100-sxm", [p for p in DEFAULT_PARAMETERS if p.path in FIT])
+    assert result.held_out, "the split should hold some records out"
+    assert result.values["hbm.efficiency"] == pytest.approx(0.7, rel=0.01)
+    assert result.values["launch_overhead"] == pytest.approx(6e-6, rel=0.05)
+    assert abs(result.held_out_errors).max() < 0.01
+    assert abs(result.start_train_errors).mean() > 5 * abs(result.train_errors).mean()
+
+
+def test_calibrate_then_validate(cli, measurements, tmp_path):
+    overlay = tmp_path / "h100-sxm-calibrated.yaml"
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
+                 "-o", str(overlay))
+    assert result.code == 0, result.err
+    data = yaml.safe_load(overlay.read_text())
+    assert data["extends"] == "h100-sxm"
+    assert data["hbm"]["efficiency"]["basis"] == "fitted"
+    assert "training records" in data["hbm"]["efficiency"]["source"]
+    assert data["uncertainty"]["rmsnorm"]["records"] >= 1
+    summary = json.loads(cli("simulate", "--arch", str(overlay), "--kernel", "rmsnorm", "--param", "rows=4096",
+                             "--param", "cols=4096", "--json").out)
+    assert summary["latency_s_p05"] <= summary["latency_s_p95"]
+    report_dir = tmp_path / "report"
+    assert cli("validate", "--arch", str(overlay), "--measurements", str(measurements), "-o", str(report_dir)).code == 0
+    text = (report_dir / "report.md").read_text()
+    assert "held-out" in text and "rmsnorm" in text
+    assert (report_dir / "predicted_vs_measured.png").exists()
+
+
+def test_unknown_fit_parameter_is_bad_input(cli, measurements, tmp_path):
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.bandwith",
+                 "-o", str(tmp_path / "x.yaml"))
+    assert result.code == 2
+    assert "hbm.bandwith" in result.err
+
+
+def test_no_records_for_the_arch_is_bad_input(cli, measurements, tmp_path):
+    result = cli("calibrate", "--arch", "tpu-v5e", "--measurements", str(measurements), "-o", str(tmp_path / "x.yaml"))
+    assert result.code == 2
+    assert "no measurement records for arch 'tpu-v5e'" in result.err
+
+
+def test_kendall_tau():
+    assert kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
+    assert kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
+    assert kendall_tau([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)
