@@ -175,6 +175,27 @@ def _bound(utilization: dict[str, float]) -> str:
     return name if candidates[name] >= LATENCY_BOUND_BELOW else "latency"
 
 
+def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelSimulation:
+    """What every replay reports, from the pool's accounting at the end."""
+    body_s = _seconds(body_ps)
+    utilization = _utilization(pool.used, caps, costs, body_s)
+    return KernelSimulation(
+        arch=chip.name,
+        kernel=trace.kernel.name,
+        latency_s=body_s + chip.launch_overhead_s,
+        flops=float(costs.flops.sum()),
+        hbm_bytes=float(hbm.sum()),
+        utilization=utilization,
+        bound=_bound(utilization),
+        programs=trace.num_programs,
+        events=pool.events,
+        sim_wall_s=0.0,
+        config=dict(trace.metadata.get("config", {})),
+        launch_overhead_s=chip.launch_overhead_s,
+        **specific,
+    )
+
+
 # ---------------------------------------------------------------- GPU
 
 
@@ -348,28 +369,14 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
 
     dispatch()
     env.run()
-    body_ps = env.now
-    body_s = _seconds(body_ps)
-    utilization = _utilization(pool.used, caps, costs, body_s)
     read = float(costs.read_bytes.sum())
-    return KernelSimulation(
-        arch=chip.name,
-        kernel=trace.kernel.name,
-        latency_s=body_s + chip.launch_overhead_s,
-        flops=float(costs.flops.sum()),
-        hbm_bytes=float(hbm.sum()),
-        utilization=utilization,
-        bound=_bound(utilization),
-        programs=n,
+    return _result(
+        trace, chip, costs, pool, caps, env.now, hbm,
         programs_per_core=per_core,
         occupancy_limit=limit,
         shared_cache_hit_rate=float(hits.sum() / read) if read else None,
-        events=pool.events,
-        sim_wall_s=0.0,
-        config=dict(trace.metadata.get("config", {})),
         segments=segments,
         counters=counters,
-        launch_overhead_s=chip.launch_overhead_s,
     )
 
 
@@ -441,26 +448,13 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         flows.append(flow)
     pool.start_many(flows)
     env.run()
-    body_s = _seconds(env.now)
-    utilization = _utilization(pool.used, caps, costs, body_s)
-    return KernelSimulation(
-        arch=chip.name,
-        kernel=trace.kernel.name,
-        latency_s=body_s + chip.launch_overhead_s,
-        flops=float(costs.flops.sum()),
-        hbm_bytes=float(hbm.sum()),
-        utilization=utilization,
-        bound=_bound(utilization),
-        programs=trace.num_programs,
+    return _result(
+        trace, chip, costs, pool, caps, env.now, hbm,
         programs_per_core=1,
         occupancy_limit="sequential grid",
         shared_cache_hit_rate=None,
-        events=pool.events,
-        sim_wall_s=0.0,
-        config=dict(trace.metadata.get("config", {})),
         segments=segments,
         counters=counters,
-        launch_overhead_s=chip.launch_overhead_s,
     )
 
 

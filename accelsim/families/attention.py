@@ -36,7 +36,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
-from accelsim.families.base import Family, Param
+from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace
 
@@ -60,7 +60,7 @@ CONFIG = (
 )
 
 FWD_VECTOR_FLOPS_PER_SCORE = 4
-MASK_FLOPS_PER_SCORE = 5
+MASK_FLOPS_PER_SCORE = {"gpu": 1, "tpu": 5}
 BWD_VECTOR_FLOPS_PER_SCORE = 6
 STAT_BYTES = 4  # fp32 log-sum-exp / delta per row
 
@@ -113,15 +113,7 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
                 for stages in (2, 3, 4):
                     for warps in (4, 8):
                         out.append({"block_m": bm, "block_n": bn, "num_stages": stages, "num_warps": warps, "split_kv": 1})
-    return [c for c in out if _fits(params, c, chip)]
-
-
-def _fits(params, config, chip) -> bool:
-    try:
-        check(params, config, chip)
-    except InputError:
-        return False
-    return True
+    return [c for c in out if fits(check, params, c, chip)]
 
 
 def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
@@ -220,17 +212,20 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
 
 
 def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
-                   pairs: float | None = None) -> list[Compute]:
+                   pairs: float | None = None, *, target: str = "gpu") -> list[Compute]:
     """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
 
     Counts what our kernels do: per score, scale, running max, subtract and row sum (4
     flops), one exp and a cast of P to the input dtype; per row, the two statistics
-    updates and the alpha exp; per accumulator element, rescale and add (2). Masked
-    blocks add the index arithmetic, compare and select (5 per score). ``pairs`` is the
-    number of attended scores (default: all); it sets the useful matmul flops."""
+    updates and the alpha exp; per accumulator element the alpha rescale, plus on TPU
+    the add of the P V product (a GPU's ``tl.dot(p, v, acc)`` adds inside the MMA).
+    Masked blocks add one select per score on GPUs (the index compares are integer mask
+    arithmetic) and the index arithmetic, compare and select (5) on TPUs. ``pairs`` is
+    the number of attended scores (default: all); it sets the useful matmul flops."""
     scores = rows * cols
     pairs = scores if pairs is None else pairs
-    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + 2 * rows * d + 4 * rows
+    accumulate = 2 if target == "tpu" else 1
+    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + accumulate * rows * d + 4 * rows
     work = [
         Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
         Compute(unit="special", flops=float(scores + rows), dtype="fp32"),
@@ -239,7 +234,8 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
         Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),
     ]
     if diagonal:
-        work.append(Compute(unit="vector", flops=float(MASK_FLOPS_PER_SCORE * scores), dtype="fp32", useful=False))
+        masking = MASK_FLOPS_PER_SCORE[target] * scores
+        work.append(Compute(unit="vector", flops=float(masking), dtype="fp32", useful=False))
     return work
 
 
@@ -334,10 +330,10 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     })
 
 
-def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str) -> list[Compute]:
+def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
     """A partly masked block: the units execute the whole [rows, bn] block; useful flops
     are the attended pairs'."""
-    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs)
+    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target)
 
 
 def _kv_transfers(block: list, nbytes: int) -> list[dict]:
@@ -496,8 +492,8 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
         if not active[first]:
             return []
         if masked[first]:
-            return _masked_compute(int(rows[first]), float(pairs[first]), bm, bn, d, p["dtype"])
-        return _score_compute(int(rows[first]), int(cols[first]), bm, bn, d, p["dtype"], False)
+            return _masked_compute(int(rows[first]), float(pairs[first]), bm, bn, d, p["dtype"], target="tpu")
+        return _score_compute(int(rows[first]), int(cols[first]), bm, bn, d, p["dtype"], False, target="tpu")
 
     return pallas_trace(
         name=f"attention_fwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),

@@ -91,6 +91,15 @@ def parse_assignments(items: Sequence[str], source: str) -> dict[str, str]:
     return out
 
 
+def fits(check: Callable[..., None], *args: Any) -> bool:
+    """Whether ``check(*args)`` accepts a config: config spaces keep only those that fit."""
+    try:
+        check(*args)
+    except InputError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Family:
     """A built-in kernel family."""

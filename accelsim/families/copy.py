@@ -24,7 +24,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
-from accelsim.families.base import Family, Param
+from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.trace.kernel import KernelTrace, Step, Template, Transfer
 
@@ -62,17 +62,9 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
         candidates = [{"block_bytes": 2**k * 2**10, "num_warps": w} for k in range(4, 11) for w in (4, 8, 16)]
     out = [default_config(params, chip)]
     for config in candidates:
-        if config not in out and _fits(params, config, chip):
+        if config not in out and fits(check, params, config, chip):
             out.append(config)
     return out
-
-
-def _fits(params, config, chip) -> bool:
-    try:
-        check(params, config, chip)
-    except InputError:
-        return False
-    return True
 
 
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:

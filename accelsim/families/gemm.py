@@ -21,7 +21,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
-from accelsim.families.base import DTYPES, Family, Param
+from accelsim.families.base import DTYPES, Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
 
@@ -73,7 +73,7 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
                 for bk in (128, 256, 512, 1024, 2048):
                     config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 1, "split_k": 1,
                               "num_stages": 2, "num_warps": 4}
-                    if _fits(params, config, chip):
+                    if fits(check, params, config, chip):
                         out.append(config)
         return out
     # Tile shapes of the Triton matmul tutorial's autotuning list and of cuBLAS's common
@@ -90,17 +90,9 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
                             continue
                         config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 8,
                                   "split_k": split_k, "num_stages": stages, "num_warps": warps}
-                        if _fits(params, config, chip):
+                        if fits(check, params, config, chip):
                             out.append(config)
     return out
-
-
-def _fits(params, config, chip) -> bool:
-    try:
-        check(params, config, chip)
-    except InputError:
-        return False
-    return True
 
 
 def _local_bytes(config: dict[str, Any], dtype: str, family: str) -> int:

@@ -35,7 +35,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
-from accelsim.families.base import Family, Param
+from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
 
@@ -221,17 +221,9 @@ def config_space(op: RowOp, params: dict[str, Any], chip: Chip) -> list[dict[str
                        for b in (1, 2, 4, 8, 16, 32, 64) if b <= _next_pow2(rows) for w in (4, 8, 16)]
     out = []
     for config in candidates:
-        if config not in out and _fits(op, params, config, chip):
+        if config not in out and fits(check, op, params, config, chip):
             out.append(config)
     return out
-
-
-def _fits(op, params, config, chip) -> bool:
-    try:
-        check(op, params, config, chip)
-    except InputError:
-        return False
-    return True
 
 
 def check(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
