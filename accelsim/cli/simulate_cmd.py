@@ -1,4 +1,4 @@
-"""``accelsim simulate``: one kernel on one chip."""
+"""``accelsim simulate``: one kernel on one chip (collectives on a system: :mod:`collective_cmd`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import time
 
 from accelsim.arch.model import Chip, load_arch
+from accelsim.cli import collective_cmd
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.files import write_json
 from accelsim.cli.output import print_json, table
@@ -20,15 +21,16 @@ from accelsim.units import format_quantity
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("simulate", help="predict the latency of a kernel on a chip")
+    p = sub.add_parser("simulate", help="predict the latency of a kernel on a chip, or of a collective on a system")
     p.add_argument("trace", nargs="?", metavar="TRACE.json", help="a kernel trace file (instead of --kernel)")
-    p.add_argument("--arch", required=True, help="chip name or config path (see 'accelsim arch list')")
+    p.add_argument("--arch", help="chip name or config path (see 'accelsim arch list'); not with --system")
     p.add_argument("--kernel", metavar="FAMILY", help="built-in kernel family: gemm, attention, softmax, ...")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="family parameter or config value (repeatable); config=auto searches the config space")
     add_set_option(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
+    collective_cmd.add_options(p)
     p.set_defaults(run=run_simulate)
 
 
@@ -40,6 +42,10 @@ def load_chip(name: str, overrides: list[str]) -> Chip:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    if args.system:
+        return collective_cmd.run_collective(args)
+    if not args.arch:
+        raise InputError("give --arch CHIP for a kernel, or --system SYSTEM for a collective", source="simulate")
     started = time.perf_counter()
     chip = load_chip(args.arch, args.overrides)
     searched = None

@@ -1,0 +1,95 @@
+"""``accelsim simulate --system ... --collective ...``: one collective, or a size sweep
+printed like nccl-tests."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from accelsim.arch.model import load_arch
+from accelsim.cli.output import print_json, table
+from accelsim.errors import InputError
+from accelsim.network import build_topology, simulate_collective
+from accelsim.units import UnitError, format_quantity, parse_quantity
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--system", help="system name or config path (a node or a torus) for --collective")
+    p.add_argument("--collective", metavar="KIND", help="all-reduce, all-gather, reduce-scatter or broadcast")
+    p.add_argument("--bytes", metavar="SIZE", help="buffer size as nccl-tests counts it, e.g. '64 MiB'")
+    p.add_argument("--sweep-bytes", metavar="MIN:MAX", help="sizes from MIN to MAX, doubling (e.g. 8B:8GiB)")
+    p.add_argument("--algorithm", default="auto", help="ring, nvls, one-shot, or auto (default)")
+    p.add_argument("--ranks", type=int, help="use the first N ranks of a node (default: all)")
+
+
+def run_collective(args: argparse.Namespace) -> int:
+    if args.arch or args.kernel or args.trace or args.param or args.timeline:
+        raise InputError("--system runs a collective; --arch, --kernel, --param, --timeline and a trace file "
+                         "are for kernels",
+                         source="simulate")
+    if not args.collective:
+        raise InputError("--system needs --collective KIND", source="simulate")
+    if bool(args.bytes) == bool(args.sweep_bytes):
+        raise InputError("give --bytes SIZE or --sweep-bytes MIN:MAX (one of them)", source="simulate")
+    topo = build_topology(load_arch(args.system, args.overrides))
+    sizes = [parse_size(args.bytes, "--bytes")] if args.bytes else sweep_sizes(args.sweep_bytes)
+    started = time.perf_counter()
+    results = [simulate_collective(topo, args.collective, s, args.algorithm, args.ranks) for s in sizes]
+    wall_s = time.perf_counter() - started
+    if args.json:
+        rows = [dict(r.as_dict(), system=topo.name) for r in results]
+        print_json(rows[0] if args.bytes else rows)
+    elif args.bytes:
+        print_one(results[0], topo.name)
+    else:
+        print_sweep(results, topo.name, wall_s)
+    return 0
+
+
+def parse_size(text: str, option: str) -> float:
+    try:
+        value = parse_quantity(text.strip(), "bytes")
+    except UnitError as exc:
+        raise InputError(str(exc), source=option) from None
+    if value < 1:
+        raise InputError(f"size must be at least 1 byte, got {text!r}", source=option)
+    return value
+
+
+def sweep_sizes(text: str) -> list[float]:
+    low_text, sep, high_text = text.partition(":")
+    if not sep:
+        raise InputError(f"expected MIN:MAX (e.g. 8B:8GiB), got {text!r}", source="--sweep-bytes")
+    low, high = parse_size(low_text, "--sweep-bytes"), parse_size(high_text, "--sweep-bytes")
+    if high < low:
+        raise InputError(f"MAX is below MIN in {text!r}", source="--sweep-bytes")
+    sizes = []
+    size = low
+    while size <= high:
+        sizes.append(size)
+        size *= 2
+    return sizes
+
+
+def print_one(r, system: str) -> None:
+    rows = [
+        ("collective", f"{r.kind} over {r.ranks} ranks on {system}"),
+        ("size", format_quantity(r.size_bytes, "bytes")),
+        ("algorithm", r.algorithm),
+        ("latency", format_quantity(r.latency_s, "seconds")),
+        ("algbw", format_quantity(r.algbw_bytes_per_s, "bytes_per_s")),
+        ("busbw", format_quantity(r.busbw_bytes_per_s, "bytes_per_s")),
+    ]
+    print(table(("", ""), rows).split("\n", 2)[2])
+
+
+def print_sweep(results, system: str, wall_s: float) -> None:
+    first = results[0]
+    print(f"# {first.kind} over {first.ranks} ranks on {system}")
+    rows = [
+        (f"{int(r.size_bytes)}", r.algorithm, f"{r.latency_s * 1e6:.2f}",
+         f"{r.algbw_bytes_per_s / 1e9:.2f}", f"{r.busbw_bytes_per_s / 1e9:.2f}")
+        for r in results
+    ]
+    print(table(("size (B)", "algorithm", "time (us)", "algbw (GB/s)", "busbw (GB/s)"), rows))
+    print(f"# {len(results)} sizes simulated in {wall_s * 1e3:.1f} ms")

@@ -1,0 +1,127 @@
+"""Playing collective plans on a topology: links are FluidResources, phases are flows.
+
+Several plans can run at once on one set of links (:func:`run_plans`); their
+transfers then share the links they have in common max-min fairly. Time is the
+fluid engine's integer picoseconds, so results are exact and deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import simpy
+
+from accelsim.engine.fluid import Flow, FluidResources
+from accelsim.errors import InputError
+from accelsim.network.collectives import (
+    BUS_FACTORS, Phase, Plan, Request, auto_candidates, check_kind, get_algorithm,
+)
+from accelsim.network.topology import Topology
+from accelsim.units import ps_to_seconds, seconds_to_ps
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveResult:
+    """One collective's time and its nccl-tests figures of merit."""
+
+    kind: str
+    algorithm: str
+    size_bytes: float
+    ranks: int
+    latency_s: float
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    phases: int
+    """Phases in the plan (each a latency wait and a set of flows)."""
+
+    def as_dict(self) -> dict:
+        return {
+            "collective": self.kind, "algorithm": self.algorithm, "size_bytes": self.size_bytes,
+            "ranks": self.ranks, "latency_s": self.latency_s, "algbw_bytes_per_s": self.algbw_bytes_per_s,
+            "busbw_bytes_per_s": self.busbw_bytes_per_s, "phases": self.phases,
+        }
+
+
+def run_plans(topo: Topology, plans: Sequence[Plan]) -> list[int]:
+    """Run ``plans`` concurrently from time 0; each one's finish time in picoseconds."""
+    env = simpy.Environment()
+    used = sorted({name for plan in plans for lane in plan.lanes for phase in lane
+                   for t in phase.transfers for name in t.links})
+    pool = FluidResources(env, {name: topo.links[name].bandwidth_bytes_per_s for name in used})
+    finished = [0] * len(plans)
+
+    def plan_process(i: int, plan: Plan):
+        yield env.timeout(seconds_to_ps(plan.launch_s))
+        yield simpy.AllOf(env, [env.process(lane_process(lane)) for lane in plan.lanes])
+        finished[i] = env.now
+
+    def lane_process(lane: tuple[Phase, ...]):
+        for phase in lane:
+            yield env.timeout(seconds_to_ps(phase.latency_s))
+            if phase.transfers:
+                yield _start_phase(env, pool, phase)
+
+    for i, plan in enumerate(plans):
+        env.process(plan_process(i, plan))
+    env.run()
+    return finished
+
+
+def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> simpy.Event:
+    """Start one flow per transfer; the returned event fires when the last one ends."""
+    done = env.event()
+    left = [len(phase.transfers)]
+
+    def on_done(_flow: Flow) -> None:
+        left[0] -= 1
+        if left[0] == 0:
+            done.succeed()
+
+    flows = []
+    for t in phase.transfers:
+        demand: dict[str, float] = {}
+        for link in t.links:
+            demand[link] = demand.get(link, 0.0) + t.bytes
+        alone = min(pool.capacities[link] / amount for link, amount in demand.items())
+        flows.append(Flow(name="->".join(t.links), demand=demand, max_rate=alone, on_done=on_done))
+    pool.start_many(flows)
+    return done
+
+
+def plan_collective(topo: Topology, kind: str, size_bytes: float, algorithm: str = "auto",
+                    ranks: int | None = None) -> Plan:
+    """The plan of one collective; ``algorithm="auto"`` picks the fastest candidate alone."""
+    request = make_request(topo, kind, size_bytes, ranks)
+    if algorithm != "auto":
+        return get_algorithm(algorithm)(topo, request)
+    plans = [get_algorithm(name)(topo, request) for name in auto_candidates(topo, kind)]
+    times = [run_plans(topo, [plan])[0] for plan in plans]
+    return plans[times.index(min(times))]
+
+
+def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None) -> Request:
+    check_kind(kind)
+    n = topo.ranks if ranks is None else ranks
+    if not 2 <= n <= topo.ranks:
+        raise InputError(f"ranks must be between 2 and {topo.ranks} on {topo.name!r}, got {n}", source="--ranks")
+    if not size_bytes > 0:
+        raise InputError(f"size must be positive, got {size_bytes!r} bytes", source="--bytes")
+    return Request(kind=kind, size_bytes=float(size_bytes), ranks=tuple(range(n)))
+
+
+def simulate_collective(topo: Topology, kind: str, size_bytes: float, algorithm: str = "auto",
+                        ranks: int | None = None) -> CollectiveResult:
+    plan = plan_collective(topo, kind, size_bytes, algorithm, ranks)
+    n = topo.ranks if ranks is None else ranks
+    return result_of(plan, kind, size_bytes, n, run_plans(topo, [plan])[0])
+
+
+def result_of(plan: Plan, kind: str, size_bytes: float, n: int, finished_ps: int) -> CollectiveResult:
+    latency_s = ps_to_seconds(finished_ps)
+    algbw = size_bytes / latency_s
+    return CollectiveResult(
+        kind=kind, algorithm=plan.algorithm, size_bytes=size_bytes, ranks=n, latency_s=latency_s,
+        algbw_bytes_per_s=algbw, busbw_bytes_per_s=algbw * BUS_FACTORS[kind](n),
+        phases=sum(len(lane) for lane in plan.lanes),
+    )
