@@ -235,7 +235,8 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     latency = np.where(reads > 0, latency, 0.0)
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
-        return ProgramTimes(reads * latency + chip.program_overhead_s, compute + port, np.zeros_like(port), True)
+        return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
+                            np.zeros_like(port), True)
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
     # loads overlap compute while `depth - 1` are in flight (Little's law).
