@@ -93,6 +93,19 @@ def describe(name_or_path: str, overrides: list[str] | tuple[str, ...] = ()) -> 
     return out
 
 
+def leaves(tree: dict[str, Any], prefix: str = ""):
+    """``(dotted path, leaf)`` for every field of a :func:`spec_tree`; a cited number's
+    leaf has ``basis``, a plain field's is ``{"value": ...}``."""
+    for key, value in tree.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict) and "basis" in value and "value" in value:
+            yield path, value
+        elif isinstance(value, dict):
+            yield from leaves(value, path)
+        else:
+            yield path, {"value": value}
+
+
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     """``{"hbm": {"bandwidth": {...leaf...}}}`` -> ``{"hbm.bandwidth": leaf_text}``."""
     if isinstance(tree, dict) and "value" in tree and "basis" in tree:

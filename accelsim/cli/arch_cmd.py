@@ -63,7 +63,7 @@ def _print_description(info: dict[str, Any], indent: str = "") -> None:
             print(f"{indent}  {config[key]}")
     hidden = ("schema_version", "description", "aliases")
     rows = []
-    for path, leaf in _leaves({k: v for k, v in config.items() if k not in hidden}):
+    for path, leaf in describe.leaves({k: v for k, v in config.items() if k not in hidden}):
         rows.append((path, _text(leaf), leaf.get("basis", ""), leaf.get("source") or leaf.get("note") or ""))
     print(_indent(table(("FIELD", "VALUE", "BASIS", "SOURCE / NOTE"), rows), indent + "  "))
     derived_rows = [(k, _derived_text(k, v)) for k, v in describe.flatten(info["derived"]).items()]
@@ -72,17 +72,6 @@ def _print_description(info: dict[str, Any], indent: str = "") -> None:
     if "based_on" in info:
         print(f"{indent}  built on:")
         _print_description(info["based_on"], indent + "    ")
-
-
-def _leaves(tree: dict[str, Any], prefix: str = ""):
-    for key, value in tree.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict) and "basis" in value and "value" in value:
-            yield path, value
-        elif isinstance(value, dict):
-            yield from _leaves(value, path)
-        else:
-            yield path, {"value": value}
 
 
 def _text(leaf: dict[str, Any]) -> str:

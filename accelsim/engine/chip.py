@@ -175,6 +175,17 @@ def _bound(utilization: dict[str, float]) -> str:
     return name if candidates[name] >= LATENCY_BOUND_BELOW else "latency"
 
 
+def _replay(caps: dict[str, float], timeline: bool):
+    """A fresh clock and resource pool, with the lists a timeline fills when asked for."""
+    env = simpy.Environment()
+    pool = FluidResources(env, caps)
+    segments: list[Segment] = []
+    counters: list[tuple[int, dict[str, float]]] = []
+    if timeline:
+        pool.observer = lambda now, p: counters.append((now, p.rates()))
+    return env, pool, segments, counters
+
+
 def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelSimulation:
     """What every replay reports, from the pool's accounting at the end."""
     body_s = _seconds(body_ps)
@@ -322,12 +333,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     resources = list(demand)
     demand_rows = np.stack([demand[r] for r in resources], axis=1)  # programs x resources
 
-    env = simpy.Environment()
-    pool = FluidResources(env, caps)
-    segments: list[Segment] = []
-    counters: list[tuple[int, dict[str, float]]] = []
-    if timeline:
-        pool.observer = lambda now, p: counters.append((now, p.rates()))
+    env, pool, segments, counters = _replay(caps, timeline)
     state = {"next": 0, "free": slots}
     n = costs.num_programs
     group_key = _cohort_keys(costs)
@@ -415,12 +421,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     hbm = costs.read_bytes + costs.write_bytes
     copy = hbm / copy_bw
 
-    env = simpy.Environment()
-    pool = FluidResources(env, caps)
-    segments: list[Segment] = []
-    counters: list[tuple[int, dict[str, float]]] = []
-    if timeline:
-        pool.observer = lambda now, p: counters.append((now, p.rates()))
+    env, pool, segments, counters = _replay(caps, timeline)
     flows = []
     for core in range(cores):
         mine = np.nonzero(core_of == core)[0]

@@ -313,11 +313,23 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"tensor": "LSE", "block": ["batch", "head", "p0"], "bytes": rows * STAT_BYTES, "direction": "write"},
         ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
+    return _gpu_trace(p, params, config, "fwd", [n_q, b * h], templates, template_of, program_vars)
+
+
+def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
+    """A partly masked block: the units execute the whole [rows, bn] block; useful flops
+    are the attended pairs'."""
+    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target)
+
+
+def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars) -> KernelTrace:
+    """A Triton-style attention trace: the resources come from the config."""
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
-            "name": f"attention_fwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
-            "grid": [n_q, b * h],
+            "name": f"attention_{direction}_{p['dtype']}_b{p['batch']}_h{p['heads']}_s{p['seq_q']}_d{p['head_dim']}"
+                    + ("_causal" if p["causal"] else ""),
+            "grid": grid,
             "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu"), "warps": config["num_warps"],
                           "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
@@ -328,12 +340,6 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         "program_vars": program_vars,
         "metadata": _metadata(params, config),
     })
-
-
-def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
-    """A partly masked block: the units execute the whole [rows, bn] block; useful flops
-    are the attended pairs'."""
-    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target)
 
 
 def _kv_transfers(block: list, nbytes: int) -> list[dict]:
@@ -441,22 +447,9 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                 {"tensor": "dV", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
             ]},
         ]})
-    return KernelTrace.model_validate({
-        "schema_version": 1,
-        "kernel": {
-            "name": f"attention_bwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
-            "grid": [n_kv, b * h],
-            "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu"), "warps": config["num_warps"],
-                          "registers_per_thread": _registers(p, config)},
-            "pipeline_depth": config["num_stages"],
-        },
-        "tensors": _tensors(p),
-        "templates": templates,
-        "program_template": template_of.tolist() if len(templates) > 1 else None,
-        "program_vars": {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
-                         "n_iter": n_iter.tolist(), "first_q": first_q.tolist()},
-        "metadata": _metadata(params, config),
-    })
+    program_vars = {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
+                    "n_iter": n_iter.tolist(), "first_q": first_q.tolist()}
+    return _gpu_trace(p, params, config, "bwd", [n_kv, b * h], templates, template_of, program_vars)
 
 
 def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:

@@ -34,20 +34,13 @@ def test_resolves(name):
     assert arch.name == name
 
 
-def _leaves(tree, prefix=""):
-    for key, value in tree.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict) and "basis" in value and "value" in value:
-            yield path, value
-        elif isinstance(value, dict):
-            yield from _leaves(value, path)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_every_number_is_cited(name):
     """Published numbers name their source; estimates and fits say what they are."""
     tree = describe.describe(name)["config"]
-    for path, leaf in _leaves(tree):
+    for path, leaf in describe.leaves(tree):
+        if "basis" not in leaf:
+            continue  # a plain field (name, kind, ...), not a number
         if leaf["basis"] in ("estimate", "fitted"):
             assert leaf.get("note") or leaf.get("source"), f"{name}: {path} is an {leaf['basis']} without a note"
         else:
