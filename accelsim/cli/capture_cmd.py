@@ -21,22 +21,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_capture)
 
 
+EXTRAS = {"jax": "jax", "jaxlib": "jax", "triton": "triton", "torch": "triton"}
+
+
 def run_capture(args: argparse.Namespace) -> int:
     path, function = split_target(args.target)
     params = parse_assignments(args.param, "--param")
-    if args.tool == "pallas":
-        from accelsim.capture.pallas import capture_pallas
-
-        trace = capture_pallas(path, function, params, launch=args.launch)
-    else:
-        try:
-            from accelsim.capture.triton import capture_triton
-        except ImportError as exc:
-            raise InputError(f"Triton capture needs the 'triton' extra ({exc})", source="capture") from None
-        if args.launch is not None:
-            raise InputError("--launch applies to Pallas capture", source="--launch")
-        trace = capture_triton(path, function, params)
+    if args.tool == "triton" and args.launch is not None:
+        raise InputError("--launch applies to Pallas capture", source="--launch")
+    try:
+        trace = _capture(args.tool, path, function, params, args.launch)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in EXTRAS:
+            raise
+        raise InputError(f"{args.tool} capture needs {top}: pip install -e '.[{EXTRAS[top]}]'",
+                         source="capture") from None
     write_json(args.output, trace.model_dump(mode="json"))
     print(f"wrote {args.output}: {trace.kernel.name}, grid {trace.kernel.grid}, {trace.num_programs} programs, "
           f"{len(trace.templates)} templates")
     return 0
+
+
+def _capture(tool: str, path: str, function: str, params: dict, launch: int | None):
+    if tool == "pallas":
+        from accelsim.capture.pallas import capture_pallas
+
+        return capture_pallas(path, function, params, launch=launch)
+    from accelsim.capture.triton import capture_triton
+
+    return capture_triton(path, function, params)
