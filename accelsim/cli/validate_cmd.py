@@ -31,7 +31,7 @@ def run_validate(args: argparse.Namespace) -> int:
     header = (f"{len(records)} records measured on `{measured_on}`, predicted with `{args.arch}`"
               + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
               + " (config=auto unless the record names its config).")
-    path = write_report(comparisons, args.arch, Path(args.output), header)
+    path = write_report(comparisons, chip, Path(args.output), header)
     print(f"wrote {path} ({len(comparisons)} records)")
     return 0
 

@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from accelsim.arch.model import Chip  # noqa: E402
 from accelsim.validate.calibrate import is_held_out  # noqa: E402
 from accelsim.validate.compare import Comparison, config_rankings, summarise  # noqa: E402
 
@@ -19,11 +20,13 @@ def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x * 100:+.1f}%"
 
 
-def write_report(comparisons: Sequence[Comparison], arch: str, out: Path, header: str) -> Path:
+def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str) -> Path:
+    arch = chip.name
     out.mkdir(parents=True, exist_ok=True)
     plots = [
         plot_predicted_vs_measured(comparisons, out / "predicted_vs_measured.png"),
         plot_error_by_family(comparisons, out / "error_by_family.png"),
+        plot_roofline_points(comparisons, chip, out / "roofline.png"),
     ]
     split = {True: [c for c in comparisons if is_held_out(c.measurement.id)],
              False: [c for c in comparisons if not is_held_out(c.measurement.id)]}
@@ -77,6 +80,38 @@ def plot_predicted_vs_measured(comparisons: Sequence[Comparison], path: Path) ->
     ax.set_ylabel("predicted latency (s)")
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_roofline_points(comparisons: Sequence[Comparison], chip: Chip, path: Path) -> Path:
+    """Each kernel at its arithmetic intensity: measured (filled) and predicted (hollow)
+    throughput, under the chip's roof (bf16 matrix peak, datasheet HBM bandwidth)."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    points = [c for c in comparisons if c.flops > 0 and c.hbm_bytes > 0]
+    intensity = [c.flops / c.hbm_bytes for c in points] or [1.0]
+    x = [min(intensity) / 4, max(intensity) * 4]
+    dtype = "bf16" if "bf16" in chip.matrix.flops_per_cycle_per_core else next(iter(chip.matrix.flops_per_cycle_per_core))
+    peak, bandwidth = chip.matrix_flops_per_s(dtype), chip.hbm.bandwidth_bytes_per_s
+    ridge = peak / bandwidth
+    ax.plot([x[0], ridge, max(x[1], ridge * 2)], [x[0] * bandwidth, peak, peak], color="black", linewidth=1,
+            label=f"{chip.name} roof ({dtype})")
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, family in enumerate(sorted({c.measurement.family for c in points})):
+        items = [c for c in points if c.measurement.family == family]
+        xs = [c.flops / c.hbm_bytes for c in items]
+        color = colors[i % len(colors)]
+        ax.scatter(xs, [c.flops / c.measurement.latency_s for c in items], color=color, s=18, label=f"{family} measured")
+        ax.scatter(xs, [c.flops / c.predicted_s for c in items], facecolors="none", edgecolors=color, s=30,
+                   label=f"{family} predicted")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flop per HBM byte, simulated)")
+    ax.set_ylabel("flop/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -42,6 +42,9 @@ class Comparison:
     predicted_s: float
     bound: str
     config: dict[str, Any]
+    flops: float = 0.0
+    hbm_bytes: float = 0.0
+    """Of the simulated kernel: where it sits on a roofline."""
 
     @property
     def error(self) -> float:
@@ -95,7 +98,7 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
         best = autotune(family, params, chip)[0]
     else:
         best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
-    return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config)
+    return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
 
 
 def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (), search: bool = True) -> list[Comparison]:
