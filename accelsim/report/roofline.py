@@ -31,6 +31,32 @@ class RooflinePoint:
         return self.flops / self.latency_s
 
 
+def draw_roof(ax, chip: Chip, x_range: Sequence[float], dtype: str = "bf16", **style) -> None:
+    """The chip's roof: HBM bandwidth up to the ridge, then the ``dtype`` matrix peak
+    (fp32 vector peak if the matrix unit has no such rate)."""
+    if dtype in chip.matrix.flops_per_cycle_per_core:
+        peak = chip.matrix_flops_per_s(dtype)
+    else:
+        peak = chip.vector_flops_per_s("fp32")
+    bandwidth = chip.hbm.bandwidth_bytes_per_s
+    ridge = peak / bandwidth
+    right = max(x_range[1], ridge * 2)
+    ax.plot([x_range[0], ridge, right], [x_range[0] * bandwidth, peak, peak], label=f"{chip.name} roof ({dtype})", **style)
+
+
+def finish_log_log(fig, ax, path: Path, xlabel: str, ylabel: str, dpi: int = 120) -> Path:
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
 def plot_roofline(chips: Sequence[Chip], points: Sequence[RooflinePoint], path: Path, dtype: str = "bf16") -> Path:
     """One roof per chip (peak ``dtype`` matrix throughput and datasheet HBM bandwidth),
     with each kernel's achieved throughput at its arithmetic intensity."""
@@ -40,23 +66,11 @@ def plot_roofline(chips: Sequence[Chip], points: Sequence[RooflinePoint], path: 
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, chip in enumerate(chips):
         color = colors[i % len(colors)]
-        peak = chip.matrix_flops_per_s(dtype) if dtype in chip.matrix.flops_per_cycle_per_core else chip.vector_flops_per_s("fp32")
-        bw = chip.hbm.bandwidth_bytes_per_s
-        ridge = peak / bw
-        ax.plot([x[0], ridge, x[1]], [x[0] * bw, peak, peak], color=color, label=f"{chip.name} roof")
+        draw_roof(ax, chip, x, dtype, color=color)
         for point in points:
             if point.chip == chip.name:
                 ax.scatter(point.intensity, point.achieved, color=color, zorder=3)
                 ax.annotate(point.label, (point.intensity, point.achieved), fontsize=7,
                             xytext=(4, -10), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop per HBM byte)")
-    ax.set_ylabel("achieved flop/s")
     ax.set_title(f"Roofline ({dtype} matrix peak, datasheet HBM bandwidth)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return finish_log_log(fig, ax, path, "arithmetic intensity (flop per HBM byte)", "achieved flop/s")

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.arch.model import Chip  # noqa: E402
+from accelsim.report.roofline import draw_roof, finish_log_log  # noqa: E402
 from accelsim.validate.calibrate import is_held_out  # noqa: E402
 from accelsim.validate.compare import Comparison, config_rankings, summarise  # noqa: E402
 
@@ -92,12 +93,7 @@ def plot_roofline_points(comparisons: Sequence[Comparison], chip: Chip, path: Pa
     fig, ax = plt.subplots(figsize=(7, 5))
     points = [c for c in comparisons if c.flops > 0 and c.hbm_bytes > 0]
     intensity = [c.flops / c.hbm_bytes for c in points] or [1.0]
-    x = [min(intensity) / 4, max(intensity) * 4]
-    dtype = "bf16" if "bf16" in chip.matrix.flops_per_cycle_per_core else next(iter(chip.matrix.flops_per_cycle_per_core))
-    peak, bandwidth = chip.matrix_flops_per_s(dtype), chip.hbm.bandwidth_bytes_per_s
-    ridge = peak / bandwidth
-    ax.plot([x[0], ridge, max(x[1], ridge * 2)], [x[0] * bandwidth, peak, peak], color="black", linewidth=1,
-            label=f"{chip.name} roof ({dtype})")
+    draw_roof(ax, chip, [min(intensity) / 4, max(intensity) * 4], color="black", linewidth=1)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, family in enumerate(sorted({c.measurement.family for c in points})):
         items = [c for c in points if c.measurement.family == family]
@@ -106,16 +102,7 @@ def plot_roofline_points(comparisons: Sequence[Comparison], chip: Chip, path: Pa
         ax.scatter(xs, [c.flops / c.measurement.latency_s for c in items], color=color, s=18, label=f"{family} measured")
         ax.scatter(xs, [c.flops / c.predicted_s for c in items], facecolors="none", edgecolors=color, s=30,
                    label=f"{family} predicted")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop per HBM byte, simulated)")
-    ax.set_ylabel("flop/s")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return finish_log_log(fig, ax, path, "arithmetic intensity (flop per HBM byte, simulated)", "flop/s", dpi=110)
 
 
 def plot_error_by_family(comparisons: Sequence[Comparison], path: Path) -> Path:
