@@ -81,6 +81,7 @@ class FluidResources:
         self._generation = 0
         self._last_ps = 0
         self._in_callbacks = False
+        self._due = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------ public
 
@@ -208,9 +209,13 @@ class FluidResources:
             self.observer(self.env.now, self)
         if not self._active.any():
             return
-        soonest = self._time_left_ps().min()
+        left = self._time_left_ps()
+        soonest = left.min()
         if not np.isfinite(soonest):
             raise RuntimeError("fluid flows can make no progress (all rates are zero)")
+        # rates hold until the timer fires (or a newer generation replaces it), so the
+        # flows due then are known now
+        self._due = np.flatnonzero(left == soonest)
         generation = self._generation
         event = self.env.timeout(int(soonest))
         event.callbacks.append(lambda _e: self._on_timer(generation))
@@ -220,7 +225,7 @@ class FluidResources:
         if generation != self._generation:
             return
         self._advance()
-        finished = np.nonzero(self._time_left_ps() == 0)[0]
+        finished = self._due
         done = []
         for slot in finished.tolist():
             flow = self._slots[slot]

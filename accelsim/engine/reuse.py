@@ -15,7 +15,6 @@ total, so accounting stays exact while the access list stays short.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -110,24 +109,24 @@ def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
                 if isinstance(step.repeat, int)
                 else variables[step.repeat][members]
             )
-            for count in np.unique(reps):
-                if count == 0:
-                    continue
-                group = members[reps == count]
-                group_offset = offset[reps == count]
-                chunk = math.ceil(count / min(count, max_chunks))
-                for start in range(0, int(count), chunk):
-                    length = min(chunk, count - start)
-                    for transfer in reads:
-                        ids = np.full((len(group), 1 + MAX_INDEX_AXES), -1, dtype=np.int64)
-                        ids[:, 0] = tensor_ids[transfer.tensor]
-                        for axis, index in enumerate(transfer.block[:MAX_INDEX_AXES]):
-                            ids[:, 1 + axis] = _evaluate(index, step.loop_var, start, variables, group)
-                        columns[0].append(ids)
-                        columns[1].append(np.full(len(group), float(transfer.bytes * length)))
-                        columns[2].append(group // concurrency)
-                        columns[3].append(group_offset + start)
-                        columns[4].append(group)
+            active = reps > 0
+            programs, counts, starts_at = members[active], reps[active], offset[active]
+            chunk = -(-counts // np.minimum(counts, max_chunks))  # iterations per chunk
+            chunks = -(-counts // chunk)
+            row = np.repeat(np.arange(len(programs)), chunks)  # one row per (program, chunk)
+            start = (np.arange(row.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)) * chunk[row]
+            length = np.minimum(chunk[row], counts[row] - start)
+            group = programs[row]
+            for transfer in reads:
+                ids = np.full((len(group), 1 + MAX_INDEX_AXES), -1, dtype=np.int64)
+                ids[:, 0] = tensor_ids[transfer.tensor]
+                for axis, index in enumerate(transfer.block[:MAX_INDEX_AXES]):
+                    ids[:, 1 + axis] = _evaluate(index, step.loop_var, start, variables, group)
+                columns[0].append(ids)
+                columns[1].append((transfer.bytes * length).astype(float))
+                columns[2].append(group // concurrency)
+                columns[3].append(starts_at[row] + start)
+                columns[4].append(group)
             offset += reps
     if not columns[0]:
         return None
