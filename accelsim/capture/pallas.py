@@ -119,7 +119,7 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
     counts = defaultdict(int)
     for mapping in gm.block_mappings:
         direction = "write" if str(mapping.origin).startswith("out") else "read"
-        name = _tensor_name(mapping.origin, direction, counts)
+        name = _tensor_name(direction, counts)
         shape = tuple(int(s) for s in mapping.array_aval.shape)
         dtype = np.dtype(mapping.array_aval.dtype)
         block = _block_sizes(mapping.block_shape, source)
@@ -153,7 +153,8 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
     )
 
 
-def _tensor_name(origin: Any, direction: str, counts: dict[str, int]) -> str:
+def _tensor_name(direction: str, counts: dict[str, int]) -> str:
+    """``in0, in1, ...`` for inputs and ``out0, ...`` for outputs, in operand order."""
     prefix = "out" if direction == "write" else "in"
     name = f"{prefix}{counts[prefix]}"
     counts[prefix] += 1

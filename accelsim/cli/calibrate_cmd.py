@@ -105,8 +105,6 @@ def _overlay(args, chip, result) -> dict:
 
 
 def _before(result, path: str) -> str:
-    from accelsim.validate.calibrate import DEFAULT_PARAMETERS
-
     parameter = next(p for p in DEFAULT_PARAMETERS if p.path == path)
     return parameter.override(result.start[path]).split("=", 1)[1]
 

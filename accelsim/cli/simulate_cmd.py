@@ -54,23 +54,27 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.trace:
         if args.param:
             raise InputError("--param applies to --kernel, not to a trace file", source="--param")
-        sim = simulate_kernel(load_trace(args.trace), chip, timeline=bool(args.timeline))
+        trace = load_trace(args.trace)
+        family_name = trace.metadata.get("family")
+        sim = simulate_kernel(trace, chip, timeline=bool(args.timeline))
     elif args.kernel:
         family = get_family(args.kernel)
+        family_name = family.name
         params, config_given, auto = split_params(family, parse_assignments(args.param, "--param"))
         if auto:
             ranked = autotune(family, params, chip)
             searched = len(ranked)
-            config = ranked[0].config
+            best = ranked[0]
+            # the search ran without a timeline: replay the winner only if one is asked for
+            sim = run_config(family, params, best.config, chip, timeline=True).sim if args.timeline else best.sim
         else:
             config = family.resolve_config(params, config_given, chip)
-        sim = run_config(family, params, config, chip, timeline=bool(args.timeline)).sim
+            sim = run_config(family, params, config, chip, timeline=bool(args.timeline)).sim
     else:
         raise InputError("give a kernel trace file or --kernel FAMILY", source="simulate")
     if args.timeline:
         write_json(args.timeline, chrome_trace(sim))
     summary = sim.summary()
-    family_name = args.kernel or (load_trace(args.trace).metadata.get("family") if args.trace else None)
     add_interval(summary, chip, family_name)
     summary["sim_wall_s"] = time.perf_counter() - started if searched else summary["sim_wall_s"]
     if searched:

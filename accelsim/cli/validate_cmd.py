@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from accelsim.cli.arch_cmd import add_set_option
@@ -38,6 +39,4 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def _on(record, arch: str):
     """The record, to be predicted on ``arch`` (e.g. a calibrated overlay of its chip)."""
-    from dataclasses import replace
-
     return replace(record, arch=arch)
