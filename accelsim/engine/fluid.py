@@ -115,10 +115,6 @@ class FluidResources:
             self._reschedule()
 
     @property
-    def flows(self) -> list[Flow]:
-        return [f for f, on in zip(self._slots, self._active) if on and f is not None]
-
-    @property
     def used(self) -> dict[str, float]:
         """Total demand served per resource so far."""
         return dict(zip(self._names, self._used.tolist()))
