@@ -46,15 +46,30 @@ class CollectiveResult:
 def run_plans(topo: Topology, plans: Sequence[Plan]) -> list[int]:
     """Run ``plans`` concurrently from time 0; each one's finish time in picoseconds."""
     env = simpy.Environment()
-    used = sorted({name for plan in plans for lane in plan.lanes for phase in lane
-                   for t in phase.transfers for name in t.links})
+    used = sorted({name for plan in plans for name in links_of(plan)})
     pool = FluidResources(env, {name: topo.links[name].bandwidth_bytes_per_s for name in used})
     finished = [0] * len(plans)
 
-    def plan_process(i: int, plan: Plan):
-        yield env.timeout(seconds_to_ps(plan.launch_s))
-        yield simpy.AllOf(env, [env.process(lane_process(lane)) for lane in plan.lanes])
+    def waiter(i: int, process: simpy.Process):
+        yield process
         finished[i] = env.now
+
+    for i, plan in enumerate(plans):
+        env.process(waiter(i, play_plan(env, pool, plan)))
+    env.run()
+    return finished
+
+
+def links_of(plan: Plan) -> set[str]:
+    """Names of every link a plan's transfers cross."""
+    return {name for lane in plan.lanes for phase in lane for t in phase.transfers for name in t.links}
+
+
+def play_plan(env: simpy.Environment, pool: FluidResources, plan: Plan) -> simpy.Process:
+    """Start ``plan`` now on ``pool`` (which must hold every link it uses, see
+    :func:`links_of`); the returned process ends when the plan's last lane does. Other
+    flows on the same pool (other collectives, or anything else modelled as a flow)
+    share the links with it."""
 
     def lane_process(lane: tuple[Phase, ...]):
         for phase in lane:
@@ -62,10 +77,11 @@ def run_plans(topo: Topology, plans: Sequence[Plan]) -> list[int]:
             if phase.transfers:
                 yield _start_phase(env, pool, phase)
 
-    for i, plan in enumerate(plans):
-        env.process(plan_process(i, plan))
-    env.run()
-    return finished
+    def plan_process():
+        yield env.timeout(seconds_to_ps(plan.launch_s))
+        yield simpy.AllOf(env, [env.process(lane_process(lane)) for lane in plan.lanes])
+
+    return env.process(plan_process())
 
 
 def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> simpy.Event:
