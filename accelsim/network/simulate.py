@@ -107,11 +107,18 @@ def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> 
 
 def plan_collective(topo: Topology, kind: str, size_bytes: float, algorithm: str = "auto",
                     ranks: int | None = None) -> Plan:
-    """The plan of one collective; ``algorithm="auto"`` picks the fastest candidate alone."""
-    request = make_request(topo, kind, size_bytes, ranks)
+    """The plan of one collective over the first ``ranks`` ranks (all by default)."""
+    return plan_for(topo, make_request(topo, kind, size_bytes, ranks), algorithm)
+
+
+def plan_for(topo: Topology, request: Request, algorithm: str = "auto") -> Plan:
+    """The plan of ``request`` (any group of ranks); ``algorithm="auto"`` picks the
+    fastest candidate, each timed alone on the topology."""
     if algorithm != "auto":
         return get_algorithm(algorithm)(topo, request)
-    plans = [get_algorithm(name)(topo, request) for name in auto_candidates(topo, kind)]
+    plans = [get_algorithm(name)(topo, request) for name in auto_candidates(topo, request.kind)]
+    if len(plans) == 1:
+        return plans[0]
     times = [run_plans(topo, [plan])[0] for plan in plans]
     return plans[times.index(min(times))]
 
