@@ -1,0 +1,1 @@
+"""Trace importers: other tools' outputs (XLA HLO, ...) as accelsim system traces."""

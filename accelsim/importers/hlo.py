@@ -1,0 +1,622 @@
+"""Import scheduled XLA HLO text as a system trace: one SPMD program for all devices.
+
+``jax.jit(f).lower(...).compile().as_text()`` (or an HLO dump of a TPU/GPU run) is a
+per-device program after SPMD partitioning; its entry computation's instruction order
+is the schedule. This module walks the entry computation in that order and emits one
+op per instruction that does work:
+
+* compute (fusions, dots, convolutions, custom calls, elementwise ops, copies) with
+  flops and bytes from :mod:`accelsim.importers.hlo_cost`;
+* collectives with their replica groups as device ids
+  (:mod:`accelsim.importers.hlo_groups`); ``*-start`` / ``*-done`` pairs become an async
+  op and a ``done`` op, so the window between them can overlap compute;
+* control flow is expanded: ``call`` inlined, ``while`` bodies repeated their trip
+  count (folded into one scaled pass when unrolling would exceed ``max_ops``),
+  ``conditional`` takes its most expensive branch.
+
+Data dependencies follow operands (through tuples, element by element);
+``control-predecessors`` become control dependencies. The result is first an
+intermediate :class:`HloProgram` (independent of the trace format), then a
+:class:`~accelsim.system.trace.SystemTrace` (:func:`to_system_trace`).
+See ``docs/import-hlo.md`` for what is counted how.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from accelsim.errors import InputError
+from accelsim.importers.hlo_cost import FREE, Cost, CostModel
+from accelsim.importers.hlo_groups import (
+    Groups,
+    GroupSyntaxError,
+    device_groups,
+    device_pairs,
+    group_mode,
+    parse_groups,
+    parse_pairs,
+)
+from accelsim.importers.hlo_text import (
+    Computation,
+    Instruction,
+    Module,
+    Shape,
+    parse_module,
+)
+from accelsim.system.trace import Op, Program, SystemTrace
+
+DEFAULT_MAX_OPS = 20_000
+"""Unroll ``while`` loops until the program would exceed this many ops; fold beyond."""
+
+COLLECTIVE_OPCODES = {
+    "all-reduce": "all-reduce", "all-reduce-start": "all-reduce",
+    "all-gather": "all-gather", "all-gather-start": "all-gather",
+    "reduce-scatter": "reduce-scatter",
+    "all-to-all": "all-to-all", "ragged-all-to-all": "all-to-all",
+    "collective-broadcast": "broadcast",
+    "collective-permute": "collective-permute", "collective-permute-start": "collective-permute",
+}
+"""HLO opcode -> system-trace op kind."""
+ASYNC_STARTS = {"all-reduce-start", "all-gather-start", "collective-permute-start"}
+ASYNC_DONES = {"all-reduce-done", "all-gather-done", "collective-permute-done", "async-done", "copy-done"}
+PASS_THROUGH = {"bitcast", "opt-barrier", "domain", "add-dependency", "async-update"}
+MAIN, ASYNC_COMPUTE = "main", "async_compute"
+
+DTYPES = {
+    "f64": "fp64", "c128": "fp64", "f32": "fp32", "c64": "fp32", "bf16": "bf16", "f16": "fp16",
+    "s8": "int8", "u8": "int8", "s4": "int4", "u4": "int4", "f4e2m1fn": "fp4",
+}
+"""HLO element type -> kernel-trace dtype (f8 types -> fp8; other integer types -> fp32)."""
+
+Val = frozenset | tuple
+"""What a value depends on: op names (an array) or one Val per tuple element."""
+
+
+@dataclass(frozen=True)
+class HloOp:
+    """One op of the imported program (the intermediate form, before the trace format)."""
+
+    name: str
+    opcode: str
+    kind: str
+    """``compute``, a collective kind (``all-reduce``, ...), ``collective-permute`` or ``done``."""
+    deps: tuple[str, ...] = ()
+    ctrl_deps: tuple[str, ...] = ()
+    cost: Cost = Cost()
+    comm_bytes: float = 0.0
+    groups: Groups = ()
+    pairs: tuple[tuple[int, int], ...] = ()
+    is_async: bool = False
+    start: str | None = None
+    stream: str = MAIN
+    repeat: int = 1
+    """Trip count folded into this op's cost (1 when loops were unrolled)."""
+    dtype: str = "f32"
+    """HLO element type of the op's main operand or output."""
+
+
+@dataclass(frozen=True)
+class HloProgram:
+    module_name: str
+    num_devices: int
+    replica_count: int
+    num_partitions: int
+    ops: tuple[HloOp, ...]
+    counts: dict[str, int] = field(hash=False)
+    """What was estimated or skipped: unknown opcodes, custom calls, folded loops, ..."""
+
+
+def _leaf_deps(val: Val) -> frozenset:
+    if isinstance(val, frozenset):
+        return val
+    out: frozenset = frozenset()
+    for v in val:
+        out |= _leaf_deps(v)
+    return out
+
+
+def _shaped(shape: Shape, deps: frozenset) -> Val:
+    if shape.is_tuple:
+        return tuple(_shaped(e, deps) for e in shape.elements)
+    return deps
+
+
+class _Lowering:
+    """Walks computations in schedule order, emitting ops."""
+
+    def __init__(self, module: Module, max_ops: int) -> None:
+        self.module = module
+        self.costs = CostModel(module)
+        self.max_ops = max_ops
+        self.ops: list[HloOp] = []
+        self.counts: Counter[str] = Counter()
+        self._sizes: dict[str, int] = {}
+        self._channel_sends: dict[str, str] = {}
+        self._async_names: set[str] = set()
+
+    # ------------------------------------------------------------ walking
+
+    def run(self, comp: Computation, args: list[Val], prefix: str, scale: int) -> Val:
+        env: dict[str, Val] = {}
+        ops_of: dict[str, frozenset] = {}
+        for inst in comp.instructions:
+            before = len(self.ops)
+            env[inst.name] = self._instruction(comp, inst, env, args, prefix, scale)
+            ops_of[inst.name] = frozenset(op.name for op in self.ops[before:])
+            if inst.control_predecessors and len(self.ops) > before:
+                ctrl = frozenset().union(*(ops_of.get(p, frozenset()) | _leaf_deps(env.get(p, frozenset()))
+                                           for p in inst.control_predecessors))
+                for i in range(before, len(self.ops)):
+                    op = self.ops[i]
+                    extra = tuple(sorted(ctrl - set(op.deps) - {op.name}))
+                    if extra:
+                        self.ops[i] = replace(op, ctrl_deps=op.ctrl_deps + extra)
+        return env[comp.root.name]
+
+    def _instruction(self, comp: Computation, inst: Instruction, env: dict[str, Val], args: list[Val],
+                     prefix: str, scale: int) -> Val:
+        op = inst.opcode
+        operands = [env[o] for o in inst.operands]
+        deps = frozenset().union(*(_leaf_deps(v) for v in operands)) if operands else frozenset()
+        if op == "parameter":
+            number = int(inst.attrs.get("parameter_number", "0"))
+            return args[number] if number < len(args) else _shaped(inst.shape, frozenset())
+        if op == "get-tuple-element":
+            source = operands[0]
+            index = int(inst.attrs.get("index", "0"))
+            return source[index] if isinstance(source, tuple) and index < len(source) else _leaf_deps(source)
+        if op == "tuple":
+            return tuple(operands)
+        if op in PASS_THROUGH:
+            if op == "add-dependency" or not operands:
+                return _shaped(inst.shape, deps)
+            return operands[0]
+        if op in ("recv", "recv-done"):
+            return self._recv(inst, operands, deps)
+        if op in FREE:
+            return _shaped(inst.shape, deps)
+        if op == "while":
+            return self._while(inst, operands, prefix, scale)
+        if op == "call":
+            return self.run(self._called(inst, 0), operands, f"{prefix}{inst.name}/", scale)
+        if op == "conditional":
+            return self._conditional(inst, operands, prefix, scale)
+        if op == "async-start":
+            return self._async_start(inst, operands, prefix, scale)
+        if op in ASYNC_DONES:
+            return self._done(inst, operands, prefix)
+        if op in COLLECTIVE_OPCODES:
+            return self._collective(comp, inst, deps, prefix, scale, is_async=op in ASYNC_STARTS)
+        if op == "send":
+            return self._send(comp, inst, deps, prefix, scale)
+        return self._compute(comp, inst, deps, prefix, scale, MAIN)
+
+    def _emit(self, op: HloOp) -> str:
+        self.ops.append(op)
+        if op.is_async:
+            self._async_names.add(op.name)
+        return op.name
+
+    def _called(self, inst: Instruction, index: int) -> Computation:
+        return self.module.computations[inst.called()[index]]
+
+    # ------------------------------------------------------------ compute
+
+    def _compute(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int,
+                 stream: str) -> Val:
+        cost = self.costs.cost(comp, inst)
+        if inst.opcode == "copy-start":
+            cost = Cost(bytes_read=self.costs.operand_shapes(comp, inst)[0].size_bytes,
+                        bytes_written=self.costs.operand_shapes(comp, inst)[0].size_bytes)
+            stream = ASYNC_COMPUTE
+        dtype = cost.matrix_dtype if cost.matrix_flops else _main_dtype(inst.shape)
+        name = self._emit(HloOp(f"{prefix}{inst.name}", inst.opcode, "compute", tuple(sorted(deps)),
+                                cost=cost.scaled(scale) if scale != 1 else cost, stream=stream, repeat=scale,
+                                dtype=dtype))
+        return _shaped(inst.shape, frozenset({name}))
+
+    def _async_start(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
+        """Generic ``async-start``: the wrapped computation runs in the background."""
+        wrapped = self._called(inst, 0)
+        before = len(self.ops)
+        result = self.run(wrapped, operands, f"{prefix}{inst.name}/", scale)
+        for i in range(before, len(self.ops)):
+            op = self.ops[i]
+            if op.kind == "compute":
+                self.ops[i] = replace(op, stream=ASYNC_COMPUTE)
+            elif op.kind != "done":
+                self.ops[i] = replace(op, is_async=True)
+                self._async_names.add(op.name)
+        started = frozenset(op.name for op in self.ops[before:])
+        return (tuple(operands), _mark(result, started), frozenset())
+
+    def _done(self, inst: Instruction, operands: list[Val], prefix: str) -> Val:
+        started = _leaf_deps(operands[0]) if operands else frozenset()
+        async_ops = [name for name in sorted(started) if self._is_async(name)]
+        if not async_ops:
+            target = operands[0][1] if isinstance(operands[0], tuple) and len(operands[0]) > 1 else operands[0]
+            return _shaped(inst.shape, _leaf_deps(target))
+        names = frozenset(self._emit(HloOp(f"{prefix}{inst.name}" + (f"/{i}" if i else ""), inst.opcode, "done",
+                                           start=start)) for i, start in enumerate(async_ops))
+        return _shaped(inst.shape, names)
+
+    def _is_async(self, name: str) -> bool:
+        return name in self._async_names
+
+    # ------------------------------------------------------------ communication
+
+    def _collective(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int,
+                    is_async: bool) -> Val:
+        kind = COLLECTIVE_OPCODES[inst.opcode]
+        if inst.opcode == "ragged-all-to-all":
+            self.counts["ragged_all_to_all_as_all_to_all"] += 1
+        size = self._comm_bytes(comp, inst, kind)
+        mode = group_mode(inst.opcode, inst.attrs)
+        module = self.module
+        try:
+            if kind == "collective-permute":
+                pairs = device_pairs(parse_pairs(inst.attrs.get("source_target_pairs", "{}")), mode,
+                                     module.replica_count, module.num_partitions)
+                pairs = tuple(p for p in pairs if p[0] != p[1])
+                groups: Groups = ()
+                if not pairs:
+                    self.counts["collective_permute_without_pairs"] += 1
+                    return _shaped(inst.shape, deps)
+            else:
+                pairs = ()
+                groups = device_groups(parse_groups(inst.attrs.get("replica_groups", "{}")), mode,
+                                       module.replica_count, module.num_partitions)
+        except GroupSyntaxError as exc:
+            raise InputError(str(exc), source=module.source, line=inst.line, field="replica_groups") from None
+        cost = self.costs.flops(comp, inst)
+        name = self._emit(HloOp(f"{prefix}{inst.name}", inst.opcode, kind, tuple(sorted(deps)), cost=cost,
+                                comm_bytes=size * scale, groups=groups, pairs=pairs, is_async=is_async,
+                                repeat=scale, dtype=_main_dtype(inst.shape)))
+        if scale != 1:
+            self.counts["folded_collectives"] += 1
+        return _shaped(inst.shape, frozenset({name}))
+
+    def _comm_bytes(self, comp: Computation, inst: Instruction, kind: str) -> float:
+        operands = self.costs.operand_shapes(comp, inst)
+        if kind == "all-gather":
+            out = inst.shape
+            if inst.opcode == "all-gather-start" and out.is_tuple and len(out.elements) == 2:
+                out = out.elements[1]
+            return out.size_bytes
+        if kind == "collective-permute" or inst.opcode == "ragged-all-to-all":
+            return operands[0].size_bytes if operands else 0.0
+        return float(sum(s.size_bytes for s in operands))
+
+    def _send(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int) -> Val:
+        """``send``: a collective-permute over its source-target pairs, async until ``send-done``."""
+        if inst.attrs.get("is_host_transfer") == "true":
+            self.counts["host_transfers_skipped"] += 1
+            return _shaped(inst.shape, deps)
+        frontend = inst.attrs.get("frontend_attributes", "")
+        m = re.search(r'_xla_send_recv_source_target_pairs="?(\{[\d{},\s]*\})', frontend)
+        if not m:
+            self.counts["send_without_pairs"] += 1
+            return _shaped(inst.shape, deps)
+        module = self.module
+        pairs = tuple(p for p in device_pairs(parse_pairs(m.group(1)), group_mode("send", inst.attrs),
+                                              module.replica_count, module.num_partitions) if p[0] != p[1])
+        size = self.costs.operand_shapes(comp, inst)[0].size_bytes
+        name = self._emit(HloOp(f"{prefix}{inst.name}", "send", "collective-permute", tuple(sorted(deps)),
+                                comm_bytes=size * scale, pairs=pairs, repeat=scale,
+                                dtype=_main_dtype(inst.shape)))
+        self._channel_sends[inst.attrs.get("channel_id", "")] = name
+        return _shaped(inst.shape, frozenset({name}))
+
+    def _recv(self, inst: Instruction, operands: list[Val], deps: frozenset) -> Val:
+        if inst.opcode == "recv-done":
+            source = operands[0] if operands else frozenset()
+            channel_send = _leaf_deps(source)
+            return _shaped(inst.shape, channel_send | deps)
+        send = self._channel_sends.get(inst.attrs.get("channel_id", ""))
+        if send is None:
+            self.counts["recv_before_its_send"] += 1
+            return _shaped(inst.shape, deps)
+        return _shaped(inst.shape, deps | {send})
+
+    # ------------------------------------------------------------ control flow
+
+    def _while(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
+        body = self.module.computations[_attr_name(inst, "body")]
+        trips = trip_count(self.module, inst)
+        if trips is None:
+            self.counts["while_unknown_trip_count_run_once"] += 1
+            trips = 1
+        state = operands[0] if operands else ()
+        if trips == 0:
+            return state
+        per_trip = self.static_size(body.name)
+        if len(self.ops) + per_trip * trips * scale <= self.max_ops or trips == 1:
+            for trip in range(trips):
+                state = self.run(body, [state], f"{prefix}{inst.name}.{trip}/", scale)
+            return state
+        self.counts["folded_while_loops"] += 1
+        return self.run(body, [state], f"{prefix}{inst.name}.x{trips}/", scale * trips)
+
+    def _conditional(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
+        branches = inst.called()
+        chosen = max(range(len(branches)), key=lambda i: (self._weight(branches[i]), -i))
+        if len(branches) > 1:
+            self.counts["conditionals_costliest_branch"] += 1
+        predicate = _leaf_deps(operands[0]) if operands else frozenset()
+        arg = operands[chosen + 1] if chosen + 1 < len(operands) else frozenset()
+        arg = _mark(arg, predicate) if predicate else arg
+        return self.run(self.module.computations[branches[chosen]], [arg],
+                        f"{prefix}{inst.name}.{branches[chosen]}/", scale)
+
+    def _weight(self, name: str) -> float:
+        cost = self.costs.computation_flops(name)
+        return cost.matrix_flops + cost.vector_flops + self.static_size(name)
+
+    def static_size(self, name: str) -> int:
+        """Ops one pass over computation ``name`` emits (loops counted unrolled)."""
+        if name in self._sizes:
+            return self._sizes[name]
+        self._sizes[name] = 1  # guards against recursion in malformed modules
+        total = 0
+        for inst in self.module.computations[name].instructions:
+            if inst.opcode == "while":
+                trips = trip_count(self.module, inst) or 1
+                total += trips * self.static_size(_attr_name(inst, "body"))
+            elif inst.opcode in ("call", "async-start"):
+                total += sum(self.static_size(c) for c in inst.called())
+            elif inst.opcode == "conditional":
+                total += max((self.static_size(c) for c in inst.called()), default=0)
+            elif inst.opcode not in FREE and inst.opcode not in PASS_THROUGH:
+                total += 1
+        self._sizes[name] = total
+        return total
+
+
+def _mark(val: Val, extra: frozenset) -> Val:
+    if isinstance(val, frozenset):
+        return val | extra
+    return tuple(_mark(v, extra) for v in val)
+
+
+def _attr_name(inst: Instruction, key: str) -> str:
+    return inst.attrs[key].strip().lstrip("%")
+
+
+def _main_dtype(shape: Shape) -> str:
+    leaves = shape.leaves()
+    if not leaves:
+        return "f32"
+    return max(leaves, key=lambda s: s.size_bytes).dtype
+
+
+# ------------------------------------------------------------------ while trip counts
+
+
+def trip_count(module: Module, inst: Instruction) -> int | None:
+    """From ``backend_config`` ``known_trip_count``, else the induction-variable pattern
+    ``compare(get-tuple-element(param, i), constant(N)), direction=LT`` with the start
+    value a constant in the init tuple and a ``+ constant`` step in the body."""
+    config = inst.attrs.get("backend_config", "")
+    m = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?', config)
+    if m:
+        return int(m.group(1))
+    return _pattern_trip_count(module, inst)
+
+
+def _pattern_trip_count(module: Module, inst: Instruction) -> int | None:
+    cond = module.computations.get(_attr_name(inst, "condition"))
+    body = module.computations.get(_attr_name(inst, "body"))
+    if cond is None or body is None:
+        return None
+    found = _compare_of(module, cond)
+    if found is None:
+        return None
+    index, bound, direction = found
+    start = _init_constant(module, inst, index)
+    step = _body_step(module, body, index)
+    if start is None or step is None or step == 0:
+        return None
+    if direction == "LT" and step > 0:
+        return max(0, -(-(bound - start) // step))
+    if direction == "LE" and step > 0:
+        return max(0, (bound - start) // step + 1)
+    if direction == "GT" and step < 0:
+        return max(0, -(-(start - bound) // -step))
+    if direction == "GE" and step < 0:
+        return max(0, (start - bound) // -step + 1)
+    return None
+
+
+def _scalar_constant(inst: Instruction) -> int | None:
+    if inst.opcode != "constant" or inst.shape.dims:
+        return None
+    try:
+        return int(inst.literal.strip())
+    except ValueError:
+        return None
+
+
+def _compare_of(module: Module, cond: Computation) -> tuple[int, int, str] | None:
+    """(tuple index of the induction variable, bound, direction) of the loop condition."""
+    comp, root = cond, cond.root
+    names = comp.by_name()
+    args: list[Instruction] = [names[o] for o in root.operands]
+    if root.opcode == "fusion":  # XLA:CPU and GPU wrap the compare in a fusion
+        fused = module.computations[root.called()[0]]
+        inner = fused.root
+        if inner.opcode != "compare":
+            return None
+        fused_names = fused.by_name()
+        order = [int(fused_names[o].attrs.get("parameter_number", "-1")) for o in inner.operands]
+        if min(order, default=-1) < 0 or max(order) >= len(args):
+            return None
+        args = [args[i] for i in order]
+        root = inner
+    if root.opcode != "compare" or len(args) != 2:
+        return None
+    direction = re.sub(r"\W", "", root.attrs.get("direction", ""))
+    lhs, rhs = args
+    if lhs.opcode == "get-tuple-element" and (bound := _scalar_constant(rhs)) is not None:
+        return int(lhs.attrs.get("index", "-1")), bound, direction
+    if rhs.opcode == "get-tuple-element" and (bound := _scalar_constant(lhs)) is not None:
+        flipped = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}.get(direction, direction)
+        return int(rhs.attrs.get("index", "-1")), bound, flipped
+    return None
+
+
+def _init_constant(module: Module, inst: Instruction, index: int) -> int | None:
+    for comp in module.computations.values():
+        names = comp.by_name()
+        if names.get(inst.name) is not inst:
+            continue
+        init = names.get(inst.operands[0]) if inst.operands else None
+        if init is None or init.opcode != "tuple" or index >= len(init.operands):
+            return None
+        element = names[init.operands[index]]
+        while element.opcode in ("copy", "bitcast") and element.operands:
+            element = names[element.operands[0]]
+        return _scalar_constant(element)
+    return None
+
+
+def _body_step(module: Module, body: Computation, index: int) -> int | None:
+    names = body.by_name()
+    root = body.root
+    if root.opcode != "tuple" or index >= len(root.operands):
+        return None
+    update = names[root.operands[index]]
+    args = [names[o] for o in update.operands]
+    opcode = update.opcode
+    if opcode == "fusion":
+        fused = module.computations[update.called()[0]]
+        inner = fused.root
+        fused_names = fused.by_name()
+        inner_args = []
+        for o in inner.operands:
+            arg = fused_names[o]
+            if arg.opcode == "parameter":
+                arg = args[int(arg.attrs["parameter_number"])]
+            inner_args.append(arg)
+        opcode, args = inner.opcode, inner_args
+    if opcode not in ("add", "subtract") or len(args) != 2:
+        return None
+    steps = [c for c in (_scalar_constant(a) for a in args) if c is not None]
+    counters = [a for a in args if a.opcode == "get-tuple-element" and a.attrs.get("index") == str(index)]
+    if len(steps) != 1 or len(counters) != 1:
+        return None
+    return steps[0] if opcode == "add" else -steps[0]
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS) -> HloProgram:
+    """The module's entry computation as a flat op list (the intermediate form)."""
+    lowering = _Lowering(module, max_ops)
+    entry = module.entry_computation
+    lowering.run(entry, [], "", 1)
+    counts = Counter(lowering.counts)
+    for opcode, n in lowering.costs.unknown_opcodes.items():
+        counts[f"unknown_opcode:{opcode}"] += n
+    for target, n in lowering.costs.unknown_custom_calls.items():
+        counts[f"unknown_custom_call:{target}"] += n
+    if not module.is_scheduled:
+        counts["module_not_scheduled"] += 1
+    return HloProgram(module.name, module.num_devices, module.replica_count, module.num_partitions,
+                      tuple(lowering.ops), dict(sorted(counts.items())))
+
+
+def read_hlo(path: str | Path) -> Module:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise InputError(f"cannot read HLO text: {reason}", source=str(path)) from None
+    return parse_module(text, source=str(path))
+
+
+def _trace_dtype(hlo_dtype: str) -> str:
+    if hlo_dtype.startswith("f8"):
+        return "fp8"
+    return DTYPES.get(hlo_dtype, "fp32")
+
+
+def to_system_trace(program: HloProgram, *, source: str = "", system: str | None = None) -> SystemTrace:
+    """The intermediate program as a system trace: one program for all the module's devices."""
+    ops = []
+    for op in program.ops:
+        common = {"name": op.name, "kind": op.kind, "stream": op.stream, "deps": list(op.deps),
+                  "ctrl_deps": list(op.ctrl_deps)}
+        if op.kind == "compute":
+            matrix = op.cost.matrix_flops > 0
+            ops.append(Op(**common, flops=op.cost.matrix_flops if matrix else op.cost.vector_flops,
+                          bytes=op.cost.bytes, unit="matrix" if matrix else "vector",
+                          dtype=_trace_dtype(op.dtype)))
+        elif op.kind == "done":
+            ops.append(Op(**common, start=op.start))
+        elif op.kind == "collective-permute":
+            ops.append(Op(**common, bytes=op.comm_bytes, pairs=[list(p) for p in op.pairs],
+                          is_async=op.is_async, dtype=_trace_dtype(op.dtype)))
+        else:
+            ops.append(Op(**common, bytes=op.comm_bytes, groups=[list(g) for g in op.groups],
+                          is_async=op.is_async, dtype=_trace_dtype(op.dtype)))
+    metadata = {
+        "generator": "accelsim import hlo",
+        "source": source,
+        "hlo_module": program.module_name,
+        "replica_count": program.replica_count,
+        "num_partitions": program.num_partitions,
+        "importer_counts": program.counts,
+        "per_device_totals": summary(program),
+    }
+    if system:
+        metadata["system"] = system
+    devices = [f"0-{program.num_devices - 1}"] if program.num_devices > 1 else [0]
+    return SystemTrace(schema_version=1, name=program.module_name, num_devices=program.num_devices,
+                       programs=[Program(name=program.module_name, devices=devices, ops=ops)], metadata=metadata)
+
+
+def summary(program: HloProgram) -> dict[str, float]:
+    """Per-device totals: flops by unit, compute bytes, communication bytes by kind, op counts."""
+    out: Counter[str] = Counter()
+    for op in program.ops:
+        out["ops"] += 1
+        if op.kind == "compute":
+            out["matrix_flops"] += op.cost.matrix_flops
+            out["vector_flops"] += op.cost.vector_flops
+            out["compute_bytes"] += op.cost.bytes
+        elif op.kind != "done":
+            out[f"{op.kind}_bytes"] += op.comm_bytes
+            out[f"{op.kind}_count"] += 1
+    return dict(sorted(out.items()))
+
+
+def system_device_count(arch) -> int:
+    """Devices of a chip (1) or system config."""
+    for attr in ("num_chips", "gpus"):
+        if hasattr(arch, attr):
+            return int(getattr(arch, attr))
+    return 1
+
+
+def import_hlo(path: str | Path, *, system_devices: int | None = None, system: str | None = None,
+               max_ops: int = DEFAULT_MAX_OPS):
+    """Read, lower and convert one HLO file; checks it fits ``system_devices``."""
+    module = read_hlo(path)
+    if system_devices is not None and module.num_devices > system_devices:
+        raise InputError(
+            f"the HLO module runs on {module.num_devices} devices (replica_count={module.replica_count}, "
+            f"num_partitions={module.num_partitions}) but system {system!r} has {system_devices}",
+            source=str(path))
+    program = lower_module(module, max_ops=max_ops)
+    return to_system_trace(program, source=Path(path).name, system=system)
+
+
+def describe_counts(counts: dict[str, int]) -> str:
+    """One line for the CLI: what was estimated or skipped."""
+    return ", ".join(f"{k} x{v}" for k, v in counts.items()) or "none"
+

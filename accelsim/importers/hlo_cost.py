@@ -1,0 +1,267 @@
+"""Flops and bytes of HLO instructions, per device (HLO after SPMD partitioning is per device).
+
+Rules (see ``docs/import-hlo.md``):
+
+* ``dot``: ``2 * output elements * product of the lhs contracting dimensions``
+  (batch dimensions are part of the output); matrix flops.
+* ``convolution``: ``2 * output elements * kernel spatial size * kernel input
+  features`` (the kernel's input-feature dimension is already per feature group).
+* cuBLAS / cuBLASLt GEMM custom calls: as ``dot``, with the dimension numbers of their
+  ``backend_config`` (without them, the lhs minor dimension is the contraction).
+* elementwise arithmetic: one vector flop per output element; ``reduce`` one per input
+  element; ``reduce-window`` one per output element and window element; data movement
+  (copy, transpose, broadcast, convert, slices, gathers, ...) none.
+* fusions: the flops of the ops inside; bytes at the fusion boundary: every operand
+  read once and the output written once, except that an operand only sliced inside the
+  fusion counts the slices, and an in-place ``dynamic-update-slice`` root writes only
+  the update.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from accelsim.importers.hlo_text import (
+    Computation,
+    Instruction,
+    Module,
+    Shape,
+    strip_braces,
+)
+
+ELEMENTWISE = frozenset({
+    "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "clz", "compare", "complex", "cosine", "divide",
+    "erf", "exponential", "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one",
+    "logistic", "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "power", "real",
+    "reduce-precision", "remainder", "round-nearest-afz", "round-nearest-even", "rsqrt", "select",
+    "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sqrt", "stochastic-convert",
+    "subtract", "tan", "tanh", "xor",
+})
+MOVEMENT = frozenset({
+    "bitcast", "bitcast-convert", "broadcast", "concatenate", "convert", "copy", "dynamic-reshape",
+    "dynamic-slice", "dynamic-update-slice", "gather", "iota", "pad", "reshape", "reverse", "slice",
+    "transpose", "get-dimension-size", "set-dimension-size", "rng", "rng-bit-generator",
+    "rng-get-and-update-state", "copy-start", "copy-done",
+})
+FREE = frozenset({
+    "parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "add-dependency",
+    "opt-barrier", "partition-id", "replica-id", "domain", "send-done", "recv-done",
+})
+"""No work of their own: not emitted as ops, they only pass dependencies through."""
+REDUCING = frozenset({"reduce", "reduce-window", "scatter", "select-and-scatter", "sort", "map",
+                      "all-reduce", "reduce-scatter", "cholesky", "triangular-solve", "fft", "top-k"})
+SLICING = frozenset({"slice", "dynamic-slice", "gather"})
+KNOWN = ELEMENTWISE | MOVEMENT | FREE | REDUCING | frozenset({
+    "dot", "convolution", "fusion", "custom-call", "call", "while", "conditional", "async-start", "async-update",
+    "async-done", "all-gather", "all-to-all", "ragged-all-to-all", "collective-permute", "collective-broadcast",
+    "all-reduce-start", "all-reduce-done", "all-gather-start", "all-gather-done", "collective-permute-start",
+    "collective-permute-done", "send", "recv", "batch-norm-training", "batch-norm-inference", "batch-norm-grad",
+    "infeed", "outfeed", "scaled-dot", "ragged-dot", "composite",
+})
+GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8", "__hipblas$gemm",
+                "__hipblaslt$matmul")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Per-device work of one instruction: flops by unit and HBM bytes at its boundary."""
+
+    matrix_flops: float = 0.0
+    vector_flops: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    matrix_dtype: str = "f32"
+    """HLO element type of the matrix operands (the roofline rate to use)."""
+
+    def __add__(self, other: Cost) -> Cost:
+        dtype = self.matrix_dtype if self.matrix_flops >= other.matrix_flops else other.matrix_dtype
+        return Cost(self.matrix_flops + other.matrix_flops, self.vector_flops + other.vector_flops,
+                    self.bytes_read + other.bytes_read, self.bytes_written + other.bytes_written, dtype)
+
+    def scaled(self, factor: float) -> Cost:
+        return Cost(self.matrix_flops * factor, self.vector_flops * factor, self.bytes_read * factor,
+                    self.bytes_written * factor, self.matrix_dtype)
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+
+class CostModel:
+    """Prices instructions of one module; counts what it could only estimate."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._names = {name: comp.by_name() for name, comp in module.computations.items()}
+        self._flops_cache: dict[str, Cost] = {}
+        self.unknown_opcodes: Counter[str] = Counter()
+        self.unknown_custom_calls: Counter[str] = Counter()
+
+    def operand_shapes(self, comp: Computation, inst: Instruction) -> list[Shape]:
+        names = self._names[comp.name]
+        return [names[o].shape for o in inst.operands]
+
+    # ---------------------------------------------------------------- flops
+
+    def flops(self, comp: Computation, inst: Instruction) -> Cost:
+        """Flops of one instruction (no bytes); fusions and calls include their bodies."""
+        op = inst.opcode
+        if op == "dot":
+            lhs = self.operand_shapes(comp, inst)[0]
+            return Cost(matrix_flops=dot_flops(inst.shape, lhs, inst.attrs), matrix_dtype=lhs.dtype)
+        if op == "convolution":
+            lhs, rhs = self.operand_shapes(comp, inst)[:2]
+            return Cost(matrix_flops=conv_flops(inst.shape, rhs, inst.attrs), matrix_dtype=lhs.dtype)
+        if op == "custom-call":
+            return self._custom_call_flops(comp, inst)
+        if op in ("fusion", "call", "async-start", "map"):
+            body = Cost()
+            for called in inst.called():
+                body = body + self.computation_flops(called)
+            if op == "map":
+                body = body.scaled(inst.shape.num_elements)
+            return body
+        if op in ELEMENTWISE:
+            return Cost(vector_flops=float(_array_elements(inst.shape)))
+        if op in ("reduce", "all-reduce", "reduce-scatter"):
+            return Cost(vector_flops=float(sum(s.num_elements for s in self.operand_shapes(comp, inst))))
+        if op == "reduce-window":
+            return Cost(vector_flops=float(_array_elements(inst.shape) * _window_size(inst.attrs.get("window", ""))))
+        if op in ("scatter", "select-and-scatter"):
+            return Cost(vector_flops=float(self.operand_shapes(comp, inst)[-1].num_elements))
+        if op == "sort":
+            n = self.operand_shapes(comp, inst)[0]
+            per = n.dims[-1] if n.dims else 1
+            return Cost(vector_flops=float(n.num_elements * max(1.0, math.log2(max(per, 1)))))
+        if op not in KNOWN:
+            self.unknown_opcodes[op] += 1
+        return Cost()
+
+    def computation_flops(self, name: str) -> Cost:
+        if name not in self._flops_cache:
+            comp = self.module.computations[name]
+            total = Cost()
+            for inst in comp.instructions:
+                total = total + self.flops(comp, inst)
+            self._flops_cache[name] = total
+        return self._flops_cache[name]
+
+    def _custom_call_flops(self, comp: Computation, inst: Instruction) -> Cost:
+        target = inst.attrs.get("custom_call_target", "").strip('"')
+        shapes = self.operand_shapes(comp, inst)
+        if target in GEMM_TARGETS and len(shapes) >= 2:
+            out = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
+            dims = _gemm_dimension_numbers(inst.attrs.get("backend_config", ""))
+            if dims is None:
+                dims = {"lhs_contracting_dims": f"{{{len(shapes[0].dims) - 1}}}"}
+            return Cost(matrix_flops=dot_flops(out, shapes[0], dims), matrix_dtype=shapes[0].dtype)
+        self.unknown_custom_calls[target or "<no target>"] += 1
+        return Cost()
+
+    # ---------------------------------------------------------------- bytes
+
+    def boundary_bytes(self, comp: Computation, inst: Instruction) -> tuple[float, float]:
+        """(read, written) bytes of a top-level instruction: operands in, output out."""
+        shapes = self.operand_shapes(comp, inst)
+        read = [s.size_bytes for s in shapes]
+        written = inst.shape.size_bytes
+        if inst.opcode == "fusion" and inst.called():
+            fused = self.module.computations[inst.called()[0]]
+            read = [_parameter_read(fused, i, s) for i, s in enumerate(shapes)]
+            written = _root_written(fused, inst.shape)
+        elif inst.opcode in SLICING and shapes:
+            read[0] = inst.shape.size_bytes
+        elif inst.opcode == "dynamic-update-slice" and len(shapes) > 1:
+            read[0], written = 0.0, shapes[1].size_bytes
+        elif inst.opcode == "custom-call" and inst.shape.is_tuple and _is_gemm(inst):
+            written = inst.shape.elements[0].size_bytes  # the rest is cuBLAS workspace
+        return float(sum(read)), float(written)
+
+    def cost(self, comp: Computation, inst: Instruction) -> Cost:
+        read, written = self.boundary_bytes(comp, inst)
+        f = self.flops(comp, inst)
+        return Cost(f.matrix_flops, f.vector_flops, read, written, f.matrix_dtype)
+
+
+def _is_gemm(inst: Instruction) -> bool:
+    return inst.attrs.get("custom_call_target", "").strip('"') in GEMM_TARGETS
+
+
+def _array_elements(shape: Shape) -> int:
+    return sum(leaf.num_elements for leaf in shape.leaves())
+
+
+def _dims(text: str) -> list[int]:
+    return [int(t) for t in strip_braces(text).replace(" ", "").split(",") if t]
+
+
+def dot_flops(out: Shape, lhs: Shape, attrs: dict[str, str]) -> float:
+    """``2 * out elements * prod(lhs contracting sizes)``."""
+    contracting = _dims(attrs.get("lhs_contracting_dims", "{}"))
+    k = math.prod(lhs.dims[d] for d in contracting if d < len(lhs.dims))
+    return 2.0 * out.num_elements * k
+
+
+def conv_flops(out: Shape, kernel: Shape, attrs: dict[str, str]) -> float:
+    """``2 * out elements * kernel spatial size * kernel input features``."""
+    labels = attrs.get("dim_labels", "")
+    parts = re.split(r"_|->", labels)
+    if len(parts) != 3 or len(parts[1]) != len(kernel.dims):
+        per_output = kernel.num_elements / max(1, kernel.dims[-1] if kernel.dims else 1)
+        return 2.0 * out.num_elements * per_output
+    kernel_labels = parts[1]
+    per_output = 1
+    for label, size in zip(kernel_labels, kernel.dims):
+        if label != "o":
+            per_output *= size
+    return 2.0 * out.num_elements * per_output
+
+
+def _window_size(window: str) -> int:
+    m = re.search(r"size=([\dx]+)", window)
+    return math.prod(int(s) for s in m.group(1).split("x")) if m else 1
+
+
+def _gemm_dimension_numbers(backend_config: str) -> dict[str, str] | None:
+    try:
+        config = json.loads(backend_config)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    gemm = config.get("gemm_backend_config", config) if isinstance(config, dict) else None
+    numbers = gemm.get("dot_dimension_numbers") if isinstance(gemm, dict) else None
+    if not isinstance(numbers, dict):
+        return None
+    contracting = numbers.get("lhs_contracting_dimensions", [])
+    return {"lhs_contracting_dims": "{" + ",".join(str(int(d)) for d in contracting) + "}"}
+
+
+def _parameter_read(fused: Computation, number: int, shape: Shape) -> float:
+    """Bytes a fusion reads of operand ``number``: the slices taken when it is only sliced."""
+    param = next((i for i in fused.instructions
+                  if i.opcode == "parameter" and i.attrs.get("parameter_number") == str(number)), None)
+    if param is None:
+        return shape.size_bytes
+    users = [i for i in fused.instructions if param.name in i.operands]
+    if users and all(u.opcode in SLICING and u.operands[0] == param.name for u in users):
+        return float(sum(u.shape.size_bytes for u in users))
+    if users and all(u.opcode == "dynamic-update-slice" and u.operands[0] == param.name for u in users):
+        return 0.0  # updated in place: the untouched part is neither read nor written
+    return shape.size_bytes
+
+
+def _root_written(fused: Computation, shape: Shape) -> float:
+    root = fused.root
+    names = fused.by_name()
+    outputs = [names[o] for o in root.operands] if root.opcode == "tuple" else [root]
+    total = 0.0
+    for out in outputs:
+        if out.opcode == "dynamic-update-slice" and len(out.operands) > 1:
+            total += names[out.operands[1]].shape.size_bytes
+        else:
+            total += out.shape.size_bytes
+    return total if outputs else shape.size_bytes
+

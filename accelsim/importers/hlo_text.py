@@ -1,0 +1,391 @@
+"""Reading XLA HLO text (``HloModule ...``) into plain records: shapes, instructions,
+computations. No costs here; :mod:`accelsim.importers.hlo_cost` prices them.
+
+The grammar followed is the one ``HloModule::ToString`` prints (and XLA's
+``hlo_parser.cc`` reads back): a module header line, then computations
+``[ENTRY] %name (params) -> shape {`` ... ``}``, one instruction per line::
+
+    [ROOT] %name = SHAPE opcode(OPERANDS), attr=value, attr=value, ...
+
+Shapes are ``dtype[dims]{layout}`` or tuples ``(shape, shape)``; layouts (including
+tiling and memory space, ``{1,0:T(8,128)S(1)}``) are skipped. Attribute values are
+kept as raw text and parsed by whoever needs them. Lines outside computations
+(``FileNames``/``StackFrames`` tables of newer XLA) are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from accelsim.errors import InputError
+
+DTYPE_BITS: dict[str, int] = {
+    "pred": 8, "s1": 1, "u1": 1, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8,
+    "s16": 16, "u16": 16, "s32": 32, "u32": 32, "s64": 64, "u64": 64,
+    "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64, "c128": 128,
+    "f4e2m1fn": 4, "f8e8m0fnu": 8, "f8e3m4": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3fnuz": 8,
+    "f8e4m3b11fnuz": 8, "f8e5m2": 8, "f8e5m2fnuz": 8, "token": 0, "opaque": 0,
+}
+"""Storage bits per element of every HLO primitive type (``xla_data.proto``)."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An array shape (``dtype`` and ``dims``) or a tuple of shapes (``elements``)."""
+
+    dtype: str = "tuple"
+    dims: tuple[int, ...] = ()
+    elements: tuple[Shape, ...] = ()
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.dtype == "tuple"
+
+    @property
+    def num_elements(self) -> int:
+        """Array elements (a scalar has one); a tuple has none of its own."""
+        if self.is_tuple:
+            return 0
+        count = 1
+        for d in self.dims:
+            count *= d
+        return count
+
+    @property
+    def size_bytes(self) -> float:
+        """Bytes of all arrays in the shape (tuple elements summed; sub-byte types packed)."""
+        if self.is_tuple:
+            return sum(e.size_bytes for e in self.elements)
+        return self.num_elements * DTYPE_BITS[self.dtype] / 8
+
+    def leaves(self) -> list[Shape]:
+        """The array shapes, depth first."""
+        if not self.is_tuple:
+            return [self]
+        return [leaf for e in self.elements for leaf in e.leaves()]
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One HLO instruction as written: ``attrs`` hold the raw text of each ``key=value``."""
+
+    name: str
+    opcode: str
+    shape: Shape
+    operands: tuple[str, ...]
+    attrs: dict[str, str] = field(hash=False, compare=False)
+    is_root: bool = False
+    line: int = 0
+    literal: str = ""
+    """The text inside the parentheses for ``constant`` (its value), else empty."""
+
+    def called(self) -> list[str]:
+        """Names of the computations this instruction calls, in attribute order."""
+        names: list[str] = []
+        for key in ("calls", "to_apply", "body", "condition", "true_computation", "false_computation",
+                    "branch_computations"):
+            if key in self.attrs:
+                names.extend(n.lstrip("%") for n in split_top(strip_braces(self.attrs[key])) if n)
+        return names
+
+    @property
+    def control_predecessors(self) -> tuple[str, ...]:
+        text = self.attrs.get("control-predecessors", "")
+        return tuple(n.lstrip("%") for n in split_top(strip_braces(text)) if n)
+
+
+@dataclass(frozen=True)
+class Computation:
+    name: str
+    instructions: tuple[Instruction, ...]
+    is_entry: bool = False
+
+    @property
+    def root(self) -> Instruction:
+        for inst in self.instructions:
+            if inst.is_root:
+                return inst
+        return self.instructions[-1]
+
+    def by_name(self) -> dict[str, Instruction]:
+        return {inst.name: inst for inst in self.instructions}
+
+
+@dataclass(frozen=True)
+class Module:
+    """A parsed HLO module; ``computations`` keeps file order, ``entry`` names the entry."""
+
+    name: str
+    computations: dict[str, Computation] = field(hash=False)
+    entry: str
+    attrs: dict[str, str] = field(hash=False, compare=False)
+    source: str = "<hlo>"
+
+    @property
+    def entry_computation(self) -> Computation:
+        return self.computations[self.entry]
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.attrs.get("num_partitions", "1"))
+
+    @property
+    def replica_count(self) -> int:
+        return int(self.attrs.get("replica_count", "1"))
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_partitions * self.replica_count
+
+    @property
+    def is_scheduled(self) -> bool:
+        return self.attrs.get("is_scheduled", "false") == "true"
+
+
+_CLOSE = {"(": ")", "{": "}", "[": "]"}
+
+
+def split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` outside brackets and quotes; parts stripped, empties dropped."""
+    parts, depth, start, quote = [], 0, 0, False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quote = False
+        elif ch == '"':
+            quote = True
+        elif ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def strip_braces(text: str) -> str:
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        return text[1:-1]
+    return text
+
+
+def matching(text: str, start: int) -> int:
+    """Index of the bracket closing the one at ``start`` (quotes respected); -1 if none."""
+    opener = text[start]
+    closer, depth, quote = _CLOSE[opener], 0, False
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quote = False
+        elif ch == '"':
+            quote = True
+        elif ch == opener:
+            depth += 1
+        elif ch == closer:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+class _Cursor:
+    """A position in one line, with the file and line number for errors."""
+
+    def __init__(self, text: str, source: str, line: int) -> None:
+        self.text, self.pos, self.source, self.line = text, 0, source, line
+
+    def fail(self, expected: str) -> InputError:
+        got = self.text[self.pos:self.pos + 30] or "end of line"
+        return InputError(f"expected {expected}, got {got!r}", source=self.source, line=self.line)
+
+    def skip_ws(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        self.skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def take(self, token: str) -> bool:
+        self.skip_ws()
+        if self.text.startswith(token, self.pos):
+            self.pos += len(token)
+            return True
+        return False
+
+    def group(self) -> str:
+        """The text inside the bracket at the cursor (which must open one); moves past it."""
+        self.skip_ws()
+        if self.peek() not in _CLOSE:
+            raise self.fail("'(' , '{' or '['")
+        end = matching(self.text, self.pos)
+        if end < 0:
+            raise self.fail(f"a closing {_CLOSE[self.text[self.pos]]!r}")
+        inner = self.text[self.pos + 1:end]
+        self.pos = end + 1
+        return inner
+
+    def word(self, pattern: re.Pattern[str], expected: str) -> str:
+        self.skip_ws()
+        m = pattern.match(self.text, self.pos)
+        if not m:
+            raise self.fail(expected)
+        self.pos = m.end()
+        return m.group(0)
+
+
+_DTYPE = re.compile(r"[a-z][a-z0-9]*")
+_DIM = re.compile(r"(<=)?(\d+|\?)")
+_NAME = re.compile(r"%?[A-Za-z_][\w.\-]*")
+_OPCODE = re.compile(r"[a-z][a-z0-9\-_]*")
+_COMMENT = re.compile(r"/\*.*?\*/")
+
+
+def parse_shape(cur: _Cursor) -> Shape:
+    if cur.take("("):
+        elements: list[Shape] = []
+        while not cur.take(")"):
+            elements.append(parse_shape(cur))
+            cur.take(",")
+            if cur.pos >= len(cur.text):
+                raise cur.fail("')' closing a tuple shape")
+        return Shape(elements=tuple(elements))
+    dtype = cur.word(_DTYPE, "a shape like f32[8,128]")
+    if dtype not in DTYPE_BITS:
+        cur.pos -= len(dtype)
+        raise cur.fail(f"an HLO element type ({', '.join(sorted(DTYPE_BITS)[:6])}, ...)")
+    if not cur.take("["):
+        raise cur.fail("'[' after the element type")
+    dims: list[int] = []
+    while not cur.take("]"):
+        m = _DIM.match(cur.text, cur.pos)
+        if not m:
+            raise cur.fail("a dimension size")
+        dims.append(int(m.group(2)) if m.group(2) != "?" else 0)
+        cur.pos = m.end()
+        cur.take(",")
+    if cur.pos < len(cur.text) and cur.text[cur.pos] == "{":
+        cur.group()  # the layout: no bearing on sizes
+    return Shape(dtype, tuple(dims))
+
+
+def shape_from_text(text: str, source: str = "<shape>", line: int = 0) -> Shape:
+    cur = _Cursor(text, source, line)
+    shape = parse_shape(cur)
+    cur.skip_ws()
+    if cur.pos != len(cur.text):
+        raise cur.fail("end of shape")
+    return shape
+
+
+def _operand_name(text: str) -> str:
+    """``%x``, ``/*index=5*/%x`` or ``f32[8]{0} %x`` (older printers) -> ``x``."""
+    text = _COMMENT.sub("", text)
+    token = text.split()[-1] if text.split() else text
+    return token.lstrip("%")
+
+
+def parse_instruction(text: str, source: str, line: int) -> Instruction:
+    cur = _Cursor(text, source, line)
+    is_root = cur.take("ROOT ")
+    name = cur.word(_NAME, "an instruction name").lstrip("%")
+    if not cur.take("="):
+        raise cur.fail("'=' after the instruction name")
+    shape = parse_shape(cur)
+    opcode = cur.word(_OPCODE, "an opcode")
+    inner = cur.group() if cur.peek() == "(" else ""
+    literal = inner if opcode == "constant" else ""
+    operands = () if opcode in ("constant", "parameter", "iota") else tuple(
+        _operand_name(o) for o in split_top(inner))
+    attrs: dict[str, str] = {}
+    if opcode == "parameter":
+        attrs["parameter_number"] = inner.strip()
+    rest = cur.text[cur.pos:].strip()
+    for part in split_top(rest.lstrip(",")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise InputError(f"expected key=value attributes, got {part[:30]!r}", source=source, line=line)
+        attrs[key.strip()] = value.strip()
+    return Instruction(name, opcode, shape, operands, attrs, is_root, line, literal)
+
+
+_HEADER = re.compile(r"^(ENTRY\s+)?(%?[A-Za-z_][\w.\-]*)\s*(\(.*\)\s*->\s*.*)?\{\s*$")
+
+
+def parse_module(text: str, source: str = "<hlo>") -> Module:
+    """Parse HLO module text; raises :class:`InputError` (one line, with the line number)."""
+    lines = text.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None or not lines[first].lstrip().startswith("HloModule"):
+        raise InputError("not HLO text: expected a first line 'HloModule NAME, ...'", source=source,
+                         line=None if first is None else first + 1)
+    header = lines[first].strip()[len("HloModule"):].strip()
+    head_parts = split_top(header)
+    module_name = head_parts[0] if head_parts else "module"
+    module_attrs = {}
+    for part in head_parts[1:]:
+        key, _, value = part.partition("=")
+        module_attrs[key.strip()] = value.strip()
+
+    computations: dict[str, Computation] = {}
+    entry = None
+    current: str | None = None
+    current_entry = False
+    body: list[Instruction] = []
+    open_line = 0
+    for index in range(first + 1, len(lines)):
+        stripped = lines[index].strip()
+        lineno = index + 1
+        if current is None:
+            m = _HEADER.match(stripped)
+            if m and " = " not in stripped.split("(")[0]:
+                current, current_entry, body, open_line = m.group(2).lstrip("%"), bool(m.group(1)), [], lineno
+            continue
+        if stripped.startswith("}"):
+            if not body:
+                raise InputError(f"computation {current!r} has no instructions", source=source, line=open_line)
+            computations[current] = Computation(current, tuple(body), current_entry)
+            if current_entry:
+                entry = current
+            current = None
+            continue
+        if not stripped or stripped.startswith("//"):
+            continue
+        body.append(parse_instruction(stripped, source, lineno))
+    if current is not None:
+        raise InputError(f"truncated HLO: computation {current!r} is not closed with '}}'", source=source,
+                         line=open_line)
+    if entry is None:
+        if not computations:
+            raise InputError("no computations found in HLO text", source=source)
+        raise InputError("no ENTRY computation in HLO text", source=source)
+    _check_references(computations, source)
+    return Module(module_name, computations, entry, module_attrs, source)
+
+
+def _check_references(computations: dict[str, Computation], source: str) -> None:
+    for comp in computations.values():
+        names = comp.by_name()
+        for inst in comp.instructions:
+            for operand in inst.operands:
+                if operand not in names:
+                    raise InputError(f"instruction {inst.name!r} uses undefined operand {operand!r}",
+                                     source=source, line=inst.line)
+            for called in inst.called():
+                if called not in computations:
+                    raise InputError(f"instruction {inst.name!r} calls undefined computation {called!r}",
+                                     source=source, line=inst.line)
