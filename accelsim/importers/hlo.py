@@ -85,7 +85,7 @@ class HloOp:
     """``compute``, a collective kind (``all-reduce``, ...), ``collective-permute`` or ``done``."""
     deps: tuple[str, ...] = ()
     ctrl_deps: tuple[str, ...] = ()
-    cost: Cost = Cost()
+    cost: Cost = field(default_factory=Cost)
     comm_bytes: float = 0.0
     groups: Groups = ()
     pairs: tuple[tuple[int, int], ...] = ()

@@ -252,7 +252,14 @@ _DTYPE = re.compile(r"[a-z][a-z0-9]*")
 _DIM = re.compile(r"(<=)?(\d+|\?)")
 _NAME = re.compile(r"%?[A-Za-z_][\w.\-]*")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-_]*")
-_COMMENT = re.compile(r"/\*.*?\*/")
+_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|/\*.*?\*/')
+
+
+def strip_comments(text: str) -> str:
+    """Drop ``/*index=5*/`` comments the printer puts in long lists (not inside strings)."""
+    if "/*" not in text:
+        return text
+    return _COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
 
 
 def parse_shape(cur: _Cursor) -> Shape:
@@ -293,14 +300,13 @@ def shape_from_text(text: str, source: str = "<shape>", line: int = 0) -> Shape:
 
 
 def _operand_name(text: str) -> str:
-    """``%x``, ``/*index=5*/%x`` or ``f32[8]{0} %x`` (older printers) -> ``x``."""
-    text = _COMMENT.sub("", text)
+    """``%x`` or ``f32[8]{0} %x`` (older printers) -> ``x``."""
     token = text.split()[-1] if text.split() else text
     return token.lstrip("%")
 
 
 def parse_instruction(text: str, source: str, line: int) -> Instruction:
-    cur = _Cursor(text, source, line)
+    cur = _Cursor(strip_comments(text), source, line)
     is_root = cur.take("ROOT ")
     name = cur.word(_NAME, "an instruction name").lstrip("%")
     if not cur.take("="):
