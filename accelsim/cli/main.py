@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, demo_cmd, simulate_cmd, validate_cmd
+    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, demo_cmd, import_cmd, replay_cmd, simulate_cmd, validate_cmd
 
     parser = _Parser(
         prog="accelsim",
@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_cmd.register(sub)
     validate_cmd.register(sub)
     demo_cmd.register(sub)
+    replay_cmd.register(sub)
+    import_cmd.register(sub)
     return parser
 
 

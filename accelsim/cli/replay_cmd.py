@@ -1,0 +1,77 @@
+"""``accelsim replay TRACE.json --system SYSTEM``: one step of a system trace on a system."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from accelsim.arch.model import load_arch
+from accelsim.cli.arch_cmd import add_set_option
+from accelsim.cli.files import write_json
+from accelsim.cli.output import print_json, table
+from accelsim.errors import InputError
+from accelsim.system.replay import ReplayOptions, ReplayResult, replay
+from accelsim.system.timeline import chrome_trace
+from accelsim.system.trace import load_system_trace
+from accelsim.units import format_quantity
+
+TOP_LINKS = 5
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="replay a system trace (one step on every device) on a system")
+    p.add_argument("trace", metavar="TRACE.json", help="a system trace (see docs/system-trace-format.md)")
+    p.add_argument("--system", required=True, help="system name or config path (a node, torus, cluster, multislice)")
+    add_set_option(p)
+    p.add_argument("--algorithm", default="auto", help="collective algorithm for every collective (default: auto)")
+    p.add_argument("--no-fold", dest="fold", action="store_false",
+                   help="replay every device on its own (default: interchangeable devices of a program together)")
+    p.add_argument("--comm-sm-fraction", type=float, metavar="F",
+                   help="share of a GPU's SMs a running collective takes from compute (default: 16 / SMs)")
+    p.add_argument("--comm-hbm-fraction", type=float, metavar="F",
+                   help="share of HBM bandwidth a running collective takes from memory-bound compute")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
+    p.set_defaults(run=run_replay)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    trace = load_system_trace(args.trace)
+    system = load_arch(args.system, args.overrides)
+    options = ReplayOptions(
+        fold=args.fold, algorithm=args.algorithm, comm_sm_fraction=args.comm_sm_fraction,
+        comm_hbm_fraction=args.comm_hbm_fraction, timeline=bool(args.timeline),
+    )
+    try:
+        result = replay(trace, system, base_dir=Path(args.trace).parent, options=options)
+    except InputError as exc:
+        exc.source = exc.source or args.trace  # the replay names fields of the trace
+        raise
+    if args.timeline:
+        write_json(args.timeline, chrome_trace(result))
+    if args.json:
+        print_json(result.summary())
+    else:
+        print_result(result)
+    return 0
+
+
+def print_result(r: ReplayResult) -> None:
+    s = r.summary()
+    seconds = lambda key: format_quantity(s[key], "seconds")  # noqa: E731
+    rows = [
+        ("trace", f"{r.trace} ({s['ops']} ops on {s['num_devices']} devices)"),
+        ("system", r.system),
+        ("step time", format_quantity(r.step_time_s, "seconds")),
+        ("compute", f"{seconds('compute_s')} per device (mean)"),
+        ("communication", f"{seconds('comm_s')}: {seconds('exposed_comm_s')} exposed, "
+                          f"{seconds('overlapped_comm_s')} overlapped"),
+        ("idle", seconds("idle_s")),
+        ("collectives", f"{r.comm_instances} instances"),
+    ]
+    for link in r.links[:TOP_LINKS]:
+        rows.append(("busiest links" if link is r.links[0] else "",
+                     f"{link.link}  {link.utilization:.0%}  ({format_quantity(link.bytes, 'bytes')})"))
+    rows.append(("simulated in", f"{r.sim_wall_s * 1e3:.1f} ms, {r.events} events, "
+                                 f"{len(r.classes)} replayed device classes"))
+    print(table(("", ""), rows).split("\n", 2)[2])

@@ -1,0 +1,262 @@
+"""MLCommons Chakra execution traces (the JSON form of ``et_def.proto``) as a system trace.
+
+One file per rank, given in rank order. A file holds Chakra ``Node`` messages in any
+of the JSON shapes tools write: a stream of concatenated JSON objects (what
+``chakra_jsonizer`` writes with protobuf's ``MessageToJson``: a ``GlobalMetadata``
+object first, then one object per node, camelCase keys, 64-bit integers as strings,
+enums by name), a JSON array of nodes, or an object with a ``nodes`` array. Field
+names may be camelCase (``dataDeps``) or snake_case (``data_deps``); enums may be names
+or numbers.
+
+What becomes what (see ``docs/system-trace-format.md``, section *Chakra*):
+
+* ``COMP_NODE``: a compute op on stream ``compute``: ``duration_micros`` when it is
+  positive (measured), else the ``num_ops`` (flops) and ``tensor_size`` (bytes)
+  attributes as a roofline estimate. CPU ops (``is_cpu_op``) take no device time.
+* ``COMM_COLL_NODE``: ``comm_type`` and ``comm_size`` (bytes) on stream ``comm``,
+  async (NCCL kernels run beside compute kernels; later nodes wait on their data
+  deps). The group is every rank, or the ranks given for its ``pg_name``.
+  ``BARRIER`` is a zero-byte all-reduce (a pure synchronisation).
+* ``COMM_SEND_NODE`` / ``COMM_RECV_NODE``: ``comm_dst`` / ``comm_src`` and ``comm_size``.
+* ``MEM_LOAD_NODE`` / ``MEM_STORE_NODE``: ``tensor_size`` bytes of HBM traffic
+  (roofline); ``METADATA_NODE``: no time, dependencies kept.
+
+Nodes are emitted in a dependency-respecting order (file order where the dependencies
+allow), since ops on one stream of a system trace start in list order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from accelsim.errors import InputError
+from accelsim.system.trace import Op, Program, SystemTrace, expand_devices
+
+NODE_TYPES = ("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
+              "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE")
+"""``et_def.proto`` ``NodeType``, in enum value order."""
+COMM_TYPES = ("ALL_REDUCE", "REDUCE", "ALL_GATHER", "GATHER", "SCATTER", "BROADCAST", "ALL_TO_ALL",
+              "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER")
+"""``et_def.proto`` ``CollectiveCommType``, in enum value order."""
+COLLECTIVE_OF = {
+    "ALL_REDUCE": "all-reduce", "ALL_GATHER": "all-gather", "REDUCE_SCATTER": "reduce-scatter",
+    "REDUCE_SCATTER_BLOCK": "reduce-scatter", "ALL_TO_ALL": "all-to-all", "BROADCAST": "broadcast",
+    "BARRIER": "all-reduce",
+}
+COMPUTE_STREAM = "compute"
+COMM_STREAM = "comm"
+
+
+def import_chakra(paths: Sequence[str | Path], groups: Mapping[str, list[int]] | None = None,
+                  name: str | None = None) -> SystemTrace:
+    """Rank ``r`` is ``paths[r]``. ``groups`` maps a process-group name (the nodes'
+    ``pg_name``) to its ranks; collectives without ``pg_name`` span every rank."""
+    if not paths:
+        raise InputError("give one Chakra trace file per rank", source="import chakra")
+    n = len(paths)
+    programs = []
+    for rank, path in enumerate(paths):
+        nodes = _ordered(read_nodes(path), str(path))
+        names = {_int(_get(node, "id"), "id", str(path)): _op_name(node) for node in nodes}
+        ops = [_op(node, names, n, groups or {}, str(path)) for node in nodes]
+        programs.append(Program(name=f"rank{rank}", devices=[rank], ops=ops))
+    return SystemTrace(
+        schema_version=1, name=name or f"chakra ({n} ranks)", num_devices=n, programs=programs,
+        metadata={"generator": "accelsim import chakra", "sources": [str(p) for p in paths]},
+    )
+
+
+# ------------------------------------------------------------------ reading
+
+
+def read_nodes(path: str | Path) -> list[dict]:
+    """The node objects of one file (a GlobalMetadata object, which has no ``id``, is
+    skipped)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read Chakra trace: {exc.strerror}", source=str(path)) from None
+    values = _json_values(text, str(path))
+    if len(values) == 1 and isinstance(values[0], list):
+        values = values[0]
+    elif len(values) == 1 and isinstance(values[0], dict) and "nodes" in values[0]:
+        values = values[0]["nodes"]
+    nodes = []
+    for k, value in enumerate(values):
+        if not isinstance(value, dict):
+            raise InputError(f"expected a node object, got {type(value).__name__}", source=str(path), field=f"[{k}]")
+        if "id" in value:
+            nodes.append(value)
+    return nodes
+
+
+def _json_values(text: str, source: str) -> list[Any]:
+    """Every JSON value in ``text``: one document, or several written back to back."""
+    decoder = json.JSONDecoder()
+    values, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return values
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+        values.append(value)
+
+
+def _get(node: Mapping, snake: str, default: Any = None) -> Any:
+    """A field by its proto name or its protobuf-JSON (lowerCamelCase) name."""
+    if snake in node:
+        return node[snake]
+    head, *rest = snake.split("_")
+    return node.get(head + "".join(w.title() for w in rest), default)
+
+
+def _int(value: Any, where: str, source: str) -> int:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"expected an integer, got {value!r}", source=source, field=where) from None
+
+
+def _enum(value: Any, names: tuple[str, ...], where: str, source: str) -> str:
+    if isinstance(value, str) and value in names:
+        return value
+    if isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).isdigit() and int(value) < len(names):
+        return names[int(value)]
+    raise InputError(f"unknown value {value!r}; expected one of: {', '.join(names)}", source=source, field=where)
+
+
+_VALUE_KEYS = ("int64_val", "uint64_val", "int32_val", "uint32_val", "sint64_val", "sint32_val", "fixed64_val",
+               "fixed32_val", "sfixed64_val", "sfixed32_val", "double_val", "float_val", "bool_val", "string_val")
+
+
+def _attrs(node: Mapping) -> dict[str, Any]:
+    """``attr`` as name -> value, whichever ``*_val`` field holds it."""
+    out = {}
+    for attr in _get(node, "attr", []) or []:
+        for key in _VALUE_KEYS:
+            value = _get(attr, key)
+            if value is not None:
+                out[attr.get("name")] = value
+                break
+    return out
+
+
+# ------------------------------------------------------------------ ordering
+
+
+def _ordered(nodes: list[dict], source: str) -> list[dict]:
+    """Nodes in file order where dependencies allow (Kahn's algorithm, earliest first);
+    unknown dependencies and cycles are errors."""
+    ids = [_int(_get(node, "id"), f"[{k}].id", source) for k, node in enumerate(nodes)]
+    position = {}
+    for k, node_id in enumerate(ids):
+        if node_id in position:
+            raise InputError(f"duplicate node id {node_id}", source=source, field=f"[{k}].id")
+        position[node_id] = k
+    waiting = [0] * len(nodes)
+    users: list[list[int]] = [[] for _ in nodes]
+    for k, node in enumerate(nodes):
+        for dep in _deps(node, k, source):
+            if dep not in position:
+                raise InputError(f"node {ids[k]} depends on unknown node {dep}", source=source, field=f"[{k}]")
+            users[position[dep]].append(k)
+            waiting[k] += 1
+    ready = [k for k in range(len(nodes)) if not waiting[k]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(k)
+        for u in users[k]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, u)
+    if len(order) != len(nodes):
+        stuck = min(k for k in range(len(nodes)) if waiting[k])
+        raise InputError(f"dependency cycle through node {ids[stuck]}", source=source, field=f"[{stuck}]")
+    return [nodes[k] for k in order]
+
+
+def _deps(node: Mapping, k: int, source: str) -> list[int]:
+    out = []
+    for field in ("data_deps", "ctrl_deps"):
+        out.extend(_int(d, f"[{k}].{field}", source) for d in _get(node, field, []) or [])
+    return sorted(set(out))
+
+
+# ------------------------------------------------------------------ conversion
+
+
+def _op_name(node: Mapping) -> str:
+    return f"{_get(node, 'id')}:{node.get('name', '')}"
+
+
+def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, list[int]], source: str) -> Op:
+    where = f"node {_get(node, 'id')}"
+    kind = _enum(_get(node, "type", 0), NODE_TYPES, f"{where}.type", source)
+    attrs = _attrs(node)
+    common: dict[str, Any] = {"name": names[_int(_get(node, "id"), "id", source)]}
+    for field, target in (("data_deps", "deps"), ("ctrl_deps", "ctrl_deps")):
+        common[target] = sorted({names[_int(d, f"{where}.{field}", source)] for d in _get(node, field, []) or []})
+    if kind in ("COMP_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "METADATA_NODE", "INVALID_NODE"):
+        return Op(kind="compute", stream=COMPUTE_STREAM, **common, **_compute_cost(node, kind, attrs, where, source))
+    size = float(_int(attrs.get("comm_size", 0), f"{where}.attr.comm_size", source))
+    if kind == "COMM_COLL_NODE":
+        comm = _enum(attrs.get("comm_type"), COMM_TYPES, f"{where}.attr.comm_type", source)
+        if comm not in COLLECTIVE_OF:
+            raise InputError(f"{comm} is not modelled; collectives modelled: {', '.join(COLLECTIVE_OF)}",
+                             source=source, field=f"{where}.attr.comm_type")
+        if comm == "BARRIER":
+            size = 0.0
+        return Op(kind=COLLECTIVE_OF[comm], stream=COMM_STREAM, is_async=True, bytes=size,
+                  groups=[_group(attrs.get("pg_name"), groups, n, where, source)], **common)
+    peer_key = "comm_dst" if kind == "COMM_SEND_NODE" else "comm_src"
+    if peer_key not in attrs:
+        raise InputError(f"a {kind} needs the {peer_key} attribute", source=source, field=f"{where}.attr")
+    peer = _int(attrs[peer_key], f"{where}.attr.{peer_key}", source)
+    return Op(kind="send" if kind == "COMM_SEND_NODE" else "recv", stream=COMM_STREAM, is_async=True,
+              bytes=size, peer=peer, **common)
+
+
+def _compute_cost(node: Mapping, kind: str, attrs: dict, where: str, source: str) -> dict:
+    if kind in ("METADATA_NODE", "INVALID_NODE") or attrs.get("is_cpu_op") in (True, "true"):
+        return {"flops": 0.0}
+    duration_us = _int(_get(node, "duration_micros", 0), f"{where}.duration_micros", source)
+    if kind == "COMP_NODE" and duration_us > 0:
+        return {"duration_s": duration_us / 1e6}
+    flops = float(_int(attrs.get("num_ops", 0), f"{where}.attr.num_ops", source)) if kind == "COMP_NODE" else 0.0
+    nbytes = float(_int(attrs.get("tensor_size", 0), f"{where}.attr.tensor_size", source))
+    return {"flops": flops, "bytes": nbytes}
+
+
+def _group(pg_name: Any, groups: Mapping[str, list[int]], n: int, where: str, source: str) -> list[int]:
+    if pg_name is None:
+        return list(range(n))
+    if str(pg_name) not in groups:
+        raise InputError(f"process group {pg_name!r} has no ranks; pass --group {pg_name}=RANKS (e.g. 0-3)",
+                         source=source, field=f"{where}.attr.pg_name")
+    return list(groups[str(pg_name)])
+
+
+def parse_group_option(text: str) -> tuple[str, list[int]]:
+    """``"tp0=0-3,8"`` -> ``("tp0", [0, 1, 2, 3, 8])``."""
+    name, sep, ranks = text.partition("=")
+    try:
+        if not (sep and name):
+            raise ValueError
+        return name, expand_devices([int(r) if r.strip().isdigit() else r.strip() for r in ranks.split(",")])
+    except ValueError:
+        raise InputError(f"expected NAME=RANKS like 'tp0=0-3,8', got {text!r}", source="--group") from None

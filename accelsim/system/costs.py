@@ -1,0 +1,101 @@
+"""What a compute op of a system trace costs on a chip: its time alone and what bounds it.
+
+Four sources (see ``docs/system-trace-format.md``): a measured duration, a roofline
+estimate from flops and bytes, a kernel trace simulated by the kernel engine, or a
+built-in kernel family. Kernels are simulated once per distinct kernel and chip
+(:class:`CostModel` caches them), however many ops and devices use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelsim.arch.model import Chip
+from accelsim.engine.chip import KernelSimulation
+from accelsim.errors import InputError
+from accelsim.families import get_family
+from accelsim.families.search import autotune, run_config, split_params
+from accelsim.system.trace import Op
+from accelsim.trace.kernel import load_trace
+from accelsim.engine.chip import simulate_kernel
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpCost:
+    """A compute op's time alone on its chip and whether memory bounds it (which decides
+    whether a concurrent collective slows it through SMs or through HBM bandwidth)."""
+
+    seconds: float
+    memory_bound: bool
+    source: str
+    """``measured``, ``roofline``, ``kernel_trace`` or ``family``."""
+
+
+class CostModel:
+    """Costs of compute ops on ``chip``; kernel paths are relative to ``base_dir``."""
+
+    def __init__(self, chip: Chip, base_dir: Path) -> None:
+        self.chip = chip
+        self.base_dir = base_dir
+        self._kernels: dict[tuple, OpCost] = {}
+        self.kernels_simulated = 0
+
+    def cost(self, op: Op, where: str) -> OpCost:
+        """``where`` (e.g. ``programs[0].ops[3]``) locates errors."""
+        if op.duration_s is not None:
+            return OpCost(seconds=op.duration_s, memory_bound=False, source="measured")
+        if op.kernel_trace is not None:
+            return self._cached(("trace", op.kernel_trace), lambda: self._kernel_trace(op.kernel_trace))
+        if op.family is not None:
+            key = ("family", op.family, tuple(sorted((k, str(v)) for k, v in op.params.items())))
+            return self._cached(key, lambda: self._family(op, where))
+        return roofline_cost(self.chip, op, where)
+
+    def _cached(self, key: tuple, make) -> OpCost:
+        if key not in self._kernels:
+            self._kernels[key] = make()
+            self.kernels_simulated += 1
+        return self._kernels[key]
+
+    def _kernel_trace(self, path: str) -> OpCost:
+        full = Path(path) if Path(path).is_absolute() else self.base_dir / path
+        return _from_sim(simulate_kernel(load_trace(full), self.chip), "kernel_trace")
+
+    def _family(self, op: Op, where: str) -> OpCost:
+        source = f"{where}.params"
+        try:
+            family = get_family(op.family)
+        except InputError as exc:
+            raise InputError(exc.message, field=f"{where}.family") from None
+        given = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in op.params.items()}
+        try:
+            params, config_given, auto = split_params(family, given)
+            if auto:
+                sim = autotune(family, params, self.chip)[0].sim
+            else:
+                config = family.resolve_config(params, config_given, self.chip)
+                sim = run_config(family, params, config, self.chip).sim
+        except InputError as exc:
+            raise InputError(exc.message, field=f"{source}.{exc.field}" if exc.field else source) from None
+        return _from_sim(sim, "family")
+
+
+def _from_sim(sim: KernelSimulation, source: str) -> OpCost:
+    return OpCost(seconds=sim.latency_s, memory_bound=sim.bound == "hbm", source=source)
+
+
+def roofline_cost(chip: Chip, op: Op, where: str) -> OpCost:
+    """``max(flops / derated peak, bytes / derated HBM bandwidth)``."""
+    flops, nbytes = op.flops or 0.0, op.bytes or 0.0
+    table = chip.matrix.flops_per_cycle_per_core if op.unit == "matrix" else chip.vector.flops_per_cycle_per_core
+    if flops and op.dtype not in table:
+        raise InputError(f"{chip.name} has no {op.unit} unit rate for {op.dtype}; it has: {', '.join(table)}",
+                         field=f"{where}.dtype")
+    if op.unit == "matrix":
+        peak = chip.matrix_flops_per_s(op.dtype) * chip.matrix.efficiency if flops else 1.0
+    else:
+        peak = chip.vector_flops_per_s(op.dtype) * chip.vector.efficiency if flops else 1.0
+    compute_s = flops / peak
+    memory_s = nbytes / (chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency)
+    return OpCost(seconds=max(compute_s, memory_s), memory_bound=memory_s > compute_s, source="roofline")

@@ -1,0 +1,686 @@
+"""Replay of a system trace: one discrete-event run over every device of a system.
+
+Devices run their program's ops as streams do: an op starts when its dependencies have
+finished and the op before it on its stream has finished (or, if async, been issued).
+Three shared things set how long ops take:
+
+* **compute** on a device is processor-shared: ``k`` compute ops running at once on one
+  device each progress at ``1/k`` of their speed alone;
+* **links**: every collective and transfer is a plan of flows (``accelsim.network``) on
+  one :class:`~accelsim.engine.fluid.FluidResources` pool over all links of the
+  topology, so concurrent ones share links max-min fairly;
+* **comm vs compute on GPUs**: while a collective or transfer runs on a device, its
+  compute ops progress at ``1 - comm_sm_fraction`` of their speed (``1 -
+  comm_hbm_fraction`` for memory-bound ones): NCCL kernels occupy SMs and move their
+  bytes through HBM (see :class:`ReplayOptions`).
+
+**Folding.** Devices of one program that are interchangeable (the program has no
+send/recv and every collective's groups have one size) are replayed as one *class*
+that advances in lockstep, so a 1024-chip SPMD step costs about what one chip does.
+Collectives still start one plan per replica group on the shared links; a class's
+collective ends when its slowest group does (exact when groups are symmetric).
+``fold=False`` replays every device on its own.
+
+Time is the SimPy clock in integer picoseconds; ties break in event order, so a
+replay is deterministic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import simpy
+
+from accelsim.arch.model import Arch, Chip
+from accelsim.engine.fluid import FluidResources
+from accelsim.errors import InputError
+from accelsim.network import build_topology, plan_for, play_plan
+from accelsim.network.collectives import Phase, Plan, Request, Transfer
+from accelsim.network.topology import Topology
+from accelsim.system.costs import CostModel
+from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, SystemTrace
+from accelsim.units import ps_to_seconds, seconds_to_ps
+
+NCCL_CHANNELS_ESTIMATE = 16
+"""SMs a running NCCL collective holds on a GPU: one CTA per channel. NCCL picks 2-32
+channels by message size and topology; 16 is an estimate for large NVLink transfers,
+not fitted (``--comm-sm-fraction`` overrides)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayOptions:
+    """How to replay. ``None`` fractions take the chip's defaults: on GPUs,
+    ``comm_sm_fraction = 16 / SMs`` (:data:`NCCL_CHANNELS_ESTIMATE`) and
+    ``comm_hbm_fraction = min(0.5, 2 x link bandwidth / HBM bandwidth)`` (every byte a
+    collective sends is read from HBM and every byte it receives written back, at up to
+    the links' rate); on TPUs both are 0 (ICI DMA engines, no TensorCore involved)."""
+
+    fold: bool = True
+    algorithm: str = "auto"
+    comm_sm_fraction: float | None = None
+    comm_hbm_fraction: float | None = None
+    timeline: bool = False
+
+
+def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float]:
+    if chip.family == "gpu":
+        sm = min(1.0, NCCL_CHANNELS_ESTIMATE / chip.num_cores)
+        hbm = min(0.5, 2 * chip.link_bandwidth_bytes_per_s / chip.hbm.bandwidth_bytes_per_s)
+    else:
+        sm = hbm = 0.0
+    sm = sm if options.comm_sm_fraction is None else options.comm_sm_fraction
+    hbm = hbm if options.comm_hbm_fraction is None else options.comm_hbm_fraction
+    for name, value in (("comm_sm_fraction", sm), ("comm_hbm_fraction", hbm)):
+        if not 0.0 <= value < 1.0:
+            raise InputError(f"expected a fraction in [0, 1), got {value!r}", source=f"--{name.replace('_', '-')}")
+    return sm, hbm
+
+
+# ------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceStats:
+    """One device's step: ``compute_s`` with any compute op running, ``comm_s`` with any
+    of its collectives or transfers moving data, ``overlapped_comm_s`` both at once,
+    ``exposed_comm_s = comm_s - overlapped_comm_s``, ``idle_s`` neither (waiting for
+    peers or dependencies, or done before the step ends)."""
+
+    device: int
+    program: str
+    finish_s: float
+    compute_s: float
+    comm_s: float
+    overlapped_comm_s: float
+    exposed_comm_s: float
+    idle_s: float
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkStats:
+    link: str
+    bytes: float
+    utilization: float
+    """Bytes carried / (capacity x step time)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Segment:
+    """One span on a timeline track (for Perfetto)."""
+
+    track: int
+    """Index of the replayed class (see ``ReplayResult.classes``)."""
+    lane: str
+    """Stream name, or ``comm`` for data moving on links."""
+    name: str
+    kind: str
+    start_ps: int
+    end_ps: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayResult:
+    trace: str
+    system: str
+    step_time_s: float
+    devices: tuple[DeviceStats, ...]
+    links: tuple[LinkStats, ...]
+    classes: tuple[tuple[str, tuple[int, ...]], ...]
+    """(program name, devices) of every replayed class: folded devices share one."""
+    ops: int
+    """Ops over every device (an SPMD op counts once per device)."""
+    comm_instances: int
+    kernels_simulated: int
+    events: int
+    sim_wall_s: float
+    segments: tuple[Segment, ...] = ()
+    link_counters: tuple[tuple[int, float], ...] = ()
+    """(time ps, bytes/s over all links) after every reallocation, with a timeline."""
+
+    def _mean(self, name: str) -> float:
+        return sum(getattr(d, name) for d in self.devices) / len(self.devices)
+
+    def summary(self) -> dict:
+        """Stable keys for ``--json``. Aggregates are means over devices."""
+        return {
+            "trace": self.trace,
+            "system": self.system,
+            "step_time_s": self.step_time_s,
+            "compute_s": self._mean("compute_s"),
+            "comm_s": self._mean("comm_s"),
+            "exposed_comm_s": self._mean("exposed_comm_s"),
+            "overlapped_comm_s": self._mean("overlapped_comm_s"),
+            "idle_s": self._mean("idle_s"),
+            "num_devices": len(self.devices),
+            "replayed_classes": len(self.classes),
+            "ops": self.ops,
+            "comm_instances": self.comm_instances,
+            "kernels_simulated": self.kernels_simulated,
+            "devices": [d.as_dict() for d in self.devices],
+            "links": [l.__dict__.copy() for l in self.links],
+            "sim_wall_s": self.sim_wall_s,
+            "events": self.events,
+        }
+
+
+# ------------------------------------------------------------------ compiled programs
+
+
+@dataclass
+class _Compiled:
+    """A program's ops as index arrays, shared by every class that runs it."""
+
+    index: int
+    program: Program
+    devices: list[int]
+    streams: list[list[int]]
+    stream_of: list[int]
+    dependents: list[list[int]]
+    ndeps: list[int]
+    costs: list[object]
+    comm_keys: list[object]
+    foldable: bool
+
+
+def _compile(p: int, program: Program) -> _Compiled:
+    ops = program.ops
+    index = {op.name: i for i, op in enumerate(ops)}
+    stream_ids: dict[str, int] = {}
+    streams: list[list[int]] = []
+    stream_of = []
+    dependents: list[list[int]] = [[] for _ in ops]
+    ndeps = []
+    for i, op in enumerate(ops):
+        s = stream_ids.setdefault(op.stream, len(stream_ids))
+        if s == len(streams):
+            streams.append([])
+        streams[s].append(i)
+        stream_of.append(s)
+        before = {index[d] for d in (*op.deps, *op.ctrl_deps)}
+        if op.kind == "done":
+            before.add(index[op.start])
+        for b in before:
+            dependents[b].append(i)
+        ndeps.append(len(before))
+    devices = program.device_ids()
+    return _Compiled(
+        index=p, program=program, devices=devices, streams=streams, stream_of=stream_of,
+        dependents=dependents, ndeps=ndeps, costs=[None] * len(ops), comm_keys=_comm_keys(program, devices),
+        foldable=_foldable(program),
+    )
+
+
+def _foldable(program: Program) -> bool:
+    """Devices are interchangeable: no send/recv (chains have ends) and every
+    collective's replica groups have one size."""
+    for op in program.ops:
+        if op.kind in P2P_KINDS:
+            return False
+        if op.kind in COLLECTIVE_KINDS and op.groups is not None and len({len(g) for g in op.groups}) > 1:
+            return False
+    return True
+
+
+def _comm_keys(program: Program, devices: list[int]) -> list[object]:
+    """Per comm op, ``device -> (instance key, ranks)``: which collective instance each
+    device of the program joins. The n-th op a device issues on one group (or one pair
+    set, or one src->dst pair) is the n-th instance there."""
+    counters: dict[tuple, int] = {}
+    out: list[object] = []
+    for op in program.ops:
+        if op.kind in COLLECTIVE_KINDS:
+            groups = [tuple(g) for g in op.groups] if op.groups is not None else [tuple(sorted(devices))]
+            keys = {}
+            for group in groups:
+                base = ("coll", group)
+                seq = counters.get(base, 0)
+                counters[base] = seq + 1
+                for d in group:
+                    keys[d] = ((base, seq), group)
+            out.append(keys)
+        elif op.kind == PERMUTE_KIND:
+            pairs = tuple(sorted((s, t) for s, t in op.pairs))
+            base = ("perm", pairs)
+            seq = counters.get(base, 0)
+            counters[base] = seq + 1
+            ranks = tuple(sorted({d for pair in pairs for d in pair}))
+            out.append({d: ((base, seq), ranks) for d in ranks})
+        elif op.kind in P2P_KINDS:
+            keys = {}
+            for d in devices:
+                peer = op.peer if op.peer is not None else d + op.peer_offset
+                src, dst = (d, peer) if op.kind == "send" else (peer, d)
+                base = ("p2p", src, dst)
+                seq = counters.get(base, 0)
+                counters[base] = seq + 1
+                keys[d] = ((base, seq), (src, dst))
+            out.append(keys)
+        else:
+            out.append(None)
+    return out
+
+
+# ------------------------------------------------------------------ the run
+
+
+class _CountingEnv(simpy.Environment):
+    """A SimPy environment that counts the events it processes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.processed = 0
+
+    def step(self) -> None:
+        self.processed += 1
+        super().step()
+
+
+@dataclass
+class _Class:
+    """Devices replayed together, and their progress through their program."""
+
+    id: int
+    prog: _Compiled
+    devices: list[int]
+    deps_left: list[int]
+    head: list[int]
+    busy: list[bool]
+    finished: bytearray
+    pending: dict[int, int] = field(default_factory=dict)
+    running: dict[int, list[float]] = field(default_factory=dict)
+    """Compute op -> [work left in ps at full speed, slowdown fraction while comm runs]."""
+    comm_active: int = 0
+    compute_last_ps: int = 0
+    timer_generation: int = 0
+    ops_left: int = 0
+    finish_ps: int = 0
+    # time accounting: only compute, only comm, both
+    acct_last_ps: int = 0
+    compute_only_ps: int = 0
+    comm_only_ps: int = 0
+    both_ps: int = 0
+    started_ps: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Instance:
+    """One collective (or transfer) instance: who must arrive, who has."""
+
+    key: tuple
+    kind: str
+    bytes: float
+    ranks: tuple[int, ...]
+    expected: int
+    first: tuple[int, int, int]
+    """(device, class, op) of the first arrival: for error messages."""
+    arrived: int = 0
+    members: list[tuple[int, int]] = field(default_factory=list)
+    """(class, op) that wait for it."""
+    started_ps: int = 0
+
+
+class _Replay:
+    def __init__(self, trace: SystemTrace, system: Arch, base_dir: Path, options: ReplayOptions) -> None:
+        self.trace = trace
+        self.options = options
+        self.topo: Topology = build_topology(system)
+        self.chip: Chip = system.chip
+        if trace.num_devices > self.topo.ranks:
+            raise InputError(f"the trace has {trace.num_devices} devices; {self.topo.name!r} has {self.topo.ranks}",
+                             field="num_devices")
+        self.sm_fraction, self.hbm_fraction = comm_fractions(self.chip, options)
+        self.costs = CostModel(self.chip, base_dir)
+        self.env = _CountingEnv()
+        self.pool = FluidResources(self.env, {n: l.bandwidth_bytes_per_s for n, l in self.topo.links.items()})
+        self.link_counters: list[tuple[int, float]] = []
+        if options.timeline:
+            self.pool.observer = lambda now, pool: self.link_counters.append((now, sum(pool.rates().values())))
+        self.classes: list[_Class] = []
+        self.class_of_device: dict[int, int] = {}
+        for p, program in enumerate(trace.programs):
+            prog = _compile(p, program)
+            groups = [prog.devices] if options.fold and prog.foldable else [[d] for d in prog.devices]
+            for devices in groups:
+                self._add_class(prog, devices)
+        self.instances: dict[tuple, _Instance] = {}
+        self.plans: dict[tuple, Plan] = {}
+        self.comm_instances = 0
+        self.completed: deque[tuple[_Class, int]] = deque()
+        self.draining = False
+        self.segments: list[Segment] = []
+
+    def _add_class(self, prog: _Compiled, devices: list[int]) -> None:
+        n = len(prog.program.ops)
+        cls = _Class(
+            id=len(self.classes), prog=prog, devices=devices, deps_left=list(prog.ndeps),
+            head=[0] * len(prog.streams), busy=[False] * len(prog.streams), finished=bytearray(n), ops_left=n,
+        )
+        self.classes.append(cls)
+        for d in devices:
+            self.class_of_device[d] = cls.id
+
+    # -------------------------------------------------------------- driving
+
+    def run(self) -> None:
+        for cls in self.classes:
+            for s in range(len(cls.prog.streams)):
+                self._try_stream(cls, s)
+        self._drain()
+        self.env.run()
+        self._check_finished()
+
+    def _try_stream(self, cls: _Class, s: int) -> None:
+        """Start ops at the head of stream ``s`` while they can start."""
+        stream = cls.prog.streams[s]
+        while not cls.busy[s] and cls.head[s] < len(stream):
+            i = stream[cls.head[s]]
+            if cls.deps_left[i]:
+                return
+            cls.head[s] += 1
+            op = cls.prog.program.ops[i]
+            if not op.is_async:
+                cls.busy[s] = True
+            self._start(cls, i, op)
+
+    def _start(self, cls: _Class, i: int, op: Op) -> None:
+        cls.started_ps[i] = self.env.now
+        if op.kind == "compute":
+            self._start_compute(cls, i)
+        elif op.kind == "done":
+            self._complete(cls, i)
+        else:
+            self._arrive(cls, i, op)
+
+    def _complete(self, cls: _Class, i: int) -> None:
+        """Op ``i`` of ``cls`` is done; its effects run from :meth:`_drain` (no recursion
+        through chains of instant ops)."""
+        self.completed.append((cls, i))
+        self._drain()
+
+    def _drain(self) -> None:
+        if self.draining:
+            return
+        self.draining = True
+        try:
+            while self.completed:
+                cls, i = self.completed.popleft()
+                self._finish(cls, i)
+        finally:
+            self.draining = False
+
+    def _finish(self, cls: _Class, i: int) -> None:
+        prog = cls.prog
+        op = prog.program.ops[i]
+        now = self.env.now
+        cls.finished[i] = 1
+        cls.ops_left -= 1
+        cls.finish_ps = max(cls.finish_ps, now)
+        if self.options.timeline:
+            lane = f"{op.stream} (async)" if op.is_async else op.stream
+            self.segments.append(Segment(track=cls.id, lane=lane, name=op.name, kind=op.kind,
+                                         start_ps=cls.started_ps[i], end_ps=now))
+        s = prog.stream_of[i]
+        if not op.is_async:
+            cls.busy[s] = False
+        touched = {s}
+        for j in prog.dependents[i]:
+            cls.deps_left[j] -= 1
+            if not cls.deps_left[j]:
+                touched.add(prog.stream_of[j])
+        for t in sorted(touched):
+            self._try_stream(cls, t)
+
+    def _check_finished(self) -> None:
+        for cls in self.classes:
+            if cls.ops_left:
+                raise InputError(self._stall_message(cls), field=f"programs[{cls.prog.index}]")
+
+    def _stall_message(self, cls: _Class) -> str:
+        ops = cls.prog.program.ops
+        waiting = [i for i in range(len(ops)) if not cls.finished[i] and i in cls.started_ps]
+        device = cls.devices[0]
+        if not waiting:
+            return f"replay stalled: device {device} never started op {ops[cls.finished.index(0)].name!r}"
+        i = waiting[0]
+        for inst in self.instances.values():
+            if (cls.id, i) in inst.members:
+                arrived = {d for c, _ in inst.members for d in self.classes[c].devices}
+                missing = [d for d in inst.ranks if d not in arrived]
+                return (f"replay stalled: device {device} waits in {ops[i].kind} {ops[i].name!r} for device "
+                        f"{missing[0]}, which never reached the matching op (ops on a group must be issued in "
+                        f"the same order by every member)")
+        return f"replay stalled: device {device} waits in op {ops[i].name!r}"
+
+    # -------------------------------------------------------------- compute
+
+    def _start_compute(self, cls: _Class, i: int) -> None:
+        prog = cls.prog
+        if prog.costs[i] is None:
+            prog.costs[i] = self.costs.cost(prog.program.ops[i], f"programs[{prog.index}].ops[{i}]")
+        cost = prog.costs[i]
+        work_ps = seconds_to_ps(cost.seconds)
+        if work_ps <= 0:
+            self._complete(cls, i)
+            return
+        self._advance_compute(cls)
+        fraction = self.hbm_fraction if cost.memory_bound else self.sm_fraction
+        cls.running[i] = [float(work_ps), fraction]
+        self._reschedule_compute(cls)
+
+    def _rate(self, cls: _Class, fraction: float) -> float:
+        slow = fraction if cls.comm_active else 0.0
+        return (1.0 - slow) / len(cls.running)
+
+    def _advance_compute(self, cls: _Class) -> None:
+        """Move running compute ops' progress to now (and the time accounts)."""
+        now = self.env.now
+        dt = now - cls.compute_last_ps
+        cls.compute_last_ps = now
+        if dt and cls.running:
+            for entry in cls.running.values():
+                entry[0] -= dt * self._rate(cls, entry[1])
+        self._account(cls)
+
+    def _account(self, cls: _Class) -> None:
+        now = self.env.now
+        dt = now - cls.acct_last_ps
+        cls.acct_last_ps = now
+        if not dt:
+            return
+        if cls.running and cls.comm_active:
+            cls.both_ps += dt
+        elif cls.running:
+            cls.compute_only_ps += dt
+        elif cls.comm_active:
+            cls.comm_only_ps += dt
+
+    def _reschedule_compute(self, cls: _Class) -> None:
+        cls.timer_generation += 1
+        if not cls.running:
+            return
+        left = {i: max(0, round(w / self._rate(cls, f))) for i, (w, f) in cls.running.items()}
+        soonest = min(left.values())
+        due = [i for i, t in left.items() if t == soonest]
+        generation = cls.timer_generation
+        timer = self.env.timeout(soonest)
+        timer.callbacks.append(lambda _e: self._on_compute_timer(cls, generation, due))
+
+    def _on_compute_timer(self, cls: _Class, generation: int, due: list[int]) -> None:
+        if generation != cls.timer_generation:
+            return
+        self._advance_compute(cls)
+        for i in due:
+            del cls.running[i]
+        self._reschedule_compute(cls)
+        for i in due:
+            self.completed.append((cls, i))
+        self._drain()
+
+    def _set_comm(self, cls: _Class, delta: int) -> None:
+        self._advance_compute(cls)
+        before = bool(cls.comm_active)
+        cls.comm_active += delta
+        if bool(cls.comm_active) != before and cls.running:
+            self._reschedule_compute(cls)
+
+    # -------------------------------------------------------------- communication
+
+    def _arrive(self, cls: _Class, i: int, op: Op) -> None:
+        keys = cls.prog.comm_keys[i]
+        joined: dict[tuple, list[int]] = {}
+        for d in cls.devices:
+            if d in keys:
+                key, ranks = keys[d]
+                joined.setdefault(key, [ranks, 0])[1] += 1
+        if not joined:
+            self._complete(cls, i)  # no device of this class takes part (a permute that skips it)
+            return
+        cls.pending[i] = len(joined)
+        for key, (ranks, count) in joined.items():
+            inst = self.instances.get(key)
+            if inst is None:
+                inst = _Instance(key=key, kind=op.kind if op.kind not in P2P_KINDS else "send/recv",
+                                 bytes=op.bytes, ranks=ranks, expected=len(ranks), first=(cls.devices[0], cls.id, i))
+                self.instances[key] = inst
+            else:
+                self._check_match(inst, cls, i, op)
+            inst.arrived += count
+            inst.members.append((cls.id, i))
+            if inst.arrived == inst.expected:
+                self._launch(inst)
+
+    def _check_match(self, inst: _Instance, cls: _Class, i: int, op: Op) -> None:
+        kind = op.kind if op.kind not in P2P_KINDS else "send/recv"
+        if kind != inst.kind or op.bytes != inst.bytes:
+            device, c, j = inst.first
+            other = self.classes[c].prog
+            raise InputError(
+                f"{kind} {op.name!r} of {op.bytes:g} bytes on device {cls.devices[0]} meets {inst.kind} "
+                f"{other.program.ops[j].name!r} of {inst.bytes:g} bytes on device {device} "
+                f"(programs[{other.index}].ops[{j}]); members must issue the same ops on a group in the same order",
+                field=f"programs[{cls.prog.index}].ops[{i}]",
+            )
+
+    def _launch(self, inst: _Instance) -> None:
+        self.comm_instances += 1
+        plan = self._plan(inst)
+        if plan is None:
+            self._instance_done(inst)
+            return
+        inst.started_ps = self.env.now
+        for c in sorted({c for c, _ in inst.members}):
+            self._set_comm(self.classes[c], +1)
+        process = play_plan(self.env, self.pool, plan)
+        process.callbacks.append(lambda _e: self._instance_done(inst, communicated=True))
+
+    def _instance_done(self, inst: _Instance, communicated: bool = False) -> None:
+        del self.instances[inst.key]
+        classes = sorted({c for c, _ in inst.members})
+        if communicated:
+            for c in classes:
+                self._set_comm(self.classes[c], -1)
+            if self.options.timeline:
+                name = f"{inst.kind} {inst.bytes:g} B over {len(inst.ranks)}"
+                for c in classes:
+                    self.segments.append(Segment(track=c, lane="comm", name=name, kind=inst.kind,
+                                                 start_ps=inst.started_ps, end_ps=self.env.now))
+        for c, i in inst.members:
+            cls = self.classes[c]
+            cls.pending[i] -= 1
+            if not cls.pending[i]:
+                del cls.pending[i]
+                self.completed.append((cls, i))
+        self._drain()
+
+    def _plan(self, inst: _Instance) -> Plan | None:
+        """The plan of an instance (cached by kind, size and ranks); ``None`` when nothing
+        moves (zero bytes, a group of one)."""
+        if inst.bytes <= 0 or len(inst.ranks) < 2:
+            return None
+        base = inst.key[0]
+        cache_key = (inst.kind, inst.bytes, base[1] if base[0] == "perm" else inst.ranks)
+        if cache_key not in self.plans:
+            self.plans[cache_key] = self._make_plan(inst, base)
+        return self.plans[cache_key]
+
+    def _make_plan(self, inst: _Instance, base: tuple) -> Plan:
+        if base[0] == "p2p":
+            return self._transfers_plan("send/recv", [inst.ranks], inst.bytes)
+        if base[0] == "perm":
+            return self._transfers_plan(PERMUTE_KIND, list(base[1]), inst.bytes)
+        request = Request(kind=inst.kind, size_bytes=float(inst.bytes), ranks=inst.ranks)
+        try:
+            return plan_for(self.topo, request, self.options.algorithm)
+        except InputError as exc:
+            device, c, j = inst.first
+            where = f"programs[{self.classes[c].prog.index}].ops[{j}]"
+            raise InputError(f"{exc.message} (ranks {_ranks_text(inst.ranks)} on {self.topo.name})",
+                             field=where) from None
+
+    def _transfers_plan(self, name: str, pairs: list[tuple[int, int]], nbytes: float) -> Plan:
+        """Point-to-point transfers, all at once: one phase, one flow per pair over its route."""
+        transfers = [Transfer(links=self.topo.route(s, t), bytes=nbytes) for s, t in pairs]
+        latency = max(self.topo.route_latency_s(t.links) for t in transfers)
+        return Plan(algorithm=name, lanes=((Phase(transfers=tuple(transfers), latency_s=latency),),),
+                    launch_s=self.topo.launch_s)
+
+    # -------------------------------------------------------------- results
+
+    def result(self, wall_s: float) -> ReplayResult:
+        step_ps = max(cls.finish_ps for cls in self.classes)
+        devices = []
+        for cls in self.classes:
+            stats = self._stats(cls, step_ps)
+            devices.extend(DeviceStats(device=d, **stats) for d in cls.devices)
+        devices.sort(key=lambda s: s.device)
+        step_s = ps_to_seconds(step_ps)
+        used = self.pool.used
+        links = sorted(
+            (LinkStats(link=name, bytes=b, utilization=b / (self.pool.capacities[name] * step_s) if step_s else 0.0)
+             for name, b in used.items() if b > 0),
+            key=lambda l: (-l.utilization, l.link),
+        )
+        return ReplayResult(
+            trace=self.trace.name, system=self.topo.name, step_time_s=step_s, devices=tuple(devices),
+            links=tuple(links), classes=tuple((c.prog.program.name, tuple(c.devices)) for c in self.classes),
+            ops=self.trace.num_ops, comm_instances=self.comm_instances, kernels_simulated=self.costs.kernels_simulated,
+            events=self.env.processed + self.pool.events, sim_wall_s=wall_s, segments=tuple(self.segments),
+            link_counters=tuple(self.link_counters),
+        )
+
+    def _stats(self, cls: _Class, step_ps: int) -> dict:
+        self._account(cls)
+        compute = cls.compute_only_ps + cls.both_ps
+        comm = cls.comm_only_ps + cls.both_ps
+        idle = step_ps - cls.compute_only_ps - cls.comm_only_ps - cls.both_ps
+        return dict(
+            program=cls.prog.program.name, finish_s=ps_to_seconds(cls.finish_ps), compute_s=ps_to_seconds(compute),
+            comm_s=ps_to_seconds(comm), overlapped_comm_s=ps_to_seconds(cls.both_ps),
+            exposed_comm_s=ps_to_seconds(cls.comm_only_ps), idle_s=ps_to_seconds(idle),
+        )
+
+
+def _ranks_text(ranks: tuple[int, ...]) -> str:
+    if len(ranks) > 2 and list(ranks) == list(range(ranks[0], ranks[0] + len(ranks))):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
+def replay(trace: SystemTrace, system: Arch, *, base_dir: str | Path = ".",
+           options: ReplayOptions = ReplayOptions()) -> ReplayResult:
+    """Replay ``trace`` on ``system`` (a resolved node, torus, cluster or multislice).
+
+    ``base_dir`` is where relative kernel-trace paths are found (the trace's folder).
+    Bad input, collectives that do not match between devices and stalls raise
+    :class:`InputError`.
+    """
+    started = time.perf_counter()
+    run = _Replay(trace, system, Path(base_dir), options)
+    run.run()
+    return run.result(time.perf_counter() - started)

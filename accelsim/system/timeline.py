@@ -1,0 +1,38 @@
+"""Chrome trace-event JSON (Perfetto) for a system replay: a process per replayed device
+class (one device, or the interchangeable devices folded with it), a track per stream
+plus a ``comm`` track for data moving on links, and a counter of bytes/s over all links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelsim.system.replay import ReplayResult
+from accelsim.units import PS_PER_S
+
+_US_PER_PS = 1e6 / PS_PER_S
+
+
+def chrome_trace(result: ReplayResult) -> dict[str, Any]:
+    events: list[dict[str, Any]] = []
+    for c, (program, devices) in enumerate(result.classes):
+        label = f"device {devices[0]}" if len(devices) == 1 else f"devices {_span(devices)} ({len(devices)})"
+        events.append({"ph": "M", "pid": c + 1, "name": "process_name", "args": {"name": f"{label}: {program}"}})
+        events.append({"ph": "M", "pid": c + 1, "name": "process_sort_index", "args": {"sort_index": c}})
+    for seg in result.segments:
+        events.append({
+            "ph": "X", "pid": seg.track + 1, "tid": seg.lane, "name": seg.name, "cat": seg.kind,
+            "ts": seg.start_ps * _US_PER_PS, "dur": (seg.end_ps - seg.start_ps) * _US_PER_PS,
+        })
+    for now_ps, rate in result.link_counters:
+        events.append({"ph": "C", "pid": 0, "name": "links GB/s", "ts": now_ps * _US_PER_PS,
+                       "args": {"value": rate * 1e-9}})
+    summary = result.summary()
+    summary.pop("devices")
+    summary["links"] = summary["links"][:20]
+    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": summary}
+
+
+def _span(devices: tuple[int, ...]) -> str:
+    if list(devices) == list(range(devices[0], devices[0] + len(devices))):
+        return f"{devices[0]}-{devices[-1]}"
+    return ",".join(map(str, devices[:8])) + (",..." if len(devices) > 8 else "")
