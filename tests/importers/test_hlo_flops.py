@@ -1,0 +1,109 @@
+"""Flops and bytes per instruction: dots, convolutions, GEMM custom calls and fusions
+against closed forms."""
+
+import textwrap
+
+import pytest
+
+from accelsim.importers.hlo import lower_module
+from accelsim.importers.hlo_text import parse_module
+
+
+def module(body: str, extra: str = "") -> str:
+    return textwrap.dedent(extra) + "\nENTRY %main () -> f32[] {\n" + textwrap.dedent(body) + "}\n"
+
+
+def ops_of(text: str):
+    return {op.name: op for op in lower_module(parse_module("HloModule m, num_partitions=1\n" + text)).ops}
+
+
+@pytest.mark.parametrize(("b", "m", "n", "k"), [(1, 128, 256, 64), (4, 32, 48, 80), (3, 7, 5, 11)])
+def test_batched_dot_is_2bmnk(b, m, n, k):
+    ops = ops_of(module(f"""
+        %x = bf16[{b},{m},{k}]{{2,1,0}} parameter(0)
+        %y = bf16[{b},{k},{n}]{{2,1,0}} parameter(1)
+        ROOT %d = f32[{b},{m},{n}]{{2,1,0}} dot(%x, %y), lhs_batch_dims={{0}}, lhs_contracting_dims={{2}}, rhs_batch_dims={{0}}, rhs_contracting_dims={{1}}
+    """))
+    d = ops["d"]
+    assert d.cost.matrix_flops == 2 * b * m * n * k
+    assert d.cost.matrix_dtype == "bf16"
+    assert d.cost.bytes_read == 2 * (b * m * k + b * k * n)
+    assert d.cost.bytes_written == 4 * b * m * n
+
+
+def test_dot_contracting_several_dimensions():
+    ops = ops_of(module("""
+        %x = f32[6,4,5]{2,1,0} parameter(0)
+        %y = f32[4,5,7]{2,1,0} parameter(1)
+        ROOT %d = f32[6,7]{1,0} dot(%x, %y), lhs_contracting_dims={1,2}, rhs_contracting_dims={0,1}
+    """))
+    assert ops["d"].cost.matrix_flops == 2 * 6 * 7 * (4 * 5)
+
+
+def test_convolution_is_2_out_times_window_times_input_features():
+    ops = ops_of(module("""
+        %img = f32[8,32,32,16]{3,2,1,0} parameter(0)
+        %ker = f32[3,3,16,64]{3,2,1,0} parameter(1)
+        ROOT %c = f32[8,32,32,64]{3,2,1,0} convolution(%img, %ker), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+    """))
+    assert ops["c"].cost.matrix_flops == 2 * (8 * 32 * 32 * 64) * (3 * 3 * 16)
+
+
+def test_grouped_convolution_counts_the_kernel_per_group():
+    ops = ops_of(module("""
+        %img = f32[1,16,16,32]{3,2,1,0} parameter(0)
+        %ker = f32[3,3,1,32]{3,2,1,0} parameter(1)
+        ROOT %c = f32[1,16,16,32]{3,2,1,0} convolution(%img, %ker), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=32
+    """))
+    assert ops["c"].cost.matrix_flops == 2 * (16 * 16 * 32) * (3 * 3 * 1)
+
+
+def test_cublas_gemm_counted_from_shapes_without_workspace():
+    ops = ops_of(module("""
+        %a = bf16[1024,512]{1,0} parameter(0)
+        %b = bf16[512,4096]{1,0} parameter(1)
+        %g = (bf16[1024,4096]{1,0}, s8[4194304]{0}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}
+        ROOT %o = bf16[1024,4096]{1,0} get-tuple-element(%g), index=0
+    """))
+    g = ops["g"]
+    assert g.cost.matrix_flops == 2 * 1024 * 4096 * 512
+    assert g.cost.bytes_written == 1024 * 4096 * 2
+
+
+def test_fusion_counts_inner_flops_and_boundary_bytes():
+    ops = ops_of(module("""
+        %x = bf16[64,32]{1,0} parameter(0)
+        %w = bf16[32,16]{1,0} parameter(1)
+        ROOT %f = f32[64,16]{1,0} fusion(%x, %w), kind=kOutput, calls=%fused
+    """, """
+        %fused (p0: bf16[64,32], p1: bf16[32,16]) -> f32[64,16] {
+          %p0 = bf16[64,32]{1,0} parameter(0)
+          %p1 = bf16[32,16]{1,0} parameter(1)
+          %d = f32[64,16]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+          %t = f32[64,16]{1,0} tanh(%d)
+          %c = f32[64,16]{1,0} convert(%t)
+          ROOT %a = f32[64,16]{1,0} add(%c, %d)
+        }
+    """))
+    f = ops["f"]
+    assert f.cost.matrix_flops == 2 * 64 * 16 * 32
+    assert f.cost.vector_flops == 2 * 64 * 16  # tanh and add; convert moves data
+    assert f.cost.bytes_read == 2 * (64 * 32 + 32 * 16)
+    assert f.cost.bytes_written == 4 * 64 * 16
+
+
+def test_fusion_reading_a_slice_counts_the_slice():
+    ops = ops_of(module("""
+        %stack = f32[10,256]{1,0} parameter(0)
+        %i = s32[] parameter(1)
+        ROOT %f = f32[1,256]{1,0} fusion(%stack, %i), kind=kLoop, calls=%fused
+    """, """
+        %fused (p0: f32[10,256], p1: s32[]) -> f32[1,256] {
+          %p0 = f32[10,256]{1,0} parameter(0)
+          %p1 = s32[] parameter(1)
+          %z = s32[] constant(0)
+          %s = f32[1,256]{1,0} dynamic-slice(%p0, %p1, %z), dynamic_slice_sizes={1,256}
+          ROOT %e = f32[1,256]{1,0} exponential(%s)
+        }
+    """))
+    assert ops["f"].cost.bytes_read == 256 * 4 + 4
