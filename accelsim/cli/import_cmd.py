@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from accelsim.cli.arch_cmd import add_set_option
 from accelsim.system.trace import SystemTrace, check_trace, save_system_trace
 from accelsim.errors import InputError
 
@@ -18,17 +19,44 @@ def register_chakra(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chakra", help="MLCommons Chakra execution traces (JSON form of et_def.proto), one file per rank")
     p.add_argument("files", nargs="+", metavar="FILE", help="one trace per rank, in rank order")
     p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="system trace to write")
+    p.add_argument("--group", action="append", default=[], metavar="NAME=RANKS",
+                   help="ranks of a process group that nodes name in pg_name, e.g. tp0=0-3 (repeatable)")
     p.set_defaults(run=run_chakra)
 
 
 def run_chakra(args: argparse.Namespace) -> int:
-    from accelsim.importers.chakra import import_chakra
+    from accelsim.importers.chakra import import_chakra, parse_group_option
 
-    write_imported(import_chakra(args.files), args.output)
+    groups = dict(parse_group_option(text) for text in args.group)
+    write_imported(import_chakra(args.files, groups), args.output)
     return 0
 
 
-IMPORTERS = [register_chakra]
+def register_hlo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("hlo", help="scheduled XLA HLO text (jit(f).lower(...).compile().as_text() or an HLO dump)")
+    p.add_argument("file", metavar="FILE", help="HLO module text")
+    p.add_argument("--system", required=True, help="system the trace is for: the module's devices must fit it")
+    add_set_option(p)
+    p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="system trace to write")
+    p.add_argument("--max-ops", type=int, default=None, metavar="N",
+                   help="unroll while loops up to N ops in all, fold them into scaled ops beyond (default: 20000)")
+    p.set_defaults(run=run_hlo)
+
+
+def run_hlo(args: argparse.Namespace) -> int:
+    from accelsim.arch.model import load_arch
+    from accelsim.importers.hlo import DEFAULT_MAX_OPS, describe_counts, import_hlo
+    from accelsim.network import build_topology
+
+    devices = build_topology(load_arch(args.system, args.overrides)).ranks
+    trace = import_hlo(args.file, system_devices=devices, system=args.system,
+                       max_ops=args.max_ops or DEFAULT_MAX_OPS)
+    write_imported(trace, args.output)
+    print(f"estimated or skipped: {describe_counts(trace.metadata['importer_counts'])}")
+    return 0
+
+
+IMPORTERS = [register_chakra, register_hlo]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
