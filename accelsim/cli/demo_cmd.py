@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from accelsim.arch.model import load_arch
 from accelsim.cli.files import write_json
 from accelsim.cli.output import table
 from accelsim.cli.simulate_cmd import load_chip
@@ -13,6 +14,9 @@ from accelsim.engine.timeline import chrome_trace
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.search import run_config, split_params
 from accelsim.report.roofline import RooflinePoint, plot_roofline
+from accelsim.system.replay import ReplayOptions, replay
+from accelsim.system.timeline import chrome_trace as system_chrome_trace
+from accelsim.system.trace import load_system_trace
 from accelsim.units import format_quantity
 
 CHIPS = ("h100-sxm", "tpu-v5e")
@@ -25,6 +29,9 @@ CASES = (
      {"batch": "8", "heads": "32", "kv_heads": "8", "seq_q": "1", "seq_kv": "8192", "head_dim": "128"}),
     ("rmsnorm 16384x8192", "rmsnorm", {"rows": "16384", "cols": "8192", "dtype": "bf16"}),
 )
+SYSTEM_TRACE = Path(__file__).resolve().parents[2] / "traces" / "system" / "transformer_step_dp2_tp4.json"
+"""Imported from XLA HLO by ``traces/system/make_transformer_step.py`` (a source checkout has it)."""
+SYSTEM = "dgx-h100"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,6 +64,24 @@ def run_demo(args: argparse.Namespace) -> int:
             ))
     print(table(("CHIP", "KERNEL", "LATENCY", "BOUND", "COMPUTE", "HBM BW", "SIMULATED IN"), rows))
     plot = plot_roofline(chips, points, out / "roofline.png")
-    print(f"\nwrote {len(rows)} Perfetto timelines (*.timeline.json) and {plot.name} to {out}/")
+    timelines = len(rows) + replay_example(out)
+    print(f"\nwrote {timelines} Perfetto timelines (*.timeline.json) and {plot.name} to {out}/")
     print("open a timeline at https://ui.perfetto.dev ; compare chips with 'accelsim arch diff h100-sxm tpu-v5e'")
     return 0
+
+
+def replay_example(out: Path) -> int:
+    """Replay the shipped training-step trace on a DGX H100; returns timelines written."""
+    if not SYSTEM_TRACE.exists():
+        print(f"\n(system trace example not found at {SYSTEM_TRACE}: run from a source checkout)")
+        return 0
+    trace = load_system_trace(SYSTEM_TRACE)
+    result = replay(trace, load_arch(SYSTEM), base_dir=SYSTEM_TRACE.parent, options=ReplayOptions(timeline=True))
+    write_json(out / "system-transformer-step.timeline.json", system_chrome_trace(result))
+    s = result.summary()
+    row = (SYSTEM, "transformer step dp2 x tp4 (from XLA HLO)", format_quantity(result.step_time_s, "seconds"),
+           format_quantity(s["compute_s"], "seconds"), format_quantity(s["exposed_comm_s"], "seconds"),
+           f"{result.sim_wall_s * 1e3:.0f} ms")
+    print()
+    print(table(("SYSTEM", "TRACE", "STEP TIME", "COMPUTE", "EXPOSED COMM", "SIMULATED IN"), [row]))
+    return 1

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 
 from accelsim.cli.arch_cmd import add_set_option
-from accelsim.system.trace import SystemTrace, check_trace, save_system_trace
 from accelsim.errors import InputError
+from accelsim.system.trace import SystemTrace, check_trace, save_system_trace
 
 
 def register_chakra(sub: argparse._SubParsersAction) -> None:
