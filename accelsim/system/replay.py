@@ -256,10 +256,10 @@ def _comm_keys(program: Program, devices: list[int]) -> list[object]:
             for d in devices:
                 peer = op.peer if op.peer is not None else d + op.peer_offset
                 src, dst = (d, peer) if op.kind == "send" else (peer, d)
-                base = ("p2p", src, dst)
-                seq = counters.get(base, 0)
-                counters[base] = seq + 1
-                keys[d] = ((base, seq), (src, dst))
+                side = (op.kind, src, dst)  # counted per side: d may also be the other end of (src, dst)
+                seq = counters.get(side, 0)
+                counters[side] = seq + 1
+                keys[d] = ((("p2p", src, dst), seq), (src, dst))
             out.append(keys)
         else:
             out.append(None)

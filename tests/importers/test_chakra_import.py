@@ -1,0 +1,99 @@
+"""Chakra execution traces (JSON form of et_def.proto) become replayable system traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from accelsim.arch.model import load_arch
+from accelsim.errors import InputError
+from accelsim.importers.chakra import import_chakra
+from accelsim.system.replay import replay
+
+FIXTURE = Path(__file__).parent / "chakra_fixture"
+RANKS = [FIXTURE / "rank0.json", FIXTURE / "rank1.json"]
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return import_chakra(RANKS)
+
+
+def ops_by_name(trace, rank):
+    return {op.name.split(":", 1)[1]: op for op in trace.programs[rank].ops}
+
+
+def test_both_json_shapes_read_to_the_same_structure(trace):
+    assert trace.num_devices == 2 and [p.device_ids() for p in trace.programs] == [[0], [1]]
+    for rank in (0, 1):
+        ops = ops_by_name(trace, rank)
+        assert ops["grad_allreduce"].kind == "all-reduce" and ops["grad_allreduce"].bytes == 64 * 2**20
+        assert ops["grad_allreduce"].groups == [[0, 1]] and ops["grad_allreduce"].is_async
+        assert ops["fwd_matmul"].duration_s == pytest.approx(200e-6)
+        assert ops["optimizer"].deps == [ops["grad_allreduce"].name]
+
+
+def test_node_kinds_and_attributes(trace):
+    r0, r1 = ops_by_name(trace, 0), ops_by_name(trace, 1)
+    assert r0["bwd_matmul"].flops == 2**37 and r0["bwd_matmul"].bytes == 96 * 2**20  # roofline inputs
+    assert (r0["send_act"].kind, r0["send_act"].peer) == ("send", 1)
+    assert (r1["recv_act"].kind, r1["recv_act"].peer) == ("recv", 0)
+    assert r1["log"].flops == 0  # a CPU op takes no device time
+    assert r0["optimizer"].ctrl_deps == [r0["send_act"].name]
+
+
+def test_nodes_come_out_in_dependency_order(trace):
+    names = [op.name for op in trace.programs[1].ops]
+    assert names.index("12:grad_allreduce") < names.index("11:optimizer")
+
+
+def test_the_import_replays(trace):
+    r = replay(trace, load_arch("dgx-h100"))
+    assert r.comm_instances == 2  # the all-reduce and the send/recv pair
+    optimizer_end = r.step_time_s
+    assert optimizer_end > 400e-6 + 200e-6 + 50e-6  # rank 1: fwd, bwd, then optimizer at least
+
+
+def write(tmp_path, nodes) -> Path:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(nodes))
+    return path
+
+
+@pytest.mark.parametrize("nodes, expected", [
+    ([{"id": 1, "type": "COMP_NODE", "dataDeps": ["9"]}], "node 1 depends on unknown node 9"),
+    ([{"id": 1, "type": 4, "data_deps": [2]}, {"id": 2, "type": 4, "data_deps": [1]}], "dependency cycle through node 1"),
+    ([{"id": 1, "type": "GPU_NODE"}], "node 1.type: unknown value 'GPU_NODE'"),
+    ([{"id": 1, "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64Val": "3"}]}],
+     "node 1.attr.comm_type: GATHER is not modelled"),
+    ([{"id": 1, "type": "COMM_SEND_NODE", "attr": [{"name": "comm_size", "int64Val": "8"}]}],
+     "a COMM_SEND_NODE needs the comm_dst attribute"),
+    ([{"id": 1, "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64Val": "0"},
+                                                    {"name": "pg_name", "stringVal": "tp"}]}],
+     "process group 'tp' has no ranks; pass --group tp=RANKS"),
+    ([{"id": 1, "type": 4}, {"id": 1, "type": 4}], "duplicate node id 1"),
+])
+def test_bad_nodes_are_one_line_errors(tmp_path, nodes, expected):
+    with pytest.raises(InputError) as info:
+        import_chakra([write(tmp_path, nodes)])
+    assert expected in info.value.one_line() and "r.json" in info.value.one_line()
+
+
+def test_cli_imports_and_names_groups(cli, tmp_path):
+    nodes = [{"id": 1, "type": "COMM_COLL_NODE", "attr": [
+        {"name": "comm_type", "int64Val": "2"}, {"name": "comm_size", "int64Val": "1048576"},
+        {"name": "pg_name", "stringVal": "tp"}]}]
+    files = []
+    for rank in range(4):
+        path = tmp_path / f"r{rank}.json"
+        path.write_text(json.dumps(nodes))
+        files.append(str(path))
+    out = tmp_path / "t.json"
+    result = cli("import", "chakra", *files, "--group", "tp=0-3", "-o", str(out))
+    assert result.code == 0, result.err
+    assert "4 ops on 4 devices" in result.out
+    data = json.loads(out.read_text())
+    assert data["programs"][2]["ops"][0]["groups"] == [[0, 1, 2, 3]]
+    assert cli("replay", str(out), "--system", "dgx-h100").code == 0

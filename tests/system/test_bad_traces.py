@@ -1,0 +1,97 @@
+"""Malformed system traces fail with one line naming the field; a cycle is an error, not a hang."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from accelsim.errors import InputError
+from accelsim.system.trace import load_system_trace, parse_system_trace
+
+GOOD = {
+    "schema_version": 1, "num_devices": 8,
+    "programs": [{"name": "spmd", "devices": ["0-7"], "ops": [
+        {"name": "a", "kind": "compute", "flops": 1e12, "bytes": 1e9},
+        {"name": "ar", "kind": "all-reduce", "bytes": 1e8, "deps": ["a"], "async": True},
+        {"name": "b", "kind": "compute", "duration_s": 1e-3},
+        {"name": "d", "kind": "done", "start": "ar"},
+    ]}],
+}
+
+
+def error_of(change) -> str:
+    data = copy.deepcopy(GOOD)
+    change(data)
+    with pytest.raises(InputError) as info:
+        parse_system_trace(data, "t.json")
+    line = info.value.one_line()
+    assert "\n" not in line
+    return line
+
+
+def op(data, i):
+    return data["programs"][0]["ops"][i]
+
+
+def test_the_good_trace_parses():
+    assert parse_system_trace(GOOD, "t.json").num_ops == 32
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: op(d, 0).update(kind="matmul"), "t.json: programs[0].ops[0].kind: unknown op kind 'matmul'"),
+    (lambda d: op(d, 0).update(deps=["nope"]), "t.json: programs[0].ops[0].deps: unknown op 'nope'"),
+    (lambda d: op(d, 2).update(name="a"), "t.json: programs[0].ops[2].name: duplicate op name 'a'"),
+    (lambda d: op(d, 0).update(duration_s=1.0), "programs[0].ops[0]: a compute op needs exactly one of"),
+    (lambda d: op(d, 2).pop("duration_s"), "programs[0].ops[2]: a compute op needs exactly one of"),
+    (lambda d: op(d, 1).pop("bytes"), "programs[0].ops[1].bytes: needed by every all-reduce op"),
+    (lambda d: op(d, 1).update(groups=[[0, 1, 2, 3], [3, 4, 5, 6, 7]]),
+     "programs[0].ops[1].groups[1]: device 3 is in more than one group"),
+    (lambda d: op(d, 1).update(groups=[[0, 1, 2, 3], [4, 5, 6]]),
+     "programs[0].ops[1].groups: device 7 of this program is in no group"),
+    (lambda d: op(d, 1).update(groups=[list(range(9))]), "programs[0].ops[1].groups[0]: device 8 is out of range"),
+    (lambda d: op(d, 1).update(peer=3), "programs[0].ops[1].peer: not a field of a all-reduce op"),
+    (lambda d: op(d, 3).update(start="b"), "programs[0].ops[3].start: 'b' is not an async op"),
+    (lambda d: op(d, 2).update(unknown=1), "programs[0].ops[2].unknown: unknown field"),
+    (lambda d: d["programs"][0].update(devices=["0-8"]), "programs[0].devices: device 8 is out of range"),
+    (lambda d: d["programs"].append({"name": "x", "devices": [3], "ops": []}),
+     "programs[1].devices: device 3 is listed also in programs[0]"),
+    (lambda d: d.update(schema_version=2), "t.json: schema_version: unsupported schema_version 2"),
+])
+def test_one_line_naming_the_field(change, expected):
+    assert expected in error_of(change)
+
+
+def test_a_dependency_cycle_is_an_error_naming_its_ops():
+    line = error_of(lambda d: op(d, 0).update(deps=["b"]))
+    assert line == "t.json: programs[0].ops: dependency cycle: a -> ar -> b -> a"
+
+
+def test_a_cycle_through_stream_order_is_found():
+    line = error_of(lambda d: op(d, 0).update(ctrl_deps=["d"]))
+    assert "dependency cycle" in line and "d -> a" in line
+
+
+def test_a_long_chain_is_checked_without_recursion():
+    ops = [{"name": f"op{i}", "kind": "compute", "duration_s": 1e-6, "stream": f"s{i % 2}",
+            "deps": [f"op{i - 1}"] if i else [f"op{49_999}"]} for i in range(50_000)]
+    data = {"schema_version": 1, "num_devices": 1, "programs": [{"name": "p", "devices": [0], "ops": ops}]}
+    with pytest.raises(InputError, match="dependency cycle"):
+        parse_system_trace(data, "t.json")
+
+
+def test_invalid_json_names_the_line(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"schema_version": 1,\n  "num_devices": }')
+    with pytest.raises(InputError, match=r"bad.json:2: invalid JSON"):
+        load_system_trace(path)
+
+
+def test_a_roundtrip_keeps_the_trace(tmp_path):
+    from accelsim.system.trace import save_system_trace
+
+    trace = parse_system_trace(GOOD, "t.json")
+    save_system_trace(trace, tmp_path / "t.json")
+    assert load_system_trace(tmp_path / "t.json") == trace
+    assert json.loads((tmp_path / "t.json").read_text())["programs"][0]["ops"][1]["async"] is True
