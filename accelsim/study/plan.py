@@ -1,0 +1,89 @@
+"""Everything a sweep will do, checked before any simulation starts.
+
+:func:`plan_sweep` reads the spec, loads every base config, applies every point's
+overrides (validated against the config schema, as ``--set`` would be), expands and
+checks the workloads and the metrics. A bad spec fails here with one located line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelsim.errors import InputError
+from accelsim.study.archs import kind_of, validate_point
+from accelsim.study.space import Point, sweep_points, varied_names
+from accelsim.study.spec import LoadedSpec, load_sweep_spec
+from accelsim.study.workloads import Job, check_job, check_metrics, expand_jobs
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    spec: LoadedSpec
+    points: list[Point]
+    jobs: list[Job]
+    varied: list[str]
+    """Columns that vary between points: ``arch`` (several bases) and the parameters."""
+
+
+def plan_sweep(path: str | Path) -> SweepPlan:
+    spec = load_sweep_spec(path)
+    check_metrics(spec)
+    kinds = _base_kinds(spec)
+    points = sweep_points(spec)
+    _check_points(spec, points)
+    jobs = expand_jobs(spec)
+    for job in jobs:
+        check_job(job, spec, kinds)
+    varied = varied_names(spec)
+    _check_pareto(spec, varied)
+    return SweepPlan(spec=spec, points=points, jobs=jobs, varied=varied)
+
+
+def _base_kinds(spec: LoadedSpec) -> dict[str, str]:
+    kinds = {}
+    for i, base in enumerate(spec.spec.bases):
+        loc = ("base",) if isinstance(spec.spec.base, str) else ("base", i)
+        try:
+            validate_point(base, [])
+            kinds[base] = kind_of(base)
+        except InputError as exc:
+            raise spec.error(exc.one_line(), loc) from None
+    return kinds
+
+
+def _check_points(spec: LoadedSpec, points: list[Point]) -> None:
+    """Every point's overrides, validated once per distinct (base, overrides)."""
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for point in points:
+        key = (point.base, tuple(point.overrides))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            validate_point(point.base, point.overrides)
+        except InputError as exc:
+            name = _parameter_named(spec, exc.field)
+            where = f"point {point.index} ({point.base}, {', '.join(point.overrides) or 'no overrides'})"
+            raise spec.error(f"{where}: {exc.message}", ("parameters", name) if name else ("parameters",)) from None
+
+
+def _parameter_named(spec: LoadedSpec, field: str | None) -> str | None:
+    if not field:
+        return None
+    for name in spec.spec.parameters:
+        if name == field or name.endswith("." + field):
+            return name
+    return None
+
+
+def _check_pareto(spec: LoadedSpec, varied: list[str]) -> None:
+    pareto = spec.spec.pareto
+    if pareto is None:
+        return
+    known = set(spec.spec.metrics) | set(varied)
+    for axis in ("x", "y"):
+        name = getattr(pareto, axis)
+        if name not in known:
+            raise spec.error(f"{name!r} is neither a listed metric nor a varied parameter; "
+                             f"expected one of: {', '.join(sorted(known))}", ("pareto", axis))

@@ -1,0 +1,91 @@
+"""``accelsim sweep``: run a planned sweep into an output folder, resumably.
+
+The folder gets ``journal.jsonl`` (appended as results arrive), then
+``results.csv``, ``plots/`` and ``summary.md`` once every run is done. Running the
+same spec into the same folder again runs only what the journal lacks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelsim.study.journal import JOURNAL_NAME, Row, append, open_journal, read_journal, spec_digest
+from accelsim.study.plan import SweepPlan
+from accelsim.study.plots import plot_all
+from accelsim.study.runner import Progress, Task, run_processes, run_ray, run_serial
+from accelsim.study.summary import summary_markdown
+from accelsim.study.table import Record, csv_text, records
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    records: list[Record]
+    ran: int
+    """Runs done by this invocation (the rest came from the journal)."""
+    resumed: int
+    files: list[str]
+
+
+def pending_tasks(plan: SweepPlan, done: dict[tuple[int, int], Row]) -> list[Task]:
+    tasks = []
+    for point in plan.points:
+        jobs = tuple(j.index for j in plan.jobs if (point.index, j.index) not in done)
+        if jobs:
+            tasks.append(Task(point, jobs))
+    return tasks
+
+
+def execute(plan: SweepPlan, out_dir: Path, *, workers: int = 1, ray: str | None = None,
+            fresh: bool = False, progress: bool = True) -> tuple[dict[tuple[int, int], Row], int, int]:
+    """Run what the journal in ``out_dir`` lacks; all rows, runs done now, runs resumed."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    journal_path = out_dir / JOURNAL_NAME
+    digest = spec_digest(plan.spec.raw)
+    if fresh and journal_path.exists():
+        journal_path.unlink()
+    done = read_journal(journal_path, digest)
+    resumed = len(done)
+    tasks = pending_tasks(plan, done)
+    bar = Progress(len(tasks), enabled=progress)
+    ran = 0
+    with open_journal(journal_path, digest, done) as journal:
+        for rows in _results(plan, tasks, workers, ray):
+            append(journal, rows)
+            done.update({(r.point, r.workload): r for r in rows})
+            ran += len(rows)
+            bar.advance()
+    bar.close()
+    return done, ran, resumed
+
+
+def _results(plan: SweepPlan, tasks: list[Task], workers: int, ray: str | None) -> Iterator[list[Row]]:
+    if ray:
+        return run_ray(tasks, plan.jobs, ray)
+    if workers <= 1 or len(tasks) <= 1:
+        return run_serial(tasks, plan.jobs)
+    return run_processes(tasks, plan.jobs, min(workers, len(tasks)))
+
+
+def write_outputs(plan: SweepPlan, rows: dict[tuple[int, int], Row], out_dir: Path) -> tuple[list[Record], list[str]]:
+    recs = records(plan, rows)
+    _write_text(out_dir / "results.csv", csv_text(plan, recs))
+    named = [m for m in plan.spec.spec.metrics if m != "utilization.*"]  # the wildcard is for the table only
+    plots = plot_all(plan, recs, named, out_dir / "plots")
+    _write_text(out_dir / "summary.md", summary_markdown(plan, recs, plots))
+    return recs, ["results.csv", *plots, "summary.md"]
+
+
+def run_sweep(plan: SweepPlan, out_dir: str | Path, **options) -> SweepOutcome:
+    out_dir = Path(out_dir)
+    rows, ran, resumed = execute(plan, out_dir, **options)
+    recs, files = write_outputs(plan, rows, out_dir)
+    return SweepOutcome(records=recs, ran=ran, resumed=resumed, files=files)
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,343 @@
+"""Sweep workloads: what runs at every point, and the metrics each produces.
+
+A spec's workload entry expands into one :class:`Job` per combination of its
+``vars``. A job is checked once before the sweep starts (:func:`check_job`: family,
+parameters, trace file, collective kind, a system base for collectives) and run at
+every point on that point's chip or system (:func:`run_job`), giving a flat mapping
+of metric name to value.
+
+Kinds (one registry entry each): ``kernel`` (a built-in family, ``config=auto``
+allowed), ``trace`` (a kernel trace file), ``collective`` (on a system base),
+``sequence`` (kernels and collectives one after another, e.g. a model's decode
+step, with an optional HBM footprint checked against the chip's capacity) and
+``system_trace`` (a system trace replayed by :mod:`accelsim.system`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from accelsim.arch.model import Arch, Chip
+from accelsim.engine.chip import KernelSimulation, simulate_kernel
+from accelsim.errors import InputError
+from accelsim.families import get_family
+from accelsim.families.search import autotune, run_config, split_params
+from accelsim.network import build_topology, simulate_collective
+from accelsim.network.collectives import check_kind
+from accelsim.study.archs import chip_of
+from accelsim.study.space import substitute
+from accelsim.study.spec import (
+    WORKLOAD_KINDS, CollectiveWorkload, KernelWorkload, LoadedSpec, SequenceWorkload, Step, SystemTraceWorkload,
+    TraceWorkload, WorkloadSpec,
+)
+from accelsim.trace.kernel import KernelTrace, load_trace
+from accelsim.units import UnitError, parse_quantity
+
+KERNEL_METRICS = (
+    "latency_s", "flops", "hbm_bytes", "achieved_flops_per_s", "achieved_hbm_bytes_per_s", "bound", "config",
+    "programs", "programs_per_core", "occupancy_limit", "shared_cache_hit_rate", "events", "sim_wall_s",
+    "configs_searched",
+)
+COLLECTIVE_METRICS = ("latency_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "algorithm", "bound")
+SEQUENCE_METRICS = (
+    "latency_s", "flops", "hbm_bytes", "achieved_flops_per_s", "achieved_hbm_bytes_per_s", "bound", "bound_share",
+    "kernel_s", "collective_s", "memory_bytes", "hbm_capacity_bytes", "fits", "events", "sim_wall_s",
+)
+SYSTEM_TRACE_METRICS = ("latency_s", "bound", "compute_s", "communication_s", "exposed_communication_s", "sim_wall_s")
+METRICS = tuple(dict.fromkeys(KERNEL_METRICS + COLLECTIVE_METRICS + SEQUENCE_METRICS + SYSTEM_TRACE_METRICS))
+"""Metric names a spec may ask for, besides ``utilization.<resource>`` and ``utilization.*``."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One workload of the sweep, its variables substituted."""
+
+    index: int
+    name: str
+    kind: str
+    body: Any
+    """The validated workload model (:data:`accelsim.study.spec.WORKLOAD_KINDS`)."""
+    variables: tuple[tuple[str, Any], ...] = ()
+    spec_index: int = 0
+    base_dir: str = "."
+    """Folder the spec file is in: relative file paths in workloads are relative to it."""
+    memory_terms: tuple[tuple[float, tuple[str, ...]], ...] = field(default=())
+
+    def path(self, text: str) -> Path:
+        p = Path(text)
+        return p if p.is_absolute() else Path(self.base_dir) / p
+
+
+# ------------------------------------------------------------------ expansion
+
+
+def expand_jobs(spec: LoadedSpec) -> list[Job]:
+    """Every workload of the spec, one job per combination of its ``vars``."""
+    jobs: list[Job] = []
+    for w in spec.workloads:
+        names = list(w.vars)
+        for combo in itertools.product(*(w.vars[n] for n in names)):
+            variables = dict(zip(names, combo))
+            jobs.append(_job(spec, w, variables, len(jobs)))
+    return jobs
+
+
+def _job(spec: LoadedSpec, w: WorkloadSpec, variables: dict[str, Any], index: int) -> Job:
+    loc = ("workloads", w.index)
+    where = f"{spec.path}: workloads[{w.index}]"
+    try:
+        data = _substituted(w.body.model_dump(), variables, where)
+    except InputError as exc:
+        raise spec.error(exc.message, loc) from None
+    body = WORKLOAD_KINDS[w.kind].model_validate(data)
+    # a kernel's default name shows its substituted parameters already; other names get the variables appended
+    shows_values = w.name is None and w.kind == "kernel"
+    suffix = "" if shows_values else " ".join(f"{k}={_text(v)}" for k, v in variables.items())
+    name = w.name or _default_name(w.kind, body)
+    terms = ()
+    if isinstance(body, SequenceWorkload):
+        terms = tuple(_memory_term(spec, w, i, variables) for i in range(len(body.memory)))
+    return Job(index=index, name=f"{name} {suffix}".strip(), kind=w.kind, body=body,
+               variables=tuple(variables.items()), spec_index=w.index, base_dir=str(spec.path.parent),
+               memory_terms=terms)
+
+
+def _substituted(data: Any, variables: dict[str, Any], where: str) -> Any:
+    if isinstance(data, dict):
+        return {k: _substituted(v, variables, where) for k, v in data.items()}
+    if isinstance(data, list) and not all(isinstance(v, (int, float, bool)) for v in data):
+        return [_substituted(v, variables, where) for v in data]
+    return substitute(data, variables, where)
+
+
+def _memory_term(spec: LoadedSpec, w: WorkloadSpec, i: int, variables: dict[str, Any]) -> tuple[float, tuple[str, ...]]:
+    term = w.body.memory[i]
+    loc = ("workloads", w.index, "memory", i)
+    try:
+        nbytes = float(term.bytes) if isinstance(term.bytes, int) else parse_quantity(term.bytes, "bytes")
+    except UnitError as exc:
+        raise spec.error(str(exc), loc + ("bytes",)) from None
+    for name in term.per:
+        if name not in variables or not isinstance(variables[name], (int, float)) or isinstance(variables[name], bool):
+            raise spec.error(f"{name!r} is not a numeric variable of this workload", loc + ("per",))
+    return nbytes, tuple(term.per)
+
+
+def _default_name(kind: str, body: Any) -> str:
+    if isinstance(body, KernelWorkload):
+        return " ".join([body.kernel] + [f"{k}={_text(v)}" for k, v in body.params.items()])
+    if isinstance(body, TraceWorkload):
+        return Path(body.trace).stem
+    if isinstance(body, CollectiveWorkload):
+        return f"{body.collective} {body.bytes}"
+    if isinstance(body, SystemTraceWorkload):
+        return Path(body.system_trace).stem
+    return kind
+
+
+# ------------------------------------------------------------------ checks before the sweep
+
+
+def check_job(job: Job, spec: LoadedSpec, base_kinds: dict[str, str]) -> None:
+    """Raise a located InputError if ``job`` cannot run on the spec's bases (unmodified)."""
+    loc = ("workloads", job.spec_index)
+    try:
+        CHECKS[job.kind](job, base_kinds)
+    except InputError as exc:
+        detail = exc.one_line()
+        raise spec.error(f"{job.name}: {detail}", loc) from None
+
+
+def _check_kernel(job: Job, base_kinds: dict[str, str]) -> None:
+    _kernel_params(job.body.kernel, job.body.params)
+
+
+def _check_trace(job: Job, base_kinds: dict[str, str]) -> None:
+    _trace(str(job.path(job.body.trace)))
+
+
+def _check_collective(job: Job, base_kinds: dict[str, str]) -> None:
+    _collective_args(job.body)
+    chips = [name for name, kind in base_kinds.items() if kind == "chip"]
+    if chips:
+        raise InputError(f"a collective runs on a system (node, cluster, torus); {chips[0]!r} is a chip",
+                         source="collective")
+
+
+def _check_sequence(job: Job, base_kinds: dict[str, str]) -> None:
+    for i, step in enumerate(job.body.sequence):
+        try:
+            if step.kernel is not None:
+                _kernel_params(step.kernel, step.params)
+            else:
+                _check_collective(Job(index=0, name="", kind="collective", body=step), base_kinds)
+        except InputError as exc:
+            raise InputError(f"step {i}: {exc.one_line()}", source="sequence") from None
+
+
+def _check_system_trace(job: Job, base_kinds: dict[str, str]) -> None:
+    _system_module()
+    path = job.path(job.body.system_trace)
+    if not path.is_file():
+        raise InputError(f"no such system trace file {str(path)!r}", source="system_trace")
+
+
+CHECKS: dict[str, Callable[[Job, dict[str, str]], None]] = {
+    "kernel": _check_kernel, "trace": _check_trace, "collective": _check_collective,
+    "sequence": _check_sequence, "system_trace": _check_system_trace,
+}
+
+
+def _kernel_params(family_name: str, params: dict[str, Any]):
+    family = get_family(family_name)
+    given = {k: _text(v) for k, v in params.items()}
+    problem, config, auto = split_params(family, given)
+    return family, problem, config, auto
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        raise InputError(f"expected one value, got a list {value!r} (use 'vars' to expand a workload)", source="params")
+    return str(value)
+
+
+def _collective_args(body: CollectiveWorkload | Step) -> tuple[str, float, str, int | None]:
+    check_kind(body.collective)
+    try:
+        size = float(body.bytes) if isinstance(body.bytes, int) else parse_quantity(body.bytes, "bytes")
+    except UnitError as exc:
+        raise InputError(str(exc), source="bytes") from None
+    ranks = body.ranks
+    if ranks is not None and not isinstance(ranks, int):
+        raise InputError(f"expected an integer number of ranks, got {ranks!r}", source="ranks")
+    return body.collective, size, body.algorithm, ranks
+
+
+@lru_cache(maxsize=64)
+def _trace(path: str) -> KernelTrace:
+    return load_trace(path)
+
+
+def _system_module():
+    try:
+        import accelsim.system as system
+    except ModuleNotFoundError:
+        raise InputError("system traces need accelsim.system (trace format and replay), which this checkout "
+                         "does not have yet", source="system_trace") from None
+    return system
+
+
+# ------------------------------------------------------------------ running
+
+
+def run_job(job: Job, arch: Arch) -> dict[str, Any]:
+    """Run one job on one point's chip or system; metric name -> value."""
+    return RUNNERS[job.kind](job, arch)
+
+
+def kernel_metrics(sim: KernelSimulation, searched: int | None = None) -> dict[str, Any]:
+    """A kernel simulation's ``--json`` summary, flattened for a table row."""
+    out = {k: v for k, v in sim.summary().items() if k not in ("utilization", "config", "arch", "kernel")}
+    out.update({f"utilization.{k}": v for k, v in sim.utilization.items()})
+    out["config"] = " ".join(f"{k}={v}" for k, v in sim.config.items())
+    if searched is not None:
+        out["configs_searched"] = searched
+    return out
+
+
+def _kernel_sim(family_name: str, params: dict[str, Any], chip: Chip) -> tuple[KernelSimulation, int | None]:
+    family, problem, config, auto = _kernel_params(family_name, params)
+    if auto:
+        ranked = autotune(family, problem, chip)
+        return ranked[0].sim, len(ranked)
+    resolved = family.resolve_config(problem, config, chip)
+    return run_config(family, problem, resolved, chip).sim, None
+
+
+def _run_kernel(job: Job, arch: Arch) -> dict[str, Any]:
+    return kernel_metrics(*_kernel_sim(job.body.kernel, job.body.params, chip_of(arch)))
+
+
+def _run_trace(job: Job, arch: Arch) -> dict[str, Any]:
+    return kernel_metrics(simulate_kernel(_trace(str(job.path(job.body.trace))), chip_of(arch)))
+
+
+def _collective(body: CollectiveWorkload | Step, arch: Arch, topologies: dict) -> dict[str, Any]:
+    kind, size, algorithm, ranks = _collective_args(body)
+    if "topo" not in topologies:
+        topologies["topo"] = build_topology(arch)
+    result = simulate_collective(topologies["topo"], kind, size, algorithm, ranks)
+    return {"latency_s": result.latency_s, "algbw_bytes_per_s": result.algbw_bytes_per_s,
+            "busbw_bytes_per_s": result.busbw_bytes_per_s, "algorithm": result.algorithm, "bound": "network"}
+
+
+def _run_collective(job: Job, arch: Arch) -> dict[str, Any]:
+    return _collective(job.body, arch, {})
+
+
+def _run_sequence(job: Job, arch: Arch) -> dict[str, Any]:
+    chip = chip_of(arch)
+    totals = {"latency_s": 0.0, "flops": 0.0, "hbm_bytes": 0.0, "kernel_s": 0.0, "collective_s": 0.0,
+              "events": 0, "sim_wall_s": 0.0}
+    by_bound: dict[str, float] = {}
+    busy: dict[str, float] = {}
+    topologies: dict = {}
+    for step in job.body.sequence:
+        if step.kernel is not None:
+            sim, _ = _kernel_sim(step.kernel, step.params, chip)
+            seconds = sim.latency_s * step.count
+            totals["kernel_s"] += seconds
+            totals["flops"] += sim.flops * step.count
+            totals["hbm_bytes"] += sim.hbm_bytes * step.count
+            totals["events"] += sim.events
+            totals["sim_wall_s"] += sim.sim_wall_s
+            bound = sim.bound
+            for resource, share in sim.utilization.items():
+                busy[resource] = busy.get(resource, 0.0) + share * seconds
+        else:
+            metrics = _collective(step, arch, topologies)
+            seconds = metrics["latency_s"] * step.count
+            totals["collective_s"] += seconds
+            bound = "network"
+        totals["latency_s"] += seconds
+        by_bound[bound] = by_bound.get(bound, 0.0) + seconds
+    out: dict[str, Any] = dict(totals)
+    latency = totals["latency_s"]
+    out["achieved_flops_per_s"] = totals["flops"] / latency
+    out["achieved_hbm_bytes_per_s"] = totals["hbm_bytes"] / latency
+    out["bound"] = max(by_bound, key=lambda k: (by_bound[k], k))
+    out["bound_share"] = by_bound[out["bound"]] / latency
+    out.update({f"utilization.{k}": v / latency for k, v in sorted(busy.items())})
+    if job.memory_terms:
+        variables = dict(job.variables)
+        memory = sum(nbytes * math.prod(variables[n] for n in per) for nbytes, per in job.memory_terms)
+        out["memory_bytes"] = memory
+        out["hbm_capacity_bytes"] = chip.hbm.capacity_bytes
+        out["fits"] = memory <= chip.hbm.capacity_bytes
+    return out
+
+
+def _run_system_trace(job: Job, arch: Arch) -> dict[str, Any]:
+    raise InputError("system trace replay is not available in this checkout", source="system_trace")
+
+
+RUNNERS: dict[str, Callable[[Job, Arch], dict[str, Any]]] = {
+    "kernel": _run_kernel, "trace": _run_trace, "collective": _run_collective,
+    "sequence": _run_sequence, "system_trace": _run_system_trace,
+}
+
+
+def check_metrics(spec: LoadedSpec) -> None:
+    for i, name in enumerate(spec.spec.metrics):
+        if name in METRICS or (name.startswith("utilization.") and len(name) > len("utilization.")):
+            continue
+        raise spec.error(f"unknown metric {name!r}; expected utilization.<resource>, utilization.* or one of: "
+                         f"{', '.join(METRICS)}", ("metrics", i))
