@@ -26,18 +26,18 @@ def only_comm_op(line: str, params: str = "%p = f32[1024]{0} parameter(0)"):
 
 
 @pytest.mark.parametrize(("line", "kind", "size"), [
-    ("%r = f32[1024]{0} all-reduce(%p), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, "
-     "to_apply=%add", "all-reduce", 4096),
-    ("%r = f32[4096]{0} all-gather(%p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, "
-     "use_global_device_ids=true", "all-gather", 16384),
-    ("%r = f32[256]{0} reduce-scatter(%p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, "
-     "use_global_device_ids=true, to_apply=%add", "reduce-scatter", 4096),
+    (("%r = f32[1024]{0} all-reduce(%p), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, "
+     "to_apply=%add"), "all-reduce", 4096),
+    (("%r = f32[4096]{0} all-gather(%p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, "
+     "use_global_device_ids=true"), "all-gather", 16384),
+    (("%r = f32[256]{0} reduce-scatter(%p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, "
+     "use_global_device_ids=true, to_apply=%add"), "reduce-scatter", 4096),
     ("%r = f32[1024]{0} all-to-all(%p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}",
      "all-to-all", 4096),
     ("%r = f32[1024]{0} collective-permute(%p), channel_id=1, source_target_pairs={{0,1},{1,2},{2,3},{3,0}}",
      "collective-permute", 4096),
-    ("%r = (bf16[1024]{0}, bf16[4096]{0}) all-gather-start(%p), channel_id=1, replica_groups=[1,4]<=[4], "
-     "dimensions={0}, use_global_device_ids=true", "all-gather", 8192),
+    (("%r = (bf16[1024]{0}, bf16[4096]{0}) all-gather-start(%p), channel_id=1, replica_groups=[1,4]<=[4], "
+     "dimensions={0}, use_global_device_ids=true"), "all-gather", 8192),
 ])
 def test_bytes_per_kind(line, kind, size):
     op = only_comm_op(line, "%p = bf16[1024]{0} parameter(0)" if "bf16" in line else

@@ -1,0 +1,54 @@
+"""Bad HLO input: one clear line and exit status 2, never a traceback; unknown opcodes
+and custom calls are counted, not fatal."""
+
+from pathlib import Path
+
+import pytest
+
+from accelsim.errors import InputError
+from accelsim.importers.hlo import lower_module, read_hlo
+from accelsim.importers.hlo_text import parse_module
+
+GOOD = (Path(__file__).parent / "fixtures" / "cpu_mlp_grad_dp2_tp4.hlo.txt").read_text()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "not HLO text"),
+    ('{"schema_version": 1}', "not HLO text"),
+    (GOOD[: len(GOOD) // 2].rsplit("\n", 1)[0], "truncated HLO"),
+    (GOOD[: GOOD.index("ENTRY")], "no ENTRY computation"),
+    (GOOD.replace("%add.6 = f32[] add(%x.8, %y.6)", "%add.6 = f32[] add(%x.8, %nope)"), "undefined operand 'nope'"),
+    (GOOD.replace("to_apply=%add.clone_promoted", "to_apply=%gone"), "undefined computation 'gone'"),
+    (GOOD.replace("f32[8,32]{1,0} tanh(", "f99[8,32]{1,0} tanh("), "expected an HLO element type"),
+    (GOOD.replace("replica_groups={{0,1,2,3},{4,5,6,7}}", "replica_groups={{0,1,2,3},{4,5,6,9}}"), "outside"),
+])
+def test_bad_text_is_one_located_line(text, message):
+    with pytest.raises(InputError, match=message) as info:
+        lower_module(parse_module(text, source="step.hlo"))
+    line = info.value.one_line()
+    assert "\n" not in line and line.startswith("step.hlo")
+
+
+def test_unknown_opcodes_and_custom_calls_are_counted():
+    program = lower_module(read_hlo(Path(__file__).parent / "fixtures" / "gpu_async_handwritten.hlo.txt"))
+    assert program.counts["unknown_opcode:future-opcode"] == 1
+    assert program.counts["unknown_custom_call:my_vendor_kernel"] == 1
+    weird = next(op for op in program.ops if op.opcode == "future-opcode")
+    assert weird.cost.bytes == 2 * 1024 * 4  # estimated from its operand and output
+    assert weird.ctrl_deps == ("fp8",)  # control-predecessors kept
+
+
+def test_cli_bad_file_exits_2_with_one_line(cli, tmp_path):
+    bad = tmp_path / "step.hlo"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    result = cli("import", "hlo", str(bad), "--system", "dgx-h100", "-o", str(tmp_path / "t.json"))
+    assert result.code == 2
+    assert result.err.count("\n") == 1 and str(bad) in result.err
+
+
+def test_cli_module_larger_than_the_system_is_refused(cli, tmp_path):
+    hlo = Path(__file__).parent / "fixtures" / "cpu_mlp_grad_dp2_tp4.hlo.txt"
+    result = cli("import", "hlo", str(hlo), "--system", "dgx-h100", "--set", "gpus=4", "-o", str(tmp_path / "t.json"))
+    assert result.code == 2
+    assert "runs on 8 devices" in result.err and "has 4" in result.err
+    assert not (tmp_path / "t.json").exists()
