@@ -1,0 +1,82 @@
+"""call, conditional, send/recv and async copies: how each becomes ops."""
+
+import textwrap
+
+from accelsim.importers.hlo import lower_module
+from accelsim.importers.hlo_text import parse_module
+
+HEAD = """HloModule m, is_scheduled=true, num_partitions=4
+
+%double (a: f32[256]) -> f32[256] {
+  %a = f32[256]{0} parameter(0)
+  ROOT %twice = f32[256]{0} add(%a, %a)
+}
+
+%cheap (b: f32[256]) -> f32[256] {
+  %b = f32[256]{0} parameter(0)
+  ROOT %n = f32[256]{0} negate(%b)
+}
+
+%costly (c: f32[256]) -> f32[256] {
+  %c = f32[256]{0} parameter(0)
+  %e = f32[256]{0} exponential(%c)
+  ROOT %l = f32[256]{0} log(%e)
+}
+"""
+
+
+def lowered(entry: str):
+    text = HEAD + "\nENTRY %main (x: f32[256], i: s32[]) -> f32[256] {\n" + textwrap.dedent(entry) + "}\n"
+    program = lower_module(parse_module(text))
+    return program, {op.name: op for op in program.ops}
+
+
+def test_call_is_inlined_with_its_argument_dependencies():
+    _, ops = lowered("""
+        %x = f32[256]{0} parameter(0)
+        %y = f32[256]{0} sine(%x)
+        ROOT %r = f32[256]{0} call(%y), to_apply=%double
+    """)
+    assert ops["r/twice"].deps == ("y",)
+
+
+def test_conditional_takes_the_costliest_branch_after_its_predicate():
+    program, ops = lowered("""
+        %x = f32[256]{0} parameter(0)
+        %i = s32[] parameter(1)
+        %k = s32[] add(%i, %i)
+        ROOT %r = f32[256]{0} conditional(%k, %x, %x), branch_computations={%cheap, %costly}
+    """)
+    assert [op.name for op in program.ops] == ["k", "r.costly/e", "r.costly/l"]
+    assert ops["r.costly/e"].deps == ("k",)
+    assert program.counts["conditionals_costliest_branch"] == 1
+
+
+def test_send_becomes_a_permute_that_the_recv_waits_for():
+    program, ops = lowered("""
+        %x = f32[256]{0} parameter(0)
+        %tok = token[] after-all()
+        %s = (f32[256]{0}, u32[], token[]) send(%x, %tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2},{2,3}}"}
+        %r = (f32[256]{0}, u32[], token[]) recv(%tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2},{2,3}}"}
+        %sd = token[] send-done(%s), channel_id=5
+        %rd = (f32[256]{0}, token[]) recv-done(%r), channel_id=5
+        %v = f32[256]{0} get-tuple-element(%rd), index=0
+        ROOT %use = f32[256]{0} negate(%v)
+    """)
+    assert ops["s"].kind == "collective-permute"
+    assert ops["s"].pairs == ((0, 1), (1, 2), (2, 3))
+    assert ops["s"].comm_bytes == 256 * 4
+    assert "s" in ops["use"].deps
+
+
+def test_async_copy_runs_on_its_own_stream():
+    _, ops = lowered("""
+        %x = f32[256]{0} parameter(0)
+        %cs = (f32[256]{0}, f32[256]{0}, u32[]) copy-start(%x)
+        %busy = f32[256]{0} sine(%x)
+        %cd = f32[256]{0} copy-done(%cs)
+        ROOT %use = f32[256]{0} add(%cd, %busy)
+    """)
+    assert ops["cs"].stream != ops["busy"].stream
+    assert ops["cs"].cost.bytes == 2 * 256 * 4
+    assert set(ops["use"].deps) == {"cs", "busy"}
