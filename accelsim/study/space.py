@@ -90,7 +90,7 @@ def _reads_back(text: str) -> bool:
         return False
 
 
-def _endpoint(raw: float | str, what: str, spec: LoadedSpec, loc: tuple) -> tuple[float, str | None, float]:
+def _endpoint(raw: int | float | str, what: str, spec: LoadedSpec, loc: tuple) -> tuple[float, str | None, float]:
     """(value in base units, unit or None, the unit's factor)."""
     if isinstance(raw, (int, float)):
         return float(raw), None, 1.0
@@ -154,13 +154,15 @@ def _random_value(name: str, p: ParameterSpec, spec: LoadedSpec, rng: np.random.
     r = p.range if p.range is not None else p.log_range
     numbers, unit, factor, integer = _range_numbers(r, spec, ("parameters", name, kind))
     low, high = numbers[0], numbers[-1]
-    if integer or (isinstance(r, RangeSpec) and r.step is not None):
+    if isinstance(r, RangeSpec) and r.step is not None:
         return _number_value(numbers[int(rng.integers(len(numbers)))], unit, factor, integer)
+    if integer and kind == "range":
+        return _number_value(int(rng.integers(low, high + 1)), unit, factor, integer)
     if kind == "log_range":
         number = float(math.exp(rng.uniform(math.log(low), math.log(high))))
     else:
         number = float(rng.uniform(low, high))
-    return _number_value(number, unit, factor, integer)
+    return _number_value(round(number) if integer else number, unit, factor, integer)
 
 
 def sweep_points(spec: LoadedSpec) -> list[Point]:

@@ -42,10 +42,10 @@ class RangeSpec(_Strict):
     """Evenly spaced values from ``start`` to ``stop`` inclusive: ``num`` of them, or every ``step``.
     Numbers or quantities with one unit (``"1 TB/s"``)."""
 
-    start: float | str
-    stop: float | str
+    start: int | float | str
+    stop: int | float | str
     num: int | None = Field(default=None, ge=2)
-    step: float | str | None = None
+    step: int | float | str | None = None
 
     @model_validator(mode="after")
     def _one_of_num_step(self) -> "RangeSpec":
@@ -57,8 +57,8 @@ class RangeSpec(_Strict):
 class LogRangeSpec(_Strict):
     """``num`` values from ``start`` to ``stop`` inclusive, evenly spaced on a log scale."""
 
-    start: float | str
-    stop: float | str
+    start: int | float | str
+    stop: int | float | str
     num: int = Field(ge=2)
 
 
@@ -120,6 +120,7 @@ class CollectiveWorkload(_Strict):
 
 class SystemTraceWorkload(_Strict):
     system_trace: str
+    algorithm: str = "auto"
 
 
 class Step(_Strict):

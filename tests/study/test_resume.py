@@ -1,0 +1,40 @@
+"""A stopped sweep resumes from its journal: nothing lost, nothing run twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelsim.errors import InputError
+from accelsim.study.journal import JOURNAL_NAME
+from accelsim.study.plan import plan_sweep
+from accelsim.study.sweep import run_sweep
+from tests.study.conftest import HBM_SWEEP
+
+
+def test_resume_runs_only_what_the_journal_lacks(spec_file, tmp_path):
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    full = run_sweep(plan, tmp_path / "full", progress=False)
+    assert (full.ran, full.resumed) == (6, 0)
+    journal = (tmp_path / "full" / JOURNAL_NAME).read_text().splitlines()
+
+    # as if killed after three results, in the middle of writing the fourth
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    (stopped / JOURNAL_NAME).write_text("\n".join(journal[:4]) + "\n" + journal[4][: len(journal[4]) // 2])
+    resumed = run_sweep(plan, stopped, progress=False)
+    assert (resumed.ran, resumed.resumed) == (3, 3)
+    assert (stopped / "results.csv").read_text() == (tmp_path / "full" / "results.csv").read_text()
+    lines = (stopped / JOURNAL_NAME).read_text().splitlines()
+    assert len(lines) == 7  # header + 6 results, the cut line gone
+
+    again = run_sweep(plan, stopped, progress=False)
+    assert (again.ran, again.resumed) == (0, 6)
+
+
+def test_journal_of_another_spec_is_refused(spec_file, tmp_path):
+    run_sweep(plan_sweep(spec_file(HBM_SWEEP)), tmp_path / "out", progress=False)
+    other = plan_sweep(spec_file(HBM_SWEEP.replace('"8 TB/s"', '"4 TB/s"'), "other.yaml"))
+    with pytest.raises(InputError, match="different sweep spec"):
+        run_sweep(other, tmp_path / "out", progress=False)
+    fresh = run_sweep(other, tmp_path / "out", progress=False, fresh=True)
+    assert fresh.ran == 6

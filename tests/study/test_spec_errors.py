@@ -1,0 +1,140 @@
+"""A bad spec fails before any work, with one line naming file:line and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelsim.errors import InputError
+from accelsim.study.plan import plan_sweep
+
+
+def _error(path) -> InputError:
+    with pytest.raises(InputError) as info:
+        plan_sweep(path)
+    return info.value
+
+
+def test_unknown_top_level_field_names_its_line(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        workloads:
+          - kernel: gemm
+            params: {M: 64, N: 64, K: 64}
+        metrix: [latency_s]
+        """)
+    err = _error(path)
+    assert err.one_line().startswith(f"{path}:5: metrix: unknown field")
+
+
+def test_parameter_path_not_in_schema_is_located_at_the_parameter(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        parameters:
+          hbm.bandwdth: {values: ["1 TB/s"]}
+        workloads:
+          - kernel: gemm
+            params: {M: 64, N: 64, K: 64}
+        """)
+    err = _error(path)
+    assert (err.source, err.line, err.field) == (str(path), 3, "parameters.hbm.bandwdth")
+    assert "unknown field 'bandwdth'" in err.message
+
+
+def test_every_point_is_validated_up_front(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        parameters:
+          cores.count: {values: [66, 132]}
+          hbm.bandwidth: {values: ["1 TB/s", "-2 TB/s"]}
+        workloads:
+          - kernel: gemm
+            params: {M: 64, N: 64, K: 64}
+        """)
+    err = _error(path)
+    assert err.line == 4
+    assert "point 1" in err.message and "hbm.bandwidth=-2 TB/s" in err.message
+
+
+def test_range_needs_num_or_step(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        parameters:
+          clock: {range: {start: "1 GHz", stop: "2 GHz"}}
+        workloads: [{kernel: copy, params: {bytes: 1024}}]
+        """)
+    err = _error(path)
+    assert err.line == 3 and "exactly one of 'num' and 'step'" in err.message
+
+
+def test_range_units_must_agree(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        parameters:
+          clock:
+            range: {start: "1 GHz", stop: 2, num: 3}
+        workloads: [{kernel: copy, params: {bytes: 1024}}]
+        """)
+    assert "both have a unit" in _error(path).message
+
+
+@pytest.mark.parametrize("workload, expected", [
+    ("{kernel: gemmm, params: {M: 1}}", "unknown kernel family 'gemmm'"),
+    ("{kernel: gemm, params: {M: 64, N: 64, K: 64, dtype: fp7}}", "expected one of"),
+    ("{kernel: gemm, params: {M: 64, N: 64}}", "missing required parameter"),
+    ("{trace: nowhere.json}", "cannot read trace"),
+    ("{collective: all-gather, bytes: 1 MiB}", "runs on a system"),
+    ("{kernel: gemm, trace: x.json}", "exactly one of the keys"),
+    ("{kernel: gemm, params: {M: $m, N: 64, K: 64}}", "unknown variable '$m'"),
+])
+def test_bad_workloads_are_located(spec_file, workload, expected):
+    path = spec_file(f"""\
+        base: h100-sxm
+        workloads:
+          - {{kernel: copy, params: {{bytes: 1024}}}}
+          - {workload}
+        """)
+    err = _error(path)
+    assert err.line == 4, err.one_line()
+    assert expected in err.message
+
+
+def test_unknown_metric(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        workloads: [{kernel: copy, params: {bytes: 1024}}]
+        metrics: [latency_s, speed]
+        """)
+    err = _error(path)
+    assert err.line == 3 and "unknown metric 'speed'" in err.message
+
+
+def test_unknown_base(spec_file):
+    path = spec_file("""\
+        base: [h100-sxm, h900]
+        workloads: [{kernel: copy, params: {bytes: 1024}}]
+        """)
+    err = _error(path)
+    assert err.line == 1 and "unknown config 'h900'" in err.message
+
+
+def test_pareto_names_a_metric_or_parameter(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        parameters: {clock: {values: ["1 GHz", "2 GHz"]}}
+        workloads: [{kernel: copy, params: {bytes: 1024}}]
+        pareto: {x: clock, y: cost}
+        """)
+    err = _error(path)
+    assert err.line == 4 and "'cost' is neither" in err.message
+
+
+def test_cli_prints_one_line_and_exits_2(cli, spec_file, tmp_path):
+    path = spec_file("""\
+        base: h100-sxm
+        workloads: [{kernel: copy, params: {bytes: 1024}, count: 3}]
+        """)
+    result = cli("sweep", str(path), "-o", str(tmp_path / "out"))
+    assert result.code == 2
+    assert result.err.count("\n") == 1
+    assert result.err.startswith(f"accelsim: error: {path}:2: workloads[0].count: unknown field")
+    assert not (tmp_path / "out").exists()

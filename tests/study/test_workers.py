@@ -1,0 +1,25 @@
+"""Worker processes and Ray give the same table as one process, in the same order."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelsim.study.plan import plan_sweep
+from accelsim.study.sweep import run_sweep
+from tests.study.conftest import HBM_SWEEP
+
+
+def test_two_processes_match_one(spec_file, tmp_path):
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    run_sweep(plan, tmp_path / "one", workers=1, progress=False)
+    run_sweep(plan, tmp_path / "two", workers=2, progress=False)
+    assert (tmp_path / "two" / "results.csv").read_text() == (tmp_path / "one" / "results.csv").read_text()
+
+
+@pytest.mark.slow
+def test_local_ray_matches_one_process(spec_file, tmp_path):
+    pytest.importorskip("ray")
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    run_sweep(plan, tmp_path / "one", workers=1, progress=False)
+    run_sweep(plan, tmp_path / "ray", ray="local", progress=False)
+    assert (tmp_path / "ray" / "results.csv").read_text() == (tmp_path / "one" / "results.csv").read_text()
