@@ -45,6 +45,8 @@ def spec_tree(spec: BaseModel) -> dict[str, Any]:
             out[name] = _leaf(value)
         elif isinstance(value, BaseModel):
             out[name] = spec_tree(value)
+        elif isinstance(value, dict) and all(isinstance(v, BaseModel) for v in value.values()):
+            out[name] = {key: spec_tree(v) for key, v in value.items()}  # e.g. a node's NCCL protocols
         else:
             out[name] = value
     return out

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Union
 
 from accelsim.arch import schema
+from accelsim.arch.collective_tuning import CollectiveTuning, resolve_collectives
 from accelsim.arch.loader import apply_overrides, load_raw, parse_override, validate
 from accelsim.errors import InputError
 
@@ -122,6 +123,8 @@ class Node:
     switch_count: int
     switch_latency_s: float
     nvls: bool
+    collectives: CollectiveTuning | None = None
+    """NCCL's protocols and efficiencies on this node; None: nominal links, no protocols."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,6 +233,7 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             switch_count=spec.switch.count.value,
             switch_latency_s=spec.switch.latency.value,
             nvls=spec.switch.nvls,
+            collectives=resolve_collectives(spec.collectives),
         )
     if isinstance(spec, schema.ClusterSpec):
         net = spec.network

@@ -269,6 +269,43 @@ class NodeSwitch(_Strict):
     """In-switch reduction (NVLink SHARP) available for all-reduce."""
 
 
+class Protocol(_Strict):
+    """One NCCL protocol (LL, LL128, Simple) on this node's links: how much of a link's
+    bandwidth carries data, how fast one rank can push it, and what a collective and
+    each of its steps cost in latency (NCCL's own tuning model: base + steps x hop)."""
+
+    efficiency: Cited[Fraction]
+    """Payload fraction of what crosses the wire (LL: 4 B of data per 8 B; LL128:
+    120 B per 128 B line; Simple: all of it)."""
+    max_bandwidth_per_rank: Cited[BytesPerS] | None = calibratable(default=None)
+    """Most one rank sends per second with this protocol (LL and LL128 are limited by
+    the GPU threads that poll flags, not by the links). None: no limit."""
+    base_latency: Cited[Seconds] = calibratable()
+    """Fixed cost of one collective with this protocol (kernel start, synchronisation)."""
+    step_latency: Cited[Seconds] = calibratable()
+    """Cost of one algorithm step over NVLink, hop included (NCCL's ``hwLat``)."""
+
+
+class NodeCollectives(_Strict):
+    """How NCCL moves data on the node: achievable link bandwidth, its protocols, NVLS."""
+
+    link_efficiency: Cited[Fraction] = calibratable()
+    """Fraction of the nominal NVLink bandwidth that a bulk transfer achieves (packet
+    headers, flow control)."""
+    protocols: dict[Literal["ll", "ll128", "simple"], Protocol]
+    nvls_efficiency: Cited[Fraction] | None = calibratable(default=None)
+    """NVLS (in-switch reduction) all-reduce: fraction of the link bandwidth each GPU's
+    send-once / receive-once streams achieve. Required when ``switch.nvls`` is true."""
+    nvls_latency: Cited[Seconds] | None = calibratable(default=None)
+    """Fixed cost of one NVLS all-reduce."""
+
+    @model_validator(mode="after")
+    def _simple_present(self) -> "NodeCollectives":
+        if "simple" not in self.protocols:
+            raise ValueError("'protocols' needs at least 'simple'")
+        return self
+
+
 class NodeSpec(_ConfigFile):
     """GPUs in one box, all-to-all through switches (NVSwitch)."""
 
@@ -276,6 +313,16 @@ class NodeSpec(_ConfigFile):
     chip: str
     gpus: Cited[PositiveInt]
     switch: NodeSwitch
+    collectives: NodeCollectives | None = None
+    """The NCCL model of the node (protocols, link efficiency, NVLS). Without it links run
+    at their nominal bandwidth and a step costs the route's link latencies."""
+
+    @model_validator(mode="after")
+    def _nvls_figures(self) -> "NodeSpec":
+        c = self.collectives
+        if c and self.switch.nvls and (c.nvls_efficiency is None or c.nvls_latency is None):
+            raise ValueError("'collectives' needs 'nvls_efficiency' and 'nvls_latency' when 'switch.nvls' is true")
+        return self
 
 
 class ScaleOutNetwork(_Strict):

@@ -10,16 +10,19 @@ from accelsim.arch.model import load_arch
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
 from accelsim.network import build_topology, simulate_collective
+from accelsim.network.collectives import ALGORITHMS, KINDS
 from accelsim.units import UnitError, format_quantity, parse_quantity
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--system", help="system name or config path (a node or a torus) for --collective")
-    p.add_argument("--collective", metavar="KIND", help="all-reduce, all-gather, reduce-scatter or broadcast")
+    p.add_argument("--system", help="system name or config path (node, cluster, torus, multislice) for --collective")
+    p.add_argument("--collective", metavar="KIND", help=", ".join(KINDS))
     p.add_argument("--bytes", metavar="SIZE", help="buffer size as nccl-tests counts it, e.g. '64 MiB'")
     p.add_argument("--sweep-bytes", metavar="MIN:MAX", help="sizes from MIN to MAX, doubling (e.g. 8B:8GiB)")
-    p.add_argument("--algorithm", default="auto", help="ring, nvls, one-shot, or auto (default)")
-    p.add_argument("--ranks", type=int, help="use the first N ranks of a node (default: all)")
+    p.add_argument("--algorithm", default="auto",
+                   help="auto (default), " + ", ".join(sorted(ALGORITHMS)) + "; NAME/PROTOCOL (ring/ll) fixes the NCCL protocol")
+    p.add_argument("--ranks", type=int, help="use the first N ranks of the system (default: all)")
+    p.add_argument("--group", metavar="RANKS", help="explicit ranks, e.g. 0,2,4,6 or 0-7 (send-recv: SRC,DST)")
 
 
 def run_collective(args: argparse.Namespace) -> int:
@@ -34,7 +37,10 @@ def run_collective(args: argparse.Namespace) -> int:
     topo = build_topology(load_arch(args.system, args.overrides))
     sizes = [parse_size(args.bytes, "--bytes")] if args.bytes else sweep_sizes(args.sweep_bytes)
     started = time.perf_counter()
-    results = [simulate_collective(topo, args.collective, s, args.algorithm, args.ranks) for s in sizes]
+    if args.group and args.ranks:
+        raise InputError("give --ranks N or --group RANKS, not both", source="simulate")
+    group = parse_group(args.group) if args.group else None
+    results = [simulate_collective(topo, args.collective, s, args.algorithm, args.ranks, group) for s in sizes]
     wall_s = time.perf_counter() - started
     if args.json:
         rows = [dict(r.as_dict(), system=topo.name) for r in results]
@@ -44,6 +50,18 @@ def run_collective(args: argparse.Namespace) -> int:
     else:
         print_sweep(results, topo.name, wall_s)
     return 0
+
+
+def parse_group(text: str) -> list[int]:
+    """``0,2,4`` or ``0-7`` or a mix (``0-3,8-11``)."""
+    ranks = []
+    for item in text.split(","):
+        low, dash, high = item.strip().partition("-")
+        try:
+            ranks.extend(range(int(low), int(high) + 1) if dash else [int(low)])
+        except ValueError:
+            raise InputError(f"expected rank numbers or ranges like 0-7, got {item.strip()!r}", source="--group") from None
+    return ranks
 
 
 def parse_size(text: str, option: str) -> float:
@@ -75,7 +93,7 @@ def print_one(r, system: str) -> None:
     rows = [
         ("collective", f"{r.kind} over {r.ranks} ranks on {system}"),
         ("size", format_quantity(r.size_bytes, "bytes")),
-        ("algorithm", r.algorithm),
+        ("algorithm", f"{r.algorithm} ({r.protocol})" if r.protocol else r.algorithm),
         ("latency", format_quantity(r.latency_s, "seconds")),
         ("algbw", format_quantity(r.algbw_bytes_per_s, "bytes_per_s")),
         ("busbw", format_quantity(r.busbw_bytes_per_s, "bytes_per_s")),
@@ -87,7 +105,7 @@ def print_sweep(results, system: str, wall_s: float) -> None:
     first = results[0]
     print(f"# {first.kind} over {first.ranks} ranks on {system}")
     rows = [
-        (f"{int(r.size_bytes)}", r.algorithm, f"{r.latency_s * 1e6:.2f}",
+        (f"{int(r.size_bytes)}", f"{r.algorithm}/{r.protocol}" if r.protocol else r.algorithm, f"{r.latency_s * 1e6:.2f}",
          f"{r.algbw_bytes_per_s / 1e9:.2f}", f"{r.busbw_bytes_per_s / 1e9:.2f}")
         for r in results
     ]

@@ -1,44 +1,65 @@
-"""Collective algorithms as plans of transfers, and the nccl-tests figures of merit.
+"""Collectives as plans of transfers, the building blocks algorithms share, and the
+nccl-tests figures of merit.
 
-An algorithm turns (topology, kind, size, ranks) into a :class:`Plan`: one or more
-*lanes* that run concurrently, each a sequence of :class:`Phase` s. A phase is a set of
+An algorithm turns (topology, request) into a :class:`Plan`: one or more *lanes* that
+run concurrently, each a sequence of :class:`Phase` s. A phase is a set of
 :class:`Transfer` s, each a pipelined chunk stream between two ranks (all the steps of
 a ring between one pair of neighbours are one transfer), plus its latency: ``steps``
-times the slowest route's latency. :func:`~accelsim.network.simulate.run_plans` plays
-plans on links shared max-min fairly, so a phase takes latency + its bandwidth time
+times the cost of one step. :func:`~accelsim.network.simulate.run_plans` plays plans
+on links shared max-min fairly, so a phase takes its latency plus its bandwidth time
 under whatever contention there is.
 
-Sizes follow nccl-tests: ``size_bytes`` is the all-reduce and broadcast buffer, the
-all-gather *output* and the reduce-scatter *input*.
+On GPU systems with an NCCL model (``topo.tuning``) a plan also has a *protocol* (LL,
+LL128 or Simple): a step costs the protocol's ``step_latency`` (plus any NIC latency
+it crosses), the plan's fixed cost is the protocol's ``base_latency``, a transfer's
+link load is its bytes over (link efficiency x protocol efficiency), and a rank sends
+no faster than the protocol's ``max_bandwidth_per_rank``. Without one, a step costs
+the route's link latencies and the fixed cost is the chip's launch overhead.
 
-Adding an algorithm is one function registered in :data:`ALGORITHMS`.
+Sizes follow nccl-tests: ``size_bytes`` is the all-reduce and broadcast buffer, the
+all-gather *output*, the reduce-scatter *input*, the all-to-all buffer each rank sends
+(and receives) in all, and what each pair moves for send/recv and collective-permute.
+
+Algorithms are registered in :data:`ALGORITHMS` (see :mod:`accelsim.network.algorithms`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.topology import Topology, downlink, uplink
+from accelsim.network.topology import Topology
 
-KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast")
+KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast", "all-to-all", "send-recv", "collective-permute")
 
 BUS_FACTORS: dict[str, Callable[[int], float]] = {
     "all-reduce": lambda n: 2 * (n - 1) / n,
     "all-gather": lambda n: (n - 1) / n,
     "reduce-scatter": lambda n: (n - 1) / n,
+    "all-to-all": lambda n: (n - 1) / n,
     "broadcast": lambda n: 1.0,
+    "send-recv": lambda n: 1.0,
+    "collective-permute": lambda n: 1.0,
 }
 """busbw = algbw x factor(n), as nccl-tests defines it (doc/PERFORMANCE.md)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Transfer:
-    """``bytes`` moved over ``links`` (a route), as one pipelined stream."""
+    """``bytes`` of payload moved over ``links`` (a route), as one pipelined stream.
+
+    A link named twice carries the bytes twice (a merged stream to several peers).
+    Each link is loaded with ``bytes / efficiency``; the stream moves at most
+    ``max_bytes_per_s`` of payload."""
 
     links: tuple[str, ...]
     bytes: float
+    efficiency: float = 1.0
+    max_bytes_per_s: float = math.inf
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,34 +73,60 @@ class Plan:
     algorithm: str
     lanes: tuple[tuple[Phase, ...], ...]
     launch_s: float
+    protocol: str = ""
+    """NCCL protocol (``ll``, ``ll128``, ``simple``) on GPU systems with an NCCL model."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Request:
-    """One collective: ``kind`` over ``ranks`` (rank ids of the topology) of ``size_bytes``."""
+    """One collective: ``kind`` over ``ranks`` (rank ids of the topology) of ``size_bytes``.
+
+    ``pairs`` are the (source, destination) ranks of a collective-permute (default: each
+    rank to the next one of ``ranks``, cyclically); send-recv goes from ``ranks[0]`` to
+    ``ranks[1]``; broadcast starts at ``ranks[0]``."""
 
     kind: str
     size_bytes: float
     ranks: tuple[int, ...]
+    pairs: tuple[tuple[int, int], ...] = ()
 
 
-Algorithm = Callable[[Topology, Request], Plan]
-ALGORITHMS: dict[str, Algorithm] = {}
-"""Name -> plan builder. A builder raises InputError when it does not apply."""
+Builder = Callable[[Topology, Request, "Protocol | None"], Plan]
+ALGORITHMS: dict[str, Builder] = {}
+"""Name -> plan builder. A builder raises InputError when it does not apply; given no
+protocol on a system with an NCCL model it uses the one :func:`best_protocol` picks."""
 
 
-def register(name: str) -> Callable[[Algorithm], Algorithm]:
-    def add(fn: Algorithm) -> Algorithm:
+def register(name: str) -> Callable[[Builder], Builder]:
+    def add(fn: Builder) -> Builder:
         ALGORITHMS[name] = fn
         return fn
 
     return add
 
 
-def get_algorithm(name: str) -> Algorithm:
-    if name not in ALGORITHMS:
-        raise InputError(f"unknown algorithm {name!r}; known: auto, {', '.join(sorted(ALGORITHMS))}", source="--algorithm")
-    return ALGORITHMS[name]
+def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
+    """The plan builder called ``name`` (``ring``) or ``name/protocol`` (``ring/ll``)."""
+    algorithm, _, proto = name.partition("/")
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"unknown algorithm {algorithm!r}; known: auto, {', '.join(sorted(ALGORITHMS))}",
+                         source="--algorithm")
+    builder = ALGORITHMS[algorithm]
+
+    def build(topo: Topology, req: Request) -> Plan:
+        if not proto:
+            return builder(topo, req, None)
+        return builder(topo, req, protocol_named(topo, proto))
+
+    return build
+
+
+def protocol_named(topo: Topology, name: str) -> Protocol:
+    if topo.tuning is None:
+        raise InputError(f"{topo.name!r} has no NCCL model, so no protocol {name!r}", source="--algorithm")
+    if name not in topo.tuning.protocols:
+        raise InputError(f"unknown protocol {name!r}; known: {', '.join(topo.tuning.protocols)}", source="--algorithm")
+    return topo.tuning.protocols[name]
 
 
 def check_kind(kind: str) -> str:
@@ -88,31 +135,122 @@ def check_kind(kind: str) -> str:
     return kind
 
 
+def needs(req: Request, kinds: Iterable[str], algorithm: str) -> None:
+    if req.kind not in kinds:
+        raise InputError(f"{algorithm} does not do {req.kind} (it does {', '.join(kinds)})", source="--algorithm")
+
+
+# ------------------------------------------------------------------ protocols and estimates
+
+
+def best_protocol(topo: Topology, build: Callable[[Protocol | None], Plan], protocols: Sequence[str] | None = None) -> Plan:
+    """The plan ``build(protocol)`` with the least :func:`estimate_s`, as NCCL's tuner
+    picks a protocol; ``build(None)`` where the system has no NCCL model."""
+    if topo.tuning is None:
+        return build(None)
+    names = protocols if protocols is not None else list(topo.tuning.protocols)
+    plans = [build(topo.tuning.protocols[p]) for p in names if p in topo.tuning.protocols]
+    return min(plans, key=lambda plan: estimate_s(topo, plan))
+
+
+def estimate_s(topo: Topology, plan: Plan) -> float:
+    """Time of ``plan`` alone, from its loads (no simulation): per phase, its latency plus
+    the busiest link's load over its capacity or the slowest rate-capped stream."""
+    lanes = []
+    for lane in plan.lanes:
+        total = 0.0
+        for phase in lane:
+            load: Counter[str] = Counter()
+            capped = 0.0
+            for t in phase.transfers:
+                for link in t.links:
+                    load[link] += t.bytes / t.efficiency
+                capped = max(capped, t.bytes / t.max_bytes_per_s)
+            busiest = max((amount / topo.links[link].bandwidth_bytes_per_s for link, amount in load.items()), default=0.0)
+            total += phase.latency_s + max(busiest, capped)
+        lanes.append(total)
+    return plan.launch_s + max(lanes, default=0.0)
+
+
+def launch_s(topo: Topology, proto: Protocol | None) -> float:
+    return proto.base_latency_s if proto is not None else topo.launch_s
+
+
 # ------------------------------------------------------------------ building blocks
 
 
-def _stream(topo: Topology, src: int, dst: int, nbytes: float) -> Transfer:
-    return Transfer(links=topo.route(src, dst), bytes=nbytes)
+Stream = tuple[int, int, float]
+"""(source rank, destination rank, payload bytes)."""
 
 
-def _phase(topo: Topology, transfers: list[Transfer], steps: int) -> Phase:
-    slowest = max((topo.route_latency_s(t.links) for t in transfers), default=0.0)
-    return Phase(transfers=tuple(t for t in transfers if t.bytes > 0), latency_s=steps * slowest)
+def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol | None) -> Phase:
+    """A phase of point-to-point streams taking ``steps`` algorithm steps.
 
-
-def ring_phase(topo: Topology, ring: list[list[int]], per_rank_bytes: float, steps: int) -> Phase:
-    """Every rank of every ring sends ``per_rank_bytes`` to its ring neighbours over
-    ``steps`` steps, half each way (bidirectional rings, as NCCL's channels and XLA's
-    torus rings use both directions)."""
+    A step costs the slowest route's link latencies, or with a protocol its
+    ``step_latency`` plus the NIC / DCN latency of the slowest route. A rank's streams
+    share the protocol's per-rank rate limit equally."""
+    routes = [topo.route(s, d) for s, d, _ in streams]
+    if proto is None:
+        step = max((topo.route_latency_s(r) for r in routes), default=0.0)
+    else:
+        step = proto.step_latency_s + max((topo.scale_out_latency_s(r) for r in routes), default=0.0)
+    per_source = Counter(s for s, _, nbytes in streams if nbytes > 0)
     transfers = []
-    for members in ring:
-        m = len(members)
-        if m < 2:
-            continue
-        for i, rank in enumerate(members):
-            transfers.append(_stream(topo, rank, members[(i + 1) % m], per_rank_bytes / 2))
-            transfers.append(_stream(topo, rank, members[(i - 1) % m], per_rank_bytes / 2))
-    return _phase(topo, transfers, steps)
+    for (src, _, nbytes), route in zip(streams, routes):
+        if nbytes > 0 and route:
+            transfers.append(_transfer(topo, route, nbytes, proto, per_source[src]))
+    return Phase(transfers=tuple(transfers), latency_s=steps * step)
+
+
+def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], steps: int, proto: Protocol | None) -> Phase:
+    """Like :func:`phase` for direct patterns with many peers per rank: each rank's
+    streams of one size become one transfer over all their routes (links repeated), so a
+    phase has O(ranks) transfers instead of O(ranks^2). Streams within a node (or slice)
+    and across nodes stay separate, as they load different links."""
+    transfers = []
+    step = 0.0
+    for src, peers in sends.items():
+        groups: dict[tuple[bool, float], list[str]] = {}
+        for dst, nbytes in peers:
+            route = topo.route(src, dst)
+            if nbytes <= 0 or not route:
+                continue
+            remote = topo.domain(src) != topo.domain(dst)
+            groups.setdefault((remote, nbytes), []).extend(route)
+            latency = topo.route_latency_s(route) if proto is None else topo.scale_out_latency_s(route)
+            step = max(step, latency)
+        for (_, nbytes), links in sorted(groups.items()):
+            transfers.append(_transfer(topo, tuple(links), nbytes, proto, len(groups)))
+    if proto is not None:
+        step += proto.step_latency_s
+    return Phase(transfers=tuple(transfers), latency_s=steps * step)
+
+
+def _transfer(topo: Topology, links: tuple[str, ...], nbytes: float, proto: Protocol | None, streams: int) -> Transfer:
+    if proto is None:
+        return Transfer(links=links, bytes=nbytes)
+    remote = any(topo.links[name].scale_out for name in links)
+    efficiency = proto.efficiency * (1.0 if remote else topo.tuning.link_efficiency)
+    cap = proto.max_bandwidth_per_rank_bytes_per_s
+    return Transfer(links=links, bytes=nbytes, efficiency=efficiency,
+                    max_bytes_per_s=cap / streams if cap is not None else math.inf)
+
+
+def ring_streams(members: Sequence[int], per_rank_bytes: float, bidirectional: bool = True) -> list[Stream]:
+    """Every member sends ``per_rank_bytes`` to its ring neighbours: half each way round
+    (bidirectional, as NCCL's channels and XLA's torus rings use both directions), or
+    all of it to the next member."""
+    m = len(members)
+    if m < 2:
+        return []
+    out = []
+    for i, rank in enumerate(members):
+        if bidirectional:
+            out.append((rank, members[(i + 1) % m], per_rank_bytes / 2))
+            out.append((rank, members[(i - 1) % m], per_rank_bytes / 2))
+        else:
+            out.append((rank, members[(i + 1) % m], per_rank_bytes))
+    return out
 
 
 def ring_volume(kind: str, m: int, size_bytes: float) -> tuple[float, int]:
@@ -124,114 +262,6 @@ def ring_volume(kind: str, m: int, size_bytes: float) -> tuple[float, int]:
     raise InputError(f"no ring {kind} here", source="--algorithm")
 
 
-# ------------------------------------------------------------------ algorithms
-
-
-@register("ring")
-def ring(topo: Topology, req: Request) -> Plan:
-    """On a switch: one logical ring over the ranks, bidirectional. On a torus: per-axis
-    rings (see :func:`torus_ring`)."""
-    if topo.kind == "torus":
-        return torus_ring(topo, req)
-    ranks = list(req.ranks)
-    if req.kind == "broadcast":
-        return _chain_broadcast(topo, req, "ring")
-    volume, steps = ring_volume(req.kind, len(ranks), req.size_bytes)
-    return Plan(algorithm="ring", lanes=((ring_phase(topo, [ranks], volume, steps),),), launch_s=topo.launch_s)
-
-
-def _chain_broadcast(topo: Topology, req: Request, name: str) -> Plan:
-    """Pipelined chain from the first rank: every link of the chain carries the buffer once."""
-    ranks = list(req.ranks)
-    transfers = [_stream(topo, a, b, req.size_bytes) for a, b in zip(ranks, ranks[1:])]
-    return Plan(algorithm=name, lanes=((_phase(topo, transfers, len(ranks) - 1),),), launch_s=topo.launch_s)
-
-
-@register("nvls")
-def nvls(topo: Topology, req: Request) -> Plan:
-    """NVLink SHARP all-reduce: the switch reduces (multimem ld_reduce) and multicasts
-    (multimem st), so each GPU sends and receives the buffer about once: two hops."""
-    if not (topo.kind == "switch" and topo.nvls):
-        raise InputError(f"{topo.name!r} has no in-switch reduction (NVLS)", source="--algorithm")
-    if req.kind != "all-reduce":
-        raise InputError(f"NVLS is modelled for all-reduce only, not {req.kind}", source="--algorithm")
-    transfers = [Transfer(links=(uplink(g), downlink(g)), bytes=req.size_bytes) for g in req.ranks]
-    hop = topo.route_latency_s(topo.route(req.ranks[0], req.ranks[-1]))
-    return Plan(algorithm="nvls", lanes=((Phase(transfers=tuple(transfers), latency_s=2 * hop),),), launch_s=topo.launch_s)
-
-
-@register("one-shot")
-def one_shot(topo: Topology, req: Request) -> Plan:
-    """Direct: every rank sends its whole contribution to every peer in one step
-    (all-reduce: the full buffer; all-gather: its shard; reduce-scatter: each peer's shard)."""
-    if topo.kind != "switch":
-        raise InputError("one-shot is modelled on a switch node only", source="--algorithm")
-    n = len(req.ranks)
-    per_peer = {"all-reduce": req.size_bytes, "broadcast": req.size_bytes}.get(req.kind, req.size_bytes / n)
-    senders = req.ranks[:1] if req.kind == "broadcast" else req.ranks
-    transfers = [_stream(topo, a, b, per_peer) for a in senders for b in req.ranks if a != b]
-    return Plan(algorithm="one-shot", lanes=((_phase(topo, transfers, 1),),), launch_s=topo.launch_s)
-
-
-def torus_ring(topo: Topology, req: Request) -> Plan:
-    """XLA-style per-axis bidirectional rings over the whole torus, several axes at once.
-
-    The buffer is split into one part per axis (of length > 1); part ``p`` visits the
-    axes in the order ``p, p+1, ...`` (all-reduce: reduce-scatter along that order,
-    then all-gather back), so every axis's links are busy from the start. On an axis
-    without wraparound the ring's closing hop is routed back along the line, which
-    doubles the load on its links: a missing wraparound doubles ring time.
-
-    Only one ring per axis is simulated (the one through the origin): the plan is the
-    same in every ring along an axis and rings along different axes use disjoint
-    links, so every link of an axis carries what the corresponding link of that ring
-    does. This keeps a 1024-chip slice as cheap as a single ring.
-    """
-    if tuple(req.ranks) != tuple(range(topo.ranks)):
-        raise InputError("torus collectives run over the whole slice (--ranks is not supported on a torus yet)",
-                         source="--ranks")
-    axes = [a for a, n in enumerate(topo.shape) if n > 1]
-    if req.kind == "broadcast":
-        return _chain_broadcast(topo, req, "torus-ring")
-    if not axes:
-        raise InputError(f"{topo.name!r} has a single chip; there is nothing to communicate", source="--system")
-    lanes = []
-    for p in range(len(axes)):
-        order = axes[p:] + axes[:p]
-        lanes.append(tuple(_torus_lane(topo, req.kind, req.size_bytes / len(axes), order)))
-    return Plan(algorithm="torus-ring", lanes=tuple(lanes), launch_s=topo.launch_s)
-
-
-def _torus_lane(topo: Topology, kind: str, part_bytes: float, order: list[int]) -> list[Phase]:
-    """Phases for one part: a ring collective per axis, with the per-rank size it has there."""
-    phases = []
-    if kind in ("reduce-scatter", "all-reduce"):
-        held = part_bytes  # each rank holds this much, shrinking by the axis length per step
-        for axis in order:
-            volume, steps = ring_volume("reduce-scatter", topo.shape[axis], held)
-            phases.append(ring_phase(topo, topo.axis_rings(axis)[:1], volume, steps))
-            held /= topo.shape[axis]
-    if kind in ("all-gather", "all-reduce"):
-        gather_order = order[::-1] if kind == "all-reduce" else order
-        held = part_bytes / _product([topo.shape[a] for a in order])
-        for axis in gather_order:
-            held *= topo.shape[axis]
-            volume, steps = ring_volume("all-gather", topo.shape[axis], held)
-            phases.append(ring_phase(topo, topo.axis_rings(axis)[:1], volume, steps))
-    return phases
-
-
-def _product(values: list[int]) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
-
-
-def auto_candidates(topo: Topology, kind: str) -> list[str]:
-    """What ``algorithm=auto`` chooses among, as NCCL's tuner does (it predicts each
-    algorithm's time and takes the fastest): ring everywhere, NVLS for all-reduce on a
-    switch that reduces. One-shot is not an NCCL algorithm, so auto never picks it."""
-    if topo.kind == "switch" and topo.nvls and kind == "all-reduce":
-        return ["nvls", "ring"]
-    return ["ring"]
+def plan(name: str, topo: Topology, lanes: Sequence[Sequence[Phase]], proto: Protocol | None) -> Plan:
+    return Plan(algorithm=name, lanes=tuple(tuple(lane) for lane in lanes), launch_s=launch_s(topo, proto),
+                protocol=proto.name if proto is not None else "")

@@ -1,22 +1,24 @@
 """Playing collective plans on a topology: links are FluidResources, phases are flows.
 
-Several plans can run at once on one set of links (:func:`run_plans`); their
-transfers then share the links they have in common max-min fairly. Time is the
-fluid engine's integer picoseconds, so results are exact and deterministic.
+Several plans can run at once on one set of links (:func:`run_plans`, or
+:func:`play_plan` on a pool of your own); their transfers then share the links they
+have in common max-min fairly. Time is the fluid engine's integer picoseconds, so
+results are exact and deterministic.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import simpy
 
+import accelsim.network.algorithms  # noqa: F401  (registers the algorithms)
 from accelsim.engine.fluid import Flow, FluidResources
 from accelsim.errors import InputError
-from accelsim.network.collectives import (
-    BUS_FACTORS, Phase, Plan, Request, auto_candidates, check_kind, get_algorithm,
-)
+from accelsim.network.auto import auto_candidates
+from accelsim.network.collectives import BUS_FACTORS, Phase, Plan, Request, check_kind, estimate_s, get_algorithm
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds, seconds_to_ps
 
@@ -27,6 +29,7 @@ class CollectiveResult:
 
     kind: str
     algorithm: str
+    protocol: str
     size_bytes: float
     ranks: int
     latency_s: float
@@ -37,9 +40,10 @@ class CollectiveResult:
 
     def as_dict(self) -> dict:
         return {
-            "collective": self.kind, "algorithm": self.algorithm, "size_bytes": self.size_bytes,
-            "ranks": self.ranks, "latency_s": self.latency_s, "algbw_bytes_per_s": self.algbw_bytes_per_s,
-            "busbw_bytes_per_s": self.busbw_bytes_per_s, "phases": self.phases,
+            "collective": self.kind, "algorithm": self.algorithm, "protocol": self.protocol,
+            "size_bytes": self.size_bytes, "ranks": self.ranks, "latency_s": self.latency_s,
+            "algbw_bytes_per_s": self.algbw_bytes_per_s, "busbw_bytes_per_s": self.busbw_bytes_per_s,
+            "phases": self.phases,
         }
 
 
@@ -98,53 +102,85 @@ def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> 
     for t in phase.transfers:
         demand: dict[str, float] = {}
         for link in t.links:
-            demand[link] = demand.get(link, 0.0) + t.bytes
+            demand[link] = demand.get(link, 0.0) + t.bytes / t.efficiency
         alone = min(pool.capacities[link] / amount for link, amount in demand.items())
-        flows.append(Flow(name="->".join(t.links), demand=demand, max_rate=alone, on_done=on_done))
+        if math.isfinite(t.max_bytes_per_s):
+            alone = min(alone, t.max_bytes_per_s / t.bytes)
+        flows.append(Flow(name="->".join(t.links[:2]), demand=demand, max_rate=alone, on_done=on_done))
     pool.start_many(flows)
     return done
 
 
-def plan_collective(topo: Topology, kind: str, size_bytes: float, algorithm: str = "auto",
-                    ranks: int | None = None) -> Plan:
-    """The plan of one collective over the first ``ranks`` ranks (all by default)."""
-    return plan_for(topo, make_request(topo, kind, size_bytes, ranks), algorithm)
-
-
 def plan_for(topo: Topology, request: Request, algorithm: str = "auto") -> Plan:
-    """The plan of ``request`` (any group of ranks); ``algorithm="auto"`` picks the
-    fastest candidate, each timed alone on the topology."""
+    """The plan of ``request`` (any group of ranks). ``algorithm`` is a name
+    (``ring``), a name and a protocol (``ring/ll``), or ``auto``: the candidates of
+    :func:`~accelsim.network.auto.auto_candidates` that apply, the one with the least
+    :func:`~accelsim.network.collectives.estimate_s`. Plans are cached on the topology."""
+    key = (request, algorithm)
+    hit = topo._plans.get(key)
+    if hit is None:
+        check_request(topo, request)
+        hit = topo._plans[key] = _choose(topo, request, algorithm)
+    return hit
+
+
+def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:
     if algorithm != "auto":
         return get_algorithm(algorithm)(topo, request)
-    plans = [get_algorithm(name)(topo, request) for name in auto_candidates(topo, request.kind)]
-    if len(plans) == 1:
-        return plans[0]
-    times = [run_plans(topo, [plan])[0] for plan in plans]
-    return plans[times.index(min(times))]
+    plans = []
+    for name in auto_candidates(topo, request):
+        try:
+            plans.append(get_algorithm(name)(topo, request))
+        except InputError:
+            continue  # a candidate that does not apply to this group
+    if not plans:
+        raise InputError(f"no algorithm applies to {request.kind} over this group on {topo.name!r}", source="--group")
+    return min(plans, key=lambda plan: estimate_s(topo, plan))
 
 
-def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None) -> Request:
+def check_request(topo: Topology, request: Request) -> None:
+    check_kind(request.kind)
+    ranks = request.ranks
+    if len(ranks) < 2:
+        raise InputError(f"a collective needs at least 2 ranks, got {len(ranks)}", source="--group")
+    if len(set(ranks)) != len(ranks):
+        raise InputError(f"the group names a rank twice: {list(ranks)}", source="--group")
+    bad = [r for r in ranks if not 0 <= r < topo.ranks]
+    if bad:
+        raise InputError(f"ranks {bad} are not on {topo.name!r} (ranks 0..{topo.ranks - 1})", source="--group")
+    if not request.size_bytes > 0:
+        raise InputError(f"size must be positive, got {request.size_bytes!r} bytes", source="--bytes")
+
+
+def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None = None,
+                 group: Sequence[int] | None = None) -> Request:
+    """The request for the first ``ranks`` ranks (all by default), or for ``group``."""
     check_kind(kind)
-    n = topo.ranks if ranks is None else ranks
-    if not 2 <= n <= topo.ranks:
-        raise InputError(f"ranks must be between 2 and {topo.ranks} on {topo.name!r}, got {n}", source="--ranks")
-    if not size_bytes > 0:
-        raise InputError(f"size must be positive, got {size_bytes!r} bytes", source="--bytes")
-    return Request(kind=kind, size_bytes=float(size_bytes), ranks=tuple(range(n)))
+    if group is not None:
+        members = tuple(int(r) for r in group)
+    else:
+        n = topo.ranks if ranks is None else ranks
+        if not 2 <= n <= topo.ranks:
+            raise InputError(f"ranks must be between 2 and {topo.ranks} on {topo.name!r}, got {n}", source="--ranks")
+        members = tuple(range(n))
+    request = Request(kind=kind, size_bytes=float(size_bytes), ranks=members)
+    check_request(topo, request)
+    return request
 
 
 def simulate_collective(topo: Topology, kind: str, size_bytes: float, algorithm: str = "auto",
-                        ranks: int | None = None) -> CollectiveResult:
-    plan = plan_collective(topo, kind, size_bytes, algorithm, ranks)
-    n = topo.ranks if ranks is None else ranks
-    return result_of(plan, kind, size_bytes, n, run_plans(topo, [plan])[0])
+                        ranks: int | None = None, group: Sequence[int] | None = None) -> CollectiveResult:
+    """One collective alone on the topology, over the first ``ranks`` ranks or ``group``."""
+    request = make_request(topo, kind, size_bytes, ranks, group)
+    plan = plan_for(topo, request, algorithm)
+    return result_of(plan, kind, size_bytes, len(request.ranks), run_plans(topo, [plan])[0])
 
 
 def result_of(plan: Plan, kind: str, size_bytes: float, n: int, finished_ps: int) -> CollectiveResult:
     latency_s = ps_to_seconds(finished_ps)
     algbw = size_bytes / latency_s
     return CollectiveResult(
-        kind=kind, algorithm=plan.algorithm, size_bytes=size_bytes, ranks=n, latency_s=latency_s,
-        algbw_bytes_per_s=algbw, busbw_bytes_per_s=algbw * BUS_FACTORS[kind](n),
+        kind=kind, algorithm=plan.algorithm, protocol=plan.protocol, size_bytes=size_bytes, ranks=n,
+        latency_s=latency_s, algbw_bytes_per_s=algbw, busbw_bytes_per_s=algbw * BUS_FACTORS[kind](n),
         phases=sum(len(lane) for lane in plan.lanes),
     )

@@ -3,16 +3,28 @@
 A :class:`Topology` is a set of directional :class:`Link` records (capacity per
 direction in bytes/s, latency in seconds) and a routing rule between ranks. Links are
 the resources of :class:`~accelsim.engine.fluid.FluidResources`, so concurrent
-transfers that cross the same link share it max-min fairly.
+transfers that cross the same link share it max-min fairly; link names are the keys.
 
-Latency accounting (all from the config, all calibratable):
+Kinds and their links (all figures from the config, latencies calibratable):
 
-* NVSwitch node: a GPU's uplink carries the chip's ``interconnect.latency`` (the
-  end-to-end per-hop cost) and the switch's downlink carries ``switch.latency``
-  (switch traversal), so one GPU-to-GPU hop costs their sum.
-* TPU torus: every neighbour link carries the chip's ``interconnect.latency``; routes
-  are dimension-ordered, taking the shorter way round an axis that wraps.
-* Every collective pays the chip's ``launch_overhead`` once.
+* ``switch`` (NVSwitch node): GPU ``g`` has ``gpu{g}->switch`` (the chip's
+  ``interconnect.latency``) and ``switch->gpu{g}`` (the switch's ``latency``), each of
+  ``links x bandwidth_per_link``; a GPU-to-GPU hop crosses one of each.
+* ``torus`` (TPU slice): ``(x, y, ...):axis{a}{+|-}`` to each neighbour, with the chip's
+  ``interconnect.latency``; routes are dimension-ordered, the short way round an axis
+  that wraps; an axis without wraparound is a line.
+* ``cluster`` (nodes over InfiniBand / RoCE / EFA): every node is a switch node (GPU
+  ranks numbered node-major, the same ``gpu{r}`` link names), plus per NIC
+  ``node{k}.nic{j}->fabric`` and back, of ``nic_bandwidth`` with the fabric's
+  ``switch_latency``. GPU ``i`` of a node uses NIC ``i x nics / gpus`` (its rail). The
+  fabric itself is non-blocking (full bisection), so only NICs limit bandwidth.
+* ``multislice`` (TPU slices over DCN): every slice is a torus (link names prefixed
+  ``slice{k}:``), plus per chip ``slice{k}.chip{c}->dcn`` and back, of the DCN bandwidth
+  per chip with the DCN latency.
+
+Every collective pays the chip's ``launch_overhead`` once, except on GPU systems with an
+NCCL model (``collectives`` in the node config), where each protocol's base latency is
+the fixed cost instead.
 """
 
 from __future__ import annotations
@@ -22,8 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.model import Arch, Chip, Cluster, Multislice, Node, Torus
 from accelsim.errors import InputError
+
+KINDS = ("switch", "torus", "cluster", "multislice")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,14 +48,18 @@ class Link:
     name: str
     bandwidth_bytes_per_s: float
     latency_s: float
+    scale_out: bool = False
+    """A NIC or DCN link (between nodes or slices), as opposed to NVLink / ICI."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Topology:
     """Ranks, the links between them and how a transfer from one rank to another is routed.
 
-    ``kind`` is ``"switch"`` (all GPUs on one switch plane) or ``"torus"``. For a torus,
-    rank ``r`` sits at coordinate ``coords[r]`` (row-major over ``shape``).
+    ``kind`` is one of :data:`KINDS`. Ranks are grouped in *domains* of ``local_ranks``
+    (the GPUs of a node, the chips of a slice); switch nodes and tori are one domain.
+    On a torus (and inside each slice of a multislice) a rank's local index sits at
+    ``coords(rank)``, row-major over ``shape``.
     """
 
     name: str
@@ -51,46 +70,84 @@ class Topology:
     nvls: bool = False
     shape: tuple[int, ...] = ()
     wraparound: tuple[bool, ...] = ()
+    local_ranks: int = 0
+    """Ranks per node (cluster) or per slice (multislice); 0 means all ranks are one domain."""
+    nics_per_node: int = 0
+    tuning: CollectiveTuning | None = None
+    """NCCL's protocols and efficiencies (GPU systems whose node config has ``collectives``)."""
     _routes: dict = field(default_factory=dict, compare=False, repr=False)
+    _plans: dict = field(default_factory=dict, compare=False, repr=False)
+    """Plans already made for (request, algorithm): see :func:`accelsim.network.plan_for`."""
 
-    def route(self, src: int, dst: int) -> tuple[str, ...]:
-        """Names of the links a transfer from ``src`` to ``dst`` crosses, in order."""
-        key = (src, dst)
-        if key not in self._routes:
-            self._routes[key] = self._switch_route(src, dst) if self.kind == "switch" else self._torus_route(src, dst)
-        return self._routes[key]
+    # ------------------------------------------------------------ domains and coordinates
 
-    def route_latency_s(self, links: tuple[str, ...]) -> float:
-        return sum(self.links[name].latency_s for name in links)
+    @property
+    def domain_size(self) -> int:
+        return self.local_ranks or self.ranks
+
+    def domain(self, rank: int) -> int:
+        """The node (cluster) or slice (multislice) of ``rank``; 0 elsewhere."""
+        return rank // self.domain_size
 
     def coords(self, rank: int) -> tuple[int, ...]:
-        return coords_of(rank, self.shape)
+        return coords_of(rank % self.domain_size, self.shape)
 
-    def rank_of(self, coords: tuple[int, ...]) -> int:
+    def rank_of(self, coords: tuple[int, ...], domain: int = 0) -> int:
         rank = 0
         for c, size in zip(coords, self.shape):
             rank = rank * size + c
-        return rank
+        return domain * self.domain_size + rank
 
     def axis_rings(self, axis: int) -> list[list[int]]:
-        """The lines of ranks along ``axis`` (other coordinates fixed), in axis order."""
+        """The lines of ranks of slice 0 along ``axis`` (other coordinates fixed), in axis order."""
         others = [range(n) if a != axis else range(1) for a, n in enumerate(self.shape)]
         rings = []
         for base in itertools.product(*others):
             rings.append([self.rank_of(base[:axis] + (i,) + base[axis + 1 :]) for i in range(self.shape[axis])])
         return rings
 
-    def _switch_route(self, src: int, dst: int) -> tuple[str, ...]:
-        return (uplink(src), downlink(dst))
+    # ------------------------------------------------------------ routing
+
+    def route(self, src: int, dst: int) -> tuple[str, ...]:
+        """Names of the links a transfer from ``src`` to ``dst`` crosses, in order."""
+        key = (src, dst)
+        hit = self._routes.get(key)
+        if hit is None:
+            hit = self._routes[key] = self._route(src, dst)
+        return hit
+
+    def route_latency_s(self, links: tuple[str, ...]) -> float:
+        return sum(self.links[name].latency_s for name in links)
+
+    def scale_out_latency_s(self, links: tuple[str, ...]) -> float:
+        """Latency of the NIC / DCN links of a route (what a step adds between domains)."""
+        return sum(self.links[name].latency_s for name in links if self.links[name].scale_out)
+
+    def _route(self, src: int, dst: int) -> tuple[str, ...]:
+        if src == dst:
+            return ()
+        if self.kind in ("switch", "cluster") and self.domain(src) == self.domain(dst):
+            return (uplink(src), downlink(dst))
+        if self.kind == "cluster":
+            return (nic_up(*self.nic_of(src)), nic_down(*self.nic_of(dst)))
+        if self.domain(src) != self.domain(dst):  # multislice: across the DCN
+            return (dcn_up(src, self.domain_size), dcn_down(dst, self.domain_size))
+        return self._torus_route(src, dst)
+
+    def nic_of(self, rank: int) -> tuple[int, int]:
+        """(node, NIC index) a cluster GPU sends and receives through: its rail's NIC."""
+        node, local = divmod(rank, self.domain_size)
+        return node, local * self.nics_per_node // self.domain_size
 
     def _torus_route(self, src: int, dst: int) -> tuple[str, ...]:
+        prefix = slice_prefix(self.domain(src)) if self.kind == "multislice" else ""
         here = list(self.coords(src))
         target = self.coords(dst)
         path = []
         for axis, size in enumerate(self.shape):
             step = _direction(here[axis], target[axis], size, self.wraparound[axis])
             while here[axis] != target[axis]:
-                path.append(torus_link(tuple(here), axis, step))
+                path.append(torus_link(tuple(here), axis, step, prefix))
                 here[axis] = (here[axis] + step) % size
         return tuple(path)
 
@@ -112,8 +169,28 @@ def downlink(gpu: int) -> str:
     return f"switch->gpu{gpu}"
 
 
-def torus_link(coords: tuple[int, ...], axis: int, step: int) -> str:
-    return f"{coords}:axis{axis}{'+' if step > 0 else '-'}"
+def nic_up(node: int, nic: int) -> str:
+    return f"node{node}.nic{nic}->fabric"
+
+
+def nic_down(node: int, nic: int) -> str:
+    return f"fabric->node{node}.nic{nic}"
+
+
+def slice_prefix(index: int) -> str:
+    return f"slice{index}:"
+
+
+def dcn_up(rank: int, per_slice: int) -> str:
+    return f"slice{rank // per_slice}.chip{rank % per_slice}->dcn"
+
+
+def dcn_down(rank: int, per_slice: int) -> str:
+    return f"dcn->slice{rank // per_slice}.chip{rank % per_slice}"
+
+
+def torus_link(coords: tuple[int, ...], axis: int, step: int, prefix: str = "") -> str:
+    return f"{prefix}{coords}:axis{axis}{'+' if step > 0 else '-'}"
 
 
 def _direction(a: int, b: int, size: int, wraps: bool) -> int:
@@ -121,6 +198,14 @@ def _direction(a: int, b: int, size: int, wraps: bool) -> int:
     if not wraps:
         return 1 if b > a else -1
     return 1 if forward <= size - forward else -1
+
+
+def _gpu_links(gpus: range, uplink_bytes_per_s: float, hop_latency_s: float, switch_latency_s: float) -> dict:
+    links = {}
+    for g in gpus:
+        links[uplink(g)] = Link(name=uplink(g), bandwidth_bytes_per_s=uplink_bytes_per_s, latency_s=hop_latency_s)
+        links[downlink(g)] = Link(name=downlink(g), bandwidth_bytes_per_s=uplink_bytes_per_s, latency_s=switch_latency_s)
+    return links
 
 
 def switch_node(
@@ -132,13 +217,53 @@ def switch_node(
     switch_latency_s: float,
     nvls: bool,
     launch_s: float,
+    tuning: CollectiveTuning | None = None,
 ) -> Topology:
     """GPUs each with one uplink to and one downlink from a non-blocking switch plane."""
+    links = _gpu_links(range(gpus), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
+    return Topology(name=name, kind="switch", ranks=gpus, links=MappingProxyType(links), launch_s=launch_s,
+                    nvls=nvls, tuning=tuning)
+
+
+def cluster(
+    *,
+    name: str,
+    nodes: int,
+    gpus_per_node: int,
+    uplink_bytes_per_s: float,
+    hop_latency_s: float,
+    switch_latency_s: float,
+    nics_per_node: int,
+    nic_bytes_per_s: float,
+    fabric_latency_s: float,
+    nvls: bool,
+    launch_s: float,
+    tuning: CollectiveTuning | None = None,
+) -> Topology:
+    """Switch nodes whose NICs meet on a non-blocking fabric."""
+    links = _gpu_links(range(nodes * gpus_per_node), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
+    for node in range(nodes):
+        for nic in range(nics_per_node):
+            for link in (nic_up(node, nic), nic_down(node, nic)):
+                links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=fabric_latency_s,
+                                   scale_out=True)
+    return Topology(name=name, kind="cluster", ranks=nodes * gpus_per_node, links=MappingProxyType(links),
+                    launch_s=launch_s, nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node,
+                    tuning=tuning)
+
+
+def _torus_links(shape: tuple[int, ...], wraparound: tuple[bool, ...], link_bytes_per_s: float,
+                 hop_latency_s: float, prefix: str = "") -> dict:
     links = {}
-    for g in range(gpus):
-        links[uplink(g)] = Link(name=uplink(g), bandwidth_bytes_per_s=uplink_bytes_per_s, latency_s=hop_latency_s)
-        links[downlink(g)] = Link(name=downlink(g), bandwidth_bytes_per_s=uplink_bytes_per_s, latency_s=switch_latency_s)
-    return Topology(name=name, kind="switch", ranks=gpus, links=MappingProxyType(links), launch_s=launch_s, nvls=nvls)
+    for rank in range(_product(shape)):
+        here = coords_of(rank, shape)
+        for axis, size in enumerate(shape):
+            for step in (1, -1):
+                end = here[axis] + step
+                if size > 1 and (wraparound[axis] or 0 <= end < size):
+                    link = torus_link(here, axis, step, prefix)
+                    links[link] = Link(name=link, bandwidth_bytes_per_s=link_bytes_per_s, latency_s=hop_latency_s)
+    return links
 
 
 def torus(
@@ -154,19 +279,37 @@ def torus(
     axis without wraparound is a line (no link from its last chip back to its first)."""
     if len(shape) != len(wraparound):
         raise InputError(f"torus shape {shape} and wraparound {wraparound} differ in length", field="wraparound")
-    ranks = _product(shape)
-    links = {}
-    for rank in range(ranks):
-        here = coords_of(rank, shape)
-        for axis, size in enumerate(shape):
-            for step in (1, -1):
-                end = here[axis] + step
-                if size > 1 and (wraparound[axis] or 0 <= end < size):
-                    link = torus_link(here, axis, step)
-                    links[link] = Link(name=link, bandwidth_bytes_per_s=link_bytes_per_s, latency_s=hop_latency_s)
+    links = _torus_links(tuple(shape), tuple(wraparound), link_bytes_per_s, hop_latency_s)
     return Topology(
-        name=name, kind="torus", ranks=ranks, links=MappingProxyType(links), launch_s=launch_s,
+        name=name, kind="torus", ranks=_product(shape), links=MappingProxyType(links), launch_s=launch_s,
         shape=tuple(shape), wraparound=tuple(wraparound),
+    )
+
+
+def multislice(
+    *,
+    name: str,
+    slices: int,
+    shape: tuple[int, ...],
+    wraparound: tuple[bool, ...],
+    link_bytes_per_s: float,
+    hop_latency_s: float,
+    dcn_bytes_per_s: float,
+    dcn_latency_s: float,
+    launch_s: float,
+) -> Topology:
+    """Identical tori joined over the data-centre network, one DCN port per chip."""
+    per_slice = _product(shape)
+    links = {}
+    for k in range(slices):
+        links.update(_torus_links(tuple(shape), tuple(wraparound), link_bytes_per_s, hop_latency_s, slice_prefix(k)))
+        for rank in range(k * per_slice, (k + 1) * per_slice):
+            for link in (dcn_up(rank, per_slice), dcn_down(rank, per_slice)):
+                links[link] = Link(name=link, bandwidth_bytes_per_s=dcn_bytes_per_s, latency_s=dcn_latency_s,
+                                   scale_out=True)
+    return Topology(
+        name=name, kind="multislice", ranks=slices * per_slice, links=MappingProxyType(links), launch_s=launch_s,
+        shape=tuple(shape), wraparound=tuple(wraparound), local_ranks=per_slice,
     )
 
 
@@ -182,27 +325,39 @@ def build_topology(system: Arch) -> Topology:
             switch_latency_s=system.switch_latency_s,
             nvls=system.nvls,
             launch_s=chip.launch_overhead_s,
+            tuning=system.collectives,
         )
     if isinstance(system, Torus):
-        chip = system.chip
-        per_neighbour = max(1, chip.links.count // (2 * len(system.shape)))
-        return torus(
-            name=system.name,
-            shape=system.shape,
-            wraparound=system.wraparound,
-            link_bytes_per_s=per_neighbour * chip.links.bandwidth_per_link_bytes_per_s,
-            hop_latency_s=chip.links.latency_s,
-            launch_s=chip.launch_overhead_s,
+        return torus(name=system.name, shape=system.shape, wraparound=system.wraparound,
+                     link_bytes_per_s=_ici_link_bytes_per_s(system), hop_latency_s=system.chip.links.latency_s,
+                     launch_s=system.chip.launch_overhead_s)
+    if isinstance(system, Cluster):
+        node, chip = system.node, system.node.chip
+        return cluster(
+            name=system.name, nodes=system.nodes, gpus_per_node=node.gpus,
+            uplink_bytes_per_s=chip.link_bandwidth_bytes_per_s, hop_latency_s=chip.links.latency_s,
+            switch_latency_s=node.switch_latency_s, nics_per_node=system.nics_per_node,
+            nic_bytes_per_s=system.nic_bandwidth_bytes_per_s, fabric_latency_s=system.switch_latency_s,
+            nvls=node.nvls, launch_s=chip.launch_overhead_s, tuning=node.collectives,
         )
-    if isinstance(system, (Cluster, Multislice)):
-        raise InputError(
-            f"{system.name!r} is a {type(system).__name__.lower()}; multi-node and multislice "
-            "collectives are not modelled yet (use a node or a torus)",
-            source="--system",
+    if isinstance(system, Multislice):
+        part = system.slice
+        return multislice(
+            name=system.name, slices=system.slices, shape=part.shape, wraparound=part.wraparound,
+            link_bytes_per_s=_ici_link_bytes_per_s(part), hop_latency_s=part.chip.links.latency_s,
+            dcn_bytes_per_s=system.dcn_bandwidth_per_chip_bytes_per_s, dcn_latency_s=system.dcn_latency_s,
+            launch_s=part.chip.launch_overhead_s,
         )
     if isinstance(system, Chip):
-        raise InputError(f"{system.name!r} is a chip; collectives need a system (a node or a torus)", source="--system")
+        raise InputError(f"{system.name!r} is a chip; collectives need a system (a node, cluster, torus or multislice)",
+                         source="--system")
     raise TypeError(f"not a system: {type(system).__name__}")
+
+
+def _ici_link_bytes_per_s(system: Torus) -> float:
+    """Per neighbour and direction: the chip's ICI links spread over 2 x axes neighbours."""
+    chip = system.chip
+    return max(1, chip.links.count // (2 * len(system.shape))) * chip.links.bandwidth_per_link_bytes_per_s
 
 
 def _product(values: tuple[int, ...]) -> int:

@@ -46,7 +46,7 @@ def test_set_reaches_the_chip_of_a_system(cli):
     (("--system", "dgx-h100", "--collective", "all-reduce", "--bytes", "8B", "--ranks", "9"), "--ranks"),
     (("--system", "dgx-h100", "--collective", "all-reduce", "--sweep-bytes", "8GiB:8B"), "MAX is below MIN"),
     (("--system", "dgx-h100", "--collective", "all-reduce"), "--bytes SIZE or --sweep-bytes"),
-    (("--system", "h100-ib-cluster", "--collective", "all-reduce", "--bytes", "8B"), "not modelled yet"),
+    (("--system", "dgx-h100", "--collective", "all-reduce", "--bytes", "8B", "--algorithm", "ring/xx"), "unknown protocol"),
     (("--collective", "all-reduce", "--bytes", "8B"), "--arch CHIP"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, extra, expected):

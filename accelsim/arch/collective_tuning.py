@@ -1,0 +1,56 @@
+"""Resolved NCCL model of a GPU node: link efficiency, protocols and NVLS figures.
+
+Built from :class:`accelsim.arch.schema.NodeCollectives`; read by the network model
+(:mod:`accelsim.network`) to decide per-step latencies and achievable bandwidth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from accelsim.arch import schema
+
+
+@dataclass(frozen=True, kw_only=True)
+class Protocol:
+    """One NCCL protocol. ``efficiency`` is the payload fraction of wire bytes;
+    ``max_bandwidth_per_rank_bytes_per_s`` caps what one rank sends (None: no cap)."""
+
+    name: str
+    efficiency: float
+    max_bandwidth_per_rank_bytes_per_s: float | None
+    base_latency_s: float
+    step_latency_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveTuning:
+    """What NCCL achieves on a node's links (see ``docs/collectives.md``)."""
+
+    link_efficiency: float
+    protocols: Mapping[str, Protocol]
+    nvls_efficiency: float | None
+    nvls_latency_s: float | None
+
+
+def resolve_collectives(spec: schema.NodeCollectives | None) -> CollectiveTuning | None:
+    if spec is None:
+        return None
+    protocols = {
+        name: Protocol(
+            name=name,
+            efficiency=p.efficiency.value,
+            max_bandwidth_per_rank_bytes_per_s=p.max_bandwidth_per_rank.value if p.max_bandwidth_per_rank else None,
+            base_latency_s=p.base_latency.value,
+            step_latency_s=p.step_latency.value,
+        )
+        for name, p in sorted(spec.protocols.items())
+    }
+    return CollectiveTuning(
+        link_efficiency=spec.link_efficiency.value,
+        protocols=MappingProxyType(protocols),
+        nvls_efficiency=spec.nvls_efficiency.value if spec.nvls_efficiency else None,
+        nvls_latency_s=spec.nvls_latency.value if spec.nvls_latency else None,
+    )

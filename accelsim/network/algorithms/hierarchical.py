@@ -1,0 +1,84 @@
+"""Hierarchical collectives: inside each node (or slice), then across them on rails."""
+
+from __future__ import annotations
+
+from accelsim.arch.collective_tuning import Protocol
+from accelsim.errors import InputError
+from accelsim.network.collectives import (
+    Phase, Plan, Request, best_protocol, needs, phase, plan, register, ring_streams, ring_volume,
+)
+from accelsim.network.groups import box, by_domain, rails, same_local_layout
+from accelsim.network.topology import Topology
+
+
+@register("hierarchical")
+def hierarchical(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
+    """Reduce-scatter inside every node / slice, the collective across them on each
+    rail (the ranks at one local position) with 1/k of the data, all-gather inside
+    again; all-gather runs the stages the other way round. Inside a slice the stages are
+    per-axis torus rings, inside a node a ring over NVLink; across, a bidirectional ring
+    per rail over the NICs or DCN. Stages run one after the other (as XLA runs its
+    multislice all-reduce), not pipelined.
+
+    Only the first node's (slice's) inner part and the rails sharing the first rail's
+    NIC are simulated: the rest are identical copies on their own links."""
+    needs(req, ("all-reduce", "all-gather", "reduce-scatter"), "hierarchical")
+    parts = by_domain(topo, req.ranks)
+    if len(parts) < 2 or not same_local_layout(topo, parts):
+        raise InputError("hierarchical needs a group spanning several nodes or slices with the same ranks in each",
+                         source="--algorithm")
+
+    def build(p: Protocol | None) -> Plan:
+        inner = parts[sorted(parts)[0]]
+        k = len(inner)
+        columns = _rails_of_first_nic(topo, rails(topo, parts))
+        lanes = []
+        for lane, inner_part in _inner_parts(topo, inner):
+            head = _inner(topo, inner, lane, "reduce-scatter", req.size_bytes * inner_part, p)
+            tail = _inner(topo, inner, lane, "all-gather", req.size_bytes * inner_part, p)
+            shard = req.size_bytes * inner_part / k
+            across = _across(topo, columns, req.kind, shard, p)
+            if req.kind == "all-reduce":
+                lanes.append(head + across + tail)
+            elif req.kind == "reduce-scatter":
+                lanes.append(head + across)
+            else:
+                lanes.append(across + tail)
+        return plan("hierarchical", topo, lanes, p)
+
+    return best_protocol(topo, build) if proto is None else build(proto)
+
+
+def _inner_parts(topo: Topology, inner: list[int]) -> list[tuple[list[int] | None, float]]:
+    """Per lane: the torus axis order (None on a node) and its share of the buffer."""
+    spans = box(topo, inner)
+    if spans is None or len(inner) < 2:
+        return [(None, 1.0)]
+    axes = [a for a, values in enumerate(spans) if len(values) > 1]
+    return [(axes[p:] + axes[:p], 1.0 / len(axes)) for p in range(len(axes))]
+
+
+def _inner(topo: Topology, inner: list[int], order: list[int] | None, kind: str, nbytes: float,
+           proto: Protocol | None) -> list[Phase]:
+    if len(inner) < 2:
+        return []
+    if order is None:
+        volume, steps = ring_volume(kind, len(inner), nbytes)
+        return [phase(topo, ring_streams(inner, volume), steps, proto)]
+    from accelsim.network.algorithms.torus import axis_phases
+
+    return axis_phases(topo, box(topo, inner), inner[0], kind, nbytes, order, proto)
+
+
+def _across(topo: Topology, columns: list[list[int]], kind: str, shard: float, proto: Protocol | None) -> list[Phase]:
+    volume, steps = ring_volume(kind, len(columns[0]), shard)
+    streams = [s for column in columns for s in ring_streams(column, volume)]
+    return [phase(topo, streams, steps, proto)]
+
+
+def _rails_of_first_nic(topo: Topology, columns: list[list[int]]) -> list[list[int]]:
+    """The rails that share the first rail's NIC (all of them share nothing on DCN)."""
+    if topo.kind != "cluster":
+        return columns[:1]
+    nic = topo.nic_of(columns[0][0])[1]
+    return [c for c in columns if topo.nic_of(c[0])[1] == nic]

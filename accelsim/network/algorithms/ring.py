@@ -1,0 +1,90 @@
+"""Rings: bidirectional and unidirectional over any group, NCCL's multi-channel ring
+across the nodes of a cluster, and broadcast as a pipelined chain."""
+
+from __future__ import annotations
+
+from accelsim.arch.collective_tuning import Protocol
+from accelsim.errors import InputError
+from accelsim.network.collectives import (
+    Plan, Request, Stream, best_protocol, needs, phase, plan, register, ring_streams, ring_volume,
+)
+from accelsim.network.groups import box, by_domain, same_local_layout
+from accelsim.network.topology import Topology
+
+RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast")
+
+
+@register("ring")
+def ring(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
+    """On a switch node: one logical ring, bidirectional. On a torus: per-axis rings over
+    the group's box (:mod:`.torus`). Across nodes of a cluster: NCCL's ring, its node
+    crossings spread over every NIC (one channel per NIC). Across slices: hierarchical
+    (:mod:`.hierarchical`). Broadcast: a pipelined chain from ``ranks[0]``."""
+    needs(req, RING_KINDS, "ring")
+    if req.kind == "broadcast":
+        return chain_broadcast(topo, req, proto)
+    parts = by_domain(topo, req.ranks)
+    if len(parts) > 1 and topo.kind == "multislice" and same_local_layout(topo, parts):
+        from accelsim.network.algorithms.hierarchical import hierarchical
+
+        return hierarchical(topo, req, proto)
+    if topo.kind in ("torus", "multislice") and box(topo, req.ranks) is not None:
+        from accelsim.network.algorithms.torus import torus_ring
+
+        return torus_ring(topo, req, proto)
+    if len(parts) > 1 and topo.kind == "cluster":
+        return best_protocol(topo, lambda p: _cluster_ring(topo, req, p)) if proto is None else _cluster_ring(topo, req, proto)
+    return _flat(topo, req, proto, bidirectional=True, name="ring")
+
+
+@register("ring-uni")
+def ring_uni(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
+    """One logical ring in one direction over the group, in group order."""
+    needs(req, RING_KINDS[:3], "ring-uni")
+    return _flat(topo, req, proto, bidirectional=False, name="ring-uni")
+
+
+def _flat(topo: Topology, req: Request, proto: Protocol | None, *, bidirectional: bool, name: str) -> Plan:
+    def build(p: Protocol | None) -> Plan:
+        volume, steps = ring_volume(req.kind, len(req.ranks), req.size_bytes)
+        streams = ring_streams(list(req.ranks), volume, bidirectional)
+        return plan(name, topo, [[phase(topo, streams, steps, p)]], p)
+
+    return best_protocol(topo, build) if proto is None else build(proto)
+
+
+def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
+    """NCCL's ring across nodes: as many channels as NICs, each a unidirectional ring that
+    leaves every node through a different NIC, so the node crossings use all NICs. Only
+    the first node's part is simulated: every node's part is the same and loads its own
+    links, so this is exact and keeps 1024-GPU clusters cheap."""
+    parts = by_domain(topo, req.ranks)
+    order = [r for _, members in sorted(parts.items()) for r in members]
+    volume, steps = ring_volume(req.kind, len(order), req.size_bytes)
+    first = sorted(parts)[0]
+    streams: list[Stream] = []
+    for i, rank in enumerate(order):
+        nxt = order[(i + 1) % len(order)]
+        if topo.domain(rank) != first:
+            continue
+        if topo.domain(nxt) == first:
+            streams.append((rank, nxt, volume))
+            continue
+        # the crossing: one stream per NIC pair, from the node's GPUs on that rail
+        senders, receivers = parts[first], parts[topo.domain(nxt)]
+        shares = min(topo.nics_per_node, len(senders), len(receivers))
+        for j in range(shares):
+            streams.append((senders[j * len(senders) // shares], receivers[j * len(receivers) // shares], volume / shares))
+    return plan("ring", topo, [[phase(topo, streams, steps, proto)]], proto)
+
+
+def chain_broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
+    """Pipelined chain from the first rank: every link of the chain carries the buffer once."""
+    if len(req.ranks) < 2:
+        raise InputError("broadcast needs at least 2 ranks", source="--ranks")
+
+    def build(p: Protocol | None) -> Plan:
+        streams = [(a, b, req.size_bytes) for a, b in zip(req.ranks, req.ranks[1:])]
+        return plan("ring", topo, [[phase(topo, streams, len(req.ranks) - 1, p)]], p)
+
+    return best_protocol(topo, build) if proto is None else build(proto)

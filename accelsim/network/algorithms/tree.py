@@ -1,0 +1,60 @@
+"""NCCL's double binary tree and recursive halving-doubling (Rabenseifner)."""
+
+from __future__ import annotations
+
+import math
+
+from accelsim.arch.collective_tuning import Protocol
+from accelsim.errors import InputError
+from accelsim.network.collectives import Plan, Request, Stream, best_protocol, needs, phase, plan, register
+from accelsim.network.topology import Topology
+
+
+@register("tree")
+def double_binary_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
+    """All-reduce on two binary trees over the group, each carrying half the buffer; a
+    rank that is inside one tree is a leaf of the other (the second tree is the first
+    over the group in reverse order). Reduce up the trees, then broadcast down, each a
+    pipelined stream per tree edge taking ``depth`` steps: about 2 S / B and
+    2 log2(n) steps, against the ring's 2(n-1)/n S / B and 2(n-1) steps."""
+    needs(req, ("all-reduce",), "tree")
+    ranks = list(req.ranks)
+    depth = math.ceil(math.log2(len(ranks) + 1)) - 1 if len(ranks) > 1 else 0
+
+    def build(p: Protocol | None) -> Plan:
+        up: list[Stream] = []
+        down: list[Stream] = []
+        for order in (ranks, ranks[::-1]):
+            for i in range(1, len(order)):
+                parent = order[(i - 1) // 2]
+                up.append((order[i], parent, req.size_bytes / 2))
+                down.append((parent, order[i], req.size_bytes / 2))
+        return plan("tree", topo, [[phase(topo, up, depth, p), phase(topo, down, depth, p)]], p)
+
+    return best_protocol(topo, build) if proto is None else build(proto)
+
+
+@register("halving-doubling")
+def halving_doubling(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
+    """Recursive halving reduce-scatter and recursive doubling all-gather over a
+    power-of-two group: log2(n) pairwise exchanges each, the same 2(n-1)/n S traffic as
+    a ring in 2 log2(n) steps instead of 2(n-1)."""
+    needs(req, ("all-reduce", "all-gather", "reduce-scatter"), "halving-doubling")
+    n = len(req.ranks)
+    if n & (n - 1):
+        raise InputError(f"halving-doubling needs a power-of-two group, got {n} ranks", source="--algorithm")
+    levels = n.bit_length() - 1
+
+    def exchange(p: Protocol | None, distance: int, nbytes: float):
+        streams = [(r, req.ranks[i ^ distance], nbytes) for i, r in enumerate(req.ranks)]
+        return phase(topo, streams, 1, p)
+
+    def build(p: Protocol | None) -> Plan:
+        phases = []
+        if req.kind in ("reduce-scatter", "all-reduce"):
+            phases += [exchange(p, n >> (k + 1), req.size_bytes / 2 ** (k + 1)) for k in range(levels)]
+        if req.kind in ("all-gather", "all-reduce"):
+            phases += [exchange(p, 1 << k, req.size_bytes * 2**k / n) for k in range(levels)]
+        return plan("halving-doubling", topo, [phases], p)
+
+    return best_protocol(topo, build) if proto is None else build(proto)

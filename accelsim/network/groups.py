@@ -1,0 +1,62 @@
+"""How a group of ranks sits on a topology: per node / slice, per axis of a torus."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accelsim.network.topology import Topology
+
+
+def by_domain(topo: Topology, ranks: Sequence[int]) -> dict[int, list[int]]:
+    """The group's ranks per node (cluster) or slice (multislice), in group order."""
+    out: dict[int, list[int]] = {}
+    for r in ranks:
+        out.setdefault(topo.domain(r), []).append(r)
+    return out
+
+
+def same_local_layout(topo: Topology, parts: dict[int, list[int]]) -> bool:
+    """Does every node / slice hold the group's ranks at the same local positions?"""
+    layouts = {tuple(sorted(r % topo.domain_size for r in members)) for members in parts.values()}
+    return len(layouts) == 1
+
+
+def box(topo: Topology, ranks: Sequence[int]) -> list[list[int]] | None:
+    """Per axis, the coordinates a torus group spans, if the group is exactly that box
+    (every combination of them, in one slice); otherwise None."""
+    if topo.kind not in ("torus", "multislice") or len({topo.domain(r) for r in ranks}) != 1:
+        return None
+    coords = [topo.coords(r) for r in ranks]
+    axes = [sorted({c[a] for c in coords}) for a in range(len(topo.shape))]
+    size = 1
+    for values in axes:
+        size *= len(values)
+    if size != len(set(ranks)) or size != len(ranks):
+        return None
+    return axes
+
+
+def axis_line(topo: Topology, spans: list[list[int]], base: int, axis: int) -> list[int]:
+    """The group's ranks along ``axis`` through rank ``base`` (other coordinates fixed)."""
+    here = list(topo.coords(base))
+    domain = topo.domain(base)
+    line = []
+    for value in spans[axis]:
+        here[axis] = value
+        line.append(topo.rank_of(tuple(here), domain))
+    return line
+
+
+def rails(topo: Topology, parts: dict[int, list[int]]) -> list[list[int]]:
+    """Rail groups: the ranks at the same local position in each node / slice."""
+    ordered = [sorted(members, key=lambda r: r % topo.domain_size) for _, members in sorted(parts.items())]
+    return [list(column) for column in zip(*ordered)]
+
+
+def product(values: Sequence[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
