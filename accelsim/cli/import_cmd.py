@@ -47,10 +47,13 @@ def run_hlo(args: argparse.Namespace) -> int:
     from accelsim.arch.model import load_arch
     from accelsim.importers.hlo import DEFAULT_MAX_OPS, describe_counts, import_hlo
     from accelsim.network import build_topology
+    from accelsim.system.replay import chip_of
 
-    devices = build_topology(load_arch(args.system, args.overrides)).ranks
-    trace = import_hlo(args.file, system_devices=devices, system=args.system,
-                       max_ops=args.max_ops or DEFAULT_MAX_OPS)
+    system = load_arch(args.system, args.overrides)
+    chip = chip_of(system)
+    rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}
+    trace = import_hlo(args.file, system_devices=build_topology(system).ranks, system=args.system,
+                       unit_dtypes=rates, max_ops=args.max_ops or DEFAULT_MAX_OPS)
     write_imported(trace, args.output)
     print(f"estimated or skipped: {describe_counts(trace.metadata['importer_counts'])}")
     return 0

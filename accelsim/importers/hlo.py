@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -70,6 +71,10 @@ DTYPES = {
     "s8": "int8", "u8": "int8", "s4": "int4", "u4": "int4", "f4e2m1fn": "fp4",
 }
 """HLO element type -> kernel-trace dtype (f8 types -> fp8; other integer types -> fp32)."""
+
+WIDER = {"fp4": "fp8", "int4": "int8", "fp8": "bf16", "int8": "bf16", "fp16": "bf16", "bf16": "fp32",
+         "tf32": "fp32", "fp64": "fp32"}
+"""The next wider type to run an op at when the chip's unit has no rate for its own."""
 
 Val = frozenset | tuple
 """What a value depends on: op names (an array) or one Val per tuple element."""
@@ -333,7 +338,7 @@ class _Lowering:
         if trips == 0:
             return state
         per_trip = self.static_size(body.name)
-        if len(self.ops) + per_trip * trips * scale <= self.max_ops or trips == 1:
+        if len(self.ops) + per_trip * trips <= self.max_ops or trips == 1:
             for trip in range(trips):
                 state = self.run(body, [state], f"{prefix}{inst.name}.{trip}/", scale)
             return state
@@ -545,32 +550,48 @@ def _trace_dtype(hlo_dtype: str) -> str:
     return DTYPES.get(hlo_dtype, "fp32")
 
 
-def to_system_trace(program: HloProgram, *, source: str = "", system: str | None = None) -> SystemTrace:
-    """The intermediate program as a system trace: one program for all the module's devices."""
+def supported_dtype(dtype: str, available: Collection[str]) -> str:
+    """``dtype`` if the unit has a rate for it, else the nearest wider type it has."""
+    wanted = dtype
+    while dtype not in available and dtype in WIDER:
+        dtype = WIDER[dtype]
+    return dtype if dtype in available else wanted
+
+
+def to_system_trace(program: HloProgram, *, source: str = "", system: str | None = None,
+                    unit_dtypes: Mapping[str, Collection[str]] | None = None) -> SystemTrace:
+    """The intermediate program as a system trace: one program for all the module's devices.
+
+    ``unit_dtypes`` (``{"matrix": {...}, "vector": {...}}``, the chip's rate tables) moves
+    a compute op whose type the unit has no rate for to the nearest wider one (counted)."""
+    counts = Counter(program.counts)
     ops = []
     for op in program.ops:
         common = {"name": op.name, "kind": op.kind, "stream": op.stream, "deps": list(op.deps),
                   "ctrl_deps": list(op.ctrl_deps)}
         if op.kind == "compute":
-            matrix = op.cost.matrix_flops > 0
-            ops.append(Op(**common, flops=op.cost.matrix_flops if matrix else op.cost.vector_flops,
-                          bytes=op.cost.bytes, unit="matrix" if matrix else "vector",
-                          dtype=_trace_dtype(op.dtype)))
+            unit = "matrix" if op.cost.matrix_flops > 0 else "vector"
+            dtype = _trace_dtype(op.dtype)
+            if unit_dtypes is not None and (op.cost.matrix_flops or op.cost.vector_flops):
+                chosen = supported_dtype(dtype, unit_dtypes[unit])
+                if chosen != dtype:
+                    counts[f"dtype_fallback:{unit}:{dtype}->{chosen}"] += 1
+                    dtype = chosen
+            ops.append(Op(**common, flops=op.cost.matrix_flops if unit == "matrix" else op.cost.vector_flops,
+                          bytes=op.cost.bytes, unit=unit, dtype=dtype))
         elif op.kind == "done":
             ops.append(Op(**common, start=op.start))
         elif op.kind == "collective-permute":
-            ops.append(Op(**common, bytes=op.comm_bytes, pairs=[list(p) for p in op.pairs],
-                          is_async=op.is_async, dtype=_trace_dtype(op.dtype)))
+            ops.append(Op(**common, bytes=op.comm_bytes, pairs=[list(p) for p in op.pairs], is_async=op.is_async))
         else:
-            ops.append(Op(**common, bytes=op.comm_bytes, groups=[list(g) for g in op.groups],
-                          is_async=op.is_async, dtype=_trace_dtype(op.dtype)))
+            ops.append(Op(**common, bytes=op.comm_bytes, groups=[list(g) for g in op.groups], is_async=op.is_async))
     metadata = {
         "generator": "accelsim import hlo",
         "source": source,
         "hlo_module": program.module_name,
         "replica_count": program.replica_count,
         "num_partitions": program.num_partitions,
-        "importer_counts": program.counts,
+        "importer_counts": dict(sorted(counts.items())),
         "per_device_totals": summary(program),
     }
     if system:
@@ -604,7 +625,8 @@ def system_device_count(arch) -> int:
 
 
 def import_hlo(path: str | Path, *, system_devices: int | None = None, system: str | None = None,
-               max_ops: int = DEFAULT_MAX_OPS):
+               unit_dtypes: Mapping[str, Collection[str]] | None = None,
+               max_ops: int = DEFAULT_MAX_OPS) -> SystemTrace:
     """Read, lower and convert one HLO file; checks it fits ``system_devices``."""
     module = read_hlo(path)
     if system_devices is not None and module.num_devices > system_devices:
@@ -613,7 +635,7 @@ def import_hlo(path: str | Path, *, system_devices: int | None = None, system: s
             f"num_partitions={module.num_partitions}) but system {system!r} has {system_devices}",
             source=str(path))
     program = lower_module(module, max_ops=max_ops)
-    return to_system_trace(program, source=Path(path).name, system=system)
+    return to_system_trace(program, source=Path(path).name, system=system, unit_dtypes=unit_dtypes)
 
 
 def describe_counts(counts: dict[str, int]) -> str:

@@ -28,3 +28,13 @@ def test_max_ops_folds_loops(cli, tmp_path):
     assert "folded_while_loops x1" in result.out
     names = [op.name for op in load_system_trace(out).programs[0].ops]
     assert any(".x5/" in name for name in names)
+
+
+def test_types_the_system_has_no_rate_for_run_at_a_wider_one(cli, tmp_path):
+    out = tmp_path / "step.json"
+    result = cli("import", "hlo", str(FIXTURES / "gpu_async_handwritten.hlo.txt"), "--system", "tpu-v5e-4x4",
+                 "-o", str(out))
+    assert result.code == 0, result.err
+    assert "dtype_fallback:matrix:fp8->bf16 x1" in result.out  # v5e's MXU has no fp8 rate
+    fp8_gemm = next(op for op in load_system_trace(out).programs[0].ops if op.name == "fp8")
+    assert fp8_gemm.dtype == "bf16" and fp8_gemm.unit == "matrix"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from accelsim.importers.hlo import import_hlo, lower_module, read_hlo, summary
-from accelsim.system.trace import load_system_trace, trace_json
+from accelsim.importers.hlo import lower_module, read_hlo, summary
+from accelsim.system.trace import load_system_trace
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "traces" / "system"
@@ -30,9 +30,11 @@ def closed_form_matrix_flops() -> int:
     return 3 * (LAYERS * layer + unembed)
 
 
-def test_committed_trace_is_the_import_of_the_committed_hlo():
-    rebuilt = import_hlo(HLO, system="dgx-h100")
-    assert json.loads(trace_json(rebuilt)) == json.loads(TRACE.read_text())
+def test_committed_trace_is_the_import_of_the_committed_hlo(cli, tmp_path):
+    rebuilt = tmp_path / "step.json"
+    result = cli("import", "hlo", str(HLO), "--system", "dgx-h100", "-o", str(rebuilt))
+    assert result.code == 0, result.err
+    assert json.loads(rebuilt.read_text()) == json.loads(TRACE.read_text())
 
 
 def test_matrix_flops_match_the_model():
