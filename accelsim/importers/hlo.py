@@ -141,6 +141,7 @@ class _Lowering:
         self._sizes: dict[str, int] = {}
         self._channel_sends: dict[str, str] = {}
         self._async_names: set[str] = set()
+        self._trip_counts: dict[tuple[str, str], int | None] = {}
 
     # ------------------------------------------------------------ walking
 
@@ -184,7 +185,7 @@ class _Lowering:
         if op in FREE:
             return _shaped(inst.shape, deps)
         if op == "while":
-            return self._while(inst, operands, prefix, scale)
+            return self._while(comp, inst, operands, prefix, scale)
         if op == "call":
             return self.run(self._called(inst, 0), operands, f"{prefix}{inst.name}/", scale)
         if op == "conditional":
@@ -328,9 +329,15 @@ class _Lowering:
 
     # ------------------------------------------------------------ control flow
 
-    def _while(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
+    def _trips(self, comp: Computation, inst: Instruction) -> int | None:
+        key = (comp.name, inst.name)
+        if key not in self._trip_counts:
+            self._trip_counts[key] = trip_count(self.module, comp, inst)
+        return self._trip_counts[key]
+
+    def _while(self, comp: Computation, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
         body = self.module.computations[_attr_name(inst, "body")]
-        trips = trip_count(self.module, inst)
+        trips = self._trips(comp, inst)
         if trips is None:
             self.counts["while_unknown_trip_count_run_once"] += 1
             trips = 1
@@ -366,9 +373,10 @@ class _Lowering:
             return self._sizes[name]
         self._sizes[name] = 1  # guards against recursion in malformed modules
         total = 0
-        for inst in self.module.computations[name].instructions:
+        comp = self.module.computations[name]
+        for inst in comp.instructions:
             if inst.opcode == "while":
-                trips = trip_count(self.module, inst) or 1
+                trips = self._trips(comp, inst) or 1
                 total += trips * self.static_size(_attr_name(inst, "body"))
             elif inst.opcode in ("call", "async-start"):
                 total += sum(self.static_size(c) for c in inst.called())
@@ -400,7 +408,7 @@ def _main_dtype(shape: Shape) -> str:
 # ------------------------------------------------------------------ while trip counts
 
 
-def trip_count(module: Module, inst: Instruction) -> int | None:
+def trip_count(module: Module, comp: Computation, inst: Instruction) -> int | None:
     """From ``backend_config`` ``known_trip_count``, else the induction-variable pattern
     ``compare(get-tuple-element(param, i), constant(N)), direction=LT`` with the start
     value a constant in the init tuple and a ``+ constant`` step in the body."""
@@ -408,10 +416,10 @@ def trip_count(module: Module, inst: Instruction) -> int | None:
     m = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?', config)
     if m:
         return int(m.group(1))
-    return _pattern_trip_count(module, inst)
+    return _pattern_trip_count(module, comp, inst)
 
 
-def _pattern_trip_count(module: Module, inst: Instruction) -> int | None:
+def _pattern_trip_count(module: Module, comp: Computation, inst: Instruction) -> int | None:
     cond = module.computations.get(_attr_name(inst, "condition"))
     body = module.computations.get(_attr_name(inst, "body"))
     if cond is None or body is None:
@@ -420,7 +428,7 @@ def _pattern_trip_count(module: Module, inst: Instruction) -> int | None:
     if found is None:
         return None
     index, bound, direction = found
-    start = _init_constant(module, inst, index)
+    start = _init_constant(comp, inst, index)
     step = _body_step(module, body, index)
     if start is None or step is None or step == 0:
         return None
@@ -472,19 +480,16 @@ def _compare_of(module: Module, cond: Computation) -> tuple[int, int, str] | Non
     return None
 
 
-def _init_constant(module: Module, inst: Instruction, index: int) -> int | None:
-    for comp in module.computations.values():
-        names = comp.by_name()
-        if names.get(inst.name) is not inst:
-            continue
-        init = names.get(inst.operands[0]) if inst.operands else None
-        if init is None or init.opcode != "tuple" or index >= len(init.operands):
-            return None
-        element = names[init.operands[index]]
-        while element.opcode in ("copy", "bitcast") and element.operands:
-            element = names[element.operands[0]]
-        return _scalar_constant(element)
-    return None
+def _init_constant(comp: Computation, inst: Instruction, index: int) -> int | None:
+    """The constant the loop's ``index`` element starts at (through copies), if any."""
+    names = comp.by_name()
+    init = names.get(inst.operands[0]) if inst.operands else None
+    if init is None or init.opcode != "tuple" or index >= len(init.operands):
+        return None
+    element = names[init.operands[index]]
+    while element.opcode in ("copy", "bitcast") and element.operands:
+        element = names[element.operands[0]]
+    return _scalar_constant(element)
 
 
 def _body_step(module: Module, body: Computation, index: int) -> int | None:

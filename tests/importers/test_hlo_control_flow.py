@@ -53,7 +53,7 @@ def test_conditional_takes_the_costliest_branch_after_its_predicate():
 
 
 def test_send_becomes_a_permute_that_the_recv_waits_for():
-    program, ops = lowered("""
+    _, ops = lowered("""
         %x = f32[256]{0} parameter(0)
         %tok = token[] after-all()
         %s = (f32[256]{0}, u32[], token[]) send(%x, %tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2},{2,3}}"}

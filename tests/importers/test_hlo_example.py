@@ -47,7 +47,7 @@ def test_collectives_are_the_tp_and_dp_groups():
     tp = ((0, 1, 2, 3), (4, 5, 6, 7))
     dp = ((0, 4), (1, 5), (2, 6), (3, 7))
     assert groups == {tp, dp}
-    count = lambda g: sum(op.kind == "all-reduce" and tuple(map(tuple, op.groups)) == g for op in ops)  # noqa: E731
+    count = lambda g: sum(op.kind == "all-reduce" and tuple(map(tuple, op.groups)) == g for op in ops)
     assert count(tp) == LAYERS * (2 + 2)  # Megatron: two per layer forward, two backward
     assert count(dp) == LAYERS + 1  # each layer's weight gradients, then the rest (embedding, norm)
 
@@ -73,6 +73,6 @@ def test_live_hlo_from_installed_jax_imports_like_the_fixtures(tmp_path):
         committed = lower_module(read_hlo(fixtures / f"{name}.hlo.txt"))
         assert not [k for k in live.counts if k.startswith("unknown")]
         assert summary(live)["matrix_flops"] == summary(committed)["matrix_flops"]
-        comm = lambda p: sorted((op.kind, op.comm_bytes, op.groups, op.pairs) for op in p.ops  # noqa: E731
+        comm = lambda p: sorted((op.kind, op.comm_bytes, op.groups, op.pairs) for op in p.ops
                                 if op.kind not in ("compute", "done"))
         assert comm(live) == comm(committed)

@@ -53,7 +53,8 @@ def loop_module(trips_config: str = "", start: int = 0, bound: int = 10, step: i
 
 def loop_of(text):
     module = parse_module(text)
-    return trip_count(module, module.entry_computation.by_name()["loop"])
+    entry = module.entry_computation
+    return trip_count(module, entry, entry.by_name()["loop"])
 
 
 def test_known_trip_count_from_backend_config():
