@@ -41,6 +41,8 @@ class CollectiveMeasurement:
     time_s: float
     """The faster of nccl-tests' out-of-place and in-place times, or size / algbw."""
     source: str
+    tool: str = "nccl-tests"
+    """What measured it: ``nccl-tests``, ``torch.distributed`` or ``maintainer statement``."""
 
     @property
     def busbw_bytes_per_s(self) -> float:
@@ -65,7 +67,8 @@ def load_measurements(path: Path) -> list[CollectiveMeasurement]:
         else:
             time_s = size * BUS_FACTORS[r["collective"]](r["ranks"]) / (r["busbw_GBps"] * 1e9)
         out.append(CollectiveMeasurement(id=r["id"], system=r["system"], collective=r["collective"], ranks=r["ranks"],
-                                         size_bytes=size, algorithm=r["algorithm"], time_s=time_s, source=r["source"]))
+                                         size_bytes=size, algorithm=r["algorithm"], time_s=time_s, source=r["source"],
+                                         tool=r.get("tool", "nccl-tests")))
     return out
 
 
