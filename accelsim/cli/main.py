@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, demo_cmd, import_cmd, replay_cmd, simulate_cmd, sweep_cmd, validate_cmd
+    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, demo_cmd, explore_cmd, import_cmd, replay_cmd, simulate_cmd, sweep_cmd, validate_cmd
 
     parser = _Parser(
         prog="accelsim",
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cmd.register(sub)
     import_cmd.register(sub)
     sweep_cmd.register(sub)
+    explore_cmd.register(sub)
     return parser
 
 

@@ -246,3 +246,29 @@ def plot_all(plan: SweepPlan, recs: Sequence[Record], metrics: Sequence[str], fo
         written.append(plot_heatmap(plan, recs, metric, folder / f"{_slug(metric)}_heatmap.png"))
     written.append(plot_pareto(plan, recs, folder / "pareto.png"))
     return [f"{folder.name}/{p.name}" for p in written if p is not None]
+
+
+def plot_ranking(title: str, labels: Sequence[str], latencies: Sequence[float], bounds: Sequence[str],
+                 path: Path, shown: int = 40) -> Path:
+    """Predicted latency of ranked configs (fastest at the top), coloured by bound."""
+    labels, latencies, bounds = list(labels[:shown]), list(latencies[:shown]), list(bounds[:shown])
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    palette = {b: colors[i % len(colors)] for i, b in enumerate(sorted(set(bounds)))}
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.28 * len(labels)))
+    y = np.arange(len(labels))
+    ax.barh(y, latencies, color=[palette[b] for b in bounds])
+    ax.set_yticks(y, labels, fontsize=6.5)
+    ax.invert_yaxis()
+    for yi, value in zip(y, latencies):
+        ax.text(value, yi, " " + format_metric("latency_s", value), va="center", fontsize=6.5)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_metric("latency_s", v)))
+    ax.set_xlim(0, max(latencies) * 1.25)
+    ax.set_xlabel("predicted latency")
+    ax.set_title(title, fontsize=9)
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c, label=f"{b}-bound") for b, c in palette.items()],
+              fontsize=7, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -223,6 +223,15 @@ def load_sweep_spec(path: str | Path) -> LoadedSpec:
     return LoadedSpec(spec=spec, workloads=workloads, raw=data, path=path, lines=lines)
 
 
+def load_validated(model: type[BaseModel], path: str | Path):
+    """Read a YAML file and validate it as ``model``; errors name the file, line and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", source=str(path))
+    data, lines = read_yaml(path)
+    return _validate(model, data, (), path, lines)
+
+
 def _workload(item: dict[str, Any], index: int, path: Path, lines: dict) -> WorkloadSpec:
     loc = ("workloads", index)
     kinds = [k for k in WORKLOAD_KINDS if k in item]

@@ -1,0 +1,155 @@
+"""``accelsim explore``: rank kernel configs on a chip by predicted latency."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import time
+from pathlib import Path
+
+from accelsim.cli.arch_cmd import add_set_option
+from accelsim.cli.output import print_json, table
+from accelsim.cli.simulate_cmd import load_chip
+from accelsim.errors import InputError
+from accelsim.families import get_family
+from accelsim.families.base import parse_assignments
+from accelsim.families.search import split_params
+from accelsim.study.explore import (
+    Candidate, autotune_configs, config_text, explore_captured, explore_family, load_space, why,
+)
+from accelsim.study.plots import plot_ranking
+from accelsim.units import format_quantity
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explore", help="rank kernel configs (tiles, stages, warps, block shapes) on a chip")
+    p.add_argument("--arch", required=True, help="chip name or config path")
+    p.add_argument("--kernel", required=True, metavar="FAMILY|FILE.py:FUNCTION",
+                   help="a built-in family (gemm, attention, ...) or a Triton/Pallas kernel's entry function")
+    p.add_argument("--capture", choices=("triton", "pallas"),
+                   help="what FILE.py is written in (default: read from its imports)")
+    p.add_argument("--param", action="append", default=[], metavar="K=V", help="problem parameter (repeatable)")
+    add_set_option(p)
+    p.add_argument("--space", metavar="SPACE.yaml",
+                   help="candidate configs ('configs:' list or 'grid:'); default: the family's search space, "
+                        "or a Triton kernel's @triton.autotune configs")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="rows to show (default 10)")
+    p.add_argument("-o", "--output", metavar="DIR", help="write ranking.csv, ranking.md and ranking.png here")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=run_explore)
+
+
+def run_explore(args: argparse.Namespace) -> int:
+    if args.top < 1:
+        raise InputError(f"expected --top >= 1, got {args.top}", source="--top")
+    chip = load_chip(args.arch, args.overrides)
+    space = load_space(args.space) if args.space else None
+    started = time.perf_counter()
+    if ":" in args.kernel:
+        title, ranked = _explore_captured(args, chip, space)
+    else:
+        if args.capture:
+            raise InputError("--capture applies to FILE.py:FUNCTION kernels", source="--capture")
+        family = get_family(args.kernel)
+        params, config, auto = split_params(family, parse_assignments(args.param, "--param"))
+        if config or auto:
+            raise InputError("explore searches the config; give problem parameters only", source="--param",
+                             field=next(iter(config), "config"))
+        ranked = explore_family(family, params, chip, space)
+        title = f"{family.name} " + " ".join(f"{k}={v}" for k, v in params.items())
+    wall = time.perf_counter() - started
+    ran = [c for c in ranked if c.sim is not None]
+    if not ran:
+        raise InputError(f"no candidate config runs on {chip.name}; first reason: {ranked[0].error}",
+                         source="--space" if space else "--kernel")
+    if args.json:
+        print_json(_json(title, chip.name, ranked, wall))
+    else:
+        print(f"{title} on {chip.name}: {len(ranked)} configs, {len(ran)} ran, "
+              f"{len(ranked) - len(ran)} did not fit ({wall:.1f} s)")
+        print(_table(ranked[: args.top], ran[0].latency_s))
+    if args.output:
+        _write(Path(args.output), title, chip.name, ranked)
+        print(f"wrote {args.output}/: ranking.csv, ranking.md, ranking.png")
+    return 0
+
+
+def _explore_captured(args, chip, space):
+    path, _, function = args.kernel.rpartition(":")
+    if not Path(path).is_file():
+        raise InputError("no such file", source=path)
+    tool = args.capture or _tool_of(Path(path))
+    params = parse_assignments(args.param, "--param")
+    if space is None:
+        if tool != "triton":
+            raise InputError("a Pallas kernel needs --space with its candidate block shapes", source="--space")
+        space = autotune_configs(path, function)
+        if not space:
+            raise InputError("no @triton.autotune configs in this file; give --space", source=path)
+    try:
+        if tool == "triton":
+            from accelsim.capture.triton import capture_triton as capture_fn
+        else:
+            from accelsim.capture.pallas import capture_pallas as capture_fn
+    except ModuleNotFoundError as exc:
+        extra = "jax" if tool == "pallas" else "triton"
+        raise InputError(f"{tool} capture needs {exc.name}: pip install -e '.[{extra}]'", source="--kernel") from None
+    ranked = explore_captured(lambda merged: capture_fn(path, function, merged), params, chip, space)
+    return f"{args.kernel} " + " ".join(args.param), ranked
+
+
+def _tool_of(path: Path) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if "pallas" in text:
+        return "pallas"
+    if "triton" in text:
+        return "triton"
+    raise InputError("cannot tell whether this is a Triton or a Pallas kernel; give --capture", source=str(path))
+
+
+def _seconds(value: float) -> str:
+    return format_quantity(value, "seconds")
+
+
+def _table(rows: list[Candidate], best: float) -> str:
+    body = []
+    for i, c in enumerate(rows, 1):
+        if c.sim is None:
+            body.append((str(i), "-", "-", "does not fit", config_text(c.config), c.error or ""))
+        else:
+            body.append((str(i), _seconds(c.latency_s), f"{c.latency_s / best:.2f}x", c.sim.bound,
+                         config_text(c.config), why(c.sim)))
+    return table(("RANK", "LATENCY", "VS BEST", "BOUND", "CONFIG", "WHY (busiest resources; occupancy)"), body)
+
+
+def _json(title: str, arch: str, ranked: list[Candidate], wall: float) -> dict:
+    return {
+        "kernel": title, "arch": arch, "configs": len(ranked), "sim_wall_s": wall,
+        "ranking": [
+            {"config": c.config, "error": c.error} if c.sim is None else
+            {"config": c.config, "latency_s": c.latency_s, "bound": c.sim.bound, "utilization": c.sim.utilization,
+             "programs": c.sim.programs, "programs_per_core": c.sim.programs_per_core,
+             "occupancy_limit": c.sim.occupancy_limit, "shared_cache_hit_rate": c.sim.shared_cache_hit_rate}
+            for c in ranked
+        ],
+    }
+
+
+def _write(folder: Path, title: str, arch: str, ranked: list[Candidate]) -> None:
+    if not folder.parent.exists():
+        raise InputError(f"folder {str(folder.parent)!r} does not exist", source="-o")
+    folder.mkdir(exist_ok=True)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["rank", "config", "latency_s", "bound", "why", "error"])
+    for i, c in enumerate(ranked, 1):
+        writer.writerow([i, config_text(c.config), f"{c.latency_s:.9g}" if c.sim else "", c.sim.bound if c.sim else "",
+                         why(c.sim) if c.sim else "", c.error or ""])
+    (folder / "ranking.csv").write_text(buffer.getvalue(), encoding="utf-8")
+    ran = [c for c in ranked if c.sim is not None]
+    (folder / "ranking.md").write_text(
+        f"# {title} on {arch}\n\n{len(ranked)} configs, {len(ran)} ran\n\n```\n{_table(ranked, ran[0].latency_s)}\n```\n",
+        encoding="utf-8")
+    plot_ranking(f"{title} on {arch}", [config_text(c.config) for c in ran], [c.latency_s for c in ran],
+                 [c.sim.bound for c in ran], folder / "ranking.png")

@@ -1,0 +1,161 @@
+"""Kernel design exploration: rank kernel configs on a chip by predicted latency.
+
+Candidates are the configs of a built-in family (its own search space, or a space
+file), or the configs of a real kernel captured once per config: a Triton kernel's
+``@triton.autotune`` list, or candidate block shapes for a Pallas kernel. Each is
+simulated on the chip; a candidate that does not fit (too much shared memory or VMEM,
+a bad shape) is kept with its reason. The ranking says why each config is bound
+where it is, from the engine's utilisations.
+
+A space file is YAML, either a list of configs or a grid (every combination)::
+
+    configs:
+      - {block_m: 128, block_n: 256, block_k: 64}
+      - {block_m: 64, block_n: 128, block_k: 64, num_stages: 3}
+    # or
+    grid:
+      block_m: [64, 128, 256]
+      block_n: [64, 128, 256]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from accelsim.arch.model import Chip
+from accelsim.engine.chip import KernelSimulation, simulate_kernel
+from accelsim.errors import InputError
+from accelsim.families.base import Family
+from accelsim.families.search import run_config
+from accelsim.study.runner import describe
+from accelsim.study.spec import Scalar, load_validated
+from accelsim.trace.kernel import KernelTrace
+
+
+class SpaceSpec(BaseModel):
+    """A space file: ``configs`` (a list) or ``grid`` (values per config field)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    configs: list[dict[str, Scalar]] | None = Field(default=None, min_length=1)
+    grid: dict[str, list[Scalar]] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "SpaceSpec":
+        if (self.configs is None) == (self.grid is None):
+            raise ValueError("give exactly one of 'configs' and 'grid'")
+        if self.grid is not None and (not self.grid or not all(self.grid.values())):
+            raise ValueError("every grid field needs at least one value")
+        return self
+
+    def candidates(self) -> list[dict[str, Scalar]]:
+        if self.configs is not None:
+            return [dict(c) for c in self.configs]
+        names = list(self.grid)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.grid[n] for n in names))]
+
+
+def load_space(path: str | Path) -> list[dict[str, Scalar]]:
+    return load_validated(SpaceSpec, path).candidates()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One config and its simulation, or why it could not run."""
+
+    config: dict[str, Any]
+    sim: KernelSimulation | None
+    error: str | None = None
+
+    @property
+    def latency_s(self) -> float:
+        return self.sim.latency_s if self.sim is not None else float("inf")
+
+
+def rank(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Fastest first; ties and failures keep their given order (failures last)."""
+    order = sorted(range(len(candidates)), key=lambda i: (candidates[i].sim is None, candidates[i].latency_s, i))
+    return [candidates[i] for i in order]
+
+
+def _try(config: dict[str, Any], simulate: Callable[[], KernelSimulation]) -> Candidate:
+    try:
+        return Candidate(config, simulate())
+    except InputError as exc:
+        return Candidate(config, None, exc.message)
+    except Exception as exc:  # noqa: BLE001 - one bad candidate does not stop the ranking
+        return Candidate(config, None, describe(exc))
+
+
+def explore_family(family: Family, params: dict[str, Any], chip: Chip,
+                   space: Iterable[Mapping[str, Any]] | None = None) -> list[Candidate]:
+    """Rank the family's configs for ``params`` on ``chip``: its own search space (the one
+    ``config=auto`` searches) or the given candidates (missing fields take their defaults)."""
+    if space is None:
+        configs = family.config_space(params, chip)
+        if not configs:
+            raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
+        return rank([_try(c, lambda c=c: run_config(family, params, c, chip).sim) for c in configs])
+    out = []
+    for given in space:
+        text = {k: _text(v) for k, v in given.items()}
+        out.append(_try(dict(given), lambda text=text: run_config(
+            family, params, family.resolve_config(params, text, chip), chip).sim))
+    # report the resolved config (defaults filled in) where it ran
+    return rank([Candidate(c.sim.config, c.sim) if c.sim is not None else c for c in out])
+
+
+def explore_captured(capture: Callable[[dict[str, str]], KernelTrace], params: Mapping[str, str], chip: Chip,
+                     space: Iterable[Mapping[str, Any]]) -> list[Candidate]:
+    """Capture the kernel once per candidate (``params`` plus the candidate's values) and rank."""
+    out = []
+    for given in space:
+        merged = {**params, **{k: _text(v) for k, v in given.items()}}
+        out.append(_try(dict(given), lambda merged=merged: simulate_kernel(capture(merged), chip)))
+    return rank(out)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def why(sim: KernelSimulation, shown: int = 3) -> str:
+    """Why a run is bound where it is: its busiest resources, occupancy and cache hits."""
+    busiest = sorted(sim.utilization.items(), key=lambda kv: (-kv[1], kv[0]))[:shown]
+    parts = [", ".join(f"{name} {share:.0%}" for name, share in busiest)]
+    parts.append(f"{sim.programs} programs, {sim.programs_per_core}/core ({sim.occupancy_limit})")
+    if sim.shared_cache_hit_rate is not None:
+        parts.append(f"L2 hits {sim.shared_cache_hit_rate:.0%}")
+    return "; ".join(parts)
+
+
+def config_text(config: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+def autotune_configs(path: str, function: str) -> list[dict[str, Any]]:
+    """The configs of every ``@triton.autotune`` kernel in the module of ``path:function``,
+    as keyword arguments of that function: ``BLOCK_M`` -> ``block_m``, plus ``num_warps``
+    and ``num_stages``. Empty if the module has none."""
+    from accelsim.capture.common import load_function
+
+    configs = []
+    for value in load_function(path, function).__globals__.values():
+        for config in getattr(value, "configs", None) or []:
+            kwargs = getattr(config, "kwargs", None)
+            if not isinstance(kwargs, dict):
+                continue
+            entry = {k.lower(): v for k, v in kwargs.items()}
+            for extra in ("num_warps", "num_stages"):
+                if getattr(config, extra, None) is not None:
+                    entry[extra] = getattr(config, extra)
+            configs.append(entry)
+    return configs

@@ -1,0 +1,85 @@
+"""accelsim explore: configs ranked by predicted latency, with why; bad candidates kept last."""
+
+from __future__ import annotations
+
+import textwrap
+
+from accelsim.arch.model import load_arch
+from accelsim.families import get_family
+from accelsim.families.search import autotune
+from accelsim.study.explore import autotune_configs, explore_family
+
+GEMM = {"M": 1024, "N": 1024, "K": 1024, "dtype": "bf16", "batch": 1, "groups": 1}
+
+
+def test_family_space_is_ranked_fastest_first_like_the_autotuner():
+    chip = load_arch("tpu-v5e")
+    family = get_family("gemm")
+    ranked = explore_family(family, dict(GEMM), chip)
+    latencies = [c.latency_s for c in ranked]
+    assert latencies == sorted(latencies)
+    assert len(ranked) == len(family.config_space(dict(GEMM), chip))
+    assert ranked[0].config == autotune(family, dict(GEMM), chip)[0].config
+
+
+def test_a_candidate_that_does_not_fit_is_kept_last_with_its_reason():
+    chip = load_arch("h100-sxm")
+    space = [{"block_m": 256, "block_n": 256, "block_k": 256, "num_stages": 5},
+             {"block_m": 128, "block_n": 128, "block_k": 64}, {"block_m": 64, "block_n": 64, "block_k": 64}]
+    ranked = explore_family(get_family("gemm"), dict(GEMM), chip, space)
+    assert [c.sim is not None for c in ranked] == [True, True, False]
+    assert "local memory" in ranked[2].error
+    assert ranked[0].latency_s <= ranked[1].latency_s
+    assert ranked[0].config["group_m"] == 8  # defaults filled in for what the candidate leaves out
+
+
+def test_cli_table_and_outputs(cli, tmp_path, write_yaml):
+    space = write_yaml("space.yaml", """\
+        grid:
+          block_m: [128, 256]
+          block_n: [128, 256]
+          block_k: [256]
+        """)
+    out = tmp_path / "ranking"
+    result = cli("explore", "--arch", "tpu-v5e", "--kernel", "gemm", "--param", "M=2048", "--param", "N=2048",
+                 "--param", "K=2048", "--space", str(space), "--top", "3", "-o", str(out))
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert "4 configs, 4 ran" in lines[0]
+    assert lines[1].split()[:4] == ["RANK", "LATENCY", "VS", "BEST"]
+    assert [line.split()[0] for line in lines[3:6]] == ["1", "2", "3"]
+    assert lines[3].split()[3] == "1.00x"
+    assert "matrix_unit" in lines[3] and "programs" in lines[3]
+    assert {p.name for p in out.iterdir()} == {"ranking.csv", "ranking.md", "ranking.png"}
+    assert len((out / "ranking.csv").read_text().splitlines()) == 5
+
+
+def test_cli_bad_space_is_located(cli, write_yaml):
+    space = write_yaml("space.yaml", "grid:\n  block_m: [128]\nconfig: []\n")
+    result = cli("explore", "--arch", "tpu-v5e", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
+                 "--param", "K=256", "--space", str(space))
+    assert result.code == 2
+    assert f"{space}:3: config: unknown field" in result.err
+
+
+def test_triton_autotune_configs_become_keyword_arguments(tmp_path):
+    # a stand-in for @triton.autotune: an object with .configs of Config-like records
+    module = tmp_path / "tuned.py"
+    module.write_text(textwrap.dedent("""\
+        class Config:
+            def __init__(self, kwargs, num_warps=None, num_stages=None):
+                self.kwargs, self.num_warps, self.num_stages = kwargs, num_warps, num_stages
+
+        class Autotuner:
+            configs = [Config({"BLOCK_M": 64, "BLOCK_N": 32}, num_warps=4, num_stages=3),
+                       Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8)]
+
+        kernel = Autotuner()
+
+        def run(M, BLOCK_M=64):
+            return M
+        """))
+    assert autotune_configs(str(module), "run") == [
+        {"block_m": 64, "block_n": 32, "num_warps": 4, "num_stages": 3},
+        {"block_m": 128, "block_n": 64, "num_warps": 8},
+    ]
