@@ -147,12 +147,15 @@ def autotune_configs(path: str, function: str) -> list[dict[str, Any]]:
     and ``num_stages``. Empty if the module has none."""
     from accelsim.capture.common import load_function
 
-    configs = []
+    configs, seen = [], set()
     for value in load_function(path, function).__globals__.values():
+        if isinstance(value, type):
+            continue
         for config in getattr(value, "configs", None) or []:
             kwargs = getattr(config, "kwargs", None)
-            if not isinstance(kwargs, dict):
+            if not isinstance(kwargs, dict) or id(config) in seen:
                 continue
+            seen.add(id(config))
             entry = {k.lower(): v for k, v in kwargs.items()}
             for extra in ("num_warps", "num_stages"):
                 if getattr(config, extra, None) is not None:
