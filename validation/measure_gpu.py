@@ -1,15 +1,31 @@
 #!/usr/bin/env python3
-"""Measure the library kernels users compare accelsim against, on one GPU (or the CPU).
+"""Measure, on one GPU (or the CPU), what accelsim is compared with: library kernels, our
+Pallas kernels through JAX, and collectives over the visible GPUs.
 
-One command sweeps cuBLAS GEMMs (``torch.matmul``, fp8 through ``torch._scaled_mm``,
-int8 through ``torch._int_mm``), ``scaled_dot_product_attention`` forward and backward,
-``softmax``, ``layer_norm``, ``rms_norm`` and device-to-device copies, and writes one
-JSON file per family in the measurement format (``docs/measurement-format.md``)::
+One command runs three suites in turn and writes the measurement format
+(``docs/measurement-format.md``), one JSON file per kernel family:
 
-    python3 validation/measure_gpu.py                       # full sweep, ~2.5 min on an H200
-    python3 validation/measure_gpu.py --budget-s 480 --out "$OUT/h200-sxm"   # on a lease
-    python3 validation/measure_gpu.py --quick               # a few points: smoke run
-    python3 validation/measure_gpu.py --device cpu --quick  # no GPU: tiny sizes, same schema
+* ``library``: cuBLAS GEMMs (``torch.matmul``, fp8 through ``torch._scaled_mm``, int8
+  through ``torch._int_mm``), ``scaled_dot_product_attention`` forward and backward,
+  ``softmax``, ``layer_norm``, ``rms_norm`` and device-to-device copies -> ``<out>/<family>.json``;
+* ``pallas``: ``kernels/pallas/`` (and JAX's own Pallas GPU attention) over tile configs,
+  through JAX's GPU lowerings (``measure_pallas.py``, a child process) -> ``<out>/pallas/<family>.json``;
+* ``collectives``: an nccl-tests-like all-reduce / all-gather / reduce-scatter size sweep
+  through torch.distributed (NCCL) and JAX (``measure_collectives.py``, child processes;
+  "1 device" is recorded as skipped) -> ``<out>/collectives/{nccl,jax}.json``.
+
+The command for a lease of the GPU machine (one H200; ~6 minutes; a lease returns at most
+8 files, hence the bundle; ``timeout_s`` 480 leaves time to rerun once in 15 minutes)::
+
+    set -o pipefail; PYTHONUNBUFFERED=1 python3 validation/measure_gpu.py --budget-s 420 \
+        --out /tmp/m/h200-sxm --bundle "$OUT/h200-sxm.tar.gz" 2>&1 | tee "$OUT/log.txt"
+
+then, here: ``tar -xzf <files_at>/h200-sxm.tar.gz -C validation/measurements/``. Other uses::
+
+    python3 validation/measure_gpu.py                       # everything, no time limit
+    python3 validation/measure_gpu.py --quick               # a few points per suite: smoke run
+    python3 validation/measure_gpu.py --device cpu --quick  # no GPU: tiny sizes, same files
+    python3 validation/measure_gpu.py --suites library --families gemm,copy
     python3 validation/measure_gpu.py --estimate --device cuda   # print the plan and its time
 
 How it times (METHOD.md of the device machines): every kernel family is first checked
@@ -33,25 +49,29 @@ prints it per family. The full GPU plan (162 cases) comes to about 140 s, mostly
 costs: the timed reps add up to ~0.3 s per case by design (``Policy.target_s``), and one
 call of every case together is only ~0.23 s of GPU time. Were the fixed cost 2 s a
 case, the sweep would still end in about 6 minutes. ``--budget-s`` uses the same
-estimate, times 1.5, to decide whether to start each next case.
+estimate, times 1.5, to decide whether to start each next case; the library sweep stops
+early enough to leave ``SUITE_RESERVE_S`` to each later suite (150 s for Pallas, 60 s for
+collectives), and each child gets what is left of the budget.
 
 Files are written atomically after every case, so a run killed by a time limit keeps all
-it had measured. Standalone: standard library, torch, optionally triton (only for its
-version) and its sibling ``measurement_format.py`` (standard library only, shared with the
-reference builder and the tests); it never imports accelsim.
+it had measured; ``--bundle`` rewrites the archive after each suite. A short table of
+every file written (measured, skipped, first skip reason) is printed last. Standalone:
+standard library, torch, optionally triton (only for its version), its sibling
+``measurement_format.py`` and ``provenance.py`` (standard library only); the Pallas and
+JAX suites need jax and numpy. It never imports accelsim (nor pydantic or simpy).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import functools
+import json
 import math
-import platform
+import os
 import shlex
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 import warnings
 from collections.abc import Callable
@@ -63,7 +83,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import measurement_format as fmt  # noqa: E402  (a sibling file, standard library only)
+import measurement_format as fmt  # noqa: E402  (sibling files, standard library only)
+from measurement_format import FamilyFile  # noqa: E402
+from provenance import command_line, cpu_model, module_versions, now_utc, read_gpu_state  # noqa: E402
 
 STARTED = time.monotonic()
 HERE = Path(__file__).resolve().parent
@@ -289,22 +311,12 @@ class Device:
             torch.cuda.synchronize(self.torch_device)
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def describe_device(kind: str) -> Device:
     if kind == "cpu":
         # One thread: the CPU run is a schema and smoke test, and thread wake-ups on a shared
         # two-core machine cost milliseconds per call, far more than these tiny kernels.
         torch.set_num_threads(1)
-        info = {"name": "cpu", "arch": None, "slug": "cpu", "kind": "cpu", "cpu_model": _cpu_model(),
+        info = {"name": "cpu", "arch": None, "slug": "cpu", "kind": "cpu", "cpu_model": cpu_model(),
                 "torch_threads": torch.get_num_threads()}
         return Device(torch.device("cpu"), info)
     index = torch.cuda.current_device()
@@ -324,53 +336,11 @@ def describe_device(kind: str) -> Device:
     return Device(torch.device("cuda", index), info)
 
 
-NVIDIA_SMI_FIELDS = (
-    "name", "driver_version", "pstate", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem",
-    "clocks.applications.graphics", "power.draw", "power.limit", "temperature.gpu", "utilization.gpu",
-    "memory.used", "memory.total", "clocks_event_reasons.active",
-)
-
-
-def _nvidia_smi(fields: tuple[str, ...]) -> list[str] | None:
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=15,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0 or not done.stdout.strip():
-        return None
-    return [v.strip() for v in done.stdout.splitlines()[0].split(",")]
-
-
-@functools.cache
-def _known_nvidia_smi_fields() -> tuple[str, ...]:
-    """The fields of NVIDIA_SMI_FIELDS this driver's nvidia-smi answers (one bad name fails a whole query)."""
-    if _nvidia_smi(NVIDIA_SMI_FIELDS) is not None:
-        return NVIDIA_SMI_FIELDS
-    return tuple(name for name in NVIDIA_SMI_FIELDS if _nvidia_smi((name,)) is not None)
-
-
-def read_gpu_state() -> dict | None:
-    """One nvidia-smi reading of clocks, power and temperature; read-only, never a setting."""
-    fields = _known_nvidia_smi_fields()
-    values = _nvidia_smi(fields) if fields else None
-    if values is None or len(values) != len(fields):
-        return None
-    return dict(zip(fields, values))
-
-
 def library_versions(device: Device) -> dict:
-    versions = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
-                "hip": getattr(torch.version, "hip", None), "platform": platform.platform()}
+    versions = module_versions("torch", "triton", "numpy") | {
+        "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None)}
     if torch.backends.cudnn.is_available():
         versions["cudnn"] = torch.backends.cudnn.version()
-    for module in ("triton", "numpy"):
-        try:
-            versions[module] = __import__(module).__version__
-        except Exception:  # an optional package: absent or broken is the same to us
-            versions[module] = None
     return versions
 
 
@@ -726,34 +696,6 @@ def kernel_names(run: Callable[[], Any], device: Device) -> list[str]:
     return names
 
 
-# --------------------------------------------------------------------------- files
-
-
-@dataclass
-class FamilyFile:
-    """The growing contents of one family's output file; :meth:`write` saves it atomically."""
-
-    path: Path
-    family: str
-    device: dict
-    provenance: dict
-    checks: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)
-    records: list = field(default_factory=list)
-
-    def write(self) -> None:
-        fmt.write_json_atomic(self.path, {
-            "schema_version": fmt.SCHEMA_VERSION,
-            "kind": fmt.KIND,
-            "family": self.family,
-            "device": self.device,
-            "provenance": self.provenance,
-            "checks": self.checks,
-            "skipped": self.skipped,
-            "records": self.records,
-        })
-
-
 # --------------------------------------------------------------------------- the sweep
 
 
@@ -822,11 +764,6 @@ def _throughput(record: dict) -> str:
     return f"{record['bytes'] / latency / 1e9:8.1f} GB/s"
 
 
-def _skip(file: FamilyFile, p: dict, reason: str) -> None:
-    file.skipped.append({"id": fmt.record_id(file.family, p), "params": p, "reason": reason})
-    print(f"  skip {fmt.record_id(file.family, p)}: {reason}", flush=True)
-
-
 def run_family(family: str, run: Run) -> FamilyFile:
     plan = PLANS[family](run.scale)
     provenance = run.provenance | {"clocks": {"before": read_gpu_state() if run.device.on_gpu else None}}
@@ -841,18 +778,18 @@ def run_family(family: str, run: Run) -> FamilyFile:
             file.checks.append(checks[key])
         check = checks[key]
         if not check["passed"]:
-            _skip(file, p, f"correctness check {key} failed: {check.get('error') or check['rel_error']}")
+            file.skip(p, f"correctness check {key} failed: {check.get('error') or check['rel_error']}")
             continue
         estimate = 1.5 * estimate_case_s(family, p, run.policy, run.device.on_gpu)
         if time.monotonic() + estimate > run.deadline:
-            _skip(file, p, f"time budget: about {estimate:.1f} s needed, {max(0.0, run.deadline - time.monotonic()):.1f} s left")
+            file.skip(p, f"time budget: about {estimate:.1f} s needed, {max(0.0, run.deadline - time.monotonic()):.1f} s left")
             continue
         torch.manual_seed(1000 + index)
         try:
             prepared = PREPARE[family](p, run.device)
             record = measure_case(family, p, prepared, run)
         except Exception as exc:  # out of memory, an unsupported shape: the sweep goes on
-            _skip(file, p, f"{type(exc).__name__}: {exc}".splitlines()[0])
+            file.skip(p, f"{type(exc).__name__}: {exc}".splitlines()[0])
             record = None
         finally:
             prepared = None
@@ -868,6 +805,7 @@ def run_family(family: str, run: Run) -> FamilyFile:
 
 
 def print_summary(run: Run) -> None:
+    """The library suite's table (the last table of a ``--suites library`` run)."""
     print()
     print(f"{'family':<10} {'measured':>8} {'skipped':>8}  best")
     for file in run.files:
@@ -877,7 +815,75 @@ def print_summary(run: Run) -> None:
     failed = [c for f in run.files for c in f.checks if not c["passed"]]
     for check in failed:
         print(f"check failed: {check['id']}: {check.get('error') or check['rel_error']}")
-    print(f"{run.device.info['name']}: {time.monotonic() - STARTED:.0f} s; files in {run.out_dir}")
+
+
+# --------------------------------------------------------------------------- the other suites
+
+SUITES = ("library", "pallas", "collectives")
+"""Run in this order. ``pallas`` and ``collectives`` run as child processes (JAX and
+PyTorch never share a process, and a crash there loses only that suite's open case)."""
+SUITE_RESERVE_S = {"pallas": {"gpu": 150.0, "gpu-quick": 45.0, "cpu": 45.0, "cpu-quick": 35.0},
+                   "collectives": {"gpu": 60.0, "gpu-quick": 40.0, "cpu": 40.0, "cpu-quick": 35.0}}
+"""Seconds kept back for each later suite when the library sweep has a budget: JAX start-up
+and compiling ~50 Pallas cases at ~2 s each (measure_pallas.PER_CASE_S is 4 s, with a margin);
+two interpreter start-ups and, with 8 GPUs, a 1 KiB..8 GiB sweep of three collectives
+(~10 s by measure_collectives.estimate_s at a pessimistic 50 GB/s)."""
+
+
+def suite_commands(suite: str, kind: str, quick: bool, out_dir: Path) -> list[list[str]]:
+    device = ["--device", "gpu" if kind == "cuda" else "cpu"] + (["--quick"] if quick else [])
+    python = [sys.executable]
+    if suite == "pallas":
+        return [python + [str(HERE / "measure_pallas.py"), "--out", str(out_dir / "pallas"), *device]]
+    script = str(HERE / "measure_collectives.py")
+    return [python + [script, "--backend", backend, "--out", str(out_dir / "collectives"), *device]
+            for backend in ("torch", "jax")]
+
+
+def suite_env(kind: str) -> dict:
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
+    if kind == "cpu":  # eight host devices, so the CPU run exercises the JAX collectives path
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
+    return env
+
+
+def run_child(command: list[str], deadline: float, env: dict) -> None:
+    """One child suite, with what is left of the budget; its files stay even if it fails."""
+    left = deadline - time.monotonic()
+    if left < 10:
+        print(f"not started (time budget): {shlex.join(command[1:])}", flush=True)
+        return
+    if math.isfinite(left):
+        command = command + ["--budget-s", f"{left - 5:.0f}"]
+    print(f"$ {shlex.join(command[1:])}", flush=True)
+    try:
+        done = subprocess.run(command, env=env, timeout=left + 30 if math.isfinite(left) else None)
+    except subprocess.TimeoutExpired:
+        print("  stopped at the time budget; its finished cases are on disk", flush=True)
+        return
+    if done.returncode != 0:
+        print(f"  exited with status {done.returncode}; its finished cases are on disk", flush=True)
+
+
+def write_bundle(out_dir: Path, bundle: Path) -> None:
+    """All measurement files of ``out_dir`` as one .tar.gz (a lease returns at most 8 files)."""
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    tmp = bundle.with_name(f".{bundle.name}.tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for path in sorted(out_dir.rglob("*.json")):
+            tar.add(path, arcname=str(Path(out_dir.name) / path.relative_to(out_dir)))
+    tmp.replace(bundle)
+
+
+def print_final_table(out_dir: Path, device_name: str) -> None:
+    """One line per file written under ``out_dir``: what was measured and skipped, and why."""
+    print()
+    print(f"{'file':<26} {'measured':>8} {'skipped':>8}  first skip reason")
+    for path in sorted(out_dir.rglob("*.json"), key=lambda p: (len(p.relative_to(out_dir).parts), str(p))):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        reason = data["skipped"][0]["reason"][:70] if data["skipped"] else "-"
+        print(f"{str(path.relative_to(out_dir)):<26} {len(data['records']):>8} {len(data['skipped']):>8}  {reason}")
+    print(f"{device_name}: {time.monotonic() - STARTED:.0f} s; files in {out_dir}")
 
 
 # --------------------------------------------------------------------------- command line
@@ -898,7 +904,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="do not profile one call per case to record the kernels it launches")
     parser.add_argument("--estimate", action="store_true",
                         help="print the plan and its estimated run time, measure nothing")
+    parser.add_argument("--suites", default=",".join(SUITES),
+                        help=f"comma-separated, from: {', '.join(SUITES)} (default: all; --families selects within library)")
+    parser.add_argument("--bundle", type=Path, default=None, metavar="FILE.tar.gz",
+                        help="also write every file as one archive, after each suite (for a lease's $OUT)")
     args = parser.parse_args(argv)
+    suites = [x.strip() for x in args.suites.split(",") if x.strip()]
+    if not suites or any(x not in SUITES for x in suites):
+        parser.error(f"--suites: expected some of: {', '.join(SUITES)}; got {args.suites!r}")
+    args.suites = [x for x in SUITES if x in suites]
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     unknown = [f for f in families if f not in PLANS]
     if unknown or not families:
@@ -929,6 +943,9 @@ def print_estimate(families: list[str], scale: str, policy: Policy, on_gpu: bool
         kernels = sum(estimate_kernel_s(family, p, on_gpu) for p in plan)
         print(f"  {family:<10} {len(plan):4d} cases  {seconds:6.1f} s  (one call of each: {kernels * 1e3:.1f} ms)")
         total += seconds
+    for suite, reserve in SUITE_RESERVE_S.items():
+        print(f"  {suite:<10} (child process) {reserve['gpu' if on_gpu else 'cpu']:6.1f} s kept back")
+        total += reserve["gpu" if on_gpu else "cpu"]
     print(f"estimated total: {total:.0f} s")
 
 
@@ -943,8 +960,8 @@ def main(argv: list[str] | None = None) -> int:
     device = describe_device(kind)
     out_dir = args.out or HERE / "measurements" / device.info["slug"]
     provenance = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": shlex.join([Path(sys.executable).name, *sys.argv]) if argv is None else shlex.join(argv),
+        "date": now_utc(),
+        "command": command_line(argv),
         "versions": library_versions(device),
         "settings": torch_settings(),
         "clocks": {},
@@ -960,14 +977,27 @@ def main(argv: list[str] | None = None) -> int:
         nvidia = read_gpu_state() or {}
         provenance["versions"]["driver"] = nvidia.get("driver_version")
         ramp_clocks(device)
-    timer = Timer(device, policy)
-    provenance["timing"]["cache_flush_s"] = timer.flush_s
-    deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
-    run = Run(device, policy, scale, timer, out_dir, deadline, not args.no_kernel_names, provenance)
+    budget_end = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
+    reserve = sum(SUITE_RESERVE_S[x][scale] for x in args.suites if x != "library")
     print(f"{device.info['name']} ({device.info['arch'] or 'no accelsim config'}) -> {out_dir}", flush=True)
-    for family in args.families:
-        run_family(family, run)
-    print_summary(run)
+    if "library" in args.suites:
+        timer = Timer(device, policy)
+        provenance["timing"]["cache_flush_s"] = timer.flush_s
+        run = Run(device, policy, scale, timer, out_dir, budget_end - reserve, not args.no_kernel_names, provenance)
+        for family in args.families:
+            run_family(family, run)
+        print_summary(run)
+        run.timer = timer = None
+        if device.on_gpu:
+            torch.cuda.empty_cache()  # the children need the memory
+        if args.bundle:
+            write_bundle(out_dir, args.bundle)
+    for suite in args.suites[args.suites.index("library") + 1 if "library" in args.suites else 0:]:
+        for command in suite_commands(suite, kind, args.quick, out_dir):
+            run_child(command, budget_end, suite_env(kind))
+        if args.bundle:
+            write_bundle(out_dir, args.bundle)
+    print_final_table(out_dir, device.info["name"])
     return 0
 
 

@@ -23,6 +23,7 @@ import math
 import os
 import re
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,12 @@ FAMILY_PARAMS: dict[str, tuple[str, ...]] = {
     "layernorm": ("rows", "cols", "dtype"),
     "rmsnorm": ("rows", "cols", "dtype"),
     "copy": ("bytes",),
+    "collective": ("collective", "bytes", "ranks", "dtype"),
 }
 FAMILIES = tuple(FAMILY_PARAMS)
+
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter")
+"""The ``collective`` family's kinds, named as ``accelsim simulate --collective`` names them."""
 
 FAMILY_DTYPES: dict[str, tuple[str, ...]] = {  # the choices of the simulator's dtype parameter
     "gemm": ("fp32", "tf32", "bf16", "fp16", "fp8", "int8"),
@@ -45,6 +50,7 @@ FAMILY_DTYPES: dict[str, tuple[str, ...]] = {  # the choices of the simulator's 
     "softmax": ("fp32", "bf16", "fp16"),
     "layernorm": ("fp32", "bf16", "fp16"),
     "rmsnorm": ("fp32", "bf16", "fp16"),
+    "collective": ("fp32", "bf16", "fp16"),
 }
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
@@ -123,6 +129,8 @@ def record_id(family: str, params: dict[str, Any], tag: str | None = None) -> st
         )
     elif family == "copy":
         base = f"copy-{format_bytes(p['bytes'])}"
+    elif family == "collective":
+        base = f"{p['collective']}-{p['dtype']}-{format_bytes(p['bytes'])}-n{p['ranks']}"
     else:
         base = f"{family}-{p['dtype']}-{p['rows']}x{p['cols']}"
     return f"{base}--{tag}" if tag else base
@@ -138,7 +146,7 @@ def nominal_flops(family: str, params: dict[str, Any]) -> float:
         if p["causal"]:
             forward /= 2.0
         return forward * (ATTENTION_BWD_FLOPS_FACTOR if p["pass"] == "bwd" else 1.0)
-    if family == "copy":
+    if family in ("copy", "collective"):
         return 0.0
     return float(ELEMENTWISE_FLOPS_PER_ELEMENT[family] * p["rows"] * p["cols"])
 
@@ -161,10 +169,23 @@ def min_bytes(family: str, params: dict[str, Any]) -> int:
         return elements * DTYPE_BYTES[p["dtype"]]
     if family == "copy":
         return 2 * p["bytes"]
+    if family == "collective":
+        return p["bytes"]
     size = DTYPE_BYTES[p["dtype"]]
     row_data = 2 * p["rows"] * p["cols"] * size  # read x, write y
     weights = {"softmax": 0, "layernorm": 2, "rmsnorm": 1}[family] * p["cols"] * size
     return row_data + weights
+
+
+BUS_FACTOR_NUMERATOR = {"all-reduce": 2, "all-gather": 1, "reduce-scatter": 1}
+
+
+def bus_bandwidth(collective: str, size_bytes: int, ranks: int, latency_s: float) -> tuple[float, float]:
+    """nccl-tests' ``(algbw, busbw)`` in bytes/s: ``algbw = S / t``; ``busbw = algbw x 2(n-1)/n``
+    for all-reduce and ``x (n-1)/n`` for all-gather and reduce-scatter (doc/PERFORMANCE.md of
+    nccl-tests). ``S`` is the all-reduce buffer, the all-gather output, the reduce-scatter input."""
+    algbw = size_bytes / latency_s
+    return algbw, algbw * BUS_FACTOR_NUMERATOR[collective] * (ranks - 1) / ranks
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
@@ -212,6 +233,9 @@ def validate_params(family: str, params: Any) -> list[str]:
         elif key == "causal":
             if not isinstance(value, bool):
                 errors.append(f"params.causal: expected true or false, got {value!r}")
+        elif key == "collective":
+            if value not in COLLECTIVES:
+                errors.append(f"params.collective: {value!r} is not one of {list(COLLECTIVES)}")
         elif key == "pass":
             if value not in ("fwd", "bwd"):
                 errors.append(f"params.pass: expected 'fwd' or 'bwd', got {value!r}")
@@ -251,6 +275,37 @@ def validate_record(record: Any, family: str) -> list[str]:
     if not isinstance(record["measured"], bool):
         errors.append("measured: expected true or false")
     return errors
+
+
+@dataclass
+class FamilyFile:
+    """The growing contents of one family's measurement file; :meth:`write` saves it atomically,
+    so a run stopped by a time limit leaves every finished case on disk."""
+
+    path: Path
+    family: str
+    device: dict
+    provenance: dict
+    checks: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    records: list = field(default_factory=list)
+
+    def write(self) -> None:
+        write_json_atomic(self.path, {
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
+            "family": self.family,
+            "device": self.device,
+            "provenance": self.provenance,
+            "checks": self.checks,
+            "skipped": self.skipped,
+            "records": self.records,
+        })
+
+    def skip(self, params: dict, reason: str, tag: str | None = None) -> None:
+        rid = record_id(self.family, params, tag)
+        self.skipped.append({"id": rid, "params": params, "reason": reason})
+        print(f"  skip {rid}: {reason}", flush=True)
 
 
 def validate_measurement_file(data: Any) -> list[str]:

@@ -27,7 +27,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("cpu")
-    done = _run("--quick", "--out", str(out))
+    done = _run("--quick", "--suites", "library", "--out", str(out))
     return out, done.stdout
 
 
@@ -37,7 +37,7 @@ def _load(path: Path) -> dict:
 
 def test_one_valid_file_per_family(quick):
     out, _ = quick
-    assert sorted(p.stem for p in out.glob("*.json")) == sorted(fmt.FAMILIES)
+    assert sorted(p.stem for p in out.glob("*.json")) == sorted(measure_gpu.PLANS)
     assert not [p for p in out.iterdir() if p.suffix != ".json"], "temporary files left behind"
     for path in out.glob("*.json"):
         data = _load(path)
@@ -68,17 +68,20 @@ def test_prints_a_short_table_last(quick):
     _, stdout = quick
     lines = stdout.strip().splitlines()
     assert "files in" in lines[-1]
-    header = lines[-len(fmt.FAMILIES) - 2]
-    assert header.split()[:3] == ["family", "measured", "skipped"]
+    header = lines[-len(measure_gpu.PLANS) - 2]
+    assert header.split()[:3] == ["file", "measured", "skipped"]
+    assert [line.split()[0] for line in lines[-len(measure_gpu.PLANS) - 1:-1]] == sorted(f"{f}.json" for f in measure_gpu.PLANS)
 
 
 def test_budget_and_family_selection(tmp_path):
-    _run("--families", "softmax,copy", "--budget-s", "0", "--out", str(tmp_path))
+    done = _run("--families", "softmax,copy", "--budget-s", "0", "--out", str(tmp_path))
     assert sorted(p.stem for p in tmp_path.glob("*.json")) == ["copy", "softmax"]
     for path in tmp_path.glob("*.json"):
         data = _load(path)
         assert data["records"] == []
         assert data["skipped"] and all(s["reason"].startswith("time budget") for s in data["skipped"])
+    assert "not started (time budget)" in done.stdout  # the pallas and collectives suites
+    assert not (tmp_path / "pallas").exists()
 
 
 def test_unknown_family_is_refused(capsys):

@@ -132,3 +132,25 @@ def test_params_are_the_simulators_family_parameters():
         assert all(not simulator[k].required for k in omitted), f"{name}: records would lack {omitted}"
         if "dtype" in simulator:
             assert set(fmt.FAMILY_DTYPES[name]) == set(simulator["dtype"].choices), name
+
+
+COLLECTIVE = {"collective": "all-reduce", "bytes": 64 * 2**20, "ranks": 8, "dtype": "fp32"}
+
+
+def test_collective_ids_and_counts():
+    assert fmt.record_id("collective", COLLECTIVE) == "all-reduce-fp32-64MiB-n8"
+    assert fmt.min_bytes("collective", COLLECTIVE) == 64 * 2**20
+    assert fmt.nominal_flops("collective", COLLECTIVE) == 0
+
+
+@pytest.mark.parametrize("collective, factor", [("all-reduce", 2 * 7 / 8), ("all-gather", 7 / 8), ("reduce-scatter", 7 / 8)])
+def test_bus_bandwidth_is_nccl_tests(collective, factor):
+    algbw, busbw = fmt.bus_bandwidth(collective, 1000, 8, 1e-3)
+    assert algbw == pytest.approx(1e6)
+    assert busbw == pytest.approx(1e6 * factor)
+
+
+def test_collective_params_are_validated():
+    assert fmt.validate_params("collective", COLLECTIVE) == []
+    problems = fmt.validate_params("collective", dict(COLLECTIVE, collective="all-to-all"))
+    assert any("params.collective" in p for p in problems)

@@ -1,0 +1,97 @@
+"""measure_pallas.py on the CPU: our Pallas kernels in interpret mode at tiny sizes, checked,
+timed and written in the measurement format, with each case's GPU (Triton) lowering tried."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jax")
+
+import measurement_format as fmt  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[2] / "validation" / "measure_pallas.py"
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pallas")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    files = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}
+    return files, done.stdout
+
+
+def test_one_valid_file_per_family(quick):
+    files, _ = quick
+    assert sorted(files) == ["attention", "gemm", "layernorm", "rmsnorm", "softmax"]
+    for family, data in files.items():
+        assert fmt.validate_measurement_file(data) == [], family
+        assert data["family"] == family
+        assert data["device"]["name"] == "cpu" and data["device"]["arch"] is None
+        assert data["provenance"]["versions"]["jax"]
+
+
+def test_every_case_passes_its_check_and_is_measured(quick):
+    files, _ = quick
+    for data in files.values():
+        assert data["skipped"] == []
+        assert data["checks"] and all(c["passed"] and c["rel_error"] <= c["tolerance"] for c in data["checks"])
+        for record in data["records"]:
+            assert record["latency_s"] == statistics.median(record["samples_s"])
+            assert record["flops"] == fmt.nominal_flops(record["family"], record["params"])
+            assert "interpret lowering" in record["implementation"]
+            assert "--pallas-" in record["id"]
+
+
+def test_records_name_their_config(quick):
+    files, _ = quick
+    gemm = files["gemm"]["records"][0]
+    assert {"block_m", "block_n", "block_k"} <= set(gemm["config"])
+    assert {r["config"]["block_rows"] for r in files["rmsnorm"]["records"]} == {8}
+
+
+def test_gpu_lowering_is_tried_without_a_gpu(quick):
+    files, _ = quick
+    rms = files["rmsnorm"]["records"][0]["gpu_lowering"]
+    assert rms["triton"] == "ok"
+    matmul = files["gemm"]["records"][0]["gpu_lowering"]
+    assert "scratch" in matmul["triton"]  # the TPU-style accumulator does not lower to Triton
+    jax_mha = next(r for r in files["attention"]["records"] if "jax-mha" in r["id"])
+    assert jax_mha["gpu_lowering"] == {"triton": "ok"}
+
+
+def test_prints_a_short_table_last(quick):
+    _, stdout = quick
+    lines = stdout.strip().splitlines()
+    assert lines[-6].split()[:4] == ["pallas", "family", "measured", "skipped"]
+    assert [line.split()[0] for line in lines[-5:]] == ["attention", "gemm", "layernorm", "rmsnorm", "softmax"]
+
+
+def test_a_wrong_kernel_fails_its_check_and_is_skipped(tmp_path, monkeypatch):
+    import jax
+
+    import measure_pallas as mp
+
+    real = mp.KERNELS["softmax"]
+
+    def off_by_one(p, c, interpret, device, rng):
+        prepared = real.prepare(p, c, interpret, device, rng)
+        return mp.Prepared(run=lambda: prepared.run() + 1.0, check=prepared.check)
+
+    monkeypatch.setitem(mp.KERNELS, "softmax", mp.Kernel(**{**real.__dict__, "prepare": off_by_one}))
+    case = mp.Case("softmax", {"rows": 16, "cols": 128, "dtype": "bf16"}, {"block_rows": 8, "num_warps": 4})
+    device = jax.devices("cpu")[0]
+    file = fmt.FamilyFile(tmp_path / "softmax.json", "softmax", {"name": "cpu", "arch": None}, {})
+    sweep = mp.Sweep(device, False, "cpu-quick", mp.JaxTimer(device, mp.JAX_POLICIES["cpu-quick"]), float("inf"),
+                     {"softmax": file})
+    mp.run_case(case, 0, sweep)
+    assert file.records == []
+    assert "correctness check failed" in file.skipped[0]["reason"]
+    assert file.checks[0]["passed"] is False
