@@ -183,23 +183,30 @@ Stream = tuple[int, int, float]
 """(source rank, destination rank, payload bytes)."""
 
 
-def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol | None) -> Phase:
-    """A phase of point-to-point streams taking ``steps`` algorithm steps.
+def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol | None,
+          remote_steps: int | None = None) -> Phase:
+    """A phase of point-to-point streams taking ``steps`` algorithm steps, of which
+    ``remote_steps`` (default: all) cross between nodes or slices.
 
-    A step costs the slowest route's link latencies, or with a protocol its
-    ``step_latency`` plus the NIC / DCN latency of the slowest route. A rank's streams
-    share the protocol's per-rank rate limit equally."""
+    A step costs the slowest route's link latencies; with a protocol, its
+    ``step_latency``, plus for the remote steps the NIC / DCN latency of the slowest
+    route (NCCL: nsteps x intraLat + nInterSteps x interLat). A rank's streams share the
+    protocol's per-rank rate limit equally."""
     routes = [topo.route(s, d) for s, d, _ in streams]
+    crosses = [any(topo.links[name].scale_out for name in r) for r in routes]
+    remote = max((topo.scale_out_latency_s(r) for r, c in zip(routes, crosses) if c), default=0.0)
+    remote_steps = (steps if any(crosses) else 0) if remote_steps is None else remote_steps
     if proto is None:
-        step = max((topo.route_latency_s(r) for r in routes), default=0.0)
+        local = max((topo.route_latency_s(r) for r, c in zip(routes, crosses) if not c), default=0.0)
+        latency = remote_steps * remote + (steps - remote_steps) * local
     else:
-        step = proto.step_latency_s + max((topo.scale_out_latency_s(r) for r in routes), default=0.0)
+        latency = steps * proto.step_latency_s + remote_steps * remote
     per_source = Counter(s for s, _, nbytes in streams if nbytes > 0)
     transfers = []
     for (src, _, nbytes), route in zip(streams, routes):
         if nbytes > 0 and route:
             transfers.append(_transfer(topo, route, nbytes, proto, per_source[src]))
-    return Phase(transfers=tuple(transfers), latency_s=steps * step)
+    return Phase(transfers=tuple(transfers), latency_s=latency)
 
 
 def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], steps: int, proto: Protocol | None) -> Phase:

@@ -139,16 +139,24 @@ class Topology:
         node, local = divmod(rank, self.domain_size)
         return node, local * self.nics_per_node // self.domain_size
 
+    def torus_hops(self, src: int, dst: int) -> list[tuple[int, int, int]]:
+        """(axis, direction +1 / -1, hops) of the dimension-ordered route, axis by axis."""
+        here, target = self.coords(src), self.coords(dst)
+        out = []
+        for axis, size in enumerate(self.shape):
+            if here[axis] != target[axis]:
+                step = _direction(here[axis], target[axis], size, self.wraparound[axis])
+                out.append((axis, step, (step * (target[axis] - here[axis])) % size))
+        return out
+
     def _torus_route(self, src: int, dst: int) -> tuple[str, ...]:
         prefix = slice_prefix(self.domain(src)) if self.kind == "multislice" else ""
         here = list(self.coords(src))
-        target = self.coords(dst)
         path = []
-        for axis, size in enumerate(self.shape):
-            step = _direction(here[axis], target[axis], size, self.wraparound[axis])
-            while here[axis] != target[axis]:
+        for axis, step, hops in self.torus_hops(src, dst):
+            for _ in range(hops):
                 path.append(torus_link(tuple(here), axis, step, prefix))
-                here[axis] = (here[axis] + step) % size
+                here[axis] = (here[axis] + step) % self.shape[axis]
         return tuple(path)
 
 

@@ -3,10 +3,15 @@ all-to-all, send/recv, collective-permute)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.collectives import Plan, Request, best_protocol, merged_phase, needs, phase, plan, register
-from accelsim.network.topology import Topology
+from accelsim.network.collectives import (
+    Phase, Plan, Request, Transfer, best_protocol, merged_phase, needs, phase, plan, register,
+)
+from accelsim.network.groups import box, by_domain, same_local_layout
+from accelsim.network.topology import Topology, slice_prefix, torus_link
 
 POINT_TO_POINT = ("all-to-all", "send-recv", "collective-permute")
 
@@ -41,11 +46,57 @@ def direct(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     buffer; by default every rank to the next in the group)."""
     needs(req, POINT_TO_POINT, "direct")
     if req.kind == "all-to-all":
-        share = req.size_bytes / len(req.ranks)
-        sends = {a: [(b, share) for b in req.ranks if b != a] for a in req.ranks}
-        return _best(topo, "direct", lambda p: [merged_phase(topo, sends, 1, p)], proto)
+        return _best(topo, "direct", lambda p: [all_to_all_phase(topo, req, p)], proto)
     streams = [(a, b, req.size_bytes) for a, b in pairs_of(req)]
     return _best(topo, "direct", lambda p: [phase(topo, streams, 1, p)], proto)
+
+
+def all_to_all_phase(topo: Topology, req: Request, proto: Protocol | None) -> Phase:
+    """Each rank sends 1/n of its buffer to every peer over its routes, all at once.
+
+    Symmetric groups are represented by a few sources, as rings are (the other ranks'
+    traffic is a copy on their own links): on a cluster, the ranks of the first node
+    (every node holding the same positions of the group); on a torus whose group spans
+    whole wrapped axes, the first rank alone, its routes' hops counted per axis and
+    direction and put on its own link of that axis and direction (each chip's link
+    carries as many hops as the first chip's routes make in that direction); across
+    slices, that rank's DCN port too. Anything else sends from every rank."""
+    share = req.size_bytes / len(req.ranks)
+    parts = by_domain(topo, req.ranks)
+    first = parts[min(parts)]
+    regular = same_local_layout(topo, parts)
+    if topo.kind in ("torus", "multislice") and regular and _translation_invariant(topo, first):
+        return _torus_all_to_all(topo, req.ranks, first, share)
+    sources = first if regular and topo.kind == "cluster" else req.ranks
+    sends = {a: [(b, share) for b in req.ranks if b != a] for a in sources}
+    return merged_phase(topo, sends, 1, proto)
+
+
+def _translation_invariant(topo: Topology, inner: list[int]) -> bool:
+    spans = box(topo, inner)
+    return spans is not None and all(
+        len(v) == 1 or (len(v) == topo.shape[a] and topo.wraparound[a]) for a, v in enumerate(spans))
+
+
+def _torus_all_to_all(topo: Topology, ranks: tuple[int, ...], inner: list[int], share: float) -> Phase:
+    source = inner[0]
+    prefix = slice_prefix(topo.domain(source)) if topo.kind == "multislice" else ""
+    here = topo.coords(source)
+    hops: Counter[str] = Counter()
+    latency = 0.0
+    for dst in inner:
+        latency = max(latency, topo.route_latency_s(topo.route(source, dst)))
+        for axis, step, count in topo.torus_hops(source, dst):
+            hops[torus_link(here, axis, step, prefix)] += count
+    links = [name for name, count in sorted(hops.items()) for _ in range(count)]
+    transfers = [Transfer(links=tuple(links), bytes=share)] if links else []
+    remote = len(ranks) - len(inner)
+    if remote:
+        peer = next(r for r in ranks if topo.domain(r) != topo.domain(source))
+        route = topo.route(source, peer)
+        transfers.append(Transfer(links=tuple(route) * remote, bytes=share))
+        latency = max(latency, topo.route_latency_s(route))
+    return Phase(transfers=tuple(transfers), latency_s=latency)
 
 
 def pairs_of(req: Request) -> tuple[tuple[int, int], ...]:

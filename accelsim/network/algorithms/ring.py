@@ -75,7 +75,8 @@ def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
         shares = min(topo.nics_per_node, len(senders), len(receivers))
         for j in range(shares):
             streams.append((senders[j * len(senders) // shares], receivers[j * len(receivers) // shares], volume / shares))
-    return plan("ring", topo, [[phase(topo, streams, steps, proto)]], proto)
+    remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
+    return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto)
 
 
 def chain_broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
