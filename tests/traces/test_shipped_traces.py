@@ -8,14 +8,16 @@ from accelsim.arch.model import load_arch
 from accelsim.engine.chip import simulate_kernel
 from accelsim.trace.kernel import load_trace
 
-TRACES = sorted((Path(__file__).resolve().parents[2] / "traces").rglob("*.json"))
+TARGETS = {"pallas": ("tpu-v5e", "tpu-v6e"), "triton": ("h100-sxm", "a100-sxm4-80gb")}
+TRACES_DIR = Path(__file__).resolve().parents[2] / "traces"
+TRACES = sorted(path for folder in TARGETS for path in (TRACES_DIR / folder).rglob("*.json"))
+"""Kernel traces; traces/system/ holds system traces (tests/importers/test_hlo_example.py)."""
 
 
 def test_there_are_shipped_traces():
     assert len(TRACES) >= 3
 
 
-TARGETS = {"pallas": ("tpu-v5e", "tpu-v6e"), "triton": ("h100-sxm", "a100-sxm4-80gb")}
 CASES = [(path, arch) for path in TRACES for arch in TARGETS[path.parent.name]]
 
 
