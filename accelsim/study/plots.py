@@ -27,7 +27,7 @@ from accelsim.study.table import Record  # noqa: E402
 from accelsim.units import format_quantity  # noqa: E402
 
 MAX_PANELS = 12
-MAX_SERIES = 8
+MAX_SERIES = 10
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
@@ -94,13 +94,20 @@ def _finish_axes(ax, recs, metric, param, labels, log_x) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
+def _points(ax, members: Sequence[Record], xf, metric: str, color, markers: dict[str, str], size: float) -> None:
+    """One scatter per bound (marker shape), not one per point: sweeps plot thousands."""
+    by_bound: dict[str, list[Record]] = defaultdict(list)
+    for r in members:
+        by_bound[str(r.metrics.get("bound"))].append(r)
+    for bound, group in by_bound.items():
+        ax.scatter([xf(r) for r in group], [r.number(metric) for r in group], color=color, marker=markers[bound],
+                   zorder=3, s=size)
+
+
 def _series(ax, members: list[Record], xf, metric: str, label: str, color, markers: dict[str, str]) -> None:
     members = sorted(members, key=xf)
-    xs = [xf(r) for r in members]
-    ys = [r.number(metric) for r in members]
-    ax.plot(xs, ys, color=color, alpha=0.7, label=label)
-    for x, y, r in zip(xs, ys, members):
-        ax.scatter([x], [y], color=color, marker=markers[str(r.metrics.get("bound"))], zorder=3, s=22)
+    ax.plot([xf(r) for r in members], [r.number(metric) for r in members], color=color, alpha=0.7, label=label)
+    _points(ax, members, xf, metric, color, markers, 22)
 
 
 def _bound_legend(fig, markers: dict[str, str]) -> None:
@@ -143,8 +150,7 @@ def plot_vs_param(plan: SweepPlan, recs: Sequence[Record], metric: str, param: s
                     _series(ax, group, xf, metric, label, colors[i % len(colors)], markers)
                 ax.legend(fontsize=6)
             else:
-                for r in members:
-                    ax.scatter([xf(r)], [r.number(metric)], color=colors[0], marker=markers[str(r.metrics.get("bound"))], s=14)
+                _points(ax, members, xf, metric, colors[0], markers, 10)
             _finish_axes(ax, members, metric, param, labels, log_x)
             ax.set_title(job.name, fontsize=8)
         fig.suptitle(f"{metric} vs {param}")

@@ -204,23 +204,25 @@ def summary_markdown(plan: SweepPlan, recs: Sequence[Record], plots: Sequence[st
 
 
 def _capacity_section(plan: SweepPlan, recs: Sequence[Record]) -> list[str]:
+    """For workloads with a memory footprint: by HBM capacity, the largest value of each
+    footprint variable (e.g. batch) that fits, and the smallest that does not."""
     sized = [r for r in recs if r.status == "ok" and "fits" in r.metrics]
-    misfits = [r for r in sized if not r.metrics["fits"]]
     if not sized:
         return []
-    out = ["", "## HBM capacity", ""]
-    if not misfits:
-        return out + ["Every workload's memory footprint fits in HBM at every point."]
-    out.append("Runs whose memory footprint exceeds HBM capacity (left out of the fastest-point table and the plots):")
-    out.append("")
-    by_point: dict[int, list[Record]] = defaultdict(list)
-    for r in misfits:
-        by_point[r.point.index].append(r)
-    for index, members in list(by_point.items())[:20]:
-        r = members[0]
-        names = ", ".join(m.workload for m in members)
-        out.append(f"- {_point_label(plan, r)} (capacity {format_quantity(r.metrics['hbm_capacity_bytes'], 'bytes')}): "
-                   f"{names}")
-    if len(by_point) > 20:
-        out.append(f"- ... and {len(by_point) - 20} more points")
+    out = ["", "## HBM capacity", "",
+           "Runs whose memory footprint exceeds HBM are left out of the fastest-point table and the plots.", "",
+           "| workload | HBM capacity | variable | largest that fits | smallest that does not |", "|---|---|---|---|---|"]
+    jobs = {j.index: j for j in plan.jobs}
+    groups: dict[tuple[int, float], list[Record]] = defaultdict(list)
+    for r in sized:
+        groups[(jobs[r.job_index].spec_index, r.metrics["hbm_capacity_bytes"])].append(r)
+    for (spec_index, capacity), members in sorted(groups.items()):
+        job = jobs[members[0].job_index]
+        name = plan.spec.workloads[spec_index].name or job.kind
+        per = sorted({n for _, names in job.memory_terms for n in names})
+        for var in per:
+            fitting = [r.variables[var] for r in members if r.metrics["fits"]]
+            failing = [r.variables[var] for r in members if not r.metrics["fits"]]
+            out.append(f"| {name} | {format_quantity(capacity, 'bytes')} | {var} | "
+                       f"{max(fitting) if fitting else 'none'} | {min(failing) if failing else '-'} |")
     return out
