@@ -49,6 +49,8 @@ def run_hlo(args: argparse.Namespace) -> int:
     from accelsim.network import build_topology
     from accelsim.system.replay import chip_of
 
+    if args.max_ops is not None and args.max_ops < 1:
+        raise InputError(f"expected a positive op count, got {args.max_ops}", source="--max-ops")
     system = load_arch(args.system, args.overrides)
     chip = chip_of(system)
     rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}
