@@ -28,12 +28,13 @@ def run_validate(args: argparse.Namespace) -> int:
     chip = load_chip(args.arch, args.overrides)
     measured_on = chip.name.removesuffix("-calibrated")
     records = select(args.measurements, measured_on, args.exclude)
-    comparisons = compare([_on(r, args.arch) for r in records], overrides=args.overrides)
+    refused: list = []
+    comparisons = compare([_on(r, args.arch) for r in records], overrides=args.overrides, refused=refused)
     header = (f"{len(records)} records measured on `{measured_on}`, predicted with `{args.arch}`"
               + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
               + " (config=auto unless the record names its config).")
-    path = write_report(comparisons, chip, Path(args.output), header)
-    print(f"wrote {path} ({len(comparisons)} records)")
+    path = write_report(comparisons, chip, Path(args.output), header, refused)
+    print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
     return 0
 
 

@@ -14,14 +14,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 from accelsim.arch.model import Chip  # noqa: E402
 from accelsim.report.roofline import draw_roof, finish_log_log  # noqa: E402
 from accelsim.validate.calibrate import is_held_out  # noqa: E402
-from accelsim.validate.compare import Comparison, config_rankings, summarise  # noqa: E402
+from accelsim.validate.compare import Comparison, Refused, config_rankings, summarise  # noqa: E402
 
 
 def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x * 100:+.1f}%"
 
 
-def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str) -> Path:
+def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str,
+                 refused: Sequence[Refused] = ()) -> Path:
     arch = chip.name
     out.mkdir(parents=True, exist_ok=True)
     plots = [
@@ -44,9 +45,15 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
     lines += ["", "## Config rankings", ""]
     if rankings:
         lines += ["| kernel | configs | Kendall tau |", "| --- | ---: | ---: |"]
-        lines += [f"| {key} | {n} | {tau:.2f} |" for key, n, tau in rankings]
+        lines += [f"| {key} | {n} | {'n/a (all tied)' if math.isnan(tau) else f'{tau:.2f}'} |" for key, n, tau in rankings]
+        lines += ["", "Kendall tau-b of predicted against measured latency over the configs of one kernel "
+                  "(1: the simulator orders them as the hardware does)."]
     else:
         lines.append("No kernel was measured with several configs.")
+    if refused:
+        lines += ["", "## Records not simulated", "", "Their config is one the simulator refuses:", "",
+                  "| record | reason |", "| --- | --- |"]
+        lines += [f"| {r.measurement.id} | {r.reason} |" for r in refused]
     worst = sorted(comparisons, key=lambda c: -abs(c.error))[:10]
     lines += ["", "## Worst cases", "", "| record | measured | predicted | error | bound |", "| --- | ---: | ---: | ---: | --- |"]
     lines += [f"| {c.measurement.id} | {c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | "

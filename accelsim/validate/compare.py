@@ -101,13 +101,30 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
     return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
 
 
-def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (), search: bool = True) -> list[Comparison]:
+@dataclass(frozen=True)
+class Refused:
+    """A record naming a config the simulator cannot run (e.g. one a compiler made fit by
+    spilling registers), with the simulator's reason."""
+
+    measurement: Measurement
+    reason: str
+
+
+def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (), search: bool = True,
+            refused: list[Refused] | None = None) -> list[Comparison]:
+    """Predict every record. With ``refused`` given, records whose named config the simulator
+    rejects are appended there instead of failing the whole comparison."""
     chips: dict[str, Chip] = {}
     out = []
     for m in measurements:
         if m.arch not in chips:
             chips[m.arch] = load_arch(m.arch, overrides)
-        out.append(predict(m, chips[m.arch], search=search))
+        try:
+            out.append(predict(m, chips[m.arch], search=search))
+        except InputError as exc:
+            if refused is None or m.config is None:
+                raise
+            refused.append(Refused(m, str(exc)))
     return out
 
 
@@ -142,17 +159,22 @@ def summarise(comparisons: Sequence[Comparison], key) -> list[Summary]:
 
 
 def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
-    """Kendall's tau-a between two rankings (1: same order, -1: reversed)."""
+    """Kendall's tau-b between two rankings (1: same order, -1: reversed). Pairs tied in
+    either ranking count as neither agreeing nor disagreeing, and the denominator leaves
+    them out, so configs the simulator predicts as equal neither help nor sink the score;
+    nan when either ranking is all ties."""
     n = len(a)
-    if n < 2:
-        return math.nan
-    concordant = discordant = 0
+    concordant = discordant = tied_a = tied_b = 0
     for i in range(n):
         for j in range(i + 1, n):
             sign = (a[i] - a[j]) * (b[i] - b[j])
             concordant += sign > 0
             discordant += sign < 0
-    return (concordant - discordant) / (n * (n - 1) / 2)
+            tied_a += a[i] == a[j]
+            tied_b += b[i] == b[j]
+    pairs = n * (n - 1) / 2
+    denominator = math.sqrt((pairs - tied_a) * (pairs - tied_b))
+    return (concordant - discordant) / denominator if denominator else math.nan
 
 
 def config_rankings(comparisons: Sequence[Comparison]) -> list[tuple[str, int, float]]:
