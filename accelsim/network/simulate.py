@@ -127,14 +127,14 @@ def plan_for(topo: Topology, request: Request, algorithm: str = "auto") -> Plan:
 def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:
     if algorithm != "auto":
         return get_algorithm(algorithm)(topo, request)
-    plans = []
+    plans, refusals = [], []
     for name in auto_candidates(topo, request):
         try:
             plans.append(get_algorithm(name)(topo, request))
-        except InputError:
-            continue  # a candidate that does not apply to this group
+        except InputError as exc:  # a candidate that does not apply to this group
+            refusals.append(exc)
     if not plans:
-        raise InputError(f"no algorithm applies to {request.kind} over this group on {topo.name!r}", source="--group")
+        raise refusals[0]
     return min(plans, key=lambda plan: estimate_s(topo, plan))
 
 

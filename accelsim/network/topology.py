@@ -15,8 +15,8 @@ Kinds and their links (all figures from the config, latencies calibratable):
   that wraps; an axis without wraparound is a line.
 * ``cluster`` (nodes over InfiniBand / RoCE / EFA): every node is a switch node (GPU
   ranks numbered node-major, the same ``gpu{r}`` link names), plus per NIC
-  ``node{k}.nic{j}->fabric`` and back, of ``nic_bandwidth`` with the fabric's
-  ``switch_latency``. GPU ``i`` of a node uses NIC ``i x nics / gpus`` (its rail). The
+  ``node{k}.nic{j}->fabric`` and back, of ``nic_bandwidth``; the way up carries the
+  fabric's ``switch_latency`` (the whole crossing), the way down none. GPU ``i`` of a node uses NIC ``i x nics / gpus`` (its rail). The
   fabric itself is non-blocking (full bisection), so only NICs limit bandwidth.
 * ``multislice`` (TPU slices over DCN): every slice is a torus (link names prefixed
   ``slice{k}:``), plus per chip ``slice{k}.chip{c}->dcn`` and back, of the DCN bandwidth
@@ -252,9 +252,8 @@ def cluster(
     links = _gpu_links(range(nodes * gpus_per_node), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
     for node in range(nodes):
         for nic in range(nics_per_node):
-            for link in (nic_up(node, nic), nic_down(node, nic)):
-                links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=fabric_latency_s,
-                                   scale_out=True)
+            for link, latency in ((nic_up(node, nic), fabric_latency_s), (nic_down(node, nic), 0.0)):
+                links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=latency, scale_out=True)
     return Topology(name=name, kind="cluster", ranks=nodes * gpus_per_node, links=MappingProxyType(links),
                     launch_s=launch_s, nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node,
                     tuning=tuning)
@@ -312,9 +311,8 @@ def multislice(
     for k in range(slices):
         links.update(_torus_links(tuple(shape), tuple(wraparound), link_bytes_per_s, hop_latency_s, slice_prefix(k)))
         for rank in range(k * per_slice, (k + 1) * per_slice):
-            for link in (dcn_up(rank, per_slice), dcn_down(rank, per_slice)):
-                links[link] = Link(name=link, bandwidth_bytes_per_s=dcn_bytes_per_s, latency_s=dcn_latency_s,
-                                   scale_out=True)
+            for link, latency in ((dcn_up(rank, per_slice), dcn_latency_s), (dcn_down(rank, per_slice), 0.0)):
+                links[link] = Link(name=link, bandwidth_bytes_per_s=dcn_bytes_per_s, latency_s=latency, scale_out=True)
     return Topology(
         name=name, kind="multislice", ranks=slices * per_slice, links=MappingProxyType(links), launch_s=launch_s,
         shape=tuple(shape), wraparound=tuple(wraparound), local_ranks=per_slice,

@@ -53,3 +53,14 @@ def test_bad_input_is_one_line_and_exit_2(cli, extra, expected):
     result = cli("simulate", *extra)
     assert result.code == 2
     assert expected in result.err and result.err.count("\n") == 1
+
+
+def test_group_and_new_kinds_from_the_command_line(cli):
+    out = json.loads(cli("simulate", "--system", "tpu-v5e-4x4", "--collective", "all-to-all", "--bytes", "1 MiB",
+                         "--group", "0-3", "--json").out)
+    assert out["ranks"] == 4 and out["algorithm"] == "direct"
+    out = json.loads(cli("simulate", "--system", "h100-ib-cluster", "--collective", "send-recv", "--bytes", "1 GiB",
+                         "--group", "0,8", "--json").out)
+    assert out["busbw_bytes_per_s"] < 50e9  # one NIC of 400 Gb/s
+    bad = cli("simulate", "--system", "dgx-h100", "--collective", "all-reduce", "--bytes", "8B", "--group", "0,x")
+    assert bad.code == 2 and "--group" in bad.err

@@ -60,7 +60,9 @@ def all_to_all_phase(topo: Topology, req: Request, proto: Protocol | None) -> Ph
     whole wrapped axes, the first rank alone, its routes' hops counted per axis and
     direction and put on its own link of that axis and direction (each chip's link
     carries as many hops as the first chip's routes make in that direction); across
-    slices, that rank's DCN port too. Anything else sends from every rank."""
+    slices, that rank's DCN port too. A peer half way round a wrapped axis gets half its
+    share each way, as XLA's bidirectional rings send it. Anything else sends from every
+    rank."""
     share = req.size_bytes / len(req.ranks)
     parts = by_domain(topo, req.ranks)
     first = parts[min(parts)]
@@ -87,9 +89,15 @@ def _torus_all_to_all(topo: Topology, ranks: tuple[int, ...], inner: list[int], 
     for dst in inner:
         latency = max(latency, topo.route_latency_s(topo.route(source, dst)))
         for axis, step, count in topo.torus_hops(source, dst):
-            hops[torus_link(here, axis, step, prefix)] += count
+            size = topo.shape[axis]
+            if 2 * count == size and topo.wraparound[axis]:  # half way round: either way, so half each way
+                hops[torus_link(here, axis, 1, prefix)] += count
+                hops[torus_link(here, axis, -1, prefix)] += count
+            else:
+                hops[torus_link(here, axis, step, prefix)] += 2 * count
+    # counted in half shares: a link named k times carries k x share / 2
     links = [name for name, count in sorted(hops.items()) for _ in range(count)]
-    transfers = [Transfer(links=tuple(links), bytes=share)] if links else []
+    transfers = [Transfer(links=tuple(links), bytes=share / 2)] if links else []
     remote = len(ranks) - len(inner)
     if remote:
         peer = next(r for r in ranks if topo.domain(r) != topo.domain(source))

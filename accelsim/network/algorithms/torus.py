@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import Phase, Plan, Request, phase, plan, ring_streams, ring_volume
@@ -49,7 +51,7 @@ def axis_phases(topo: Topology, spans: list[list[int]], base: int, kind: str, pa
         held = part_bytes
         for axis in order:
             volume, _ = ring_volume("reduce-scatter", len(lines[axis]), held)
-            phases.append(phase(topo, ring_streams(lines[axis], volume), ring_steps(topo, lines[axis], axis), proto))
+            phases.append(_axis_phase(topo, lines[axis], axis, volume, proto))
             held /= len(lines[axis])
     if kind in ("all-gather", "all-reduce"):
         gather_order = order[::-1] if kind == "all-reduce" else order
@@ -57,14 +59,29 @@ def axis_phases(topo: Topology, spans: list[list[int]], base: int, kind: str, pa
         for axis in gather_order:
             held *= len(lines[axis])
             volume, _ = ring_volume("all-gather", len(lines[axis]), held)
-            phases.append(phase(topo, ring_streams(lines[axis], volume), ring_steps(topo, lines[axis], axis), proto))
+            phases.append(_axis_phase(topo, lines[axis], axis, volume, proto))
     return phases
 
 
-def ring_steps(topo: Topology, line: list[int], axis: int) -> int:
-    """Hops of a bidirectional reduce-scatter or all-gather along ``line``: on a closed
-    ring each half goes half way round (m // 2, the scaling book's |X| / 2); on a line
-    the far end is m - 1 hops away."""
+def _axis_phase(topo: Topology, line: list[int], axis: int, volume: float, proto: Protocol | None) -> Phase:
+    """A bidirectional ring along ``line``. On a closed ring each half goes half way
+    round (m // 2 steps, the scaling book's |X| / 2 hops); on a line (no wraparound, or
+    part of an axis) the far end is m - 1 steps away, and the ring's closing stream runs
+    back along the line, doubling its links' load. A step costs one neighbour-to-neighbour
+    route, not the closing one."""
     m = len(line)
-    closed = m == topo.shape[axis] and topo.wraparound[axis]
-    return m // 2 if closed else m - 1
+    steps = m // 2 if closes(topo, line, axis) else m - 1
+    ring = phase(topo, ring_streams(line, volume), steps, proto)
+    step_s = topo.route_latency_s(topo.route(line[0], line[1]))
+    if proto is not None:
+        step_s = proto.step_latency_s
+    return dataclasses.replace(ring, latency_s=steps * step_s)
+
+
+def closes(topo: Topology, line: list[int], axis: int) -> bool:
+    """Does the ring's last-to-first hop go on round the axis (through a wraparound),
+    rather than back along the line?"""
+    size = topo.shape[axis]
+    first, last = topo.coords(line[0])[axis], topo.coords(line[-1])[axis]
+    forward = (first - last) % size
+    return topo.wraparound[axis] and forward <= size - forward

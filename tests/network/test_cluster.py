@@ -1,0 +1,73 @@
+"""Clusters: NVSwitch nodes joined by NICs on a non-blocking fabric."""
+
+import pytest
+
+from accelsim.arch.model import load_arch
+from accelsim.network import build_topology, simulate_collective
+from accelsim.network.collectives import Request, get_algorithm
+from accelsim.network.simulate import run_plans
+
+GB = 1e9
+S = 2**30
+PS = 1e-12
+
+
+def test_gpus_of_a_node_talk_over_nvlink_and_nodes_over_their_nics(ideal_cluster):
+    topo = ideal_cluster()
+    assert topo.route(0, 3) == ("gpu0->switch", "switch->gpu3")
+    assert topo.route(1, 6) == ("node0.nic1->fabric", "fabric->node1.nic2")
+
+
+def test_ring_across_nodes_is_limited_by_all_the_nics_of_a_node(ideal_cluster):
+    """NCCL's ring leaves each node through every NIC: 4 NICs x 10 GB/s carry the ring's
+    2(n-1)/n S crossing, against 100 GB/s of NVLink per GPU."""
+    topo = ideal_cluster()
+    r = simulate_collective(topo, "all-reduce", S, "ring")
+    assert r.latency_s == pytest.approx(2 * 7 / 8 * S / (4 * 10 * GB), abs=4 * PS)
+
+
+def test_fewer_nics_than_gpus_share_them(ideal_cluster):
+    four = simulate_collective(ideal_cluster(nics=4), "all-reduce", S, "ring")
+    two = simulate_collective(ideal_cluster(nics=2), "all-reduce", S, "ring")
+    assert two.latency_s == pytest.approx(2 * four.latency_s, rel=1e-9)
+
+
+def test_hierarchical_is_inner_reduce_scatter_rail_all_reduce_inner_all_gather(ideal_cluster):
+    topo = ideal_cluster()
+    r = simulate_collective(topo, "all-reduce", S, "hierarchical")
+    inner = 3 / 4 * S / (100 * GB)  # ring reduce-scatter and all-gather over 4 GPUs on NVLink
+    rail = 2 * 1 / 2 * (S / 4) / (10 * GB)  # 2-node ring per rail: both halves to the one peer, on one NIC
+    assert r.latency_s == pytest.approx(2 * inner + rail, abs=8 * PS)
+
+
+def test_node_crossings_pay_the_fabric_latency_per_crossing_step(ideal_cluster, tuning):
+    fast = simulate_collective(ideal_cluster(tuning=tuning()), "all-reduce", 1024, "ring/ll")
+    slow = simulate_collective(ideal_cluster(tuning=tuning(), fabric_latency_s=1e-6), "all-reduce", 1024, "ring/ll")
+    # 8 ranks over 2 nodes: 14 steps, 4 of them (2 per pass round the ring) cross a node
+    assert slow.latency_s - fast.latency_s == pytest.approx(4e-6, abs=1e-9)
+
+
+def test_two_rail_groups_on_one_nic_share_it(ideal_cluster):
+    topo = ideal_cluster(nics=2)
+    rail0 = get_algorithm("ring")(topo, Request(kind="all-reduce", size_bytes=S, ranks=(0, 4)))
+    rail1 = get_algorithm("ring")(topo, Request(kind="all-reduce", size_bytes=S, ranks=(1, 5)))
+    rail2 = get_algorithm("ring")(topo, Request(kind="all-reduce", size_bytes=S, ranks=(2, 6)))
+    alone = run_plans(topo, [rail0])[0]
+    assert run_plans(topo, [rail0, rail1]) == [pytest.approx(2 * alone, rel=1e-9)] * 2
+    assert run_plans(topo, [rail0, rail2]) == [alone, alone]
+
+
+def test_a_configured_cluster_builds_and_simulates():
+    topo = build_topology(load_arch("h100-ib-cluster", ["nodes=4"]))
+    assert (topo.kind, topo.ranks, topo.local_ranks) == ("cluster", 32, 8)
+    r = simulate_collective(topo, "all-reduce", S)
+    assert r.algorithm in ("ring", "tree") and r.busbw_bytes_per_s < 8 * 50 * GB
+
+
+@pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"])
+def test_plan_for_takes_any_group_on_a_cluster(ideal_cluster, kind):
+    from accelsim.network import make_request, plan_for
+
+    topo = ideal_cluster(nodes=3)
+    for group in ([1, 2], [0, 4, 8], [0, 1, 2, 5, 9], list(range(12))):
+        assert plan_for(topo, make_request(topo, kind, 2**20, group=group)).lanes
