@@ -13,8 +13,9 @@ from accelsim.network.topology import Topology
 
 def auto_candidates(topo: Topology, req: Request) -> list[str]:
     """Point-to-point kinds go direct. On GPU systems all-reduce considers NVLS (a switch
-    that reduces, the group inside one node), the ring, and across nodes the double
-    binary tree; the other kinds use the ring. On TPUs XLA uses rings: per axis on a
+    that reduces, the group inside one node) and the ring; across nodes the ring, the
+    double binary tree and, with NVLS, NVLS inside nodes and a tree across them; the
+    other kinds use the ring. On TPUs XLA uses rings: per axis on a
     slice, hierarchical across slices. One-shot, two-shot, halving-doubling and the
     unidirectional ring are never picked: they are there to compare with."""
     if req.kind in POINT_TO_POINT:
@@ -22,8 +23,6 @@ def auto_candidates(topo: Topology, req: Request) -> list[str]:
     if topo.kind in ("torus", "multislice") or req.kind != "all-reduce":
         return ["ring"]
     spans_nodes = len(by_domain(topo, req.ranks)) > 1
-    out = ["nvls"] if topo.nvls and not spans_nodes else []
-    out.append("ring")
-    if spans_nodes:
-        out.append("tree")
-    return out
+    if not spans_nodes:
+        return ["nvls", "ring"] if topo.nvls else ["ring"]
+    return ["ring", "tree"] + (["nvls-tree"] if topo.nvls else [])

@@ -60,3 +60,10 @@ def product(values: Sequence[int]) -> int:
     return out
 
 
+def rails_of_first_nic(topo: Topology, columns: list[list[int]]) -> list[list[int]]:
+    """The rails that share the first rail's NIC: what a rail collective must simulate
+    to see NIC sharing (on DCN every chip has its own port, so the first rail alone)."""
+    if topo.kind != "cluster":
+        return columns[:1]
+    nic = topo.nic_of(columns[0][0])[1]
+    return [c for c in columns if topo.nic_of(c[0])[1] == nic]

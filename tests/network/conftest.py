@@ -34,10 +34,10 @@ def ideal_torus():
 def ideal_cluster():
     """Nodes of 4 GPUs (100 GB/s NVLink up and down), NICs of 10 GB/s on a non-blocking fabric."""
 
-    def make(*, nodes=2, gpus=4, nics=4, fabric_latency_s=0.0, tuning=None):
+    def make(*, nodes=2, gpus=4, nics=4, fabric_latency_s=0.0, tuning=None, nvls=False):
         return cluster(name="ideal-cluster", nodes=nodes, gpus_per_node=gpus, uplink_bytes_per_s=100 * GB,
                        hop_latency_s=0.0, switch_latency_s=0.0, nics_per_node=nics, nic_bytes_per_s=10 * GB,
-                       fabric_latency_s=fabric_latency_s, nvls=False, launch_s=0.0, tuning=tuning)
+                       fabric_latency_s=fabric_latency_s, nvls=nvls, launch_s=0.0, tuning=tuning)
 
     return make
 

@@ -40,6 +40,13 @@ def test_hierarchical_is_inner_reduce_scatter_rail_all_reduce_inner_all_gather(i
     assert r.latency_s == pytest.approx(2 * inner + rail, abs=8 * PS)
 
 
+def test_nvls_tree_reduces_in_the_switch_and_trees_the_shards_across_nodes(ideal_cluster):
+    r = simulate_collective(ideal_cluster(nvls=True), "all-reduce", S, "nvls-tree")
+    switch = S / (100 * GB)  # each GPU sends the buffer up (reduce), receives it down (multicast)
+    tree = (S / 4) / 2 / (10 * GB)  # 2 nodes: each tree edge carries half a GPU's shard, up then down
+    assert r.latency_s == pytest.approx(2 * switch + 2 * tree, abs=8 * PS)
+
+
 def test_node_crossings_pay_the_fabric_latency_per_crossing_step(ideal_cluster, tuning):
     fast = simulate_collective(ideal_cluster(tuning=tuning()), "all-reduce", 1024, "ring/ll")
     slow = simulate_collective(ideal_cluster(tuning=tuning(), fabric_latency_s=1e-6), "all-reduce", 1024, "ring/ll")

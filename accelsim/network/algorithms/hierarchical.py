@@ -7,7 +7,7 @@ from accelsim.errors import InputError
 from accelsim.network.collectives import (
     Phase, Plan, Request, best_protocol, needs, phase, plan, register, ring_streams, ring_volume,
 )
-from accelsim.network.groups import box, by_domain, rails, same_local_layout
+from accelsim.network.groups import box, by_domain, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.topology import Topology
 
 
@@ -31,7 +31,7 @@ def hierarchical(topo: Topology, req: Request, proto: Protocol | None = None) ->
     def build(p: Protocol | None) -> Plan:
         inner = parts[sorted(parts)[0]]
         k = len(inner)
-        columns = _rails_of_first_nic(topo, rails(topo, parts))
+        columns = rails_of_first_nic(topo, rails(topo, parts))
         lanes = []
         for lane, inner_part in _inner_parts(topo, inner):
             head = _inner(topo, inner, lane, "reduce-scatter", req.size_bytes * inner_part, p)
@@ -74,11 +74,3 @@ def _across(topo: Topology, columns: list[list[int]], kind: str, shard: float, p
     volume, steps = ring_volume(kind, len(columns[0]), shard)
     streams = [s for column in columns for s in ring_streams(column, volume)]
     return [phase(topo, streams, steps, proto)]
-
-
-def _rails_of_first_nic(topo: Topology, columns: list[list[int]]) -> list[list[int]]:
-    """The rails that share the first rail's NIC (all of them share nothing on DCN)."""
-    if topo.kind != "cluster":
-        return columns[:1]
-    nic = topo.nic_of(columns[0][0])[1]
-    return [c for c in columns if topo.nic_of(c[0])[1] == nic]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.collectives import Phase, Plan, Request, Transfer, needs, register
-from accelsim.network.groups import by_domain
+from accelsim.network.algorithms.tree import tree_depth, tree_streams
+from accelsim.network.collectives import Phase, Plan, Request, Transfer, needs, phase, register
+from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.topology import Topology, downlink, uplink
 
 
@@ -29,3 +30,40 @@ def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
                     launch_s=tuning.nvls_latency_s, protocol="simple")
     hop = topo.route_latency_s(topo.route(req.ranks[0], req.ranks[-1]))
     return Plan(algorithm="nvls", lanes=((Phase(transfers=transfers, latency_s=2 * hop),),), launch_s=topo.launch_s)
+
+
+@register("nvls-tree")
+def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
+    """All-reduce across the nodes of a cluster (NCCL's NVLS_TREE): NVLS reduces inside
+    each node (each GPU sends the buffer up, the switch hands it back 1/k of the sum),
+    a double binary tree per rail reduces and broadcasts those shards across nodes over
+    the NICs, and NVLS multicasts the result inside each node (1/k up, the buffer down).
+    The rails sharing the first rail's NIC and the first node's GPUs are simulated."""
+    if not (topo.kind == "cluster" and topo.nvls):
+        raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", source="--algorithm")
+    needs(req, ("all-reduce",), "nvls-tree")
+    parts = by_domain(topo, req.ranks)
+    if len(parts) < 2 or not same_local_layout(topo, parts):
+        raise InputError("nvls-tree needs a group spanning several nodes with the same GPUs in each",
+                         source="--algorithm")
+    inner = parts[min(parts)]
+    shard = req.size_bytes / len(inner)
+    efficiency = topo.tuning.nvls_efficiency if topo.tuning else 1.0
+    simple = topo.tuning.protocols["simple"] if topo.tuning else None
+
+    def switch_phase(up_bytes: float, down_bytes: float) -> Phase:
+        transfers = [t for g in inner for t in (Transfer(links=(uplink(g),), bytes=up_bytes, efficiency=efficiency),
+                                               Transfer(links=(downlink(g),), bytes=down_bytes, efficiency=efficiency))]
+        return Phase(transfers=tuple(transfers), latency_s=0.0)
+
+    columns = rails_of_first_nic(topo, rails(topo, parts))
+    up, down = [], []
+    for column in columns:
+        u, d = tree_streams(column, shard)
+        up += u
+        down += d
+    depth = tree_depth(len(columns[0]))
+    lane = [switch_phase(req.size_bytes, shard), phase(topo, up, depth, simple), phase(topo, down, depth, simple),
+            switch_phase(shard, req.size_bytes)]
+    launch = topo.tuning.nvls_latency_s if topo.tuning else topo.launch_s
+    return Plan(algorithm="nvls-tree", lanes=(tuple(lane),), launch_s=launch, protocol="simple" if simple else "")

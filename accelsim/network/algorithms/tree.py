@@ -19,19 +19,31 @@ def double_binary_tree(topo: Topology, req: Request, proto: Protocol | None = No
     2 log2(n) steps, against the ring's 2(n-1)/n S / B and 2(n-1) steps."""
     needs(req, ("all-reduce",), "tree")
     ranks = list(req.ranks)
-    depth = math.ceil(math.log2(len(ranks) + 1)) - 1 if len(ranks) > 1 else 0
+    depth = tree_depth(len(ranks))
 
     def build(p: Protocol | None) -> Plan:
-        up: list[Stream] = []
-        down: list[Stream] = []
-        for order in (ranks, ranks[::-1]):
-            for i in range(1, len(order)):
-                parent = order[(i - 1) // 2]
-                up.append((order[i], parent, req.size_bytes / 2))
-                down.append((parent, order[i], req.size_bytes / 2))
+        up, down = tree_streams(ranks, req.size_bytes)
         return plan("tree", topo, [[phase(topo, up, depth, p), phase(topo, down, depth, p)]], p)
 
     return best_protocol(topo, build) if proto is None else build(proto)
+
+
+def tree_depth(n: int) -> int:
+    return math.ceil(math.log2(n + 1)) - 1 if n > 1 else 0
+
+
+def tree_streams(ranks: list[int], nbytes: float) -> tuple[list[Stream], list[Stream]]:
+    """(reduce, broadcast) streams of a double binary tree over ``ranks`` carrying
+    ``nbytes``: half on the heap-ordered tree over the ranks, half on the one over them
+    reversed."""
+    up: list[Stream] = []
+    down: list[Stream] = []
+    for order in (ranks, ranks[::-1]):
+        for i in range(1, len(order)):
+            parent = order[(i - 1) // 2]
+            up.append((order[i], parent, nbytes / 2))
+            down.append((parent, order[i], nbytes / 2))
+    return up, down
 
 
 @register("halving-doubling")
