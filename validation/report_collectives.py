@@ -25,6 +25,7 @@ import yaml
 
 from accelsim.arch.model import load_arch
 from accelsim.network import build_topology, simulate_collective
+from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
 from accelsim.validate.calibrate import is_held_out
 from accelsim.validate.collectives import (
@@ -165,22 +166,6 @@ def _max(values: list[float]) -> str:
 # ------------------------------------------------------------------ TPU: the scaling book
 
 
-def scaling_book_all_gather_s(volume_bytes: float, axes: list[int], wraps: list[bool], link_bytes_per_s: float,
-                              hop_s: float) -> tuple[float, float] | None:
-    """The JAX scaling book's all-gather time on ICI (sharding.md @04d8de58, "What happens
-    when we AllGather over multiple axes?" and Pop Quiz 2) as its (latency, bandwidth)
-    terms, the time being their max: with wraparound on every axis, T_min sum|X_i| / 2
-    and V (N-1)/N / (W_bidir n_axes); on one axis without wraparound, (N-1) hops and
-    (N-1) shards at the unidirectional link bandwidth. None where the book gives no
-    formula (several axes, some without wraparound)."""
-    n = math.prod(axes)
-    if all(wraps):
-        return hop_s * sum(axes) / 2, volume_bytes * (n - 1) / n / (2 * link_bytes_per_s * len(axes))
-    if len(axes) == 1:
-        return hop_s * (axes[0] - 1), volume_bytes * (n - 1) / n / link_bytes_per_s
-    return None
-
-
 TPU_CASES = (
     ("tpu-v5e-16x16", "full slice", None), ("tpu-v5e-16x16", "one axis (16, wraps)", 0),
     ("tpu-v5p-8x8x8", "full slice", None), ("tpu-v4-4x4x4", "full slice", None),
@@ -197,14 +182,11 @@ def tpu_rows(sizes=(1 * MIB, 64 * MIB, 256 * MIB, 1 * GIB)) -> tuple[str, float]
     worst = 0.0
     for system, label, axis in TPU_CASES:
         topo = build_topology(load_arch(system))
-        if axis is None:
-            group, axes, wraps = list(range(topo.ranks)), list(topo.shape), list(topo.wraparound)
-        else:
-            group, axes, wraps = topo.axis_rings(axis)[0], [topo.shape[axis]], [topo.wraparound[axis]]
+        group, axes, wraps = torus_case(topo, axis)
         link = next(iter(topo.links.values()))
         for size in sizes:
-            latency, bandwidth = scaling_book_all_gather_s(size, axes, wraps, link.bandwidth_bytes_per_s,
-                                                           link.latency_s)
+            latency, bandwidth = scaling_book_all_gather_terms(size, axes, wraps, link.bandwidth_bytes_per_s,
+                                                               link.latency_s)
             book = max(latency, bandwidth)
             sim = simulate_collective(topo, "all-gather", size, group=group).latency_s
             err = sim / book - 1
