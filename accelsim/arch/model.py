@@ -25,6 +25,7 @@ class MatrixUnit:
     shape: tuple[int, ...]
     flops_per_cycle_per_core: Mapping[str, float]
     efficiency: float
+    chained_efficiency: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,6 +296,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             shape=tuple(mu.shape.value),
             flops_per_cycle_per_core=MappingProxyType(dict(mu.flops_per_cycle_per_core.value)),
             efficiency=mu.efficiency.value,
+            chained_efficiency=(mu.chained_efficiency or mu.efficiency).value,
         ),
         vector=VectorUnit(
             shape=tuple(vu.shape.value) if vu.shape else None,

@@ -134,7 +134,8 @@ def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
 
 def _capacities(chip: Chip, cores: int, hbm_share: float = 1.0) -> dict[str, float]:
     caps = {
-        "core": float(cores),
+        "matrix": float(cores),
+        "vector": float(cores),
         "local_memory": cores * chip.local.bandwidth_bytes_per_cycle * chip.clock_hz,
         "port": cores * chip.local.fill_bandwidth_bytes_per_cycle * chip.clock_hz,
         "hbm": chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency * hbm_share,
@@ -151,12 +152,10 @@ def _seconds(ps: int) -> float:
 def _utilization(used: dict[str, float], caps: dict[str, float], costs: ProgramCosts, body_s: float) -> dict[str, float]:
     if body_s <= 0:
         return {}
-    out = {}
-    matrix_s, vector_s = costs.matrix_s.sum(), costs.vector_s.sum()
-    busy = matrix_s + vector_s
-    core_use = used.get("core", 0.0) / (caps["core"] * body_s)
-    out["matrix_unit"] = core_use * (matrix_s / busy if busy else 0.0)
-    out["vector_unit"] = core_use * (vector_s / busy if busy else 0.0)
+    out = {
+        "matrix_unit": used.get("matrix", 0.0) / (caps["matrix"] * body_s),
+        "vector_unit": used.get("vector", 0.0) / (caps["vector"] * body_s),
+    }
     for name in ("local_memory", "port", "shared_cache", "hbm"):
         if name in caps:
             out[name] = used.get(name, 0.0) / (caps[name] * body_s)
@@ -164,15 +163,11 @@ def _utilization(used: dict[str, float], caps: dict[str, float], costs: ProgramC
 
 
 def _bound(utilization: dict[str, float]) -> str:
-    """The busiest resource. Matrix and vector units share a core's issue time, so the
-    core counts as one resource, named after whichever unit took more of it."""
+    """The busiest resource, or ``latency`` if none is busy enough."""
     if not utilization:
         return "latency"
-    candidates = {k: v for k, v in utilization.items() if k not in ("matrix_unit", "vector_unit")}
-    matrix, vector = utilization.get("matrix_unit", 0.0), utilization.get("vector_unit", 0.0)
-    candidates["matrix_unit" if matrix >= vector else "vector_unit"] = matrix + vector
-    name = max(candidates, key=lambda k: (candidates[k], k))
-    return name if candidates[name] >= LATENCY_BOUND_BELOW else "latency"
+    name = max(utilization, key=lambda k: (utilization[k], k))
+    return name if utilization[name] >= LATENCY_BOUND_BELOW else "latency"
 
 
 def _replay(caps: dict[str, float], timeline: bool):
@@ -213,12 +208,14 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelS
 @dataclass(frozen=True)
 class ProgramTimes:
     """What one program needs on an SM, split so that co-resident programs can share it:
-    ``exposed`` latency and overhead it always pays, ``sm`` seconds of the SM's own
-    throughput (compute, local memory, its port), which co-residents divide, and
-    ``latency_bound`` seconds its pipeline needs to keep loads in flight."""
+    ``exposed`` latency and overhead it always pays, ``sm`` seconds of the SM's busiest
+    unit (matrix, vector, local memory, its port), which co-residents divide, ``chain``
+    seconds its own instruction streams need when their matrix and vector work wait on
+    each other, and ``latency_bound`` seconds its pipeline needs to keep loads in flight."""
 
     exposed: np.ndarray
     sm: np.ndarray
+    chain: np.ndarray
     latency_bound: np.ndarray
     serial: bool
     """No pipelining (depth 1): latency, transfer and compute add up."""
@@ -228,10 +225,20 @@ class ProgramTimes:
         exposed, sm = self.exposed[programs], self.sm[programs]
         if self.serial:
             return exposed + residents * sm
-        return exposed + np.maximum(residents * sm, self.latency_bound[programs])
+        return exposed + np.maximum.reduce([residents * sm, self.chain[programs], self.latency_bound[programs]])
 
 
-def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int) -> ProgramTimes:
+def instruction_streams(trace: KernelTrace, chip: Chip) -> int:
+    """Independent instruction streams of one program on an SM: its warps spread over
+    the SM's sub-partitions, one tensor core each (a Hopper warpgroup is one stream).
+    While one stream waits on its softmax, another's MMAs keep the tensor cores busy."""
+    return max(1, trace.kernel.resources.warps // chip.matrix.units_per_core)
+
+
+def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int = 1) -> ProgramTimes:
+    """Per-program seconds on an SM. Matrix and vector units are separate pipes: the
+    SM's busiest unit bounds throughput, and one program's own matrix and vector work
+    overlap only across its ``streams`` (:func:`instruction_streams`)."""
     clock = chip.clock_hz
     compute = costs.matrix_s + costs.vector_s
     local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
@@ -247,7 +254,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
         return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
-                            np.zeros_like(port), True)
+                            np.zeros_like(port), np.zeros_like(port), True)
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
     # loads overlap compute while `depth - 1` are in flight (Little's law).
@@ -256,8 +263,10 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     return ProgramTimes(
         exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + chip.program_overhead_s,
         sm=np.maximum.reduce([
-            compute, (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
+            costs.matrix_s, costs.vector_s,
+            (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
         ]),
+        chain=compute / streams,
         latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
         serial=False,
     )
@@ -319,10 +328,11 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         hits = cache_hit_bytes(trace, concurrency=slots, capacity_bytes=chip.shared_cache.capacity_bytes)
     else:
         hits = np.zeros(costs.num_programs)
-    times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth)
+    times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
     hbm = costs.read_bytes - hits + costs.write_bytes
     demand = {
-        "core": costs.matrix_s + costs.vector_s,
+        "matrix": costs.matrix_s,
+        "vector": costs.vector_s,
         "local_memory": costs.local_bytes,
         "port": costs.read_bytes + costs.write_bytes + costs.pinned_bytes,
         "hbm": hbm,
@@ -436,7 +446,8 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         )
         flow = Flow(
             name=f"TensorCore {core}",
-            demand={"core": float((costs.matrix_s + costs.vector_s)[mine].sum()),
+            demand={"matrix": float(costs.matrix_s[mine].sum()),
+                    "vector": float(costs.vector_s[mine].sum()),
                     "local_memory": float(costs.local_bytes[mine].sum()),
                     "port": float(hbm[mine].sum()),
                     "hbm": float(hbm[mine].sum())},

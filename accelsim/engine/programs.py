@@ -101,14 +101,28 @@ def executed_matrix_flops(chip: Chip, shape: list[int]) -> float:
     return 2.0 * padded[0] * padded[1] * padded[2]
 
 
-def _matrix_rate(chip: Chip, dtype: str) -> float:
+def _matrix_rate(chip: Chip, dtype: str, chained: bool = False) -> float:
     table = chip.matrix.flops_per_cycle_per_core
     if dtype not in table:
         raise InputError(
             f"chip {chip.name!r} has no matrix-unit rate for {dtype}; it has: {', '.join(table)}",
             field="compute.dtype",
         )
-    return table[dtype] * chip.clock_hz * chip.matrix.efficiency
+    efficiency = chip.matrix.chained_efficiency if chained else chip.matrix.efficiency
+    return table[dtype] * chip.clock_hz * efficiency
+
+
+def is_chained(step: Step) -> bool:
+    """Whether the step's matrix work waits on its vector work: a matrix operation comes
+    after vector or special-function work in the same step (attention's PV after the
+    softmax of QK^T). A GEMM's k-step (matrix work only) is not chained."""
+    seen_vector = False
+    for compute in step.compute:
+        if compute.unit != "matrix":
+            seen_vector = True
+        elif seen_vector:
+            return True
+    return False
 
 
 def _vector_rate(chip: Chip, dtype: str) -> float:
@@ -119,13 +133,14 @@ def _vector_rate(chip: Chip, dtype: str) -> float:
     return per_cycle * chip.clock_hz * chip.vector.efficiency
 
 
-def _compute_cost(chip: Chip, compute: Compute) -> tuple[float, float, float, float]:
+def _compute_cost(chip: Chip, compute: Compute, chained: bool = False) -> tuple[float, float, float, float]:
     """(matrix_s, vector_s, matrix operand bytes from local memory, flops) of one iteration."""
     if compute.unit == "matrix":
+        rate = _matrix_rate(chip, compute.dtype, chained)
         if compute.shape is None:
-            return compute.flops / _matrix_rate(chip, compute.dtype), 0.0, 0.0, compute.flops
+            return compute.flops / rate, 0.0, 0.0, compute.flops
         m, n, k = compute.shape
-        seconds = compute.count * executed_matrix_flops(chip, compute.shape) / _matrix_rate(chip, compute.dtype)
+        seconds = compute.count * executed_matrix_flops(chip, compute.shape) / rate
         operand_bytes = compute.count * (m * k + k * n) * DTYPE_BYTES[compute.dtype]
         return seconds, 0.0, operand_bytes, compute.flops
     if compute.unit == "vector":
@@ -162,8 +177,9 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             per_iter = dict.fromkeys(acc, 0.0)
             per_iter["iterations"] = 1.0
             per_iter["read_iterations"] = float(any(x.direction == "read" for x in step.transfers))
+            chained = is_chained(step)
             for compute in step.compute:
-                matrix_s, vector_s, operand_bytes, flops = _compute_cost(chip, compute)
+                matrix_s, vector_s, operand_bytes, flops = _compute_cost(chip, compute, chained)
                 per_iter["matrix_s"] += matrix_s
                 per_iter["vector_s"] += vector_s
                 per_iter["local_bytes"] += operand_bytes

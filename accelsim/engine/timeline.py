@@ -11,7 +11,9 @@ from accelsim.units import PS_PER_S
 
 _US_PER_PS = 1e6 / PS_PER_S
 _COUNTER_UNITS = {"hbm": "HBM GB/s", "shared_cache": "L2/CMEM GB/s", "port": "core ports GB/s",
-                  "local_memory": "local memory GB/s", "core": "busy cores"}
+                  "local_memory": "local memory GB/s", "matrix": "busy matrix units (cores)",
+                  "vector": "busy vector units (cores)"}
+_UNITLESS = ("matrix", "vector")
 
 
 def chrome_trace(sim: KernelSimulation) -> dict[str, Any]:
@@ -29,7 +31,7 @@ def chrome_trace(sim: KernelSimulation) -> dict[str, Any]:
         })
     for now_ps, rates in sim.counters:
         for resource, rate in rates.items():
-            scale = 1.0 if resource == "core" else 1e-9
+            scale = 1.0 if resource in _UNITLESS else 1e-9
             events.append({
                 "ph": "C", "pid": 1, "name": _COUNTER_UNITS.get(resource, resource),
                 "ts": launch_us + now_ps * _US_PER_PS, "args": {"value": rate * scale},

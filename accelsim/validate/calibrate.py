@@ -52,6 +52,7 @@ class Parameter:
 
 PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
     "matrix_unit.efficiency": lambda c: c.matrix.efficiency,
+    "matrix_unit.chained_efficiency": lambda c: c.matrix.chained_efficiency,
     "vector_unit.efficiency": lambda c: c.vector.efficiency,
     "hbm.efficiency": lambda c: c.hbm.efficiency,
     "shared_cache.efficiency": lambda c: c.shared_cache.efficiency if c.shared_cache else None,
@@ -62,6 +63,7 @@ PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
 
 DEFAULT_PARAMETERS = (
     Parameter("matrix_unit.efficiency", 0.3, 1.0),
+    Parameter("matrix_unit.chained_efficiency", 0.2, 1.0),
     Parameter("vector_unit.efficiency", 0.2, 1.0),
     Parameter("hbm.efficiency", 0.4, 1.0),
     Parameter("shared_cache.efficiency", 0.3, 1.0),
