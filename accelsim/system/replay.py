@@ -37,8 +37,8 @@ import simpy
 from accelsim.arch.model import Arch, Chip
 from accelsim.engine.fluid import FluidResources
 from accelsim.errors import InputError
-from accelsim.network import build_topology, plan_for, play_plan
-from accelsim.network.collectives import Phase, Plan, Request, Transfer
+from accelsim.network import build_topology, links_of, plan_for, play_plan
+from accelsim.network.collectives import Plan, Request
 from accelsim.network.topology import Topology
 from accelsim.system.costs import CostModel
 from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, SystemTrace
@@ -136,6 +136,9 @@ class ReplayResult:
     ops: int
     """Ops over every device (an SPMD op counts once per device)."""
     comm_instances: int
+    """Collective and transfer instances played on the links."""
+    comm_groups_folded: int
+    """Replica groups not played because a folded class played a translate of them."""
     kernels_simulated: int
     events: int
     sim_wall_s: float
@@ -161,6 +164,7 @@ class ReplayResult:
             "replayed_classes": len(self.classes),
             "ops": self.ops,
             "comm_instances": self.comm_instances,
+            "comm_groups_folded": self.comm_groups_folded,
             "kernels_simulated": self.kernels_simulated,
             "devices": [d.as_dict() for d in self.devices],
             "links": [l.__dict__.copy() for l in self.links],
@@ -330,17 +334,13 @@ class _Replay:
         self.trace = trace
         self.options = options
         self.topo: Topology = build_topology(system)
-        self.chip: Chip = system.chip
+        self.chip: Chip = chip_of(system)
         if trace.num_devices > self.topo.ranks:
             raise InputError(f"the trace has {trace.num_devices} devices; {self.topo.name!r} has {self.topo.ranks}",
                              field="num_devices")
         self.sm_fraction, self.hbm_fraction = comm_fractions(self.chip, options)
         self.costs = CostModel(self.chip, base_dir)
         self.env = _CountingEnv()
-        self.pool = FluidResources(self.env, {n: l.bandwidth_bytes_per_s for n, l in self.topo.links.items()})
-        self.link_counters: list[tuple[int, float]] = []
-        if options.timeline:
-            self.pool.observer = lambda now, pool: self.link_counters.append((now, sum(pool.rates().values())))
         self.classes: list[_Class] = []
         self.class_of_device: dict[int, int] = {}
         for p, program in enumerate(trace.programs):
@@ -349,11 +349,21 @@ class _Replay:
             for devices in groups:
                 self._add_class(prog, devices)
         self.instances: dict[tuple, _Instance] = {}
-        self.plans: dict[tuple, Plan] = {}
+        self.plans: dict[tuple, Plan | None] = {}
+        self.independent: dict[tuple, bool] = {}
+        self.folded_groups = 0
         self.comm_instances = 0
         self.completed: deque[tuple[_Class, int]] = deque()
         self.draining = False
         self.segments: list[Segment] = []
+        self.joined: dict[tuple[int, int], dict[tuple, list]] = {}
+        used = self._plan_everything()
+        # one pool for every link any collective of the trace crosses (the others would only
+        # add columns to every reallocation)
+        self.pool = FluidResources(self.env, {n: self.topo.links[n].bandwidth_bytes_per_s for n in sorted(used)})
+        self.link_counters: list[tuple[int, float]] = []
+        if options.timeline:
+            self.pool.observer = lambda now, pool: self.link_counters.append((now, sum(pool.rates().values())))
 
     def _add_class(self, prog: _Compiled, devices: list[int]) -> None:
         n = len(prog.program.ops)
@@ -532,12 +542,7 @@ class _Replay:
     # -------------------------------------------------------------- communication
 
     def _arrive(self, cls: _Class, i: int, op: Op) -> None:
-        keys = cls.prog.comm_keys[i]
-        joined: dict[tuple, list[int]] = {}
-        for d in cls.devices:
-            if d in keys:
-                key, ranks = keys[d]
-                joined.setdefault(key, [ranks, 0])[1] += 1
+        joined = self.joined[cls.id, i]
         if not joined:
             self._complete(cls, i)  # no device of this class takes part (a permute that skips it)
             return
@@ -545,7 +550,7 @@ class _Replay:
         for key, (ranks, count) in joined.items():
             inst = self.instances.get(key)
             if inst is None:
-                inst = _Instance(key=key, kind=op.kind if op.kind not in P2P_KINDS else "send/recv",
+                inst = _Instance(key=key, kind=_instance_kind(op),
                                  bytes=op.bytes, ranks=ranks, expected=len(ranks), first=(cls.devices[0], cls.id, i))
                 self.instances[key] = inst
             else:
@@ -555,8 +560,55 @@ class _Replay:
             if inst.arrived == inst.expected:
                 self._launch(inst)
 
+    def _plan_everything(self) -> set[str]:
+        """Before the run: which instances each class's comm ops join, their plans, and the
+        links those cross. Bad groups fail here, before any time is simulated."""
+        used: set[str] = set()
+        for cls in self.classes:
+            for i, op in enumerate(cls.prog.program.ops):
+                if not op.is_comm:
+                    continue
+                joined = self._instances_joined(cls, i, op)
+                self.joined[cls.id, i] = joined
+                for (base, _seq), (ranks, _count) in joined.items():
+                    plan = self._plan_of(_instance_kind(op), op.bytes, ranks, base, (cls.prog.index, i))
+                    if plan is not None:
+                        used |= links_of(plan)
+        return used
+
+    def _instances_joined(self, cls: _Class, i: int, op: Op) -> dict[tuple, list]:
+        """Instance key -> [ranks, devices of ``cls`` that join it]. A folded class whose
+        op's groups all lie inside it and use disjoint links plays only the group of its
+        first device: the other groups are its translates and cannot slow it."""
+        keys = cls.prog.comm_keys[i]
+        joined: dict[tuple, list] = {}
+        for d in cls.devices:
+            if d in keys:
+                key, ranks = keys[d]
+                joined.setdefault(key, [ranks, 0])[1] += 1
+        if len(joined) > 1 and self._groups_independent(cls, i, op, joined):
+            key = keys[cls.devices[0]][0]
+            self.folded_groups += len(joined) - 1
+            return {key: joined[key]}
+        return joined
+
+    def _groups_independent(self, cls: _Class, i: int, op: Op, joined: dict[tuple, list]) -> bool:
+        if op.kind not in COLLECTIVE_KINDS or any(count != len(ranks) for ranks, count in joined.values()):
+            return False
+        key = (op.kind, op.bytes, tuple(ranks for ranks, _ in joined.values()))
+        if key not in self.independent:
+            seen: set[str] = set()
+            total = 0
+            for (base, _seq), (ranks, _count) in joined.items():
+                plan = self._plan_of(op.kind, op.bytes, ranks, base, (cls.prog.index, i))
+                names = links_of(plan) if plan is not None else set()
+                total += len(names)
+                seen |= names
+            self.independent[key] = total == len(seen)
+        return self.independent[key]
+
     def _check_match(self, inst: _Instance, cls: _Class, i: int, op: Op) -> None:
-        kind = op.kind if op.kind not in P2P_KINDS else "send/recv"
+        kind = _instance_kind(op)
         if kind != inst.kind or op.bytes != inst.bytes:
             device, c, j = inst.first
             other = self.classes[c].prog
@@ -599,36 +651,38 @@ class _Replay:
         self._drain()
 
     def _plan(self, inst: _Instance) -> Plan | None:
+        device, c, j = inst.first
+        return self._plan_of(inst.kind, inst.bytes, inst.ranks, inst.key[0], (self.classes[c].prog.index, j))
+
+    def _plan_of(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple,
+                 where: tuple[int, int]) -> Plan | None:
         """The plan of an instance (cached by kind, size and ranks); ``None`` when nothing
-        moves (zero bytes, a group of one)."""
-        if inst.bytes <= 0 or len(inst.ranks) < 2:
+        moves (zero bytes, a group of one). ``where`` is (program, op) for errors."""
+        if nbytes <= 0 or len(ranks) < 2:
             return None
-        base = inst.key[0]
-        cache_key = (inst.kind, inst.bytes, base[1] if base[0] == "perm" else inst.ranks)
+        cache_key = (kind, nbytes, base[1] if base[0] == "perm" else ranks)
         if cache_key not in self.plans:
-            self.plans[cache_key] = self._make_plan(inst, base)
+            self.plans[cache_key] = self._make_plan(kind, nbytes, ranks, base, where)
         return self.plans[cache_key]
 
-    def _make_plan(self, inst: _Instance, base: tuple) -> Plan:
+    def _make_plan(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple,
+                   where: tuple[int, int]) -> Plan:
+        """Every instance is planned by :mod:`accelsim.network`: a collective over its
+        group (with ``--algorithm``), a send/recv pair as ``send-recv``, a permute with its
+        pairs (both with the network's own choice of algorithm)."""
+        algorithm = self.options.algorithm
         if base[0] == "p2p":
-            return self._transfers_plan("send/recv", [inst.ranks], inst.bytes)
-        if base[0] == "perm":
-            return self._transfers_plan(PERMUTE_KIND, list(base[1]), inst.bytes)
-        request = Request(kind=inst.kind, size_bytes=float(inst.bytes), ranks=inst.ranks)
+            request, algorithm = Request(kind="send-recv", size_bytes=float(nbytes), ranks=ranks), "auto"
+        elif base[0] == "perm":
+            request = Request(kind=PERMUTE_KIND, size_bytes=float(nbytes), ranks=ranks, pairs=base[1])
+            algorithm = "auto"
+        else:
+            request = Request(kind=kind, size_bytes=float(nbytes), ranks=ranks)
         try:
-            return plan_for(self.topo, request, self.options.algorithm)
+            return plan_for(self.topo, request, algorithm)
         except InputError as exc:
-            device, c, j = inst.first
-            where = f"programs[{self.classes[c].prog.index}].ops[{j}]"
-            raise InputError(f"{exc.message} (ranks {_ranks_text(inst.ranks)} on {self.topo.name})",
-                             field=where) from None
-
-    def _transfers_plan(self, name: str, pairs: list[tuple[int, int]], nbytes: float) -> Plan:
-        """Point-to-point transfers, all at once: one phase, one flow per pair over its route."""
-        transfers = [Transfer(links=self.topo.route(s, t), bytes=nbytes) for s, t in pairs]
-        latency = max(self.topo.route_latency_s(t.links) for t in transfers)
-        return Plan(algorithm=name, lanes=((Phase(transfers=tuple(transfers), latency_s=latency),),),
-                    launch_s=self.topo.launch_s)
+            raise InputError(f"{exc.message} (ranks {_ranks_text(ranks)} on {self.topo.name})",
+                             field=f"programs[{where[0]}].ops[{where[1]}]") from None
 
     # -------------------------------------------------------------- results
 
@@ -649,7 +703,8 @@ class _Replay:
         return ReplayResult(
             trace=self.trace.name, system=self.topo.name, step_time_s=step_s, devices=tuple(devices),
             links=tuple(links), classes=tuple((c.prog.program.name, tuple(c.devices)) for c in self.classes),
-            ops=self.trace.num_ops, comm_instances=self.comm_instances, kernels_simulated=self.costs.kernels_simulated,
+            ops=self.trace.num_ops, comm_instances=self.comm_instances, comm_groups_folded=self.folded_groups,
+            kernels_simulated=self.costs.kernels_simulated,
             events=self.env.processed + self.pool.events, sim_wall_s=wall_s, segments=tuple(self.segments),
             link_counters=tuple(self.link_counters),
         )
@@ -664,6 +719,20 @@ class _Replay:
             comm_s=ps_to_seconds(comm), overlapped_comm_s=ps_to_seconds(cls.both_ps),
             exposed_comm_s=ps_to_seconds(cls.comm_only_ps), idle_s=ps_to_seconds(idle),
         )
+
+
+def _instance_kind(op: Op) -> str:
+    """A send and its recv are one instance, of kind ``send/recv``."""
+    return "send/recv" if op.kind in P2P_KINDS else op.kind
+
+
+def chip_of(system: Arch) -> Chip:
+    """The chip every device of a node, torus, cluster or multislice is."""
+    for attr in ("chip", "node", "slice"):
+        if hasattr(system, attr):
+            inner = getattr(system, attr)
+            return inner if isinstance(inner, Chip) else chip_of(inner)
+    raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", source="--system")
 
 
 def _ranks_text(ranks: tuple[int, ...]) -> str:

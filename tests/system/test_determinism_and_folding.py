@@ -27,7 +27,25 @@ def test_folded_and_unfolded_replays_agree(dgx):
     assert len(folded.classes) == 1 and len(unfolded.classes) == 8
     assert folded.step_time_s == unfolded.step_time_s
     assert folded.devices == unfolded.devices
-    assert folded.links == unfolded.links
+    # the folded class plays the groups of device 0 only: fewer instances, and the links of
+    # device 0's groups carry what they do unfolded
+    assert folded.comm_instances + folded.comm_groups_folded == unfolded.comm_instances
+    busy = {l.link: l for l in unfolded.links}
+    group0 = [l for l in folded.links if l.link.startswith(("gpu0", "gpu1", "gpu2", "gpu3"))]
+    assert len(group0) == 4 and all(busy[l.link] == l for l in group0)
+
+
+def test_groups_that_share_links_are_all_played():
+    """On a 4x4 torus, pairs (0, 2) and (1, 3) along one row both cross the link 1 -> 2:
+    both groups are simulated, so they slow each other as they do unfolded."""
+    from accelsim.arch.model import load_arch
+
+    torus = load_arch("tpu-v5e-4x4")
+    ops = [{"name": "ar", "kind": "all-reduce", "bytes": 64 << 20, "groups": [[0, 2], [1, 3]]}]
+    folded = replay(spmd(ops, devices="0-3", num_devices=16), torus)
+    unfolded = replay(spmd(ops, devices="0-3", num_devices=16), torus, options=ReplayOptions(fold=False))
+    assert folded.comm_groups_folded == 0 and folded.comm_instances == 2
+    assert folded.step_time_s == unfolded.step_time_s
 
 
 def test_a_pipeline_chain_is_not_folded(dgx):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from accelsim.system.replay import replay
+from accelsim.system.replay import ReplayOptions, replay
 from tests.system.conftest import programs, spmd
 
 SIZE = 512 * 2**20
@@ -27,12 +27,15 @@ def test_collectives_on_disjoint_links_do_not_slow_each_other(dgx):
     alone = replay(programs([{"name": "a", "devices": ["0-3"], "ops": [coll("x", [quad[0]], "s1")]}]), dgx)
     both = replay(spmd([coll("x", quad, "s1")]), dgx)
     assert both.step_time_s == pytest.approx(alone.step_time_s, rel=1e-9)
-    assert both.comm_instances == 2
+    unfolded = replay(spmd([coll("x", quad, "s1")]), dgx, options=ReplayOptions(fold=False))
+    assert unfolded.comm_instances == 2 and unfolded.step_time_s == both.step_time_s
+    assert (both.comm_instances, both.comm_groups_folded) == (1, 1)  # the second group is a translate
 
 
-def test_link_bytes_are_conserved(dgx):
-    r = replay(spmd([coll("x", [list(range(8))], "s1")]), dgx)
+def test_links_carry_the_ring_volume(dgx):
+    r = replay(spmd([coll("x", [list(range(8))], "s1")]), dgx, options=ReplayOptions(algorithm="ring"))
     uplinks = [l for l in r.links if l.link.endswith("->switch")]
     per_rank = SIZE * 7 / 8  # a ring all-gather sends (n-1)/n of the output per rank
-    assert sum(l.bytes for l in uplinks) == pytest.approx(8 * per_rank, rel=1e-9)
+    carried = sum(l.bytes for l in uplinks)
+    assert 8 * per_rank <= carried < 1.3 * 8 * per_rank  # the payload, plus NCCL protocol flags
     assert all(0 < l.utilization <= 1 for l in r.links)
