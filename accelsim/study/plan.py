@@ -36,7 +36,7 @@ def plan_sweep(path: str | Path) -> SweepPlan:
     for job in jobs:
         check_job(job, spec, kinds)
     varied = varied_names(spec)
-    _check_pareto(spec, varied)
+    _check_plots_and_pareto(spec, varied)
     return SweepPlan(spec=spec, points=points, jobs=jobs, varied=varied)
 
 
@@ -77,7 +77,11 @@ def _parameter_named(spec: LoadedSpec, field: str | None) -> str | None:
     return None
 
 
-def _check_pareto(spec: LoadedSpec, varied: list[str]) -> None:
+def _check_plots_and_pareto(spec: LoadedSpec, varied: list[str]) -> None:
+    for i, name in enumerate(spec.spec.plots or []):
+        wildcard = name.startswith("utilization.") and "utilization.*" in spec.spec.metrics
+        if name not in spec.spec.metrics and not wildcard:
+            raise spec.error(f"{name!r} is not one of the listed metrics: {', '.join(spec.spec.metrics)}", ("plots", i))
     pareto = spec.spec.pareto
     if pareto is None:
         return

@@ -73,7 +73,8 @@ def quantity(text: object) -> tuple[float, str, float] | None:
 def value_of(raw: Value) -> ParamValue:
     """A value as written in ``values:`` (a number, a quantity string, a bool, a list)."""
     if isinstance(raw, list):
-        return ParamValue(json.dumps(raw), "x".join(str(v) for v in raw), None)
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw)
+        return ParamValue(json.dumps(raw), "x".join(str(v) for v in raw) if numeric else json.dumps(raw), None)
     if isinstance(raw, bool):
         return ParamValue(json.dumps(raw), str(raw).lower(), None)
     if isinstance(raw, (int, float)):

@@ -185,6 +185,8 @@ class SweepSpec(_Strict):
     sampling: Literal["grid"] | SamplingSpec = "grid"
     workloads: list[dict[str, Any]] = Field(min_length=1)
     metrics: list[str] = Field(default_factory=lambda: ["latency_s"])
+    plots: list[str] | None = None
+    """Metrics to plot (default: every numeric metric in ``metrics``)."""
     pareto: ParetoSpec | None = None
     name: str | None = None
     description: str | None = None

@@ -58,7 +58,7 @@ def _key(r: Record, names: Sequence[str]) -> tuple[str, ...]:
 
 def _order(r: Record, param: str) -> tuple:
     number = r.param(param).number
-    return (0, number, "") if number is not None else (1, 0.0, r.param(param).label)
+    return (0, number, 0) if number is not None else (1, 0.0, r.point.index)  # values without a number: spec order
 
 
 def grid_moves(plan: SweepPlan, recs: Sequence[Record]) -> list[str]:
@@ -84,6 +84,8 @@ def grid_moves(plan: SweepPlan, recs: Sequence[Record]) -> list[str]:
             if not any_move:
                 continue
             for text, settings in texts.items():
+                if text.endswith("throughout"):
+                    continue  # settings where it does not move: implied by those where it does
                 lines.append(f"- **{job.name}** along `{param}`: {text}{_settings(others, settings, len(groups))}")
     return lines
 

@@ -72,7 +72,8 @@ def _results(plan: SweepPlan, tasks: list[Task], workers: int, ray: str | None) 
 def write_outputs(plan: SweepPlan, rows: dict[tuple[int, int], Row], out_dir: Path) -> tuple[list[Record], list[str]]:
     recs = records(plan, rows)
     _write_text(out_dir / "results.csv", csv_text(plan, recs))
-    named = [m for m in plan.spec.spec.metrics if m != "utilization.*"]  # the wildcard is for the table only
+    spec = plan.spec.spec
+    named = spec.plots if spec.plots is not None else [m for m in spec.metrics if m != "utilization.*"]
     plots = plot_all(plan, recs, named, out_dir / "plots")
     _write_text(out_dir / "summary.md", summary_markdown(plan, recs, plots))
     return recs, ["results.csv", *plots, "summary.md"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from accelsim.study.journal import Row
 from accelsim.study.plan import SweepPlan
-from accelsim.study.space import ParamValue, Point
+from accelsim.study.space import ARCH, ParamValue, Point
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,9 @@ class Record:
         if name in self.variables:
             value = self.variables[name]
             return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        return self.param(name).number
+        if name == ARCH or any(name == n for n, _ in self.point.values):
+            return self.param(name).number
+        return None  # a metric this workload does not produce
 
 
 def records(plan: SweepPlan, rows: dict[tuple[int, int], Row]) -> list[Record]:

@@ -334,8 +334,9 @@ def _run_system_trace(job: Job, arch: Arch) -> dict[str, Any]:
     s = result.summary()
     out = {k: s[k] for k in SYSTEM_TRACE_METRICS if k in s}
     out["latency_s"] = s["step_time_s"]
-    # what the step waits on: compute, or communication that compute does not hide
-    out["bound"] = "network" if s["exposed_comm_s"] > s["compute_s"] else "compute"
+    # the larger of the two, as a roofline would say it: with perfect overlap the step
+    # could not be shorter than either
+    out["bound"] = "network" if s["comm_s"] > s["compute_s"] else "compute"
     return out
 
 
