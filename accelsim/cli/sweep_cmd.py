@@ -41,7 +41,7 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.output or f"sweep-{Path(args.spec).stem}")
     started = time.perf_counter()
-    outcome = run_sweep(plan, out, workers=args.workers or default_workers(), ray=args.ray,
+    outcome = run_sweep(plan, out, workers=args.workers or default_workers(), ray=args.ray, fresh=args.fresh,
                         progress=not args.quiet)
     wall = time.perf_counter() - started
     failed = sum(r.status != "ok" for r in outcome.records)

@@ -38,3 +38,13 @@ def test_journal_of_another_spec_is_refused(spec_file, tmp_path):
         run_sweep(other, tmp_path / "out", progress=False)
     fresh = run_sweep(other, tmp_path / "out", progress=False, fresh=True)
     assert fresh.ran == 6
+
+
+def test_cli_resumes_and_fresh_starts_over(cli, spec_file, tmp_path):
+    spec, out = str(spec_file(HBM_SWEEP)), str(tmp_path / "out")
+    first = cli("sweep", spec, "-o", out, "--workers", "1", "--quiet")
+    assert first.code == 0 and first.out.startswith("6 runs (6 run now; 0 failed)")
+    again = cli("sweep", spec, "-o", out, "--workers", "1", "--quiet")
+    assert again.out.startswith("6 runs (0 run now, 6 from the journal; 0 failed)")
+    fresh = cli("sweep", spec, "-o", out, "--workers", "1", "--quiet", "--fresh")
+    assert fresh.out.startswith("6 runs (6 run now; 0 failed)")
