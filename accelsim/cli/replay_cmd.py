@@ -67,7 +67,8 @@ def print_result(r: ReplayResult) -> None:
         ("communication", f"{seconds('comm_s')}: {seconds('exposed_comm_s')} exposed, "
                           f"{seconds('overlapped_comm_s')} overlapped"),
         ("idle", seconds("idle_s")),
-        ("collectives", f"{r.comm_instances} instances"),
+        ("collectives", f"{r.comm_instances} played" + (
+            f", {r.comm_groups_folded} groups folded into them" if r.comm_groups_folded else "")),
     ]
     for link in r.links[:TOP_LINKS]:
         rows.append(("busiest links" if link is r.links[0] else "",

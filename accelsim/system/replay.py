@@ -351,7 +351,8 @@ class _Replay:
         self.instances: dict[tuple, _Instance] = {}
         self.plans: dict[tuple, Plan | None] = {}
         self.independent: dict[tuple, bool] = {}
-        self.folded_groups = 0
+        self.folded_plans: list[Plan | None] = []
+        """Plans of groups a folded class did not play (translates of one it played)."""
         self.comm_instances = 0
         self.completed: deque[tuple[_Class, int]] = deque()
         self.draining = False
@@ -588,7 +589,9 @@ class _Replay:
                 joined.setdefault(key, [ranks, 0])[1] += 1
         if len(joined) > 1 and self._groups_independent(cls, i, op, joined):
             key = keys[cls.devices[0]][0]
-            self.folded_groups += len(joined) - 1
+            for (base, seq), (ranks, _count) in joined.items():
+                if (base, seq) != key:
+                    self.folded_plans.append(self._plan_of(op.kind, op.bytes, ranks, base, (cls.prog.index, i)))
             return {key: joined[key]}
         return joined
 
@@ -695,15 +698,19 @@ class _Replay:
         devices.sort(key=lambda s: s.device)
         step_s = ps_to_seconds(step_ps)
         used = self.pool.used
+        for plan in self.folded_plans:  # their links carried what their played translate's did
+            for link, load in link_loads(plan).items():
+                used[link] = used.get(link, 0.0) + load
+        capacity = {name: link.bandwidth_bytes_per_s for name, link in self.topo.links.items()}
         links = sorted(
-            (LinkStats(link=name, bytes=b, utilization=b / (self.pool.capacities[name] * step_s) if step_s else 0.0)
+            (LinkStats(link=name, bytes=b, utilization=b / (capacity[name] * step_s) if step_s else 0.0)
              for name, b in used.items() if b > 0),
             key=lambda l: (-l.utilization, l.link),
         )
         return ReplayResult(
             trace=self.trace.name, system=self.topo.name, step_time_s=step_s, devices=tuple(devices),
             links=tuple(links), classes=tuple((c.prog.program.name, tuple(c.devices)) for c in self.classes),
-            ops=self.trace.num_ops, comm_instances=self.comm_instances, comm_groups_folded=self.folded_groups,
+            ops=self.trace.num_ops, comm_instances=self.comm_instances, comm_groups_folded=len(self.folded_plans),
             kernels_simulated=self.costs.kernels_simulated,
             events=self.env.processed + self.pool.events, sim_wall_s=wall_s, segments=tuple(self.segments),
             link_counters=tuple(self.link_counters),
@@ -719,6 +726,18 @@ class _Replay:
             comm_s=ps_to_seconds(comm), overlapped_comm_s=ps_to_seconds(cls.both_ps),
             exposed_comm_s=ps_to_seconds(cls.comm_only_ps), idle_s=ps_to_seconds(idle),
         )
+
+
+def link_loads(plan: Plan | None) -> dict[str, float]:
+    """Bytes each link carries when ``plan`` runs: a transfer loads every link of its
+    route with ``bytes / efficiency``, as :func:`accelsim.network.simulate` starts it."""
+    loads: dict[str, float] = {}
+    for lane in plan.lanes if plan is not None else ():
+        for phase in lane:
+            for t in phase.transfers:
+                for link in t.links:
+                    loads[link] = loads.get(link, 0.0) + t.bytes / t.efficiency
+    return loads
 
 
 def _instance_kind(op: Op) -> str:
