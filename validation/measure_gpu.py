@@ -8,6 +8,8 @@ One command runs three suites in turn and writes the measurement format
 * ``library``: cuBLAS GEMMs (``torch.matmul``, fp8 through ``torch._scaled_mm``, int8
   through ``torch._int_mm``), ``scaled_dot_product_attention`` forward and backward,
   ``softmax``, ``layer_norm``, ``rms_norm`` and device-to-device copies -> ``<out>/<family>.json``;
+* ``triton``: ``kernels/triton/`` matmul, attention, softmax, layernorm over tile configs
+  (``measure_triton.py``, a child process) -> ``<out>/triton/<family>.json``;
 * ``pallas``: ``kernels/pallas/`` (and JAX's own Pallas GPU attention) over tile configs,
   through JAX's GPU lowerings (``measure_pallas.py``, a child process) -> ``<out>/pallas/<family>.json``;
 * ``collectives``: an nccl-tests-like all-reduce / all-gather / reduce-scatter size sweep
@@ -15,7 +17,7 @@ One command runs three suites in turn and writes the measurement format
   "1 device" is recorded as skipped) -> ``<out>/collectives/{nccl,jax}.json``.
 
 The command for a lease of the GPU machine (one H200; ~6 minutes; a lease returns at most
-8 files, hence the bundle; ``timeout_s`` 480 leaves time to rerun once in 15 minutes)::
+8 files, hence the bundle; ``timeout_s`` 480 leaves ~5 of the 15 minutes for a shorter second call)::
 
     set -o pipefail; PYTHONUNBUFFERED=1 python3 validation/measure_gpu.py --budget-s 420 \
         --out /tmp/m/h200-sxm --bundle "$OUT/h200-sxm.tar.gz" 2>&1 | tee "$OUT/log.txt"
@@ -50,15 +52,15 @@ costs: the timed reps add up to ~0.3 s per case by design (``Policy.target_s``),
 call of every case together is only ~0.23 s of GPU time. Were the fixed cost 2 s a
 case, the sweep would still end in about 6 minutes. ``--budget-s`` uses the same
 estimate, times 1.5, to decide whether to start each next case; the library sweep stops
-early enough to leave ``SUITE_RESERVE_S`` to each later suite (150 s for Pallas, 60 s for
-collectives), and each child gets what is left of the budget.
+early enough to leave ``SUITE_RESERVE_S`` to each later suite (90 s for Triton, 120 s for
+Pallas, 40 s for collectives), and each child gets what is left of the budget.
 
 Files are written atomically after every case, so a run killed by a time limit keeps all
 it had measured; ``--bundle`` rewrites the archive after each suite. A short table of
 every file written (measured, skipped, first skip reason) is printed last. Standalone:
 standard library, torch, optionally triton (only for its version), its sibling
-``measurement_format.py`` and ``provenance.py`` (standard library only); the Pallas and
-JAX suites need jax and numpy. It never imports accelsim (nor pydantic or simpy).
+``measurement_format.py`` and ``provenance.py`` (standard library only); the Triton suite
+needs triton and ``kernels/``, the Pallas and JAX suites jax and numpy. It never imports accelsim (nor pydantic or simpy).
 """
 
 from __future__ import annotations
@@ -725,7 +727,9 @@ def ramp_clocks(device: Device, seconds: float = 1.0) -> None:
         device.sync()
 
 
-def measure_case(family: str, p: dict, prepared: Prepared, run: Run) -> dict:
+def measure_case(family: str, p: dict, prepared: Prepared, run: Run, config: dict | None = None,
+                 tag: str | None = None) -> dict:
+    """Warm up, time and describe one case; ``config`` and ``tag`` for our own tunable kernels."""
     warm = warm_up(prepared.run, run.device, run.policy)
     cushion_s = 0.0
     if run.device.on_gpu:
@@ -741,16 +745,17 @@ def measure_case(family: str, p: dict, prepared: Prepared, run: Run) -> dict:
             print(f"  kernel names unavailable ({type(exc).__name__}); not reading them again", flush=True)
             run.with_kernel_names = False
     return {
-        "id": fmt.record_id(family, p),
+        "id": fmt.record_id(family, p, tag),
         "family": family,
         "implementation": prepared.implementation,
         "params": p,
+        **({"config": config} if config is not None else {}),
         "latency_s": statistics.median(samples),
         "samples_s": samples,
         "flops": fmt.nominal_flops(family, p),
         "bytes": fmt.min_bytes(family, p),
         "measured": True,
-        "source": f"validation/measure_gpu.py on {run.device.info['name']}, {run.provenance['date']}",
+        "source": f"{run.provenance['source'].split()[-1]} on {run.device.info['name']}, {run.provenance['date']}",
         "notes": prepared.notes + f"; {reps} reps after {warm.calls} warm-up calls, caches flushed before each rep"
         + (f", launch cushion {cushion_s * 1e6:.0f} us" if cushion_s else ""),
         "kernels": names,
@@ -819,20 +824,26 @@ def print_summary(run: Run) -> None:
 
 # --------------------------------------------------------------------------- the other suites
 
-SUITES = ("library", "pallas", "collectives")
-"""Run in this order. ``pallas`` and ``collectives`` run as child processes (JAX and
-PyTorch never share a process, and a crash there loses only that suite's open case)."""
-SUITE_RESERVE_S = {"pallas": {"gpu": 150.0, "gpu-quick": 45.0, "cpu": 45.0, "cpu-quick": 35.0},
-                   "collectives": {"gpu": 60.0, "gpu-quick": 40.0, "cpu": 40.0, "cpu-quick": 35.0}}
-"""Seconds kept back for each later suite when the library sweep has a budget: JAX start-up
-and compiling ~50 Pallas cases at ~2 s each (measure_pallas.PER_CASE_S is 4 s, with a margin);
-two interpreter start-ups and, with 8 GPUs, a 1 KiB..8 GiB sweep of three collectives
-(~10 s by measure_collectives.estimate_s at a pessimistic 50 GB/s)."""
+SUITES = ("library", "triton", "pallas", "collectives")
+"""Run in this order. The later three run as child processes (JAX and PyTorch never share a
+process, Triton's CPU interpreter must be chosen before triton is imported, and a crash
+there loses only that suite's open case)."""
+SUITE_RESERVE_S = {"triton": {"gpu": 90.0, "gpu-quick": 30.0, "cpu": 60.0, "cpu-quick": 45.0},
+                   "pallas": {"gpu": 120.0, "gpu-quick": 45.0, "cpu": 45.0, "cpu-quick": 35.0},
+                   "collectives": {"gpu": 40.0, "gpu-quick": 40.0, "cpu": 40.0, "cpu-quick": 35.0}}
+"""Seconds kept back for each later suite when the library sweep has a budget: ~35 Triton
+cases at ~2 s (compile, check, time); JAX start-up and ~50 Pallas cases at ~2 s (the matmul
+and attention cases fail to lower within a second or two); two interpreter start-ups for
+the collectives and, with 8 GPUs, a 1 KiB..8 GiB sweep of three collectives (~10 s by
+measure_collectives.estimate_s at a pessimistic 50 GB/s). Estimates, not measurements:
+no suite but the library one has run on a GPU yet."""
 
 
 def suite_commands(suite: str, kind: str, quick: bool, out_dir: Path) -> list[list[str]]:
     device = ["--device", "gpu" if kind == "cuda" else "cpu"] + (["--quick"] if quick else [])
     python = [sys.executable]
+    if suite == "triton":
+        return [python + [str(HERE / "measure_triton.py"), "--out", str(out_dir / "triton"), *device]]
     if suite == "pallas":
         return [python + [str(HERE / "measure_pallas.py"), "--out", str(out_dir / "pallas"), *device]]
     script = str(HERE / "measure_collectives.py")
@@ -842,7 +853,8 @@ def suite_commands(suite: str, kind: str, quick: bool, out_dir: Path) -> list[li
 
 def suite_env(kind: str) -> dict:
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1")
-    if kind == "cpu":  # eight host devices, so the CPU run exercises the JAX collectives path
+    if kind == "cpu":  # Triton's interpreter; eight host devices, so the JAX collectives path runs
+        env["TRITON_INTERPRET"] = "1"
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
     return env
 

@@ -151,9 +151,7 @@ def _rel(got: np.ndarray, ref: np.ndarray) -> float:
 
 
 def _row_blocks(rows: int, block: int) -> np.ndarray:
-    """Rows of the first, a middle and the last block (each row's result is independent)."""
-    starts = sorted({0, (rows // 2) // block * block, max(0, rows - block)})
-    return np.unique(np.concatenate([np.arange(s, min(rows, s + block)) for s in starts]))
+    return np.array(fmt.row_blocks(rows, block))
 
 
 def _matmul(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
@@ -285,9 +283,7 @@ class Case:
     @property
     def tag(self) -> str:
         """The record id's implementation tag: kernel and config."""
-        short = {"block_m": "bm", "block_n": "bn", "block_k": "bk", "block_rows": "br", "num_warps": "w", "num_stages": "s"}
-        text = "".join(f"{short[k]}{v}" for k, v in self.config.items() if k in short)
-        return f"pallas-{self.kernel}-{text}"
+        return fmt.config_tag(f"pallas-{self.kernel}", self.config)
 
 
 def _gemm_cfg(bm, bn, bk, warps=4, stages=3) -> dict:

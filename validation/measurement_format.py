@@ -136,6 +136,22 @@ def record_id(family: str, params: dict[str, Any], tag: str | None = None) -> st
     return f"{base}--{tag}" if tag else base
 
 
+CONFIG_TAG_KEYS = {"block_m": "bm", "block_n": "bn", "block_k": "bk", "group_m": "g", "block_rows": "br",
+                   "num_warps": "w", "num_stages": "s"}
+
+
+def config_tag(kernel: str, config: dict[str, Any]) -> str:
+    """The id tag of one of our tunable kernels at one config: ``pallas-matmul-bm128bn128bk64w4s3``."""
+    return f"{kernel}-" + "".join(f"{CONFIG_TAG_KEYS[k]}{v}" for k, v in config.items() if k in CONFIG_TAG_KEYS)
+
+
+def row_blocks(rows: int, block: int) -> list[int]:
+    """Row indices of the first, a middle and the last block of ``block`` rows: what a
+    correctness check compares when each row's result depends on no other row."""
+    starts = sorted({0, (rows // 2) // block * block, max(0, rows - block)})
+    return sorted({r for s in starts for r in range(s, min(rows, s + block))})
+
+
 def nominal_flops(family: str, params: dict[str, Any]) -> float:
     """Operations by the format's counting rule (docs/measurement-format.md, "Counting")."""
     p = params

@@ -1,0 +1,54 @@
+"""measure_triton.py on the CPU: our Triton kernels in Triton's interpreter at tiny sizes,
+checked, timed and written in the measurement format with their configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+pytest.importorskip("torch")
+
+import measurement_format as fmt  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[2] / "validation" / "measure_triton.py"
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("triton")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert done.returncode == 0, done.stderr
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}, done.stdout
+
+
+def test_every_kernel_is_checked_measured_and_valid(quick):
+    files, _ = quick
+    assert sorted(files) == ["attention", "gemm", "layernorm", "softmax"]
+    for family, data in files.items():
+        assert fmt.validate_measurement_file(data) == [], family
+        assert data["skipped"] == [] and data["checks"]
+        assert all(c["passed"] and c["rel_error"] <= c["tolerance"] for c in data["checks"])
+        for record in data["records"]:
+            assert record["latency_s"] == statistics.median(record["samples_s"])
+            assert "--triton-" in record["id"] and record["config"]
+            assert "kernels/triton/" in record["implementation"]
+
+
+def test_matmul_config_is_the_simulators_vocabulary(quick):
+    files, _ = quick
+    config = files["gemm"]["records"][0]["config"]
+    assert set(config) == {"block_m", "block_n", "block_k", "group_m", "split_k", "num_stages", "num_warps"}
+
+
+def test_prints_a_short_table_last(quick):
+    _, stdout = quick
+    lines = stdout.strip().splitlines()
+    assert lines[-5].split()[:4] == ["triton", "family", "measured", "skipped"]

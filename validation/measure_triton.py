@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Measure our Triton kernels (``kernels/triton/``) through PyTorch on one GPU, over tile configs.
+
+    python3 validation/measure_triton.py --out "$OUT/h200-sxm/triton" --budget-s 90
+    TRITON_INTERPRET=1 python3 validation/measure_triton.py --device cpu --quick --out /tmp/triton
+
+``measure_gpu.py`` runs this as its ``triton`` suite (a child process: on the CPU
+``TRITON_INTERPRET=1`` must be set before triton is imported). The matmul, flash-attention
+forward, softmax and layernorm kernels each run at several tile configs of one shape (so
+``accelsim validate`` ranks the configs: Kendall tau) and a few sizes at one config.
+Records carry ``config`` in the simulator's vocabulary and an id tag
+``--triton-<kernel>-<config>``.
+
+Correct first: the first call of each case is compared with a float64 CPU reference on
+row blocks that depend on no other rows (first, middle, last; the matmul also on three
+column blocks; attention on two batch-head slices). The kernels allocate their outputs
+(not poisoned); the checked call is the first on fresh random inputs. A case that fails
+its check, or does not compile (too much shared memory for a config, say), is skipped
+with the reason. Timing and files as ``measure_gpu.py``'s library suite: CUDA events
+around each call after a 256 MiB L2 flush, median of the reps.
+
+Needs torch and triton and the repository's ``kernels/`` (never accelsim).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))
+
+import torch  # noqa: E402
+
+import measure_gpu as lib  # noqa: E402  (its timer, device and record machinery)
+import measurement_format as fmt  # noqa: E402
+from measurement_format import FamilyFile  # noqa: E402
+from provenance import command_line, now_utc, read_gpu_state  # noqa: E402
+
+STARTED = time.monotonic()
+PER_CASE_S = {"gpu": 3.0, "cpu": 3.0}
+"""Estimated seconds per case (compiling, checking, timing) for ``--budget-s``."""
+REL_TOLERANCE = {"bf16": 1e-2, "fp16": 5e-3}
+ATTENTION_REL_TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2}
+
+
+@dataclass(frozen=True)
+class Case:
+    kernel: str
+    family: str
+    params: dict
+    config: dict
+
+    @property
+    def tag(self) -> str:
+        return fmt.config_tag(f"triton-{self.kernel}", self.config)
+
+
+def _rows(x: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    return x[rows].detach().to("cpu").double()
+
+
+def _matmul(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
+    from kernels.triton import matmul as mm
+
+    a, b = lib._randn((p["M"], p["K"]), p["dtype"], device), lib._randn((p["K"], p["N"]), p["dtype"], device)
+    rows, cols = fmt.row_blocks(p["M"], c["block_m"]), fmt.row_blocks(p["N"], c["block_n"])
+    config = {k: c[k] for k in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")}
+
+    def check(out):
+        return lib.rel_error(_rows(out, rows)[:, cols], _rows(a, rows) @ lib._as_double(b)[:, cols])
+
+    return lib.Prepared(lambda: mm.matmul(a, b, **config), lambda: None, "Triton matmul (kernels/triton/matmul.py)",
+                        "A [M,K] and B [K,N] row-major, fp32 accumulation, grouped (group_m) program order"), check
+
+
+def _attention(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
+    from kernels.triton import attention as attn
+
+    q = lib._randn((p["batch"], p["heads"], p["seq_q"], p["head_dim"]), p["dtype"], device)
+    k = lib._randn((p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
+    v = lib._randn((p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
+    config = {key: c[key] for key in ("block_m", "block_n", "num_stages", "num_warps")}
+    rows = fmt.row_blocks(p["seq_q"], c["block_m"])
+    group = p["heads"] // p["kv_heads"]
+
+    def check(out):
+        errors = []
+        for bi, hi in {(0, 0), (p["batch"] - 1, p["heads"] - 1)}:
+            qs, ks, vs = lib._as_double(q[bi, hi, rows]), lib._as_double(k[bi, hi // group]), lib._as_double(v[bi, hi // group])
+            s = qs @ ks.T / math.sqrt(p["head_dim"])
+            if p["causal"]:  # the kernel aligns the diagonal bottom-right; measured cases have seq_q == seq_kv
+                visible = torch.arange(p["seq_kv"])[None, :] <= torch.tensor(rows)[:, None] + (p["seq_kv"] - p["seq_q"])
+                s = s.masked_fill(~visible, float("-inf"))
+            errors.append(lib.rel_error(out[0][bi, hi, rows], s.softmax(dim=-1) @ vs))
+        return max(errors)
+
+    return lib.Prepared(lambda: attn.attention(q, k, v, causal=p["causal"], **config), lambda: None,
+                        "Triton flash attention forward (kernels/triton/attention.py)",
+                        "q [B,H,Sq,D], k and v [B,Hkv,Skv,D]; also writes the log-sum-exp [B,H,Sq] in fp32"), check
+
+
+def _rowwise(kind: str):
+    def prepare(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
+        module = __import__(f"kernels.triton.{kind}", fromlist=[kind])
+        x = lib._randn((p["rows"], p["cols"]), p["dtype"], device)
+        weights = [lib._randn((p["cols"],), p["dtype"], device) for _ in range(2 if kind == "layernorm" else 0)]
+        rows = fmt.row_blocks(p["rows"], c["block_rows"])
+        layout = {"block_rows": c["block_rows"], "num_warps": c["num_warps"]}
+        if kind == "softmax":
+            run = lambda: module.softmax(x, **layout)  # noqa: E731
+            reference = lambda: _rows(x, rows).softmax(dim=-1)  # noqa: E731
+        else:
+            run = lambda: module.layernorm(x, *weights, eps=1e-5, **layout)[0]  # noqa: E731
+            reference = lambda: torch.nn.functional.layer_norm(  # noqa: E731
+                _rows(x, rows), (p["cols"],), *(lib._as_double(w) for w in weights), eps=1e-5)
+        return (lib.Prepared(run, reference, f"Triton {kind} (kernels/triton/{kind}.py)",
+                             "one program per block_rows full rows, statistics in fp32"),
+                lambda out: lib.rel_error(out[rows], reference()))
+
+    return prepare
+
+
+KERNELS: dict[str, tuple[str, Callable]] = {
+    "matmul": ("gemm", _matmul),
+    "attention": ("attention", _attention),
+    "softmax": ("softmax", _rowwise("softmax")),
+    "layernorm": ("layernorm", _rowwise("layernorm")),
+}
+
+
+def _gemm_cfg(bm, bn, bk, group=8, stages=3, warps=8) -> dict:
+    return {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": group, "split_k": 1, "num_stages": stages,
+            "num_warps": warps}
+
+
+def _attn_cfg(bm, bn, stages=2, warps=8) -> dict:
+    return {"block_m": bm, "block_n": bn, "num_stages": stages, "num_warps": warps, "split_kv": 1}
+
+
+def _attn(batch, heads, seq, head_dim, causal, dtype="bf16") -> dict:
+    return {"batch": batch, "heads": heads, "kv_heads": heads, "seq_q": seq, "seq_kv": seq, "head_dim": head_dim,
+            "causal": causal, "dtype": dtype, "pass": "fwd"}
+
+
+def plan(scale: str) -> list[Case]:
+    """The declared sweep: several configs of one shape per kernel, a few sizes at one config.
+    The CPU runs fp16: Triton's interpreter computes bf16 dots wrongly (numpy has no bf16)."""
+    if scale.startswith("cpu"):
+        cases = [Case("matmul", "gemm", {"M": 128, "N": 128, "K": 128, "dtype": "fp16", "batch": 1},
+                      _gemm_cfg(64, 64, 64, 2, 2, 4)),
+                 Case("attention", "attention", _attn(1, 2, 128, 64, True, "fp16"), _attn_cfg(64, 64, 2, 4))]
+        block_rows = (4,) if scale == "cpu-quick" else (2, 4)
+        return cases + [Case(kind, kind, {"rows": 64, "cols": 256, "dtype": "fp16"}, {"block_rows": br, "num_warps": 4})
+                        for kind in ("softmax", "layernorm") for br in block_rows]
+    square = {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}
+    if scale == "gpu-quick":
+        return [Case("matmul", "gemm", square, _gemm_cfg(128, 256, 64)),
+                Case("attention", "attention", _attn(4, 16, 4096, 128, True), _attn_cfg(128, 64)),
+                Case("softmax", "softmax", {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": 1, "num_warps": 8})]
+    cases = [Case("matmul", "gemm", square, cfg) for cfg in (
+        _gemm_cfg(128, 256, 64), _gemm_cfg(256, 128, 64), _gemm_cfg(128, 128, 64, 8, 4, 4), _gemm_cfg(128, 128, 32, 8, 4, 4),
+        _gemm_cfg(64, 128, 64, 8, 4, 4), _gemm_cfg(128, 256, 64, 1), _gemm_cfg(64, 64, 32, 8, 4, 4))]
+    cases += [Case("matmul", "gemm", dict(square, M=s, N=s, K=s), _gemm_cfg(128, 256, 64)) for s in (2048, 8192)]
+    for causal in (False, True):  # the FlashAttention benchmark setup: 16k tokens, hidden 2048
+        cases += [Case("attention", "attention", _attn(4, 16, 4096, 128, causal), cfg) for cfg in (
+            _attn_cfg(128, 64), _attn_cfg(128, 128), _attn_cfg(64, 64, 3, 4), _attn_cfg(64, 128, 2, 4))]
+    cases.append(Case("attention", "attention", _attn(4, 32, 4096, 64, False), _attn_cfg(128, 64, 3, 4)))
+    for kind in ("softmax", "layernorm"):
+        cases += [Case(kind, kind, {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": br, "num_warps": w})
+                  for br in (1, 2, 4) for w in (4, 8)]
+        cases += [Case(kind, kind, {"rows": 4096, "cols": cols, "dtype": "bf16"}, {"block_rows": 1, "num_warps": w})
+                  for cols, w in ((1024, 4), (16384, 16))]
+    return cases
+
+
+def run_case(case: Case, index: int, run: lib.Run, files: dict[str, FamilyFile]) -> None:
+    file = files[case.family]
+    estimate = 1.5 * PER_CASE_S["gpu" if run.device.on_gpu else "cpu"]
+    if time.monotonic() + estimate > run.deadline:
+        file.skip(case.params, f"time budget: about {estimate:.0f} s needed, "
+                  f"{max(0.0, run.deadline - time.monotonic()):.0f} s left", case.tag)
+        file.write()
+        return
+    torch.manual_seed(3000 + index)
+    table = ATTENTION_REL_TOLERANCE if case.family == "attention" else REL_TOLERANCE
+    check = {"id": fmt.record_id(case.family, case.params, case.tag), "params": case.params, "config": case.config,
+             "tolerance": table[case.params["dtype"]]}
+    try:
+        prepared, compare = KERNELS[case.kernel][1](case.params, case.config, run.device)
+        out = prepared.run()
+        run.device.sync()
+        check["rel_error"] = compare(out)
+        check["passed"] = check["rel_error"] <= check["tolerance"]
+        file.checks.append(check)
+        if not check["passed"]:
+            file.skip(case.params, f"correctness check failed (rel error {check['rel_error']:.3g})", case.tag)
+        else:
+            record = lib.measure_case(case.family, case.params, prepared, run, config=case.config, tag=case.tag)
+            file.records.append(record)
+            print(f"  {record['id']:<64} {record['latency_s'] * 1e3:9.4f} ms", flush=True)
+    except Exception as exc:  # does not compile for this config, out of memory: the sweep goes on
+        reason = (f"{type(exc).__name__}: {exc}".splitlines() or ["error"])[0][:300]
+        if "passed" not in check:
+            file.checks.append(check | {"passed": False, "rel_error": None, "error": reason})
+        file.skip(case.params, reason, case.tag)
+    finally:
+        prepared = out = None
+        if run.device.on_gpu:
+            torch.cuda.empty_cache()
+    file.write()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    parser.add_argument("--quick", action="store_true", help="a few cases (smoke run)")
+    parser.add_argument("--budget-s", type=float, default=None, help="stop starting cases when this is nearly spent")
+    parser.add_argument("--out", type=Path, required=True, help="output folder for <family>.json")
+    parser.add_argument("--no-kernel-names", action="store_true", help="do not profile one call per case")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    kind = lib.choose_device({"gpu": "cuda"}.get(args.device, args.device), False)
+    scale = ("gpu" if kind == "cuda" else "cpu") + ("-quick" if args.quick else "")
+    device = lib.describe_device(kind)
+    policy = lib.POLICIES[scale]
+    provenance = {
+        "date": now_utc(), "command": command_line(argv), "versions": lib.library_versions(device),
+        "settings": lib.torch_settings(), "clocks": {"before": read_gpu_state() if device.on_gpu else None},
+        "source": "accelsim validation/measure_triton.py",
+        "timing": {"method": "cuda-events" if device.on_gpu else "perf_counter", "statistic": "median",
+                   "cache_flush_bytes": policy.flush_bytes, "scale": scale},
+    }
+    cases = plan(scale)
+    files = {f: FamilyFile(args.out / f"{f}.json", f, device.info, dict(provenance))
+             for f in sorted({c.family for c in cases})}
+    deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
+    timer = lib.Timer(device, policy)
+    run = lib.Run(device, policy, scale, timer, args.out, deadline, not args.no_kernel_names, provenance)
+    print(f"triton: {device.info['name']} ({scale}), {len(cases)} cases -> {args.out}", flush=True)
+    for index, case in enumerate(cases):
+        run_case(case, index, run, files)
+    print()
+    print(f"{'triton family':<14} {'measured':>8} {'skipped':>8}  fastest record")
+    for file in files.values():
+        file.provenance["clocks"] = file.provenance["clocks"] | {"after": read_gpu_state() if device.on_gpu else None}
+        file.write()
+        best = min(file.records, key=lambda r: r["latency_s"], default=None)
+        shown = f"{best['id']}  {best['latency_s'] * 1e6:.1f} us" if best else "-"
+        print(f"{file.family:<14} {len(file.records):>8} {len(file.skipped):>8}  {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
