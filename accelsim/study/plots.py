@@ -115,6 +115,16 @@ def _bound_legend(fig, markers: dict[str, str]) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=7, frameon=False)
 
 
+def _panels(count: int, width: float, height: float):
+    """A figure with ``count`` panels, three to a row; the unused ones hidden."""
+    cols = min(3, count)
+    rows = math.ceil(count / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.flat[count:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:count])
+
+
 def plot_vs_param(plan: SweepPlan, recs: Sequence[Record], metric: str, param: str, path: Path) -> Path | None:
     """``metric`` against ``param``: one line per workload if only ``param`` varies, else one
     panel per workload with a line per setting of the other parameters (or points, if too many)."""
@@ -135,12 +145,8 @@ def plot_vs_param(plan: SweepPlan, recs: Sequence[Record], metric: str, param: s
         ax.legend(fontsize=7)
         ax.set_title(f"{metric} vs {param}")
     else:
-        cols = min(3, len(jobs))
-        rows = math.ceil(len(jobs) / cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
-        for ax in axes.flat[len(jobs):]:
-            ax.set_visible(False)
-        for ax, job in zip(axes.flat, jobs):
+        fig, axes = _panels(len(jobs), 5.2, 3.8)
+        for ax, job in zip(axes, jobs):
             members = [r for r in usable if r.job_index == job.index]
             groups: dict[str, list[Record]] = defaultdict(list)
             for r in members:
@@ -173,12 +179,8 @@ def plot_heatmap(plan: SweepPlan, recs: Sequence[Record], metric: str, path: Pat
     order = {n: list(dict.fromkeys(r.param(n).label for r in sorted(recs, key=lambda r: _sort_key(r, n))))
              for n in (px, py)}
     jobs = [j for j in plan.jobs if any(r.job_index == j.index for r in usable)][:MAX_PANELS]
-    cols = min(3, len(jobs))
-    rows = math.ceil(len(jobs) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.4 * cols, 4.2 * rows), squeeze=False)
-    for ax in axes.flat[len(jobs):]:
-        ax.set_visible(False)
-    for ax, job in zip(axes.flat, jobs):
+    fig, axes = _panels(len(jobs), 5.4, 4.2)
+    for ax, job in zip(axes, jobs):
         grid = np.full((len(order[py]), len(order[px])), np.nan)
         text: dict[tuple[int, int], str] = {}
         for r in usable:
@@ -220,12 +222,8 @@ def plot_pareto(plan: SweepPlan, recs: Sequence[Record], path: Path) -> Path | N
     jobs = [j for j in plan.jobs if pareto_points(plan, usable, j.index)][:MAX_PANELS]
     if not jobs:
         return None
-    cols = min(3, len(jobs))
-    rows = math.ceil(len(jobs) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
-    for ax in axes.flat[len(jobs):]:
-        ax.set_visible(False)
-    for ax, job in zip(axes.flat, jobs):
+    fig, axes = _panels(len(jobs), 5.2, 3.8)
+    for ax, job in zip(axes, jobs):
         points = pareto_points(plan, usable, job.index)
         front = pareto_front(points, pareto.x_goal, pareto.y_goal)
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=12, color="lightgray", label="all points")
