@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelsim.arch.model import Chip
-from accelsim.engine.chip import KernelSimulation
+from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.search import autotune, run_config, split_params
 from accelsim.system.trace import Op
 from accelsim.trace.kernel import load_trace
-from accelsim.engine.chip import simulate_kernel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +38,7 @@ class CostModel:
         self.chip = chip
         self.base_dir = base_dir
         self._kernels: dict[tuple, OpCost] = {}
+        self._rooflines: dict[tuple, OpCost] = {}
         self.kernels_simulated = 0
 
     def cost(self, op: Op, where: str) -> OpCost:
@@ -50,7 +50,10 @@ class CostModel:
         if op.family is not None:
             key = ("family", op.family, tuple(sorted((k, str(v)) for k, v in op.params.items())))
             return self._cached(key, lambda: self._family(op, where))
-        return roofline_cost(self.chip, op, where)
+        key = ("roofline", op.flops, op.bytes, op.dtype, op.unit)
+        if key not in self._rooflines:  # per-rank traces repeat the same op in every program
+            self._rooflines[key] = roofline_cost(self.chip, op, where)
+        return self._rooflines[key]
 
     def _cached(self, key: tuple, make) -> OpCost:
         if key not in self._kernels:

@@ -40,8 +40,8 @@ from accelsim.errors import InputError
 from accelsim.network import build_topology, links_of, plan_for, play_plan
 from accelsim.network.collectives import Plan, Request
 from accelsim.network.topology import Topology
-from accelsim.system.costs import CostModel
-from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, SystemTrace
+from accelsim.system.costs import CostModel, OpCost
+from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, SystemTrace, group_index
 from accelsim.units import ps_to_seconds, seconds_to_ps
 
 NCCL_CHANNELS_ESTIMATE = 16
@@ -187,12 +187,13 @@ class _Compiled:
     stream_of: list[int]
     dependents: list[list[int]]
     ndeps: list[int]
-    costs: list[object]
-    comm_keys: list[object]
+    costs: list[OpCost | None]
+    comm_keys: list[dict[int, tuple] | None]
+    """Per comm op: device -> (instance key, ranks); see :func:`_comm_keys`."""
     foldable: bool
 
 
-def _compile(p: int, program: Program) -> _Compiled:
+def _compile(p: int, program: Program, indexes: dict[tuple, dict]) -> _Compiled:
     ops = program.ops
     index = {op.name: i for i, op in enumerate(ops)}
     stream_ids: dict[str, int] = {}
@@ -215,7 +216,7 @@ def _compile(p: int, program: Program) -> _Compiled:
     devices = program.device_ids()
     return _Compiled(
         index=p, program=program, devices=devices, streams=streams, stream_of=stream_of,
-        dependents=dependents, ndeps=ndeps, costs=[None] * len(ops), comm_keys=_comm_keys(program, devices),
+        dependents=dependents, ndeps=ndeps, costs=[None] * len(ops), comm_keys=_comm_keys(program, devices, indexes),
         foldable=_foldable(program),
     )
 
@@ -231,22 +232,28 @@ def _foldable(program: Program) -> bool:
     return True
 
 
-def _comm_keys(program: Program, devices: list[int]) -> list[object]:
-    """Per comm op, ``device -> (instance key, ranks)``: which collective instance each
-    device of the program joins. The n-th op a device issues on one group (or one pair
-    set, or one src->dst pair) is the n-th instance there."""
+def _comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict]) -> list[dict[int, tuple] | None]:
+    """Per comm op, ``device -> (instance key, ranks)`` for the program's devices: which
+    instance each joins. The n-th op a device issues on one group (or one pair set, or
+    one src->dst pair) is the n-th instance there. ``indexes`` caches
+    :func:`group_index` across programs that repeat the same groups."""
     counters: dict[tuple, int] = {}
-    out: list[object] = []
+    out: list[dict[int, tuple] | None] = []
     for op in program.ops:
         if op.kind in COLLECTIVE_KINDS:
-            groups = [tuple(g) for g in op.groups] if op.groups is not None else [tuple(sorted(devices))]
-            keys = {}
-            for group in groups:
-                base = ("coll", group)
-                seq = counters.get(base, 0)
-                counters[base] = seq + 1
-                for d in group:
-                    keys[d] = ((base, seq), group)
+            groups = tuple(map(tuple, op.groups)) if op.groups is not None else (tuple(sorted(devices)),)
+            if groups not in indexes:
+                indexes[groups] = group_index(groups)
+            index = indexes[groups]
+            keys, joins = {}, {}
+            for d in devices:
+                group = index[d]
+                if id(group) not in joins:  # id: hashing a 1024-rank tuple per device is slow
+                    base = ("coll", group)
+                    seq = counters.get(base, 0)
+                    counters[base] = seq + 1
+                    joins[id(group)] = ((base, seq), group)
+                keys[d] = joins[id(group)]
             out.append(keys)
         elif op.kind == PERMUTE_KIND:
             pairs = tuple(sorted((s, t) for s, t in op.pairs))
@@ -342,9 +349,9 @@ class _Replay:
         self.costs = CostModel(self.chip, base_dir)
         self.env = _CountingEnv()
         self.classes: list[_Class] = []
-        self.class_of_device: dict[int, int] = {}
+        indexes: dict[tuple, dict] = {}
         for p, program in enumerate(trace.programs):
-            prog = _compile(p, program)
+            prog = _compile(p, program, indexes)
             groups = [prog.devices] if options.fold and prog.foldable else [[d] for d in prog.devices]
             for devices in groups:
                 self._add_class(prog, devices)
@@ -373,8 +380,6 @@ class _Replay:
             head=[0] * len(prog.streams), busy=[False] * len(prog.streams), finished=bytearray(n), ops_left=n,
         )
         self.classes.append(cls)
-        for d in devices:
-            self.class_of_device[d] = cls.id
 
     # -------------------------------------------------------------- driving
 
@@ -565,6 +570,7 @@ class _Replay:
         """Before the run: which instances each class's comm ops join, their plans, and the
         links those cross. Bad groups fail here, before any time is simulated."""
         used: set[str] = set()
+        counted: set[int] = set()  # plans are cached: each distinct one once
         for cls in self.classes:
             for i, op in enumerate(cls.prog.program.ops):
                 if not op.is_comm:
@@ -573,7 +579,8 @@ class _Replay:
                 self.joined[cls.id, i] = joined
                 for (base, _seq), (ranks, _count) in joined.items():
                     plan = self._plan_of(_instance_kind(op), op.bytes, ranks, base, (cls.prog.index, i))
-                    if plan is not None:
+                    if plan is not None and id(plan) not in counted:
+                        counted.add(id(plan))
                         used |= links_of(plan)
         return used
 

@@ -62,9 +62,9 @@ class Op(_Strict):
     """Unique within its program; ``deps``, ``ctrl_deps`` and ``start`` refer to it."""
     kind: str
     stream: str = DEFAULT_STREAM
-    deps: list[str] = []
+    deps: list[str] = Field(default_factory=list)
     """Data dependencies: ops of the same program whose results this op reads."""
-    ctrl_deps: list[str] = []
+    ctrl_deps: list[str] = Field(default_factory=list)
     """Control dependencies: ops that must finish first though no data flows."""
     is_async: bool = Field(default=False, alias="async")
     """Communication only: the op is issued on its stream and runs in the background
@@ -82,7 +82,7 @@ class Op(_Strict):
     kernel_trace: str | None = None
     """Path of a kernel trace (relative to the system trace file)."""
     family: str | None = None
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = Field(default_factory=dict)
     """Family parameters and config values, as ``--param`` takes them (``config: auto``
     searches)."""
 
@@ -176,7 +176,7 @@ class SystemTrace(_Strict):
     name: str = "system-trace"
     num_devices: Annotated[int, Field(strict=True, gt=0)]
     programs: list[Program] = Field(min_length=1)
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form: generator, source files, model and sharding."""
 
     def program_of(self) -> dict[int, int]:
@@ -222,11 +222,13 @@ def check_trace(trace: SystemTrace) -> None:
                 what = "twice" if owner[d] == p else f"also in programs[{owner[d]}]"
                 raise ValueError(f"{where}: device {d} is listed {what}; a device runs one program")
             owner[d] = p
+    checked: dict[tuple, dict] = {}
     for p, program in enumerate(trace.programs):
-        _check_program(program, f"programs[{p}]", set(program.device_ids()), owner, trace.num_devices)
+        _check_program(program, f"programs[{p}]", set(program.device_ids()), owner, trace.num_devices, checked)
 
 
-def _check_program(program: Program, where: str, devices: set[int], owner: dict[int, int], n: int) -> None:
+def _check_program(program: Program, where: str, devices: set[int], owner: dict[int, int], n: int,
+                   checked: dict[tuple, dict]) -> None:
     index: dict[str, int] = {}
     for i, op in enumerate(program.ops):
         if op.name in index:
@@ -244,13 +246,30 @@ def _check_program(program: Program, where: str, devices: set[int], owner: dict[
                 raise ValueError(f"{at}.start: unknown op {op.start!r}")
             if not program.ops[target].is_async:
                 raise ValueError(f"{at}.start: {op.start!r} is not an async op")
-        _check_comm_op(op, at, devices, owner, n)
+        _check_comm_op(op, at, devices, owner, n, checked)
     cycle = find_cycle(program)
     if cycle:
         raise ValueError(f"{where}.ops: dependency cycle: {' -> '.join(cycle)}")
 
 
-def _check_comm_op(op: Op, at: str, devices: set[int], owner: dict[int, int], n: int) -> None:
+def group_index(groups: tuple[tuple[int, ...], ...]) -> dict[int, tuple[int, ...]]:
+    """Device -> the replica group that holds it. ``ValueError("groups[g]: ...")`` for an
+    empty group or a device in two groups."""
+    index: dict[int, tuple[int, ...]] = {}
+    for g, group in enumerate(groups):
+        if not group:
+            raise ValueError(f"groups[{g}]: empty group")
+        for d in group:
+            if d in index:
+                raise ValueError(f"groups[{g}]: device {d} is in more than one group")
+            index[d] = group
+    return index
+
+
+def _check_comm_op(op: Op, at: str, devices: set[int], owner: dict[int, int], n: int,
+                   checked: dict[tuple, dict]) -> None:
+    """``checked`` maps groups already validated to their :func:`group_index`: per-rank
+    programs repeat the same groups, and a 1024-member group is checked once."""
     def known(d: int, field: str) -> None:
         if d >= n:
             raise ValueError(f"{at}.{field}: device {d} is out of range (num_devices is {n})")
@@ -258,16 +277,18 @@ def _check_comm_op(op: Op, at: str, devices: set[int], owner: dict[int, int], n:
             raise ValueError(f"{at}.{field}: device {d} runs no program")
 
     if op.kind in COLLECTIVE_KINDS and op.groups is not None:
-        seen: set[int] = set()
-        for g, group in enumerate(op.groups):
-            if not group:
-                raise ValueError(f"{at}.groups[{g}]: empty group")
-            for d in group:
-                known(d, f"groups[{g}]")
-                if d in seen:
-                    raise ValueError(f"{at}.groups[{g}]: device {d} is in more than one group")
-                seen.add(d)
-        missing = sorted(devices - seen)
+        key = tuple(map(tuple, op.groups))
+        if key not in checked:
+            try:
+                index = group_index(key)
+            except ValueError as exc:
+                raise ValueError(f"{at}.{exc}") from None
+            for g, group in enumerate(key):
+                for d in group:
+                    known(d, f"groups[{g}]")
+            checked[key] = index
+        index = checked[key]
+        missing = sorted(d for d in devices if d not in index)
         if missing:
             raise ValueError(f"{at}.groups: device {missing[0]} of this program is in no group")
     if op.kind == PERMUTE_KIND:
