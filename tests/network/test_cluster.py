@@ -47,6 +47,15 @@ def test_nvls_tree_reduces_in_the_switch_and_trees_the_shards_across_nodes(ideal
     assert r.latency_s == pytest.approx(2 * switch + 2 * tree, abs=8 * PS)
 
 
+def test_tree_across_nodes_chains_inside_and_trees_across_on_every_nic(ideal_cluster):
+    """One channel per NIC, each a quarter of the buffer: inside a node a chain to the
+    channel's head (3 links of NVLink), across 2 nodes one tree edge per tree carrying
+    half the channel's share; reduce and broadcast each take the slower of the two."""
+    r = simulate_collective(ideal_cluster(), "all-reduce", S, "tree")
+    nic = (S / 4) / 2 / (10 * GB)
+    assert r.latency_s == pytest.approx(2 * nic, rel=1e-6)
+
+
 def test_node_crossings_pay_the_fabric_latency_per_crossing_step(ideal_cluster, tuning):
     fast = simulate_collective(ideal_cluster(tuning=tuning()), "all-reduce", 1024, "ring/ll")
     slow = simulate_collective(ideal_cluster(tuning=tuning(), fabric_latency_s=1e-6), "all-reduce", 1024, "ring/ll")

@@ -7,6 +7,7 @@ import math
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import Plan, Request, Stream, best_protocol, needs, phase, plan, register
+from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.topology import Topology
 
 
@@ -16,16 +17,49 @@ def double_binary_tree(topo: Topology, req: Request, proto: Protocol | None = No
     rank that is inside one tree is a leaf of the other (the second tree is the first
     over the group in reverse order). Reduce up the trees, then broadcast down, each a
     pipelined stream per tree edge taking ``depth`` steps: about 2 S / B and
-    2 log2(n) steps, against the ring's 2(n-1)/n S / B and 2(n-1) steps."""
+    2 log2(n) steps, against the ring's 2(n-1)/n S / B and 2(n-1) steps. Across the
+    nodes of a cluster (the same GPUs in each), NCCL's shape: chains inside nodes, trees
+    across (:func:`_cluster_tree`)."""
     needs(req, ("all-reduce",), "tree")
     ranks = list(req.ranks)
-    depth = tree_depth(len(ranks))
+    parts = by_domain(topo, ranks)
+    across_nodes = topo.kind == "cluster" and len(parts) > 1 and same_local_layout(topo, parts)
 
     def build(p: Protocol | None) -> Plan:
+        if across_nodes:
+            return _cluster_tree(topo, req, parts, p)
+        depth = tree_depth(len(ranks))
         up, down = tree_streams(ranks, req.size_bytes)
         return plan("tree", topo, [[phase(topo, up, depth, p), phase(topo, down, depth, p)]], p)
 
     return best_protocol(topo, build) if proto is None else build(proto)
+
+
+def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], proto: Protocol | None) -> Plan:
+    """NCCL's tree on a cluster: one channel per NIC, each carrying its share of the
+    buffer; inside a node a chain ending at the channel's head GPU (the one on that NIC),
+    across nodes a double binary tree of the heads. Chain and tree run pipelined: reduce
+    up both, then broadcast down both. The first node's chains and the trees of the
+    rails sharing the first head's NIC are simulated (the rest are copies)."""
+    inner = parts[min(parts)]
+    k = len(inner)
+    channels = max(1, min(topo.nics_per_node, k))
+    share = req.size_bytes / channels
+    heads = [j * k // channels for j in range(channels)]
+    up: list[Stream] = []
+    down: list[Stream] = []
+    for h in heads:
+        chain = inner[h + 1:] + inner[:h] + [inner[h]]
+        up += [(a, b, share) for a, b in zip(chain, chain[1:])]
+        down += [(b, a, share) for a, b in zip(chain, chain[1:])]
+    columns = rails(topo, parts)
+    for column in rails_of_first_nic(topo, [columns[h] for h in heads]):
+        across_up, across_down = tree_streams(column, share)
+        up += across_up
+        down += across_down
+    depth = tree_depth(len(parts))
+    steps = k - 1 + depth
+    return plan("tree", topo, [[phase(topo, up, steps, proto, depth), phase(topo, down, steps, proto, depth)]], proto)
 
 
 def tree_depth(n: int) -> int:
