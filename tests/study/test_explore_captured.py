@@ -1,0 +1,49 @@
+"""accelsim explore on real kernels: a Triton kernel captured once per candidate config,
+and a Pallas kernel once per candidate block shape."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests import conftest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is first imported (see tests/capture)
+
+MATMUL_TRITON = conftest.REPO / "kernels" / "triton" / "matmul.py"
+MATMUL_PALLAS = conftest.REPO / "kernels" / "pallas" / "matmul.py"
+
+
+@pytest.mark.slow
+def test_triton_configs_are_captured_and_ranked(cli, write_yaml):
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    space = write_yaml("space.yaml", """\
+        configs:
+          - {block_m: 32, block_n: 32, block_k: 32, num_stages: 2, num_warps: 4}
+          - {block_m: 64, block_n: 64, block_k: 32, num_stages: 3, num_warps: 4}
+          - {block_m: 256, block_n: 256, block_k: 256, num_stages: 5, num_warps: 8}
+        """)
+    result = cli("explore", "--arch", "h100-sxm", "--kernel", f"{MATMUL_TRITON}:run", "--param", "M=128",
+                 "--param", "N=128", "--param", "K=64", "--space", str(space))
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert "3 configs, 2 ran, 1 did not fit" in lines[0]
+    assert lines[-1].split()[1:4] == ["-", "-", "does"]  # the one that needs too much shared memory, last
+    assert "local memory" in lines[-1]
+
+
+@pytest.mark.slow
+def test_pallas_block_shapes_are_captured_and_ranked(cli, write_yaml):
+    pytest.importorskip("jax")
+    space = write_yaml("space.yaml", "grid:\n  block_m: [128, 256]\n  block_n: [256]\n  block_k: [256]\n")
+    result = cli("explore", "--arch", "tpu-v5e", "--kernel", f"{MATMUL_PALLAS}:run", "--param", "M=512",
+                 "--param", "N=512", "--param", "K=512", "--space", str(space), "--json")
+    assert result.code == 0, result.err
+    import json
+
+    ranking = json.loads(result.out)["ranking"]
+    assert sorted(r["config"]["block_m"] for r in ranking) == [128, 256]
+    assert ranking[0]["latency_s"] <= ranking[1]["latency_s"]
+    assert all(r["bound"] and r["programs"] > 0 for r in ranking)
