@@ -18,8 +18,9 @@ RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast")
 def ring(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     """On a switch node: one logical ring, bidirectional. On a torus: per-axis rings over
     the group's box (:mod:`.torus`). Across nodes of a cluster: NCCL's ring, its node
-    crossings spread over every NIC (one channel per NIC). Across slices: hierarchical
-    (:mod:`.hierarchical`). Broadcast: a pipelined chain from ``ranks[0]``."""
+    crossings spread over every NIC (one channel per NIC), when every node holds the same
+    GPUs of the group. Across slices: hierarchical (:mod:`.hierarchical`). Any other
+    group: one ring in group order. Broadcast: a pipelined chain from ``ranks[0]``."""
     needs(req, RING_KINDS, "ring")
     if req.kind == "broadcast":
         return chain_broadcast(topo, req, proto)
@@ -32,7 +33,7 @@ def ring(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
         from accelsim.network.algorithms.torus import torus_ring
 
         return torus_ring(topo, req, proto)
-    if len(parts) > 1 and topo.kind == "cluster":
+    if len(parts) > 1 and topo.kind == "cluster" and same_local_layout(topo, parts):
         return best_protocol(topo, lambda p: _cluster_ring(topo, req, p)) if proto is None else _cluster_ring(topo, req, proto)
     return _flat(topo, req, proto, bidirectional=True, name="ring")
 
