@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE))
 
 import measurement_format as fmt  # noqa: E402
 from measurement_format import FamilyFile  # noqa: E402
-from provenance import command_line, module_versions, now_utc, read_gpu_state  # noqa: E402
+from provenance import command_line, module_versions, now_utc, read_gpu_state, suite_parser  # noqa: E402
 
 STARTED = time.monotonic()
 WARMUP_CALLS = 5
@@ -395,13 +395,9 @@ def _scale(args: argparse.Namespace, on_gpu: bool) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = suite_parser(__doc__.split("\n\n")[0], "output folder (nccl.json / jax.json)")
     parser.add_argument("--backend", choices=("torch", "jax"), required=True)
-    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
     parser.add_argument("--ranks", type=int, default=2, help="processes on the CPU (gloo); GPUs: all visible")
-    parser.add_argument("--quick", action="store_true", help="a few sizes (smoke run)")
-    parser.add_argument("--budget-s", type=float, default=None, help="stop starting sizes when this is nearly spent")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (nccl.json / jax.json)")
     args = parser.parse_args(argv)
     args.argv = None
     return args

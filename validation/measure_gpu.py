@@ -143,24 +143,7 @@ LLAMA_LINEAR_SHAPES = {
 }
 
 
-def _gemm(M: int, N: int, K: int, dtype: str, batch: int = 1) -> dict:
-    return {"M": M, "N": N, "K": K, "dtype": dtype, "batch": batch}
-
-
-def _attn(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, dtype="bf16", pass_="fwd") -> dict:
-    return {
-        "batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_kv": seq_kv,
-        "head_dim": head_dim, "causal": causal, "dtype": dtype, "pass": pass_,
-    }
-
-
-def _fa_setup(seq: int, head_dim: int, causal: bool, dtype="bf16", pass_="fwd") -> dict:
-    """The FlashAttention papers' benchmark: 16k tokens per batch, hidden size 2048."""
-    return _attn(16384 // seq, 2048 // head_dim, 2048 // head_dim, seq, seq, head_dim, causal, dtype, pass_)
-
-
-def _rows(rows: int, cols: int, dtype: str) -> dict:
-    return {"rows": rows, "cols": cols, "dtype": dtype}
+_gemm, _attn, _fa_setup, _rows = fmt.gemm_params, fmt.attention_params, fmt.fa_setup_params, fmt.rows_params
 
 
 def gemm_plan(scale: str) -> list[dict]:

@@ -68,7 +68,7 @@ import numpy as np  # noqa: E402
 import measurement_format as fmt  # noqa: E402
 from jax_timing import JAX_POLICIES, BelowResolution, JaxTimer  # noqa: E402
 from measurement_format import FamilyFile  # noqa: E402
-from provenance import command_line, now_utc, read_gpu_state  # noqa: E402
+from provenance import command_line, now_utc, read_gpu_state, suite_parser  # noqa: E402
 
 STARTED = time.monotonic()
 JNP_DTYPES = {"bf16": jnp.bfloat16, "fp16": jnp.float16, "fp32": jnp.float32}
@@ -287,16 +287,11 @@ class Case:
 
 
 def _gemm_cfg(bm, bn, bk, warps=4, stages=3) -> dict:
-    return {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 1, "split_k": 1, "num_warps": warps, "num_stages": stages}
+    return fmt.gemm_config(bm, bn, bk, group_m=1, num_stages=stages, num_warps=warps)  # Pallas: row-major grid
 
 
 def _attn_cfg(bm, bn, warps=4, stages=2) -> dict:
-    return {"block_m": bm, "block_n": bn, "num_warps": warps, "num_stages": stages, "split_kv": 1}
-
-
-def _attn(batch, heads, seq, head_dim, causal, dtype="bf16") -> dict:
-    return {"batch": batch, "heads": heads, "kv_heads": heads, "seq_q": seq, "seq_kv": seq, "head_dim": head_dim,
-            "causal": causal, "dtype": dtype, "pass": "fwd"}
+    return fmt.attention_config(bm, bn, num_stages=stages, num_warps=warps)
 
 
 def plan(scale: str) -> list[Case]:
@@ -305,8 +300,8 @@ def plan(scale: str) -> list[Case]:
     rowwise = ("rmsnorm", "layernorm", "softmax")
     if scale.startswith("cpu"):
         cases = [Case("matmul", {"M": 128, "N": 128, "K": 128, "dtype": "bf16", "batch": 1}, _gemm_cfg(64, 64, 64))]
-        cases += [Case("attention", _attn(1, 2, 128, 64, True), _attn_cfg(64, 64)),
-                  Case("jax-mha", _attn(1, 2, 128, 64, True), _attn_cfg(64, 64))]
+        cases += [Case("attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True), _attn_cfg(64, 64)),
+                  Case("jax-mha", fmt.attention_params(1, 2, 2, 128, 128, 64, True), _attn_cfg(64, 64))]
         block_rows = (8,) if scale == "cpu-quick" else (4, 8)
         cases += [Case(k, {"rows": 64, "cols": 256, "dtype": "bf16"}, {"block_rows": br, "num_warps": 4})
                   for k in rowwise for br in block_rows]
@@ -314,8 +309,8 @@ def plan(scale: str) -> list[Case]:
     if scale == "gpu-quick":
         return [
             Case("matmul", {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}, _gemm_cfg(128, 128, 64)),
-            Case("attention", _attn(4, 16, 4096, 128, False), _attn_cfg(128, 128)),
-            Case("jax-mha", _attn(4, 16, 4096, 128, False), _attn_cfg(128, 64)),
+            Case("attention", fmt.fa_setup_params(4096, 128, False), _attn_cfg(128, 128)),
+            Case("jax-mha", fmt.fa_setup_params(4096, 128, False), _attn_cfg(128, 64)),
             Case("rmsnorm", {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": 2, "num_warps": 4}),
         ]
     square = {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}
@@ -323,11 +318,11 @@ def plan(scale: str) -> list[Case]:
         _gemm_cfg(128, 128, 64), _gemm_cfg(128, 256, 64, 8), _gemm_cfg(64, 128, 64, 4, 4), _gemm_cfg(128, 128, 32, 4, 4))]
     cases.append(Case("matmul", dict(square, M=8192, N=8192, K=8192), _gemm_cfg(128, 256, 64, 8)))
     for causal in (False, True):  # the FlashAttention benchmark setup: 16k tokens, hidden 2048
-        fa = _attn(4, 16, 4096, 128, causal)
+        fa = fmt.fa_setup_params(4096, 128, causal)
         cases += [Case("attention", fa, cfg) for cfg in (_attn_cfg(128, 128), _attn_cfg(64, 128), _attn_cfg(128, 64))]
         cases += [Case("jax-mha", fa, cfg) for cfg in (
             _attn_cfg(128, 64), _attn_cfg(64, 64), _attn_cfg(128, 128, 8), _attn_cfg(64, 128, 4, 3))]
-    cases += [Case("jax-mha", _attn(16384 // s, 16, s, 128, False), _attn_cfg(128, 64)) for s in (1024, 16384)]
+    cases += [Case("jax-mha", fmt.fa_setup_params(s, 128, False), _attn_cfg(128, 64)) for s in (1024, 16384)]
     for kind in rowwise:
         cases += [Case(kind, {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": br, "num_warps": w})
                   for br in (1, 2, 4, 8) for w in (4, 8)]
@@ -467,11 +462,7 @@ def jax_gpu_problem() -> str | None:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
-    parser.add_argument("--quick", action="store_true", help="a few cases (smoke run)")
-    parser.add_argument("--budget-s", type=float, default=None, help="stop starting cases when this is nearly spent")
-    parser.add_argument("--out", type=Path, required=True, help="output folder for <family>.json")
+    parser = suite_parser(__doc__.split("\n\n")[0], "output folder for <family>.json")
     parser.add_argument("--kernels", default=",".join(KERNELS), help=f"comma-separated, from: {', '.join(KERNELS)}")
     args = parser.parse_args(argv)
     args.kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]

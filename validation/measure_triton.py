@@ -41,7 +41,7 @@ import torch  # noqa: E402
 import measure_gpu as lib  # noqa: E402  (its timer, device and record machinery)
 import measurement_format as fmt  # noqa: E402
 from measurement_format import FamilyFile  # noqa: E402
-from provenance import command_line, now_utc, read_gpu_state  # noqa: E402
+from provenance import command_line, now_utc, read_gpu_state, suite_parser  # noqa: E402
 
 STARTED = time.monotonic()
 PER_CASE_S = {"gpu": 3.0, "cpu": 3.0}
@@ -136,17 +136,11 @@ KERNELS: dict[str, tuple[str, Callable]] = {
 
 
 def _gemm_cfg(bm, bn, bk, group=8, stages=3, warps=8) -> dict:
-    return {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": group, "split_k": 1, "num_stages": stages,
-            "num_warps": warps}
+    return fmt.gemm_config(bm, bn, bk, group_m=group, num_stages=stages, num_warps=warps)
 
 
 def _attn_cfg(bm, bn, stages=2, warps=8) -> dict:
-    return {"block_m": bm, "block_n": bn, "num_stages": stages, "num_warps": warps, "split_kv": 1}
-
-
-def _attn(batch, heads, seq, head_dim, causal, dtype="bf16") -> dict:
-    return {"batch": batch, "heads": heads, "kv_heads": heads, "seq_q": seq, "seq_kv": seq, "head_dim": head_dim,
-            "causal": causal, "dtype": dtype, "pass": "fwd"}
+    return fmt.attention_config(bm, bn, num_stages=stages, num_warps=warps)
 
 
 def plan(scale: str) -> list[Case]:
@@ -155,23 +149,23 @@ def plan(scale: str) -> list[Case]:
     if scale.startswith("cpu"):
         cases = [Case("matmul", "gemm", {"M": 128, "N": 128, "K": 128, "dtype": "fp16", "batch": 1},
                       _gemm_cfg(64, 64, 64, 2, 2, 4)),
-                 Case("attention", "attention", _attn(1, 2, 128, 64, True, "fp16"), _attn_cfg(64, 64, 2, 4))]
+                 Case("attention", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16"), _attn_cfg(64, 64, 2, 4))]
         block_rows = (4,) if scale == "cpu-quick" else (2, 4)
         return cases + [Case(kind, kind, {"rows": 64, "cols": 256, "dtype": "fp16"}, {"block_rows": br, "num_warps": 4})
                         for kind in ("softmax", "layernorm") for br in block_rows]
     square = {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}
     if scale == "gpu-quick":
         return [Case("matmul", "gemm", square, _gemm_cfg(128, 256, 64)),
-                Case("attention", "attention", _attn(4, 16, 4096, 128, True), _attn_cfg(128, 64)),
+                Case("attention", "attention", fmt.fa_setup_params(4096, 128, True), _attn_cfg(128, 64)),
                 Case("softmax", "softmax", {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": 1, "num_warps": 8})]
     cases = [Case("matmul", "gemm", square, cfg) for cfg in (
         _gemm_cfg(128, 256, 64), _gemm_cfg(256, 128, 64), _gemm_cfg(128, 128, 64, 8, 4, 4), _gemm_cfg(128, 128, 32, 8, 4, 4),
         _gemm_cfg(64, 128, 64, 8, 4, 4), _gemm_cfg(128, 256, 64, 1), _gemm_cfg(64, 64, 32, 8, 4, 4))]
     cases += [Case("matmul", "gemm", dict(square, M=s, N=s, K=s), _gemm_cfg(128, 256, 64)) for s in (2048, 8192)]
     for causal in (False, True):  # the FlashAttention benchmark setup: 16k tokens, hidden 2048
-        cases += [Case("attention", "attention", _attn(4, 16, 4096, 128, causal), cfg) for cfg in (
+        cases += [Case("attention", "attention", fmt.fa_setup_params(4096, 128, causal), cfg) for cfg in (
             _attn_cfg(128, 64), _attn_cfg(128, 128), _attn_cfg(64, 64, 3, 4), _attn_cfg(64, 128, 2, 4))]
-    cases.append(Case("attention", "attention", _attn(4, 32, 4096, 64, False), _attn_cfg(128, 64, 3, 4)))
+    cases.append(Case("attention", "attention", fmt.fa_setup_params(4096, 64, False), _attn_cfg(128, 64, 3, 4)))
     for kind in ("softmax", "layernorm"):
         cases += [Case(kind, kind, {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": br, "num_warps": w})
                   for br in (1, 2, 4) for w in (4, 8)]
@@ -218,11 +212,7 @@ def run_case(case: Case, index: int, run: lib.Run, files: dict[str, FamilyFile])
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
-    parser.add_argument("--quick", action="store_true", help="a few cases (smoke run)")
-    parser.add_argument("--budget-s", type=float, default=None, help="stop starting cases when this is nearly spent")
-    parser.add_argument("--out", type=Path, required=True, help="output folder for <family>.json")
+    parser = suite_parser(__doc__.split("\n\n")[0], "output folder for <family>.json")
     parser.add_argument("--no-kernel-names", action="store_true", help="do not profile one call per case")
     return parser.parse_args(argv)
 

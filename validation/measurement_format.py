@@ -136,6 +136,36 @@ def record_id(family: str, params: dict[str, Any], tag: str | None = None) -> st
     return f"{base}--{tag}" if tag else base
 
 
+def gemm_params(M: int, N: int, K: int, dtype: str, batch: int = 1) -> dict:
+    return {"M": M, "N": N, "K": K, "dtype": dtype, "batch": batch}
+
+
+def attention_params(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, dtype="bf16", pass_="fwd") -> dict:
+    return {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_kv": seq_kv,
+            "head_dim": head_dim, "causal": causal, "dtype": dtype, "pass": pass_}
+
+
+def fa_setup_params(seq: int, head_dim: int, causal: bool, dtype="bf16", pass_="fwd") -> dict:
+    """The FlashAttention papers' benchmark: 16k tokens per batch, hidden size 2048."""
+    return attention_params(16384 // seq, 2048 // head_dim, 2048 // head_dim, seq, seq, head_dim, causal, dtype, pass_)
+
+
+def rows_params(rows: int, cols: int, dtype: str) -> dict:
+    return {"rows": rows, "cols": cols, "dtype": dtype}
+
+
+def gemm_config(block_m: int, block_n: int, block_k: int, *, group_m: int = 8, num_stages: int = 3,
+                num_warps: int = 8) -> dict:
+    """A gemm family config (no split-K) in the simulator's vocabulary."""
+    return {"block_m": block_m, "block_n": block_n, "block_k": block_k, "group_m": group_m, "split_k": 1,
+            "num_stages": num_stages, "num_warps": num_warps}
+
+
+def attention_config(block_m: int, block_n: int, *, num_stages: int = 2, num_warps: int = 8) -> dict:
+    """An attention family config (no split-KV) in the simulator's vocabulary."""
+    return {"block_m": block_m, "block_n": block_n, "num_stages": num_stages, "num_warps": num_warps, "split_kv": 1}
+
+
 CONFIG_TAG_KEYS = {"block_m": "bm", "block_n": "bn", "block_k": "bk", "group_m": "g", "block_rows": "br",
                    "num_warps": "w", "num_stages": "s"}
 

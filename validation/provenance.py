@@ -8,6 +8,7 @@ nothing sets a clock, a power limit or any other device setting.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import functools
 import platform
@@ -70,6 +71,16 @@ def now_utc() -> str:
 def command_line(argv: list[str] | None) -> str:
     """The command as run (``argv`` given: an in-process call, recorded as its arguments)."""
     return shlex.join([Path(sys.executable).name, *sys.argv]) if argv is None else shlex.join(argv)
+
+
+def suite_parser(description: str, out_help: str) -> argparse.ArgumentParser:
+    """The options every child suite of ``measure_gpu.py`` takes (it passes them on)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    parser.add_argument("--quick", action="store_true", help="a few cases (smoke run)")
+    parser.add_argument("--budget-s", type=float, default=None, help="stop starting cases when this is nearly spent")
+    parser.add_argument("--out", type=Path, required=True, help=out_help)
+    return parser
 
 
 def module_versions(*names: str) -> dict:

@@ -18,18 +18,14 @@ pytest.importorskip("jax")
 import measure_collectives  # noqa: E402
 import measurement_format as fmt  # noqa: E402
 
-SCRIPT = Path(__file__).resolve().parents[2] / "validation" / "measure_gpu.py"
-
 
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory):
+def suite(tmp_path_factory, run_script):
     root = tmp_path_factory.mktemp("collectives")
-    out, bundle = root / "cpu", root / "out" / "cpu.tar.gz"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--suites", "collectives",
-                           "--out", str(out), "--bundle", str(bundle)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    files = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "collectives").glob("*.json")}
-    return files, done.stdout, bundle
+    bundle = root / "out" / "cpu.tar.gz"
+    files, stdout = run_script("measure_gpu.py", root / "cpu", "--device", "cpu", "--quick", "--suites", "collectives",
+                               "--bundle", str(bundle))
+    return {Path(name).name: data for name, data in files.items()}, stdout, bundle
 
 
 def test_both_backends_write_valid_files(suite):

@@ -3,11 +3,7 @@ timed and written in the measurement format, with each case's GPU (Triton) lower
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +11,10 @@ pytest.importorskip("jax")
 
 import measurement_format as fmt  # noqa: E402
 
-SCRIPT = Path(__file__).resolve().parents[2] / "validation" / "measure_pallas.py"
-
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pallas")
-    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    files = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}
-    return files, done.stdout
+def quick(tmp_path_factory, run_script):
+    return run_script("measure_pallas.py", tmp_path_factory.mktemp("pallas"), "--device", "cpu", "--quick")
 
 
 def test_one_valid_file_per_family(quick):

@@ -3,12 +3,7 @@ checked, timed and written in the measurement format with their configs."""
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,16 +12,11 @@ pytest.importorskip("torch")
 
 import measurement_format as fmt  # noqa: E402
 
-SCRIPT = Path(__file__).resolve().parents[2] / "validation" / "measure_triton.py"
-
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    out = tmp_path_factory.mktemp("triton")
-    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert done.returncode == 0, done.stderr
-    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}, done.stdout
+def quick(tmp_path_factory, run_script):
+    return run_script("measure_triton.py", tmp_path_factory.mktemp("triton"), "--device", "cpu", "--quick",
+                      env={"TRITON_INTERPRET": "1"})
 
 
 def test_every_kernel_is_checked_measured_and_valid(quick):
