@@ -93,7 +93,7 @@ def run_ray(tasks: Sequence[Task], jobs: Sequence[Job], address: str) -> Iterato
     try:
         import ray
     except ModuleNotFoundError:
-        raise InputError("--ray needs Ray: pip install -e '.[ray]'", source="--ray") from None
+        raise InputError("Ray is not installed: pip install -e '.[ray]'", source="--ray") from None
     ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
              include_dashboard=False, log_to_driver=False)
     remote = ray.remote(run_task)
