@@ -15,7 +15,7 @@ from accelsim.engine.timeline import chrome_trace
 from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.base import parse_assignments
-from accelsim.families.search import autotune, run_config, split_params
+from accelsim.families.search import best_config, run_config, split_params
 from accelsim.trace.kernel import load_trace
 from accelsim.units import format_quantity
 
@@ -62,9 +62,9 @@ def run_simulate(args: argparse.Namespace) -> int:
         family_name = family.name
         params, config_given, auto = split_params(family, parse_assignments(args.param, "--param"))
         if auto:
-            ranked = autotune(family, params, chip)
-            searched = len(ranked)
-            best = ranked[0]
+            search = best_config(family, params, chip)
+            searched = search.searched
+            best = search.best
             # the search ran without a timeline: replay the winner only if one is asked for
             sim = run_config(family, params, best.config, chip, timeline=True).sim if args.timeline else best.sim
         else:

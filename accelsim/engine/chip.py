@@ -471,6 +471,35 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     )
 
 
+def latency_lower_bound_s(trace: KernelTrace, chip: Chip) -> float:
+    """A cheap bound that :func:`simulate_kernel` never goes below, for pruning searches:
+    every resource's total demand at its full capacity, and (GPU) the slowest cohort
+    key's fastest program alone on an SM with every read hitting the shared cache.
+    Costs one per-program accounting pass (no replay, no reuse model)."""
+    costs = program_costs(trace, chip)
+    if chip.family == "tpu":
+        _, cores = tpu_core_assignment(trace, chip)
+        caps = _capacities(chip, cores, 1.0 if chip.megacore else 1.0 / chip.num_cores)
+        hbm = costs.read_bytes + costs.write_bytes
+        totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
+        return max(float(v) / caps[k] for k, v in totals.items()) + chip.launch_overhead_s
+    gpu_occupancy(trace, chip)  # raises if the kernel does not fit
+    caps = _capacities(chip, chip.num_cores)
+    moved = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
+    totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(),
+              "local_memory": costs.local_bytes.sum(), "port": moved.sum()}
+    if "shared_cache" in caps:
+        totals["shared_cache"] = moved.sum()
+    bound = max(float(v) / caps[k] for k, v in totals.items())
+    times = gpu_program_times(chip, costs, costs.read_bytes, trace.kernel.pipeline_depth,
+                              instruction_streams(trace, chip))
+    alone = times.seconds(np.arange(costs.num_programs))
+    # a cohort runs at its members' mean speed, so only each key's fastest member is safe
+    keys = _cohort_keys(costs)
+    fastest = max(float(alone[members].min()) for members in _groups(keys))
+    return max(bound, fastest) + chip.launch_overhead_s
+
+
 def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False) -> KernelSimulation:
     """Predict the latency of one kernel trace on one chip."""
     started = time.perf_counter()

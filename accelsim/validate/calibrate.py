@@ -22,7 +22,7 @@ from accelsim.arch.model import Chip, load_arch
 from accelsim.engine.chip import simulate_kernel
 from accelsim.families import get_family
 from accelsim.families.base import parse_values
-from accelsim.families.search import autotune
+from accelsim.families.search import best_config
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import format_quantity
 from accelsim.validate.compare import Measurement
@@ -112,7 +112,7 @@ def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequ
             config = family.resolve_config(params, m.config, chip)
             cases.append(Case(m, family.build(params, config, chip), config))
         else:
-            best = autotune(family, params, chip)[0]
+            best = best_config(family, params, chip).best
             cases.append(Case(m, best.trace, best.config))
     return cases
 

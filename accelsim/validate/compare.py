@@ -19,7 +19,7 @@ from accelsim.arch.model import Chip, load_arch
 from accelsim.errors import InputError
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_values
-from accelsim.families.search import autotune, run_config
+from accelsim.families.search import best_config, run_config
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
     if measurement.config is not None:
         best = run_config(family, params, family.resolve_config(params, measurement.config, chip), chip)
     elif search:
-        best = autotune(family, params, chip)[0]
+        best = best_config(family, params, chip).best
     else:
         best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
     return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
