@@ -1,0 +1,224 @@
+"""Calibrate on one chip, predict another without refitting: the what-if error.
+
+    python validation/cross_chip.py [--out validation/reports/cross-chip]
+
+The question a what-if study asks is "we fitted the model on the chip we have; how far
+off is it on the chip we are thinking of buying?". For each transfer below this script:
+
+1. runs ``accelsim calibrate`` on the source chip's reference records (efficiencies,
+   launch and per-program overheads, fitted on its training split), writing the overlay
+   to ``<source>-calibrated.yaml`` in the output folder (the committed
+   ``arch_configs/calibrated/`` files are not read or changed);
+2. predicts every reference record of each target chip twice: with the target's published
+   config as it stands, and with the values that overlay marks ``fitted`` set on it
+   (``--set``; parameters the fit left alone keep the target's own values), nothing
+   refitted on the target;
+3. reports the error per target and family of both, in ``report.md`` with a plot.
+
+What transfers is only what the fit touched: dimensionless efficiencies and fixed
+overheads. Peak rates, bandwidths, capacities and SM counts stay the target's published
+numbers; a transfer therefore tests whether "how far below its peaks the software runs"
+carries over between chips. Records of kernels the families do not model are left out
+(``EXCLUDE``, as in docs/accuracy.md).
+
+Deterministic for a given commit (the fit's split is a hash of record ids). Attention
+targets are left out of the default run: each causal attention record needs a config
+search of tens of seconds on a 2-core machine (``--with-attention`` adds them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import yaml  # noqa: E402
+
+from accelsim.cli.main import main as accelsim  # noqa: E402
+from accelsim.validate.calibrate import DEFAULT_PARAMETERS  # noqa: E402
+from accelsim.validate.compare import Comparison, Measurement, compare, read_measurements, summarise  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "validation" / "reference"
+EXCLUDE = ("FlashAttention-2", "CUTLASS", "huggingface")
+"""Implementations that are not the kernel a family models (docs/accuracy.md)."""
+
+
+@dataclass(frozen=True)
+class Transfer:
+    source: str
+    targets: tuple[str, ...]
+    why: str
+
+
+TRANSFERS = (
+    Transfer("h100-sxm", ("h200-sxm", "b200"),
+             "H100 -> H200 is the same Hopper die with more and faster HBM; H100 -> B200 is a new architecture"),
+    Transfer("a100-sxm4-80gb", ("h100-sxm",), "A100 -> H100: Ampere to Hopper, the what-if one generation back"),
+)
+
+
+def excluded(with_attention: bool) -> list[str]:
+    return [*EXCLUDE, *([] if with_attention else ["attention forward"])]
+
+
+def records(arch: str, with_attention: bool) -> list[Measurement]:
+    found = [m for m in read_measurements([REFERENCE / arch]) if m.arch == arch]
+    return [m for m in found if not any(text in m.implementation for text in excluded(with_attention))]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What ``accelsim calibrate`` fitted on the source: ``(path, value text, note)`` per parameter."""
+
+    overlay: Path
+    values: list[tuple[str, str, str]]
+
+    @property
+    def overrides(self) -> list[str]:
+        return [f"{path}={value}" for path, value, _ in self.values]
+
+
+def calibrate(transfer: Transfer, out: Path, with_attention: bool) -> Fitted:
+    overlay = out / f"{transfer.source}-calibrated.yaml"
+    excludes = [arg for text in excluded(with_attention) for arg in ("--exclude", text)]
+    code = accelsim(["calibrate", "--arch", transfer.source, "--measurements", str(REFERENCE / transfer.source),
+                     *excludes, "-o", str(overlay)])
+    if code != 0:
+        raise SystemExit(f"accelsim calibrate failed for {transfer.source}")
+    data = yaml.safe_load(overlay.read_text(encoding="utf-8"))
+    values = []
+    for parameter in DEFAULT_PARAMETERS:
+        node = data
+        for part in parameter.path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get("basis") == "fitted":
+            values.append((parameter.path, str(node["value"]), node.get("note", "")))
+    return Fitted(overlay, values)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    transfer: Transfer
+    fitted: Fitted
+    published: list[Comparison]
+    transferred: list[Comparison]
+
+
+def run_transfer(transfer: Transfer, out: Path, with_attention: bool) -> Outcome:
+    fitted = calibrate(transfer, out, with_attention)
+    targets = [m for target in transfer.targets for m in records(target, with_attention)]
+    return Outcome(transfer, fitted, compare(targets), compare(targets, overrides=fitted.overrides))
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def render(outcomes: Sequence[Outcome], elapsed: float, plot: str, with_attention: bool) -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "accelsim", "arch_configs"], capture_output=True,
+                           text=True, cwd=ROOT).stdout.strip()
+    if dirty:
+        commit += " plus uncommitted changes to accelsim/ or arch_configs/"
+    lines = [
+        "# Cross-chip prediction: calibrate on one chip, predict another",
+        "",
+        f"Generated by `python validation/cross_chip.py` on {datetime.date.today()} at commit `{commit}` "
+        f"({elapsed:.0f} s). Records: `validation/reference/` (published measurements, each with its source), "
+        f"without {', '.join(EXCLUDE)} (kernels the families do not model)"
+        + ("." if with_attention else " and without attention (`--with-attention` adds it; slow)."),
+        "",
+        "Error = predicted / measured - 1 (negative: predicted faster). **published**: the target's own config as "
+        "it stands (nothing fitted). **transferred**: the same config with the source chip's fitted values set on "
+        "it, nothing refitted on the target. Only efficiencies and fixed overheads transfer; peak rates and "
+        "bandwidths stay the target's published numbers.",
+        "",
+    ]
+    for outcome in outcomes:
+        source, fitted = outcome.transfer.source, outcome.fitted
+        summary = fitted.values[0][2].split("; ", 1)[1] if fitted.values and "; " in fitted.values[0][2] else ""
+        lines += [f"## {source} -> {', '.join(outcome.transfer.targets)}", "", outcome.transfer.why + ".", "",
+                  f"`accelsim calibrate` on the {source} reference records wrote "
+                  f"[`{fitted.overlay.name}`]({fitted.overlay.name})" + (f" ({summary})." if summary else "."), ""]
+        if fitted.values:
+            lines += ["| fitted parameter | value | before fitting |", "| --- | ---: | ---: |"]
+            lines += [f"| `{path}` | {value} | {note.split(';')[0].removeprefix('value before fitting ')} |"
+                      for path, value, note in fitted.values]
+        else:
+            lines.append("Nothing moved in the fit: the transfer equals the published config.")
+        lines += ["", "| target | family | records | MAPE published | MAPE transferred | mean signed published | "
+                      "mean signed transferred |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        key = lambda c: (c.measurement.arch, c.measurement.family)  # noqa: E731
+        for before, after in zip(summarise(outcome.published, key), summarise(outcome.transferred, key)):
+            lines.append(f"| {before.group[0]} | {before.group[1]} | {before.count} | {before.mape:.1%} | "
+                         f"{after.mape:.1%} | {_pct(before.mean_signed)} | {_pct(after.mean_signed)} |")
+        lines += ["", "| target record | measured | published | transferred | bound (transferred) |",
+                  "| --- | ---: | ---: | ---: | --- |"]
+        for before, after in zip(outcome.published, outcome.transferred):
+            m = before.measurement
+            lines.append(f"| {m.arch} {m.id} | {m.latency_s * 1e6:.1f} us | {before.predicted_s * 1e6:.1f} us "
+                         f"({_pct(before.error)}) | {after.predicted_s * 1e6:.1f} us ({_pct(after.error)}) | {after.bound} |")
+        lines.append("")
+    lines += [f"![error by target and family]({plot})", "",
+              "Sources: every record's `source` field in `validation/reference/*/*.json`. What the errors mean: "
+              "`docs/accuracy.md`, section \"Cross-chip prediction\".", ""]
+    return "\n".join(lines)
+
+
+def plot(outcomes: Sequence[Outcome], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    labels = []
+    for outcome in outcomes:
+        groups: dict[str, list[tuple[Comparison, Comparison]]] = {}
+        for before, after in zip(outcome.published, outcome.transferred):
+            label = f"{outcome.transfer.source}\n-> {before.measurement.arch}\n{before.measurement.family}"
+            groups.setdefault(label, []).append((before, after))
+        for label, pairs in groups.items():
+            x = len(labels)
+            labels.append(label)
+            ax.scatter([x - 0.12] * len(pairs), [b.error * 100 for b, _ in pairs], color="tab:grey", s=18,
+                       label="published" if x == 0 else None)
+            ax.scatter([x + 0.12] * len(pairs), [a.error * 100 for _, a in pairs], color="tab:blue", s=18,
+                       label="transferred" if x == 0 else None)
+    ax.axhspan(-10, 10, color="grey", alpha=0.15)
+    ax.axhline(0, color="black", linewidth=1)
+    ax.set_xticks(range(len(labels)), labels, fontsize=7)
+    ax.set_ylabel("error, predicted / measured - 1 (%)")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "validation" / "reports" / "cross-chip")
+    parser.add_argument("--with-attention", action="store_true", help="also attention records (slow: config searches)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    outcomes = []
+    for transfer in TRANSFERS:
+        print(f"{transfer.source} -> {', '.join(transfer.targets)} ...", flush=True)
+        outcomes.append(run_transfer(transfer, args.out, args.with_attention))
+    image = plot(outcomes, args.out / "error_by_target.png")
+    report = args.out / "report.md"
+    report.write_text(render(outcomes, time.perf_counter() - started, image.name, args.with_attention), encoding="utf-8")
+    print(f"wrote {report} ({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
