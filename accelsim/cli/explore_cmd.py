@@ -16,7 +16,13 @@ from accelsim.families import get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import split_params
 from accelsim.study.explore import (
-    Candidate, autotune_configs, config_text, explore_captured, explore_family, load_space, why,
+    Candidate,
+    autotune_configs,
+    config_text,
+    explore_captured,
+    explore_family,
+    load_space,
+    why,
 )
 from accelsim.study.plots import plot_ranking
 from accelsim.units import format_quantity

@@ -11,8 +11,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from accelsim.arch.loader import RawConfig, apply_overrides, load_raw, parse_override, validate
-from accelsim.arch.model import REFERENCE_FIELDS, Arch, Chip, Cluster, Multislice, Node, Torus, forwarded_overrides, load_arch, resolve
+from accelsim.arch.loader import (
+    RawConfig,
+    apply_overrides,
+    load_raw,
+    parse_override,
+    validate,
+)
+from accelsim.arch.model import (
+    REFERENCE_FIELDS,
+    Arch,
+    Chip,
+    Cluster,
+    Multislice,
+    Node,
+    Torus,
+    forwarded_overrides,
+    load_arch,
+    resolve,
+)
 
 
 @lru_cache(maxsize=32)

@@ -47,7 +47,7 @@ class SpaceSpec(BaseModel):
     grid: dict[str, list[Scalar]] | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "SpaceSpec":
+    def _one(self) -> SpaceSpec:
         if (self.configs is None) == (self.grid is None):
             raise ValueError("give exactly one of 'configs' and 'grid'")
         if self.grid is not None and (not self.grid or not all(self.grid.values())):

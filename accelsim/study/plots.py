@@ -15,16 +15,15 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import FuncFormatter
 
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
-from accelsim.study.plan import SweepPlan  # noqa: E402
-from accelsim.study.space import quantity  # noqa: E402
-from accelsim.study.summary import pareto_front, pareto_points  # noqa: E402
-from accelsim.study.table import Record  # noqa: E402
-from accelsim.units import format_quantity  # noqa: E402
+from accelsim.study.plan import SweepPlan
+from accelsim.study.space import quantity
+from accelsim.study.summary import pareto_front, pareto_points
+from accelsim.study.table import Record
+from accelsim.units import format_quantity
 
 MAX_PANELS = 12
 MAX_SERIES = 10

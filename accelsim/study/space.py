@@ -18,7 +18,14 @@ import numpy as np
 import yaml
 
 from accelsim.errors import InputError
-from accelsim.study.spec import LoadedSpec, LogRangeSpec, ParameterSpec, RangeSpec, Scalar, Value
+from accelsim.study.spec import (
+    LoadedSpec,
+    LogRangeSpec,
+    ParameterSpec,
+    RangeSpec,
+    Scalar,
+    Value,
+)
 from accelsim.units import UNITS, UnitError, parse_quantity
 
 ARCH = "arch"
@@ -91,7 +98,7 @@ def _reads_back(text: str) -> bool:
         return False
 
 
-def _endpoint(raw: int | float | str, what: str, spec: LoadedSpec, loc: tuple) -> tuple[float, str | None, float]:
+def _endpoint(raw: float | str, what: str, spec: LoadedSpec, loc: tuple) -> tuple[float, str | None, float]:
     """(value in base units, unit or None, the unit's factor)."""
     if isinstance(raw, (int, float)):
         return float(raw), None, 1.0
@@ -120,10 +127,10 @@ def _range_numbers(r: RangeSpec | LogRangeSpec, spec: LoadedSpec, loc: tuple) ->
         if (unit is None) != (step_unit is None) or step <= 0:
             raise spec.error("'step' must be positive, with a unit if 'start' has one", loc + ("step",))
         integer = integer and isinstance(r.step, int)
-        count = int(math.floor((stop - start) / step * (1 + 1e-12))) + 1
+        count = math.floor((stop - start) / step * (1 + 1e-12)) + 1
         numbers = [start + i * step for i in range(count)]
     if integer:
-        numbers = sorted({int(round(n)) for n in numbers})
+        numbers = sorted({round(n) for n in numbers})
     return numbers, unit, factor, integer
 
 

@@ -48,7 +48,7 @@ class RangeSpec(_Strict):
     step: int | float | str | None = None
 
     @model_validator(mode="after")
-    def _one_of_num_step(self) -> "RangeSpec":
+    def _one_of_num_step(self) -> RangeSpec:
         if (self.num is None) == (self.step is None):
             raise ValueError("give exactly one of 'num' and 'step'")
         return self
@@ -70,7 +70,7 @@ class ParameterSpec(_Strict):
     log_range: LogRangeSpec | None = None
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "ParameterSpec":
+    def _exactly_one(self) -> ParameterSpec:
         given = [name for name in ("values", "range", "log_range") if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of 'values', 'range', 'log_range'")
@@ -136,7 +136,7 @@ class Step(_Strict):
     name: str | None = None
 
     @model_validator(mode="after")
-    def _kernel_or_collective(self) -> "Step":
+    def _kernel_or_collective(self) -> Step:
         if (self.kernel is None) == (self.collective is None):
             raise ValueError("a step is a 'kernel' or a 'collective' (one of them)")
         if self.collective is not None and self.bytes is None:

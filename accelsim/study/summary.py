@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from accelsim.study.plan import SweepPlan
 from accelsim.study.table import Record
@@ -36,7 +37,7 @@ class Move:
 def moves_along(line: Sequence[Record], param: str) -> list[Move]:
     """Bound changes along ``line`` (runs of one workload, ordered by ``param``)."""
     moves = []
-    for a, b in zip(line, line[1:]):
+    for a, b in pairwise(line):
         if a.metrics.get("bound") != b.metrics.get("bound"):
             moves.append(Move(str(a.metrics.get("bound")), str(b.metrics.get("bound")),
                               a.param(param).label, b.param(param).label))
@@ -120,10 +121,10 @@ def random_moves(plan: SweepPlan, recs: Sequence[Record]) -> list[str]:
             spans.sort()
             unit_of = {r.param(param).number: r.param(param).label for r in runs}
             text = ", ".join(f"{b} at {unit_of[lo]} .. {unit_of[hi]} ({n} points)" for lo, hi, b, n in spans)
-            separated = all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+            separated = all(a[1] < b[0] for a, b in pairwise(spans))
             turn = ""
             if separated:
-                turn = "; " + "; ".join(f"turns {b[2]}-bound above {unit_of[a[1]]}" for a, b in zip(spans, spans[1:]))
+                turn = "; " + "; ".join(f"turns {b[2]}-bound above {unit_of[a[1]]}" for a, b in pairwise(spans))
             lines.append(f"- **{job.name}** along `{param}`: {text}{turn}")
     return lines
 
@@ -172,8 +173,8 @@ def summary_markdown(plan: SweepPlan, recs: Sequence[Record], plots: Sequence[st
     out += [
         f"- base: {', '.join(s.bases)}",
         f"- varied: {', '.join(f'`{n}`' for n in plan.varied) or 'nothing'} ({sampling})",
-        f"- {len(plan.points)} points x {len(plan.jobs)} workloads = {len(plan.points) * len(plan.jobs)} runs: "
-        f"{len(recs) - len(failed)} ok, {len(failed)} failed",
+        (f"- {len(plan.points)} points x {len(plan.jobs)} workloads = {len(plan.points) * len(plan.jobs)} runs: "
+         f"{len(recs) - len(failed)} ok, {len(failed)} failed"),
         "",
         "## Where the bottleneck moves",
         "",

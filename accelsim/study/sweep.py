@@ -12,7 +12,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelsim.study.journal import JOURNAL_NAME, Row, append, open_journal, read_journal, spec_digest
+from accelsim.study.journal import (
+    JOURNAL_NAME,
+    Row,
+    append,
+    open_journal,
+    read_journal,
+    spec_digest,
+)
 from accelsim.study.plan import SweepPlan
 from accelsim.study.plots import plot_all
 from accelsim.study.runner import Progress, Task, run_processes, run_ray, run_serial

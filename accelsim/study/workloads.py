@@ -33,8 +33,15 @@ from accelsim.network.collectives import check_kind
 from accelsim.study.archs import chip_of
 from accelsim.study.space import substitute
 from accelsim.study.spec import (
-    WORKLOAD_KINDS, CollectiveWorkload, KernelWorkload, LoadedSpec, SequenceWorkload, Step, SystemTraceWorkload,
-    TraceWorkload, WorkloadSpec,
+    WORKLOAD_KINDS,
+    CollectiveWorkload,
+    KernelWorkload,
+    LoadedSpec,
+    SequenceWorkload,
+    Step,
+    SystemTraceWorkload,
+    TraceWorkload,
+    WorkloadSpec,
 )
 from accelsim.system.replay import ReplayOptions, replay
 from accelsim.system.trace import load_system_trace

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from accelsim.study.journal import Row
 from accelsim.study.plan import plan_sweep
-from accelsim.study.summary import grid_moves, pareto_front, random_moves, summary_markdown
+from accelsim.study.summary import (
+    grid_moves,
+    pareto_front,
+    random_moves,
+    summary_markdown,
+)
 from accelsim.study.table import records
 
 SPEC = """\
@@ -26,18 +31,18 @@ def _rows(plan, bound_of, latency_of=lambda p: 1.0):
 
 def test_a_move_along_one_parameter_at_every_setting_of_the_other(spec_file):
     plan = plan_sweep(spec_file(SPEC))
-    bw = lambda p: p.value("hbm.bandwidth").number  # noqa: E731
+    bw = lambda p: p.value("hbm.bandwidth").number
     recs = records(plan, _rows(plan, lambda p: "hbm" if bw(p) < 5e12 else "matrix_unit"))
     assert grid_moves(plan, recs) == [
-        "- **gemm 4096** along `hbm.bandwidth`: hbm-bound at hbm.bandwidth = 2 TB/s; "
-        "turns matrix_unit-bound between 4 TB/s and 6 TB/s (at every setting of `clock`)"
+        ("- **gemm 4096** along `hbm.bandwidth`: hbm-bound at hbm.bandwidth = 2 TB/s; "
+         "turns matrix_unit-bound between 4 TB/s and 6 TB/s (at every setting of `clock`)")
     ]
 
 
 def test_moves_that_differ_by_setting_are_listed_with_their_setting(spec_file):
     plan = plan_sweep(spec_file(SPEC))
-    bw = lambda p: p.value("hbm.bandwidth").number  # noqa: E731
-    fast = lambda p: p.value("clock").label == "2 GHz"  # noqa: E731
+    bw = lambda p: p.value("hbm.bandwidth").number
+    fast = lambda p: p.value("clock").label == "2 GHz"
     recs = records(plan, _rows(plan, lambda p: "hbm" if bw(p) < (7e12 if fast(p) else 3e12) else "matrix_unit"))
     moves = grid_moves(plan, recs)
     assert "turns matrix_unit-bound between 2 TB/s and 4 TB/s (with clock=1.5 GHz)" in moves[0]
@@ -55,7 +60,7 @@ def test_no_move_says_so(spec_file):
 
 def test_random_sampling_gives_the_ranges_of_each_bound(spec_file):
     plan = plan_sweep(spec_file(SPEC.replace("pareto", "sampling: {random: {samples: 12, seed: 3}}\npareto")))
-    bw = lambda p: p.value("hbm.bandwidth").number  # noqa: E731
+    bw = lambda p: p.value("hbm.bandwidth").number
     recs = records(plan, _rows(plan, lambda p: "hbm" if bw(p) < 5e12 else "matrix_unit"))
     line = next(m for m in random_moves(plan, recs) if "`hbm.bandwidth`" in m)
     assert "hbm at 2 TB/s .. 4 TB/s" in line and "turns matrix_unit-bound above 4 TB/s" in line
