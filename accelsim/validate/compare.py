@@ -178,12 +178,13 @@ def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def config_rankings(comparisons: Sequence[Comparison]) -> list[tuple[str, int, float]]:
-    """For every kernel (family + params) measured with several configs: how well the
-    predicted order of its configs matches the measured order (Kendall tau)."""
+    """For every kernel (implementation, family and params on one chip) measured with several
+    configs: how well the predicted order of its configs matches the measured order (Kendall tau)."""
     groups: dict[str, list[Comparison]] = {}
     for c in comparisons:
-        if c.measurement.config is not None:
-            key = f"{c.measurement.arch} {c.measurement.family} {json.dumps(c.measurement.params, sort_keys=True)}"
+        m = c.measurement
+        if m.config is not None:
+            key = f"{m.arch} {m.family} {m.implementation} {json.dumps(m.params, sort_keys=True)}"
             groups.setdefault(key, []).append(c)
     return [
         (key, len(items), kendall_tau([c.measurement.latency_s for c in items], [c.predicted_s for c in items]))

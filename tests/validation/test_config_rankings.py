@@ -64,3 +64,14 @@ def test_configs_are_ranked_and_refused_configs_listed(cli, tmp_path):
 def test_kendall_tau_b_leaves_ties_out():
     assert kendall_tau([1, 2, 3], [5, 5, 6]) == pytest.approx(2 / (3 * 2) ** 0.5)
     assert kendall_tau([1, 2, 3], [4, 4, 4]) != kendall_tau([1, 2, 3], [4, 4, 4])  # nan: the prediction has no order
+
+
+def test_implementations_are_ranked_apart(cli, tmp_path):
+    latencies = [_predicted(GEMM, c) for c in CONFIGS[:2]]
+    records = [_record("gemm", GEMM, c, t) for c, t in zip(CONFIGS[:2], latencies)]
+    other = [dict(_record("gemm", GEMM, c, t), implementation="another kernel", id=f"other-{i}")
+             for i, (c, t) in enumerate(zip(CONFIGS[:2], reversed(latencies)))]
+    fmt.write_json_atomic(tmp_path / "m" / "gemm.json", _file("gemm", records + other))
+    assert cli("validate", "--arch", "h100-sxm", "--measurements", str(tmp_path / "m"), "-o", str(tmp_path / "r")).code == 0
+    rankings = [line for line in (tmp_path / "r" / "report.md").read_text().splitlines() if line.startswith("| h100-sxm gemm")]
+    assert sorted(line.split("|")[3].strip() for line in rankings) == ["-1.00", "1.00"]
