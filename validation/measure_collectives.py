@@ -70,12 +70,6 @@ def sizes(scale: str) -> list[int]:
     return [2**p for p in range(10, 34)]
 
 
-def estimate_s(scale: str, ranks: int) -> float:
-    """Budget estimate: start-up plus every size at a pessimistic 50 GB/s bus bandwidth."""
-    per_call = sum(2 * s / 50e9 + 50e-6 for s in sizes(scale))
-    return 20.0 + 3 * per_call * (WARMUP_CALLS + SAMPLES[scale] * ITERS[scale])
-
-
 def _case(collective: str, size: int, ranks: int) -> dict:
     return {"collective": collective, "bytes": size, "ranks": ranks, "dtype": "fp32"}
 
@@ -114,12 +108,13 @@ def _skip_all(file: FamilyFile, scale: str, ranks: int, reason: str) -> None:
 # --------------------------------------------------------------------------- torch.distributed
 
 
-def _torch_tensors(torch, collective: str, size: int, ranks: int, rank: int, device):
-    """(input, output, expected or None) of one case; integer-valued fp32 so sums are exact."""
+def _torch_check_tensors(torch, collective: str, size: int, ranks: int, rank: int, device):
+    """(input, output, expected) of the small check case: every rank can rebuild every other
+    rank's input from its seed; integer-valued fp32, so the sums are exact."""
     count = size // 4
 
     def data(n, seed_rank):
-        g = torch.Generator().manual_seed(1000 * seed_rank + size % 997)
+        g = torch.Generator().manual_seed(1000 + seed_rank)
         return (torch.randint(-8, 8, (n,), generator=g) + 0.5).float()
 
     if collective == "all-reduce":
@@ -132,6 +127,17 @@ def _torch_tensors(torch, collective: str, size: int, ranks: int, rank: int, dev
     share = count // ranks
     expected = sum(data(count, r) for r in range(ranks))[rank * share:(rank + 1) * share]
     return x, torch.empty(share, device=device), expected
+
+
+def _torch_tensors(torch, collective: str, size: int, ranks: int, rank: int, device):
+    """(input, output) of one timed case, drawn on the device (8 GiB cases stay off the host)."""
+    count = size // 4
+    torch.manual_seed(2000 + rank)
+    n_in = count // ranks if collective == "all-gather" else count
+    x = torch.randint(-8, 8, (n_in,), device=device).float() + 0.5
+    if collective == "all-reduce":
+        return x, x
+    return x, torch.empty(count if collective == "all-gather" else count // ranks, device=device)
 
 
 def _torch_call(dist, collective: str, x, out) -> Callable[[], None]:
@@ -167,7 +173,7 @@ def _torch_sweep(torch, dist, rank, ranks, device, args, scale, on_gpu) -> None:
     backend = "NCCL" if on_gpu else "gloo"
     for collective in fmt.COLLECTIVES:
         # exact check of a small case first; every rank must agree before timing
-        x, out, expected = _torch_tensors(torch, collective, 4 * ranks * CHECK_ELEMENTS_PER_RANK, ranks, rank, device)
+        x, out, expected = _torch_check_tensors(torch, collective, 4 * ranks * CHECK_ELEMENTS_PER_RANK, ranks, rank, device)
         if collective != "all-reduce":
             out.fill_(float("nan"))
         _torch_call(dist, collective, x, out)()
@@ -193,7 +199,7 @@ def _torch_sweep(torch, dist, rank, ranks, device, args, scale, on_gpu) -> None:
                 if file:
                     file.skip(params, reason)
                 continue
-            x, out, _ = _torch_tensors(torch, collective, size, ranks, rank, device)
+            x, out = _torch_tensors(torch, collective, size, ranks, rank, device)
             call = _torch_call(dist, collective, x, out)
             samples = _torch_samples(torch, dist, call, scale, on_gpu, device)
             if file:
@@ -326,6 +332,9 @@ def run_jax(args: argparse.Namespace) -> int:
     }
     deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
     rng = np.random.default_rng(0)
+    # timed inputs are drawn on the devices, already sharded (8 GiB cases stay off the host)
+    draw = jax.jit(lambda key, shape: jax.random.randint(key, shape, -8, 8).astype(np.float32) + 0.5,
+                   static_argnums=1, out_shardings=sharding)
     for collective, (primitive, body) in programs.items():
         kwargs = {"mesh": mesh, "in_specs": P("x"), "out_specs": P("x")}
         try:
@@ -333,13 +342,12 @@ def run_jax(args: argparse.Namespace) -> int:
         except TypeError:  # older JAX names the flag check_rep
             fn = jax.jit(shard_map(body, check_rep=False, **kwargs))
 
-        def inputs(size):
-            per_rank = (size // 4) // (ranks if collective == "all-gather" else 1)
-            host = (rng.integers(-8, 8, (ranks, per_rank)) + 0.5).astype(np.float32)
-            return host, jax.device_put(host, sharding)
+        def shape(size):
+            return ranks, (size // 4) // (ranks if collective == "all-gather" else 1)
 
         check_size = 4 * ranks * CHECK_ELEMENTS_PER_RANK
-        host, x = inputs(check_size)
+        host = (rng.integers(-8, 8, shape(check_size)) + 0.5).astype(np.float32)
+        x = jax.device_put(host, sharding)
         got = np.asarray(fn(x))
         total = host.sum(axis=0)
         expected = {"all-reduce": np.tile(total, (ranks, 1)), "all-gather": np.tile(host.reshape(1, -1), (ranks, 1)),
@@ -359,7 +367,7 @@ def run_jax(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 file.skip(params, "time budget")
                 continue
-            _, x = inputs(size)
+            x = draw(jax.random.key(size), shape(size))
             samples = _jax_samples(jax, lambda: fn(x), scale)
             record = make_record(params, samples, f"jax.lax.{primitive} under shard_map ({devices[0].platform})",
                                  f"fp32; {len(samples)} samples of {ITERS[scale]} back-to-back calls after "
