@@ -8,6 +8,7 @@ any order); the caller orders them.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import time
@@ -71,7 +72,8 @@ def run_serial(tasks: Sequence[Task], jobs: Sequence[Job]) -> Iterator[list[Row]
 
 def run_processes(tasks: Sequence[Task], jobs: Sequence[Job], workers: int) -> Iterator[list[Row]]:
     """Local worker processes; at most ``2 * workers`` tasks in flight, so a stop loses little."""
-    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(tuple(jobs),)) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init_worker,
+                             initargs=(tuple(jobs),)) as pool:
         queue = iter(tasks)
         pending = set()
         for task in queue:
@@ -85,6 +87,19 @@ def run_processes(tasks: Sequence[Task], jobs: Sequence[Job], workers: int) -> I
                 task = next(queue, None)
                 if task is not None:
                     pending.add(pool.submit(_worker_task, task))
+
+
+THREADED_MODULES = ("jax", "torch", "triton")
+"""Libraries that start threads of their own (capture loads them). Forking a process that
+runs threads can deadlock the child, so with one of them loaded, workers start from a
+clean server process instead (slower to start: each imports accelsim afresh)."""
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    threaded = any(name in sys.modules for name in THREADED_MODULES)
+    if threaded and "forkserver" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("forkserver")
+    return multiprocessing.get_context()
 
 
 def run_ray(tasks: Sequence[Task], jobs: Sequence[Job], address: str) -> Iterator[list[Row]]:
