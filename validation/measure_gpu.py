@@ -817,8 +817,9 @@ SUITE_RESERVE_S = {"triton": {"gpu": 90.0, "gpu-quick": 30.0, "cpu": 60.0, "cpu-
 """Seconds kept back for each later suite when the library sweep has a budget: ~35 Triton
 cases at ~2 s (compile, check, time); JAX start-up and ~50 Pallas cases at ~2 s (the matmul
 and attention cases fail to lower within a second or two); two interpreter start-ups for
-the collectives and, with 8 GPUs, a 1 KiB..8 GiB sweep of three collectives (each size
-30 calls; at a pessimistic 50 GB/s of bus bandwidth the sweep's bytes take ~10 s). Estimates, not measurements:
+the collectives and, with 8 GPUs, a 1 KiB..8 GiB sweep of three collectives (105 calls a
+size; at ~450 GB/s of bus bandwidth, 8 H100s over NVLink, ~15 s; slower links reach the
+budget and skip the largest sizes with that reason). Estimates, not measurements:
 no suite but the library one has run on a GPU yet."""
 
 
