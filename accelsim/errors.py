@@ -6,7 +6,10 @@ layer raises it with as much location as it knows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 
 def format_path(path: Sequence[object]) -> str:
@@ -47,3 +50,17 @@ class InputError(Exception):
 
     def __str__(self) -> str:
         return self.one_line()
+
+
+def read_json_file(path: str | Path, what: str) -> Any:
+    """The parsed JSON of a ``what`` file (e.g. "trace"); unreadable files and invalid
+    JSON become one-line :class:`InputError` s naming the file (and line)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", source=str(path)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno) from None

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, read_json_file
 from accelsim.trace.kernel import Dtype
 
 SYSTEM_TRACE_SCHEMA_VERSION = 1
@@ -392,15 +392,7 @@ def _located(error: dict, source: str) -> InputError:
 
 
 def load_system_trace(path: str | Path) -> SystemTrace:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read system trace: {exc.strerror}", source=str(path)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno) from None
+    data = read_json_file(path, "system trace")
     return parse_system_trace(data, str(path))
 
 

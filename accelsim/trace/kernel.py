@@ -17,13 +17,19 @@ parsed and validated, never executed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, read_json_file
 
 TRACE_SCHEMA_VERSION = 1
 
@@ -255,15 +261,7 @@ def _user_loc(loc: tuple) -> list:
 
 
 def load_trace(path: str | Path) -> KernelTrace:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read trace: {exc.strerror}", source=str(path)) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno) from None
+    data = read_json_file(path, "trace")
     return parse_trace(data, str(path))
 
 
