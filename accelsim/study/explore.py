@@ -21,6 +21,7 @@ A space file is YAML, either a list of configs or a grid (every combination)::
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +148,18 @@ def autotune_configs(path: str, function: str) -> list[dict[str, Any]]:
     and ``num_stages``. Empty if the module has none."""
     from accelsim.capture.common import load_function
 
+    # import the file as capture will (Triton decides at its first import whether to interpret)
+    before = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        module_globals = load_function(path, function).__globals__
+    finally:
+        if before is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = before
     configs, seen = [], set()
-    for value in load_function(path, function).__globals__.values():
+    for value in module_globals.values():
         if isinstance(value, type):
             continue
         for config in getattr(value, "configs", None) or []:

@@ -47,3 +47,19 @@ def test_pallas_block_shapes_are_captured_and_ranked(cli, write_yaml):
     assert sorted(r["config"]["block_m"] for r in ranking) == [128, 256]
     assert ranking[0]["latency_s"] <= ranking[1]["latency_s"]
     assert all(r["bound"] and r["programs"] > 0 for r in ranking)
+
+
+@pytest.mark.slow
+def test_a_real_triton_autotune_list_is_read_and_ranked(cli):
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    target = conftest.REPO / "examples" / "explore" / "matmul_autotuned.py"
+    result = cli("explore", "--arch", "h100-sxm", "--kernel", f"{target}:run", "--param", "M=64", "--param", "N=64",
+                 "--param", "K=64", "--json")
+    assert result.code == 0, result.err
+    import json
+
+    ranking = json.loads(result.out)["ranking"]
+    assert len(ranking) == 8  # the tutorial's eight configs
+    assert {"block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages"} <= set(ranking[0]["config"])
+    assert all("latency_s" in r for r in ranking)
