@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from accelsim.arch.model import Arch, Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
@@ -107,10 +109,15 @@ def _job(spec: LoadedSpec, w: WorkloadSpec, variables: dict[str, Any], index: in
         data = _substituted(w.body.model_dump(), variables, where)
     except InputError as exc:
         raise spec.error(exc.message, loc) from None
-    body = WORKLOAD_KINDS[w.kind].model_validate(data)
+    try:
+        body = WORKLOAD_KINDS[w.kind].model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in error["loc"])
+        raise spec.error(f"with {_vars_text(variables)}: {field}: {error['msg']}", loc) from None
     # a kernel's default name shows its substituted parameters already; other names get the variables appended
     shows_values = w.name is None and w.kind == "kernel"
-    suffix = "" if shows_values else " ".join(f"{k}={_text(v)}" for k, v in variables.items())
+    suffix = "" if shows_values else _vars_text(variables)
     name = w.name or _default_name(w.kind, body)
     terms = ()
     if isinstance(body, SequenceWorkload):
@@ -118,6 +125,10 @@ def _job(spec: LoadedSpec, w: WorkloadSpec, variables: dict[str, Any], index: in
     return Job(index=index, name=f"{name} {suffix}".strip(), kind=w.kind, body=body,
                variables=tuple(variables.items()), spec_index=w.index, base_dir=str(spec.path.parent),
                memory_terms=terms)
+
+
+def _vars_text(variables: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_text(v)}" for k, v in variables.items())
 
 
 def _substituted(data: Any, variables: dict[str, Any], where: str) -> Any:

@@ -138,3 +138,16 @@ def test_cli_prints_one_line_and_exits_2(cli, spec_file, tmp_path):
     assert result.err.count("\n") == 1
     assert result.err.startswith(f"accelsim: error: {path}:2: workloads[0].count: unknown field")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_variable_of_the_wrong_type_is_located(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        workloads:
+          - name: steps
+            vars: {n: [0]}
+            sequence:
+              - {kernel: copy, params: {bytes: 1024}, count: $n}
+        """)
+    err = _error(path)
+    assert err.line == 3 and err.message.startswith("with n=0: sequence.0.count: Input should be greater than")
