@@ -142,12 +142,12 @@ def test_cli_prints_one_line_and_exits_2(cli, spec_file, tmp_path):
 
 def test_a_variable_of_the_wrong_type_is_located(spec_file):
     path = spec_file("""\
-        base: h100-sxm
+        base: dgx-h100
         workloads:
           - name: steps
-            vars: {n: [0]}
+            vars: {b: [1.5]}
             sequence:
-              - {kernel: copy, params: {bytes: 1024}, count: $n}
+              - {collective: all-gather, bytes: $b}
         """)
     err = _error(path)
-    assert err.line == 3 and err.message.startswith("with n=0: sequence.0.count: Input should be greater than")
+    assert err.line == 3 and err.message.startswith("with b=1.5: sequence.0.bytes")
