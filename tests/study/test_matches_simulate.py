@@ -1,0 +1,33 @@
+"""A sweep point gives what `accelsim simulate --set ...` gives for the same overrides."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from accelsim.study.plan import plan_sweep
+from accelsim.study.sweep import run_sweep
+
+
+def test_each_row_matches_simulate_with_the_same_overrides(cli, spec_file, tmp_path):
+    plan = plan_sweep(spec_file("""\
+        base: tpu-v5e
+        parameters:
+          hbm.bandwidth: {values: ["0.4 TB/s", "1.6 TB/s"]}
+          matrix_unit.shape: {values: [[128, 128], [256, 256]]}
+        workloads:
+          - kernel: attention
+            params: {heads: 8, seq_q: 512, head_dim: 64, causal: true}
+        metrics: [latency_s, hbm_bytes]
+        """))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    assert len(rows) == 4
+    for point, row in zip(plan.points, rows):
+        sets = [arg for override in point.overrides for arg in ("--set", override)]
+        result = cli("simulate", "--arch", "tpu-v5e", "--kernel", "attention", "--param", "heads=8",
+                     "--param", "seq_q=512", "--param", "head_dim=64", "--param", "causal=true", *sets, "--json")
+        assert result.code == 0, result.err
+        expected = json.loads(result.out)
+        assert float(row["latency_s"]) == float(f"{expected['latency_s']:.9g}")
+        assert row["bound"] == expected["bound"]
