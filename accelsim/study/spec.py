@@ -221,8 +221,18 @@ def load_sweep_spec(path: str | Path) -> LoadedSpec:
     spec = _validate(SweepSpec, data, (), path, lines)
     if isinstance(spec.base, list) and not spec.base:
         raise _error("give at least one base config", ("base",), path, lines)
+    bases = [_beside(base, path) for base in spec.bases]
+    spec = spec.model_copy(update={"base": bases[0] if isinstance(spec.base, str) else bases})
     workloads = [_workload(item, i, path, lines) for i, item in enumerate(spec.workloads)]
     return LoadedSpec(spec=spec, workloads=workloads, raw=data, path=path, lines=lines)
+
+
+def _beside(base: str, spec_path: Path) -> str:
+    """A base given as a relative file path is relative to the spec file; names stay names."""
+    if not base.endswith((".yaml", ".yml")) and "/" not in base:
+        return base
+    candidate = Path(base)
+    return base if candidate.is_absolute() else str(spec_path.parent / candidate)
 
 
 def load_validated(model: type[BaseModel], path: str | Path):

@@ -97,3 +97,11 @@ def test_workload_vars_expand_into_one_job_each(spec_file):
         "decode b=1", "decode b=2",
     ]
     assert plan.jobs[5].body.sequence[0].params["M"] == 2
+
+
+def test_a_base_given_as_a_file_is_found_beside_the_spec(spec_file, tmp_path):
+    (tmp_path / "chips").mkdir()
+    (tmp_path / "chips" / "fast-h100.yaml").write_text(
+        "extends: h100-sxm\nname: fast-h100\nhbm:\n  bandwidth: 6 TB/s\n")
+    plan = plan_sweep(spec_file("base: chips/fast-h100.yaml\n" + WORKLOAD))
+    assert plan.points[0].base == str(tmp_path / "chips" / "fast-h100.yaml")
