@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import subprocess
 import sys
 import time
@@ -91,7 +92,8 @@ class Fitted:
 def calibrate(transfer: Transfer, out: Path, with_attention: bool) -> Fitted:
     overlay = out / f"{transfer.source}-calibrated.yaml"
     excludes = [arg for text in excluded(with_attention) for arg in ("--exclude", text)]
-    code = accelsim(["calibrate", "--arch", transfer.source, "--measurements", str(REFERENCE / transfer.source),
+    measurements = os.path.relpath(REFERENCE / transfer.source)  # the overlay names it; keep checkouts out of it
+    code = accelsim(["calibrate", "--arch", transfer.source, "--measurements", measurements,
                      *excludes, "-o", str(overlay)])
     if code != 0:
         raise SystemExit(f"accelsim calibrate failed for {transfer.source}")
