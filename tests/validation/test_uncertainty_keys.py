@@ -1,0 +1,36 @@
+"""``simulate --json`` carries ``latency_s_p05`` / ``latency_s_p95`` exactly when the chip's
+config has held-out residuals for the kernel's family (docs/accuracy.md, "Uncertainty
+intervals")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+OVERLAY = Path(__file__).resolve().parents[2] / "arch_configs" / "calibrated" / "a100-sxm4-80gb-calibrated.yaml"
+RMSNORM = ("--kernel", "rmsnorm", "--param", "rows=2048", "--param", "cols=4096", "--param", "dtype=bf16", "--json")
+
+
+def _simulate(cli, arch, *args):
+    result = cli("simulate", "--arch", arch, *args)
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def test_interval_from_the_families_held_out_residuals(cli):
+    band = yaml.safe_load(OVERLAY.read_text())["uncertainty"]["rmsnorm"]
+    summary = _simulate(cli, "a100-sxm4-80gb-calibrated", *RMSNORM)
+    assert summary["latency_s_p05"] == pytest.approx(summary["latency_s"] / (1 + band["p95"]))
+    assert summary["latency_s_p95"] == pytest.approx(summary["latency_s"] / (1 + band["p05"]))
+
+
+@pytest.mark.parametrize("arch, args", [
+    ("a100-sxm4-80gb", RMSNORM),  # published config: nothing fitted, no residuals
+    ("a100-sxm4-80gb-calibrated", ("--kernel", "copy", "--param", "bytes=1048576", "--json")),  # no copy residuals
+])
+def test_no_interval_without_residuals(cli, arch, args):
+    summary = _simulate(cli, arch, *args)
+    assert "latency_s_p05" not in summary and "latency_s_p95" not in summary
