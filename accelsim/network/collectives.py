@@ -61,6 +61,13 @@ class Transfer:
     efficiency: float = 1.0
     max_bytes_per_s: float = math.inf
 
+    def link_loads(self) -> dict[str, float]:
+        """Bytes each link of the route carries: ``bytes / efficiency`` per mention."""
+        loads: dict[str, float] = {}
+        for link in self.links:
+            loads[link] = loads.get(link, 0.0) + self.bytes / self.efficiency
+        return loads
+
 
 @dataclass(frozen=True, kw_only=True)
 class Phase:
@@ -163,13 +170,23 @@ def estimate_s(topo: Topology, plan: Plan) -> float:
             load: Counter[str] = Counter()
             capped = 0.0
             for t in phase.transfers:
-                for link in t.links:
-                    load[link] += t.bytes / t.efficiency
+                load.update(t.link_loads())
                 capped = max(capped, t.bytes / t.max_bytes_per_s)
             busiest = max((amount / topo.links[link].bandwidth_bytes_per_s for link, amount in load.items()), default=0.0)
             total += phase.latency_s + max(busiest, capped)
         lanes.append(total)
     return plan.launch_s + max(lanes, default=0.0)
+
+
+def link_loads(plan: Plan | None) -> dict[str, float]:
+    """Bytes each link carries when ``plan`` runs alone (``{}`` for ``None``, a plan
+    that moves nothing): the sum of its transfers' :meth:`Transfer.link_loads`."""
+    loads: Counter[str] = Counter()
+    for lane in plan.lanes if plan is not None else ():
+        for phase in lane:
+            for t in phase.transfers:
+                loads.update(t.link_loads())
+    return dict(loads)
 
 
 def launch_s(topo: Topology, proto: Protocol | None) -> float:

@@ -100,9 +100,7 @@ def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> 
 
     flows = []
     for t in phase.transfers:
-        demand: dict[str, float] = {}
-        for link in t.links:
-            demand[link] = demand.get(link, 0.0) + t.bytes / t.efficiency
+        demand = t.link_loads()
         alone = min(pool.capacities[link] / amount for link, amount in demand.items())
         if math.isfinite(t.max_bytes_per_s):
             alone = min(alone, t.max_bytes_per_s / t.bytes)

@@ -37,7 +37,7 @@ import simpy
 from accelsim.arch.model import Arch, Chip
 from accelsim.engine.fluid import FluidResources
 from accelsim.errors import InputError
-from accelsim.network import build_topology, links_of, plan_for, play_plan
+from accelsim.network import build_topology, link_loads, links_of, plan_for, play_plan
 from accelsim.network.collectives import Plan, Request
 from accelsim.network.topology import Topology
 from accelsim.system.costs import CostModel, OpCost
@@ -733,18 +733,6 @@ class _Replay:
             comm_s=ps_to_seconds(comm), overlapped_comm_s=ps_to_seconds(cls.both_ps),
             exposed_comm_s=ps_to_seconds(cls.comm_only_ps), idle_s=ps_to_seconds(idle),
         )
-
-
-def link_loads(plan: Plan | None) -> dict[str, float]:
-    """Bytes each link carries when ``plan`` runs: a transfer loads every link of its
-    route with ``bytes / efficiency``, as :func:`accelsim.network.simulate` starts it."""
-    loads: dict[str, float] = {}
-    for lane in plan.lanes if plan is not None else ():
-        for phase in lane:
-            for t in phase.transfers:
-                for link in t.links:
-                    loads[link] = loads.get(link, 0.0) + t.bytes / t.efficiency
-    return loads
 
 
 def _instance_kind(op: Op) -> str:
