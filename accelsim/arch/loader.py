@@ -52,7 +52,7 @@ def _builtin_index() -> dict[str, Path]:
     """Built-in config names (file stems) and their aliases -> file."""
     index = {path.stem: path for path in builtin_paths()}
     for path in builtin_paths():
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER) or {}
         for alias in data.get("aliases", []) if isinstance(data, dict) else []:
             index.setdefault(str(alias), path)
     return index
@@ -86,15 +86,38 @@ def find_config(name_or_path: str, *, referenced_from: str | None = None, field:
 # ---------------------------------------------------------------- YAML with line numbers
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_CACHE: dict[tuple[str, int, int], tuple[dict[str, Any], dict[Path_, int]]] = {}
+
+
 def read_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
-    """Parse a YAML mapping safely; return it with the line of every key path."""
+    """Parse a YAML mapping safely; return it with the line of every key path.
+
+    Parsed files are cached by path, modification time and size (sweeps load the same
+    configs thousands of times); callers get their own copy to change."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _YAML_CACHE:
+        _YAML_CACHE[key] = _parse_yaml(path)
+    data, lines = _YAML_CACHE[key]
+    return copy.deepcopy(data), dict(lines)
+
+
+def _parse_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _SAFE_LOADER(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
