@@ -58,7 +58,13 @@ class FluidResources:
     numpy operations however many flows are running.
     """
 
-    def __init__(self, env: simpy.Environment, capacities: Mapping[str, float]) -> None:
+    def __init__(self, env: simpy.Environment, capacities: Mapping[str, float], *,
+                 coalesce_starts: bool = False) -> None:
+        """``coalesce_starts``: flows started at one instant by separate callers (say, the
+        lanes of many collectives whose latency waits end together) join one
+        reallocation, made by an event queued after those already due at that instant,
+        instead of one each. Rates between the start and that event are not meaningful
+        (no time passes); the allocation made is the one the last start would have made."""
         for name, cap in capacities.items():
             if not cap > 0:
                 raise ValueError(f"resource {name!r} needs a positive capacity, got {cap!r}")
@@ -82,6 +88,8 @@ class FluidResources:
         self._last_ps = 0
         self._in_callbacks = False
         self._due = np.zeros(0, dtype=np.int64)
+        self._coalesce = coalesce_starts
+        self._flush_pending = False
 
     # ------------------------------------------------------------ public
 
@@ -91,28 +99,33 @@ class FluidResources:
 
     def start_many(self, flows: list[Flow]) -> None:
         """Add several flows at once (one reallocation)."""
-        rows = []
+        columns = []
         for flow in flows:
-            unknown = set(flow.demand) - set(self.capacities)
+            unknown = [name for name in flow.demand if name not in self._index]
             if unknown:
                 raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
             if not flow.max_rate > 0:
                 raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
-            row = np.zeros(len(self._names))
-            for name, amount in flow.demand.items():
-                row[self._index[name]] = amount
-            rows.append(row)
+            columns.append(([self._index[name] for name in flow.demand], list(flow.demand.values())))
         self._advance()
-        for flow, row in zip(flows, rows):
+        for flow, (index, amounts) in zip(flows, columns):
             slot = self._take_slot()
             self._slots[slot] = flow
-            self._demand[slot] = row
+            self._demand[slot] = 0.0
+            self._demand[slot, index] = amounts
             self._remaining[slot] = 1.0
             self._max_rate[slot] = flow.max_rate
             self._active[slot] = True
             flow.started_ps = self.env.now
-        if not self._in_callbacks:
+        if self._in_callbacks:
+            return
+        if not self._coalesce:
             self._reschedule()
+        elif not self._flush_pending:
+            self._flush_pending = True
+            flush = self.env.event()
+            flush.callbacks.append(lambda _e: self._flush())
+            flush.succeed()
 
     @property
     def used(self) -> dict[str, float]:
@@ -198,7 +211,13 @@ class FluidResources:
         left[self._active & (self._remaining <= _EPS)] = 0.0
         return np.round(left)
 
+    def _flush(self) -> None:
+        """The coalesced reallocation, unless a timer's has made it already."""
+        if self._flush_pending:
+            self._reschedule()
+
     def _reschedule(self) -> None:
+        self._flush_pending = False
         self._allocate()
         self._generation += 1
         if self.observer is not None:

@@ -51,7 +51,7 @@ def run_plans(topo: Topology, plans: Sequence[Plan]) -> list[int]:
     """Run ``plans`` concurrently from time 0; each one's finish time in picoseconds."""
     env = simpy.Environment()
     used = sorted({name for plan in plans for name in links_of(plan)})
-    pool = FluidResources(env, {name: topo.links[name].bandwidth_bytes_per_s for name in used})
+    pool = FluidResources(env, {name: topo.links[name].bandwidth_bytes_per_s for name in used}, coalesce_starts=True)
     finished = [0] * len(plans)
 
     def waiter(i: int, process: simpy.Process):

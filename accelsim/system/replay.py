@@ -368,7 +368,9 @@ class _Replay:
         used = self._plan_everything()
         # one pool for every link any collective of the trace crosses (the others would only
         # add columns to every reallocation)
-        self.pool = FluidResources(self.env, {n: self.topo.links[n].bandwidth_bytes_per_s for n in sorted(used)})
+        # many groups' phases start at the same instants: one reallocation for each instant
+        self.pool = FluidResources(self.env, {n: self.topo.links[n].bandwidth_bytes_per_s for n in sorted(used)},
+                                   coalesce_starts=True)
         self.link_counters: list[tuple[int, float]] = []
         if options.timeline:
             self.pool.observer = lambda now, pool: self.link_counters.append((now, sum(pool.rates().values())))
