@@ -45,6 +45,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 
 from accelsim.cli.main import main as accelsim  # noqa: E402
+from accelsim.report.validation import finish_error_plot  # noqa: E402
 from accelsim.validate.calibrate import DEFAULT_PARAMETERS  # noqa: E402
 from accelsim.validate.compare import Comparison, Measurement, compare, read_measurements, summarise  # noqa: E402
 
@@ -192,16 +193,7 @@ def plot(outcomes: Sequence[Outcome], path: Path) -> Path:
                        label="published" if x == 0 else None)
             ax.scatter([x + 0.12] * len(pairs), [a.error * 100 for _, a in pairs], color="tab:blue", s=18,
                        label="transferred" if x == 0 else None)
-    ax.axhspan(-10, 10, color="grey", alpha=0.15)
-    ax.axhline(0, color="black", linewidth=1)
-    ax.set_xticks(range(len(labels)), labels, fontsize=7)
-    ax.set_ylabel("error, predicted / measured - 1 (%)")
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return finish_error_plot(fig, ax, path, labels, fontsize=7)
 
 
 def main(argv: list[str] | None = None) -> int:

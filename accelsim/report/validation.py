@@ -118,11 +118,18 @@ def plot_error_by_family(comparisons: Sequence[Comparison], path: Path) -> Path:
     for i, family in enumerate(families):
         errors = [c.error * 100 for c in comparisons if c.measurement.family == family]
         ax.scatter([i] * len(errors), errors, alpha=0.6, s=16)
+    return finish_error_plot(fig, ax, path, families)
+
+
+def finish_error_plot(fig, ax, path: Path, labels: Sequence[str], *, fontsize: float | None = None) -> Path:
+    """Error-per-group axes: a +-10% band, the zero line, one tick per group; saved and closed."""
     ax.axhspan(-10, 10, color="grey", alpha=0.2)
     ax.axhline(0, color="black", linewidth=1)
-    ax.set_xticks(range(len(families)), families)
-    ax.set_ylabel("error (%)")
+    ax.set_xticks(range(len(labels)), labels, fontsize=fontsize)
+    ax.set_ylabel("error, predicted / measured - 1 (%)")
     ax.grid(True, axis="y", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
