@@ -179,11 +179,16 @@ class FluidResources:
         if np.all(max_rate @ demand <= self._capacity):
             self._rate[active] = max_rate  # nothing is contended: every flow at its own pace
             return
-        dominant = (demand / self._capacity).max(axis=1)
+        # only the resources some flow uses: a pool of many links with few in use at once
+        # costs what those few do (unused columns never bottleneck or weigh)
+        used = np.flatnonzero(demand.any(axis=0))
+        capacity = self._capacity[used]
+        demand = demand[:, used]
+        dominant = (demand / capacity).max(axis=1)
         rate = np.where(dominant > 0, 0.0, max_rate)  # a flow using nothing shared runs free
         unfrozen = dominant > 0
         weight = np.divide(1.0, dominant, out=np.zeros_like(dominant), where=unfrozen)
-        free = self._capacity - rate @ demand
+        free = capacity - rate @ demand
         cap_level = np.divide(max_rate, weight, out=np.full_like(max_rate, np.inf), where=unfrozen)
         while unfrozen.any():
             load = (weight * unfrozen) @ demand
