@@ -7,8 +7,9 @@ and, where it fits in the time, unfolded (every device on its own).
 
 Prints one table (wall time, SimPy events, device classes, ops and collective
 instances, growth with chips and with layers); nothing is written. Unfolded replays
-stop at 512 chips and one layer: there every replica group's flows are on the link
-pool at once, and each pool reallocation costs O(flows x links), which dominates. The trace is
+stop at 512 chips: there every replica group's flows are on the link pool at once and
+the pool's reallocations (one per instant, over the links in use) dominate; 1024 chips
+unfolded take about a minute (``python benchmarks/bench_system_replay.py --unfolded-1024``). The trace is
 synthetic: per layer, an async FSDP weight all-gather (groups of 64 chips), two
 matmuls priced by roofline from flops and bytes, two tensor-parallel all-reduces
 (groups of 8 along one torus axis), the same backward with an async gradient
@@ -122,14 +123,19 @@ def run(system: str, layers: int, fold: bool, per_rank: bool = False) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="only the floor case")
-    quick = parser.parse_args().quick
+    parser.add_argument("--unfolded-1024", action="store_true", help="also the 1024-chip 8-layer step unfolded")
+    args = parser.parse_args()
+    quick = args.quick
     cases = [("tpu-v5p-8x8x8-x2", 8, True), ("tpu-v5p-8x8x8-x2", 33, False, True)]
     if not quick:
         cases = [("tpu-v5p-4x4x8", 8, True), ("tpu-v5p-8x8x8", 8, True), ("tpu-v5p-8x8x8-x2", 8, True),
                  ("tpu-v5p-8x8x8-x2", 24, True), ("tpu-v5p-8x8x8-x2", 48, True),
                  ("tpu-v5p-4x4x8", 2, False), ("tpu-v5p-4x4x8", 8, False), ("tpu-v5p-8x8x8", 1, False),
+                 ("tpu-v5p-8x8x8", 8, False),
                  ("tpu-v5p-4x4x8", 33, False, True), ("tpu-v5p-8x8x8", 33, False, True),
                  ("tpu-v5p-8x8x8-x2", 33, False, True)]
+    if args.unfolded_1024:
+        cases.append(("tpu-v5p-8x8x8-x2", 8, False))
     header = ("system", "chips", "layers", "fold", "ops", "coll.", "classes", "events", "step (ms)", "wall (s)")
     print("  ".join(f"{h:>10}" if i else f"{h:<17}" for i, h in enumerate(header)))
     floor_wall = None

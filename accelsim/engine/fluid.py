@@ -2,7 +2,7 @@
 weighted max-min fair rates, on a SimPy clock in integer picoseconds.
 
 This is the one mechanism for contention in accelsim: HBM and L2 bandwidth and SM
-issue slots between the programs of a kernel, and (later) links between concurrent
+issue slots between the programs of a kernel, and links between concurrent
 transfers of collectives.
 
 A :class:`Flow` is an amount of *work* (1.0 = all of it) with a demand per unit of
