@@ -163,11 +163,18 @@ def _utilization(used: dict[str, float], caps: dict[str, float], costs: ProgramC
 
 
 def _bound(utilization: dict[str, float]) -> str:
-    """The busiest resource, or ``latency`` if none is busy enough."""
+    """The busiest resource; else, if matrix and vector work together keep the cores
+    busy (a program issues them in turn: a TPU grid step, a GPU warpgroup waiting on
+    its softmax), the larger of the two; else ``latency``."""
     if not utilization:
         return "latency"
     name = max(utilization, key=lambda k: (utilization[k], k))
-    return name if utilization[name] >= LATENCY_BOUND_BELOW else "latency"
+    if utilization[name] >= LATENCY_BOUND_BELOW:
+        return name
+    matrix, vector = utilization.get("matrix_unit", 0.0), utilization.get("vector_unit", 0.0)
+    if matrix + vector >= LATENCY_BOUND_BELOW:
+        return "matrix_unit" if matrix >= vector else "vector_unit"
+    return "latency"
 
 
 def _replay(caps: dict[str, float], timeline: bool):
