@@ -146,9 +146,10 @@ class MatrixUnit(_Strict):
     """Fraction of peak a well-shaped, well-fed kernel sustains."""
     chained_efficiency: Cited[Fraction] | None = calibratable(default=None)
     """Fraction of peak for *chained* matrix operations: those in a step whose matrix
-    work alternates with vector work that consumes or produces its operands (attention:
-    S = QK^T, softmax, then PV), so each waits for the one before instead of streaming
-    like a GEMM's accumulating MMAs. Defaults to ``efficiency``."""
+    work alternates with vector or special-function work that consumes or produces its
+    operands (attention: S = QK^T, softmax, then PV), so each waits for the one before
+    instead of streaming like a GEMM's accumulating MMAs (see ``docs/engine.md``).
+    Defaults to ``efficiency``."""
 
 
 class VectorUnit(_Strict):

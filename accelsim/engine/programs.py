@@ -113,16 +113,18 @@ def _matrix_rate(chip: Chip, dtype: str, chained: bool = False) -> float:
 
 
 def is_chained(step: Step) -> bool:
-    """Whether the step's matrix work waits on its vector work: a matrix operation comes
-    after vector or special-function work in the same step (attention's PV after the
-    softmax of QK^T). A GEMM's k-step (matrix work only) is not chained."""
-    seen_vector = False
-    for compute in step.compute:
-        if compute.unit != "matrix":
-            seen_vector = True
-        elif seen_vector:
-            return True
-    return False
+    """Whether the step's matrix work waits on its vector work: the step has matrix work
+    and special-function work (a nonlinearity between matmuls, as attention's exp), or
+    a matrix operation listed after vector work (attention's PV after the softmax of
+    QK^T). Captured traces list work by unit, so the first test is the one they meet.
+    A GEMM's k-step (matrix work only) is not chained."""
+    units = [compute.unit for compute in step.compute]
+    if "matrix" not in units:
+        return False
+    if "special" in units:
+        return True
+    first_vector = next((i for i, unit in enumerate(units) if unit != "matrix"), len(units))
+    return "matrix" in units[first_vector:]
 
 
 def _vector_rate(chip: Chip, dtype: str) -> float:
