@@ -16,6 +16,7 @@ kept as raw text and parsed by whoever needs them. Lines outside computations
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from accelsim.errors import InputError
@@ -146,10 +147,11 @@ class Module:
 _CLOSE = {"(": ")", "{": "}", "[": "]"}
 
 
-def split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at ``sep`` outside brackets and quotes; parts stripped, empties dropped."""
-    parts, depth, start, quote = [], 0, 0, False
-    i = 0
+def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` of every character from ``start`` outside double quotes
+    (backslash escapes inside quotes respected)."""
+    quote = False
+    i = start
     while i < len(text):
         ch = text[i]
         if quote:
@@ -159,14 +161,22 @@ def split_top(text: str, sep: str = ",") -> list[str]:
                 quote = False
         elif ch == '"':
             quote = True
-        elif ch in "({[":
+        else:
+            yield i, ch
+        i += 1
+
+
+def split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` outside brackets and quotes; parts stripped, empties dropped."""
+    parts, depth, start = [], 0, 0
+    for i, ch in _unquoted(text):
+        if ch in "({[":
             depth += 1
         elif ch in ")}]":
             depth -= 1
         elif ch == sep and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
-        i += 1
     parts.append(text[start:].strip())
     return [p for p in parts if p]
 
@@ -181,24 +191,14 @@ def strip_braces(text: str) -> str:
 def matching(text: str, start: int) -> int:
     """Index of the bracket closing the one at ``start`` (quotes respected); -1 if none."""
     opener = text[start]
-    closer, depth, quote = _CLOSE[opener], 0, False
-    i = start
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                quote = False
-        elif ch == '"':
-            quote = True
-        elif ch == opener:
+    closer, depth = _CLOSE[opener], 0
+    for i, ch in _unquoted(text, start):
+        if ch == opener:
             depth += 1
         elif ch == closer:
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     return -1
 
 
