@@ -154,15 +154,28 @@ def _row_blocks(rows: int, block: int) -> np.ndarray:
     return np.array(fmt.row_blocks(rows, block))
 
 
+def _gemm(matmul, p: dict, c: dict, device, rng) -> Prepared:
+    """``matmul(a, b)``: a kernel with its tile config bound; checked on three row blocks."""
+    a, a64 = _random(rng, (p["M"], p["K"]), p["dtype"], device)
+    b, b64 = _random(rng, (p["K"], p["N"]), p["dtype"], device)
+    fn = jax.jit(matmul)
+    rows = _row_blocks(p["M"], c["block_m"])
+    return Prepared(lambda: fn(a, b), lambda out: _rel(np.asarray(out[rows].astype(jnp.float32)), a64[rows] @ b64))
+
+
 def _matmul(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
     from kernels.pallas import matmul as mm
 
-    a, a64 = _random(rng, (p["M"], p["K"]), p["dtype"], device)
-    b, b64 = _random(rng, (p["K"], p["N"]), p["dtype"], device)
-    fn = jax.jit(functools.partial(mm.matmul.__wrapped__, block_m=c["block_m"], block_n=c["block_n"],
-                                   block_k=c["block_k"], interpret=interpret))
-    rows = _row_blocks(p["M"], c["block_m"])
-    return Prepared(lambda: fn(a, b), lambda out: _rel(np.asarray(out[rows].astype(jnp.float32)), a64[rows] @ b64))
+    return _gemm(functools.partial(mm.matmul.__wrapped__, block_m=c["block_m"], block_n=c["block_n"],
+                                   block_k=c["block_k"], interpret=interpret), p, c, device, rng)
+
+
+def _matmul_gpu(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
+    from kernels.pallas import matmul_gpu as mm
+
+    return _gemm(functools.partial(mm.matmul.__wrapped__, block_m=c["block_m"], block_n=c["block_n"],
+                                   block_k=c["block_k"], num_warps=c["num_warps"], num_stages=c["num_stages"],
+                                   interpret=interpret), p, c, device, rng)
 
 
 def _attention_reference(q, k, v, rows: np.ndarray, causal: bool) -> np.ndarray:
@@ -189,16 +202,27 @@ def _attention_check(out, q64, k64, v64, p: dict, block_m: int, heads_axis: int)
     return max(errors)
 
 
-def _attention(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
-    from kernels.pallas import attention as attn
-
+def _ours_attention(attention, p: dict, c: dict, device, rng) -> Prepared:
+    """``attention(q, k, v)`` -> (out, lse): a kernel of ours with its config bound, layout [b, h, s, d]."""
     q, q64 = _random(rng, (p["batch"], p["heads"], p["seq_q"], p["head_dim"]), p["dtype"], device)
     k, k64 = _random(rng, (p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
     v, v64 = _random(rng, (p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
-    fn = jax.jit(functools.partial(attn.attention.__wrapped__, causal=p["causal"], block_q=c["block_m"],
-                                   block_k=c["block_n"], interpret=interpret))
+    fn = jax.jit(functools.partial(attention, causal=p["causal"], block_q=c["block_m"], block_k=c["block_n"]))
     return Prepared(lambda: fn(q, k, v)[0],
                     lambda out: _attention_check(out, q64, k64, v64, p, c["block_m"], heads_axis=1))
+
+
+def _attention(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
+    from kernels.pallas import attention as attn
+
+    return _ours_attention(functools.partial(attn.attention.__wrapped__, interpret=interpret), p, c, device, rng)
+
+
+def _attention_gpu(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
+    from kernels.pallas import attention_gpu as attn
+
+    return _ours_attention(functools.partial(attn.attention.__wrapped__, num_warps=c["num_warps"],
+                                             num_stages=c["num_stages"], interpret=interpret), p, c, device, rng)
 
 
 def _jax_mha(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
@@ -259,6 +283,12 @@ KERNELS = {k.name: k for k in (
     Kernel("attention", "attention", "Pallas flash attention forward (kernels/pallas/attention.py)",
            "kernels.pallas.attention", _attention, GPU_LOWERINGS,
            "q [B,H,Sq,D], k and v [B,Hkv,Skv,D]; also writes the log-sum-exp [B,H,Sq] in fp32"),
+    Kernel("matmul-gpu", "gemm", "Pallas blocked matmul for the GPU (kernels/pallas/matmul_gpu.py)", None,
+           _matmul_gpu, ("triton",), "A [M,K] and B [K,N] row-major; fp32 accumulator carried through a fori_loop over K"),
+    Kernel("attention-gpu", "attention", "Pallas flash attention forward for the GPU (kernels/pallas/attention_gpu.py)",
+           None, _attention_gpu, ("triton",),
+           "q [B,H,Sq,D], k and v [B,Hkv,Skv,D]; state carried through a fori_loop over KV blocks; "
+           "also writes the log-sum-exp [B,H,Sq] in fp32"),
     Kernel("jax-mha", "attention", "jax.experimental.pallas.ops.gpu.attention.mha (Pallas, Triton lowering)", None,
            _jax_mha, ("triton",), "q, k, v [B,S,H,D]; JAX's own Pallas GPU kernel, not one of ours"),
     *(Kernel(kind, kind, f"Pallas {kind} (kernels/pallas/rowwise.py)", "kernels.pallas.rowwise", _rowwise(kind),
@@ -300,8 +330,9 @@ def plan(scale: str) -> list[Case]:
     rowwise = ("rmsnorm", "layernorm", "softmax")
     if scale.startswith("cpu"):
         cases = [Case("matmul", {"M": 128, "N": 128, "K": 128, "dtype": "bf16", "batch": 1}, _gemm_cfg(64, 64, 64))]
-        cases += [Case("attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True), _attn_cfg(64, 64)),
-                  Case("jax-mha", fmt.attention_params(1, 2, 2, 128, 128, 64, True), _attn_cfg(64, 64))]
+        cases.append(Case("matmul-gpu", {"M": 128, "N": 128, "K": 128, "dtype": "bf16", "batch": 1}, _gemm_cfg(64, 64, 32)))
+        cases += [Case(k, fmt.attention_params(1, 2, 2, 128, 128, 64, True), _attn_cfg(64, 64))
+                  for k in ("attention", "attention-gpu", "jax-mha")]
         block_rows = (8,) if scale == "cpu-quick" else (4, 8)
         cases += [Case(k, {"rows": 64, "cols": 256, "dtype": "bf16"}, {"block_rows": br, "num_warps": 4})
                   for k in rowwise for br in block_rows]
@@ -309,7 +340,9 @@ def plan(scale: str) -> list[Case]:
     if scale == "gpu-quick":
         return [
             Case("matmul", {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}, _gemm_cfg(128, 128, 64)),
+            Case("matmul-gpu", {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}, _gemm_cfg(128, 128, 64)),
             Case("attention", fmt.fa_setup_params(4096, 128, False), _attn_cfg(128, 128)),
+            Case("attention-gpu", fmt.fa_setup_params(4096, 128, False), _attn_cfg(128, 64)),
             Case("jax-mha", fmt.fa_setup_params(4096, 128, False), _attn_cfg(128, 64)),
             Case("rmsnorm", {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": 2, "num_warps": 4}),
         ]
@@ -317,9 +350,12 @@ def plan(scale: str) -> list[Case]:
     cases = [Case("matmul", square, cfg) for cfg in (
         _gemm_cfg(128, 128, 64), _gemm_cfg(128, 256, 64, 8), _gemm_cfg(64, 128, 64, 4, 4), _gemm_cfg(128, 128, 32, 4, 4))]
     cases.append(Case("matmul", dict(square, M=8192, N=8192, K=8192), _gemm_cfg(128, 256, 64, 8)))
+    cases += [Case("matmul-gpu", square, cfg) for cfg in (
+        _gemm_cfg(128, 128, 64), _gemm_cfg(128, 256, 64, 8), _gemm_cfg(64, 128, 64, 4, 4), _gemm_cfg(128, 128, 32, 4, 4))]
     for causal in (False, True):  # the FlashAttention benchmark setup: 16k tokens, hidden 2048
         fa = fmt.fa_setup_params(4096, 128, causal)
         cases += [Case("attention", fa, cfg) for cfg in (_attn_cfg(128, 128), _attn_cfg(64, 128), _attn_cfg(128, 64))]
+        cases += [Case("attention-gpu", fa, cfg) for cfg in (_attn_cfg(128, 64), _attn_cfg(64, 64), _attn_cfg(128, 64, 8))]
         cases += [Case("jax-mha", fa, cfg) for cfg in (
             _attn_cfg(128, 64), _attn_cfg(64, 64), _attn_cfg(128, 128, 8), _attn_cfg(64, 128, 4, 3))]
     cases += [Case("jax-mha", fmt.fa_setup_params(s, 128, False), _attn_cfg(128, 64)) for s in (1024, 16384)]

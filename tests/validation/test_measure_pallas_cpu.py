@@ -56,6 +56,16 @@ def test_gpu_lowering_is_tried_without_a_gpu(quick):
     assert jax_mha["gpu_lowering"] == {"triton": "ok"}
 
 
+def test_the_gpu_variants_lower_to_triton_where_the_tpu_kernels_do_not(quick):
+    files, _ = quick
+    matmul_gpu = next(r for r in files["gemm"]["records"] if "pallas-matmul-gpu" in r["id"])
+    attention_gpu = next(r for r in files["attention"]["records"] if "pallas-attention-gpu" in r["id"])
+    assert matmul_gpu["gpu_lowering"] == {"triton": "ok"}
+    assert attention_gpu["gpu_lowering"] == {"triton": "ok"}
+    attention = next(r for r in files["attention"]["records"] if "pallas-attention-" in r["id"] and "gpu" not in r["id"])
+    assert "scratch" in attention["gpu_lowering"]["triton"]
+
+
 def test_prints_a_short_table_last(quick):
     _, stdout = quick
     lines = stdout.strip().splitlines()
