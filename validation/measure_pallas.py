@@ -8,8 +8,10 @@
 PyTorch never share a process or fight over GPU memory); it also runs on its own.
 
 What runs: the matmul, flash-attention and row-wise (rmsnorm, layernorm, softmax)
-kernels of ``kernels/pallas/``, each over tile configs (so ``accelsim validate`` can rank
-configs: Kendall tau), and JAX's own Pallas GPU attention
+kernels of ``kernels/pallas/`` and the GPU variants of the first two (``matmul_gpu.py``,
+``attention_gpu.py``: written for the Triton lowering, so they take only that one), each
+over tile configs (so ``accelsim validate`` can rank configs: Kendall tau), and JAX's own
+Pallas GPU attention
 (``jax.experimental.pallas.ops.gpu.attention.mha``), which is written for the Triton
 lowering and shows what Pallas attention reaches on the GPU when ours cannot lower.
 

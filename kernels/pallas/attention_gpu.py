@@ -9,6 +9,10 @@ sequential kv grid axis cannot lower there). Causal attention is aligned bottom-
 entirely below the diagonal unmasked, a second the blocks that cross it, masked, and the
 blocks above it are never visited. GQA maps query head h to K/V head h // (heads / kv_heads).
 Sequence lengths must be multiples of their block sizes.
+
+``accelsim capture`` counts the non-causal loop (a ``scan``: static trip count) exactly;
+the causal loops have bounds computed from ``program_id`` (``while`` loops), whose bodies
+it counts once per program, so a captured causal trace undercounts the work.
 """
 
 from __future__ import annotations
