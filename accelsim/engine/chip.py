@@ -149,7 +149,7 @@ def _seconds(ps: int) -> float:
     return ps / PS_PER_S
 
 
-def _utilization(used: dict[str, float], caps: dict[str, float], costs: ProgramCosts, body_s: float) -> dict[str, float]:
+def _utilization(used: dict[str, float], caps: dict[str, float], body_s: float) -> dict[str, float]:
     if body_s <= 0:
         return {}
     out = {
@@ -191,7 +191,7 @@ def _replay(caps: dict[str, float], timeline: bool):
 def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelSimulation:
     """What every replay reports, from the pool's accounting at the end."""
     body_s = _seconds(body_ps)
-    utilization = _utilization(pool.used, caps, costs, body_s)
+    utilization = _utilization(pool.used, caps, body_s)
     return KernelSimulation(
         arch=chip.name,
         kernel=trace.kernel.name,
@@ -420,6 +420,12 @@ def tpu_core_assignment(trace: KernelTrace, chip: Chip) -> tuple[np.ndarray, int
     return (coordinate * cores) // size, cores
 
 
+def _tpu_capacities(chip: Chip, cores: int) -> dict[str, float]:
+    """Capacities for a kernel on ``cores`` TensorCores: a TensorCore that is its own
+    device (not megacore) sees its share of the chip's HBM."""
+    return _capacities(chip, cores, 1.0 if chip.megacore else 1.0 / chip.num_cores)
+
+
 def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:
     costs = program_costs(trace, chip)
     if trace.kernel.resources.local_memory_bytes > chip.local.capacity_bytes:
@@ -429,9 +435,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
             field="kernel.resources.local_memory_bytes",
         )
     core_of, cores = tpu_core_assignment(trace, chip)
-    # A TensorCore that is its own device (not megacore) sees its share of the chip's HBM.
-    hbm_share = 1.0 if chip.megacore else 1.0 / chip.num_cores
-    caps = _capacities(chip, cores, hbm_share)
+    caps = _tpu_capacities(chip, cores)
     clock = chip.clock_hz
     copy_bw = min(chip.local.fill_bandwidth_bytes_per_cycle * clock, caps["hbm"])
     compute = np.maximum(costs.matrix_s + costs.vector_s, costs.local_bytes / (chip.local.bandwidth_bytes_per_cycle * clock))
@@ -485,8 +489,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip) -> float:
     Costs one per-program accounting pass (no replay, no reuse model)."""
     costs = program_costs(trace, chip)
     if chip.family == "tpu":
-        _, cores = tpu_core_assignment(trace, chip)
-        caps = _capacities(chip, cores, 1.0 if chip.megacore else 1.0 / chip.num_cores)
+        caps = _tpu_capacities(chip, tpu_core_assignment(trace, chip)[1])
         hbm = costs.read_bytes + costs.write_bytes
         totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
         return max(float(v) / caps[k] for k, v in totals.items()) + chip.launch_overhead_s

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.arch.model import Chip
-from accelsim.engine.chip import KernelSimulation, latency_lower_bound_s, simulate_kernel
+from accelsim.engine.chip import (
+    KernelSimulation,
+    latency_lower_bound_s,
+    simulate_kernel,
+)
 from accelsim.errors import InputError
 from accelsim.families.base import Family, parse_values
 from accelsim.trace.kernel import KernelTrace
@@ -45,11 +49,16 @@ def run_config(family: Family, params: dict[str, Any], config: dict[str, Any], c
     return Run(config, trace, simulate_kernel(trace, chip, timeline=timeline))
 
 
-def autotune(family: Family, params: dict[str, Any], chip: Chip) -> list[Run]:
-    """Every config of the family's space that fits, fastest first (ties: config order)."""
+def _fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     space = family.config_space(params, chip)
     if not space:
         raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
+    return space
+
+
+def autotune(family: Family, params: dict[str, Any], chip: Chip) -> list[Run]:
+    """Every config of the family's space that fits, fastest first (ties: config order)."""
+    space = _fitting_space(family, params, chip)
     runs = [run_config(family, params, config, chip) for config in space]
     order = sorted(range(len(runs)), key=lambda i: (runs[i].sim.latency_s, i))
     return [runs[i] for i in order]
@@ -72,9 +81,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     configs go in order of a lower bound on their latency
     (:func:`~accelsim.engine.chip.latency_lower_bound_s`), and the search stops when the
     next bound is no better than the best replayed latency. Ties keep config order."""
-    space = family.config_space(params, chip)
-    if not space:
-        raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
+    space = _fitting_space(family, params, chip)
     traces = [family.build(params, config, chip) for config in space]
     bounds = [latency_lower_bound_s(trace, chip) for trace in traces]
     best: tuple[float, int] | None = None
