@@ -153,18 +153,9 @@ def fit(
         evaluations += 1
         return loss(errors(train, arch, overrides_for(values)))
 
-    values = dict(start)
-    skipped = [p.path for p in active if not _sensitive(p, values, train, arch, overrides_for)]
+    skipped = [p.path for p in active if not _sensitive(p, start, train, arch, overrides_for)]
     free = [p for p in active if p.path not in skipped]
-    best = train_loss(values)
-    for _ in range(sweeps):
-        before = best
-        for p in free:
-            value, result = _golden_section(lambda x: train_loss({**values, p.path: x}), p.low, p.high, values[p.path], best)
-            if result < best:
-                values[p.path], best = value, result
-        if before - best <= 1e-3 * before:  # a sweep that gains under 0.1% ends the search
-            break
+    values = coordinate_descent(train_loss, free, start, sweeps)
     # a parameter the search left where it started was not fitted
     fitted = {p.path: values[p.path] for p in free if not math.isclose(values[p.path], start[p.path], rel_tol=1e-3)}
     final = overrides_for(values)
@@ -189,6 +180,24 @@ def _sensitive(p: Parameter, values: dict, cases, arch, overrides_for) -> bool:
     low = errors(cases, arch, overrides_for({**values, p.path: p.low + 0.1 * (p.high - p.low)}))
     high = errors(cases, arch, overrides_for({**values, p.path: p.high}))
     return bool(np.max(np.abs(high - low)) > 1e-3)
+
+
+def coordinate_descent(train_loss: Callable[[dict[str, float]], float], parameters: Sequence,
+                       start: dict[str, float], sweeps: int) -> dict[str, float]:
+    """Minimise ``train_loss`` over ``parameters`` (each with ``path``, ``low``, ``high``)
+    from ``start``: a golden-section line search per parameter in turn, until a sweep
+    gains under 0.1% or ``sweeps`` run out. Returns the best values seen."""
+    values = dict(start)
+    best = train_loss(values)
+    for _ in range(sweeps):
+        before = best
+        for p in parameters:
+            value, result = _golden_section(lambda x, p=p: train_loss({**values, p.path: x}), p.low, p.high, values[p.path], best)
+            if result < best:
+                values[p.path], best = value, result
+        if before - best <= 1e-3 * before:
+            break
+    return values
 
 
 def _golden_section(f, low: float, high: float, current: float, current_value: float, steps: int = 14):

@@ -26,7 +26,7 @@ from accelsim.arch.model import Node
 from accelsim.errors import InputError
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import BUS_FACTORS
-from accelsim.validate.calibrate import _golden_section, is_held_out, loss
+from accelsim.validate.calibrate import coordinate_descent, is_held_out, loss
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,17 +172,7 @@ def fit(cases: Sequence[CollectiveMeasurement], node: Node, parameters: Sequence
         evaluations += 1
         return loss(log_errors(train, tuned(values)))
 
-    values = dict(start)
-    best = train_loss(values)
-    for _ in range(sweeps):
-        before = best
-        for p in active:
-            value, result = _golden_section(lambda x: train_loss({**values, p.path: x}), p.low, p.high,
-                                            values[p.path], best)
-            if result < best:
-                values[p.path], best = value, result
-        if before - best <= 1e-3 * before:
-            break
+    values = coordinate_descent(train_loss, active, start, sweeps)
     moved = {k: v for k, v in values.items() if not math.isclose(v, start[k], rel_tol=1e-3)}
     return CollectiveFit(start={k: start[k] for k in moved}, values=moved, train=train, held_out=held_out,
                          evaluations=evaluations, node=tuned(values))
