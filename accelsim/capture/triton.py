@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.capture.common import load_function, typed_params
+from accelsim.capture.triton_compile import KernelCall
 from accelsim.errors import InputError
 from accelsim.families.rowwise import FP32_BYTES, REGISTERS_OVERHEAD
 from accelsim.trace.kernel import KernelTrace
@@ -85,12 +86,16 @@ TRACE_DTYPES = {
 integer tensors are recorded under the float type of the same width (only bytes matter)."""
 
 
-def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact: bool = False) -> KernelTrace:
+def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact: bool = False,
+                   compile_for: str | None = None) -> KernelTrace:
     """Run ``function(**params)`` from the Python file ``path`` in Triton's interpreter and
     return the kernel trace of the one kernel it launches.
 
     ``params`` are strings (``--param K=V``), typed as :func:`accelsim.capture.common.typed_params`
     does. ``exact=True`` runs every loop iteration of every program (slow for big grids).
+    ``compile_for`` (``sm_90``) also compiles the launch with Triton's compiler for that
+    GPU (no GPU needed, :mod:`accelsim.capture.triton_compile`): the trace's shared memory
+    and registers are then the compiler's, and the estimates are kept in its metadata.
     Raises :class:`InputError` naming the file and function when the file or function is
     missing, the call fails, or it launches no kernel or more than one.
     """
@@ -118,7 +123,25 @@ def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact
         raise InputError(f"{recorder.launches} Triton kernels were launched; capture needs exactly one", source=source)
     launch = recorder.launch
     assert launch is not None
-    return _build_trace(launch, source, dict(params))
+    trace = _build_trace(launch, source, dict(params))
+    if compile_for is not None:
+        from accelsim.capture.triton_compile import compile_call
+
+        assert recorder.call is not None
+        trace = with_compiled_resources(trace, compile_call(recorder.call, compile_for, source))
+    return trace
+
+
+def with_compiled_resources(trace: KernelTrace, compiled) -> KernelTrace:
+    """``trace`` with the compiler's shared memory and registers in place of the capture's
+    estimates (kept under ``metadata.estimated_resources``)."""
+    doc = trace.model_dump(mode="json")
+    resources = doc["kernel"]["resources"]
+    doc["metadata"]["estimated_resources"] = dict(resources)
+    doc["metadata"]["compiled"] = compiled.as_dict()
+    resources["local_memory_bytes"] = compiled.shared_memory_bytes
+    resources["registers_per_thread"] = compiled.registers_per_thread
+    return KernelTrace.model_validate(doc)
 
 
 def _input_error_in(exc: BaseException) -> InputError | None:
@@ -184,6 +207,7 @@ def _hooks(recorder: "_Recorder") -> Iterator[None]:
     patch(interpreter, "_patch_builtin", _cached_patch_builtin(interpreter))
     patch(interpreter, "_patch_lang_core", recorder.lang_hook(interpreter._patch_lang_core))
     patch(interpreter.GridExecutor, "__call__", recorder.launch_hook(interpreter.GridExecutor.__call__))
+    patch(interpreter.InterpretedFunction, "run", recorder.call_hook(interpreter.InterpretedFunction.run))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small matmuls; more threads only contend with numpy's
     try:
@@ -454,8 +478,20 @@ class _Recorder:
         self.mode_of: Callable[[int], str | None] = lambda pid: None
         """'compressed', 'full' or None (skip) for each program of the current pass."""
         self.finished: dict[int, ProgramSummary] = {}
+        self.call: KernelCall | None = None
+        """The first launch's kernel and arguments, for compiling it (``compile_for``)."""
 
     # --- launch and programs
+    def call_hook(self, original: Callable) -> Callable:
+        recorder = self
+
+        def run(function, *args, grid, warmup, **kwargs):
+            if recorder.call is None and not warmup:
+                recorder.call = KernelCall(fn=function.fn, args=args, kwargs=dict(kwargs))
+            return original(function, *args, grid=grid, warmup=warmup, **kwargs)
+
+        return run
+
     def launch_hook(self, original: Callable) -> Callable:
         recorder = self
 

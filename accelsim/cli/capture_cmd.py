@@ -1,10 +1,11 @@
-"""``accelsim capture pallas|triton FILE.py:FUNCTION [--param K=V ...] -o trace.json``."""
+"""``accelsim capture pallas|triton FILE.py:FUNCTION [--param K=V ...] [--compile-for sm_90] -o trace.json``."""
 
 from __future__ import annotations
 
 import argparse
 
 from accelsim.capture.common import split_target
+from accelsim.capture.triton_compile import parse_target
 from accelsim.cli.files import write_json
 from accelsim.errors import InputError
 from accelsim.families.base import parse_assignments
@@ -17,6 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a function that takes the --param values as keyword arguments, builds inputs and calls the kernel")
     p.add_argument("--param", action="append", default=[], metavar="K=V", help="keyword argument for FUNCTION (repeatable)")
     p.add_argument("--launch", type=int, default=None, metavar="N", help="which kernel launch to capture if there are several")
+    p.add_argument("--compile-for", metavar="sm_NN",
+                   help="Triton: also compile the kernel for this NVIDIA target (sm_80, sm_90, sm_100; no GPU "
+                        "needed) and take its shared memory and registers from the compiler")
     p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="where to write the kernel trace")
     p.set_defaults(run=run_capture)
 
@@ -29,8 +33,12 @@ def run_capture(args: argparse.Namespace) -> int:
     params = parse_assignments(args.param, "--param")
     if args.tool == "triton" and args.launch is not None:
         raise InputError("--launch applies to Pallas capture", source="--launch")
+    if args.compile_for is not None:
+        if args.tool != "triton":
+            raise InputError("--compile-for applies to Triton capture", source="--compile-for")
+        parse_target(args.compile_for)
     try:
-        trace = _capture(args.tool, path, function, params, args.launch)
+        trace = _capture(args.tool, path, function, params, args.launch, args.compile_for)
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]
         if top not in EXTRAS:
@@ -40,14 +48,19 @@ def run_capture(args: argparse.Namespace) -> int:
     write_json(args.output, trace.model_dump(mode="json"))
     print(f"wrote {args.output}: {trace.kernel.name}, grid {trace.kernel.grid}, {trace.num_programs} programs, "
           f"{len(trace.templates)} templates")
+    compiled = trace.metadata.get("compiled")
+    if compiled:
+        res = trace.kernel.resources
+        print(f"compiled for {compiled['target']}: {res.local_memory_bytes} B shared memory, "
+              f"{res.registers_per_thread} registers per thread, {compiled['spilled_bytes_per_thread']} B spilled")
     return 0
 
 
-def _capture(tool: str, path: str, function: str, params: dict, launch: int | None):
+def _capture(tool: str, path: str, function: str, params: dict, launch: int | None, compile_for: str | None):
     if tool == "pallas":
         from accelsim.capture.pallas import capture_pallas
 
         return capture_pallas(path, function, params, launch=launch)
     from accelsim.capture.triton import capture_triton
 
-    return capture_triton(path, function, params)
+    return capture_triton(path, function, params, compile_for=compile_for)

@@ -8,6 +8,7 @@ import io
 import time
 from pathlib import Path
 
+from accelsim.capture.triton_compile import parse_target
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.cli.simulate_cmd import load_chip
@@ -40,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--space", metavar="SPACE.yaml",
                    help="candidate configs ('configs:' list or 'grid:'); default: the family's search space, "
                         "or a Triton kernel's @triton.autotune configs")
+    p.add_argument("--compile-for", metavar="sm_NN",
+                   help="Triton: compile each config for this NVIDIA target (no GPU needed) and use the compiler's "
+                        "shared memory and registers; a config the compiler rejects is listed as not fitting")
     p.add_argument("--top", type=int, default=10, metavar="K", help="rows to show (default 10)")
     p.add_argument("-o", "--output", metavar="DIR", help="write ranking.csv, ranking.md and ranking.png here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -57,6 +61,8 @@ def run_explore(args: argparse.Namespace) -> int:
     else:
         if args.capture:
             raise InputError("--capture applies to FILE.py:FUNCTION kernels", source="--capture")
+        if args.compile_for:
+            raise InputError("--compile-for applies to FILE.py:FUNCTION Triton kernels", source="--compile-for")
         family = get_family(args.kernel)
         params, config, auto = split_params(family, parse_assignments(args.param, "--param"))
         if config or auto:
@@ -87,6 +93,10 @@ def _explore_captured(args, chip, space):
         raise InputError("no such file", source=path)
     tool = args.capture or _tool_of(Path(path))
     params = parse_assignments(args.param, "--param")
+    if args.compile_for is not None:
+        if tool != "triton":
+            raise InputError("--compile-for applies to Triton kernels", source="--compile-for")
+        parse_target(args.compile_for)
     if space is None:
         if tool != "triton":
             raise InputError("a Pallas kernel needs --space with its candidate block shapes", source="--space")
@@ -101,7 +111,11 @@ def _explore_captured(args, chip, space):
     except ModuleNotFoundError as exc:
         extra = "jax" if tool == "pallas" else "triton"
         raise InputError(f"{tool} capture needs {exc.name}: pip install -e '.[{extra}]'", source="--kernel") from None
-    ranked = explore_captured(lambda merged: capture_fn(path, function, merged), params, chip, space)
+    if tool == "triton" and args.compile_for is not None:
+        ranked = explore_captured(lambda merged: capture_fn(path, function, merged, compile_for=args.compile_for),
+                                  params, chip, space)
+    else:
+        ranked = explore_captured(lambda merged: capture_fn(path, function, merged), params, chip, space)
     return f"{args.kernel} " + " ".join(args.param), ranked
 
 

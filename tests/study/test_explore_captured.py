@@ -63,3 +63,30 @@ def test_a_real_triton_autotune_list_is_read_and_ranked(cli):
     assert len(ranking) == 8  # the tutorial's eight configs
     assert {"block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages"} <= set(ranking[0]["config"])
     assert all("latency_s" in r for r in ranking)
+
+
+@pytest.mark.slow
+def test_triton_configs_compiled_for_the_target_use_the_compilers_resources(cli, write_yaml):
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    # 4 stages of 128x64 + 64x256 fp16 tiles would be 192 KiB, more than an A100 block may have;
+    # on sm_80 Triton's pipeliner keeps one stage fewer in shared memory (144 KiB), so it fits
+    space = write_yaml("space.yaml", """\
+        configs:
+          - {block_m: 64, block_n: 64, block_k: 32, num_stages: 3, num_warps: 4}
+          - {block_m: 128, block_n: 256, block_k: 64, num_stages: 4, num_warps: 8}
+        """)
+    args = ("explore", "--arch", "a100-sxm4-80gb", "--kernel", f"{MATMUL_TRITON}:run", "--param", "M=256",
+            "--param", "N=256", "--param", "K=256", "--param", "dtype=fp16", "--space", str(space), "--json")
+    import json
+
+    estimated = json.loads(cli(*args).out)["ranking"]
+    assert "local memory" in estimated[1]["error"]
+    result = cli(*args, "--compile-for", "sm_80")
+    assert result.code == 0, result.err
+    compiled = {r["config"]["block_m"]: r for r in json.loads(result.out)["ranking"]}
+    assert compiled[128]["latency_s"] > 0 and compiled[128]["occupancy_limit"] == "local_memory"
+    assert compiled[64]["latency_s"] > 0
+    family = cli("explore", "--arch", "a100-sxm4-80gb", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
+                 "--param", "K=256", "--compile-for", "sm_80")
+    assert family.code == 2 and "--compile-for applies to FILE.py:FUNCTION Triton kernels" in family.err
