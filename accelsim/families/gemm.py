@@ -54,14 +54,44 @@ def _problem(params: dict[str, Any]) -> tuple[int, int, int, int, str]:
 
 
 def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    m, n, k, _, dtype = _problem(params)
+    """The config a GEMM runs when none is given. GPUs: the Triton tutorial's large tiles
+    (128x256x64, 4 stages, 8 warps for 16-bit inputs; 128x128x32, 3 stages for fp32) when
+    their output tiles fill at least 3/4 of the SMs; else, as library heuristics do for
+    skinny and small problems (decode GEMVs), the largest of 128x128, 64x128 and 64x64 that
+    does (4 stages, 4 warps), or 64x64 split along K (at most 8 ways, each at least 256
+    deep) until the SMs are that full. Stages are dropped (down to 2) where the chip's
+    shared memory cannot hold them."""
+    m, n, k, batch, dtype = _problem(params)
     if chip.family == "tpu":
         mxu = chip.matrix.shape[0]
         return {"block_m": min(512, _round_up(m, 8)), "block_n": min(512, _round_up(n, mxu)),
                 "block_k": min(512, _round_up(k, mxu)), "group_m": 1, "split_k": 1, "num_stages": 2, "num_warps": 4}
     small = DTYPE_BYTES[dtype] >= 4
-    return {"block_m": 128, "block_n": 128 if small else 256, "block_k": 32 if small else 64,
-            "group_m": 8, "split_k": 1, "num_stages": 3 if small else 4, "num_warps": 8}
+    block_k = 32 if small else 64
+    full = DEFAULT_FILL * chip.num_cores
+
+    def tiles(bm: int, bn: int) -> int:
+        return batch * math.ceil(m / bm) * math.ceil(n / bn)
+
+    config = {"block_m": 128, "block_n": 128 if small else 256, "block_k": block_k, "group_m": 8, "split_k": 1,
+              "num_stages": 3 if small else 4, "num_warps": 8}
+    if tiles(config["block_m"], config["block_n"]) < full:
+        for bm, bn in ((128, 128), (64, 128), (64, 64)):
+            if tiles(bm, bn) >= full:
+                break
+        split_k = 1
+        while split_k < MAX_DEFAULT_SPLIT_K and tiles(bm, bn) * split_k < full and k // (2 * split_k) >= 256:
+            split_k *= 2
+        config = {"block_m": bm, "block_n": bn, "block_k": block_k, "group_m": 8, "split_k": split_k,
+                  "num_stages": 4, "num_warps": 4}
+    while config["num_stages"] > 2 and not fits(check, params, config, chip):
+        config["num_stages"] -= 1
+    return config
+
+
+DEFAULT_FILL = 0.75
+"""Output tiles per SM, as a fraction of one wave, that the default config aims for."""
+MAX_DEFAULT_SPLIT_K = 8
 
 
 def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:

@@ -1,0 +1,64 @@
+"""The gemm family's default config on GPUs: the large tutorial tiles where they fill the
+SMs, smaller tiles and then split-K for skinny problems (decode GEMVs), and stages that
+fit the chip's shared memory."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from accelsim.arch.model import load_arch
+from accelsim.families import get_family
+from accelsim.families.search import best_config, run_config, split_params
+
+GEMM = get_family("gemm")
+
+
+def params(m: int, n: int, k: int, dtype: str = "bf16") -> dict:
+    return split_params(GEMM, {"M": str(m), "N": str(n), "K": str(k), "dtype": dtype})[0]
+
+
+def default(m, n, k, arch="h100-sxm", dtype="bf16") -> dict:
+    return GEMM.default_config(params(m, n, k, dtype), load_arch(arch))
+
+
+def tiles(config, m, n) -> int:
+    return math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"]) * config["split_k"]
+
+
+def test_large_problems_keep_the_tutorial_tiles():
+    assert default(4096, 4096, 4096) == {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "split_k": 1,
+                                         "num_stages": 4, "num_warps": 8}
+    assert default(4096, 4096, 4096, dtype="fp32")["block_n"] == 128
+    assert default(2048, 2048, 2048)["block_n"] == 256  # 128 tiles on 132 SMs: one wave, 97% full
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (16, 1024, 8192),
+                                     (512, 512, 8192)])
+def test_skinny_problems_fill_the_sms(m, n, k):
+    chip = load_arch("h100-sxm")
+    config = default(m, n, k)
+    assert config["block_n"] < 256
+    assert tiles(config, m, n) >= 0.75 * chip.num_cores or config["split_k"] == 8
+    assert k // config["split_k"] >= 256
+
+
+def test_a_gemv_default_is_as_fast_as_the_searched_config():
+    chip = load_arch("h100-sxm")
+    p = params(1, 8192, 8192)
+    searched = best_config(GEMM, p, chip).best.sim.latency_s
+    assert run_config(GEMM, p, GEMM.resolve_config(p, {}, chip), chip).sim.latency_s <= 1.02 * searched
+    # the tutorial tiles would leave 100 of 132 SMs idle
+    tutorial = GEMM.resolve_config(p, {"block_m": "128", "block_n": "256", "block_k": "64", "num_stages": "4",
+                                          "num_warps": "8", "split_k": "1"}, chip)
+    assert run_config(GEMM, p, tutorial, chip).sim.latency_s > 1.5 * searched
+
+
+def test_stages_drop_until_the_chip_holds_them():
+    # 4 stages of 128x64 + 64x256 bf16 tiles (192 KiB) exceed an A100 block's 163 KiB
+    config = default(2048, 2048, 2048, arch="a100-sxm4-80gb")
+    assert (config["block_n"], config["num_stages"]) == (256, 3)
+    chip = load_arch("a100-sxm4-80gb")
+    p = params(2048, 2048, 2048)
+    assert run_config(GEMM, p, GEMM.resolve_config(p, {}, chip), chip).sim.latency_s > 0
