@@ -54,7 +54,7 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -406,6 +406,10 @@ class Sweep:
     timer: JaxTimer
     deadline: float
     files: dict[str, FamilyFile]
+    unsupported: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(kernel, lowering) -> why the lowering cannot take that kernel at all (a
+    NotImplementedError from the lowering: the same for every config), so later cases of
+    the kernel skip it instead of spending their budget on it again."""
 
 
 def run_case(case: Case, index: int, sweep: Sweep) -> None:
@@ -420,6 +424,9 @@ def run_case(case: Case, index: int, sweep: Sweep) -> None:
     lowerings = kernel.lowerings if sweep.on_gpu else ("interpret",)
     failures = []
     for lowering in lowerings:
+        if (case.kernel, lowering) in sweep.unsupported:
+            failures.append(f"{lowering}: {sweep.unsupported[case.kernel, lowering]} (as for an earlier case)")
+            continue
         rng = np.random.default_rng(2000 + index)
         check = {"id": fmt.record_id(case.family, case.params, case.tag), "params": case.params,
                  "config": case.config, "lowering": lowering, "tolerance": tolerance(case)}
@@ -439,6 +446,8 @@ def run_case(case: Case, index: int, sweep: Sweep) -> None:
             failures.append(f"{lowering}: {exc}")
             break
         except Exception as exc:  # lowering, compiling or running failed: the next lowering may work
+            if isinstance(exc, NotImplementedError):
+                sweep.unsupported[case.kernel, lowering] = _reason(exc)
             file.checks.append(check | {"passed": False, "rel_error": None, "error": _reason(exc)})
             failures.append(f"{lowering}: {_reason(exc)}")
             continue
