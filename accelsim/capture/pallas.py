@@ -11,7 +11,9 @@
 - the kernel body's work per grid point: ``dot_general`` from its dimension numbers
   (a matrix-unit operation of shape [m, n, k]), elementwise and reduction ops as vector
   flops, transcendentals as special-function evaluations, ``scan`` bodies times their
-  length. A ``cond`` (``pl.when``) whose predicate is computed from ``program_id``,
+  length, counted ``while`` loops (``fori_loop`` with bounds computed from ``program_id``,
+  ``num_programs`` and literals, as a causal kernel's) their body times the trip count
+  at each grid point. A ``cond`` (``pl.when``) whose predicate is computed from ``program_id``,
   ``num_programs`` and literals is evaluated at every grid point and only the taken
   branch counts there; **any other ``cond`` counts all its branches** (an upper bound).
   Matmuls count the block as executed (ragged edge blocks are padded, as on the TPU).
@@ -261,6 +263,8 @@ class WorkCounter:
                 self._count_cond(eqn, weight, values)
             elif name == "scan":
                 self.count(eqn.params["jaxpr"].jaxpr, weight * int(eqn.params["length"]))
+            elif name == "while" and (trips := _while_trips(eqn, values)) is not None:
+                self.count(eqn.params["body_jaxpr"].jaxpr, weight * trips)
             else:
                 for sub in _sub_jaxprs(eqn):
                     self.count(sub, weight)
@@ -308,6 +312,36 @@ class WorkCounter:
         if key not in self.totals:
             self.totals[key] = np.zeros(self.n)
         self.totals[key] = self.totals[key] + flops
+
+
+def _while_trips(eqn, values: dict) -> np.ndarray | None:
+    """Per grid point, how often a ``while`` loop runs its body, when it is a counted loop
+    (``lax.fori_loop`` with bounds not known at trace time): the condition is ``i < end``
+    on two carried values, the body adds 1 to ``i`` and passes ``end`` on, and both start
+    values are computed from the grid position and literals. None otherwise."""
+    cond, body = eqn.params["cond_jaxpr"].jaxpr, eqn.params["body_jaxpr"].jaxpr
+    n_cond, n_body = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt" or cond.eqns[0].outvars[0] is not cond.outvars[0]:
+        return None
+    carried = cond.invars[n_cond:]
+    position = [next((p for p, v in enumerate(carried) if v is x), None) for x in cond.eqns[0].invars]
+    if None in position:
+        return None
+    counter, end = position
+    body_in = body.invars[n_body:]
+    if body.outvars[end] is not body_in[end]:
+        return None
+    increments = [e for e in body.eqns if e.primitive.name == "add" and e.outvars[0] is body.outvars[counter]]
+    if not increments or increments[0].invars[0] is not body_in[counter]:
+        return None
+    step = increments[0].invars[1]
+    if not hasattr(step, "val") or int(np.asarray(step.val)) != 1:
+        return None
+    start = _lookup(eqn.invars[n_cond + n_body + counter], values)
+    stop = _lookup(eqn.invars[n_cond + n_body + end], values)
+    if start is None or stop is None:
+        return None
+    return np.maximum(np.asarray(stop, dtype=np.int64) - np.asarray(start, dtype=np.int64), 0)
 
 
 def _lookup(var, values: dict):

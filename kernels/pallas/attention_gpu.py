@@ -10,9 +10,9 @@ entirely below the diagonal unmasked, a second the blocks that cross it, masked,
 blocks above it are never visited. GQA maps query head h to K/V head h // (heads / kv_heads).
 Sequence lengths must be multiples of their block sizes.
 
-``accelsim capture`` counts the non-causal loop (a ``scan``: static trip count) exactly;
-the causal loops have bounds computed from ``program_id`` (``while`` loops), whose bodies
-it counts once per program, so a captured causal trace undercounts the work.
+``accelsim capture`` counts the non-causal loop (a ``scan``: static trip count) and the
+causal loops (``while`` loops whose bounds it evaluates from ``program_id`` at every grid
+point) exactly.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("jax")
@@ -13,7 +14,7 @@ pytest.importorskip("jax")
 from accelsim.arch.model import load_arch  # noqa: E402
 from accelsim.capture.pallas import capture_pallas  # noqa: E402
 from accelsim.engine.chip import simulate_kernel  # noqa: E402
-from accelsim.engine.programs import program_costs  # noqa: E402
+from accelsim.engine.programs import program_costs, program_templates, program_vars, repeats  # noqa: E402
 from accelsim.errors import InputError  # noqa: E402
 from accelsim.families import get_family  # noqa: E402
 from accelsim.families.base import parse_values  # noqa: E402
@@ -80,6 +81,29 @@ def test_pl_when_counts_only_the_taken_branch():
     costs = program_costs(captured, CHIP)
     per_step = costs.vector_s.reshape(2, 2, 4)
     assert (per_step[..., -1] > per_step[..., 0]).all()
+
+
+def matrix_flops(trace) -> float:
+    variables, template_of = program_vars(trace), program_templates(trace)
+    total = 0.0
+    for index, template in enumerate(trace.templates):
+        members = np.nonzero(template_of == index)[0]
+        for step in template.steps:
+            count = float(repeats(step, variables, members).sum())
+            total += count * sum(c.flops for c in step.compute if c.unit == "matrix")
+    return total
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_counted_loops_with_grid_dependent_bounds_run_their_trip_count(causal):
+    # attention_gpu walks KV blocks with fori_loops; causal bounds come from program_id
+    params = {"batch": "1", "heads": "2", "seq_q": "512", "head_dim": "64", "causal": str(causal).lower(),
+              "block_m": "128", "block_n": "64"}
+    trace = capture_pallas(str(KERNELS / "attention_gpu.py"), "run", params)
+    full = 2 * 2 * 2 * 512 * 512 * 64  # QK^T and PV over every key, 2 heads
+    # causal: q block i (128 rows) visits kv blocks 0 .. 2i+1 of 8 (64 keys each)
+    visited = sum(2 * i + 2 for i in range(4)) / (4 * 8) if causal else 1.0
+    assert matrix_flops(trace) == full * visited
 
 
 def _write(tmp_path, body: str) -> str:
