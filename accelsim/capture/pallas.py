@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from accelsim.arrays import unique_rows
 from accelsim.capture.common import load_function, typed_params
 from accelsim.errors import InputError
 from accelsim.families.pallas_rule import Operand, pallas_trace
@@ -242,7 +243,7 @@ class WorkCounter:
         if not keys:
             return [[]], np.zeros(self.n, dtype=np.int64)
         table = np.stack([self.totals[k] for k in keys], axis=1)
-        rows, which = np.unique(table, axis=0, return_inverse=True)
+        rows, which = unique_rows(table)
         lists = [[_compute(key, flops) for key, flops in zip(keys, row) if flops > 0] for row in rows]
         return lists, which.reshape(-1)
 

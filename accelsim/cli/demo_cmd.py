@@ -13,7 +13,6 @@ from accelsim.cli.simulate_cmd import load_chip
 from accelsim.engine.timeline import chrome_trace
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.search import run_config, split_params
-from accelsim.report.roofline import RooflinePoint, plot_roofline
 from accelsim.system.replay import ReplayOptions, replay
 from accelsim.system.timeline import chrome_trace as system_chrome_trace
 from accelsim.system.trace import load_system_trace
@@ -41,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from accelsim.report.roofline import RooflinePoint, plot_roofline  # matplotlib loads only when used
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     chips = [load_chip(name, []) for name in CHIPS]

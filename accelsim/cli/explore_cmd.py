@@ -25,7 +25,6 @@ from accelsim.study.explore import (
     load_space,
     why,
 )
-from accelsim.study.plots import plot_ranking
 from accelsim.units import format_quantity
 
 
@@ -157,6 +156,7 @@ def _json(title: str, arch: str, ranked: list[Candidate], wall: float) -> dict:
 
 
 def _write(folder: Path, title: str, arch: str, ranked: list[Candidate]) -> None:
+    from accelsim.study.plots import plot_ranking  # matplotlib loads only when used
     if not folder.parent.exists():
         raise InputError(f"folder {str(folder.parent)!r} does not exist", source="-o")
     folder.mkdir(exist_ok=True)

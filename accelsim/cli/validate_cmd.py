@@ -9,7 +9,6 @@ from pathlib import Path
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import select
 from accelsim.cli.simulate_cmd import load_chip
-from accelsim.report.validation import write_report
 from accelsim.validate.compare import compare
 
 
@@ -25,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from accelsim.report.validation import write_report  # matplotlib loads only when used
     chip = load_chip(args.arch, args.overrides)
     measured_on = chip.name.removesuffix("-calibrated")
     records = select(args.measurements, measured_on, args.exclude)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from accelsim.arrays import unique_rows
 from accelsim.trace.kernel import Compute, KernelTrace
 
 
@@ -62,8 +63,7 @@ def pallas_trace(
     columns = [np.asarray(compute_key, dtype=float)]
     for op, moved in zip(operands, flags):
         columns.append(np.where(moved, np.asarray(op.bytes, dtype=float), 0.0))
-    keys, template_of = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-    template_of = template_of.reshape(-1)
+    keys, template_of = unique_rows(np.stack(columns, axis=1))
 
     program_vars: dict[str, list[int]] = {}
     blocks: list[list[str]] = []

@@ -21,7 +21,6 @@ from accelsim.study.journal import (
     spec_digest,
 )
 from accelsim.study.plan import SweepPlan
-from accelsim.study.plots import plot_all
 from accelsim.study.runner import Progress, Task, run_processes, run_ray, run_serial
 from accelsim.study.summary import summary_markdown
 from accelsim.study.table import Record, csv_text, records
@@ -77,6 +76,7 @@ def _results(plan: SweepPlan, tasks: list[Task], workers: int, ray: str | None) 
 
 
 def write_outputs(plan: SweepPlan, rows: dict[tuple[int, int], Row], out_dir: Path) -> tuple[list[Record], list[str]]:
+    from accelsim.study.plots import plot_all  # matplotlib loads only when used
     recs = records(plan, rows)
     _write_text(out_dir / "results.csv", csv_text(plan, recs))
     spec = plan.spec.spec
