@@ -285,6 +285,21 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
 # ---------------------------------------------------------------- TPU
 
 
+def quick_bound(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> float:
+    """TPU: a TensorCore runs each of its grid steps' matrix work and pays the per-step
+    overhead, so the busiest core needs at least (all matrix work at the unit's rate +
+    all steps' overheads) / cores, plus the launch. GPU: 0 (the trace bound orders GPU
+    configs)."""
+    if chip.family != "tpu":
+        return 0.0
+    m, n, k, b, dtype = _problem(params)
+    steps = b * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"]) * math.ceil(k / config["block_k"])
+    per_cycle = chip.matrix.flops_per_cycle_per_core.get(dtype)
+    efficiency = max(chip.matrix.efficiency, chip.matrix.chained_efficiency)
+    matrix_s = 2.0 * b * m * n * k / (per_cycle * chip.clock_hz * efficiency) if per_cycle else 0.0
+    return (matrix_s + steps * chip.program_overhead_s) / chip.num_cores + chip.launch_overhead_s
+
+
 def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
@@ -341,6 +356,7 @@ FAMILY = Family(
     params=PARAMS,
     config_params=CONFIG,
     default_config=default_config,
+    quick_bound=quick_bound,
     config_space=config_space,
     build=build,
     check=check,

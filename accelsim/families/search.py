@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import heapq
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,20 +79,39 @@ class Search:
 
 
 def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
-    """The config :func:`autotune` would put first, replaying only what can still win:
-    configs go in order of a lower bound on their latency
-    (:func:`~accelsim.engine.chip.latency_lower_bound_s`), and the search stops when the
-    next bound is no better than the best replayed latency. Ties keep config order."""
+    """The config :func:`autotune` would put first, replaying only what can still win.
+
+    Best-first over two lower bounds, both never above the simulated latency: the
+    family's ``quick_bound`` (no trace needed) and, once a config's trace is built,
+    :func:`~accelsim.engine.chip.latency_lower_bound_s`. The next step is whichever is
+    lower: build the config with the lowest quick bound not yet built, or replay the
+    built config with the lowest trace bound. The search stops when neither can beat the
+    best replayed latency. Ties keep config order."""
     space = _fitting_space(family, params, chip)
-    traces = [family.build(params, config, chip) for config in space]
-    bounds = [latency_lower_bound_s(trace, chip) for trace in traces]
+    quick = [family.quick_bound(params, c, chip) if family.quick_bound else 0.0 for c in space]
+    to_build = sorted(range(len(space)), key=lambda i: (quick[i], i))
+    built: list[tuple[float, int, KernelTrace]] = []  # heap of (trace bound, config index, trace)
     best: tuple[float, int] | None = None
     runs: dict[int, Run] = {}
-    for i in sorted(range(len(space)), key=lambda i: (bounds[i], i)):
+
+    def can_win(bound: float, i: int) -> bool:
         # the replay counts whole picoseconds, so a bound may sit up to 1 ps above it
-        if best is not None and (bounds[i] - ROUNDING_S, i) >= best:
+        return best is None or (bound - ROUNDING_S, i) < best
+
+    next_build = 0
+    while True:
+        build_next = next_build < len(to_build) and can_win(quick[to_build[next_build]], to_build[next_build])
+        replay_next = bool(built) and can_win(built[0][0], built[0][1])
+        if build_next and (not replay_next or (quick[to_build[next_build]], to_build[next_build]) <= built[0][:2]):
+            i = to_build[next_build]
+            next_build += 1
+            trace = family.build(params, space[i], chip)
+            heapq.heappush(built, (latency_lower_bound_s(trace, chip), i, trace))
+        elif replay_next:
+            _, i, trace = heapq.heappop(built)
+            runs[i] = Run(space[i], trace, simulate_kernel(trace, chip))
+            best = min(best or (float("inf"), 0), (runs[i].sim.latency_s, i))
+        else:
             break
-        runs[i] = Run(space[i], traces[i], simulate_kernel(traces[i], chip))
-        best = min(best or (float("inf"), 0), (runs[i].sim.latency_s, i))
     assert best is not None
     return Search(best=runs[best[1]], searched=len(space), simulated=len(runs))

@@ -15,7 +15,7 @@ from accelsim.arch.model import Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families import get_family
-from accelsim.families.search import autotune, run_config, split_params
+from accelsim.families.search import best_config, run_config, split_params
 from accelsim.system.trace import Op
 from accelsim.trace.kernel import load_trace
 
@@ -75,7 +75,7 @@ class CostModel:
         try:
             params, config_given, auto = split_params(family, given)
             if auto:
-                sim = autotune(family, params, self.chip)[0].sim
+                sim = best_config(family, params, self.chip).best.sim
             else:
                 config = family.resolve_config(params, config_given, self.chip)
                 sim = run_config(family, params, config, self.chip).sim

@@ -13,6 +13,8 @@ CASES = [
                                "causal": "true"}),
     ("a100-sxm4-80gb", "gemm", {"M": "512", "N": "512", "K": "512", "dtype": "fp32"}),
     ("tpu-v5e", "gemm", {"M": "1024", "N": "1024", "K": "1024"}),
+    ("tpu-v5p", "gemm", {"M": "512", "N": "1536", "K": "4096"}),  # megacore: two TensorCores
+    ("tpu-v5e", "gemm", {"M": "2048", "N": "640", "K": "384", "batch": "2"}),  # ragged blocks, a batch axis
     ("h100-sxm", "rmsnorm", {"rows": "1024", "cols": "4096"}),
 ]
 
@@ -37,3 +39,15 @@ def test_lower_bound_never_exceeds_the_replay(arch, family_name, given):
     params, _, _ = split_params(family, given)
     for run in autotune(family, params, chip):
         assert latency_lower_bound_s(run.trace, chip) <= run.sim.latency_s + 1e-12  # replay rounds to ps
+
+
+@pytest.mark.parametrize(("arch", "family_name", "given"), CASES)
+def test_quick_bound_never_exceeds_the_replay(arch, family_name, given):
+    chip = load_arch(arch)
+    family = get_family(family_name)
+    if family.quick_bound is None:
+        pytest.skip(f"{family_name} has no quick bound")
+    params, _, _ = split_params(family, given)
+    for run in autotune(family, params, chip):
+        quick = family.quick_bound(params, run.config, chip)
+        assert quick <= run.sim.latency_s + 1e-12
