@@ -321,7 +321,10 @@ def report(rows: list[tuple[dict, dict, dict]], wall_s: float) -> str:
         "Not modelled: norms, SiLU, residual adds, the embedding lookup, the loss and the optimizer "
         "update; the README's 2x (multislice over DCN) rows and the 1024B rows (data parallelism inside the "
         "slice). Which commit of each config script produced the README's numbers is not stated; the "
-        "values used are those of the commits named in the records.",
+        "values used are those of the commits named in the records. Nor is the FLOP count's version: this "
+        "script uses the PaLM appendix-B count (6 x parameters x tokens + causal attention) that MaxText "
+        "used early on; its later per-matmul count with non-causal attention is 1-2% higher at these "
+        "shapes, which would move every prediction up by that much.",
         "",
     ]
     return "\n".join(lines)
