@@ -336,7 +336,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--system", default="tpu-v5p-4x4x8", help="v5p torus config (its shape is set per record)")
     parser.add_argument("--out", default=str(HERE.parents[1] / "validation" / "reports" / "maxtext-v5p"),
                         help="where report.md goes (not written with --only)")
+    parser.add_argument("--write-trace", nargs=3, metavar=("RECORD", "default|collective-matmul", "FILE"),
+                        help="write one record's step trace (TP collectives treated as named) and stop")
     args = parser.parse_args(argv)
+    if args.write_trace:
+        wanted, treatment, path = args.write_trace
+        record = next((r for r in load_records() if r["id"] == wanted), None)
+        if record is None or treatment not in ("default", "collective-matmul"):
+            parser.error(f"unknown record {wanted!r} or treatment {treatment!r}")
+        trace = step_trace(record, tp_overlap=treatment == "collective-matmul")
+        Path(path).write_text(json.dumps(trace, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"wrote {path}: {len(trace['programs'][0]['ops'])} ops on {trace['num_devices']} chips")
+        return 0
     rows, started = [], time.perf_counter()
     for record in load_records():
         if args.only and record["id"] != args.only:
