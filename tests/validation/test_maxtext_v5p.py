@@ -60,3 +60,15 @@ def test_a_small_step_replays_and_collective_matmul_is_never_slower():
     default, overlapped = mx.predict(SMALL, tp_overlap=False), mx.predict(SMALL, tp_overlap=True)
     assert 0 < overlapped["step_time_s"] <= default["step_time_s"]
     assert default["exposed_comm_s"] > overlapped["exposed_comm_s"]
+
+
+def test_two_slices_add_one_dcn_all_reduce_per_layer_on_its_own_stream():
+    record = dict(SMALL, slices=2)
+    trace = SystemTrace.model_validate(mx.step_trace(record, tp_overlap=False))
+    assert trace.num_devices == 128
+    dcn = [op for op in trace.programs[0].ops if op.name.startswith("dcn.")]
+    assert len(dcn) == mx.model(1).layers
+    assert all(op.kind == "all-reduce" and op.stream == "dcn" for op in dcn)
+    groups = mx.dcn_groups(64, 2)
+    assert groups[5] == [5, 69] and sorted(r for g in groups for r in g) == list(range(128))
+    assert sorted(r for g in mx.fsdp_groups(64, 4, 2) for r in g) == list(range(128))
