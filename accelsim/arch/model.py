@@ -64,6 +64,8 @@ class MemoryLevel:
     bandwidth_bytes_per_s: float
     latency_s: float
     efficiency: float
+    multicast: int = 1
+    """Programs one read can serve at once (TMA multicast within a cluster); 1: none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,12 +272,14 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
 
 
 def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
+    multicast = getattr(spec, "multicast", None)  # the shared cache's only
     return MemoryLevel(
         name=spec.name,
         capacity_bytes=spec.capacity.value,
         bandwidth_bytes_per_s=spec.bandwidth.value,
         latency_s=spec.latency.value,
         efficiency=spec.efficiency.value,
+        multicast=multicast.value if multicast else 1,
     )
 
 

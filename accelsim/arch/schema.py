@@ -198,6 +198,9 @@ class SharedCache(_Strict):
     bandwidth: Cited[BytesPerS]
     latency: Cited[Seconds] = calibratable()
     efficiency: Cited[Fraction] = calibratable()
+    multicast: Cited[PositiveInt] | None = None
+    """GPU: how many programs of a thread-block cluster one read of this level can serve
+    at once (Hopper's TMA multicast); absent: none (every program reads its own copy)."""
 
 
 class Hbm(_Strict):

@@ -346,7 +346,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     }
     caps = _capacities(chip, chip.num_cores)
     if "shared_cache" in caps:
-        demand["shared_cache"] = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
+        demand["shared_cache"] = costs.cache_bytes
     resources = list(demand)
     demand_rows = np.stack([demand[r] for r in resources], axis=1)  # programs x resources
 
@@ -499,7 +499,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip) -> float:
     totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(),
               "local_memory": costs.local_bytes.sum(), "port": moved.sum()}
     if "shared_cache" in caps:
-        totals["shared_cache"] = moved.sum()
+        totals["shared_cache"] = costs.cache_bytes.sum()
     bound = max(float(v) / caps[k] for k, v in totals.items())
     times = gpu_program_times(chip, costs, costs.read_bytes, trace.kernel.pipeline_depth,
                               instruction_streams(trace, chip))

@@ -76,6 +76,9 @@ class ProgramCosts:
     write_bytes: np.ndarray
     pinned_bytes: np.ndarray
     """Traffic to blocks pinned in the shared cache."""
+    cache_bytes: np.ndarray
+    """What the shared cache serves: reads, writes and pinned traffic, a multicast read
+    counted once per cluster (its bytes over its ``multicast``)."""
     fill_bytes: np.ndarray
     """Bytes the first iteration with reads brings in: the pipeline prologue."""
     drain_bytes: np.ndarray
@@ -158,7 +161,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     template_of = program_templates(trace)
     acc = {key: np.zeros(n) for key in (
         "iterations", "read_iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
-        "local_bytes", "read_bytes", "write_bytes", "pinned_bytes",
+        "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
     )}
     fill = np.full(n, -1.0)
     drain = np.zeros(n)
@@ -196,6 +199,9 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
                     per_iter["read_bytes" if transfer.direction == "read" else "write_bytes"] += transfer.bytes
                 elif transfer.level == "shared_cache":
                     per_iter["pinned_bytes"] += transfer.bytes
+                if transfer.level != "local":
+                    shared = transfer.multicast if transfer.direction == "read" else 1
+                    per_iter["cache_bytes"] += transfer.bytes / shared
             for key, value in per_iter.items():
                 if value:
                     acc[key][members] += reps * value

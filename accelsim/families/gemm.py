@@ -43,6 +43,8 @@ CONFIG = (
     Param("split_k", int, help="GPU: programs per output tile, each over K/split_k"),
     Param("num_stages", int, help="GPU: pipeline buffers; TPU: buffer count"),
     Param("num_warps", int, help="GPU: warps per program"),
+    Param("cluster", int, help="GPU: programs per thread-block cluster that share one multicast read of "
+                               "their B tile (1, or up to the chip's shared_cache.multicast; default 1)"),
 )
 
 
@@ -107,7 +109,10 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
                         out.append(config)
         return out
     # Tile shapes of the Triton matmul tutorial's autotuning list and of cuBLAS's common
-    # Hopper/Ampere kernels; split-K only when the output tiles cannot fill the chip.
+    # Hopper/Ampere kernels; split-K only when the output tiles cannot fill the chip. Where
+    # the L2 can multicast (Hopper's TMA), clusters of 2 share their B tiles, as cuBLAS's
+    # Hopper kernels do: in the model that only lowers L2 demand, so it replaces cluster 1.
+    cluster = {"cluster": 2} if chip.shared_cache is not None and chip.shared_cache.multicast >= 2 else {}
     tiles = ((128, 256), (256, 128), (128, 128), (64, 256), (256, 64), (128, 64), (64, 128), (64, 64))
     for bm, bn in tiles:
         output_tiles = math.ceil(m / bm) * math.ceil(n / bn)
@@ -119,7 +124,7 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
                         if split_k > 1 and k // split_k < 256:
                             continue
                         config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 8,
-                                  "split_k": split_k, "num_stages": stages, "num_warps": warps}
+                                  "split_k": split_k, "num_stages": stages, "num_warps": warps, **cluster}
                         if fits(check, params, config, chip):
                             out.append(config)
     return out
@@ -158,6 +163,17 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             source="--param",
             field="block_m",
         )
+    cluster = config.get("cluster", 1)
+    if not isinstance(cluster, int) or cluster < 1:
+        raise InputError("expected a positive integer", source="--param", field="cluster")
+    if cluster > 1:
+        most = chip.shared_cache.multicast if chip.family == "gpu" and chip.shared_cache else 1
+        if cluster > most:
+            raise InputError(f"{chip.name} cannot multicast a read to {cluster} programs (at most {most})",
+                             source="--param", field="cluster")
+        if config["group_m"] % cluster:
+            raise InputError(f"cluster={cluster} pairs consecutive programs down M: group_m must be a multiple of it",
+                             source="--param", field="group_m")
     if chip.family == "gpu" and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
         raise InputError("the accumulator does not fit in registers; use more warps or smaller blocks",
                          source="--param", field="num_warps")
@@ -224,7 +240,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
                 variants[(em, en, ls)] = len(templates)
                 template_of[chosen] = len(templates)
                 templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
-                                               in_bytes, out_dtype, split))
+                                               in_bytes, out_dtype, split, config.get("cluster", 1)))
     program_vars = {
         "pid_m": np.tile(pid_m, split * b).tolist(),
         "pid_n": np.tile(pid_n, split * b).tolist(),
@@ -257,7 +273,7 @@ def _mma(rows, cols, depth, bm, bn, bk, dtype) -> Compute:
     return Compute(unit="matrix", flops=flops, dtype=dtype, shape=[bm, bn, bk])
 
 
-def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split) -> Template:
+def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split, cluster=1) -> Template:
     full, rest = divmod(k_span, bk)
     steps = []
     for count, depth, first in ((full, bk, 0), (1 if rest else 0, rest, full)):
@@ -269,7 +285,8 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
             loop_var="k",
             transfers=[
                 Transfer(tensor="A", block=["batch", "pid_m", k_index], bytes=int(rows * depth * in_bytes)),
-                Transfer(tensor="B", block=["batch", k_index, "pid_n"], bytes=int(depth * cols * in_bytes)),
+                Transfer(tensor="B", block=["batch", k_index, "pid_n"], bytes=int(depth * cols * in_bytes),
+                         multicast=cluster),
             ],
             compute=[_mma(rows, cols, depth, bm, bn, bk, dtype)],
         ))

@@ -102,6 +102,10 @@ class Transfer(_Strict):
     level: MemoryLevel = "hbm"
     """Where the block lives: ``hbm`` (global memory, cached in L2/CMEM where the chip has
     it), ``shared_cache`` (pinned there), ``local`` (shared memory / VMEM to registers)."""
+    multicast: PosInt = 1
+    """Reads: how many programs of a cluster this read is multicast to (each program lists
+    it; the shared cache serves it once for all of them, each program still receives all
+    its bytes). 1: an ordinary read."""
 
 
 class Compute(_Strict):
