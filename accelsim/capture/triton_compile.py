@@ -25,7 +25,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +57,6 @@ class CompiledResources:
     num_warps: int
     num_stages: int
     triton_version: str
-    compile_seconds: float
 
     def as_dict(self) -> dict:
         return {
@@ -75,6 +73,15 @@ def parse_target(text: str, source: str = "--compile-for") -> int:
     if not match:
         raise InputError(f"expected an NVIDIA target such as sm_80, sm_90 or sm_100, got {text!r}", source=source)
     return int(match.group(1))
+
+
+def check_compile_target(tool: str, target: str | None) -> None:
+    """The CLI's ``--compile-for``: only Triton capture compiles, and the target must parse."""
+    if target is None:
+        return
+    if tool != "triton":
+        raise InputError("--compile-for applies to Triton capture", source="--compile-for")
+    parse_target(target)
 
 
 def compile_call(call: KernelCall, target: str, source: str) -> CompiledResources:
@@ -138,7 +145,6 @@ def _compile_in_this_process(request: dict) -> CompiledResources:
     from accelsim.capture.common import load_function
 
     target, name = request["target"], request["kernel"]
-    started = time.perf_counter()
     kernel = load_function(request["file"], name)
     while not isinstance(kernel, JITFunction) and hasattr(kernel, "fn"):  # @autotune, @heuristics
         kernel = kernel.fn
@@ -165,7 +171,7 @@ def _compile_in_this_process(request: dict) -> CompiledResources:
         registers_per_thread=usage.get("REG", 0),
         spilled_bytes_per_thread=usage.get("LOCAL", 0) + usage.get("STACK", 0),
         num_warps=int(compiled.metadata.num_warps), num_stages=int(compiled.metadata.num_stages),
-        triton_version=triton.__version__, compile_seconds=time.perf_counter() - started,
+        triton_version=triton.__version__,
     )
 
 
@@ -201,12 +207,10 @@ def _cuobjdump() -> str:
 def main() -> int:
     """Worker: one JSON request on stdin, one JSON line on stdout (the resources, or
     ``{"error": ...}``)."""
-    from accelsim.errors import InputError as _InputError
-
     request = json.loads(sys.stdin.read())
     try:
         answer = dataclasses.asdict(_compile_in_this_process(request))
-    except _InputError as exc:
+    except InputError as exc:
         answer = {"error": exc.message}
     print(json.dumps(answer))
     return 0

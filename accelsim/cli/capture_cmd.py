@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from accelsim.capture.common import split_target
-from accelsim.capture.triton_compile import parse_target
+from accelsim.capture.triton_compile import check_compile_target
 from accelsim.cli.files import write_json
 from accelsim.errors import InputError
 from accelsim.families.base import parse_assignments
@@ -33,10 +33,7 @@ def run_capture(args: argparse.Namespace) -> int:
     params = parse_assignments(args.param, "--param")
     if args.tool == "triton" and args.launch is not None:
         raise InputError("--launch applies to Pallas capture", source="--launch")
-    if args.compile_for is not None:
-        if args.tool != "triton":
-            raise InputError("--compile-for applies to Triton capture", source="--compile-for")
-        parse_target(args.compile_for)
+    check_compile_target(args.tool, args.compile_for)
     try:
         trace = _capture(args.tool, path, function, params, args.launch, args.compile_for)
     except ModuleNotFoundError as exc:

@@ -8,7 +8,7 @@ import io
 import time
 from pathlib import Path
 
-from accelsim.capture.triton_compile import parse_target
+from accelsim.capture.triton_compile import check_compile_target
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.cli.simulate_cmd import load_chip
@@ -92,10 +92,7 @@ def _explore_captured(args, chip, space):
         raise InputError("no such file", source=path)
     tool = args.capture or _tool_of(Path(path))
     params = parse_assignments(args.param, "--param")
-    if args.compile_for is not None:
-        if tool != "triton":
-            raise InputError("--compile-for applies to Triton kernels", source="--compile-for")
-        parse_target(args.compile_for)
+    check_compile_target(tool, args.compile_for)
     if space is None:
         if tool != "triton":
             raise InputError("a Pallas kernel needs --space with its candidate block shapes", source="--space")
@@ -110,11 +107,8 @@ def _explore_captured(args, chip, space):
     except ModuleNotFoundError as exc:
         extra = "jax" if tool == "pallas" else "triton"
         raise InputError(f"{tool} capture needs {exc.name}: pip install -e '.[{extra}]'", source="--kernel") from None
-    if tool == "triton" and args.compile_for is not None:
-        ranked = explore_captured(lambda merged: capture_fn(path, function, merged, compile_for=args.compile_for),
-                                  params, chip, space)
-    else:
-        ranked = explore_captured(lambda merged: capture_fn(path, function, merged), params, chip, space)
+    compile_for = {"compile_for": args.compile_for} if tool == "triton" else {}  # Pallas capture has no compiler
+    ranked = explore_captured(lambda merged: capture_fn(path, function, merged, **compile_for), params, chip, space)
     return f"{args.kernel} " + " ".join(args.param), ranked
 
 

@@ -113,10 +113,10 @@ class Family:
     config_space: Callable[[dict[str, Any], Chip], list[dict[str, Any]]]
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace]
     check: Callable[[dict[str, Any], dict[str, Any], Chip], None] | None = None
+    """Raises InputError if a config cannot run for these params on this chip."""
     quick_bound: Callable[[dict[str, Any], dict[str, Any], Chip], float] | None = None
     """A lower bound on a config's simulated latency computed without building its trace:
     lets ``config=auto`` skip building configs that cannot win. None: 0."""
-    """Raises InputError if a config cannot run for these params on this chip."""
 
     def resolve_config(self, params: dict[str, Any], given: Mapping[str, Any], chip: Chip) -> dict[str, Any]:
         """Defaults for what the user did not set, then the user's values."""

@@ -112,7 +112,7 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     # Hopper/Ampere kernels; split-K only when the output tiles cannot fill the chip. Where
     # the L2 can multicast (Hopper's TMA), clusters of 2 share their B tiles, as cuBLAS's
     # Hopper kernels do: in the model that only lowers L2 demand, so it replaces cluster 1.
-    cluster = {"cluster": 2} if chip.shared_cache is not None and chip.shared_cache.multicast >= 2 else {}
+    cluster = {"cluster": 2} if max_cluster(chip) >= 2 else {}
     tiles = ((128, 256), (256, 128), (128, 128), (64, 256), (256, 64), (128, 64), (64, 128), (64, 64))
     for bm, bn in tiles:
         output_tiles = math.ceil(m / bm) * math.ceil(n / bn)
@@ -146,6 +146,11 @@ def _registers_per_thread(config: dict[str, Any]) -> int:
     return min(255, config["block_m"] * config["block_n"] // threads + 40)
 
 
+def max_cluster(chip: Chip) -> int:
+    """Programs one L2 read can feed at once (the GPU's TMA multicast); 1 without it."""
+    return chip.shared_cache.multicast if chip.family == "gpu" and chip.shared_cache is not None else 1
+
+
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     for key in ("block_m", "block_n", "block_k", "group_m", "split_k", "num_stages", "num_warps"):
         if not isinstance(config.get(key), int) or config[key] < 1:
@@ -167,7 +172,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if not isinstance(cluster, int) or cluster < 1:
         raise InputError("expected a positive integer", source="--param", field="cluster")
     if cluster > 1:
-        most = chip.shared_cache.multicast if chip.family == "gpu" and chip.shared_cache else 1
+        most = max_cluster(chip)
         if cluster > most:
             raise InputError(f"{chip.name} cannot multicast a read to {cluster} programs (at most {most})",
                              source="--param", field="cluster")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import heapq
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -115,3 +114,13 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
             break
     assert best is not None
     return Search(best=runs[best[1]], searched=len(space), simulated=len(runs))
+
+
+def run_given(family: Family, params: dict[str, Any], config: Mapping[str, str], auto: bool,
+              chip: Chip) -> tuple[Run, int | None]:
+    """What :func:`split_params` asked for: the run ``config=auto`` picks and how many
+    configs it searched, or the run of the given config (defaults filled in) and None."""
+    if auto:
+        search = best_config(family, params, chip)
+        return search.best, search.searched
+    return run_config(family, params, family.resolve_config(params, config, chip), chip), None

@@ -29,7 +29,7 @@ from accelsim.arch.model import Arch, Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families import get_family
-from accelsim.families.search import best_config, run_config, split_params
+from accelsim.families.search import run_given, split_params
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import check_kind
 from accelsim.study.archs import chip_of
@@ -275,11 +275,8 @@ def kernel_metrics(sim: KernelSimulation, searched: int | None = None) -> dict[s
 
 def _kernel_sim(family_name: str, params: dict[str, Any], chip: Chip) -> tuple[KernelSimulation, int | None]:
     family, problem, config, auto = _kernel_params(family_name, params)
-    if auto:
-        search = best_config(family, problem, chip)
-        return search.best.sim, search.searched
-    resolved = family.resolve_config(problem, config, chip)
-    return run_config(family, problem, resolved, chip).sim, None
+    run, searched = run_given(family, problem, config, auto, chip)
+    return run.sim, searched
 
 
 def _run_kernel(job: Job, arch: Arch) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from accelsim.arch.model import Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families import get_family
-from accelsim.families.search import best_config, run_config, split_params
+from accelsim.families.search import run_given, split_params
 from accelsim.system.trace import Op
 from accelsim.trace.kernel import load_trace
 
@@ -74,11 +74,7 @@ class CostModel:
         given = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in op.params.items()}
         try:
             params, config_given, auto = split_params(family, given)
-            if auto:
-                sim = best_config(family, params, self.chip).best.sim
-            else:
-                config = family.resolve_config(params, config_given, self.chip)
-                sim = run_config(family, params, config, self.chip).sim
+            sim = run_given(family, params, config_given, auto, self.chip)[0].sim
         except InputError as exc:
             raise InputError(exc.message, field=f"{source}.{exc.field}" if exc.field else source) from None
         return _from_sim(sim, "family")
