@@ -233,8 +233,26 @@ def copy_plan(scale: str) -> list[dict]:
     return [{"bytes": 2**p} for p in range(20, 33)]  # 1 MiB .. 4 GiB
 
 
+def _elementwise(elements: int, dtype: str, inputs: int, outputs: int = 1) -> dict:
+    return {"elements": elements, "dtype": dtype, "inputs": inputs, "outputs": outputs}
+
+
+def elementwise_plan(scale: str) -> list[dict]:
+    """``torch.add`` (2 in, 1 out), ``torch.mul`` by a scalar (1 in, 1 out) and ``fill_`` (0 in,
+    1 out): the memory-bound kernels between the GEMMs of every model (residual adds, scales)."""
+    if scale.startswith("cpu"):
+        return [_elementwise(2**16, "fp32", 2)] + ([] if scale == "cpu-quick" else [_elementwise(2**16, "bf16", 0)])
+    if scale == "gpu-quick":
+        return [_elementwise(2**26, "bf16", 2)]
+    adds = [_elementwise(2**p, "bf16", 2) for p in (20, 22, 24, 26, 28)] + [_elementwise(2**28, "fp32", 2)]
+    scales = [_elementwise(2**p, "bf16", 1) for p in (24, 28)]
+    fills = [_elementwise(2**p, d, 0) for p, d in ((24, "bf16"), (28, "bf16"), (28, "fp32"))]
+    return adds + scales + fills
+
+
 PLANS: dict[str, Callable[[str], list[dict]]] = {
     "copy": copy_plan,
+    "elementwise": elementwise_plan,
     "gemm": gemm_plan,
     "attention": attention_plan,
     "softmax": softmax_plan,
@@ -522,6 +540,30 @@ def prepare_copy(p: dict, device: Device) -> Prepared:
     )
 
 
+ELEMENTWISE_SCALE = 1.5
+"""The scalar of the 1-in kernel (``torch.mul``) and the value of the 0-in one (``fill_``)."""
+
+
+def prepare_elementwise(p: dict, device: Device) -> Prepared:
+    if p["outputs"] != 1 or p["inputs"] > 2:
+        raise ValueError("measured elementwise kernels write one array and read at most two")
+    shape = (p["elements"],)
+    inputs = [_randn(shape, p["dtype"], device) for _ in range(p["inputs"])]
+    out = torch.empty(shape, dtype=TORCH_DTYPES[p["dtype"]], device=device.torch_device)
+    if p["inputs"] == 2:
+        run, ref, name = (lambda: torch.add(inputs[0], inputs[1], out=out),
+                          lambda: _as_double(inputs[0]) + _as_double(inputs[1]), "torch.add(a, b, out=c)")
+    elif p["inputs"] == 1:
+        run, ref, name = (lambda: torch.mul(inputs[0], ELEMENTWISE_SCALE, out=out),
+                          lambda: _as_double(inputs[0]) * ELEMENTWISE_SCALE, f"torch.mul(a, {ELEMENTWISE_SCALE}, out=c)")
+    else:
+        run, ref, name = (lambda: out.fill_(ELEMENTWISE_SCALE),
+                          lambda: torch.full(shape, ELEMENTWISE_SCALE, dtype=torch.float64), f"c.fill_({ELEMENTWISE_SCALE})")
+    return Prepared(run=run, reference=ref, implementation=name,
+                    notes="contiguous 1-D tensors; PyTorch's vectorised elementwise kernel",
+                    poison=lambda: out.fill_(float("nan")))
+
+
 PREPARE: dict[str, Callable[[dict, Device], Prepared]] = {
     "gemm": prepare_gemm,
     "attention": prepare_attention,
@@ -529,6 +571,7 @@ PREPARE: dict[str, Callable[[dict, Device], Prepared]] = {
     "layernorm": prepare_layernorm,
     "rmsnorm": prepare_rmsnorm,
     "copy": prepare_copy,
+    "elementwise": prepare_elementwise,
 }
 
 
@@ -547,6 +590,8 @@ def check_params(family: str, p: dict) -> dict:
         return _attn(1, kv_heads * group, kv_heads, seq_q, seq_kv, p["head_dim"], p["causal"], p["dtype"], p["pass"])
     if family == "copy":
         return {"bytes": 2**20}
+    if family == "elementwise":
+        return {**p, "elements": min(p["elements"], 2**16)}
     return _rows(64, min(p["cols"], 1024), p["dtype"])
 
 

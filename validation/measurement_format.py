@@ -37,6 +37,7 @@ FAMILY_PARAMS: dict[str, tuple[str, ...]] = {
     "layernorm": ("rows", "cols", "dtype"),
     "rmsnorm": ("rows", "cols", "dtype"),
     "copy": ("bytes",),
+    "elementwise": ("elements", "dtype", "inputs", "outputs"),
     "collective": ("collective", "bytes", "ranks", "dtype"),
 }
 FAMILIES = tuple(FAMILY_PARAMS)
@@ -50,10 +51,11 @@ FAMILY_DTYPES: dict[str, tuple[str, ...]] = {  # the choices of the simulator's 
     "softmax": ("fp32", "bf16", "fp16"),
     "layernorm": ("fp32", "bf16", "fp16"),
     "rmsnorm": ("fp32", "bf16", "fp16"),
+    "elementwise": ("fp64", "fp32", "bf16", "fp16", "fp8", "int8"),
     "collective": ("fp32", "bf16", "fp16"),
 }
 
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+DTYPE_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 GEMM_OUTPUT_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "int8": 4}
 """Bytes per output element: fp8 GEMMs write bf16, int8 GEMMs accumulate into int32."""
 
@@ -66,13 +68,14 @@ ATTENTION_BWD_FLOPS_FACTOR = 2.5
 """Backward = 2.5 x forward matmul flops (five S x S x D products against two), as in the
 FlashAttention benchmarks."""
 
-KNOWN_ARCHS = ("a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "mi300x")
+KNOWN_ARCHS = ("a100-sxm4-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "mi300x")
 """The accelsim chip configs (``arch_configs/gpu/*.yaml``) a device can be mapped to."""
 
 _ARCH_BY_DEVICE_NAME: tuple[tuple[str, str | None], ...] = (
-    # Order matters: the first pattern that matches decides. PCIe and NVL parts run at
-    # other power limits and clocks than the SXM configs, so they map to no config.
-    (r"\bH100\b.*\b(PCIe|NVL)\b", None),
+    # Order matters: the first pattern that matches decides. NVL parts run at other
+    # power limits and clocks than the SXM configs, so they map to no config.
+    (r"\bH100\b.*\bPCIe\b", "h100-pcie"),
+    (r"\bH100\b.*\bNVL\b", None),
     (r"\bH200\b.*\bNVL\b", None),
     (r"\bH100\b.*(SXM|HBM3\b)", "h100-sxm"),
     (r"\bGH200\b", None),
@@ -88,7 +91,7 @@ def arch_for_device_name(name: str) -> str | None:
     """The accelsim config name for a device as its driver names it, or None when no config fits.
 
     ``"NVIDIA H200"`` -> ``"h200-sxm"``; ``"NVIDIA H100 80GB HBM3"`` -> ``"h100-sxm"``;
-    ``"NVIDIA H100 PCIe"`` -> None.
+    ``"NVIDIA H100 NVL"`` -> None.
     """
     for pattern, arch in _ARCH_BY_DEVICE_NAME:
         if re.search(pattern, name, flags=re.IGNORECASE):
@@ -129,6 +132,8 @@ def record_id(family: str, params: dict[str, Any], tag: str | None = None) -> st
         )
     elif family == "copy":
         base = f"copy-{format_bytes(p['bytes'])}"
+    elif family == "elementwise":
+        base = f"elementwise-{p['dtype']}-{p['inputs']}in{p['outputs']}out-{p['elements']}"
     elif family == "collective":
         base = f"{p['collective']}-{p['dtype']}-{format_bytes(p['bytes'])}-n{p['ranks']}"
     else:
@@ -194,6 +199,8 @@ def nominal_flops(family: str, params: dict[str, Any]) -> float:
         return forward * (ATTENTION_BWD_FLOPS_FACTOR if p["pass"] == "bwd" else 1.0)
     if family in ("copy", "collective"):
         return 0.0
+    if family == "elementwise":
+        return float(p["inputs"] * p["elements"])
     return float(ELEMENTWISE_FLOPS_PER_ELEMENT[family] * p["rows"] * p["cols"])
 
 
@@ -217,6 +224,8 @@ def min_bytes(family: str, params: dict[str, Any]) -> int:
         return 2 * p["bytes"]
     if family == "collective":
         return p["bytes"]
+    if family == "elementwise":
+        return (p["inputs"] + p["outputs"]) * p["elements"] * DTYPE_BYTES[p["dtype"]]
     size = DTYPE_BYTES[p["dtype"]]
     row_data = 2 * p["rows"] * p["cols"] * size  # read x, write y
     weights = {"softmax": 0, "layernorm": 2, "rmsnorm": 1}[family] * p["cols"] * size
@@ -260,6 +269,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+ARRAY_COUNTS = ("inputs", "outputs")
+"""``elementwise`` params that may be 0 (a fill reads nothing; a read-only pass writes nothing)."""
+
+
 def validate_params(family: str, params: Any) -> list[str]:
     """Problems with one record's params (empty when they are valid)."""
     if not isinstance(params, dict):
@@ -285,8 +298,13 @@ def validate_params(family: str, params: Any) -> list[str]:
         elif key == "pass":
             if value not in ("fwd", "bwd"):
                 errors.append(f"params.pass: expected 'fwd' or 'bwd', got {value!r}")
+        elif key in ARRAY_COUNTS:
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                errors.append(f"params.{key}: expected an integer >= 0, got {value!r}")
         elif not _is_positive_int(value):
             errors.append(f"params.{key}: expected a positive integer, got {value!r}")
+    if family == "elementwise" and not errors and params["inputs"] + params["outputs"] < 1:
+        errors.append("params: expected at least one input or output array")
     if family == "attention" and not errors and params["heads"] % params["kv_heads"]:
         errors.append("params: heads must be a multiple of kv_heads")
     return errors

@@ -80,7 +80,7 @@ def check_compile_target(tool: str, target: str | None) -> None:
     if target is None:
         return
     if tool != "triton":
-        raise InputError("--compile-for applies to Triton capture", source="--compile-for")
+        raise InputError(f"applies to Triton capture only, not {tool}", source="--compile-for")
     parse_target(target)
 
 

@@ -20,7 +20,6 @@ See ``docs/engine.md`` for the model and its parameters.
 
 from __future__ import annotations
 
-import heapq
 import time
 from dataclasses import dataclass, field
 
@@ -300,6 +299,11 @@ def _groups(keys: np.ndarray) -> list[np.ndarray]:
     return np.split(order, bounds)
 
 
+SMALL_BATCH = 16
+"""Batches up to this many programs are placed one by one (kernels whose programs finish
+one at a time, such as causal attention, dispatch one or two at a time)."""
+
+
 class CoreSlots:
     """Which SM each program runs on: the block scheduler puts a new program on the SM
     with the fewest residents (lowest index first). A program's speed depends on how
@@ -308,23 +312,36 @@ class CoreSlots:
     def __init__(self, cores: int, per_core: int) -> None:
         self.resident = np.zeros(cores, dtype=np.int64)
         self.per_core = per_core
-        self._heap = [(0, core) for core in range(cores)]
 
     def place(self, count: int) -> np.ndarray:
-        placed = np.empty(count, dtype=np.int64)
-        for i in range(count):
-            load, core = heapq.heappop(self._heap)
-            while load != self.resident[core]:  # stale entry
-                load, core = heapq.heappop(self._heap)
-            placed[i] = core
-            self.resident[core] += 1
-            heapq.heappush(self._heap, (int(self.resident[core]), core))
+        """The cores of ``count`` programs placed one after another. Placing one at a time
+        on the least-loaded core takes the (load, core) pairs above each core's residents in
+        ascending order, so the whole batch is the ``count`` smallest such pairs."""
+        resident = self.resident
+        if count <= SMALL_BATCH:  # one at a time is cheaper than the batch's sort
+            placed = np.empty(count, dtype=np.int64)
+            for i in range(count):
+                placed[i] = core = int(resident.argmin())
+                resident[core] += 1
+            return placed
+        top = int(resident.min())
+        high = int(resident.max()) + -(-count // len(resident))
+        while top < high:  # the lowest level whose pairs number at least count
+            mid = (top + high) // 2
+            if int(np.maximum(mid - resident + 1, 0).sum()) >= count:
+                high = mid
+            else:
+                top = mid + 1
+        levels_per_core = np.maximum(top - resident + 1, 0)
+        core = np.repeat(np.arange(len(resident)), levels_per_core)
+        starts = np.cumsum(levels_per_core) - levels_per_core
+        level = resident[core] + np.arange(len(core)) - np.repeat(starts, levels_per_core)
+        placed = core[np.lexsort((core, level))[:count]]
+        resident += np.bincount(placed, minlength=len(resident))
         return placed
 
     def release(self, cores: np.ndarray) -> None:
         np.subtract.at(self.resident, cores, 1)
-        for core in np.unique(cores).tolist():
-            heapq.heappush(self._heap, (int(self.resident[core]), core))
 
 
 def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:

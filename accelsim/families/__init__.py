@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from accelsim.errors import InputError
-from accelsim.families import attention, copy, gemm, rowwise
+from accelsim.families import attention, copy, elementwise, gemm, rowwise
 from accelsim.families.base import Family
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (gemm.FAMILY, attention.FAMILY, *rowwise.FAMILIES, copy.FAMILY)}
+FAMILIES: dict[str, Family] = {
+    f.name: f for f in (gemm.FAMILY, attention.FAMILY, *rowwise.FAMILIES, copy.FAMILY, elementwise.FAMILY)
+}
 
 
 def get_family(name: str) -> Family:

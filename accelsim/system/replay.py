@@ -337,7 +337,8 @@ class _Instance:
 
 
 class _Replay:
-    def __init__(self, trace: SystemTrace, system: Arch, base_dir: Path, options: ReplayOptions) -> None:
+    def __init__(self, trace: SystemTrace, system: Arch, base_dir: Path, options: ReplayOptions,
+                 costs: CostModel | None = None) -> None:
         self.trace = trace
         self.options = options
         self.topo: Topology = build_topology(system)
@@ -346,7 +347,10 @@ class _Replay:
             raise InputError(f"the trace has {trace.num_devices} devices; {self.topo.name!r} has {self.topo.ranks}",
                              field="num_devices")
         self.sm_fraction, self.hbm_fraction = comm_fractions(self.chip, options)
-        self.costs = CostModel(self.chip, base_dir)
+        if costs is not None and (costs.chip != self.chip or costs.base_dir != base_dir):
+            raise ValueError("a shared CostModel must be for the system's chip and the trace's base_dir")
+        self.costs = costs or CostModel(self.chip, base_dir)
+        self.kernels_before = self.costs.kernels_simulated
         self.env = _CountingEnv()
         self.classes: list[_Class] = []
         indexes: dict[tuple, dict] = {}
@@ -720,7 +724,7 @@ class _Replay:
             trace=self.trace.name, system=self.topo.name, step_time_s=step_s, devices=tuple(devices),
             links=tuple(links), classes=tuple((c.prog.program.name, tuple(c.devices)) for c in self.classes),
             ops=self.trace.num_ops, comm_instances=self.comm_instances, comm_groups_folded=len(self.folded_plans),
-            kernels_simulated=self.costs.kernels_simulated,
+            kernels_simulated=self.costs.kernels_simulated - self.kernels_before,
             events=self.env.processed + self.pool.events, sim_wall_s=wall_s, segments=tuple(self.segments),
             link_counters=tuple(self.link_counters),
         )
@@ -758,14 +762,16 @@ def _ranks_text(ranks: tuple[int, ...]) -> str:
 
 
 def replay(trace: SystemTrace, system: Arch, *, base_dir: str | Path = ".",
-           options: ReplayOptions = ReplayOptions()) -> ReplayResult:
+           options: ReplayOptions = ReplayOptions(), costs: CostModel | None = None) -> ReplayResult:
     """Replay ``trace`` on ``system`` (a resolved node, torus, cluster or multislice).
 
     ``base_dir`` is where relative kernel-trace paths are found (the trace's folder).
+    ``costs`` shares compute-op costs between replays on the same chip (a
+    ``CostModel(chip, Path(base_dir))``); by default each replay prices its own.
     Bad input, collectives that do not match between devices and stalls raise
     :class:`InputError`.
     """
     started = time.perf_counter()
-    run = _Replay(trace, system, Path(base_dir), options)
+    run = _Replay(trace, system, Path(base_dir), options, costs)
     run.run()
     return run.result(time.perf_counter() - started)

@@ -102,5 +102,5 @@ def test_cli_checks_the_flag_before_capturing(tmp_path, capsys):
                  "--compile-for", "sm_9", "-o", out]) == 2
     assert "--compile-for: expected an NVIDIA target" in capsys.readouterr().err
     assert main(["capture", "pallas", "kernels/pallas/matmul.py:run", "--compile-for", "sm_90", "-o", out]) == 2
-    assert "--compile-for applies to Triton capture" in capsys.readouterr().err
+    assert "--compile-for: applies to Triton capture only, not pallas" in capsys.readouterr().err
     assert not Path(out).exists()

@@ -11,6 +11,7 @@ import pytest
 from accelsim.arch.model import load_arch
 from accelsim.engine.chip import simulate_kernel
 from accelsim.errors import InputError
+from accelsim.system.costs import CostModel
 from accelsim.system.replay import ReplayOptions, replay
 from accelsim.trace.kernel import load_trace
 from tests.system.conftest import compute, spmd
@@ -42,6 +43,17 @@ def test_family_op_is_simulated_once_per_distinct_params(dgx):
     gemm = lambda name, m: {"name": name, "kind": "compute", "family": "gemm", "params": {"M": m, "N": 1024, "K": 1024}}  # noqa: E731
     r = replay(spmd([gemm("a", 1024), gemm("b", 1024), gemm("c", 2048)]), dgx)
     assert r.kernels_simulated == 2
+
+
+def test_replays_can_share_kernel_costs(dgx):
+    gemm = lambda name, m: {"name": name, "kind": "compute", "family": "gemm", "params": {"M": m, "N": 1024, "K": 1024}}  # noqa: E731
+    costs = CostModel(dgx.chip, Path("."))
+    first = replay(spmd([gemm("a", 1024), gemm("b", 2048)]), dgx, costs=costs)
+    second = replay(spmd([gemm("a", 2048), gemm("b", 4096)]), dgx, costs=costs)
+    assert (first.kernels_simulated, second.kernels_simulated) == (2, 1)
+    assert second.step_time_s == replay(spmd([gemm("a", 2048), gemm("b", 4096)]), dgx).step_time_s
+    with pytest.raises(ValueError, match="chip"):
+        replay(spmd([gemm("a", 1024)]), load_arch("dgx-a100"), costs=costs)
 
 
 def test_bad_family_params_name_the_op(dgx):

@@ -57,13 +57,24 @@ def test_copy_counts_read_and_write():
     assert fmt.nominal_flops("copy", {"bytes": 1000}) == 0
 
 
+def test_elementwise_counts_every_array_once():
+    triad = {"elements": 1000, "dtype": "fp64", "inputs": 2, "outputs": 1}
+    assert fmt.min_bytes("elementwise", triad) == 3 * 1000 * 8
+    assert fmt.nominal_flops("elementwise", triad) == 2000
+    assert fmt.validate_params("elementwise", {**triad, "inputs": 0}) == []
+    assert fmt.validate_params("elementwise", {**triad, "inputs": 0, "outputs": 0}) == [
+        "params: expected at least one input or output array"]
+    assert fmt.validate_params("elementwise", {**triad, "outputs": -1}) == [
+        "params.outputs: expected an integer >= 0, got -1"]
+
+
 @pytest.mark.parametrize(
     "name, arch",
     [
         ("NVIDIA H200", "h200-sxm"),
         ("NVIDIA H200 NVL", None),
         ("NVIDIA H100 80GB HBM3", "h100-sxm"),
-        ("NVIDIA H100 PCIe", None),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
         ("NVIDIA H100 NVL", None),
         ("NVIDIA GH200 480GB", None),
         ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),

@@ -20,7 +20,7 @@ def _load(path):
 
 def test_there_is_a_reference_set():
     families = {p.stem for p in FILES}
-    assert {"gemm", "attention", "layernorm", "rmsnorm", "copy"} <= families
+    assert {"gemm", "attention", "layernorm", "rmsnorm", "elementwise"} <= families
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")

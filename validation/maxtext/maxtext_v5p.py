@@ -257,9 +257,15 @@ def load_records() -> list[dict]:
     return json.loads((HERE / "v5p_mfu.json").read_text(encoding="utf-8"))["records"]
 
 
+_COSTS: list = []
+"""One kernel-cost cache per chip, shared by every replay of the run (each record is replayed
+twice, and the same GEMM and attention shapes recur across records)."""
+
+
 def predict(record: dict, tp_overlap: bool = True, system: str = "tpu-v5p-4x4x8") -> dict:
     from accelsim.arch.model import load_arch
-    from accelsim.system.replay import replay
+    from accelsim.system.costs import CostModel
+    from accelsim.system.replay import chip_of, replay
     from accelsim.system.trace import SystemTrace
 
     shape = json.dumps(TORUS[record["chips"]])
@@ -268,7 +274,12 @@ def predict(record: dict, tp_overlap: bool = True, system: str = "tpu-v5p-4x4x8"
     else:
         arch = load_arch(system, [f"shape={shape}"])
     started = time.perf_counter()
-    result = replay(SystemTrace.model_validate(step_trace(record, tp_overlap)), arch)
+    chip = chip_of(arch)
+    costs = next((c for c in _COSTS if c.chip == chip), None)
+    if costs is None:
+        costs = CostModel(chip, Path("."))
+        _COSTS.append(costs)
+    result = replay(SystemTrace.model_validate(step_trace(record, tp_overlap)), arch, costs=costs)
     m = model(record["global_parameter_scale"])
     tflops = model_tflops_per_chip(m, record["per_device_batch_size"])
     summary = result.summary()

@@ -52,10 +52,11 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA A100-SXM4-80GB": "a100-sxm4-80gb",
     "NVIDIA A100-SXM4-80GB (2.039 TB/s spec)": "a100-sxm4-80gb",
     "NVIDIA A100 SXM": "a100-sxm4-80gb",
+    "NVIDIA H100 PCIe (HBM2e, 2.0 TB/s spec)": "h100-pcie",
     "NVIDIA B200 SXM": "b200",
     "AMD MI300X": "mi300x",
 }
-"""Source hardware names -> accelsim configs. Names absent here (PCIe cards, GH200, GB200, B300,
+"""Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs, GH200, GB200, B300,
 MI325X/MI355X, Gaudi, A100 40GB) have no config and their records are left out."""
 
 HARDWARE_NOTES: dict[str, str] = {
@@ -69,7 +70,7 @@ HARDWARE_NOTES: dict[str, str] = {
     ),
 }
 
-GPU_STREAM_BUFFER_BYTES = (128 * 1024 * 1024 + 2) * 8
+GPU_STREAM_ELEMENTS = 128 * 1024 * 1024 + 2
 """gpu-stream/main.cu: ``max_buffer_size = 128l * 1024 * 1024 + 2`` doubles per array (read at the
 stored commits a7dc559 and fd7091f, which agree; the cited 1c36d509 itself was not read)."""
 
@@ -231,26 +232,46 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     return Converted(arch, family, _record(family, params, tag=tag, implementation=raw["workload"], latency_s=raw["value"] / 1e3, raw=raw, notes=notes))
 
 
+GPU_STREAM_ARRAYS: dict[str, tuple[int, int, str]] = {
+    "init": (0, 1, "A[i] = 0.23"),
+    "read": (1, 0, "t = B[i]; A[i] written only if t == 123.0, which it never is"),
+    "scale": (1, 1, "A[i] = 1.2 * B[i]"),
+    "triad": (2, 1, "A[i] = 1.2 * B[i] + C[i]"),
+}
+"""gpu-stream's kernels as (arrays read, arrays written, body), from ``gpu-stream/main.cu``.
+Its 3pt and 5pt stencils also read their neighbours (served by L1), which the ``elementwise``
+family does not model, so they are left out."""
+GPU_STREAM_CONFIG = {"block_elements": 1024, "num_warps": 32}
+"""The 100%-occupancy row the records take: 1024 threads per block, one double per thread,
+``max_buffer_size / blockSize + 1`` blocks (``gpu-stream/main.cu``)."""
+
+
 def convert_gpu_stream(raw: dict) -> Outcome:
-    """gpu-benches gpu-stream: only its 'scale' kernel (A = 1.2 * B) moves bytes as a copy does."""
+    """gpu-benches gpu-stream: its init, read, scale and triad kernels are ``elementwise`` kernels on doubles."""
     if raw["category"] != "microbenchmark" or not raw["workload"].startswith("STREAM-like"):
         return None
-    if not raw["workload"].startswith("STREAM-like 'scale'"):
-        return LeftOut("STREAM-like kernel that is not one read stream and one write stream (not a copy)")
+    match = re.match(r"STREAM-like '(\w+)'", raw["workload"])
+    kernel = match.group(1) if match else ""
+    if kernel not in GPU_STREAM_ARRAYS:
+        return LeftOut("STREAM-like stencil kernel: its neighbour reads hit in L1, which the elementwise family does not model")
     arch = _arch_or_reason(raw)
     if isinstance(arch, LeftOut):
         return arch
-    params = {"bytes": GPU_STREAM_BUFFER_BYTES}
+    inputs, outputs, body = GPU_STREAM_ARRAYS[kernel]
+    params = {"elements": GPU_STREAM_ELEMENTS, "dtype": "fp64", "inputs": inputs, "outputs": outputs}
+    streams = max(inputs + outputs, 1)
     gb_per_s = raw["value"]
     notes = [
-        f"latency_s derived from {gb_per_s:g} GB/s as 2*bytes/bandwidth (the source counts one read and one write "
-        f"stream of {GPU_STREAM_BUFFER_BYTES} bytes each: 128Mi+2 doubles, gpu-stream/main.cu)",
-        "a copy with a multiply by 1.2 on fp64 elements: the multiply is hidden behind memory",
-        "host wall-clock time of two back-to-back launches halved, median of 9, at 100% occupancy",
+        f"latency_s derived from {gb_per_s:g} GB/s as {streams}*{GPU_STREAM_ELEMENTS * 8}/bandwidth (the source counts "
+        f"{streams} stream(s) of 128Mi+2 doubles, gpu-stream/main.cu)",
+        "host wall-clock time of two back-to-back launches halved, median of 9, at 100% occupancy "
+        "(1024 threads per block, one double per thread)",
     ]
-    implementation = "gpu-benches gpu-stream 'scale' kernel (CUDA, fp64 A[i] = 1.2 * B[i])"
-    latency = 2 * GPU_STREAM_BUFFER_BYTES / (gb_per_s * 1e9)
-    return Converted(arch, "copy", _record("copy", params, tag="gpu-stream-scale", implementation=implementation, latency_s=latency, raw=raw, notes=notes))
+    implementation = f"gpu-benches gpu-stream '{kernel}' kernel (CUDA, fp64 {body})"
+    record = _record("elementwise", params, tag=f"gpu-stream-{kernel}", implementation=implementation,
+                     latency_s=streams * GPU_STREAM_ELEMENTS * 8 / (gb_per_s * 1e9), raw=raw, notes=notes)
+    record["config"] = dict(GPU_STREAM_CONFIG)
+    return Converted(arch, "elementwise", record)
 
 
 CATEGORY_REASONS = {
