@@ -4,7 +4,8 @@ The records are split deterministically (a hash of each record id) into a traini
 set and a held-out set. Each record's kernel config is the one it names, or else the
 one ``config=auto`` picks on the starting config, and stays fixed while fitting (so each evaluation only
 replays traces). Parameters the training records are not sensitive to are left
-alone. The loss is a soft-L1 (pseudo-Huber) of the log error, minimised by
+alone. The loss is a soft-L1 (pseudo-Huber) of the log error, plus a weak prior that
+keeps each parameter near its published value (:data:`PRIOR_FACTOR`), minimised by
 coordinate descent with golden-section line searches inside each parameter's bounds:
 deterministic, derivative-free, and robust to a few outliers.
 """
@@ -31,6 +32,14 @@ HELD_OUT_PER_TEN = 3
 LOSS_SCALE = 0.05
 """Log errors below about 5% count quadratically, larger ones linearly."""
 GOLDEN = (math.sqrt(5) - 1) / 2
+PRIOR_FACTOR = 2.0
+"""The prior: a published value (an estimate, as a rule) is good to about this factor, so
+moving a parameter this far from where it started costs the fit as much as one more
+training record off by ``LOSS_SCALE``; a hundredfold move about as much as one off by 33%.
+Parameters the training records determine move anyway; ones the records cannot tell apart
+(a GEMM set that a per-program overhead, a launch overhead and an efficiency explain
+equally well) stay near their published values instead of running to a bound, where they
+would mispredict every kernel the records do not resemble."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,17 @@ def loss(log_errors: np.ndarray) -> float:
     return float(np.sum(LOSS_SCALE**2 * (np.sqrt(1 + (log_errors / LOSS_SCALE) ** 2) - 1)))
 
 
+def prior_loss(values: dict[str, float], start: dict[str, float]) -> float:
+    """The prior's share of the fit's loss: each parameter's log distance from its starting
+    value in units of ``PRIOR_FACTOR``, scored as a record's log error of ``LOSS_SCALE`` per
+    unit. Parameters that start at 0 have no prior."""
+    distances = [
+        (math.log(max(values[path], 1e-3 * begin)) - math.log(begin)) / math.log(PRIOR_FACTOR) * LOSS_SCALE
+        for path, begin in start.items() if begin > 0 and path in values
+    ]
+    return loss(np.array(distances))
+
+
 def fit(
     cases: Sequence[Case],
     arch: str,
@@ -151,7 +171,7 @@ def fit(
     def train_loss(values: dict[str, float]) -> float:
         nonlocal evaluations
         evaluations += 1
-        return loss(errors(train, arch, overrides_for(values)))
+        return loss(errors(train, arch, overrides_for(values))) + prior_loss(values, start)
 
     skipped = [p.path for p in active if not _sensitive(p, start, train, arch, overrides_for)]
     free = [p for p in active if p.path not in skipped]
