@@ -233,6 +233,27 @@ class ProgramTimes:
             return exposed + residents * sm
         return exposed + np.maximum.reduce([residents * sm, self.chain[programs], self.latency_bound[programs]])
 
+    def as_lists(self) -> _ProgramTimeLists:
+        return _ProgramTimeLists(self.exposed.tolist(), self.sm.tolist(), self.chain.tolist(),
+                                 self.latency_bound.tolist(), self.serial)
+
+
+@dataclass(frozen=True)
+class _ProgramTimeLists:
+    """:class:`ProgramTimes` as Python floats, for one program at a time."""
+
+    exposed: list[float]
+    sm: list[float]
+    chain: list[float]
+    latency_bound: list[float]
+    serial: bool
+
+    def seconds(self, program: int, residents: int) -> float:
+        if self.serial:
+            return self.exposed[program] + residents * self.sm[program]
+        return self.exposed[program] + max(residents * self.sm[program], self.chain[program],
+                                           self.latency_bound[program])
+
 
 def instruction_streams(trace: KernelTrace, chip: Chip) -> int:
     """Independent instruction streams of one program on an SM: its warps spread over
@@ -388,6 +409,9 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         take = min(state["free"], n - state["next"])
         if take <= 0:
             return
+        if take == 1:  # one program finished, one starts: the common case of uneven kernels
+            dispatch_one()
+            return
         members = np.arange(state["next"], state["next"] + take)
         state["next"] += take
         state["free"] -= take
@@ -407,6 +431,24 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
                 tag=core_of[chosen],
             ))
         pool.start_many(flows)
+
+    single = times.as_lists()
+
+    def dispatch_one() -> None:
+        """``dispatch`` for one program, in Python scalars (the same arithmetic)."""
+        i = state["next"]
+        state["next"] += 1
+        state["free"] -= 1
+        core_of = cores.place(1)
+        residents = int(cores.resident[core_of[0]])
+        pool.start_many([Flow(
+            name=f"program {i}",
+            demand=dict(zip(resources, demand_rows[i].tolist())),
+            max_rate=1.0 / single.seconds(i, residents),
+            on_done=finished,
+            count=1,
+            tag=core_of,
+        )])
 
     dispatch()
     env.run()
