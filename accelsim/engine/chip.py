@@ -432,10 +432,12 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
             ))
         pool.start_many(flows)
 
-    single = times.as_lists()
+    single: list[_ProgramTimeLists] = []  # made on the first program dispatched alone
 
     def dispatch_one() -> None:
         """``dispatch`` for one program, in Python scalars (the same arithmetic)."""
+        if not single:
+            single.append(times.as_lists())
         i = state["next"]
         state["next"] += 1
         state["free"] -= 1
@@ -444,7 +446,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         pool.start_many([Flow(
             name=f"program {i}",
             demand=dict(zip(resources, demand_rows[i].tolist())),
-            max_rate=1.0 / single.seconds(i, residents),
+            max_rate=1.0 / single[0].seconds(i, residents),
             on_done=finished,
             count=1,
             tag=core_of,

@@ -31,8 +31,6 @@ from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Templ
 
 DTYPES = ("fp64", "fp32", "bf16", "fp16", "fp8", "int8")
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
-VECTOR_BYTES = 16
-"""The widest load one thread issues (``ld.global.v4.b32``)."""
 DEFAULT_WARPS = 4
 """PyTorch's elementwise kernels launch 128 threads per block (``num_threads()``)."""
 DEFAULT_ELEMENTS_PER_THREAD = 4
@@ -131,6 +129,10 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
     return _build_tpu(params, config) if chip.family == "tpu" else _build_gpu(params, config, chip)
 
 
+def _name(params: dict[str, Any]) -> str:
+    return f"elementwise_{params['inputs']}in{params['outputs']}out_{params['dtype']}_{params['elements']}"
+
+
 def _metadata(params, config) -> dict[str, Any]:
     return {"family": "elementwise", "params": dict(params), "config": dict(config),
             "generator": "accelsim.families.elementwise"}
@@ -167,7 +169,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> Ke
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
-            "name": f"elementwise_{params['inputs']}in{params['outputs']}out_{params['dtype']}_{total}",
+            "name": _name(params),
             "grid": [programs],
             "resources": {"warps": config["num_warps"],
                           "registers_per_thread": _registers(params, block // threads)},
@@ -202,7 +204,7 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     counts = np.where(i == steps - 1, total - (steps - 1) * block, block)
     moved = counts * _size(params)
     return pallas_trace(
-        name=f"elementwise_{params['inputs']}in{params['outputs']}out_{params['dtype']}_{total}",
+        name=_name(params),
         grid=[steps],
         dimension_semantics=["parallel"],
         operands=[Operand(tensor, direction, (i,), moved) for tensor, direction in _arrays(params)],
