@@ -27,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
                    help=f"fit only these parameters (repeatable; default: all of {', '.join(p.path for p in DEFAULT_PARAMETERS)})")
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes simulating the records of each evaluation (default 1; the fit is the same)")
     add_set_option(p)
     p.set_defaults(run=run_calibrate)
 
@@ -49,6 +51,8 @@ def select(paths, arch: str, exclude: list[str]):
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise InputError(f"expected at least 1 worker process, got {args.jobs}", source="--jobs")
     chip = load_chip(args.arch, args.overrides)
     parameters = chosen_parameters(args.fit)
     records = select(args.measurements, chip.name, args.exclude)
@@ -57,7 +61,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise InputError(f"folder {str(output.parent)!r} does not exist", source=str(output))
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides)
-    result = fit(cases, args.arch, parameters, base_overrides=args.overrides)
+    result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs)
     overlay = _overlay(args, chip, result)
     tmp = output.with_name(f".{output.name}.tmp")
     tmp.write_text(_header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), encoding="utf-8")

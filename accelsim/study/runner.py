@@ -72,7 +72,7 @@ def run_serial(tasks: Sequence[Task], jobs: Sequence[Job]) -> Iterator[list[Row]
 
 def run_processes(tasks: Sequence[Task], jobs: Sequence[Job], workers: int) -> Iterator[list[Row]]:
     """Local worker processes; at most ``2 * workers`` tasks in flight, so a stop loses little."""
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init_worker,
+    with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=_init_worker,
                              initargs=(tuple(jobs),)) as pool:
         queue = iter(tasks)
         pending = set()
@@ -95,7 +95,8 @@ runs threads can deadlock the child, so with one of them loaded, workers start f
 clean server process instead (slower to start: each imports accelsim afresh)."""
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def worker_context() -> multiprocessing.context.BaseContext:
+    """How to start worker processes: fork, or a fork server once a threaded library is loaded."""
     threaded = any(name in sys.modules for name in THREADED_MODULES)
     if threaded and "forkserver" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("forkserver")

@@ -129,7 +129,53 @@ def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequ
 def errors(cases: Sequence[Case], arch: str, overrides: Sequence[str]) -> np.ndarray:
     """Log errors (log predicted - log measured) of ``cases`` on ``arch`` with ``overrides``."""
     chip = load_arch(arch, overrides)
-    return np.array([math.log(simulate_kernel(c.trace, chip).latency_s / c.measurement.latency_s) for c in cases])
+    return np.array([_log_error(c, chip) for c in cases])
+
+
+def _log_error(case: Case, chip: Chip) -> float:
+    return math.log(simulate_kernel(case.trace, chip).latency_s / case.measurement.latency_s)
+
+
+_WORKER: dict = {}
+"""A calibration worker process's cases, arch and the chip of the overrides it saw last."""
+
+
+def _init_worker(cases: Sequence[Case], arch: str) -> None:
+    _WORKER.update(cases=cases, arch=arch, key=None, chip=None)
+
+
+def _worker_error(task: tuple[int, tuple[str, ...]]) -> float:
+    index, overrides = task
+    if _WORKER["key"] != overrides:
+        _WORKER.update(key=overrides, chip=load_arch(_WORKER["arch"], overrides))
+    return _log_error(_WORKER["cases"][index], _WORKER["chip"])
+
+
+class Evaluator:
+    """:func:`errors` for subsets of ``cases``, here or spread over ``jobs`` worker processes
+    (each case simulated whole in one worker: the same numbers, in the same order)."""
+
+    def __init__(self, cases: Sequence[Case], arch: str, jobs: int = 1) -> None:
+        self.arch = arch
+        self.index = {id(c): i for i, c in enumerate(cases)}
+        self.pool = None
+        if jobs > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            from accelsim.study.runner import worker_context
+
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=worker_context(),
+                                            initializer=_init_worker, initargs=(list(cases), arch))
+
+    def __call__(self, cases: Sequence[Case], overrides: Sequence[str]) -> np.ndarray:
+        if self.pool is None or len(cases) < 2:
+            return errors(cases, self.arch, overrides)
+        tasks = [(self.index[id(c)], tuple(overrides)) for c in cases]
+        return np.array(list(self.pool.map(_worker_error, tasks)))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
 
 
 def loss(log_errors: np.ndarray) -> float:
@@ -154,7 +200,18 @@ def fit(
     *,
     sweeps: int = 10,
     base_overrides: Sequence[str] = (),
+    jobs: int = 1,
 ) -> Fit:
+    """Fit ``parameters`` on the training split of ``cases``; ``jobs`` worker processes
+    simulate the records of each evaluation in parallel (the result does not depend on it)."""
+    evaluate = Evaluator(cases, arch, jobs)
+    try:
+        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate)
+    finally:
+        evaluate.close()
+
+
+def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator) -> Fit:
     train = [c for c in cases if not is_held_out(c.measurement.id)]
     held_out = [c for c in cases if is_held_out(c.measurement.id)]
     if not train:
@@ -171,9 +228,9 @@ def fit(
     def train_loss(values: dict[str, float]) -> float:
         nonlocal evaluations
         evaluations += 1
-        return loss(errors(train, arch, overrides_for(values))) + prior_loss(values, start)
+        return loss(evaluate(train, overrides_for(values))) + prior_loss(values, start)
 
-    skipped = [p.path for p in active if not _sensitive(p, start, train, arch, overrides_for)]
+    skipped = [p.path for p in active if not _sensitive(p, start, train, evaluate, overrides_for)]
     free = [p for p in active if p.path not in skipped]
     values = coordinate_descent(train_loss, free, start, sweeps)
     # a parameter the search left where it started was not fitted
@@ -186,19 +243,19 @@ def fit(
         skipped=skipped,
         train=train,
         held_out=held_out,
-        train_errors=errors(train, arch, final),
-        held_out_errors=errors(held_out, arch, final) if held_out else np.array([]),
-        start_train_errors=errors(train, arch, list(base_overrides)),
-        start_held_out_errors=errors(held_out, arch, list(base_overrides)) if held_out else np.array([]),
+        train_errors=evaluate(train, final),
+        held_out_errors=evaluate(held_out, final) if held_out else np.array([]),
+        start_train_errors=evaluate(train, list(base_overrides)),
+        start_held_out_errors=evaluate(held_out, list(base_overrides)) if held_out else np.array([]),
         evaluations=evaluations,
         overrides=[o for o in final if o not in base_overrides],
     )
 
 
-def _sensitive(p: Parameter, values: dict, cases, arch, overrides_for) -> bool:
+def _sensitive(p: Parameter, values: dict, cases, evaluate: Evaluator, overrides_for) -> bool:
     """Does moving the parameter across its range change any training prediction?"""
-    low = errors(cases, arch, overrides_for({**values, p.path: p.low + 0.1 * (p.high - p.low)}))
-    high = errors(cases, arch, overrides_for({**values, p.path: p.high}))
+    low = evaluate(cases, overrides_for({**values, p.path: p.low + 0.1 * (p.high - p.low)}))
+    high = evaluate(cases, overrides_for({**values, p.path: p.high}))
     return bool(np.max(np.abs(high - low)) > 1e-3)
 
 

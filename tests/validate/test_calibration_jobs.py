@@ -1,0 +1,28 @@
+"""Calibration in worker processes (``--jobs``) simulates the same records with the same
+numbers: the fit does not depend on how many processes run it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, prepare
+from accelsim.validate.compare import read_measurements
+from tests.validate.test_calibrate import FIT, measurements  # noqa: F401  (the synthetic rmsnorm records)
+
+
+def test_two_workers_fit_what_one_does(measurements):  # noqa: F811
+    cases = prepare(read_measurements([measurements]), "h100-sxm")
+    parameters = [p for p in DEFAULT_PARAMETERS if p.path in FIT]
+    alone = fit(cases, "h100-sxm", parameters, sweeps=2)
+    shared = fit(cases, "h100-sxm", parameters, sweeps=2, jobs=2)
+    assert shared.values == alone.values
+    assert np.array_equal(shared.held_out_errors, alone.held_out_errors)
+    assert shared.evaluations == alone.evaluations
+
+
+def test_jobs_below_one_is_bad_input(cli, measurements, tmp_path):  # noqa: F811
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--jobs", "0",
+                 "-o", str(tmp_path / "x.yaml"))
+    assert result.code == 2
+    assert "--jobs: expected at least 1 worker process, got 0" in result.err
+    assert not (tmp_path / "x.yaml").exists()
