@@ -51,6 +51,14 @@ class InputError(Exception):
     def __str__(self) -> str:
         return self.one_line()
 
+    def __reduce__(self):
+        """Pickled whole (worker processes send it back): message, file, line and field."""
+        return _rebuild_input_error, (self.message, self.source, self.line, self.field)
+
+
+def _rebuild_input_error(message: str, source: str | None, line: int | None, field: str | None) -> InputError:
+    return InputError(message, source=source, line=line, field=field)
+
 
 def read_json_file(path: str | Path, what: str) -> Any:
     """The parsed JSON of a ``what`` file (e.g. "trace"); unreadable files and invalid

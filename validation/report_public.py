@@ -1,6 +1,6 @@
 """Compare the simulator with the public reference set and write docs/accuracy.md.
 
-    python validation/report_public.py [--out validation/reports/public/report.md] [--set PATH=VALUE ...]
+    python validation/report_public.py [--out validation/reports/public/report.md] [--set PATH=VALUE ...] [--jobs N]
 
 It writes its own file (docs/accuracy.md has hand-written sections beside an earlier copy
 of these tables; writing over it would lose them).
@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from accelsim.study.runner import default_workers
 from accelsim.validate.compare import Comparison, compare, read_measurements, summarise
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,10 +44,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "validation" / "reports" / "public" / "report.md"))
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--jobs", type=int, default=default_workers(),
+                        help="worker processes (default: one per CPU core; the report is the same)")
     parser.add_argument("paths", nargs="*", default=[str(ROOT / "validation" / "reference")])
     args = parser.parse_args()
     started = time.perf_counter()
-    comparisons = compare(read_measurements(args.paths), overrides=args.overrides)
+    comparisons = compare(read_measurements(args.paths), overrides=args.overrides, jobs=max(1, args.jobs))
     elapsed = time.perf_counter() - started
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(render(comparisons, elapsed, args.overrides), encoding="utf-8")

@@ -50,9 +50,13 @@ def select(paths, arch: str, exclude: list[str]):
     return records
 
 
+def check_jobs(jobs: int) -> None:
+    if jobs < 1:
+        raise InputError(f"expected at least 1 worker process, got {jobs}", source="--jobs")
+
+
 def run_calibrate(args: argparse.Namespace) -> int:
-    if args.jobs < 1:
-        raise InputError(f"expected at least 1 worker process, got {args.jobs}", source="--jobs")
+    check_jobs(args.jobs)
     chip = load_chip(args.arch, args.overrides)
     parameters = chosen_parameters(args.fit)
     records = select(args.measurements, chip.name, args.exclude)

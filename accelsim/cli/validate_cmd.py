@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from accelsim.cli.arch_cmd import add_set_option
-from accelsim.cli.calibrate_cmd import select
+from accelsim.cli.calibrate_cmd import check_jobs, select
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.validate.compare import compare
 
@@ -19,17 +19,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
                    help="leave out records whose implementation contains TEXT (repeatable)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for report.md and plots")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes predicting records in parallel (default 1; the report is the same)")
     add_set_option(p)
     p.set_defaults(run=run_validate)
 
 
 def run_validate(args: argparse.Namespace) -> int:
     from accelsim.report.validation import write_report  # matplotlib loads only when used
+    check_jobs(args.jobs)
     chip = load_chip(args.arch, args.overrides)
     measured_on = chip.name.removesuffix("-calibrated")
     records = select(args.measurements, measured_on, args.exclude)
     refused: list = []
-    comparisons = compare([_on(r, args.arch) for r in records], overrides=args.overrides, refused=refused)
+    comparisons = compare([_on(r, args.arch) for r in records], overrides=args.overrides, refused=refused,
+                          jobs=args.jobs)
     header = (f"{len(records)} records measured on `{measured_on}`, predicted with `{args.arch}`"
               + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
               + " (config=auto unless the record names its config).")

@@ -111,21 +111,53 @@ class Refused:
 
 
 def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (), search: bool = True,
-            refused: list[Refused] | None = None) -> list[Comparison]:
+            refused: list[Refused] | None = None, jobs: int = 1) -> list[Comparison]:
     """Predict every record. With ``refused`` given, records whose named config the simulator
-    rejects are appended there instead of failing the whole comparison."""
-    chips: dict[str, Chip] = {}
+    rejects are appended there instead of failing the whole comparison. ``jobs`` worker
+    processes predict records in parallel (the same predictions, in the same order)."""
+    if jobs > 1 and len(measurements) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        from accelsim.study.runner import worker_context
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=worker_context(), initializer=_init_worker,
+                                 initargs=(tuple(overrides), search)) as pool:
+            return _collect(measurements, pool.map(_worker_attempt, measurements), refused)
+    _init_worker(tuple(overrides), search)
+    return _collect(measurements, map(_worker_attempt, measurements), refused)
+
+
+def _collect(measurements: Sequence[Measurement], outcomes: Iterable, refused: list[Refused] | None) -> list[Comparison]:
+    """The comparisons, in order; the first error that is not a refused named config is raised."""
     out = []
-    for m in measurements:
-        if m.arch not in chips:
-            chips[m.arch] = load_arch(m.arch, overrides)
-        try:
-            out.append(predict(m, chips[m.arch], search=search))
-        except InputError as exc:
-            if refused is None or m.config is None:
-                raise
-            refused.append(Refused(m, str(exc)))
+    for m, outcome in zip(measurements, outcomes):
+        if isinstance(outcome, Comparison):
+            out.append(outcome)
+        elif refused is None or m.config is None:
+            raise outcome
+        else:
+            refused.append(Refused(m, str(outcome)))
     return out
+
+
+_WORKER: dict = {}
+"""The overrides and search flag of a comparison, and its chips by arch (in a worker process, or here)."""
+
+
+def _init_worker(overrides: tuple[str, ...], search: bool) -> None:
+    _WORKER.clear()
+    _WORKER.update(overrides=overrides, search=search, chips={})
+
+
+def _worker_attempt(m: Measurement) -> Comparison | InputError:
+    """The record's comparison, or the InputError predicting it raised."""
+    chips = _WORKER["chips"]
+    try:
+        if m.arch not in chips:
+            chips[m.arch] = load_arch(m.arch, _WORKER["overrides"])
+        return predict(m, chips[m.arch], search=_WORKER["search"])
+    except InputError as exc:
+        return exc
 
 
 @dataclass(frozen=True)
