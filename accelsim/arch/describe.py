@@ -39,17 +39,19 @@ def spec_tree(spec: BaseModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in type(spec).model_fields:
         value = getattr(spec, name)
-        if value is None:
-            continue
-        if isinstance(value, schema.Cited):
-            out[name] = _leaf(value)
-        elif isinstance(value, BaseModel):
-            out[name] = spec_tree(value)
-        elif isinstance(value, dict) and all(isinstance(v, BaseModel) for v in value.values()):
-            out[name] = {key: spec_tree(v) for key, v in value.items()}  # e.g. a node's NCCL protocols
-        else:
-            out[name] = value
+        if value is not None:
+            out[name] = _tree(value)
     return out
+
+
+def _tree(value: Any) -> Any:
+    if isinstance(value, schema.Cited):
+        return _leaf(value)
+    if isinstance(value, BaseModel):
+        return spec_tree(value)
+    if isinstance(value, dict) and value and all(isinstance(v, (BaseModel, dict)) for v in value.values()):
+        return {key: _tree(v) for key, v in value.items()}  # a node's NCCL protocols, a chip's family_values
+    return value
 
 
 def derived(arch: model.Arch) -> dict[str, Any]:

@@ -9,7 +9,7 @@ or per TensorCore (TPU); chip figures say ``chip`` in their name.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Union
 
@@ -98,6 +98,12 @@ class Chip:
     links: Links
     uncertainty: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
     """Per kernel family: (p05, p95) relative error on held-out measurements."""
+    family_chips: Mapping[str, Chip] = field(default_factory=lambda: MappingProxyType({}))
+    """Per kernel family with ``family_values``: this chip with those values set."""
+
+    def for_family(self, family: str | None) -> Chip:
+        """The chip a ``family`` kernel runs on: itself, or its variant with that family's values."""
+        return self.family_chips.get(family, self) if family else self
 
     def matrix_flops_per_s(self, dtype: str) -> float:
         """Chip peak of the matrix units for ``dtype`` inputs (dense)."""
@@ -196,9 +202,32 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     """Like :func:`load_arch`, also returning the validated spec (for sources and display)."""
     raw = load_raw(name_or_path)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
-    own = [o for o in overrides if not (reference and o.startswith(reference + "."))]
-    spec = validate(apply_overrides(raw, [parse_override(o) for o in own]))
-    return resolve(spec, overrides, referrer=str(raw.path)), spec
+    own = [parse_override(o) for o in overrides if not (reference and o.startswith(reference + "."))]
+    spec = validate(apply_overrides(raw, own))
+    arch = resolve(spec, overrides, referrer=str(raw.path))
+    if isinstance(spec, schema.ChipSpec) and spec.family_values:
+        arch = replace(arch, family_chips=MappingProxyType(_family_chips(raw, spec, own)))
+    return arch, spec
+
+
+def _family_chips(raw, spec: schema.ChipSpec, own: Sequence) -> dict[str, Chip]:
+    """Each ``family_values`` family's chip: the config with that family's values set, then
+    the ``--set`` overrides (a what-if still applies to every family)."""
+    from accelsim.families import FAMILIES  # the families import this module
+
+    out = {}
+    for family, values in spec.family_values.items():
+        where = f"family_values.{family}"
+        if family not in FAMILIES:
+            raise InputError(f"unknown kernel family; expected one of: {', '.join(FAMILIES)}",
+                             source=str(raw.path), field=where)
+        try:
+            scoped = [parse_override(f"{path}={value.value}") for path, value in values.items()]
+            variant = validate(apply_overrides(apply_overrides(raw, scoped), own))
+        except InputError as exc:
+            raise InputError(exc.message, source=str(raw.path), field=f"{where}.{exc.field or ''}".rstrip(".")) from None
+        out[family] = _resolve_chip(variant)
+    return out
 
 
 def forwarded_overrides(overrides: Sequence[str], prefix: str) -> list[str]:

@@ -237,6 +237,16 @@ class Interval(_Strict):
         return self
 
 
+class FamilyValue(_Strict):
+    """A calibratable value that holds for one kernel family only (``family_values``)."""
+
+    value: float | int | str
+    """As ``--set`` takes it: a number, or a quantity with its unit (``3.26 us``)."""
+    basis: Literal["fitted", "estimate", "measured", "derived"] = "fitted"
+    source: str
+    note: str | None = None
+
+
 class ChipSpec(_ConfigFile):
     kind: Literal["chip"]
     vendor: str
@@ -255,6 +265,10 @@ class ChipSpec(_ConfigFile):
     uncertainty: dict[str, Interval] = {}
     """Per kernel family: prediction error quantiles on held-out measurements, written by
     ``accelsim calibrate``; ``simulate --json`` turns them into ``latency_s_p05/p95``."""
+    family_values: dict[str, dict[str, FamilyValue]] = {}
+    """Per kernel family: config paths whose value differs for that family's kernels (written
+    by ``accelsim calibrate --scope FAMILY``): a per-program overhead that stands in for
+    costs one family's model lacks must not slow every other family's kernels."""
 
     @model_validator(mode="after")
     def _family_sections(self) -> "ChipSpec":

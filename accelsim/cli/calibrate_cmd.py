@@ -13,6 +13,7 @@ from accelsim.arch.model import load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
+from accelsim.families import FAMILIES
 from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, intervals, mape, prepare
 from accelsim.validate.compare import read_measurements
 
@@ -27,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
                    help=f"fit only these parameters (repeatable; default: all of {', '.join(p.path for p in DEFAULT_PARAMETERS)})")
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
+    p.add_argument("--scope", metavar="FAMILY",
+                   help="write the fitted values for this kernel family only (family_values), not for the whole chip; "
+                        "every record must be of that family")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes simulating the records of each evaluation (default 1; the fit is the same)")
     add_set_option(p)
@@ -60,6 +64,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
     chip = load_chip(args.arch, args.overrides)
     parameters = chosen_parameters(args.fit)
     records = select(args.measurements, chip.name, args.exclude)
+    if args.scope is not None:
+        if args.scope not in FAMILIES:
+            raise InputError(f"unknown kernel family {args.scope!r}; expected one of: {', '.join(FAMILIES)}",
+                             source="--scope")
+        others = sorted({m.family for m in records} - {args.scope})
+        if others:
+            raise InputError(f"the values would hold for {args.scope} kernels only, but records of "
+                             f"{', '.join(others)} were given (use --exclude or pass only {args.scope} files)",
+                             source="--scope")
     output = Path(args.output)
     if not output.parent.exists():
         raise InputError(f"folder {str(output.parent)!r} does not exist", source=str(output))
@@ -93,14 +106,17 @@ def _overlay(args, chip, result) -> dict:
     note = (f"train MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%}; "
             f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%}")
     for path, value in result.values.items():
+        text = next(o.split("=", 1)[1] for o in result.overrides if o.startswith(path + "="))
+        leaf = {"value": text if not _is_number(text) else float(text), "basis": "fitted",
+                "source": _source(args, result), "note": f"value before fitting {_before(result, path)}; {note}"}
+        if args.scope is not None:
+            overlay.setdefault("family_values", {}).setdefault(args.scope, {})[path] = leaf
+            continue
         node = overlay
         parts = path.split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        text = next(o.split("=", 1)[1] for o in result.overrides if o.startswith(path + "="))
-        node[parts[-1]] = {"value": text if not _is_number(text) else float(text), "basis": "fitted",
-                           "source": _source(args, result),
-                           "note": f"value before fitting {_before(result, path)}; {note}"}
+        node[parts[-1]] = leaf
     errors = result.held_out_errors if len(result.held_out_errors) else result.train_errors
     cases = result.held_out if len(result.held_out_errors) else result.train
     split = "held-out" if len(result.held_out_errors) else "training (no held-out records)"

@@ -572,7 +572,9 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip) -> float:
 
 
 def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False) -> KernelSimulation:
-    """Predict the latency of one kernel trace on one chip."""
+    """Predict the latency of one kernel trace on one chip (with the chip's values for the
+    trace's kernel family, where its config scopes some to families)."""
+    chip = chip.for_family(trace.metadata.get("family"))
     started = time.perf_counter()
     run = _simulate_tpu if chip.family == "tpu" else _simulate_gpu
     result = run(trace, chip, timeline)

@@ -46,6 +46,7 @@ def split_params(family: Family, given: Mapping[str, str]) -> tuple[dict[str, An
 
 
 def run_config(family: Family, params: dict[str, Any], config: dict[str, Any], chip: Chip, *, timeline: bool = False) -> Run:
+    chip = chip.for_family(family.name)
     trace = family.build(params, config, chip)
     return Run(config, trace, simulate_kernel(trace, chip, timeline=timeline))
 
@@ -59,6 +60,7 @@ def _fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[d
 
 def autotune(family: Family, params: dict[str, Any], chip: Chip) -> list[Run]:
     """Every config of the family's space that fits, fastest first (ties: config order)."""
+    chip = chip.for_family(family.name)
     space = _fitting_space(family, params, chip)
     runs = [run_config(family, params, config, chip) for config in space]
     order = sorted(range(len(runs)), key=lambda i: (runs[i].sim.latency_s, i))
@@ -86,6 +88,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     lower: build the config with the lowest quick bound not yet built, or replay the
     built config with the lowest trace bound. The search stops when neither can beat the
     best replayed latency. Ties keep config order."""
+    chip = chip.for_family(family.name)  # the bounds too: a family's values may be faster
     space = _fitting_space(family, params, chip)
     quick = [family.quick_bound(params, c, chip) if family.quick_bound else 0.0 for c in space]
     to_build = sorted(range(len(space)), key=lambda i: (quick[i], i))
