@@ -77,7 +77,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if not output.parent.exists():
         raise InputError(f"folder {str(output.parent)!r} does not exist", source=str(output))
     print(f"calibrating {chip.name} on {len(records)} records ...")
-    cases = prepare(records, args.arch, args.overrides)
+    cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs)
     overlay = _overlay(args, chip, result)
     tmp = output.with_name(f".{output.name}.tmp")

@@ -72,8 +72,7 @@ def run_serial(tasks: Sequence[Task], jobs: Sequence[Job]) -> Iterator[list[Row]
 
 def run_processes(tasks: Sequence[Task], jobs: Sequence[Job], workers: int) -> Iterator[list[Row]]:
     """Local worker processes; at most ``2 * workers`` tasks in flight, so a stop loses little."""
-    with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=_init_worker,
-                             initargs=(tuple(jobs),)) as pool:
+    with worker_pool(workers, _init_worker, (tuple(jobs),)) as pool:
         queue = iter(tasks)
         pending = set()
         for task in queue:
@@ -93,6 +92,12 @@ THREADED_MODULES = ("jax", "torch", "triton")
 """Libraries that start threads of their own (capture loads them). Forking a process that
 runs threads can deadlock the child, so with one of them loaded, workers start from a
 clean server process instead (slower to start: each imports accelsim afresh)."""
+
+
+def worker_pool(workers: int, initializer, initargs: tuple) -> ProcessPoolExecutor:
+    """Local worker processes, each set up once by ``initializer(*initargs)``."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=initializer,
+                               initargs=initargs)
 
 
 def worker_context() -> multiprocessing.context.BaseContext:

@@ -111,19 +111,35 @@ class Fit:
     overrides: list[str] = field(default_factory=list)
 
 
-def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequence[str] = ()) -> list[Case]:
-    chip = load_arch(arch, base_overrides)
-    cases = []
-    for m in measurements:
-        family = get_family(m.family)
-        params = parse_values(family.params, m.params, m.file)
-        if m.config is not None:
-            config = family.resolve_config(params, m.config, chip)
-            cases.append(Case(m, family.build(params, config, chip), config))
-        else:
-            best = best_config(family, params, chip).best
-            cases.append(Case(m, best.trace, best.config))
-    return cases
+def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequence[str] = (),
+            jobs: int = 1) -> list[Case]:
+    """Each record's case: its named config, or the one ``config=auto`` picks; in ``jobs``
+    worker processes when more than one (the same cases, in order)."""
+    if jobs > 1 and len(measurements) > 1:
+        from accelsim.study.runner import worker_pool
+
+        with worker_pool(jobs, _init_prepare, (arch, tuple(base_overrides))) as pool:
+            return list(pool.map(_prepare_one, measurements))
+    _init_prepare(arch, tuple(base_overrides))
+    return [_prepare_one(m) for m in measurements]
+
+
+_PREPARE: dict = {}
+
+
+def _init_prepare(arch: str, overrides: tuple[str, ...]) -> None:
+    _PREPARE["chip"] = load_arch(arch, overrides)
+
+
+def _prepare_one(m: Measurement) -> Case:
+    family = get_family(m.family)
+    chip = _PREPARE["chip"].for_family(family.name)
+    params = parse_values(family.params, m.params, m.file)
+    if m.config is not None:
+        config = family.resolve_config(params, m.config, chip)
+        return Case(m, family.build(params, config, chip), config)
+    best = best_config(family, params, chip).best
+    return Case(m, best.trace, best.config)
 
 
 def errors(cases: Sequence[Case], arch: str, overrides: Sequence[str]) -> np.ndarray:
@@ -160,12 +176,9 @@ class Evaluator:
         self.index = {id(c): i for i, c in enumerate(cases)}
         self.pool = None
         if jobs > 1:
-            from concurrent.futures import ProcessPoolExecutor
+            from accelsim.study.runner import worker_pool
 
-            from accelsim.study.runner import worker_context
-
-            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=worker_context(),
-                                            initializer=_init_worker, initargs=(list(cases), arch))
+            self.pool = worker_pool(jobs, _init_worker, (list(cases), arch))
 
     def __call__(self, cases: Sequence[Case], overrides: Sequence[str]) -> np.ndarray:
         if self.pool is None or len(cases) < 2:

@@ -116,12 +116,9 @@ def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (
     rejects are appended there instead of failing the whole comparison. ``jobs`` worker
     processes predict records in parallel (the same predictions, in the same order)."""
     if jobs > 1 and len(measurements) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+        from accelsim.study.runner import worker_pool
 
-        from accelsim.study.runner import worker_context
-
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=worker_context(), initializer=_init_worker,
-                                 initargs=(tuple(overrides), search)) as pool:
+        with worker_pool(jobs, _init_worker, (tuple(overrides), search)) as pool:
             return _collect(measurements, pool.map(_worker_attempt, measurements), refused)
     _init_worker(tuple(overrides), search)
     return _collect(measurements, map(_worker_attempt, measurements), refused)

@@ -26,3 +26,11 @@ def test_jobs_below_one_is_bad_input(cli, measurements, tmp_path):  # noqa: F811
     assert result.code == 2
     assert "--jobs: expected at least 1 worker process, got 0" in result.err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_two_workers_prepare_what_one_does(measurements):  # noqa: F811
+    records = read_measurements([measurements])
+    alone = prepare(records, "h100-sxm")
+    shared = prepare(records, "h100-sxm", jobs=2)
+    assert [(c.measurement.id, c.config) for c in shared] == [(c.measurement.id, c.config) for c in alone]
+    assert [c.trace.model_dump() for c in shared] == [c.trace.model_dump() for c in alone]
