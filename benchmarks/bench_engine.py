@@ -15,7 +15,7 @@ import time
 from accelsim.arch.model import load_arch
 from accelsim.engine.chip import simulate_kernel
 from accelsim.families import get_family
-from accelsim.families.base import parse_values
+from accelsim.families.search import split_params
 
 REPEATS = 3
 
@@ -23,8 +23,8 @@ REPEATS = 3
 def measure(arch: str, family_name: str, params: dict) -> tuple[float, float, int, int]:
     chip = load_arch(arch)
     family = get_family(family_name)
-    values = parse_values(family.params, params, "bench")
-    config = family.resolve_config(values, {}, chip)
+    values, given, _ = split_params(family, {k: str(v) for k, v in params.items()})
+    config = family.resolve_config(values, given, chip)
     started = time.perf_counter()
     trace = family.build(values, config, chip)
     build_s = time.perf_counter() - started
@@ -58,6 +58,9 @@ def main() -> None:
     for seq in (2048, 4096, 8192, 16384, 32768):
         rows.append(row(f"growth: causal attention s{seq}", "h100-sxm", "attention",
                         {"heads": 16, "seq_q": seq, "head_dim": 128, "causal": True}))
+    for log2 in (20, 23, 26, 27):  # gpu-stream's launch: one double per thread, one wave of small programs
+        rows.append(row(f"growth: stream triad 2^{log2}", "h100-sxm", "elementwise",
+                        {"elements": 2**log2, "dtype": "fp64", "inputs": 2, "block_elements": 1024, "num_warps": 32}))
     headers = ("case", "arch", "programs", "events", "build ms", "simulate ms", "floor")
     widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
     for r in [headers] + rows:
