@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -98,6 +99,18 @@ def worker_pool(workers: int, initializer, initargs: tuple) -> ProcessPoolExecut
     """Local worker processes, each set up once by ``initializer(*initargs)``."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=initializer,
                                initargs=initargs)
+
+
+@contextmanager
+def mapped(fn, items: Sequence, workers: int, initializer, initargs: tuple) -> Iterator:
+    """``fn`` over ``items``, in order: in ``workers`` processes (each set up by
+    ``initializer(*initargs)``) when more than one worker and item, else here, lazily."""
+    if workers > 1 and len(items) > 1:
+        with worker_pool(workers, initializer, initargs) as pool:
+            yield pool.map(fn, items)
+    else:
+        initializer(*initargs)
+        yield map(fn, items)
 
 
 def worker_context() -> multiprocessing.context.BaseContext:

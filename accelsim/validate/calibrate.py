@@ -115,13 +115,10 @@ def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequ
             jobs: int = 1) -> list[Case]:
     """Each record's case: its named config, or the one ``config=auto`` picks; in ``jobs``
     worker processes when more than one (the same cases, in order)."""
-    if jobs > 1 and len(measurements) > 1:
-        from accelsim.study.runner import worker_pool
+    from accelsim.study.runner import mapped
 
-        with worker_pool(jobs, _init_prepare, (arch, tuple(base_overrides))) as pool:
-            return list(pool.map(_prepare_one, measurements))
-    _init_prepare(arch, tuple(base_overrides))
-    return [_prepare_one(m) for m in measurements]
+    with mapped(_prepare_one, measurements, jobs, _init_prepare, (arch, tuple(base_overrides))) as cases:
+        return list(cases)
 
 
 _PREPARE: dict = {}

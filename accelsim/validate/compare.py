@@ -115,13 +115,10 @@ def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (
     """Predict every record. With ``refused`` given, records whose named config the simulator
     rejects are appended there instead of failing the whole comparison. ``jobs`` worker
     processes predict records in parallel (the same predictions, in the same order)."""
-    if jobs > 1 and len(measurements) > 1:
-        from accelsim.study.runner import worker_pool
+    from accelsim.study.runner import mapped
 
-        with worker_pool(jobs, _init_worker, (tuple(overrides), search)) as pool:
-            return _collect(measurements, pool.map(_worker_attempt, measurements), refused)
-    _init_worker(tuple(overrides), search)
-    return _collect(measurements, map(_worker_attempt, measurements), refused)
+    with mapped(_worker_attempt, measurements, jobs, _init_worker, (tuple(overrides), search)) as outcomes:
+        return _collect(measurements, outcomes, refused)
 
 
 def _collect(measurements: Sequence[Measurement], outcomes: Iterable, refused: list[Refused] | None) -> list[Comparison]:
