@@ -20,6 +20,7 @@ See ``docs/engine.md`` for the model and its parameters.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 
@@ -365,14 +366,58 @@ class CoreSlots:
         np.subtract.at(self.resident, cores, 1)
 
 
-def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:
-    costs = program_costs(trace, chip)
+@dataclass(frozen=True)
+class _Replayed:
+    """What a GPU replay leaves for the result (the pool's ``used`` and ``events``)."""
+
+    used: dict[str, float]
+    events: int
+    body_ps: int
+
+
+ReplayMemo = dict[bytes, _Replayed]
+"""Replays already made, by everything they depend on (:func:`_replay_key`): configs of
+one search often differ only where the engine cannot see it (a pipeline depth that does
+not bind, say), and a deterministic replay of equal inputs gives equal outputs."""
+
+
+def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str, float],
+                times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray) -> bytes:
+    digest = hashlib.blake2b(digest_size=32)
+    digest.update(repr((chip.num_cores, per_core, resources, [caps[r] for r in resources],
+                        times.serial, demand_rows.shape)).encode())
+    # A replay sees a program's times only through ProgramTimes.seconds, which depends on
+    # the chain and latency terms only through their maximum (a pipeline depth that does
+    # not bind leaves it alone).
+    parts = [times.exposed, times.sm]
+    if not times.serial:
+        parts.append(np.maximum(times.chain, times.latency_bound))
+    for array in (*parts, demand_rows, group_key):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.digest()
+
+
+def shared_cache_hits(trace: KernelTrace, chip: Chip) -> np.ndarray | None:
+    """Bytes of each program's HBM-level reads that the GPU's shared cache (L2) serves
+    (None on a TPU): the reuse model at the kernel's concurrency, as a replay uses it.
+    A search computes it once per config for both its bound and its replay."""
+    if chip.family == "tpu":
+        return None
+    if chip.shared_cache is None:
+        return np.zeros(trace.num_programs)
+    per_core, _ = gpu_occupancy(trace, chip)
+    return cache_hit_bytes(trace, concurrency=chip.num_cores * per_core,
+                           capacity_bytes=chip.shared_cache.capacity_bytes)
+
+
+def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMemo | None = None,
+                  hits: np.ndarray | None = None, costs: ProgramCosts | None = None) -> KernelSimulation:
+    if costs is None:
+        costs = program_costs(trace, chip)
     per_core, limit = gpu_occupancy(trace, chip)
     slots = chip.num_cores * per_core
-    if chip.shared_cache is not None:
-        hits = cache_hit_bytes(trace, concurrency=slots, capacity_bytes=chip.shared_cache.capacity_bytes)
-    else:
-        hits = np.zeros(costs.num_programs)
+    if hits is None:
+        hits = shared_cache_hits(trace, chip)
     times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
     hbm = costs.read_bytes - hits + costs.write_bytes
     demand = {
@@ -387,11 +432,22 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
         demand["shared_cache"] = costs.cache_bytes
     resources = list(demand)
     demand_rows = np.stack([demand[r] for r in resources], axis=1)  # programs x resources
+    group_key = _cohort_keys(costs)
+    specific = dict(
+        programs_per_core=per_core,
+        occupancy_limit=limit,
+        shared_cache_hit_rate=float(hits.sum() / costs.read_bytes.sum()) if costs.read_bytes.sum() else None,
+    )
+    key = None
+    if memo is not None and not timeline:
+        key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key)
+        if key in memo:
+            done = memo[key]
+            return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[], **specific)
 
     env, pool, segments, counters = _replay(caps, timeline)
     state = {"next": 0, "free": slots}
     n = costs.num_programs
-    group_key = _cohort_keys(costs)
     cores = CoreSlots(chip.num_cores, per_core)
 
     def finished(flow: Flow) -> None:
@@ -454,15 +510,9 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
 
     dispatch()
     env.run()
-    read = float(costs.read_bytes.sum())
-    return _result(
-        trace, chip, costs, pool, caps, env.now, hbm,
-        programs_per_core=per_core,
-        occupancy_limit=limit,
-        shared_cache_hit_rate=float(hits.sum() / read) if read else None,
-        segments=segments,
-        counters=counters,
-    )
+    if key is not None:
+        memo[key] = _Replayed(pool.used, pool.events, env.now)
+    return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters, **specific)
 
 
 # ---------------------------------------------------------------- TPU
@@ -543,40 +593,99 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimul
     )
 
 
-def latency_lower_bound_s(trace: KernelTrace, chip: Chip) -> float:
+def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | None = None, *,
+                          costs: ProgramCosts | None = None) -> float:
     """A cheap bound that :func:`simulate_kernel` never goes below, for pruning searches:
-    every resource's total demand at its full capacity, and (GPU) the slowest cohort
-    key's fastest program alone on an SM with every read hitting the shared cache.
-    Costs one per-program accounting pass (no replay, no reuse model)."""
-    costs = program_costs(trace, chip)
+    every resource's total demand at its full capacity, and (GPU) bounds on programs
+    alone on an SM: the slowest cohort key's fastest program, every program's time alone
+    over the SMs' program slots, and the last programs' starts (:func:`_last_starts_bound`).
+    Without ``hits`` (:func:`shared_cache_hits`) every read is taken at the nearer
+    level's latency and HBM is left out; with them, HBM bytes and latencies are the
+    replay's own.
+
+    The slot bound holds because a replayed program never runs faster than alone (more
+    residents and contention only slow it; a cohort takes its members' mean time, so
+    its slot-time is their sum) and an SM holds at most ``per_core`` programs at once.
+    Costs one per-program accounting pass (no replay, no reuse model), none if ``costs``
+    (:func:`program_costs` of this trace on this chip) are given."""
+    if costs is None:
+        costs = program_costs(trace, chip)
     if chip.family == "tpu":
         caps = _tpu_capacities(chip, tpu_core_assignment(trace, chip)[1])
         hbm = costs.read_bytes + costs.write_bytes
         totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
-        return max(float(v) / caps[k] for k, v in totals.items()) + chip.launch_overhead_s
-    gpu_occupancy(trace, chip)  # raises if the kernel does not fit
+        return max(float(v) / caps[k] for k, v in totals.items()) + chip.launch_overhead_s - _rounding_s(costs)
+    per_core, _ = gpu_occupancy(trace, chip)  # raises if the kernel does not fit
     caps = _capacities(chip, chip.num_cores)
     moved = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
     totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(),
               "local_memory": costs.local_bytes.sum(), "port": moved.sum()}
     if "shared_cache" in caps:
         totals["shared_cache"] = costs.cache_bytes.sum()
+    if hits is not None:
+        totals["hbm"] = (costs.read_bytes - hits + costs.write_bytes).sum()
+    else:
+        cache_nearer = chip.shared_cache is not None and chip.shared_cache.latency_s <= chip.hbm.latency_s
+        hits = costs.read_bytes if cache_nearer else np.zeros_like(costs.read_bytes)
     bound = max(float(v) / caps[k] for k, v in totals.items())
-    times = gpu_program_times(chip, costs, costs.read_bytes, trace.kernel.pipeline_depth,
-                              instruction_streams(trace, chip))
+    times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
     alone = times.seconds(np.arange(costs.num_programs))
     # a cohort runs at its members' mean speed, so only each key's fastest member is safe
     keys = _cohort_keys(costs)
     fastest = max(float(alone[members].min()) for members in _groups(keys))
-    return max(bound, fastest) + chip.launch_overhead_s
+    slots = chip.num_cores * per_core
+    return max(bound, fastest, float(alone.sum()) / slots,
+               _last_starts_bound(alone, keys, slots)) + chip.launch_overhead_s - _rounding_s(costs)
 
 
-def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False) -> KernelSimulation:
+def _rounding_s(costs: ProgramCosts) -> float:
+    """How far a replay can end before the exact fluid solution: each timer is rounded
+    to the nearest picosecond and the flows due then finish, so each flow (at most one
+    per program) may finish up to half a picosecond early, its leftover work unserved."""
+    return (0.5 * costs.num_programs + 1) / PS_PER_S
+
+
+LAST_STARTS_CHECKED = 8
+
+
+def _last_starts_bound(alone: np.ndarray, keys: np.ndarray, slots: int) -> float:
+    """Programs start in launch order as slots free up, so program ``k`` (``k >= slots``)
+    starts only once ``k - slots + 1`` earlier programs have finished; finished programs
+    are whole cohorts, whose slot-time is at least their members' times alone, and at
+    most ``slots`` programs run at once, so that start is no earlier than the sum of the
+    ``k - slots + 1`` smallest earlier times alone over ``slots``. Program ``k`` then runs
+    at least its cohort key's fastest time alone. Checked for the last program and the
+    slowest few of the last ``slots``: the tail a final partial wave leaves."""
+    n = len(alone)
+    if n <= slots:
+        return 0.0
+    floor = np.empty(n)
+    for members in _groups(keys):
+        floor[members] = alone[members].min()
+    window = np.arange(slots, n)[-slots:]
+    slowest = window[np.argsort(-floor[window], kind="stable")[:LAST_STARTS_CHECKED]]
+    best = 0.0
+    for k in sorted({int(n - 1), *slowest.tolist()}):
+        earlier = alone[:k]
+        finished = np.partition(earlier, k - slots)[:k - slots + 1] if k - slots + 1 < k else earlier
+        best = max(best, float(finished.sum()) / slots + float(floor[k]))
+    return best
+
+
+def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
+                    replays: ReplayMemo | None = None, hits: np.ndarray | None = None,
+                    costs: ProgramCosts | None = None) -> KernelSimulation:
     """Predict the latency of one kernel trace on one chip (with the chip's values for the
-    trace's kernel family, where its config scopes some to families)."""
+    trace's kernel family, where its config scopes some to families). ``replays``: a memo
+    shared by the calls of one search, so a GPU replay whose inputs equal an earlier
+    one's is not made again (the results are identical either way). ``hits`` and
+    ``costs``: the trace's :func:`shared_cache_hits` and :func:`program_costs` on this
+    chip (as scoped to the trace's family), if already computed (GPU only)."""
     chip = chip.for_family(trace.metadata.get("family"))
     started = time.perf_counter()
-    run = _simulate_tpu if chip.family == "tpu" else _simulate_gpu
-    result = run(trace, chip, timeline)
+    if chip.family == "tpu":
+        result = _simulate_tpu(trace, chip, timeline)
+    else:
+        result = _simulate_gpu(trace, chip, timeline, replays, hits, costs)
     result.sim_wall_s = time.perf_counter() - started
     return result

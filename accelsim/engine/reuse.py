@@ -41,10 +41,10 @@ def cache_hit_bytes(
     if accesses is None:
         return np.zeros(n)
     ids, nbytes, wave, when, pid = accesses
-    sequence = np.argsort(_single_key(np.stack([wave, when, pid], axis=1)), kind="stable")
-    ids, nbytes, pid = ids[sequence], nbytes[sequence], pid[sequence]
+    sequence = np.argsort(_single_key([wave, when, pid]), kind="stable")
+    ids, nbytes, pid = ids[:, sequence], nbytes[sequence], pid[sequence]
     cum_after = np.cumsum(nbytes)
-    block_key = _single_key(ids)
+    block_key = _single_key(list(ids))
     by_block = np.argsort(block_key, kind="stable")  # stable: sequence order within a block
     same_as_prev = np.zeros(len(by_block), dtype=bool)
     same_as_prev[1:] = block_key[by_block[1:]] == block_key[by_block[:-1]]
@@ -55,19 +55,38 @@ def cache_hit_bytes(
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
 
 
-def _single_key(columns: np.ndarray) -> np.ndarray:
-    """Rank rows of non-negative-able integer columns into one sortable key (mixed radix
-    over each column's dense rank, so any value range fits in int64 or a 2-level sort)."""
-    key = np.zeros(len(columns), dtype=np.int64)
+def _single_key(columns: list[np.ndarray]) -> np.ndarray:
+    """Rank rows of integer columns (one 1-D array each) into one sortable int64 key that
+    orders and equates rows as the rows do (lexicographically). Mixed radix over each
+    column's value range when their product fits (no sorting), else over each column's
+    dense rank, else exact lexicographic ranks."""
+    if len(columns[0]) == 0:
+        return np.zeros(0, dtype=np.int64)
+    low = [int(column.min()) for column in columns]
+    spans = [int(column.max()) - lo + 1 for column, lo in zip(columns, low)]
+    if float(np.prod(np.array(spans, dtype=float))) < 2**62:
+        key = np.zeros(len(columns[0]), dtype=np.int64)
+        span = 1
+        for column, lo, width in zip(columns[::-1], low[::-1], spans[::-1]):
+            key += (column - lo) * span
+            span *= width
+        return key
+    return _dense_rank_key(columns)
+
+
+def _dense_rank_key(columns: list[np.ndarray]) -> np.ndarray:
+    """:func:`_single_key` for columns whose value ranges are too wide to multiply."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
     span = 1
-    for column in columns.T[::-1]:
+    for column in columns[::-1]:
         values, dense = np.unique(column, return_inverse=True)
         if span * len(values) >= 2**62:
             # too many combinations for one int64: fall back to exact lexicographic ranks
-            order = np.lexsort(columns.T[::-1])
-            ranks = np.empty(len(columns), dtype=np.int64)
-            sorted_rows = columns[order]
-            new = np.ones(len(columns), dtype=bool)
+            rows = np.stack(columns, axis=1)
+            order = np.lexsort(columns[::-1])
+            ranks = np.empty(len(rows), dtype=np.int64)
+            sorted_rows = rows[order]
+            new = np.ones(len(rows), dtype=bool)
             new[1:] = np.any(sorted_rows[1:] != sorted_rows[:-1], axis=1)
             ranks[order] = np.cumsum(new) - 1
             return ranks
@@ -101,7 +120,7 @@ def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
         members = np.nonzero(template_of == t_index)[0]
         if members.size == 0:
             continue
-        offset = np.zeros(len(members))
+        offset = np.zeros(len(members), dtype=np.int64)
         for step in template.steps:
             reads = [x for x in step.transfers if x.level == "hbm" and x.direction == "read"]
             reps = (
@@ -118,10 +137,10 @@ def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
             length = np.minimum(chunk[row], counts[row] - start)
             group = programs[row]
             for transfer in reads:
-                ids = np.full((len(group), 1 + MAX_INDEX_AXES), -1, dtype=np.int64)
-                ids[:, 0] = tensor_ids[transfer.tensor]
+                ids = np.full((1 + MAX_INDEX_AXES, len(group)), -1, dtype=np.int64)  # one row per column
+                ids[0] = tensor_ids[transfer.tensor]
                 for axis, index in enumerate(transfer.block[:MAX_INDEX_AXES]):
-                    ids[:, 1 + axis] = _evaluate(index, step.loop_var, start, variables, group)
+                    ids[1 + axis] = _evaluate(index, step.loop_var, start, variables, group)
                 columns[0].append(ids)
                 columns[1].append((transfer.bytes * length).astype(float))
                 columns[2].append(group // concurrency)
@@ -131,7 +150,7 @@ def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
     if not columns[0]:
         return None
     return (
-        np.concatenate(columns[0]),
+        np.concatenate(columns[0], axis=1),
         np.concatenate(columns[1]),
         np.concatenate(columns[2]),
         np.concatenate(columns[3]),

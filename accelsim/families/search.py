@@ -11,9 +11,12 @@ from typing import Any
 from accelsim.arch.model import Chip
 from accelsim.engine.chip import (
     KernelSimulation,
+    ReplayMemo,
     latency_lower_bound_s,
+    shared_cache_hits,
     simulate_kernel,
 )
+from accelsim.engine.programs import program_costs
 from accelsim.errors import InputError
 from accelsim.families.base import Family, parse_values
 from accelsim.trace.kernel import KernelTrace
@@ -45,10 +48,11 @@ def split_params(family: Family, given: Mapping[str, str]) -> tuple[dict[str, An
     return parse_values(family.params, problem, "--param"), config, auto
 
 
-def run_config(family: Family, params: dict[str, Any], config: dict[str, Any], chip: Chip, *, timeline: bool = False) -> Run:
+def run_config(family: Family, params: dict[str, Any], config: dict[str, Any], chip: Chip, *,
+               timeline: bool = False, replays: ReplayMemo | None = None) -> Run:
     chip = chip.for_family(family.name)
     trace = family.build(params, config, chip)
-    return Run(config, trace, simulate_kernel(trace, chip, timeline=timeline))
+    return Run(config, trace, simulate_kernel(trace, chip, timeline=timeline, replays=replays))
 
 
 def _fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
@@ -62,7 +66,8 @@ def autotune(family: Family, params: dict[str, Any], chip: Chip) -> list[Run]:
     """Every config of the family's space that fits, fastest first (ties: config order)."""
     chip = chip.for_family(family.name)
     space = _fitting_space(family, params, chip)
-    runs = [run_config(family, params, config, chip) for config in space]
+    replays: ReplayMemo = {}
+    runs = [run_config(family, params, config, chip, replays=replays) for config in space]
     order = sorted(range(len(runs)), key=lambda i: (runs[i].sim.latency_s, i))
     return [runs[i] for i in order]
 
@@ -82,39 +87,43 @@ class Search:
 def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     """The config :func:`autotune` would put first, replaying only what can still win.
 
-    Best-first over two lower bounds, both never above the simulated latency: the
-    family's ``quick_bound`` (no trace needed) and, once a config's trace is built,
-    :func:`~accelsim.engine.chip.latency_lower_bound_s`. The next step is whichever is
-    lower: build the config with the lowest quick bound not yet built, or replay the
-    built config with the lowest trace bound. The search stops when neither can beat the
-    best replayed latency. Ties keep config order."""
+    Best-first over lower bounds that never exceed the simulated latency, each tighter
+    and dearer than the one before: the family's ``quick_bound`` (no trace needed);
+    once a config's trace is built, :func:`~accelsim.engine.chip.latency_lower_bound_s`;
+    on a GPU, that bound again with the trace's shared-cache hits (the reuse model, then
+    kept for the replay). The config with the lowest bound takes its next step (build,
+    hits, replay) until no bound can beat the best replayed latency. Ties keep config
+    order."""
     chip = chip.for_family(family.name)  # the bounds too: a family's values may be faster
     space = _fitting_space(family, params, chip)
-    quick = [family.quick_bound(params, c, chip) if family.quick_bound else 0.0 for c in space]
-    to_build = sorted(range(len(space)), key=lambda i: (quick[i], i))
-    built: list[tuple[float, int, KernelTrace]] = []  # heap of (trace bound, config index, trace)
+    # heap of (bound, config index, stage, payload); one entry per config, so the payload
+    # is never compared
+    QUICK, TRACE, HITS = 0, 1, 2
+    heap: list[tuple[float, int, int, Any]] = [
+        (family.quick_bound(params, c, chip) if family.quick_bound else 0.0, i, QUICK, None)
+        for i, c in enumerate(space)
+    ]
+    heapq.heapify(heap)
     best: tuple[float, int] | None = None
     runs: dict[int, Run] = {}
+    replays: ReplayMemo = {}
 
-    def can_win(bound: float, i: int) -> bool:
-        # the replay counts whole picoseconds, so a bound may sit up to 1 ps above it
-        return best is None or (bound - ROUNDING_S, i) < best
-
-    next_build = 0
-    while True:
-        build_next = next_build < len(to_build) and can_win(quick[to_build[next_build]], to_build[next_build])
-        replay_next = bool(built) and can_win(built[0][0], built[0][1])
-        if build_next and (not replay_next or (quick[to_build[next_build]], to_build[next_build]) <= built[0][:2]):
-            i = to_build[next_build]
-            next_build += 1
+    # the replay counts whole picoseconds, so a bound may sit up to 1 ps above it
+    while heap and (best is None or (heap[0][0] - ROUNDING_S, heap[0][1]) < best):
+        _, i, stage, payload = heapq.heappop(heap)
+        if stage == QUICK:
             trace = family.build(params, space[i], chip)
-            heapq.heappush(built, (latency_lower_bound_s(trace, chip), i, trace))
-        elif replay_next:
-            _, i, trace = heapq.heappop(built)
-            runs[i] = Run(space[i], trace, simulate_kernel(trace, chip))
-            best = min(best or (float("inf"), 0), (runs[i].sim.latency_s, i))
+            costs = program_costs(trace, chip)
+            heapq.heappush(heap, (latency_lower_bound_s(trace, chip, costs=costs), i, TRACE, (trace, costs, None)))
+            continue
+        trace, costs, hits = payload
+        if stage == TRACE and (hits := shared_cache_hits(trace, chip)) is not None:
+            bound = latency_lower_bound_s(trace, chip, hits, costs=costs)
+            heapq.heappush(heap, (bound, i, HITS, (trace, costs, hits)))
         else:
-            break
+            sim = simulate_kernel(trace, chip, replays=replays, hits=hits, costs=costs)
+            runs[i] = Run(space[i], trace, sim)
+            best = min(best or (float("inf"), 0), (runs[i].sim.latency_s, i))
     assert best is not None
     return Search(best=runs[best[1]], searched=len(space), simulated=len(runs))
 

@@ -3,9 +3,9 @@
 import pytest
 
 from accelsim.arch.model import load_arch
-from accelsim.engine.chip import latency_lower_bound_s
+from accelsim.engine.chip import latency_lower_bound_s, shared_cache_hits
 from accelsim.families import get_family
-from accelsim.families.search import autotune, best_config, split_params
+from accelsim.families.search import autotune, best_config, run_config, split_params
 
 CASES = [
     ("h100-sxm", "gemm", {"M": "1024", "N": "2048", "K": "1024"}),
@@ -16,6 +16,10 @@ CASES = [
     ("tpu-v5p", "gemm", {"M": "512", "N": "1536", "K": "4096"}),  # megacore: two TensorCores
     ("tpu-v5e", "gemm", {"M": "2048", "N": "640", "K": "384", "batch": "2"}),  # ragged blocks, a batch axis
     ("h100-sxm", "rmsnorm", {"rows": "1024", "cols": "4096"}),
+    ("h100-sxm", "elementwise", {"elements": "4194304", "dtype": "bf16", "inputs": "2", "outputs": "1"}),
+    # family-scoped values (per-program overhead) and several programs per SM
+    ("h100-sxm-calibrated", "attention", {"batch": "2", "heads": "8", "seq_q": "512", "seq_kv": "512",
+                                          "head_dim": "64"}),
 ]
 
 
@@ -37,8 +41,24 @@ def test_lower_bound_never_exceeds_the_replay(arch, family_name, given):
     chip = load_arch(arch)
     family = get_family(family_name)
     params, _, _ = split_params(family, given)
+    scoped = chip.for_family(family_name)
     for run in autotune(family, params, chip):
-        assert latency_lower_bound_s(run.trace, chip) <= run.sim.latency_s + 1e-12  # replay rounds to ps
+        assert latency_lower_bound_s(run.trace, scoped) <= run.sim.latency_s + 1e-12  # replay rounds to ps
+        hits = shared_cache_hits(run.trace, scoped)
+        if hits is not None:
+            assert latency_lower_bound_s(run.trace, scoped, hits) <= run.sim.latency_s + 1e-12
+
+
+def test_programs_alone_over_the_slots_bound_a_causal_kernel_closely():
+    """Causal attention with one program per SM: its matrix work at full rate is far
+    below the replay (rows differ in length), the programs' times alone over the SMs are not."""
+    chip = load_arch("h100-sxm")
+    family = get_family("attention")
+    params, _, _ = split_params(family, CASES[1][2] | {"batch": "2", "heads": "8", "seq_q": "2048", "seq_kv": "2048"})
+    config = family.resolve_config(params, {"block_m": "64", "block_n": "64", "num_stages": "4", "num_warps": "8"}, chip)
+    run = run_config(family, params, config, chip)
+    assert run.sim.programs_per_core == 1
+    assert latency_lower_bound_s(run.trace, chip) >= 0.75 * run.sim.latency_s
 
 
 @pytest.mark.parametrize(("arch", "family_name", "given"), CASES)
