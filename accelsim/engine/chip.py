@@ -433,11 +433,12 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     resources = list(demand)
     demand_rows = np.stack([demand[r] for r in resources], axis=1)  # programs x resources
     group_key = _cohort_keys(costs)
-    specific = dict(
-        programs_per_core=per_core,
-        occupancy_limit=limit,
-        shared_cache_hit_rate=float(hits.sum() / costs.read_bytes.sum()) if costs.read_bytes.sum() else None,
-    )
+    read = float(costs.read_bytes.sum())
+    specific = {
+        "programs_per_core": per_core,
+        "occupancy_limit": limit,
+        "shared_cache_hit_rate": float(hits.sum() / read) if read else None,
+    }
     key = None
     if memo is not None and not timeline:
         key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key)

@@ -15,7 +15,6 @@ total, so accounting stays exact while the access list stays short.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from accelsim.engine.programs import program_templates, program_vars
