@@ -363,7 +363,10 @@ class CoreSlots:
         return placed
 
     def release(self, cores: np.ndarray) -> None:
-        np.subtract.at(self.resident, cores, 1)
+        if len(cores) == 1:  # one program, the common case: no unbuffered ufunc needed
+            self.resident[cores[0]] -= 1
+        else:
+            np.subtract.at(self.resident, cores, 1)
 
 
 @dataclass(frozen=True)
@@ -615,7 +618,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         caps = _tpu_capacities(chip, tpu_core_assignment(trace, chip)[1])
         hbm = costs.read_bytes + costs.write_bytes
         totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
-        return max(float(v) / caps[k] for k, v in totals.items()) + chip.launch_overhead_s - _rounding_s(costs)
+        return max(float(v) / caps[k] for k, v in totals.items()) + chip.launch_overhead_s
     per_core, _ = gpu_occupancy(trace, chip)  # raises if the kernel does not fit
     caps = _capacities(chip, chip.num_cores)
     moved = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
@@ -636,14 +639,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
     fastest = max(float(alone[members].min()) for members in _groups(keys))
     slots = chip.num_cores * per_core
     return max(bound, fastest, float(alone.sum()) / slots,
-               _last_starts_bound(alone, keys, slots)) + chip.launch_overhead_s - _rounding_s(costs)
-
-
-def _rounding_s(costs: ProgramCosts) -> float:
-    """How far a replay can end before the exact fluid solution: each timer is rounded
-    to the nearest picosecond and the flows due then finish, so each flow (at most one
-    per program) may finish up to half a picosecond early, its leftover work unserved."""
-    return (0.5 * costs.num_programs + 1) / PS_PER_S
+               _last_starts_bound(alone, keys, slots)) + chip.launch_overhead_s
 
 
 LAST_STARTS_CHECKED = 8

@@ -25,6 +25,9 @@ import simpy
 from accelsim.units import PS_PER_S
 
 _EPS = 1e-12
+CEIL_SLACK = 1e-15
+"""Relative (and absolute, in ps) float noise ignored when rounding a time up: a few
+ulps, so an early end it allows is under a thousandth of a picosecond per second."""
 
 
 @dataclass(eq=False)
@@ -101,18 +104,17 @@ class FluidResources:
         """Add several flows at once (one reallocation)."""
         columns = []
         for flow in flows:
-            unknown = [name for name in flow.demand if name not in self._index]
-            if unknown:
+            if not self._index.keys() >= flow.demand.keys():
+                unknown = [name for name in flow.demand if name not in self._index]
                 raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
             if not flow.max_rate > 0:
                 raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
-            columns.append(([self._index[name] for name in flow.demand], list(flow.demand.values())))
+            columns.append(self._row(flow.demand))
         self._advance()
-        for flow, (index, amounts) in zip(flows, columns):
+        for flow, row in zip(flows, columns):
             slot = self._take_slot()
             self._slots[slot] = flow
-            self._demand[slot] = 0.0
-            self._demand[slot, index] = amounts
+            self._demand[slot] = row
             self._remaining[slot] = 1.0
             self._max_rate[slot] = flow.max_rate
             self._active[slot] = True
@@ -139,6 +141,15 @@ class FluidResources:
 
     # ------------------------------------------------------------ internals
 
+    def _row(self, demand: Mapping[str, float]) -> list[float]:
+        """A flow's demand as a row over every resource (zero where it uses none)."""
+        if list(demand) == self._names:  # the common case: a flow names every resource, in order
+            return list(demand.values())
+        row = [0.0] * len(self._names)
+        for name, amount in demand.items():
+            row[self._index[name]] = amount
+        return row
+
     def _take_slot(self) -> int:
         if self._free_slots:
             return self._free_slots.pop()
@@ -158,7 +169,9 @@ class FluidResources:
         self._last_ps = self.env.now
         if dt <= 0:
             return
-        done = np.minimum(self._rate * dt, self._remaining) * self._active
+        # idle slots have rate 0 (every allocation zeroes them, and no time passes
+        # between a flow's end and the next allocation)
+        done = np.minimum(self._rate * dt, self._remaining)
         self._remaining -= done
         self._used += done @ self._demand
 
@@ -174,9 +187,9 @@ class FluidResources:
         self._rate[:] = 0.0
         if active.size == 0:
             return
-        demand = self._demand[active]
-        max_rate = self._max_rate[active]
-        if np.all(max_rate @ demand <= self._capacity):
+        demand = self._demand.take(active, axis=0)
+        max_rate = self._max_rate.take(active)
+        if (max_rate @ demand <= self._capacity).all():
             self._rate[active] = max_rate  # nothing is contended: every flow at its own pace
             return
         # only the resources some flow uses: a pool of many links with few in use at once
@@ -207,14 +220,16 @@ class FluidResources:
             unfrozen &= ~freeze
         self._rate[active] = rate
 
-    def _time_left_ps(self) -> np.ndarray:
-        """Picoseconds each flow needs at its current rate, rounded to the nearest
-        (infinite for empty slots and stalled flows)."""
-        moving = self._active & (self._rate > 0)
-        left = np.full(len(self._rate), np.inf)
-        np.divide(self._remaining * PS_PER_S, self._rate, out=left, where=moving)
-        left[self._active & (self._remaining <= _EPS)] = 0.0
-        return np.round(left)
+    def _time_left_ps(self, slots: np.ndarray) -> np.ndarray:
+        """Picoseconds the flows in ``slots`` need at their current rates, rounded up
+        (infinite for stalled flows): a flow never ends before its work is done, so a
+        replay is never faster than the exact fluid schedule, which bounds are made for."""
+        rate, remaining = self._rate.take(slots), self._remaining.take(slots)
+        left = np.full(len(slots), np.inf)
+        np.divide(remaining * PS_PER_S, rate, out=left, where=rate > 0)
+        left[remaining <= _EPS] = 0.0
+        # up, but not past float noise (a time of 2e12 * (1 + 1e-16) ps is 2e12 ps)
+        return np.ceil(left * (1 - CEIL_SLACK) - CEIL_SLACK)
 
     def _flush(self) -> None:
         """The coalesced reallocation, unless a timer's has made it already."""
@@ -227,15 +242,16 @@ class FluidResources:
         self._generation += 1
         if self.observer is not None:
             self.observer(self.env.now, self)
-        if not self._active.any():
+        active = np.nonzero(self._active)[0]
+        if active.size == 0:
             return
-        left = self._time_left_ps()
+        left = self._time_left_ps(active)
         soonest = left.min()
         if not np.isfinite(soonest):
             raise RuntimeError("fluid flows can make no progress (all rates are zero)")
         # rates hold until the timer fires (or a newer generation replaces it), so the
         # flows due then are known now
-        self._due = np.flatnonzero(left == soonest)
+        self._due = active[left == soonest]
         generation = self._generation
         event = self.env.timeout(int(soonest))
         event.callbacks.append(lambda _e: self._on_timer(generation))

@@ -82,6 +82,8 @@ class Search:
     best: Run
     searched: int
     simulated: int
+    replayed: int = 0
+    """Of ``simulated``, how many replays ran (the others came from the replay memo)."""
 
 
 def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
@@ -107,6 +109,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     best: tuple[float, int] | None = None
     runs: dict[int, Run] = {}
     replays: ReplayMemo = {}
+    replayed = 0
 
     # the replay counts whole picoseconds, so a bound may sit up to 1 ps above it
     while heap and (best is None or (heap[0][0] - ROUNDING_S, heap[0][1]) < best):
@@ -121,11 +124,13 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
             bound = latency_lower_bound_s(trace, chip, hits, costs=costs)
             heapq.heappush(heap, (bound, i, HITS, (trace, costs, hits)))
         else:
+            known = len(replays)
             sim = simulate_kernel(trace, chip, replays=replays, hits=hits, costs=costs)
+            replayed += hits is None or len(replays) > known  # TPU replays are not memoised
             runs[i] = Run(space[i], trace, sim)
             best = min(best or (float("inf"), 0), (runs[i].sim.latency_s, i))
     assert best is not None
-    return Search(best=runs[best[1]], searched=len(space), simulated=len(runs))
+    return Search(best=runs[best[1]], searched=len(space), simulated=len(runs), replayed=replayed)
 
 
 def run_given(family: Family, params: dict[str, Any], config: Mapping[str, str], auto: bool,

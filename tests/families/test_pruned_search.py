@@ -34,6 +34,7 @@ def test_pruned_search_matches_full_search(arch, family_name, given):
     assert search.best.sim.latency_s == full[0].sim.latency_s
     assert search.searched == len(full)
     assert 1 <= search.simulated <= search.searched
+    assert 1 <= search.replayed <= search.simulated
 
 
 @pytest.mark.parametrize(("arch", "family_name", "given"), CASES)
