@@ -68,7 +68,7 @@ ATTENTION_BWD_FLOPS_FACTOR = 2.5
 """Backward = 2.5 x forward matmul flops (five S x S x D products against two), as in the
 FlashAttention benchmarks."""
 
-KNOWN_ARCHS = ("a100-sxm4-80gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "mi300x")
+KNOWN_ARCHS = ("a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "mi300x")
 """The accelsim chip configs (``arch_configs/gpu/*.yaml``) a device can be mapped to."""
 
 _ARCH_BY_DEVICE_NAME: tuple[tuple[str, str | None], ...] = (
@@ -81,6 +81,7 @@ _ARCH_BY_DEVICE_NAME: tuple[tuple[str, str | None], ...] = (
     (r"\bGH200\b", None),
     (r"\bH200\b", "h200-sxm"),
     (r"\bA100\b.*SXM4?-80GB", "a100-sxm4-80gb"),
+    (r"\bA100\b.*SXM4?-40GB", "a100-sxm4-40gb"),
     (r"\bGB200\b", None),
     (r"\bB200\b", "b200"),
     (r"\bMI300X\b", "mi300x"),
