@@ -79,7 +79,7 @@ def test_elementwise_counts_every_array_once():
         ("NVIDIA GH200 480GB", None),
         ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
         ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"),
-        ("NVIDIA A100-SXM4-40GB", None),
+        ("NVIDIA A100 80GB PCIe", None),
         ("NVIDIA B200", "b200"),
         ("AMD Instinct MI300X", "mi300x"),
         ("cpu", None),
