@@ -180,7 +180,7 @@ def _bound(utilization: dict[str, float]) -> str:
 def _replay(caps: dict[str, float], timeline: bool):
     """A fresh clock and resource pool, with the lists a timeline fills when asked for."""
     env = simpy.Environment()
-    pool = FluidResources(env, caps)
+    pool = FluidResources(env, caps, free_running=True)
     segments: list[Segment] = []
     counters: list[tuple[int, dict[str, float]]] = []
     if timeline:

@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import heapq
+import math
+
 import numpy as np
 import simpy
 
@@ -28,6 +31,11 @@ _EPS = 1e-12
 CEIL_SLACK = 1e-15
 """Relative (and absolute, in ps) float noise ignored when rounding a time up: a few
 ulps, so an early end it allows is under a thousandth of a picosecond per second."""
+
+
+def _ceil_ps(left_ps: float) -> int:
+    """:meth:`FluidResources._time_left_ps`'s rounding, for one time."""
+    return math.ceil(left_ps * (1 - CEIL_SLACK) - CEIL_SLACK)
 
 
 @dataclass(eq=False)
@@ -62,12 +70,21 @@ class FluidResources:
     """
 
     def __init__(self, env: simpy.Environment, capacities: Mapping[str, float], *,
-                 coalesce_starts: bool = False) -> None:
+                 coalesce_starts: bool = False, free_running: bool = False) -> None:
         """``coalesce_starts``: flows started at one instant by separate callers (say, the
         lanes of many collectives whose latency waits end together) join one
         reallocation, made by an event queued after those already due at that instant,
         instead of one each. Rates between the start and that event are not meaningful
-        (no time passes); the allocation made is the one the last start would have made."""
+        (no time passes); the allocation made is the one the last start would have made.
+
+        ``free_running``: while no resource is contended (every flow at its own
+        ``max_rate``), keep each flow's end time in a heap and the resources' load as a
+        running sum, so that a flow's start or end costs a few scalar operations instead
+        of a reallocation over every flow; the first start that contends a resource
+        brings every flow's progress up to date and hands back to the allocation. Worth
+        it where most events happen uncontended (the programs of a kernel); not used with
+        an ``observer``. The end times are those the allocation would give, up to float
+        rounding of the progress in between."""
         for name, cap in capacities.items():
             if not cap > 0:
                 raise ValueError(f"resource {name!r} needs a positive capacity, got {cap!r}")
@@ -93,6 +110,14 @@ class FluidResources:
         self._due = np.zeros(0, dtype=np.int64)
         self._coalesce = coalesce_starts
         self._flush_pending = False
+        self._free_running = free_running
+        self._free = False
+        """Free-running now: rates are every flow's max_rate; progress since ``_t0`` (from
+        ``_rem0``) is implicit, ends are in ``_heap`` and the load is ``_load``."""
+        self._t0 = np.zeros(0, dtype=np.int64)
+        self._rem0 = np.zeros(0)
+        self._heap: list[tuple[int, int]] = []  # (end ps, slot)
+        self._load = np.zeros(len(self._names))
 
     # ------------------------------------------------------------ public
 
@@ -110,7 +135,9 @@ class FluidResources:
             if not flow.max_rate > 0:
                 raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
             columns.append(self._row(flow.demand))
-        self._advance()
+        if not self._free:
+            self._advance()
+        now = self.env.now
         for flow, row in zip(flows, columns):
             slot = self._take_slot()
             self._slots[slot] = flow
@@ -118,7 +145,12 @@ class FluidResources:
             self._remaining[slot] = 1.0
             self._max_rate[slot] = flow.max_rate
             self._active[slot] = True
-            flow.started_ps = self.env.now
+            flow.started_ps = now
+            if self._free:
+                self._rate[slot] = flow.max_rate
+                self._t0[slot], self._rem0[slot] = now, 1.0
+                self._load += flow.max_rate * self._demand[slot]
+                heapq.heappush(self._heap, (now + _ceil_ps(PS_PER_S / flow.max_rate), slot))
         if self._in_callbacks:
             return
         if not self._coalesce:
@@ -158,8 +190,9 @@ class FluidResources:
         self._slots.extend([None] * grow)
         self._free_slots.extend(range(slot + grow - 1, slot, -1))
         self._demand = np.vstack([self._demand, np.zeros((grow, len(self._names)))])
-        for attr in ("_remaining", "_rate", "_max_rate"):
+        for attr in ("_remaining", "_rate", "_max_rate", "_rem0"):
             setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(grow)]))
+        self._t0 = np.concatenate([self._t0, np.zeros(grow, dtype=np.int64)])
         self._active = np.concatenate([self._active, np.zeros(grow, dtype=bool)])
         return slot
 
@@ -189,8 +222,11 @@ class FluidResources:
             return
         demand = self._demand.take(active, axis=0)
         max_rate = self._max_rate.take(active)
-        if (max_rate @ demand <= self._capacity).all():
+        load = max_rate @ demand
+        if (load <= self._capacity).all():
             self._rate[active] = max_rate  # nothing is contended: every flow at its own pace
+            if self._free_running and self.observer is None:
+                self._enter_free(active, load)
             return
         # only the resources some flow uses: a pool of many links with few in use at once
         # costs what those few do (unused columns never bottleneck or weigh)
@@ -236,12 +272,41 @@ class FluidResources:
         if self._flush_pending:
             self._reschedule()
 
+    def _enter_free(self, active: np.ndarray, load: np.ndarray) -> None:
+        """Start free-running from the progress the arrays hold now."""
+        self._free = True
+        self._load = load.copy()
+        now = self.env.now
+        self._t0[active] = now
+        self._rem0[active] = self._remaining[active]
+        ends = now + self._time_left_ps(active)
+        self._heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist()))  # a sorted list is a heap
+
+    def _leave_free(self) -> None:
+        """Bring every flow's progress up to date in the arrays; the allocation takes over."""
+        active = np.nonzero(self._active)[0]
+        elapsed = (self.env.now - self._t0[active]) / PS_PER_S
+        rem0 = self._rem0[active]
+        done = np.minimum(self._rate[active] * elapsed, rem0)
+        self._remaining[active] = rem0 - done
+        self._used += done @ self._demand[active]
+        self._last_ps = self.env.now
+        self._free = False
+        self._heap = []
+
     def _reschedule(self) -> None:
         self._flush_pending = False
-        self._allocate()
+        if self._free and not (self._load <= self._capacity).all():
+            self._leave_free()
+        if not self._free:
+            self._allocate()  # may start free-running
         self._generation += 1
         if self.observer is not None:
             self.observer(self.env.now, self)
+        if self._free:
+            if self._heap:
+                self._schedule(self._heap[0][0] - self.env.now)
+            return
         active = np.nonzero(self._active)[0]
         if active.size == 0:
             return
@@ -252,21 +317,37 @@ class FluidResources:
         # rates hold until the timer fires (or a newer generation replaces it), so the
         # flows due then are known now
         self._due = active[left == soonest]
+        self._schedule(int(soonest))
+
+    def _schedule(self, delay_ps: int) -> None:
         generation = self._generation
-        event = self.env.timeout(int(soonest))
+        event = self.env.timeout(delay_ps)
         event.callbacks.append(lambda _e: self._on_timer(generation))
         self.events += 1
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
             return
-        self._advance()
-        finished = self._due
+        now = self.env.now
+        if self._free:
+            due = []
+            while self._heap and self._heap[0][0] <= now:
+                due.append(heapq.heappop(self._heap)[1])
+            due.sort()  # slot order, as the allocation's timers take them
+        else:
+            self._advance()
+            due = self._due.tolist()
         done = []
-        for slot in finished.tolist():
+        for slot in due:
             flow = self._slots[slot]
-            self._used += self._demand[slot] * self._remaining[slot]
-            flow.remaining, flow.rate, flow.finished_ps = 0.0, float(self._rate[slot]), self.env.now
+            if self._free:  # all of what was left at the last hand-over is served by now
+                self._used += self._demand[slot] * self._rem0[slot]
+                self._load -= self._max_rate[slot] * self._demand[slot]
+            else:
+                self._used += self._demand[slot] * self._remaining[slot]
+            flow.remaining, flow.rate, flow.finished_ps = 0.0, float(self._rate[slot]), now
+            self._remaining[slot] = 0.0
+            self._rate[slot] = 0.0  # idle slots have rate 0 (see _advance)
             self._active[slot] = False
             self._slots[slot] = None
             self._free_slots.append(slot)
