@@ -16,11 +16,10 @@ the cost is a few events per flow.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-
 import heapq
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
