@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
                    help=f"fit only these parameters (repeatable; default: all of {', '.join(p.path for p in DEFAULT_PARAMETERS)})")
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
-    p.add_argument("--scope", metavar="FAMILY",
+    p.add_argument("--scope", action="append", default=[], metavar="FAMILY",
                    help="write the fitted values for this kernel family only (family_values), not for the whole chip; "
-                        "every record must be of that family")
+                        "repeatable (the same values for each family named); every record must be of one of them")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes simulating the records of each evaluation (default 1; the fit is the same)")
     add_set_option(p)
@@ -64,14 +64,16 @@ def run_calibrate(args: argparse.Namespace) -> int:
     chip = load_chip(args.arch, args.overrides)
     parameters = chosen_parameters(args.fit)
     records = select(args.measurements, chip.name, args.exclude)
-    if args.scope is not None:
-        if args.scope not in FAMILIES:
-            raise InputError(f"unknown kernel family {args.scope!r}; expected one of: {', '.join(FAMILIES)}",
+    for family in args.scope:
+        if family not in FAMILIES:
+            raise InputError(f"unknown kernel family {family!r}; expected one of: {', '.join(FAMILIES)}",
                              source="--scope")
-        others = sorted({m.family for m in records} - {args.scope})
+    if args.scope:
+        scoped = " and ".join(args.scope)
+        others = sorted({m.family for m in records} - set(args.scope))
         if others:
-            raise InputError(f"the values would hold for {args.scope} kernels only, but records of "
-                             f"{', '.join(others)} were given (use --exclude or pass only {args.scope} files)",
+            raise InputError(f"the values would hold for {scoped} kernels only, but records of "
+                             f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
     output = Path(args.output)
     if not output.parent.exists():
@@ -89,7 +91,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 def _source(args, result) -> str:
     files = sorted({c.measurement.file for c in result.train})
-    return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}); "
+    excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
+    return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}{excluded}); "
             f"{len(result.held_out)} held out; {datetime.date.today()}")
 
 
@@ -109,8 +112,9 @@ def _overlay(args, chip, result) -> dict:
         text = next(o.split("=", 1)[1] for o in result.overrides if o.startswith(path + "="))
         leaf = {"value": text if not _is_number(text) else float(text), "basis": "fitted",
                 "source": _source(args, result), "note": f"value before fitting {_before(result, path)}; {note}"}
-        if args.scope is not None:
-            overlay.setdefault("family_values", {}).setdefault(args.scope, {})[path] = leaf
+        if args.scope:
+            for family in args.scope:
+                overlay.setdefault("family_values", {}).setdefault(family, {})[path] = dict(leaf)
             continue
         node = overlay
         parts = path.split(".")

@@ -88,3 +88,18 @@ def test_calibrate_scope_must_match_the_records(cli, measurements, tmp_path, sco
     assert result.code == 2
     assert expected in result.err
     assert not out.exists()
+
+
+def test_calibrate_scope_repeated_writes_the_values_for_each_family(cli, measurements, tmp_path):  # noqa: F811
+    out = tmp_path / "norms-scoped.yaml"
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
+                 "--scope", "rmsnorm", "--scope", "layernorm", "-o", str(out))
+    assert result.code == 0, result.err
+    text = out.read_text()
+    assert "&id" not in text  # two plain copies, not a YAML alias
+    data = yaml.safe_load(text)
+    values = data["family_values"]
+    assert values["rmsnorm"] == values["layernorm"]
+    chip = load_arch(str(out))
+    assert chip.for_family("layernorm").hbm.efficiency == chip.for_family("rmsnorm").hbm.efficiency
+    assert chip.for_family("layernorm").hbm.efficiency != chip.hbm.efficiency
