@@ -77,7 +77,8 @@ ROUNDING_S = 1e-12
 
 @dataclass
 class Search:
-    """The winner of a pruned search, out of ``searched`` configs, ``simulated`` of them replayed."""
+    """The winner of a pruned search, out of ``searched`` configs, ``simulated`` of them not
+    pruned by a bound."""
 
     best: Run
     searched: int
@@ -111,7 +112,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     replays: ReplayMemo = {}
     replayed = 0
 
-    # the replay counts whole picoseconds, so a bound may sit up to 1 ps above it
+    # a bound's float rounding may put it a hair above the (picosecond) replay: allow 1 ps
     while heap and (best is None or (heap[0][0] - ROUNDING_S, heap[0][1]) < best):
         _, i, stage, payload = heapq.heappop(heap)
         if stage == QUICK:
