@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from accelsim.engine.programs import program_templates, program_vars
-from accelsim.trace.kernel import KernelTrace, index_terms
+from accelsim.trace.kernel import GRID_VARS, KernelTrace, index_terms
 
 MAX_INDEX_AXES = 4
 TARGET_ACCESSES = 1 << 17
@@ -34,6 +34,8 @@ def cache_hit_bytes(
 ) -> np.ndarray:
     """Bytes of HBM-level reads per program that the shared cache serves."""
     n = trace.num_programs
+    if _every_read_distinct(trace):
+        return np.zeros(n)
     if max_chunks is None:
         max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
     accesses = _accesses(trace, concurrency=max(concurrency, 1), max_chunks=max_chunks)
@@ -52,6 +54,31 @@ def cache_hit_bytes(
     between = (cum_after[current] - nbytes[current]) - cum_after[previous]
     hit[current] = between <= capacity_bytes
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
+
+
+def _every_read_distinct(trace: KernelTrace) -> bool:
+    """Whether no HBM block is read twice in the whole kernel, seen from the trace alone (so
+    the model below could only find misses): every read is outside loops, each template
+    reads a tensor once, every read of a tensor has the same block index, and that index
+    names every grid axis longer than one among the axes the model keys on, so two
+    programs never read one block. Elementwise kernels are so."""
+    axes = {GRID_VARS[a] for a, size in enumerate(trace.kernel.grid) if size > 1}
+    forms: dict[str, tuple] = {}
+    for template in trace.templates:
+        seen: set[str] = set()
+        for step in template.steps:
+            for transfer in step.transfers:
+                if transfer.level != "hbm" or transfer.direction != "read":
+                    continue
+                if step.repeat != 1 or transfer.tensor in seen:
+                    return False
+                seen.add(transfer.tensor)
+                block = tuple(transfer.block[:MAX_INDEX_AXES])
+                if not axes <= {entry for entry in block if isinstance(entry, str)}:
+                    return False
+                if forms.setdefault(transfer.tensor, block) != block:
+                    return False
+    return True
 
 
 def _single_key(columns: list[np.ndarray]) -> np.ndarray:

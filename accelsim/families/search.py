@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,13 +63,25 @@ def _fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[d
     return space
 
 
+TIE_S = 1e-9
+"""Configs whose latencies round to the same nanosecond are tied, and the earlier in the
+family's order wins: differences far below the model's accuracy (a few picoseconds
+between two HBM-bound configs, say) must not pick the winner, or it would change with
+the float rounding of an unrelated engine change."""
+
+
+def rank_key(latency_s: float, index: int) -> tuple[int | float, int]:
+    """How configs rank: latency to the nearest :data:`TIE_S`, then config order."""
+    return (round(latency_s / TIE_S) if math.isfinite(latency_s) else latency_s), index
+
+
 def autotune(family: Family, params: dict[str, Any], chip: Chip) -> list[Run]:
-    """Every config of the family's space that fits, fastest first (ties: config order)."""
+    """Every config of the family's space that fits, fastest first (:func:`rank_key`)."""
     chip = chip.for_family(family.name)
     space = _fitting_space(family, params, chip)
     replays: ReplayMemo = {}
     runs = [run_config(family, params, config, chip, replays=replays) for config in space]
-    order = sorted(range(len(runs)), key=lambda i: (runs[i].sim.latency_s, i))
+    order = sorted(range(len(runs)), key=lambda i: rank_key(runs[i].sim.latency_s, i))
     return [runs[i] for i in order]
 
 
@@ -96,7 +109,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     on a GPU, that bound again with the trace's shared-cache hits (the reuse model, then
     kept for the replay). The config with the lowest bound takes its next step (build,
     hits, replay) until no bound can beat the best replayed latency. Ties keep config
-    order."""
+    order (:func:`rank_key`)."""
     chip = chip.for_family(family.name)  # the bounds too: a family's values may be faster
     space = _fitting_space(family, params, chip)
     # heap of (bound, config index, stage, payload); one entry per config, so the payload
@@ -107,13 +120,14 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
         for i, c in enumerate(space)
     ]
     heapq.heapify(heap)
-    best: tuple[float, int] | None = None
+    best: tuple[int | float, int] | None = None
     runs: dict[int, Run] = {}
     replays: ReplayMemo = {}
     replayed = 0
 
-    # a bound's float rounding may put it a hair above the (picosecond) replay: allow 1 ps
-    while heap and (best is None or (heap[0][0] - ROUNDING_S, heap[0][1]) < best):
+    # a bound's float rounding may put it a hair above the (picosecond) replay: allow 1 ps;
+    # rank_key rounds monotonically, so a config whose bound ranks behind the best cannot win
+    while heap and (best is None or rank_key(heap[0][0] - ROUNDING_S, heap[0][1]) < best):
         _, i, stage, payload = heapq.heappop(heap)
         if stage == QUICK:
             trace = family.build(params, space[i], chip)
@@ -129,7 +143,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
             sim = simulate_kernel(trace, chip, replays=replays, hits=hits, costs=costs)
             replayed += hits is None or len(replays) > known  # TPU replays are not memoised
             runs[i] = Run(space[i], trace, sim)
-            best = min(best or (float("inf"), 0), (runs[i].sim.latency_s, i))
+            best = min(best or rank_key(float("inf"), 0), rank_key(runs[i].sim.latency_s, i))
     assert best is not None
     return Search(best=runs[best[1]], searched=len(space), simulated=len(runs), replayed=replayed)
 

@@ -33,7 +33,7 @@ from accelsim.arch.model import Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families.base import Family
-from accelsim.families.search import run_config
+from accelsim.families.search import rank_key, run_config
 from accelsim.study.runner import describe
 from accelsim.study.spec import Scalar, load_validated
 from accelsim.trace.kernel import KernelTrace
@@ -81,7 +81,7 @@ class Candidate:
 
 def rank(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Fastest first; ties and failures keep their given order (failures last)."""
-    order = sorted(range(len(candidates)), key=lambda i: (candidates[i].sim is None, candidates[i].latency_s, i))
+    order = sorted(range(len(candidates)), key=lambda i: (candidates[i].sim is None, *rank_key(candidates[i].latency_s, i)))
     return [candidates[i] for i in order]
 
 
