@@ -13,7 +13,7 @@ from accelsim.errors import InputError
 from accelsim.system.replay import ReplayOptions, ReplayResult, replay
 from accelsim.system.timeline import chrome_trace
 from accelsim.system.trace import load_system_trace
-from accelsim.units import format_quantity
+from accelsim.units import UnitError, format_quantity, parse_quantity
 
 TOP_LINKS = 5
 
@@ -30,9 +30,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share of a GPU's SMs a running collective takes from compute (default: 16 / SMs)")
     p.add_argument("--comm-hbm-fraction", type=float, metavar="F",
                    help="share of HBM bandwidth a running collective takes from memory-bound compute")
+    p.add_argument("--roofline-overhead", metavar="TIME", default="0 us",
+                   help="fixed cost added to every roofline compute op, e.g. '2 us' for eagerly launched GPU "
+                        "kernels (default 0, as in a CUDA graph; family and kernel-trace ops already include "
+                        "the chip's launch overhead)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
     p.set_defaults(run=run_replay)
+
+
+def parse_overhead(text: str) -> float:
+    try:
+        value = parse_quantity(text, "seconds")
+    except UnitError as exc:
+        raise InputError(str(exc), source="--roofline-overhead") from None
+    if value < 0:
+        raise InputError(f"expected a non-negative time, got {text!r}", source="--roofline-overhead")
+    return value
 
 
 def run_replay(args: argparse.Namespace) -> int:
@@ -41,6 +55,7 @@ def run_replay(args: argparse.Namespace) -> int:
     options = ReplayOptions(
         fold=args.fold, algorithm=args.algorithm, comm_sm_fraction=args.comm_sm_fraction,
         comm_hbm_fraction=args.comm_hbm_fraction, timeline=bool(args.timeline),
+        roofline_overhead_s=parse_overhead(args.roofline_overhead),
     )
     try:
         result = replay(trace, system, base_dir=Path(args.trace).parent, options=options)

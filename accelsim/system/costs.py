@@ -8,6 +8,7 @@ built-in kernel family. Kernels are simulated once per distinct kernel and chip
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +35,14 @@ class OpCost:
 class CostModel:
     """Costs of compute ops on ``chip``; kernel paths are relative to ``base_dir``."""
 
-    def __init__(self, chip: Chip, base_dir: Path) -> None:
+    def __init__(self, chip: Chip, base_dir: Path, roofline_overhead_s: float = 0.0) -> None:
+        """``roofline_overhead_s``: a fixed cost added to every roofline op
+        (:attr:`~accelsim.system.replay.ReplayOptions.roofline_overhead_s`)."""
+        if not (math.isfinite(roofline_overhead_s) and roofline_overhead_s >= 0):
+            raise InputError(f"expected a non-negative time, got {roofline_overhead_s!r}", field="roofline_overhead")
         self.chip = chip
         self.base_dir = base_dir
+        self.roofline_overhead_s = roofline_overhead_s
         self._kernels: dict[tuple, OpCost] = {}
         self._rooflines: dict[tuple, OpCost] = {}
         self.kernels_simulated = 0
@@ -52,7 +58,11 @@ class CostModel:
             return self._cached(key, lambda: self._family(op, where))
         key = ("roofline", op.flops, op.bytes, op.dtype, op.unit)
         if key not in self._rooflines:  # per-rank traces repeat the same op in every program
-            self._rooflines[key] = roofline_cost(self.chip, op, where)
+            cost = roofline_cost(self.chip, op, where)
+            if self.roofline_overhead_s:
+                cost = OpCost(seconds=cost.seconds + self.roofline_overhead_s, memory_bound=cost.memory_bound,
+                              source=cost.source)
+            self._rooflines[key] = cost
         return self._rooflines[key]
 
     def _cached(self, key: tuple, make) -> OpCost:

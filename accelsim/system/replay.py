@@ -63,6 +63,11 @@ class ReplayOptions:
     comm_sm_fraction: float | None = None
     comm_hbm_fraction: float | None = None
     timeline: bool = False
+    roofline_overhead_s: float = 0.0
+    """A fixed cost added to every roofline compute op (kernel-trace and family ops already
+    carry the chip's ``launch_overhead``): e.g. the gap between eagerly launched GPU
+    kernels. 0 by default, as between kernels of a CUDA graph (no measurement here says
+    more; see docs/system-trace-format.md)."""
 
 
 def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float]:
@@ -347,9 +352,11 @@ class _Replay:
             raise InputError(f"the trace has {trace.num_devices} devices; {self.topo.name!r} has {self.topo.ranks}",
                              field="num_devices")
         self.sm_fraction, self.hbm_fraction = comm_fractions(self.chip, options)
-        if costs is not None and (costs.chip != self.chip or costs.base_dir != base_dir):
-            raise ValueError("a shared CostModel must be for the system's chip and the trace's base_dir")
-        self.costs = costs or CostModel(self.chip, base_dir)
+        if costs is not None and (costs.chip != self.chip or costs.base_dir != base_dir
+                                  or costs.roofline_overhead_s != options.roofline_overhead_s):
+            raise ValueError("a shared CostModel must be for the system's chip, the trace's base_dir and the "
+                             "options' roofline overhead")
+        self.costs = costs or CostModel(self.chip, base_dir, options.roofline_overhead_s)
         self.kernels_before = self.costs.kernels_simulated
         self.env = _CountingEnv()
         self.classes: list[_Class] = []
