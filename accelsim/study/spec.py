@@ -121,6 +121,8 @@ class CollectiveWorkload(_Strict):
 class SystemTraceWorkload(_Strict):
     system_trace: str
     algorithm: str = "auto"
+    roofline_overhead: str = "0 us"
+    """A fixed cost added to every roofline compute op (``replay --roofline-overhead``)."""
 
 
 class Step(_Strict):

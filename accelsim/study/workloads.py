@@ -204,8 +204,19 @@ def _check_sequence(job: Job, base_kinds: dict[str, str]) -> None:
             raise InputError(f"step {i}: {exc.one_line()}", source="sequence") from None
 
 
+def _roofline_overhead(body: SystemTraceWorkload) -> float:
+    try:
+        value = parse_quantity(body.roofline_overhead, "seconds")
+    except UnitError as exc:
+        raise InputError(str(exc), source="roofline_overhead") from None
+    if value < 0:
+        raise InputError(f"expected a non-negative time, got {body.roofline_overhead!r}", source="roofline_overhead")
+    return value
+
+
 def _check_system_trace(job: Job, base_kinds: dict[str, str]) -> None:
     _system_trace(str(job.path(job.body.system_trace)))
+    _roofline_overhead(job.body)
     chips = [name for name, kind in base_kinds.items() if kind == "chip"]
     if chips:
         raise InputError(f"a system trace runs on a system (node, cluster, torus); {chips[0]!r} is a chip",
@@ -345,7 +356,8 @@ def _run_sequence(job: Job, arch: Arch) -> dict[str, Any]:
 def _run_system_trace(job: Job, arch: Arch) -> dict[str, Any]:
     path = job.path(job.body.system_trace)
     result = replay(_system_trace(str(path)), arch, base_dir=path.parent,
-                    options=ReplayOptions(algorithm=job.body.algorithm))
+                    options=ReplayOptions(algorithm=job.body.algorithm,
+                                          roofline_overhead_s=_roofline_overhead(job.body)))
     s = result.summary()
     out = {k: s[k] for k in SYSTEM_TRACE_METRICS if k in s}
     out["latency_s"] = s["step_time_s"]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
+from accelsim.errors import InputError
 from accelsim.study.plan import plan_sweep
 from accelsim.study.sweep import run_sweep
 from tests import conftest
@@ -58,3 +61,27 @@ def test_sequence_adds_up_and_checks_its_footprint(spec_file, tmp_path):
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "| two copies | 16 GB | n | 1 | 4 |" in summary
     assert "| two copies | 80 GB | n | 4 | - |" in summary
+
+
+def test_system_trace_roofline_overhead(spec_file, tmp_path):
+    rows = _rows(tmp_path, spec_file, f"""\
+        base: dgx-h100
+        workloads:
+          - {{system_trace: {STEP}}}
+          - {{system_trace: {STEP}, roofline_overhead: "2 us", name: eager}}
+        metrics: [latency_s, compute_s]
+        """)
+    assert [r["status"] for r in rows] == ["ok"] * 2, [r["error"] for r in rows]
+    assert float(rows[1]["compute_s"]) > float(rows[0]["compute_s"])
+
+
+def test_a_bad_roofline_overhead_is_located(spec_file):
+    path = spec_file(f"""\
+        base: dgx-h100
+        workloads:
+          - {{system_trace: {STEP}, roofline_overhead: "2 GB"}}
+        """)
+    with pytest.raises(InputError) as caught:
+        plan_sweep(path)
+    line = caught.value.one_line()
+    assert str(path) in line and "roofline_overhead" in line and "a time" in line
