@@ -23,7 +23,7 @@ carries over between chips. Records of kernels the families do not model are lef
 
 Deterministic for a given commit (the fit's split is a hash of record ids). Attention
 targets are left out of the default run: each causal attention record needs a config
-search of tens of seconds on a 2-core machine (``--with-attention`` adds them).
+search of seconds, and the attention fit minutes, on a 2-core machine (``--with-attention`` adds them).
 """
 
 from __future__ import annotations
