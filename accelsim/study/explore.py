@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from accelsim.arch.model import Chip
-from accelsim.engine.chip import KernelSimulation, simulate_kernel
+from accelsim.engine.chip import KernelSimulation, ReplayMemo, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families.base import Family
 from accelsim.families.search import rank_key, run_config
@@ -98,16 +98,17 @@ def explore_family(family: Family, params: dict[str, Any], chip: Chip,
                    space: Iterable[Mapping[str, Any]] | None = None) -> list[Candidate]:
     """Rank the family's configs for ``params`` on ``chip``: its own search space (the one
     ``config=auto`` searches) or the given candidates (missing fields take their defaults)."""
+    replays: ReplayMemo = {}  # configs the engine cannot tell apart share one replay
     if space is None:
         configs = family.config_space(params, chip)
         if not configs:
             raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
-        return rank([_try(c, lambda c=c: run_config(family, params, c, chip).sim) for c in configs])
+        return rank([_try(c, lambda c=c: run_config(family, params, c, chip, replays=replays).sim) for c in configs])
     out = []
     for given in space:
         text = {k: _text(v) for k, v in given.items()}
         out.append(_try(dict(given), lambda text=text: run_config(
-            family, params, family.resolve_config(params, text, chip), chip).sim))
+            family, params, family.resolve_config(params, text, chip), chip, replays=replays).sim))
     # report the resolved config (defaults filled in) where it ran
     return rank([Candidate(c.sim.config, c.sim) if c.sim is not None else c for c in out])
 
@@ -116,9 +117,10 @@ def explore_captured(capture: Callable[[dict[str, str]], KernelTrace], params: M
                      space: Iterable[Mapping[str, Any]]) -> list[Candidate]:
     """Capture the kernel once per candidate (``params`` plus the candidate's values) and rank."""
     out = []
+    replays: ReplayMemo = {}
     for given in space:
         merged = {**params, **{k: _text(v) for k, v in given.items()}}
-        out.append(_try(dict(given), lambda merged=merged: simulate_kernel(capture(merged), chip)))
+        out.append(_try(dict(given), lambda merged=merged: simulate_kernel(capture(merged), chip, replays=replays)))
     return rank(out)
 
 
