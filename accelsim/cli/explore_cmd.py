@@ -18,6 +18,7 @@ from accelsim.families.base import parse_assignments
 from accelsim.families.search import split_params
 from accelsim.study.explore import (
     Candidate,
+    CaptureSpec,
     autotune_configs,
     config_text,
     explore_captured,
@@ -44,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Triton: compile each config for this NVIDIA target (no GPU needed) and use the compiler's "
                         "shared memory and registers; a config the compiler rejects is listed as not fitting")
     p.add_argument("--top", type=int, default=10, metavar="K", help="rows to show (default 10)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes capturing and simulating the candidates (default 1; the ranking is the "
+                        "same)")
     p.add_argument("-o", "--output", metavar="DIR", help="write ranking.csv, ranking.md and ranking.png here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=run_explore)
@@ -67,7 +71,8 @@ def run_explore(args: argparse.Namespace) -> int:
         if config or auto:
             raise InputError("explore searches the config; give problem parameters only", source="--param",
                              field=next(iter(config), "config"))
-        ranked = explore_family(family, params, chip, space)
+        ranked = explore_family(family, params, chip, space, jobs=args.jobs,
+                                chip_source=(args.arch, tuple(args.overrides)))
         title = f"{family.name} " + " ".join(f"{k}={v}" for k, v in params.items())
     wall = time.perf_counter() - started
     ran = [c for c in ranked if c.sim is not None]
@@ -101,14 +106,14 @@ def _explore_captured(args, chip, space):
             raise InputError("no @triton.autotune configs in this file; give --space", source=path)
     try:
         if tool == "triton":
-            from accelsim.capture.triton import capture_triton as capture_fn
+            import accelsim.capture.triton
         else:
-            from accelsim.capture.pallas import capture_pallas as capture_fn
+            import accelsim.capture.pallas  # noqa: F401
     except ModuleNotFoundError as exc:
         extra = "jax" if tool == "pallas" else "triton"
         raise InputError(f"{tool} capture needs {exc.name}: pip install -e '.[{extra}]'", source="--kernel") from None
-    compile_for = {"compile_for": args.compile_for} if tool == "triton" else {}  # Pallas capture has no compiler
-    ranked = explore_captured(lambda merged: capture_fn(path, function, merged, **compile_for), params, chip, space)
+    capture = CaptureSpec(tool, path, function, args.compile_for if tool == "triton" else None)  # Pallas: no compiler
+    ranked = explore_captured(capture, params, chip, space, jobs=args.jobs, chip_source=(args.arch, tuple(args.overrides)))
     return f"{args.kernel} " + " ".join(args.param), ranked
 
 

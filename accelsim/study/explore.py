@@ -95,33 +95,113 @@ def _try(config: dict[str, Any], simulate: Callable[[], KernelSimulation]) -> Ca
 
 
 def explore_family(family: Family, params: dict[str, Any], chip: Chip,
-                   space: Iterable[Mapping[str, Any]] | None = None) -> list[Candidate]:
+                   space: Iterable[Mapping[str, Any]] | None = None, *, jobs: int = 1,
+                   chip_source: tuple[str, tuple[str, ...]] | None = None) -> list[Candidate]:
     """Rank the family's configs for ``params`` on ``chip``: its own search space (the one
-    ``config=auto`` searches) or the given candidates (missing fields take their defaults)."""
-    replays: ReplayMemo = {}  # configs the engine cannot tell apart share one replay
+    ``config=auto`` searches) or the given candidates (missing fields take their defaults).
+    ``jobs`` worker processes simulate the candidates (the same ranking); they load the chip
+    from ``chip_source`` (its name or path, and the ``--set`` overrides it was loaded with)."""
     if space is None:
         configs = family.config_space(params, chip)
         if not configs:
             raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
-        return rank([_try(c, lambda c=c: run_config(family, params, c, chip, replays=replays).sim) for c in configs])
-    out = []
-    for given in space:
-        text = {k: _text(v) for k, v in given.items()}
-        out.append(_try(dict(given), lambda text=text: run_config(
-            family, params, family.resolve_config(params, text, chip), chip, replays=replays).sim))
+        job = FamilyJob(family.name, params, resolve=False)
+    else:
+        configs = [dict(given) for given in space]
+        job = FamilyJob(family.name, params, resolve=True)
+    out = _run_jobs(job, configs, chip, jobs, chip_source)
     # report the resolved config (defaults filled in) where it ran
-    return rank([Candidate(c.sim.config, c.sim) if c.sim is not None else c for c in out])
+    return rank([Candidate(c.sim.config, c.sim) if space is not None and c.sim is not None else c for c in out])
 
 
 def explore_captured(capture: Callable[[dict[str, str]], KernelTrace], params: Mapping[str, str], chip: Chip,
-                     space: Iterable[Mapping[str, Any]]) -> list[Candidate]:
-    """Capture the kernel once per candidate (``params`` plus the candidate's values) and rank."""
-    out = []
-    replays: ReplayMemo = {}
-    for given in space:
-        merged = {**params, **{k: _text(v) for k, v in given.items()}}
-        out.append(_try(dict(given), lambda merged=merged: simulate_kernel(capture(merged), chip, replays=replays)))
-    return rank(out)
+                     space: Iterable[Mapping[str, Any]], *, jobs: int = 1,
+                     chip_source: tuple[str, tuple[str, ...]] | None = None) -> list[Candidate]:
+    """Capture the kernel once per candidate (``params`` plus the candidate's values) and
+    rank. With ``jobs`` > 1, ``capture`` must be picklable (a :class:`CaptureSpec`)."""
+    return rank(_run_jobs(CaptureJob(capture, dict(params)), [dict(given) for given in space], chip, jobs,
+                          chip_source))
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    """What ``explore`` captures, as data (so worker processes can capture too): the tool,
+    the kernel's file and entry function, and the Triton compile target if any."""
+
+    tool: str
+    path: str
+    function: str
+    compile_for: str | None = None
+
+    def __call__(self, params: dict[str, str]) -> KernelTrace:
+        if self.tool == "triton":
+            from accelsim.capture.triton import capture_triton
+
+            return capture_triton(self.path, self.function, params, compile_for=self.compile_for)
+        from accelsim.capture.pallas import capture_pallas
+
+        return capture_pallas(self.path, self.function, params)
+
+
+@dataclass(frozen=True)
+class FamilyJob:
+    """Simulate one config of a family (``resolve``: fill in the defaults of a given one)."""
+
+    family: str
+    params: dict[str, Any]
+    resolve: bool
+
+    def __call__(self, config: dict[str, Any], chip: Chip, replays: ReplayMemo) -> Candidate:
+        from accelsim.families import get_family
+
+        family = get_family(self.family)
+        if self.resolve:
+            text = {k: _text(v) for k, v in config.items()}
+            return _try(config, lambda: run_config(family, self.params, family.resolve_config(self.params, text, chip),
+                                                   chip, replays=replays).sim)
+        return _try(config, lambda: run_config(family, self.params, config, chip, replays=replays).sim)
+
+
+@dataclass(frozen=True)
+class CaptureJob:
+    """Capture and simulate one candidate of a Triton or Pallas kernel."""
+
+    capture: Callable[[dict[str, str]], KernelTrace]
+    params: dict[str, str]
+
+    def __call__(self, given: dict[str, Any], chip: Chip, replays: ReplayMemo) -> Candidate:
+        merged = {**self.params, **{k: _text(v) for k, v in given.items()}}
+        return _try(given, lambda: simulate_kernel(self.capture(merged), chip, replays=replays))
+
+
+_WORKER: dict = {}
+"""A worker's job, chip and replay memo (in a worker process, or here)."""
+
+
+def _init_worker(job, chip: Chip | None, chip_source: tuple[str, tuple[str, ...]] | None) -> None:
+    from accelsim.arch.model import load_arch
+
+    _WORKER.clear()
+    _WORKER.update(job=job, replays={},
+                   chip=chip if chip is not None else load_arch(chip_source[0], list(chip_source[1])))
+
+
+def _work(item: dict[str, Any]) -> Candidate:
+    return _WORKER["job"](item, _WORKER["chip"], _WORKER["replays"])
+
+
+def _run_jobs(job, items: list[dict[str, Any]], chip: Chip, jobs: int,
+              chip_source: tuple[str, tuple[str, ...]] | None) -> list[Candidate]:
+    """``job`` over ``items`` here (sharing one replay memo) or in ``jobs`` worker processes."""
+    from accelsim.study.runner import mapped
+
+    if jobs < 1:
+        raise InputError(f"expected at least 1 worker process, got {jobs}", source="--jobs")
+    parallel = jobs > 1 and len(items) > 1
+    if parallel and chip_source is None:
+        raise ValueError("worker processes load the chip from chip_source")
+    with mapped(_work, items, jobs, _init_worker, (job, None if parallel else chip, chip_source)) as results:
+        return list(results)
 
 
 def _text(value: Any) -> str:

@@ -13,18 +13,20 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is first importe
 
 MATMUL_TRITON = conftest.REPO / "kernels" / "triton" / "matmul.py"
 MATMUL_PALLAS = conftest.REPO / "kernels" / "pallas" / "matmul.py"
+TRITON_SPACE = """\
+configs:
+  - {block_m: 32, block_n: 32, block_k: 32, num_stages: 2, num_warps: 4}
+  - {block_m: 64, block_n: 64, block_k: 32, num_stages: 3, num_warps: 4}
+  - {block_m: 256, block_n: 256, block_k: 256, num_stages: 5, num_warps: 8}
+"""
+"""Three matmul configs; the last needs more shared memory than an H100 has."""
 
 
 @pytest.mark.slow
 def test_triton_configs_are_captured_and_ranked(cli, write_yaml):
     pytest.importorskip("triton")
     pytest.importorskip("torch")
-    space = write_yaml("space.yaml", """\
-        configs:
-          - {block_m: 32, block_n: 32, block_k: 32, num_stages: 2, num_warps: 4}
-          - {block_m: 64, block_n: 64, block_k: 32, num_stages: 3, num_warps: 4}
-          - {block_m: 256, block_n: 256, block_k: 256, num_stages: 5, num_warps: 8}
-        """)
+    space = write_yaml("space.yaml", TRITON_SPACE)
     result = cli("explore", "--arch", "h100-sxm", "--kernel", f"{MATMUL_TRITON}:run", "--param", "M=128",
                  "--param", "N=128", "--param", "K=64", "--space", str(space))
     assert result.code == 0, result.err
