@@ -2,7 +2,7 @@
 """Measure, on one GPU (or the CPU), what accelsim is compared with: library kernels, our
 Pallas kernels through JAX, and collectives over the visible GPUs.
 
-One command runs three suites in turn and writes the measurement format
+One command runs its suites in turn and writes the measurement format
 (``docs/measurement-format.md``), one JSON file per kernel family:
 
 * ``library``: cuBLAS GEMMs (``torch.matmul``, fp8 through ``torch._scaled_mm``, int8
@@ -14,7 +14,10 @@ One command runs three suites in turn and writes the measurement format
   through JAX's GPU lowerings (``measure_pallas.py``, a child process) -> ``<out>/pallas/<family>.json``;
 * ``collectives``: an nccl-tests-like all-reduce / all-gather / reduce-scatter size sweep
   through torch.distributed (NCCL) and JAX (``measure_collectives.py``, child processes;
-  "1 device" is recorded as skipped) -> ``<out>/collectives/{nccl,jax}.json``.
+  "1 device" is recorded as skipped) -> ``<out>/collectives/{nccl,jax}.json``;
+* ``micro``: load latency by pointer chasing (64 KiB .. 1 GiB working sets) and read
+  bandwidth against bytes in flight per SM, for chip configs to cite (``measure_micro.py``,
+  a child process) -> ``<out>/micro/microbenchmarks.json`` (not kernel records).
 
 The command for a lease of the GPU machine (one H200; ~6 minutes; a lease returns at most
 8 files, hence the bundle; ``timeout_s`` 480 leaves ~5 of the 15 minutes for a shorter second call)::
@@ -53,7 +56,8 @@ call of every case together is only ~0.23 s of GPU time. Were the fixed cost 2 s
 case, the sweep would still end in about 6 minutes. ``--budget-s`` uses the same
 estimate, times 1.5, to decide whether to start each next case; the library sweep stops
 early enough to leave ``SUITE_RESERVE_S`` to each later suite (90 s for Triton, 140 s for
-Pallas, 40 s for collectives), and each child gets what is left of the budget.
+Pallas, 40 s for collectives, 5 s for the microbenchmarks), and each child gets what is
+left of the budget.
 
 Files are written atomically after every case, so a run killed by a time limit keeps all
 it had measured; ``--bundle`` rewrites the archive after each suite. A short table of
@@ -852,20 +856,22 @@ def print_summary(run: Run) -> None:
 
 # --------------------------------------------------------------------------- the other suites
 
-SUITES = ("library", "triton", "pallas", "collectives")
-"""Run in this order. The later three run as child processes (JAX and PyTorch never share a
+SUITES = ("library", "triton", "pallas", "collectives", "micro")
+"""Run in this order. The later four run as child processes (JAX and PyTorch never share a
 process, Triton's CPU interpreter must be chosen before triton is imported, and a crash
 there loses only that suite's open case)."""
 SUITE_RESERVE_S = {"triton": {"gpu": 90.0, "gpu-quick": 30.0, "cpu": 60.0, "cpu-quick": 45.0},
                    "pallas": {"gpu": 140.0, "gpu-quick": 45.0, "cpu": 45.0, "cpu-quick": 35.0},
-                   "collectives": {"gpu": 40.0, "gpu-quick": 40.0, "cpu": 40.0, "cpu-quick": 35.0}}
+                   "collectives": {"gpu": 40.0, "gpu-quick": 40.0, "cpu": 40.0, "cpu-quick": 35.0},
+                   "micro": {"gpu": 5.0, "gpu-quick": 5.0, "cpu": 10.0, "cpu-quick": 10.0}}
 """Seconds kept back for each later suite when the library sweep has a budget: ~35 Triton
 cases at ~2 s (compile, check, time); JAX start-up and ~60 Pallas cases at ~2 s (the TPU-style matmul
 and attention cases fail to lower within a second or two); two interpreter start-ups for
 the collectives and, with 8 GPUs, a 1 KiB..8 GiB sweep of three collectives (105 calls a
 size; at ~450 GB/s of bus bandwidth, 8 H100s over NVLink, ~15 s; slower links reach the
-budget and skip the largest sizes with that reason). Estimates, not measurements:
-no suite but the library one has run on a GPU yet."""
+budget and skip the largest sizes with that reason); ~17 microbenchmark cases at well under
+a second each (on one GPU the collectives suite ends in seconds, leaving it more).
+Estimates, not measurements: no suite but the library one has run on a GPU yet."""
 
 
 def suite_commands(suite: str, kind: str, quick: bool, out_dir: Path) -> list[list[str]]:
@@ -875,6 +881,8 @@ def suite_commands(suite: str, kind: str, quick: bool, out_dir: Path) -> list[li
         return [python + [str(HERE / "measure_triton.py"), "--out", str(out_dir / "triton"), *device]]
     if suite == "pallas":
         return [python + [str(HERE / "measure_pallas.py"), "--out", str(out_dir / "pallas"), *device]]
+    if suite == "micro":
+        return [python + [str(HERE / "measure_micro.py"), "--out", str(out_dir / "micro"), *device]]
     script = str(HERE / "measure_collectives.py")
     return [python + [script, "--backend", backend, "--out", str(out_dir / "collectives"), *device]
             for backend in ("torch", "jax")]

@@ -53,13 +53,17 @@ class Comparison:
 
 
 def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
-    """Every record of the given files (or of the ``*.json`` files under given folders)."""
+    """Every record of the given files (or of the ``*.json`` files under given folders);
+    ``microbenchmarks`` files (``validation/measure_micro.py``) hold no kernel records and
+    are passed over."""
     out: list[Measurement] = []
     for path in _expand(paths):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise InputError(f"cannot read measurements: {exc}", source=str(path)) from None
+        if data.get("kind") == "microbenchmarks":
+            continue  # the memory system's numbers, for configs to cite: not kernel records
         if data.get("kind") != "measurements" or data.get("schema_version") != 1:
             raise InputError("expected kind 'measurements' and schema_version 1", source=str(path))
         arch = (data.get("device") or {}).get("arch")

@@ -15,8 +15,8 @@ pytest.importorskip("jax")
 pytest.importorskip("triton")
 
 REPO = Path(__file__).resolve().parents[2]
-MODULES = ["measure_gpu", "measure_triton", "measure_pallas", "measure_collectives", "jax_timing", "provenance",
-           "measurement_format", "kernels.pallas.matmul", "kernels.pallas.attention", "kernels.pallas.rowwise",
+MODULES = ["measure_gpu", "measure_triton", "measure_pallas", "measure_collectives", "measure_micro", "jax_timing",
+           "provenance", "measurement_format", "kernels.pallas.matmul", "kernels.pallas.attention", "kernels.pallas.rowwise",
            "kernels.triton.matmul", "kernels.triton.attention", "kernels.triton.softmax", "kernels.triton.layernorm"]
 
 

@@ -1,0 +1,36 @@
+"""The microbenchmark suite on the CPU (Triton's interpreter, tiny sizes): checked, timed,
+written as a ``microbenchmarks`` file that validation passes over."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelsim.validate.compare import read_measurements
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+SCRIPT = Path(__file__).resolve().parents[2] / "validation" / "measure_micro.py"
+
+
+def test_both_benchmarks_are_checked_and_written(tmp_path):
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--quick", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads((tmp_path / "microbenchmarks.json").read_text())
+    assert data["kind"] == "microbenchmarks" and data["skipped"] == []
+    kinds = {r["benchmark"] for r in data["records"]}
+    assert kinds == {"load_latency", "read_bandwidth"}
+    for record in data["records"]:
+        assert record["latency_s"] > 0 and len(record["samples_s"]) >= 2
+    reads = [r for r in data["records"] if r["benchmark"] == "read_bandwidth"]
+    assert all(r["params"]["bytes_in_flight_per_sm"] == r["params"]["programs_per_sm"] * r["params"]["block_elements"] * 4
+               for r in reads)
+    assert read_measurements([tmp_path]) == []  # not kernel records: validate passes over the file
