@@ -86,8 +86,9 @@ def _kernels():
     return chase, read
 
 
-def chase_array(working_set: int, device: torch.device, seed: int) -> torch.Tensor:
-    """int64 elements, one line of ``LINE_BYTES`` per step: a random cycle through every line."""
+def chase_array(working_set: int, seed: int) -> torch.Tensor:
+    """int64 elements on the host, one line of ``LINE_BYTES`` per step: a random cycle
+    through every line (each line's first element is the index of the next line's)."""
     lines = working_set // LINE_BYTES
     gen = torch.Generator().manual_seed(seed)
     order = torch.randperm(lines, generator=gen)
@@ -95,14 +96,14 @@ def chase_array(working_set: int, device: torch.device, seed: int) -> torch.Tens
     nxt[order] = torch.roll(order, -1)
     array = torch.zeros(lines * LINE_INT64, dtype=torch.int64)
     array[torch.arange(lines) * LINE_INT64] = nxt * LINE_INT64
-    return array.to(device)
+    return array
 
 
 def host_walk(array: torch.Tensor, steps: int) -> int:
-    values = array.cpu()
-    idx = int(values[0])
+    """Where the chase kernel ends after ``steps`` loads, walked on the host copy."""
+    idx = int(array[0])
     for _ in range(steps - 1):
-        idx = int(values[idx])
+        idx = int(array[idx])
     return idx
 
 
@@ -126,11 +127,12 @@ def timed(fn, reps: int, on_gpu: bool) -> list[float]:
 
 def measure_latency(working_set: int, plan: dict, device, on_gpu: bool) -> dict:
     chase, _ = _kernels()
-    array = chase_array(working_set, device.torch_device, seed=working_set)
+    host = chase_array(working_set, seed=working_set)
+    array = host.to(device.torch_device)
     out = torch.zeros(1, dtype=torch.int64, device=device.torch_device)
     check_steps = min(plan["steps"], 64)
     chase[(1,)](array, out, check_steps, num_warps=1)
-    expected = host_walk(array, check_steps)
+    expected = host_walk(host, check_steps)
     if int(out.item()) != expected:
         raise RuntimeError(f"chase ended at {int(out.item())}, the host walk at {expected}")
     steps = plan["steps"]
