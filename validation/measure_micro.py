@@ -29,6 +29,7 @@ triton (never accelsim).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import statistics
 import sys
@@ -63,7 +64,9 @@ CPU_CORES_STANDIN = 2
 """On the CPU (Triton's interpreter) the 'SM' count used to size the grid."""
 
 
+@functools.cache
 def _kernels():
+    """The two Triton kernels, made once (each new ``triton.jit`` function compiles anew)."""
     import triton
     import triton.language as tl
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from accelsim.capture.triton_compile import check_compile_target
 from accelsim.cli.arch_cmd import add_set_option
+from accelsim.cli.calibrate_cmd import check_jobs
 from accelsim.cli.output import print_json, table
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
@@ -56,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_explore(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"expected --top >= 1, got {args.top}", source="--top")
+    check_jobs(args.jobs)
     chip = load_chip(args.arch, args.overrides)
     space = load_space(args.space) if args.space else None
     started = time.perf_counter()

@@ -10,10 +10,10 @@ from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.files import write_json
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
-from accelsim.system.replay import ReplayOptions, ReplayResult, replay
+from accelsim.system.replay import ReplayOptions, ReplayResult, parse_roofline_overhead, replay
 from accelsim.system.timeline import chrome_trace
 from accelsim.system.trace import load_system_trace
-from accelsim.units import UnitError, format_quantity, parse_quantity
+from accelsim.units import format_quantity
 
 TOP_LINKS = 5
 
@@ -39,23 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_replay)
 
 
-def parse_overhead(text: str) -> float:
-    try:
-        value = parse_quantity(text, "seconds")
-    except UnitError as exc:
-        raise InputError(str(exc), source="--roofline-overhead") from None
-    if value < 0:
-        raise InputError(f"expected a non-negative time, got {text!r}", source="--roofline-overhead")
-    return value
-
-
 def run_replay(args: argparse.Namespace) -> int:
     trace = load_system_trace(args.trace)
     system = load_arch(args.system, args.overrides)
     options = ReplayOptions(
         fold=args.fold, algorithm=args.algorithm, comm_sm_fraction=args.comm_sm_fraction,
         comm_hbm_fraction=args.comm_hbm_fraction, timeline=bool(args.timeline),
-        roofline_overhead_s=parse_overhead(args.roofline_overhead),
+        roofline_overhead_s=parse_roofline_overhead(args.roofline_overhead, "--roofline-overhead"),
     )
     try:
         result = replay(trace, system, base_dir=Path(args.trace).parent, options=options)

@@ -635,36 +635,34 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
     times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
     alone = times.seconds(np.arange(costs.num_programs))
     # a cohort runs at its members' mean speed, so only each key's fastest member is safe
-    keys = _cohort_keys(costs)
-    fastest = max(float(alone[members].min()) for members in _groups(keys))
+    floor = np.empty(costs.num_programs)
+    for members in _groups(_cohort_keys(costs)):
+        floor[members] = alone[members].min()
     slots = chip.num_cores * per_core
-    return max(bound, fastest, float(alone.sum()) / slots,
-               _last_starts_bound(alone, keys, slots)) + chip.launch_overhead_s
+    return max(bound, float(floor.max()), float(alone.sum()) / slots,
+               _last_starts_bound(alone, floor, slots)) + chip.launch_overhead_s
 
 
 LAST_STARTS_CHECKED = 8
 
 
-def _last_starts_bound(alone: np.ndarray, keys: np.ndarray, slots: int) -> float:
+def _last_starts_bound(alone: np.ndarray, floor: np.ndarray, slots: int) -> float:
     """Programs start in launch order as slots free up, so program ``k`` (``k >= slots``)
     starts only once ``k - slots + 1`` earlier programs have finished; finished programs
     are whole cohorts, whose slot-time is at least their members' times alone, and at
     most ``slots`` programs run at once, so that start is no earlier than the sum of the
     ``k - slots + 1`` smallest earlier times alone over ``slots``. Program ``k`` then runs
-    at least its cohort key's fastest time alone. Checked for the last program and the
-    slowest few of the last ``slots``: the tail a final partial wave leaves."""
+    at least ``floor[k]``, its cohort key's fastest time alone. Checked for the last
+    program and the slowest few of the last ``slots``: the tail a final partial wave leaves."""
     n = len(alone)
     if n <= slots:
         return 0.0
-    floor = np.empty(n)
-    for members in _groups(keys):
-        floor[members] = alone[members].min()
     window = np.arange(slots, n)[-slots:]
     slowest = window[np.argsort(-floor[window], kind="stable")[:LAST_STARTS_CHECKED]]
     best = 0.0
     for k in sorted({int(n - 1), *slowest.tolist()}):
-        earlier = alone[:k]
-        finished = np.partition(earlier, k - slots)[:k - slots + 1] if k - slots + 1 < k else earlier
+        earlier = alone[:k]  # with one slot, every earlier program: summed in launch order
+        finished = np.partition(earlier, k - slots)[:k - slots + 1] if slots > 1 else earlier
         best = max(best, float(finished.sum()) / slots + float(floor[k]))
     return best
 

@@ -29,12 +29,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, load_arch
 from accelsim.engine.chip import KernelSimulation, ReplayMemo, simulate_kernel
 from accelsim.errors import InputError
+from accelsim.families import get_family
 from accelsim.families.base import Family
 from accelsim.families.search import rank_key, run_config
-from accelsim.study.runner import describe
+from accelsim.study.runner import describe, mapped
 from accelsim.study.spec import Scalar, load_validated
 from accelsim.trace.kernel import KernelTrace
 
@@ -152,8 +153,6 @@ class FamilyJob:
     resolve: bool
 
     def __call__(self, config: dict[str, Any], chip: Chip, replays: ReplayMemo) -> Candidate:
-        from accelsim.families import get_family
-
         family = get_family(self.family)
         if self.resolve:
             text = {k: _text(v) for k, v in config.items()}
@@ -179,8 +178,6 @@ _WORKER: dict = {}
 
 
 def _init_worker(job, chip: Chip | None, chip_source: tuple[str, tuple[str, ...]] | None) -> None:
-    from accelsim.arch.model import load_arch
-
     _WORKER.clear()
     _WORKER.update(job=job, replays={},
                    chip=chip if chip is not None else load_arch(chip_source[0], list(chip_source[1])))
@@ -193,10 +190,6 @@ def _work(item: dict[str, Any]) -> Candidate:
 def _run_jobs(job, items: list[dict[str, Any]], chip: Chip, jobs: int,
               chip_source: tuple[str, tuple[str, ...]] | None) -> list[Candidate]:
     """``job`` over ``items`` here (sharing one replay memo) or in ``jobs`` worker processes."""
-    from accelsim.study.runner import mapped
-
-    if jobs < 1:
-        raise InputError(f"expected at least 1 worker process, got {jobs}", source="--jobs")
     parallel = jobs > 1 and len(items) > 1
     if parallel and chip_source is None:
         raise ValueError("worker processes load the chip from chip_source")

@@ -45,7 +45,7 @@ from accelsim.study.spec import (
     TraceWorkload,
     WorkloadSpec,
 )
-from accelsim.system.replay import ReplayOptions, replay
+from accelsim.system.replay import ReplayOptions, parse_roofline_overhead, replay
 from accelsim.system.trace import load_system_trace
 from accelsim.trace.kernel import KernelTrace, load_trace
 from accelsim.units import UnitError, parse_quantity
@@ -205,13 +205,7 @@ def _check_sequence(job: Job, base_kinds: dict[str, str]) -> None:
 
 
 def _roofline_overhead(body: SystemTraceWorkload) -> float:
-    try:
-        value = parse_quantity(body.roofline_overhead, "seconds")
-    except UnitError as exc:
-        raise InputError(str(exc), source="roofline_overhead") from None
-    if value < 0:
-        raise InputError(f"expected a non-negative time, got {body.roofline_overhead!r}", source="roofline_overhead")
-    return value
+    return parse_roofline_overhead(body.roofline_overhead, "roofline_overhead")
 
 
 def _check_system_trace(job: Job, base_kinds: dict[str, str]) -> None:

@@ -42,7 +42,7 @@ from accelsim.network.collectives import Plan, Request
 from accelsim.network.topology import Topology
 from accelsim.system.costs import CostModel, OpCost
 from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, SystemTrace, group_index
-from accelsim.units import ps_to_seconds, seconds_to_ps
+from accelsim.units import UnitError, parse_quantity, ps_to_seconds, seconds_to_ps
 
 NCCL_CHANNELS_ESTIMATE = 16
 """SMs a running NCCL collective holds on a GPU: one CTA per channel. NCCL picks 2-32
@@ -68,6 +68,18 @@ class ReplayOptions:
     carry the chip's ``launch_overhead``): e.g. the gap between eagerly launched GPU
     kernels. 0 by default, as between kernels of a CUDA graph (no measurement here says
     more; see docs/system-trace-format.md)."""
+
+
+def parse_roofline_overhead(text: str, source: str) -> float:
+    """``--roofline-overhead`` (or a sweep's ``roofline_overhead``): a non-negative time
+    with its unit, in seconds; bad text is one located line."""
+    try:
+        value = parse_quantity(text, "seconds")
+    except UnitError as exc:
+        raise InputError(str(exc), source=source) from None
+    if value < 0:
+        raise InputError(f"expected a non-negative time, got {text!r}", source=source)
+    return value
 
 
 def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float]:
