@@ -29,7 +29,7 @@ import simpy
 
 from accelsim.arch.model import Chip
 from accelsim.engine.fluid import Flow, FluidResources
-from accelsim.engine.programs import ProgramCosts, program_costs, program_vars
+from accelsim.engine.programs import ProgramCosts, grid_coordinate, program_costs
 from accelsim.engine.reuse import cache_hit_bytes
 from accelsim.errors import InputError
 from accelsim.trace.kernel import KernelTrace
@@ -531,7 +531,7 @@ def tpu_core_assignment(trace: KernelTrace, chip: Chip) -> tuple[np.ndarray, int
     axis = semantics.index("parallel")
     size = trace.kernel.grid[axis]
     cores = min(chip.num_cores, size)
-    coordinate = program_vars(trace)[f"p{axis}"]
+    coordinate = grid_coordinate(trace, axis)
     return (coordinate * cores) // size, cores
 
 
@@ -541,8 +541,8 @@ def _tpu_capacities(chip: Chip, cores: int) -> dict[str, float]:
     return _capacities(chip, cores, 1.0 if chip.megacore else 1.0 / chip.num_cores)
 
 
-def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool) -> KernelSimulation:
-    costs = program_costs(trace, chip)
+def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: ProgramCosts | None = None) -> KernelSimulation:
+    costs = costs if costs is not None else program_costs(trace, chip)
     if trace.kernel.resources.local_memory_bytes > chip.local.capacity_bytes:
         raise InputError(
             f"a program needs {trace.kernel.resources.local_memory_bytes} bytes of VMEM; "
@@ -674,12 +674,12 @@ def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
     trace's kernel family, where its config scopes some to families). ``replays``: a memo
     shared by the calls of one search, so a GPU replay whose inputs equal an earlier
     one's is not made again (the results are identical either way). ``hits`` and
-    ``costs``: the trace's :func:`shared_cache_hits` and :func:`program_costs` on this
-    chip (as scoped to the trace's family), if already computed (GPU only)."""
+    ``costs``: the trace's :func:`shared_cache_hits` (GPU only) and :func:`program_costs`
+    on this chip (as scoped to the trace's family), if already computed."""
     chip = chip.for_family(trace.metadata.get("family"))
     started = time.perf_counter()
     if chip.family == "tpu":
-        result = _simulate_tpu(trace, chip, timeline)
+        result = _simulate_tpu(trace, chip, timeline, costs)
     else:
         result = _simulate_gpu(trace, chip, timeline, replays, hits, costs)
     result.sim_wall_s = time.perf_counter() - started

@@ -17,17 +17,30 @@ from accelsim.errors import InputError
 from accelsim.trace.kernel import DTYPE_BYTES, GRID_VARS, Compute, KernelTrace, Step
 
 
+def _grid_strides(trace: KernelTrace) -> dict[int, int]:
+    """Launch-position stride of each grid axis (the fastest axis has stride 1)."""
+    grid = trace.kernel.grid
+    axes = range(len(grid)) if trace.kernel.launch_order == "first_axis_fastest" else reversed(range(len(grid)))
+    strides, stride = {}, 1
+    for axis in axes:
+        strides[axis] = stride
+        stride *= grid[axis]
+    return strides
+
+
+def grid_coordinate(trace: KernelTrace, axis: int) -> np.ndarray:
+    """Each program's coordinate along one grid axis, in launch order."""
+    pid = np.arange(trace.num_programs, dtype=np.int64)
+    return (pid // _grid_strides(trace)[axis]) % trace.kernel.grid[axis]
+
+
 def program_vars(trace: KernelTrace) -> dict[str, np.ndarray]:
     """Grid coordinates ``p0..`` and the trace's ``program_vars``, one entry per program."""
     grid = trace.kernel.grid
-    n = trace.num_programs
-    pid = np.arange(n, dtype=np.int64)
-    axes = range(len(grid)) if trace.kernel.launch_order == "first_axis_fastest" else reversed(range(len(grid)))
+    pid = np.arange(trace.num_programs, dtype=np.int64)
     out: dict[str, np.ndarray] = {}
-    stride = 1
-    for axis in axes:
+    for axis, stride in _grid_strides(trace).items():
         out[GRID_VARS[axis]] = (pid // stride) % grid[axis]
-        stride *= grid[axis]
     for name, values in trace.program_vars.items():
         out[name] = np.asarray(values, dtype=np.int64)
     out["pid"] = pid

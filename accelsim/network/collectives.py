@@ -181,12 +181,15 @@ def estimate_s(topo: Topology, plan: Plan) -> float:
 def link_loads(plan: Plan | None) -> dict[str, float]:
     """Bytes each link carries when ``plan`` runs alone (``{}`` for ``None``, a plan
     that moves nothing): the sum of its transfers' :meth:`Transfer.link_loads`."""
-    loads: Counter[str] = Counter()
+    loads: dict[str, float] = {}
+    get = loads.get
     for lane in plan.lanes if plan is not None else ():
         for phase in lane:
             for t in phase.transfers:
-                loads.update(t.link_loads())
-    return dict(loads)
+                carried = t.bytes / t.efficiency
+                for link in t.links:
+                    loads[link] = get(link, 0.0) + carried
+    return loads
 
 
 def launch_s(topo: Topology, proto: Protocol | None) -> float:

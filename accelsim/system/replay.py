@@ -28,7 +28,7 @@ replay is deterministic.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -256,22 +256,22 @@ def _comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict])
     :func:`group_index` across programs that repeat the same groups."""
     counters: dict[tuple, int] = {}
     out: list[dict[int, tuple] | None] = []
+    layouts: dict[tuple, tuple[list[tuple], list[int]]] = {}
     for op in program.ops:
         if op.kind in COLLECTIVE_KINDS:
             groups = tuple(map(tuple, op.groups)) if op.groups is not None else (tuple(sorted(devices)),)
-            if groups not in indexes:
-                indexes[groups] = group_index(groups)
-            index = indexes[groups]
-            keys, joins = {}, {}
-            for d in devices:
-                group = index[d]
-                if id(group) not in joins:  # id: hashing a 1024-rank tuple per device is slow
-                    base = ("coll", group)
-                    seq = counters.get(base, 0)
-                    counters[base] = seq + 1
-                    joins[id(group)] = ((base, seq), group)
-                keys[d] = joins[id(group)]
-            out.append(keys)
+            if groups not in layouts:
+                if groups not in indexes:
+                    indexes[groups] = group_index(groups)
+                layouts[groups] = _group_layout(indexes[groups], devices)
+            order, slots = layouts[groups]
+            joins = []
+            for group in order:  # in the order the program's devices first meet them
+                base = ("coll", group)
+                seq = counters.get(base, 0)
+                counters[base] = seq + 1
+                joins.append(((base, seq), group))
+            out.append(dict(zip(devices, map(joins.__getitem__, slots))))
         elif op.kind == PERMUTE_KIND:
             pairs = tuple(sorted((s, t) for s, t in op.pairs))
             base = ("perm", pairs)
@@ -292,6 +292,22 @@ def _comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict])
         else:
             out.append(None)
     return out
+
+
+def _group_layout(index: dict[int, tuple], devices: list[int]) -> tuple[list[tuple], list[int]]:
+    """The distinct groups the devices join, in the order the devices first meet them,
+    and each device's position in that list (what every op on these groups shares)."""
+    order: list[tuple] = []
+    slot_of: dict[int, int] = {}
+    slots = []
+    for d in devices:
+        group = index[d]
+        slot = slot_of.get(id(group))  # id: hashing a 1024-rank tuple per device is slow
+        if slot is None:
+            slot = slot_of[id(group)] = len(order)
+            order.append(group)
+        slots.append(slot)
+    return order, slots
 
 
 # ------------------------------------------------------------------ the run
@@ -615,10 +631,21 @@ class _Replay:
         first device: the other groups are its translates and cannot slow it."""
         keys = cls.prog.comm_keys[i]
         joined: dict[tuple, list] = {}
-        for d in cls.devices:
-            if d in keys:
-                key, ranks = keys[d]
-                joined.setdefault(key, [ranks, 0])[1] += 1
+        if op.kind in COLLECTIVE_KINDS:
+            # a group's devices share one (key, ranks) object (_comm_keys): count them by
+            # identity, in C, rather than hash a long ranks tuple per device
+            found = [v for v in map(keys.get, cls.devices) if v is not None]
+            ids = list(map(id, found))
+            counts = Counter(ids)
+            first = dict(zip(reversed(ids), reversed(found)))
+            for ident in dict.fromkeys(ids):
+                key, ranks = first[ident]
+                joined[key] = [ranks, counts[ident]]
+        else:
+            for d in cls.devices:
+                if d in keys:
+                    key, ranks = keys[d]
+                    joined.setdefault(key, [ranks, 0])[1] += 1
         if len(joined) > 1 and self._groups_independent(cls, i, op, joined):
             key = keys[cls.devices[0]][0]
             for (base, seq), (ranks, _count) in joined.items():
@@ -730,9 +757,14 @@ class _Replay:
         devices.sort(key=lambda s: s.device)
         step_s = ps_to_seconds(step_ps)
         used = self.pool.used
-        for plan in self.folded_plans:  # their links carried what their played translate's did
+        # Folded groups' links carried what their played translate's did; a plan (cached
+        # per kind, size and group) recurs once per layer, so its loads are summed once.
+        repeats: dict[int, list] = {}
+        for plan in self.folded_plans:
+            repeats.setdefault(id(plan), [plan, 0])[1] += 1
+        for plan, times in repeats.values():
             for link, load in link_loads(plan).items():
-                used[link] = used.get(link, 0.0) + load
+                used[link] = used.get(link, 0.0) + load * times
         capacity = {name: link.bandwidth_bytes_per_s for name, link in self.topo.links.items()}
         links = sorted(
             (LinkStats(link=name, bytes=b, utilization=b / (capacity[name] * step_s) if step_s else 0.0)
