@@ -18,8 +18,15 @@ dQ += dS K with dQ accumulated by fp32 atomics), then writes dK and dV.
 
 TPU forward (Pallas flash attention): grid (batch, heads, q blocks, kv blocks) with
 the kv axis last and sequential; causal blocks past the diagonal keep the previous
-K/V block index (no copy) and skip compute. The backward pass on TPU is not
-modelled yet (an error says so).
+K/V block index (no copy) and skip compute.
+
+TPU backward (our Pallas kernels, ``kernels/pallas/attention.py``): two kernels in one
+trace, grid (kernel, batch, heads, block pairs): ``dkv`` walks the q blocks of each kv
+block (dV += P^T dO, dK += dS^T Q in VMEM, four matmuls), then ``dq`` the kv blocks of
+each q block (P and dP recomputed, dQ += dS K, three matmuls; the two recomputed ones
+are not counted as useful flops). Causal skipping clamps block indices as the forward
+does. ``Delta = rowsum(dO * O)`` before them and the GQA sum of per-head dK and dV after
+them are XLA work outside the trace.
 
 Vector work per score element, forward: scale, running max, subtract, row sum
 (4 flops), one exp and a cast of P; per row and iteration the accumulator rescale and
@@ -141,8 +148,6 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             raise InputError("expected a positive integer", source="--param", field=key)
     if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
-    if chip.family == "tpu" and p["pass"] == "bwd":
-        raise InputError("the attention backward pass is modelled on GPUs only so far", source="--param", field="pass")
     need = _local_bytes(p, config, chip.family)
     limit = chip.local.capacity_bytes if chip.family == "tpu" else chip.local.max_per_program_bytes
     if need > limit:
@@ -189,7 +194,7 @@ def useful_flops(params: dict[str, Any]) -> float:
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     p = _problem(params)
     if chip.family == "tpu":
-        return _build_tpu(p, params, config)
+        return _build_tpu_bwd(p, params, config) if p["pass"] == "bwd" else _build_tpu(p, params, config)
     if p["pass"] == "bwd":
         return _build_gpu_bwd(p, params, config)
     if p["decode"]:
@@ -499,6 +504,111 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
         local_memory_bytes=_local_bytes(p, config, "tpu"),
         buffer_count=config["num_stages"],
         metadata=_metadata(params, config),
+    )
+
+
+def _bwd_compute(kernel: str, rows: int, cols: int, pairs: float, bm: int, bn: int, d: int, dtype: str,
+                 masked: bool) -> list[Compute]:
+    """One [rows, cols] block pair of the TPU backward's ``dkv`` or ``dq`` kernel.
+
+    Both recompute ``P = exp(S - lse)`` (scale, subtract: with ``dS = P * (dP - Delta) *
+    scale`` 6 flops per score, as on GPUs, and one exp) and ``dP = dO V^T``; ``dkv`` adds
+    dV += P^T dO and dK += dS^T Q (casting P and dS to the input type), ``dq`` adds dQ +=
+    dS K (casting dS). The MXU's products are added into the fp32 accumulators on the
+    VPU. In ``dq`` the recomputed S and dP are not useful flops (the FlashAttention
+    convention counts five matmuls per pair)."""
+    scores = rows * cols
+    recomputed = kernel == "dkv"
+    work = [
+        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d], useful=recomputed),  # S
+        Compute(unit="special", flops=float(scores), dtype="fp32"),
+        Compute(unit="vector", flops=float(BWD_VECTOR_FLOPS_PER_SCORE * scores), dtype="fp32"),
+        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d], useful=recomputed),  # dP
+    ]
+    if kernel == "dkv":
+        work += [
+            Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bn, d, bm]),  # dV
+            Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bn, d, bm]),  # dK
+            Compute(unit="vector", flops=float(2 * cols * d), dtype="fp32", useful=False),
+            Compute(unit="vector", flops=float(2 * scores), dtype=dtype, useful=False),
+        ]
+    else:
+        work += [
+            Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),  # dQ
+            Compute(unit="vector", flops=float(rows * d), dtype="fp32", useful=False),
+            Compute(unit="vector", flops=float(scores), dtype=dtype, useful=False),
+        ]
+    if masked:
+        work.append(Compute(unit="vector", flops=float(MASK_FLOPS_PER_SCORE["tpu"] * scores), dtype="fp32",
+                            useful=False))
+    return work
+
+
+def _build_tpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    """Our Pallas backward: the ``dkv`` kernel then the ``dq`` kernel, per (batch, head)."""
+    b, h, group, sq, skv, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
+    bm, bn = config["block_m"], config["block_n"]
+    size = DTYPE_BYTES[p["dtype"]]
+    out_size = 2 if p["dtype"] == "fp8" else size
+    nq, nk = math.ceil(sq / bm), math.ceil(skv / bn)
+    grid = [2, b, h, nq * nk]
+    kernel, bb, hh, t = np.indices(grid).reshape(4, -1)
+    dkv = kernel == 0
+    j = np.where(dkv, t // nq, t % nk)  # kv block (dkv's outer loop, dq's inner one)
+    i = np.where(dkv, t % nq, t // nk)  # q block
+    rows = np.minimum(bm, sq - i * bm)
+    pairs = attended_pairs(p, i * bm, rows, j * bn, np.minimum(bn, skv - j * bn))
+    active = pairs > 0
+    if p["causal"]:
+        first_q = np.maximum(j * bn - (skv - sq), 0) // bm
+        last_kv = _kv_blocks_needed(p, i * bm, rows, bn) - 1
+        i_eff = np.where(dkv, np.maximum(i, first_q), i)
+        j_eff = np.where(dkv, j, np.minimum(j, last_kv))
+    else:
+        i_eff, j_eff = i, j
+    rows_eff = np.minimum(bm, sq - i_eff * bm)
+    cols_eff = np.minimum(bn, skv - j_eff * bn)
+    cols = np.minimum(bn, skv - j * bn)
+    masked = active & (pairs < rows * cols)
+    kv_head = hh // group
+    zero = np.zeros(len(t), dtype=np.int64)
+    operands = [
+        Operand("Q", "read", (bb, hh, i_eff), rows_eff * d * size),
+        Operand("K", "read", (bb, kv_head, j_eff), cols_eff * d * size),
+        Operand("V", "read", (bb, kv_head, j_eff), cols_eff * d * size),
+        Operand("dO", "read", (bb, hh, i_eff), rows_eff * d * out_size),
+        Operand("LSE", "read", (bb, hh, i_eff), rows_eff * STAT_BYTES),
+        Operand("Delta", "read", (bb, hh, i_eff), rows_eff * STAT_BYTES),
+        Operand("dK", "write", (bb, hh, np.where(dkv, j, zero)), np.where(dkv, cols * d * size, 0)),
+        Operand("dV", "write", (bb, hh, np.where(dkv, j, zero)), np.where(dkv, cols * d * size, 0)),
+        Operand("dQ", "write", (bb, hh, np.where(dkv, zero, i)), np.where(dkv, 0, rows * d * size)),
+    ]
+    starts = (t == 0) & (bb == 0) & (hh == 0)
+    key = np.where(active, ((rows * 4099 + cols) * 2 + masked) * 2 + kernel + pairs.astype(float) / (rows * cols + 1),
+                   -1 - kernel)
+
+    def compute(selection: np.ndarray) -> list[Compute]:
+        first = int(np.nonzero(selection)[0][0])
+        if not active[first]:
+            return []
+        return _bwd_compute("dkv" if dkv[first] else "dq", int(rows[first]), int(cols[first]), float(pairs[first]),
+                            bm, bn, d, p["dtype"], bool(masked[first]))
+
+    tensors = _tensors(p)
+    tensors["dQ"] = {"shape": [b, h, sq, d], "dtype": p["dtype"]}
+    tensors["dK"]["dtype"] = tensors["dV"]["dtype"] = p["dtype"]
+    return pallas_trace(
+        name=f"attention_bwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
+        grid=grid,
+        dimension_semantics=["arbitrary", "parallel", "parallel", "arbitrary"],
+        operands=operands,
+        compute=compute,
+        compute_key=key,
+        tensors=tensors,
+        local_memory_bytes=_local_bytes(p, config, "tpu"),
+        buffer_count=config["num_stages"],
+        metadata=_metadata(params, config),
+        kernel_starts=starts,
     )
 
 

@@ -7,7 +7,10 @@ differs, or at the end. Built-in generators and the Pallas capture both use this
 function, so their traces agree by construction of the rule, not by copy.
 
 Programs with the same copy pattern, bytes and compute share one template; block
-indices travel as program variables ``<tensor>_<axis>``.
+indices travel as program variables ``<tensor>_<axis>``. Several ``pallas_call``s run one
+after another (a backward pass's kernels) make one trace whose grid has a kernel axis:
+``kernel_starts`` marks each kernel's first program, where every input is copied in and
+before which every output is written back, as a new ``pallas_call`` does.
 """
 
 from __future__ import annotations
@@ -32,15 +35,19 @@ class Operand:
     """Bytes of the block each program would move (edge blocks may be smaller)."""
 
 
-def copy_flags(operand: Operand) -> np.ndarray:
-    """Which programs move this operand's block under the pipeline rule."""
+def copy_flags(operand: Operand, kernel_starts: np.ndarray | None = None) -> np.ndarray:
+    """Which programs move this operand's block under the pipeline rule (``kernel_starts``:
+    programs that begin a new ``pallas_call``; the first program always does)."""
     index = np.stack([np.asarray(a) for a in operand.index], axis=1)
     n = index.shape[0]
     changed = np.ones(n, dtype=bool)
+    boundary = np.any(index[1:] != index[:-1], axis=1)
+    if kernel_starts is not None:
+        boundary |= np.asarray(kernel_starts, dtype=bool)[1:]
     if operand.direction == "read":
-        changed[1:] = np.any(index[1:] != index[:-1], axis=1)
+        changed[1:] = boundary
     else:
-        changed[:-1] = np.any(index[1:] != index[:-1], axis=1)
+        changed[:-1] = boundary
     return changed
 
 
@@ -56,10 +63,12 @@ def pallas_trace(
     local_memory_bytes: int,
     buffer_count: int,
     metadata: dict[str, Any],
+    kernel_starts: np.ndarray | None = None,
 ) -> KernelTrace:
     """``compute(selection)`` gives the compute of the programs selected (which share
-    ``compute_key``); every other per-program difference comes from the operands."""
-    flags = [copy_flags(op) for op in operands]
+    ``compute_key``); every other per-program difference comes from the operands. An
+    operand a kernel does not use has zero bytes in that kernel's programs."""
+    flags = [copy_flags(op, kernel_starts) for op in operands]
     columns = [np.asarray(compute_key, dtype=float)]
     for op, moved in zip(operands, flags):
         columns.append(np.where(moved, np.asarray(op.bytes, dtype=float), 0.0))

@@ -66,6 +66,28 @@ def test_attention_matches_the_attention_family(causal):
     assert_agree(captured, built)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_matches_the_family(causal):
+    """The family's one trace of both backward kernels moves the bytes and runs the matrix
+    work of our two captured Pallas kernels (launches 1 and 2 of ``run_bwd``; 0 is the
+    forward). Its latency is within a few percent of theirs added up: the family runs the
+    two as one pipeline, so it pays one kernel start, not two (4% of this small case)."""
+    params = {"heads": 2, "seq_q": 1024, "head_dim": 128, "causal": causal}
+    config = {"block_m": 256, "block_n": 256}
+    fam = get_family("attention")
+    values = parse_values(fam.params, {**params, "pass": "bwd"}, "test")
+    built = fam.build(values, fam.resolve_config(values, config, CHIP), CHIP)
+    flat = {k: str(v) for k, v in {**params, **config}.items()}
+    captured = [capture_pallas(str(KERNELS / "attention.py"), "run_bwd", flat, launch=n) for n in (1, 2)]
+    b, parts = program_costs(built, CHIP), [program_costs(c, CHIP) for c in captured]
+    assert built.num_programs == sum(c.num_programs for c in captured)
+    for field in ("read_bytes", "write_bytes", "matrix_s"):
+        assert getattr(b, field).sum() == pytest.approx(sum(getattr(c, field).sum() for c in parts), rel=1e-12)
+    apart = sum(simulate_kernel(c, CHIP).latency_s for c in captured)
+    together = simulate_kernel(built, CHIP).latency_s
+    assert 0.94 * apart < together < apart
+
+
 @pytest.mark.parametrize("family, function", [("rmsnorm", "run_rmsnorm"), ("layernorm", "run_layernorm"),
                                               ("softmax", "run_softmax")])
 def test_row_kernels_match_their_families(family, function):

@@ -33,6 +33,24 @@ def test_attention(causal, seq_q, seq_kv, heads, kv_heads):
     assert np.isfinite(np.asarray(lse)).all()
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seq_q, seq_kv, heads, kv_heads, block_q", [(128, 128, 2, 2, 32), (64, 192, 4, 2, 32)])
+def test_attention_backward(causal, seq_q, seq_kv, heads, kv_heads, block_q):
+    q, k, v = attn.inputs(1, heads, kv_heads, seq_q, seq_kv, 64, "fp32")
+    out, lse = attn.attention(q, k, v, causal=causal, block_q=64, block_k=64)
+    do = jnp.asarray(_random(out.shape, 7))
+    grads = attn.attention_bwd(q, k, v, out, lse, do, causal=causal, block_q=block_q, block_k=64)
+    for got, want in zip(grads, attn.reference_grads(q, k, v, do, causal)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_attention_backward_needs_dividing_blocks():
+    q, k, v = attn.inputs(1, 2, 2, 96, 96, 64, "fp32")
+    out, lse = attn.attention(q, k, v, block_q=64, block_k=64)
+    with pytest.raises(ValueError, match="divide"):
+        attn.attention_bwd(q, k, v, out, lse, out, block_q=64, block_k=64)
+
+
 def test_row_kernels():
     x, w, b = _random((20, 256), 0), _random(256, 1), _random(256, 2)
     X, W, B = map(jnp.asarray, (x, w, b))

@@ -52,7 +52,10 @@ def test_the_step_trace_is_valid_and_counts_the_matmuls():
     tokens = 4 * 2048  # a TP group shares its sequences
     flops = sum(2 * op.params["M"] * op.params["N"] * op.params["K"] for op in gemms)
     assert flops == pytest.approx(6 * tokens * (m.layers * m.layer_params + m.vocab * m.emb) / 4)
-    assert sum(op.family == "attention" for op in ops) == 2 * m.layers  # forward and the remat recompute
+    attention = [op for op in ops if op.family == "attention"]
+    # forward, the remat recompute and the backward (the family's TPU backward kernels)
+    assert sum(op.params.get("pass", "fwd") == "fwd" for op in attention) == 2 * m.layers
+    assert sum(op.params.get("pass") == "bwd" for op in attention) == m.layers
 
 
 @pytest.mark.slow

@@ -21,8 +21,8 @@ MaxText shards ``activation_embed`` over ``tensor``), runs QKV, flash attention,
 (reduce-scatter over TP), gate+up and down (reduce-scatter over TP) as the built-in
 ``gemm`` / ``attention`` families with ``config=auto`` (XLA tiles its own dots; the
 best block shapes stand in for its choice); backward mirrors it (each GEMM's data and weight
-gradient, the attention backward as a roofline op with 2.5x the forward's matmul work,
-TP all-gathers and reduce-scatters swapped), recomputes what the remat policy drops
+gradient, the attention backward as the ``attention`` family's TPU backward (Pallas dkv and
+dq kernels, seven matmuls per block pair), TP all-gathers and reduce-scatters swapped), recomputes what the remat policy drops
 (``minimal``: the attention forward; ``full``: the whole layer forward) and
 reduce-scatters the fp32 weight gradients over FSDP (async, waited for at the end); on
 two slices each chip's gradient shard is then all-reduced across the slices over the DCN
@@ -172,11 +172,9 @@ class Builder:
 
     def attention_backward(self, name: str, after: list[str]) -> list[str]:
         m, tp = self.m, self.tp
-        heads, batch = m.heads // tp, self.tokens // SEQ
-        forward_flops = 2 * 2 * batch * heads * SEQ * SEQ * m.head_dim / 2
-        qkvo = 4 * batch * heads * SEQ * m.head_dim * ACT_BYTES
-        return [self.add({"name": name, "kind": "compute", "flops": 2.5 * forward_flops, "bytes": 2 * qkvo,
-                          "deps": after})]
+        params = {"batch": self.tokens // SEQ, "heads": m.heads // tp, "kv_heads": m.heads // tp, "seq_q": SEQ,
+                  "head_dim": m.head_dim, "causal": True, "pass": "bwd", "config": "auto"}
+        return [self.add({"name": name, "kind": "compute", "family": "attention", "params": params, "deps": after})]
 
     def layer_forward(self, tag: str, after: list[str]) -> list[str]:
         m, tp = self.m, self.tp
@@ -355,7 +353,7 @@ def report(rows: list[tuple[dict, dict, dict]], wall_s: float) -> str:
         "default is reported as the prediction, with that order of events stated. Nothing was fitted to "
         "these records.",
         "",
-        "The `remat_policy=full` 512B run is the outlier (-19%): full remat runs the layer forward twice, "
+        "The `remat_policy=full` 512B run is the outlier (-20%): full remat runs the layer forward twice, "
         "4/3 of the model's matmul work, so the measured 64% MFU means at least 85% of peak on the matmuls "
         "executed - the v5p config's whole matrix-unit efficiency estimate (0.85), leaving nothing for "
         "exposed communication, attention or anything else. Either that run used a lighter remat than the "
