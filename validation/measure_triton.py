@@ -6,7 +6,7 @@
 
 ``measure_gpu.py`` runs this as its ``triton`` suite (a child process: on the CPU
 ``TRITON_INTERPRET=1`` must be set before triton is imported). The matmul, flash-attention
-forward, softmax and layernorm kernels each run at several tile configs of one shape (so
+forward and backward, softmax and layernorm kernels each run at several tile configs of one shape (so
 ``accelsim validate`` ranks the configs: Kendall tau) and a few sizes at one config.
 Records carry ``config`` in the simulator's vocabulary and an id tag
 ``--triton-<kernel>-<config>``.
@@ -48,6 +48,9 @@ PER_CASE_S = {"gpu": 3.0, "cpu": 3.0}
 """Estimated seconds per case (compiling, checking, timing) for ``--budget-s``."""
 REL_TOLERANCE = {"bf16": 1e-2, "fp16": 5e-3}
 ATTENTION_REL_TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2}
+ATTENTION_BWD_REL_TOLERANCE = {"bf16": 5e-2, "fp16": 2e-2}
+"""As ``measure_gpu.py`` allows SDPA's backward: P and dS rounded to the input type feed
+three more matmuls."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,48 @@ def _attention(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Call
                         "q [B,H,Sq,D], k and v [B,Hkv,Skv,D]; also writes the log-sum-exp [B,H,Sq] in fp32"), check
 
 
+def _attention_bwd(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
+    """The backward kernel alone: O and LSE come from PyTorch (float32) once, and each
+    timed call clears dQ and launches the kernel (plus the small Delta reduction before
+    it: part of every FlashAttention backward)."""
+    from kernels.triton import attention as attn
+
+    group = p["heads"] // p["kv_heads"]
+    q = lib._randn((p["batch"], p["heads"], p["seq_q"], p["head_dim"]), p["dtype"], device)
+    k = lib._randn((p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
+    v = lib._randn((p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
+    do = lib._randn(tuple(q.shape), p["dtype"], device)
+    scores = (q.float() @ k.float().repeat_interleave(group, 1).transpose(-1, -2)) / math.sqrt(p["head_dim"])
+    if p["causal"]:
+        visible = torch.ones(p["seq_q"], p["seq_kv"], dtype=torch.bool, device=q.device).tril(p["seq_kv"] - p["seq_q"])
+        scores = scores.masked_fill(~visible, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)
+    o = (torch.exp(scores - lse[..., None]) @ v.float().repeat_interleave(group, 1)).to(q.dtype)
+    scores = None
+    config = {key: c[key] for key in ("block_m", "block_n", "num_stages", "num_warps")}
+    slices = {(0, 0), (p["batch"] - 1, p["heads"] - 1)}
+
+    def check(out):
+        errors = []
+        for bi, hi in slices:
+            leaves = [lib._as_double(t[bi, h]).requires_grad_() for t, h in ((q, hi), (k, hi // group), (v, hi // group))]
+            s = leaves[0] @ leaves[1].T / math.sqrt(p["head_dim"])
+            if p["causal"]:
+                s = s.masked_fill(~torch.ones(s.shape, dtype=torch.bool).tril(p["seq_kv"] - p["seq_q"]), float("-inf"))
+            (s.softmax(-1) @ leaves[2]).backward(lib._as_double(do[bi, hi]))
+            # with GQA, dK and dV sum a KV group's heads: compare dQ there, all three otherwise
+            pairs = [(out[0][bi, hi], leaves[0].grad)]
+            if group == 1:
+                pairs += [(out[1][bi, hi], leaves[1].grad), (out[2][bi, hi], leaves[2].grad)]
+            errors += [lib.rel_error(got, want) for got, want in pairs]
+        return max(errors)
+
+    return lib.Prepared(lambda: attn.attention_bwd(q, k, v, o, lse, do, causal=p["causal"], **config), lambda: None,
+                        "Triton flash attention backward (kernels/triton/attention.py)",
+                        "q, dO [B,H,Sq,D], k and v [B,Hkv,Skv,D]; dQ accumulated with fp32 atomics; "
+                        "the timed call includes Delta = rowsum(dO * O) (PyTorch) and clearing dQ"), check
+
+
 def _rowwise(kind: str):
     def prepare(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
         module = __import__(f"kernels.triton.{kind}", fromlist=[kind])
@@ -130,6 +175,7 @@ def _rowwise(kind: str):
 KERNELS: dict[str, tuple[str, Callable]] = {
     "matmul": ("gemm", _matmul),
     "attention": ("attention", _attention),
+    "attention-bwd": ("attention", _attention_bwd),
     "softmax": ("softmax", _rowwise("softmax")),
     "layernorm": ("layernorm", _rowwise("layernorm")),
 }
@@ -149,7 +195,9 @@ def plan(scale: str) -> list[Case]:
     if scale.startswith("cpu"):
         cases = [Case("matmul", "gemm", {"M": 128, "N": 128, "K": 128, "dtype": "fp16", "batch": 1},
                       _gemm_cfg(64, 64, 64, 2, 2, 4)),
-                 Case("attention", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16"), _attn_cfg(64, 64, 2, 4))]
+                 Case("attention", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16"), _attn_cfg(64, 64, 2, 4)),
+                 Case("attention-bwd", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16", "bwd"),
+                      _attn_cfg(32, 64, 2, 4))]
         block_rows = (4,) if scale == "cpu-quick" else (2, 4)
         return cases + [Case(kind, kind, {"rows": 64, "cols": 256, "dtype": "fp16"}, {"block_rows": br, "num_warps": 4})
                         for kind in ("softmax", "layernorm") for br in block_rows]
@@ -166,6 +214,9 @@ def plan(scale: str) -> list[Case]:
         cases += [Case("attention", "attention", fmt.fa_setup_params(4096, 128, causal), cfg) for cfg in (
             _attn_cfg(128, 64), _attn_cfg(128, 128), _attn_cfg(64, 64, 3, 4), _attn_cfg(64, 128, 2, 4))]
     cases.append(Case("attention", "attention", fmt.fa_setup_params(4096, 64, False), _attn_cfg(128, 64, 3, 4)))
+    for causal in (False, True):  # the backward over the family's config space corners
+        cases += [Case("attention-bwd", "attention", fmt.fa_setup_params(4096, 128, causal, pass_="bwd"), cfg)
+                  for cfg in (_attn_cfg(64, 64), _attn_cfg(128, 64), _attn_cfg(32, 64), _attn_cfg(64, 32))]
     for kind in ("softmax", "layernorm"):
         cases += [Case(kind, kind, {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": br, "num_warps": w})
                   for br in (1, 2, 4) for w in (4, 8)]
@@ -183,7 +234,9 @@ def run_case(case: Case, index: int, run: lib.Run, files: dict[str, FamilyFile])
         file.write()
         return
     torch.manual_seed(3000 + index)
-    table = ATTENTION_REL_TOLERANCE if case.family == "attention" else REL_TOLERANCE
+    table = REL_TOLERANCE
+    if case.family == "attention":
+        table = ATTENTION_BWD_REL_TOLERANCE if case.params["pass"] == "bwd" else ATTENTION_REL_TOLERANCE
     check = {"id": fmt.record_id(case.family, case.params, case.tag), "params": case.params, "config": case.config,
              "tolerance": table[case.params["dtype"]]}
     try:

@@ -39,6 +39,8 @@ KERNELS = HERE.parent / "kernels" / "triton"
 SMALL_GEMM = 512
 SMALL_SEQ = 512
 SMALL_ROWS = 64
+ENTRY = {"attention-bwd": ("attention", "run_bwd")}
+"""Kernels of the sweep that are not ``<kernel>.py:run``: (file stem, function)."""
 
 
 def capture_params(case: measure_triton.Case) -> dict[str, str]:
@@ -47,7 +49,7 @@ def capture_params(case: measure_triton.Case) -> dict[str, str]:
     if case.kernel == "matmul":
         out = {"M": SMALL_GEMM, "N": SMALL_GEMM, "K": SMALL_GEMM, "dtype": p["dtype"],
                **{k: c[k] for k in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")}}
-    elif case.kernel == "attention":
+    elif case.kernel in ("attention", "attention-bwd"):
         out = {"batch": 1, "heads": 2, "kv_heads": 2, "seq_q": SMALL_SEQ, "head_dim": p["head_dim"],
                "causal": p["causal"], "dtype": p["dtype"],
                **{k: c[k] for k in ("block_m", "block_n", "num_stages", "num_warps")}}
@@ -73,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         if key not in seen:
             try:
-                trace = capture_triton(str(KERNELS / f"{case.kernel}.py"), "run", params, compile_for=args.target)
+                stem, function = ENTRY.get(case.kernel, (case.kernel, "run"))
+                trace = capture_triton(str(KERNELS / f"{stem}.py"), function, params, compile_for=args.target)
                 compiled = trace.metadata["compiled"]
                 seen[key] = (compiled["shared_memory_bytes"], compiled["registers_per_thread"],
                              compiled["spilled_bytes_per_thread"], "")

@@ -329,6 +329,9 @@ class ProgramRecord:
     loaded: dict[int, tuple[np.ndarray, int, int, bool]] = field(default_factory=dict)
     """id(data) -> (data, tile bytes, step index, loaded inside a loop) of each load."""
     feeding: set[int] = field(default_factory=set)
+    views: dict[int, tuple[np.ndarray, int]] = field(default_factory=dict)
+    """id(data) -> (data, key in ``loaded``) of transposes of loaded tiles (``tl.trans(k)``
+    feeding a dot is the tile ``k``, held once however many ways it is used)."""
     uniform: dict[int, np.ndarray] = field(default_factory=dict)
     """id(data) -> data of blocks made by splatting a scalar (constants: converting them
     costs nothing on a GPU, the compiler materialises them)."""
@@ -380,6 +383,7 @@ class ProgramRecord:
             has_loop=any(s.loop is not None and s.transfers for s in steps),
         )
         self.loaded.clear()
+        self.views.clear()
         self.recent_dots.clear()
         self.uniform.clear()
         for loop in self.loops:
@@ -678,6 +682,20 @@ class _Recorder:
             if out is not None:
                 program.loaded[id(out.data)] = (out.data, tile_bytes, len(program.steps), bool(program.stack))
 
+    def _view(self, arg, out) -> None:
+        """``out`` is a transpose of ``arg``: if ``arg`` is a loaded tile (or a view of
+        one), a dot that takes ``out`` takes that tile."""
+        program = self.program
+        if program is None:
+            return
+        key = id(arg.data)
+        view = program.views.get(key)
+        if view is not None and view[0] is arg.data:
+            key = view[1]
+        elif not (key in program.loaded and program.loaded[key][0] is arg.data):
+            return
+        program.views[id(out.data)] = (out.data, key)
+
     # --- compute
     def _dot(self, a, b, out, precision) -> None:
         program = self.program
@@ -685,7 +703,10 @@ class _Recorder:
             return
         for operand in (a, b):
             key = id(operand.data)
-            if key in program.loaded and program.loaded[key][0] is operand.data:
+            view = program.views.get(key)
+            if view is not None and view[0] is operand.data:
+                program.feeding.add(view[1])
+            elif key in program.loaded and program.loaded[key][0] is operand.data:
                 program.feeding.add(key)
         a_nonzero, b_nonzero = _as_float32(a) != 0, _as_float32(b) != 0
         m, k = a.data.shape[-2], a.data.shape[-1]
@@ -737,7 +758,7 @@ class _Recorder:
         hooks: dict[str, Callable] = {}
         original = {name: getattr(builder, name) for name in
                     ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
-                     "create_dot", "create_select", "create_splat", "create_broadcast")}
+                     "create_dot", "create_select", "create_splat", "create_broadcast", "create_trans")}
 
         def load(ptrs, mask, other, cache_policy, is_volatile):
             out = original["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
@@ -763,6 +784,11 @@ class _Recorder:
             self._dot(a, b, out, input_precision)
             return out
 
+        def trans(arg, perm):
+            out = original["create_trans"](arg, perm)
+            self._view(arg, out)
+            return out
+
         def select(cond, lhs, rhs):
             out = original["create_select"](cond, lhs, rhs)
             if _is_float(out):
@@ -778,7 +804,7 @@ class _Recorder:
             return self._uniform(out) if self._is_uniform(arg) else out
 
         hooks.update(create_splat=splat, create_broadcast=broadcast, create_masked_load=load, create_masked_store=store, create_atomic_rmw=atomic_rmw,
-                     create_atomic_cas=atomic_cas, create_dot=dot, create_select=select)
+                     create_atomic_cas=atomic_cas, create_dot=dot, create_select=select, create_trans=trans)
         for name, per_element in VECTOR_OPS.items():
             if hasattr(builder, name):
                 hooks[name] = self._counting(getattr(builder, name), "vector", per_element, on_input=False)

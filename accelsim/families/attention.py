@@ -14,7 +14,10 @@ second pass combines (counted in the same trace as a final step).
 GPU backward (FA2 style): one program per (batch, head, K/V block); it keeps K and
 V, loops over Q blocks (from the diagonal on, if causal) recomputing ``P``, and
 runs five matmuls per iteration (QK^T, dV += P^T dO, dP = dO V^T, dK += dS^T Q,
-dQ += dS K with dQ accumulated by fp32 atomics), then writes dK and dV.
+dQ += dS K with dQ accumulated by fp32 atomics), then writes dK and dV: our Triton
+kernel ``kernels/triton/attention.py`` (``attention_bwd``). The q blocks on a causal
+diagonal count their attended pairs as useful flops (2.5x the forward's, the
+FlashAttention papers' convention).
 
 TPU forward (Pallas flash attention): grid (batch, heads, q blocks, kv blocks) with
 the kv axis last and sequential; causal blocks past the diagonal keep the previous
@@ -96,8 +99,8 @@ def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
         programs = p["batch"] * p["kv_heads"]
         split = max(1, min(math.ceil(2 * chip.num_cores / programs), math.ceil(p["seq_kv"] / 256)))
         return {"block_m": 16, "block_n": 64, "num_stages": 2, "num_warps": 4, "split_kv": split}
-    if p["pass"] == "bwd":
-        return {"block_m": 64, "block_n": 128, "num_stages": 2, "num_warps": 8, "split_kv": 1}
+    if p["pass"] == "bwd":  # the largest blocks our Triton backward compiles without spilling much (d=128)
+        return {"block_m": 64, "block_n": 64, "num_stages": 2, "num_warps": 8, "split_kv": 1}
     return {"block_m": 128, "block_n": 64 if d <= 64 else 64, "num_stages": 3 if d <= 64 else 2,
             "num_warps": 4 if d <= 64 else 8, "split_kv": 1}
 
@@ -134,11 +137,25 @@ def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
     return int((bm * d + stages * 2 * bn * d) * size)
 
 
-def _registers(p: dict[str, Any], config: dict[str, Any]) -> int:
-    threads = config["num_warps"] * 32
+REGISTERS_OVERHEAD = 32
+REGISTERS_PER_DOT = 8
+"""As the Triton capture estimates them (``accelsim.capture.triton``): 32 registers for
+addressing and loop state, 8 per matrix operation of a step."""
+
+
+def _live_values(p: dict[str, Any], config: dict[str, Any]) -> tuple[int, int]:
+    """(fp32 values a program holds, dots per step): forward, the S block and the O
+    accumulator (two dots); backward, the dK and dV accumulators, S (then P) and dP, and
+    one dQ partial (five dots)."""
     bm, bn, d = config["block_m"], config["block_n"], p["head_dim"]
-    live = bm * d + bm * bn if p["pass"] == "fwd" else 2 * bn * d + bm * bn
-    return min(255, math.ceil(live / threads) + 48)
+    if p["pass"] == "fwd":
+        return bm * d + bm * bn, 2
+    return 2 * bn * d + 2 * bm * bn + bm * d, 5
+
+
+def _registers(p: dict[str, Any], config: dict[str, Any]) -> int:
+    live, dots = _live_values(p, config)
+    return min(255, math.ceil(live / (config["num_warps"] * 32)) + REGISTERS_OVERHEAD + REGISTERS_PER_DOT * dots)
 
 
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
@@ -153,12 +170,9 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if need > limit:
         raise InputError(f"blocks need {need} bytes of local memory per program; {chip.name} allows {int(limit)}",
                          source="--param", field="block_m")
-    if chip.family == "gpu":
-        threads = config["num_warps"] * 32
-        bm, bn, d = config["block_m"], config["block_n"], p["head_dim"]
-        if (bm * d + bm * bn) / threads > 255:
-            raise InputError("the accumulators do not fit in registers; use more warps or smaller blocks",
-                             source="--param", field="num_warps")
+    if chip.family == "gpu" and _live_values(p, config)[0] / (config["num_warps"] * 32) > 255:
+        raise InputError("the accumulators do not fit in registers; use more warps or smaller blocks",
+                         source="--param", field="num_warps")
 
 
 def _tensors(p: dict[str, Any]) -> dict[str, dict]:
@@ -422,38 +436,53 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         first_q = np.maximum(kv_block * bn - (skv - sq), 0) // bm
     else:
         first_q = np.zeros(total, dtype=np.int64)
-    n_iter = n_q - first_q
-    scores = bm * bn
-    per_iter = [
-        {"unit": "matrix", "flops": 2.0 * bm * bn * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # S = Q K^T
-        {"unit": "special", "flops": float(scores), "dtype": "fp32"},
-        {"unit": "vector", "flops": float(BWD_VECTOR_FLOPS_PER_SCORE * scores), "dtype": "fp32"},
-        {"unit": "matrix", "flops": 2.0 * bn * d * bm, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dV
-        {"unit": "matrix", "flops": 2.0 * bm * bn * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # dP
-        {"unit": "matrix", "flops": 2.0 * bn * d * bm, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dK
-        {"unit": "matrix", "flops": 2.0 * bm * d * bn, "dtype": p["dtype"], "shape": [bm, d, bn]},  # dQ
-    ]
+    # Causal: the first q blocks of the walk straddle the diagonal (partly masked); the
+    # rest attend every key of the block. Each masked block is its own step carrying an
+    # equal share of their exact attended pairs (the useful flops; the units execute the
+    # whole block either way).
+    if p["causal"]:
+        last_key = kv_block * bn + kv_rows - 1 - (skv - sq)
+        first_full = np.clip(-(-last_key // bm), first_q, n_q)
+    else:
+        first_full = first_q
+    n_masked = first_full - first_q
+    masked_rows = np.minimum(first_full * bm, sq) - first_q * bm
+    masked_pairs = attended_pairs(p, first_q * bm, masked_rows, kv_block * bn, kv_rows)
+
+    def iteration(q_block: str, pairs: float, rows: int) -> dict:
+        scores = bm * bn
+        return {"transfers": [
+            {"tensor": "Q", "block": ["batch", "head", q_block], "bytes": bm * d * size},
+            {"tensor": "dO", "block": ["batch", "head", q_block], "bytes": bm * d * size},
+            {"tensor": "LSE", "block": ["batch", "head", q_block], "bytes": bm * STAT_BYTES},
+            {"tensor": "Delta", "block": ["batch", "head", q_block], "bytes": bm * STAT_BYTES},
+            {"tensor": "dQ", "block": ["batch", "head", q_block], "bytes": bm * d * 4, "direction": "write"},
+        ], "compute": [
+            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # S = Q K^T
+            {"unit": "special", "flops": float(scores), "dtype": "fp32"},
+            {"unit": "vector", "flops": float(BWD_VECTOR_FLOPS_PER_SCORE * scores), "dtype": "fp32"},
+            {"unit": "vector", "flops": float(2 * scores), "dtype": p["dtype"], "useful": False},  # P, dS casts
+            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dV
+            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # dP
+            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dK
+            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, d, bn]},  # dQ
+        ]}
+
     templates, template_of = [], np.zeros(total, dtype=np.int64)
-    for rows in np.unique(kv_rows):
-        chosen = kv_rows == rows
-        template_of[chosen] = len(templates)
-        rows = int(rows)
-        templates.append({"name": f"t{len(templates)}", "steps": [
-            {"transfers": _kv_transfers(["batch", "kv_head", "p0"], rows * d * size)},
-            {"repeat": "n_iter", "loop_var": "i", "transfers": [
-                {"tensor": "Q", "block": ["batch", "head", "first_q+i"], "bytes": bm * d * size},
-                {"tensor": "dO", "block": ["batch", "head", "first_q+i"], "bytes": bm * d * size},
-                {"tensor": "LSE", "block": ["batch", "head", "first_q+i"], "bytes": bm * STAT_BYTES},
-                {"tensor": "Delta", "block": ["batch", "head", "first_q+i"], "bytes": bm * STAT_BYTES},
-                {"tensor": "dQ", "block": ["batch", "head", "first_q+i"], "bytes": bm * d * 4, "direction": "write"},
-            ], "compute": per_iter},
-            {"transfers": [
-                {"tensor": "dK", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
-                {"tensor": "dV", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
-            ]},
+    keys = np.stack([kv_rows, n_masked, masked_pairs], axis=1)
+    for key in np.unique(keys, axis=0):
+        rows, masked, pairs = (int(v) for v in key)
+        template_of[np.all(keys == key, axis=1)] = len(templates)
+        steps = [{"transfers": _kv_transfers(["batch", "kv_head", "p0"], rows * d * size)}]
+        steps += [iteration(f"first_q+{m}", pairs / masked, rows) for m in range(masked)]
+        steps.append({"repeat": "n_full", "loop_var": "i", **iteration("first_full+i", bm * rows, rows)})
+        steps.append({"transfers": [
+            {"tensor": "dK", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
+            {"tensor": "dV", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
         ]})
+        templates.append({"name": f"t{len(templates)}", "steps": steps})
     program_vars = {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
-                    "n_iter": n_iter.tolist(), "first_q": first_q.tolist()}
+                    "n_full": (n_q - first_full).tolist(), "first_q": first_q.tolist(), "first_full": first_full.tolist()}
     return _gpu_trace(p, params, config, "bwd", [n_kv, b * h], templates, template_of, program_vars)
 
 
