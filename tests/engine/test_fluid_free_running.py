@@ -2,7 +2,7 @@
 resource use of the full allocation at every event, through entries and exits."""
 
 import simpy
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from accelsim.engine.fluid import Flow, FluidResources
@@ -48,6 +48,7 @@ def replay(capacities, flows, chained, free_running):
 
 @settings(max_examples=150, deadline=None)
 @given(scenarios())
+@example(({"a": 1.0, "b": 1.0, "c": 1.0}, [(f"f{i}", {}, 0.25, i) for i in range(4)], []))
 def test_free_running_matches_the_allocation(scenario):
     capacities, flows, chained = scenario
     slow_ends, slow_used, slow_events = replay(capacities, flows, chained, free_running=False)
@@ -58,7 +59,12 @@ def test_free_running_matches_the_allocation(scenario):
         assert abs(fast_ends[name] - end) <= slow_events + 1, name
     for r in RESOURCES:
         assert abs(fast_used[r] - slow_used[r]) <= 1e-9 * max(1.0, slow_used[r])
-    assert fast_events <= slow_events + 1
+    # The allocation ends flows whose remaining work is below its epsilon together with
+    # the one due (a few ps early); free-running ends each at its own picosecond, which
+    # may take one more timer per flow the allocation ended early (seen: four flows
+    # started 1 ps apart, 5 timers against 7).
+    early = sum(fast_ends[name] != end for name, end in slow_ends.items())
+    assert fast_events <= slow_events + 1 + early
 
 
 def test_uncontended_flows_never_reallocate():
