@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from accelsim.errors import InputError
 from accelsim.importers.hlo_cost import FREE, Cost, CostModel
@@ -65,6 +66,8 @@ ASYNC_STARTS = {"all-reduce-start", "all-gather-start", "collective-permute-star
 ASYNC_DONES = {"all-reduce-done", "all-gather-done", "collective-permute-done", "async-done", "copy-done"}
 PASS_THROUGH = {"bitcast", "opt-barrier", "domain", "add-dependency", "async-update"}
 MAIN, ASYNC_COMPUTE = "main", "async_compute"
+ATTENTION_DTYPES = ("bf16", "fp16", "fp8")
+"""Fused-attention input types the ``attention`` family runs (others stay roofline ops)."""
 
 DTYPES = {
     "f64": "fp64", "c128": "fp64", "f32": "fp32", "c64": "fp32", "bf16": "bf16", "f16": "fp16",
@@ -101,6 +104,9 @@ class HloOp:
     """Trip count folded into this op's cost (1 when loops were unrolled)."""
     dtype: str = "f32"
     """HLO element type of the op's main operand or output."""
+    family: str | None = None
+    """A built-in kernel family that runs this op (a cuDNN fused attention), with ``params``."""
+    params: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,9 +225,16 @@ class _Lowering:
                         bytes_written=self.costs.operand_shapes(comp, inst)[0].size_bytes)
             stream = ASYNC_COMPUTE
         dtype = cost.matrix_dtype if cost.matrix_flops else _main_dtype(inst.shape)
+        family, params = None, ()
+        attention = self.costs.fmha(comp, inst)
+        if attention is not None and _trace_dtype(attention["dtype"]) in ATTENTION_DTYPES:
+            # a folded loop's trips run as one call over trips x the batch (the same programs)
+            attention = {**attention, "batch": attention["batch"] * scale, "dtype": _trace_dtype(attention["dtype"])}
+            family, params = "attention", tuple(attention.items())
+            self.counts[f"attention_family:{attention['pass']}"] += 1
         name = self._emit(HloOp(f"{prefix}{inst.name}", inst.opcode, "compute", tuple(sorted(deps)),
                                 cost=cost.scaled(scale) if scale != 1 else cost, stream=stream, repeat=scale,
-                                dtype=dtype))
+                                dtype=dtype, family=family, params=params))
         return _shaped(inst.shape, frozenset({name}))
 
     def _async_start(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
@@ -574,7 +587,9 @@ def to_system_trace(program: HloProgram, *, source: str = "", system: str | None
     for op in program.ops:
         common = {"name": op.name, "kind": op.kind, "stream": op.stream, "deps": list(op.deps),
                   "ctrl_deps": list(op.ctrl_deps)}
-        if op.kind == "compute":
+        if op.kind == "compute" and op.family is not None:
+            ops.append(Op(**common, family=op.family, params={**dict(op.params), "config": "auto"}))
+        elif op.kind == "compute":
             unit = "matrix" if op.cost.matrix_flops > 0 else "vector"
             dtype = _trace_dtype(op.dtype)
             if unit_dtypes is not None and (op.cost.matrix_flops or op.cost.vector_flops):

@@ -25,6 +25,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from accelsim.families.attention import useful_flops
+from accelsim.importers.hlo_fmha import fmha_params
 from accelsim.importers.hlo_text import (
     Computation,
     Instruction,
@@ -150,9 +152,19 @@ class CostModel:
             self._flops_cache[name] = total
         return self._flops_cache[name]
 
+    def fmha(self, comp: Computation, inst: Instruction) -> dict | None:
+        """A cuDNN fused-attention call's family parameters (:mod:`hlo_fmha`), else ``None``."""
+        if inst.opcode != "custom-call":
+            return None
+        target = inst.attrs.get("custom_call_target", "").strip('"')
+        return fmha_params(target, inst.attrs.get("backend_config", ""), self.operand_shapes(comp, inst))
+
     def _custom_call_flops(self, comp: Computation, inst: Instruction) -> Cost:
         target = inst.attrs.get("custom_call_target", "").strip('"')
         shapes = self.operand_shapes(comp, inst)
+        params = self.fmha(comp, inst)
+        if params is not None:  # the family's useful flops: 4 x pairs x head_dim forward, 2.5x that backward
+            return Cost(matrix_flops=useful_flops(params), matrix_dtype=params["dtype"])
         if target in GEMM_TARGETS and len(shapes) >= 2:
             out = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
             dims = _gemm_dimension_numbers(inst.attrs.get("backend_config", ""))
