@@ -51,6 +51,9 @@ class JaxPolicy:
 JAX_POLICIES = {
     "gpu": JaxPolicy(256 * 2**20, 3, 10, 7, 30, 0.3),
     "gpu-quick": JaxPolicy(256 * 2**20, 2, 5, 5, 10, 0.05),
+    # A TPU as a GPU: a 256 MiB flush is well past any TPU's on-chip memory (VMEM, CMEM)
+    "tpu": JaxPolicy(256 * 2**20, 3, 10, 7, 30, 0.3),
+    "tpu-quick": JaxPolicy(256 * 2**20, 2, 5, 5, 10, 0.05),
     # The CPU only runs the path end to end: a small flush keeps the subtraction's noise low.
     "cpu": JaxPolicy(2**20, 1, 1, 3, 5, 0.01, difference=False),
     "cpu-quick": JaxPolicy(2**20, 1, 1, 3, 3, 0.01, difference=False),

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Measure our Pallas kernels (``kernels/pallas/``) through JAX on a GPU, over a declared sweep.
+"""Measure our Pallas kernels (``kernels/pallas/``) through JAX on a GPU or a TPU, over a declared sweep.
 
     python3 validation/measure_pallas.py --out "$OUT/h200-sxm/pallas" --budget-s 150   # on a GPU
-    python3 validation/measure_pallas.py --device cpu --quick --out /tmp/pallas     # no GPU
+    python3 validation/measure_pallas.py --out measurements --budget-s 600           # on a TPU VM
+    python3 validation/measure_pallas.py --device cpu --quick --out /tmp/pallas     # neither
 
 ``measure_gpu.py`` runs this as its ``pallas`` suite (a child process, so that JAX and
 PyTorch never share a process or fight over GPU memory); it also runs on its own.
@@ -14,6 +15,12 @@ over tile configs (so ``accelsim validate`` can rank configs: Kendall tau), and 
 Pallas GPU attention
 (``jax.experimental.pallas.ops.gpu.attention.mha``), which is written for the Triton
 lowering and shows what Pallas attention reaches on the GPU when ours cannot lower.
+
+On a TPU (``--device tpu``, or ``auto`` where JAX has a TPU backend) our TPU kernels run
+natively (Mosaic, the lowering they are written for: ``mosaic`` in the records): the matmul,
+the flash attention forward and its backward (``attention_bwd``: the dkv and dq kernels)
+and the row-wise kernels, each over block shapes, written under the TPU's own config
+name (``tpu-v5e``, ... from JAX's ``device_kind``). Never yet run on a TPU.
 
 GPU lowerings: our kernels are written for TPUs (``pltpu.CompilerParams``, VMEM scratch,
 a sequential grid axis carrying an accumulator). On a GPU each case tries, in order,
@@ -78,8 +85,13 @@ REL_TOLERANCE = {"bf16": 1e-2, "fp16": 5e-3, "fp32": 1e-3}
 """||out - ref|| / ||ref|| bounds; fp32 dots may run as tf32 on a GPU (~3e-4)."""
 ATTENTION_REL_TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2, "fp32": 1e-3}
 """Attention rounds the probabilities to the input dtype before the second product."""
+ATTENTION_BWD_REL_TOLERANCE = {"bf16": 5e-2, "fp16": 2e-2, "fp32": 1e-3}
+"""The backward rounds P and dS to the input dtype before three more products (as
+``measure_gpu.py`` allows SDPA's backward)."""
 GPU_LOWERINGS = ("triton", "mosaic_gpu")
-PER_CASE_S = {"gpu": 4.0, "cpu": 2.0}
+TPU_LOWERING = "mosaic"
+"""Our kernels on a TPU: as written (Mosaic TPU), nothing swapped."""
+PER_CASE_S = {"gpu": 4.0, "tpu": 4.0, "cpu": 2.0}
 """Estimated seconds per case (tracing, compiling, checking, timing) for ``--budget-s``."""
 
 
@@ -117,8 +129,8 @@ class _PallasForLowering(types.ModuleType):
 
 @contextlib.contextmanager
 def lowered_as(module: types.ModuleType | None, lowering: str, config: dict) -> Iterator[None]:
-    """Trace ``module``'s kernels for ``lowering`` (``interpret`` and JAX's own kernels: unchanged)."""
-    if module is None or lowering == "interpret":
+    """Trace ``module``'s kernels for ``lowering`` (``interpret``, TPU and JAX's own kernels: unchanged)."""
+    if module is None or lowering in ("interpret", TPU_LOWERING):
         yield
         return
     real = module.pl
@@ -220,6 +232,48 @@ def _attention(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
     return _ours_attention(functools.partial(attn.attention.__wrapped__, interpret=interpret), p, c, device, rng)
 
 
+@functools.partial(jax.jit, static_argnames=("group", "causal"))
+def _forward_for_backward(q, k, v, group: int, causal: bool):
+    """O and the log-sum-exp [b, h, s, 1] in fp32 arithmetic (plain JAX), as the forward
+    kernel returns them."""
+    k, v = (jnp.repeat(x.astype(jnp.float32), group, axis=1) for x in (k, v))
+    s = jnp.einsum("bhqd,bhkd->bhqk", q.astype(jnp.float32), k) / math.sqrt(q.shape[-1])
+    if causal:
+        sq, skv = s.shape[-2:]
+        s = jnp.where(jnp.arange(skv)[None, :] <= jnp.arange(sq)[:, None] + (skv - sq), s, -jnp.inf)
+    lse = jax.nn.logsumexp(s, axis=-1, keepdims=True)
+    return jnp.einsum("bhqk,bhkd->bhqd", jnp.exp(s - lse), v).astype(q.dtype), lse
+
+
+def _attention_bwd(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
+    """``attention_bwd`` (the dkv and dq kernels, and the Delta reduction before them): O and
+    the log-sum-exp from plain JAX once (so that lowering the case lowers only the
+    backward); checked by float64 gradients of two (batch, head) slices (dQ; dK and dV too
+    without GQA, where a KV head sums several heads)."""
+    from kernels.pallas import attention as attn
+
+    shape_q = (p["batch"], p["heads"], p["seq_q"], p["head_dim"])
+    shape_kv = (p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"])
+    (q, q64), (k, k64), (v, v64), (do, do64) = (_random(rng, s, p["dtype"], device)
+                                                for s in (shape_q, shape_kv, shape_kv, shape_q))
+    group = p["heads"] // p["kv_heads"]
+    o, lse = jax.block_until_ready(_forward_for_backward(q, k, v, group, p["causal"]))
+    blocks = {"causal": p["causal"], "block_q": c["block_m"], "block_k": c["block_n"], "interpret": interpret}
+    fn = jax.jit(functools.partial(attn.attention_bwd.__wrapped__, **blocks))
+
+    def check(out) -> float:
+        errors = []
+        for bi, hi in {(0, 0), (p["batch"] - 1, p["heads"] - 1)}:
+            kv = hi // group
+            want = attn.reference_grads(q64[bi:bi + 1, hi:hi + 1], k64[bi:bi + 1, kv:kv + 1],
+                                        v64[bi:bi + 1, kv:kv + 1], do64[bi:bi + 1, hi:hi + 1], p["causal"])
+            got = [out[0][bi, hi]] + ([out[1][bi, kv], out[2][bi, kv]] if group == 1 else [])
+            errors += [_rel(np.asarray(g.astype(jnp.float32)), w[0, 0]) for g, w in zip(got, want)]
+        return max(errors)
+
+    return Prepared(lambda: fn(q, k, v, o, lse, do), check)
+
+
 def _attention_gpu(p: dict, c: dict, interpret: bool, device, rng) -> Prepared:
     from kernels.pallas import attention_gpu as attn
 
@@ -285,6 +339,10 @@ KERNELS = {k.name: k for k in (
     Kernel("attention", "attention", "Pallas flash attention forward (kernels/pallas/attention.py)",
            "kernels.pallas.attention", _attention, GPU_LOWERINGS,
            "q [B,H,Sq,D], k and v [B,Hkv,Skv,D]; also writes the log-sum-exp [B,H,Sq] in fp32"),
+    Kernel("attention-bwd", "attention", "Pallas flash attention backward (kernels/pallas/attention.py attention_bwd)",
+           "kernels.pallas.attention", _attention_bwd, GPU_LOWERINGS,
+           "dkv kernel (grid b, h, kv blocks, q blocks) then dq kernel (b, h, q blocks, kv blocks), fp32 VMEM "
+           "accumulators; Delta = rowsum(dO * O) before them (XLA), GQA's dK/dV sums after"),
     Kernel("matmul-gpu", "gemm", "Pallas blocked matmul for the GPU (kernels/pallas/matmul_gpu.py)", None,
            _matmul_gpu, ("triton",), "A [M,K] and B [K,N] row-major; fp32 accumulator carried through a fori_loop over K"),
     Kernel("attention-gpu", "attention", "Pallas flash attention forward for the GPU (kernels/pallas/attention_gpu.py)",
@@ -330,11 +388,15 @@ def plan(scale: str) -> list[Case]:
     """The declared sweep. GPU: several tile configs of one shape per kernel (config rankings)
     plus a few sizes at one config; CPU: tiny shapes in interpret mode."""
     rowwise = ("rmsnorm", "layernorm", "softmax")
+    if scale.startswith("tpu"):
+        return tpu_plan(scale)
     if scale.startswith("cpu"):
         cases = [Case("matmul", {"M": 128, "N": 128, "K": 128, "dtype": "bf16", "batch": 1}, _gemm_cfg(64, 64, 64))]
         cases.append(Case("matmul-gpu", {"M": 128, "N": 128, "K": 128, "dtype": "bf16", "batch": 1}, _gemm_cfg(64, 64, 32)))
         cases += [Case(k, fmt.attention_params(1, 2, 2, 128, 128, 64, True), _attn_cfg(64, 64))
                   for k in ("attention", "attention-gpu", "jax-mha")]
+        cases.append(Case("attention-bwd", fmt.attention_params(1, 2, 2, 128, 128, 64, True, pass_="bwd"),
+                          _attn_cfg(64, 64)))
         block_rows = (8,) if scale == "cpu-quick" else (4, 8)
         cases += [Case(k, {"rows": 64, "cols": 256, "dtype": "bf16"}, {"block_rows": br, "num_warps": 4})
                   for k in rowwise for br in block_rows]
@@ -369,11 +431,37 @@ def plan(scale: str) -> list[Case]:
     return cases
 
 
+def tpu_plan(scale: str) -> list[Case]:
+    """On a TPU: our TPU kernels only, blocks in whole (8, 128) tiles, several block shapes
+    of one problem per kernel (config rankings) and a second size at one shape. Warps and
+    stages are Triton's knobs: recorded at the family's defaults, dropped from the records."""
+    square = {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}
+    if scale == "tpu-quick":
+        return [Case("matmul", square, _gemm_cfg(512, 512, 512)),
+                Case("attention", fmt.fa_setup_params(4096, 128, True), _attn_cfg(512, 512)),
+                Case("attention-bwd", fmt.fa_setup_params(4096, 128, True, pass_="bwd"), _attn_cfg(512, 512)),
+                Case("rmsnorm", {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": 32, "num_warps": 4})]
+    cases = [Case("matmul", square, _gemm_cfg(bm, bn, bk)) for bm, bn, bk in (
+        (512, 512, 512), (1024, 1024, 512), (256, 256, 256), (512, 1024, 1024), (1024, 512, 2048))]
+    cases.append(Case("matmul", dict(square, M=8192, N=8192, K=8192), _gemm_cfg(1024, 1024, 512)))
+    for causal in (False, True):
+        cases += [Case("attention", fmt.fa_setup_params(4096, 128, causal), _attn_cfg(bm, bn))
+                  for bm, bn in ((512, 512), (1024, 512), (256, 256), (512, 1024))]
+        cases += [Case("attention-bwd", fmt.fa_setup_params(4096, 128, causal, pass_="bwd"), _attn_cfg(bm, bn))
+                  for bm, bn in ((512, 512), (1024, 1024), (256, 512))]
+    for kind in ("rmsnorm", "layernorm", "softmax"):
+        cases += [Case(kind, {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": br, "num_warps": 4})
+                  for br in (8, 32, 128)]
+    return cases
+
+
 # --------------------------------------------------------------------------- running
 
 
 def tolerance(case: Case) -> float:
-    table = ATTENTION_REL_TOLERANCE if case.family == "attention" else REL_TOLERANCE
+    table = REL_TOLERANCE
+    if case.family == "attention":
+        table = ATTENTION_BWD_REL_TOLERANCE if case.params["pass"] == "bwd" else ATTENTION_REL_TOLERANCE
     return table[case.params["dtype"]]
 
 
@@ -410,18 +498,28 @@ class Sweep:
     """(kernel, lowering) -> why the lowering cannot take that kernel at all (a
     NotImplementedError from the lowering: the same for every config), so later cases of
     the kernel skip it instead of spending their budget on it again."""
+    on_tpu: bool = False
+
+    @property
+    def on_cpu(self) -> bool:
+        return not (self.on_gpu or self.on_tpu)
+
+    def lowerings(self, kernel: Kernel) -> tuple[str, ...]:
+        if self.on_tpu:
+            return (TPU_LOWERING,)
+        return kernel.lowerings if self.on_gpu else ("interpret",)
 
 
 def run_case(case: Case, index: int, sweep: Sweep) -> None:
     kernel = KERNELS[case.kernel]
     file = sweep.files[case.family]
-    estimate = 1.5 * PER_CASE_S["gpu" if sweep.on_gpu else "cpu"]
+    estimate = 1.5 * PER_CASE_S["gpu" if sweep.on_gpu else "tpu" if sweep.on_tpu else "cpu"]
     if time.monotonic() + estimate > sweep.deadline:
         file.skip(case.params, f"time budget: about {estimate:.0f} s needed, "
                   f"{max(0.0, sweep.deadline - time.monotonic()):.0f} s left", case.tag)
         return
     module = __import__(kernel.module, fromlist=["pl"]) if kernel.module else None
-    lowerings = kernel.lowerings if sweep.on_gpu else ("interpret",)
+    lowerings = sweep.lowerings(kernel)
     failures = []
     for lowering in lowerings:
         if (case.kernel, lowering) in sweep.unsupported:
@@ -452,14 +550,14 @@ def run_case(case: Case, index: int, sweep: Sweep) -> None:
             failures.append(f"{lowering}: {_reason(exc)}")
             continue
         record = make_record(case, kernel, lowering, samples, timing)
-        if not sweep.on_gpu:
+        if sweep.on_cpu:
             record["gpu_lowering"] = probe_gpu_lowering(case, sweep.device)
         file.records.append(record)
         print(f"  {record['id']:<64} {record['latency_s'] * 1e3:9.4f} ms  ({lowering})", flush=True)
         file.write()
         return
     file.skip(case.params, "; ".join(failures), case.tag)
-    if not sweep.on_gpu:
+    if sweep.on_cpu:
         file.skipped[-1]["gpu_lowering"] = probe_gpu_lowering(case, sweep.device)
     file.write()
 
@@ -490,13 +588,24 @@ def make_record(case: Case, kernel: Kernel, lowering: str, samples: list[float],
 
 
 def describe_device(kind: str) -> tuple[Any, dict]:
-    device = jax.devices("cpu" if kind == "cpu" else "gpu")[0]
+    device = jax.devices(kind)[0]
     if kind == "cpu":
         return device, {"name": "cpu", "arch": None, "slug": "cpu", "kind": "cpu", "jax_platform": "cpu"}
     name = device.device_kind
     arch = fmt.arch_for_device_name(name)
-    return device, {"name": name, "arch": arch, "slug": fmt.device_slug(name, arch), "kind": "gpu",
-                    "jax_platform": device.platform, "compute_capability": getattr(device, "compute_capability", None)}
+    info = {"name": name, "arch": arch, "slug": fmt.device_slug(name, arch), "kind": kind, "jax_platform": device.platform}
+    if kind == "gpu":
+        info["compute_capability"] = getattr(device, "compute_capability", None)
+    else:
+        info["num_cores"] = getattr(device, "num_cores", None)
+    return device, info
+
+
+def jax_has_tpu() -> bool:
+    try:
+        return bool(jax.devices("tpu"))
+    except RuntimeError:
+        return False
 
 
 def jax_gpu_problem() -> str | None:
@@ -509,7 +618,8 @@ def jax_gpu_problem() -> str | None:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = suite_parser(__doc__.split("\n\n")[0], "output folder for <family>.json")
+    parser = suite_parser(__doc__.split("\n\n")[0], "output folder for <family>.json",
+                          devices=("auto", "gpu", "tpu", "cpu"))
     parser.add_argument("--kernels", default=",".join(KERNELS), help=f"comma-separated, from: {', '.join(KERNELS)}")
     args = parser.parse_args(argv)
     args.kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
@@ -521,6 +631,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.device == "tpu" or (args.device == "auto" and jax_has_tpu()):
+        return run_on_tpu(args, argv)
     problem = jax_gpu_problem() if args.device != "cpu" else None
     if args.device == "gpu" and problem:
         print(f"measure_pallas.py: {problem}; every case is recorded as skipped", flush=True)
@@ -553,6 +665,34 @@ def main(argv: list[str] | None = None) -> int:
             run_case(case, index, sweep)
     for file in files.values():
         file.provenance["clocks"] = file.provenance["clocks"] | {"after": read_gpu_state() if kind == "gpu" else None}
+        file.write()
+    print_table(files.values())
+    return 0
+
+
+def run_on_tpu(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """The TPU sweep: our kernels natively, files under the TPU's config name."""
+    if not jax_has_tpu():
+        print("measure_pallas.py: --device tpu, but JAX has no TPU backend here", file=sys.stderr, flush=True)
+        return 2
+    scale = "tpu-quick" if args.quick else "tpu"
+    cases = [c for c in plan(scale) if c.kernel in args.kernels]
+    device, info = describe_device("tpu")
+    policy = JAX_POLICIES[scale]
+    provenance = {
+        "date": now_utc(), "command": command_line(argv),
+        "versions": __import__("provenance").module_versions("jax", "jaxlib", "libtpu", "numpy"),
+        "clocks": {}, "source": "accelsim validation/measure_pallas.py",
+        "timing": {"method": "jax-batched-difference", "statistic": "median", "cache_flush_bytes": policy.flush_bytes,
+                   "scale": scale},
+    }
+    files = {f: FamilyFile(args.out / f"{f}.json", f, info, dict(provenance)) for f in sorted({c.family for c in cases})}
+    print(f"pallas: {info['name']} ({scale}), {len(cases)} cases -> {args.out}", flush=True)
+    deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
+    sweep = Sweep(device, False, scale, JaxTimer(device, policy), deadline, files, on_tpu=True)
+    for index, case in enumerate(cases):
+        run_case(case, index, sweep)
+    for file in files.values():
         file.write()
     print_table(files.values())
     return 0

@@ -85,6 +85,14 @@ _ARCH_BY_DEVICE_NAME: tuple[tuple[str, str | None], ...] = (
     (r"\bGB200\b", None),
     (r"\bB200\b", "b200"),
     (r"\bMI300X\b", "mi300x"),
+    # JAX's device_kind of TPUs: "TPU v4", "TPU v4 lite" (v4i), "TPU v5 lite" (v5e),
+    # "TPU v5" (v5p), "TPU v6 lite" (v6e), "TPU7x"
+    (r"\bTPU v4 lite\b", None),
+    (r"\bTPU v4\b", "tpu-v4"),
+    (r"\bTPU v5 ?(lite|e)\b", "tpu-v5e"),
+    (r"\bTPU v5p?\b", "tpu-v5p"),
+    (r"\bTPU v6 ?(lite|e)\b", "tpu-v6e"),
+    (r"\bTPU ?7x\b", "tpu7x"),
 )
 
 

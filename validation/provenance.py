@@ -73,10 +73,10 @@ def command_line(argv: list[str] | None) -> str:
     return shlex.join([Path(sys.executable).name, *sys.argv]) if argv is None else shlex.join(argv)
 
 
-def suite_parser(description: str, out_help: str) -> argparse.ArgumentParser:
+def suite_parser(description: str, out_help: str, devices: tuple[str, ...] = ("auto", "gpu", "cpu")) -> argparse.ArgumentParser:
     """The options every child suite of ``measure_gpu.py`` takes (it passes them on)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    parser.add_argument("--device", choices=devices, default="auto")
     parser.add_argument("--quick", action="store_true", help="a few cases (smoke run)")
     parser.add_argument("--budget-s", type=float, default=None, help="stop starting cases when this is nearly spent")
     parser.add_argument("--out", type=Path, required=True, help=out_help)

@@ -129,6 +129,12 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
 def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
     d, size = p["head_dim"], DTYPE_BYTES[p["dtype"]]
     bm, bn, stages = config["block_m"], config["block_n"], config["num_stages"]
+    if family == "tpu" and p["pass"] == "bwd":
+        # double-buffered Q, dO, K, V and the two (rows, 1) fp32 statistics (a lane tile
+        # each), the dkv kernel's dK and dV outputs (double-buffered) and fp32
+        # accumulators (the larger kernel), and the fp32 S/P, dP and dS of one block
+        inputs = 2 * ((2 * bm + 2 * bn) * d * size + 2 * bm * 128 * 4)
+        return int(inputs + 2 * 2 * bn * d * size + 2 * bn * d * 4 + 3 * bm * bn * 4)
     if family == "tpu":
         blocks = 2 * (bm * d + 2 * bn * d + bm * d) * size
         return int(blocks + bm * d * 4 + 2 * bm * 128 * 4 + bm * bn * 4)
