@@ -30,7 +30,7 @@ import simpy
 from accelsim.arch.model import Chip
 from accelsim.engine.fluid import Flow, FluidResources
 from accelsim.engine.programs import ProgramCosts, grid_coordinate, program_costs
-from accelsim.engine.reuse import cache_hit_bytes
+from accelsim.engine.reuse import absorbed_write_bytes, cache_hit_bytes
 from accelsim.errors import InputError
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import PS_PER_S
@@ -401,16 +401,18 @@ def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str,
 
 
 def shared_cache_hits(trace: KernelTrace, chip: Chip) -> np.ndarray | None:
-    """Bytes of each program's HBM-level reads that the GPU's shared cache (L2) serves
-    (None on a TPU): the reuse model at the kernel's concurrency, as a replay uses it.
-    A search computes it once per config for both its bound and its replay."""
+    """Per program, two rows (None on a TPU): bytes of its HBM-level reads that the GPU's
+    shared cache (L2) serves, and bytes of its writes the L2 absorbs (written again
+    before leaving it, :func:`~accelsim.engine.reuse.absorbed_write_bytes`): the reuse
+    model at the kernel's concurrency, as a replay uses it. A search computes it once per
+    config for both its bound and its replay."""
     if chip.family == "tpu":
         return None
     if chip.shared_cache is None:
-        return np.zeros(trace.num_programs)
+        return np.zeros((2, trace.num_programs))
     per_core, _ = gpu_occupancy(trace, chip)
-    return cache_hit_bytes(trace, concurrency=chip.num_cores * per_core,
-                           capacity_bytes=chip.shared_cache.capacity_bytes)
+    window = {"concurrency": chip.num_cores * per_core, "capacity_bytes": chip.shared_cache.capacity_bytes}
+    return np.stack([cache_hit_bytes(trace, **window), absorbed_write_bytes(trace, **window)])
 
 
 def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMemo | None = None,
@@ -421,8 +423,9 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     slots = chip.num_cores * per_core
     if hits is None:
         hits = shared_cache_hits(trace, chip)
+    hits, absorbed = hits
     times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
-    hbm = costs.read_bytes - hits + costs.write_bytes
+    hbm = costs.read_bytes - hits + costs.write_bytes - absorbed
     demand = {
         "matrix": costs.matrix_s,
         "vector": costs.vector_s,
@@ -603,9 +606,9 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
     every resource's total demand at its full capacity, and (GPU) bounds on programs
     alone on an SM: the slowest cohort key's fastest program, every program's time alone
     over the SMs' program slots, and the last programs' starts (:func:`_last_starts_bound`).
-    Without ``hits`` (:func:`shared_cache_hits`) every read is taken at the nearer
-    level's latency and HBM is left out; with them, HBM bytes and latencies are the
-    replay's own.
+    Without ``hits`` (:func:`shared_cache_hits`: read hits and absorbed writes) every
+    read is taken at the nearer level's latency and HBM is left out; with them, HBM bytes
+    and latencies are the replay's own.
 
     The slot bound holds because a replayed program never runs faster than alone (more
     residents and contention only slow it; a cohort takes its members' mean time, so
@@ -627,7 +630,8 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
     if "shared_cache" in caps:
         totals["shared_cache"] = costs.cache_bytes.sum()
     if hits is not None:
-        totals["hbm"] = (costs.read_bytes - hits + costs.write_bytes).sum()
+        hits, absorbed = hits
+        totals["hbm"] = (costs.read_bytes - hits + costs.write_bytes - absorbed).sum()
     else:
         cache_nearer = chip.shared_cache is not None and chip.shared_cache.latency_s <= chip.hbm.latency_s
         hits = costs.read_bytes if cache_nearer else np.zeros_like(costs.read_bytes)

@@ -1,5 +1,11 @@
 """Reuse of blocks in a shared cache (GPU L2), from block identities in launch order.
 
+Writes (:func:`absorbed_write_bytes`): the L2 is write-back, so a block written again
+before it leaves the cache reaches HBM once, on its last write (atomic accumulation into
+one output tile by many programs, as a FlashAttention backward's dQ). A write is absorbed
+if the next write of the same block comes while the bytes moved in between (reads and
+writes) fit in the cache.
+
 Model: programs run in waves of ``concurrency`` (all resident programs), and within a
 wave their step iterations interleave. Every read of an HBM block is placed in that
 order; a read *hits* if the same block (tensor + block index) was read before and
@@ -56,19 +62,59 @@ def cache_hit_bytes(
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
 
 
-def _every_read_distinct(trace: KernelTrace) -> bool:
-    """Whether no HBM block is read twice in the whole kernel, seen from the trace alone (so
-    the model below could only find misses): every read is outside loops, each template
-    reads a tensor once, every read of a tensor has the same block index, and that index
-    names every grid axis longer than one among the axes the model keys on, so two
-    programs never read one block. Elementwise kernels are so."""
+def absorbed_write_bytes(
+    trace: KernelTrace,
+    *,
+    concurrency: int,
+    capacity_bytes: float,
+    max_chunks: int | None = None,
+) -> np.ndarray:
+    """Bytes of HBM-level writes per program that never reach HBM: the same block is
+    written again while it is still in the cache (see the module docstring)."""
+    n = trace.num_programs
+    if _every_read_distinct(trace, "write"):
+        return np.zeros(n)
+    if max_chunks is None:
+        max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
+    concurrency = max(concurrency, 1)
+    writes = _accesses(trace, concurrency=concurrency, max_chunks=max_chunks, direction="write")
+    if writes is None:
+        return np.zeros(n)
+    reads = _accesses(trace, concurrency=concurrency, max_chunks=max_chunks)
+    parts = [writes] + ([reads] if reads is not None else [])
+    ids = np.concatenate([part[0] for part in parts], axis=1)
+    nbytes, wave, when, pid = (np.concatenate([part[k] for part in parts]) for k in (1, 2, 3, 4))
+    is_write = np.zeros(len(nbytes), dtype=np.int64)
+    is_write[:len(writes[1])] = 1
+    # a program's reads of an iteration come before its writes
+    sequence = np.argsort(_single_key([wave, when, pid, is_write]), kind="stable")
+    ids, nbytes, pid, is_write = ids[:, sequence], nbytes[sequence], pid[sequence], is_write[sequence]
+    cum_after = np.cumsum(nbytes)
+    written = np.nonzero(is_write)[0]
+    block_key = _single_key(list(ids[:, written]))
+    by_block = written[np.argsort(block_key, kind="stable")]  # sequence order within a block
+    keys = np.sort(block_key, kind="stable")
+    same = keys[1:] == keys[:-1]
+    current, previous = by_block[1:][same], by_block[:-1][same]
+    between = (cum_after[current] - nbytes[current]) - cum_after[previous]
+    absorbed = previous[between <= capacity_bytes]
+    return np.bincount(pid[absorbed], weights=nbytes[absorbed], minlength=n).astype(float)
+
+
+def _every_read_distinct(trace: KernelTrace, direction: str = "read") -> bool:
+    """Whether no HBM block is read (or written) twice in the whole kernel, seen from the
+    trace alone (so the model could only find misses): every such transfer is outside
+    loops, each template moves a tensor once, every transfer of a tensor has the same block
+    index, and that index names every grid axis longer than one among the axes the model
+    keys on, so two programs never move one block. Elementwise kernels are so, and most
+    kernels' writes."""
     axes = {GRID_VARS[a] for a, size in enumerate(trace.kernel.grid) if size > 1}
     forms: dict[str, tuple] = {}
     for template in trace.templates:
         seen: set[str] = set()
         for step in template.steps:
             for transfer in step.transfers:
-                if transfer.level != "hbm" or transfer.direction != "read":
+                if transfer.level != "hbm" or transfer.direction != direction:
                     continue
                 if step.repeat != 1 or transfer.tensor in seen:
                     return False
@@ -136,7 +182,7 @@ def _evaluate(index, loop_var, loop_value, variables, group) -> np.ndarray | int
     return total
 
 
-def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
+def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int, direction: str = "read"):
     variables = program_vars(trace)
     template_of = program_templates(trace)
     tensor_ids = {name: i for i, name in enumerate(trace.tensors)}
@@ -148,7 +194,7 @@ def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int):
             continue
         offset = np.zeros(len(members), dtype=np.int64)
         for step in template.steps:
-            reads = [x for x in step.transfers if x.level == "hbm" and x.direction == "read"]
+            reads = [x for x in step.transfers if x.level == "hbm" and x.direction == direction]
             reps = (
                 np.full(len(members), step.repeat, dtype=np.int64)
                 if isinstance(step.repeat, int)
