@@ -50,17 +50,13 @@ import numpy as np
 from accelsim.capture.common import load_function, typed_params
 from accelsim.capture.triton_compile import KernelCall
 from accelsim.errors import InputError
-from accelsim.families.rowwise import FP32_BYTES, REGISTERS_OVERHEAD
+from accelsim.families.rowwise import FP32_BYTES, REGISTERS_OVERHEAD, REGISTERS_PER_DOT
 from accelsim.trace.kernel import KernelTrace
 
 WARP_SIZE = 32
 DEFAULT_NUM_WARPS = 4
 DEFAULT_NUM_STAGES = 3
 """Triton's launch defaults on NVIDIA GPUs."""
-REGISTERS_PER_DOT = 8
-"""Registers per thread for each matrix operation of a step (operand addresses and
-fragments), on top of the row-wise families' 32 for addressing and loop state:
-32 + 8 = 40 is the gemm family's overhead, 32 + 2 x 8 = 48 the attention family's."""
 MAX_REGISTERS_PER_THREAD = 255
 COMPRESS_ABOVE = 3
 """Loops with more iterations than this run only iterations 0 and n-1 (and n-2 when n-1

@@ -48,6 +48,7 @@ from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
+from accelsim.families.rowwise import REGISTERS_OVERHEAD, REGISTERS_PER_DOT
 from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace
 
 PARAMS = (
@@ -141,12 +142,6 @@ def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
     if p["pass"] == "bwd":
         return int((2 * bn * d + stages * 2 * bm * d) * size)
     return int((bm * d + stages * 2 * bn * d) * size)
-
-
-REGISTERS_OVERHEAD = 32
-REGISTERS_PER_DOT = 8
-"""As the Triton capture estimates them (``accelsim.capture.triton``): 32 registers for
-addressing and loop state, 8 per matrix operation of a step."""
 
 
 def _live_values(p: dict[str, Any], config: dict[str, Any]) -> tuple[int, int]:

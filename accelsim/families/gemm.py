@@ -23,6 +23,7 @@ from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families.base import DTYPES, Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
+from accelsim.families.rowwise import REGISTERS_OVERHEAD, REGISTERS_PER_DOT
 from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
 
 OUT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "bf16", "int8": "int32"}
@@ -143,7 +144,7 @@ def _local_bytes(config: dict[str, Any], dtype: str, family: str) -> int:
 def _registers_per_thread(config: dict[str, Any]) -> int:
     """fp32 accumulator spread over the program's threads, plus addressing and staging."""
     threads = config["num_warps"] * 32
-    return min(255, config["block_m"] * config["block_n"] // threads + 40)
+    return min(255, config["block_m"] * config["block_n"] // threads + REGISTERS_OVERHEAD + REGISTERS_PER_DOT)
 
 
 def max_cluster(chip: Chip) -> int:

@@ -45,6 +45,10 @@ FP32_BYTES = 4
 
 REGISTERS_OVERHEAD = 32
 """Registers per thread beyond the row's fp32 values: addresses, loop state, reductions."""
+REGISTERS_PER_DOT = 8
+"""Registers per thread for each matrix operation of a step (operand addresses and
+fragments), on top of ``REGISTERS_OVERHEAD``: 32 + 8 = 40 is the gemm family's overhead,
+32 + 2 x 8 = 48 the attention forward's (the Triton capture estimates the same way)."""
 MIN_ELEMENTS_PER_PROGRAM = 1024
 """GPU default: rows per program so a program holds at least this many elements (4 warps
 with 8 values per thread: one 16-byte bf16 vector load each)."""
