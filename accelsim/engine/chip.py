@@ -188,6 +188,11 @@ def _replay(caps: dict[str, float], timeline: bool):
     return env, pool, segments, counters
 
 
+def launch_s(trace: KernelTrace, chip: Chip) -> float:
+    """The chip's launch overhead once per kernel of the trace (``kernel.kernel_starts``)."""
+    return chip.launch_overhead_s * (1 + len(trace.kernel.kernel_starts or ()))
+
+
 def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelSimulation:
     """What every replay reports, from the pool's accounting at the end."""
     body_s = _seconds(body_ps)
@@ -195,7 +200,7 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelS
     return KernelSimulation(
         arch=chip.name,
         kernel=trace.kernel.name,
-        latency_s=body_s + chip.launch_overhead_s,
+        latency_s=body_s + launch_s(trace, chip),
         flops=float(costs.flops.sum()),
         hbm_bytes=float(hbm.sum()),
         utilization=utilization,
@@ -204,7 +209,7 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelS
         events=pool.events,
         sim_wall_s=0.0,
         config=dict(trace.metadata.get("config", {})),
-        launch_overhead_s=chip.launch_overhead_s,
+        launch_overhead_s=launch_s(trace, chip),
         **specific,
     )
 
@@ -385,10 +390,11 @@ not bind, say), and a deterministic replay of equal inputs gives equal outputs."
 
 
 def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str, float],
-                times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray) -> bytes:
+                times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray,
+                kernel_starts: list[int] | None = None) -> bytes:
     digest = hashlib.blake2b(digest_size=32)
     digest.update(repr((chip.num_cores, per_core, resources, [caps[r] for r in resources],
-                        times.serial, demand_rows.shape)).encode())
+                        times.serial, demand_rows.shape, kernel_starts)).encode())
     # A replay sees a program's times only through ProgramTimes.seconds, which depends on
     # the chain and latency terms only through their maximum (a pipeline depth that does
     # not bind leaves it alone).
@@ -447,15 +453,23 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     }
     key = None
     if memo is not None and not timeline:
-        key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key)
+        key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key, trace.kernel.kernel_starts)
         if key in memo:
             done = memo[key]
             return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[], **specific)
 
     env, pool, segments, counters = _replay(caps, timeline)
-    state = {"next": 0, "free": slots}
+    state = {"next": 0, "free": slots, "gate": 0}
     n = costs.num_programs
     cores = CoreSlots(chip.num_cores, per_core)
+    barriers = trace.kernel.kernel_starts or []
+
+    def limit() -> int:
+        """The launch position dispatch may not pass now: the next kernel's start, until
+        every program before it has finished."""
+        while state["gate"] < len(barriers) and state["next"] >= barriers[state["gate"]] and state["free"] == slots:
+            state["gate"] += 1
+        return barriers[state["gate"]] if state["gate"] < len(barriers) else n
 
     def finished(flow: Flow) -> None:
         state["free"] += flow.count
@@ -469,7 +483,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         dispatch()
 
     def dispatch() -> None:
-        take = min(state["free"], n - state["next"])
+        take = min(state["free"], limit() - state["next"])
         if take <= 0:
             return
         if take == 1:  # one program finished, one starts: the common case of uneven kernels
@@ -562,15 +576,21 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
 
     env, pool, segments, counters = _replay(caps, timeline)
     flows = []
+    starts = np.zeros(costs.num_programs, dtype=bool)
+    starts[trace.kernel.kernel_starts or []] = True
     for core in range(cores):
         mine = np.nonzero(core_of == core)[0]
         if mine.size == 0:
             continue
         # The copies for grid step i+1 run during step i's compute; step 0's copies
-        # (and one latency) come first.
-        next_copy = np.append(copy[mine][1:], 0.0)
-        drain = costs.drain_bytes[mine[-1]] / copy_bw
-        alone = copy[mine[0]] + chip.hbm.latency_s + drain + float(
+        # (and one latency) come first. Each kernel of the trace starts its pipeline
+        # anew: its first copies wait, and the kernel before drains its last writes.
+        first = starts[mine]
+        first[0] = True
+        last = np.append(first[1:], True)
+        next_copy = np.where(last, 0.0, np.append(copy[mine][1:], 0.0))
+        edges = copy[mine][first].sum() + first.sum() * chip.hbm.latency_s + costs.drain_bytes[mine][last].sum() / copy_bw
+        alone = float(edges) + float(
             (np.maximum(compute[mine], next_copy) + chip.program_overhead_s).sum()
         )
         flow = Flow(
@@ -621,7 +641,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         caps = _tpu_capacities(chip, tpu_core_assignment(trace, chip)[1])
         hbm = costs.read_bytes + costs.write_bytes
         totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
-        return max(float(v) / caps[k] for k, v in totals.items()) + chip.launch_overhead_s
+        return max(float(v) / caps[k] for k, v in totals.items()) + launch_s(trace, chip)
     per_core, _ = gpu_occupancy(trace, chip)  # raises if the kernel does not fit
     caps = _capacities(chip, chip.num_cores)
     moved = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
@@ -644,7 +664,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         floor[members] = alone[members].min()
     slots = chip.num_cores * per_core
     return max(bound, float(floor.max()), float(alone.sum()) / slots,
-               _last_starts_bound(alone, floor, slots)) + chip.launch_overhead_s
+               _last_starts_bound(alone, floor, slots)) + launch_s(trace, chip)
 
 
 LAST_STARTS_CHECKED = 8

@@ -182,9 +182,23 @@ def _evaluate(index, loop_var, loop_value, variables, group) -> np.ndarray | int
     return total
 
 
+def program_waves(trace: KernelTrace, concurrency: int) -> np.ndarray:
+    """Each program's wave: launch position // concurrency, counted anew from each kernel
+    of the trace (``kernel.kernel_starts``: a kernel's first programs wait for the last
+    ones of the kernel before)."""
+    n = trace.num_programs
+    starts = np.array([0, *(trace.kernel.kernel_starts or [])], dtype=np.int64)
+    pid = np.arange(n, dtype=np.int64)
+    kernel = np.searchsorted(starts, pid, side="right") - 1
+    sizes = np.diff(np.append(starts, n))
+    first_wave = np.concatenate([[0], np.cumsum(-(-sizes // concurrency))[:-1]])
+    return first_wave[kernel] + (pid - starts[kernel]) // concurrency
+
+
 def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int, direction: str = "read"):
     variables = program_vars(trace)
     template_of = program_templates(trace)
+    waves = program_waves(trace, concurrency)
     tensor_ids = {name: i for i, name in enumerate(trace.tensors)}
     columns: list[list[np.ndarray]] = [[] for _ in range(5)]  # ids, bytes, wave, when, pid
 
@@ -215,7 +229,7 @@ def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int, directio
                     ids[1 + axis] = _evaluate(index, step.loop_var, start, variables, group)
                 columns[0].append(ids)
                 columns[1].append((transfer.bytes * length).astype(float))
-                columns[2].append(group // concurrency)
+                columns[2].append(waves[group])
                 columns[3].append(starts_at[row] + start)
                 columns[4].append(group)
             offset += reps

@@ -105,6 +105,8 @@ def pallas_trace(
             "dimension_semantics": list(dimension_semantics),
             "resources": {"local_memory_bytes": int(local_memory_bytes)},
             "pipeline_depth": buffer_count,
+            "kernel_starts": (np.nonzero(np.asarray(kernel_starts, dtype=bool))[0][1:].tolist()
+                              if kernel_starts is not None else None),
         },
         "tensors": tensors,
         "templates": templates,

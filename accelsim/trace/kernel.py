@@ -17,6 +17,7 @@ parsed and validated, never executed.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -155,6 +156,10 @@ class Kernel(_Strict):
     resources: Resources = Resources()
     pipeline_depth: PosInt = 2
     """How many step's transfers can be in flight (GPU ``num_stages``, TPU buffer count)."""
+    kernel_starts: list[PosInt] | None = None
+    """Several kernels run back to back in one trace (a backward pass's kernels): the launch
+    positions where a new kernel begins. Every program before one finishes before any
+    program from it starts; on a TPU the pipeline starts anew there."""
 
 
 class KernelTrace(_Strict):
@@ -202,6 +207,9 @@ class KernelTrace(_Strict):
         sem = self.kernel.dimension_semantics
         if sem is not None and len(sem) != len(self.kernel.grid):
             raise ValueError("kernel.dimension_semantics: needs one entry per grid axis")
+        starts = self.kernel.kernel_starts
+        if starts is not None and (any(b <= a for a, b in pairwise(starts)) or (starts and starts[-1] >= n)):
+            raise ValueError(f"kernel.kernel_starts: expected increasing launch positions below {n} (the programs)")
         known = set(GRID_VARS[: len(self.kernel.grid)]) | set(self.program_vars)
         for ti, template in enumerate(self.templates):
             for si, step in enumerate(template.steps):
