@@ -461,7 +461,7 @@ def tpu_plan(scale: str) -> list[Case]:
 def tolerance(case: Case) -> float:
     table = REL_TOLERANCE
     if case.family == "attention":
-        table = ATTENTION_BWD_REL_TOLERANCE if case.params["pass"] == "bwd" else ATTENTION_REL_TOLERANCE
+        table = ATTENTION_BWD_REL_TOLERANCE if case.params["pass"] != "fwd" else ATTENTION_REL_TOLERANCE
     return table[case.params["dtype"]]
 
 

@@ -154,6 +154,11 @@ def gemm_params(M: int, N: int, K: int, dtype: str, batch: int = 1) -> dict:
     return {"M": M, "N": N, "K": K, "dtype": dtype, "batch": batch}
 
 
+ATTENTION_PASSES = ("fwd", "bwd", "bwd-kernel")
+"""``bwd``: a whole backward call (SDPA's; with the Delta pass and the dQ cast);
+``bwd-kernel``: the backward kernel alone (our Triton kernel as measure_triton.py times it)."""
+
+
 def attention_params(batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, dtype="bf16", pass_="fwd") -> dict:
     return {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_kv": seq_kv,
             "head_dim": head_dim, "causal": causal, "dtype": dtype, "pass": pass_}
@@ -205,7 +210,7 @@ def nominal_flops(family: str, params: dict[str, Any]) -> float:
         forward = 4.0 * p["batch"] * p["heads"] * p["seq_q"] * p["seq_kv"] * p["head_dim"]
         if p["causal"]:
             forward /= 2.0
-        return forward * (ATTENTION_BWD_FLOPS_FACTOR if p["pass"] == "bwd" else 1.0)
+        return forward * (ATTENTION_BWD_FLOPS_FACTOR if p["pass"] != "fwd" else 1.0)
     if family in ("copy", "collective"):
         return 0.0
     if family == "elementwise":
@@ -305,8 +310,8 @@ def validate_params(family: str, params: Any) -> list[str]:
             if value not in COLLECTIVES:
                 errors.append(f"params.collective: {value!r} is not one of {list(COLLECTIVES)}")
         elif key == "pass":
-            if value not in ("fwd", "bwd"):
-                errors.append(f"params.pass: expected 'fwd' or 'bwd', got {value!r}")
+            if value not in ATTENTION_PASSES:
+                errors.append(f"params.pass: expected one of {list(ATTENTION_PASSES)}, got {value!r}")
         elif key in ARRAY_COUNTS:
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
                 errors.append(f"params.{key}: expected an integer >= 0, got {value!r}")

@@ -17,7 +17,10 @@ runs five matmuls per iteration (QK^T, dV += P^T dO, dP = dO V^T, dK += dS^T Q,
 dQ += dS K with dQ accumulated by fp32 atomics), then writes dK and dV: our Triton
 kernel ``kernels/triton/attention.py`` (``attention_bwd``). The q blocks on a causal
 diagonal count their attended pairs as useful flops (2.5x the forward's, the
-FlashAttention papers' convention).
+FlashAttention papers' convention). ``pass=bwd-kernel`` is that kernel alone;
+``pass=bwd`` a whole backward call (SDPA's, FlashAttention-2's): a first kernel computes
+``Delta = rowsum(dO * O)`` and clears the fp32 dQ, the last casts dQ to the input type
+(three kernels of one trace, ``kernel.kernel_starts``).
 
 TPU forward (Pallas flash attention): grid (batch, heads, q blocks, kv blocks) with
 the kv axis last and sequential; causal blocks past the diagonal keep the previous
@@ -29,7 +32,7 @@ block (dV += P^T dO, dK += dS^T Q in VMEM, four matmuls), then ``dq`` the kv blo
 each q block (P and dP recomputed, dQ += dS K, three matmuls; the two recomputed ones
 are not counted as useful flops). Causal skipping clamps block indices as the forward
 does. ``Delta = rowsum(dO * O)`` before them and the GQA sum of per-head dK and dV after
-them are XLA work outside the trace.
+them are XLA work outside the trace (``bwd`` and ``bwd-kernel`` are the same on TPUs).
 
 Vector work per score element, forward: scale, running max, subtract, row sum
 (4 flops), one exp and a cast of P; per row and iteration the accumulator rescale and
@@ -60,7 +63,9 @@ PARAMS = (
     Param("head_dim", int, 128),
     Param("causal", bool, False),
     Param("dtype", str, "bf16", ("bf16", "fp16", "fp8")),
-    Param("pass", str, "fwd", ("fwd", "bwd")),
+    Param("pass", str, "fwd", ("fwd", "bwd", "bwd-kernel"),
+          help="fwd; bwd: a whole backward (GPU: the Delta pass and dQ clear, the kernel, the dQ cast); "
+               "bwd-kernel: the backward kernel alone"),
 )
 CONFIG = (
     Param("block_m", int, help="query rows per program (GPU) / per block (TPU)"),
@@ -85,7 +90,8 @@ def _problem(p: dict[str, Any]) -> dict[str, Any]:
     if q["causal"] and q["seq_kv"] < q["seq_q"]:
         raise InputError("causal attention needs seq_kv >= seq_q", source="--param", field="seq_kv")
     q["group"] = q["heads"] // q["kv_heads"]
-    q["decode"] = q["seq_q"] * q["group"] <= 64 and q["seq_q"] <= 16 and q["pass"] == "fwd"
+    q["backward"] = q["pass"] != "fwd"
+    q["decode"] = q["seq_q"] * q["group"] <= 64 and q["seq_q"] <= 16 and not q["backward"]
     return q
 
 
@@ -100,7 +106,7 @@ def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
         programs = p["batch"] * p["kv_heads"]
         split = max(1, min(math.ceil(2 * chip.num_cores / programs), math.ceil(p["seq_kv"] / 256)))
         return {"block_m": 16, "block_n": 64, "num_stages": 2, "num_warps": 4, "split_kv": split}
-    if p["pass"] == "bwd":  # the largest blocks our Triton backward compiles without spilling much (d=128)
+    if p["backward"]:  # the largest blocks our Triton backward compiles without spilling much (d=128)
         return {"block_m": 64, "block_n": 64, "num_stages": 2, "num_warps": 8, "split_kv": 1}
     return {"block_m": 128, "block_n": 64 if d <= 64 else 64, "num_stages": 3 if d <= 64 else 2,
             "num_warps": 4 if d <= 64 else 8, "split_kv": 1}
@@ -130,7 +136,7 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
 def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
     d, size = p["head_dim"], DTYPE_BYTES[p["dtype"]]
     bm, bn, stages = config["block_m"], config["block_n"], config["num_stages"]
-    if family == "tpu" and p["pass"] == "bwd":
+    if family == "tpu" and p["backward"]:
         # double-buffered Q, dO, K, V and the two (rows, 1) fp32 statistics (a lane tile
         # each), the dkv kernel's dK and dV outputs (double-buffered) and fp32
         # accumulators (the larger kernel), and the fp32 S/P, dP and dS of one block
@@ -139,7 +145,7 @@ def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
     if family == "tpu":
         blocks = 2 * (bm * d + 2 * bn * d + bm * d) * size
         return int(blocks + bm * d * 4 + 2 * bm * 128 * 4 + bm * bn * 4)
-    if p["pass"] == "bwd":
+    if p["backward"]:
         return int((2 * bn * d + stages * 2 * bm * d) * size)
     return int((bm * d + stages * 2 * bn * d) * size)
 
@@ -149,7 +155,7 @@ def _live_values(p: dict[str, Any], config: dict[str, Any]) -> tuple[int, int]:
     accumulator (two dots); backward, the dK and dV accumulators, S (then P) and dP, and
     one dQ partial (five dots)."""
     bm, bn, d = config["block_m"], config["block_n"], p["head_dim"]
-    if p["pass"] == "fwd":
+    if not p["backward"]:
         return bm * d + bm * bn, 2
     return 2 * bn * d + 2 * bm * bn + bm * d, 5
 
@@ -186,7 +192,7 @@ def _tensors(p: dict[str, Any]) -> dict[str, dict]:
         "O": {"shape": [b, h, sq, d], "dtype": out_dt},
         "LSE": {"shape": [b, h, sq], "dtype": "fp32"},
     }
-    if p["pass"] == "bwd":
+    if p["backward"]:
         tensors.update({
             "dO": {"shape": [b, h, sq, d], "dtype": out_dt},
             "Delta": {"shape": [b, h, sq], "dtype": "fp32"},
@@ -203,14 +209,14 @@ def useful_flops(params: dict[str, Any]) -> float:
     p = _problem(params)
     pairs = float(attended_pairs(p, 0, p["seq_q"], 0, p["seq_kv"]))
     flops = 4.0 * p["batch"] * p["heads"] * pairs * p["head_dim"]
-    return flops * (2.5 if p["pass"] == "bwd" else 1.0)
+    return flops * (2.5 if p["backward"] else 1.0)
 
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     p = _problem(params)
     if chip.family == "tpu":
-        return _build_tpu_bwd(p, params, config) if p["pass"] == "bwd" else _build_tpu(p, params, config)
-    if p["pass"] == "bwd":
+        return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
+    if p["backward"]:
         return _build_gpu_bwd(p, params, config)
     if p["decode"]:
         return _build_gpu_decode(p, params, config)
@@ -342,7 +348,8 @@ def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: st
     return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target)
 
 
-def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars) -> KernelTrace:
+def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars, *,
+               kernel_starts: list[int] | None = None, extra_tensors: dict | None = None) -> KernelTrace:
     """A Triton-style attention trace: the resources come from the config."""
     return KernelTrace.model_validate({
         "schema_version": 1,
@@ -353,8 +360,9 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
             "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu"), "warps": config["num_warps"],
                           "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
+            "kernel_starts": kernel_starts,
         },
-        "tensors": _tensors(p),
+        "tensors": {**_tensors(p), **(extra_tensors or {})},
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": program_vars,
@@ -474,17 +482,70 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     for key in np.unique(keys, axis=0):
         rows, masked, pairs = (int(v) for v in key)
         template_of[np.all(keys == key, axis=1)] = len(templates)
-        steps = [{"transfers": _kv_transfers(["batch", "kv_head", "p0"], rows * d * size)}]
+        steps = [{"transfers": _kv_transfers(["batch", "kv_head", "kv_block"], rows * d * size)}]
         steps += [iteration(f"first_q+{m}", pairs / masked, rows) for m in range(masked)]
         steps.append({"repeat": "n_full", "loop_var": "i", **iteration("first_full+i", bm * rows, rows)})
         steps.append({"transfers": [
-            {"tensor": "dK", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
-            {"tensor": "dV", "block": ["batch", "head", "p0"], "bytes": rows * d * size, "direction": "write"},
+            {"tensor": "dK", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
+            {"tensor": "dV", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
         ]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
     program_vars = {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
-                    "n_full": (n_q - first_full).tolist(), "first_q": first_q.tolist(), "first_full": first_full.tolist()}
-    return _gpu_trace(p, params, config, "bwd", [n_kv, b * h], templates, template_of, program_vars)
+                    "kv_block": kv_block.tolist(), "n_full": (n_q - first_full).tolist(), "first_q": first_q.tolist(),
+                    "first_full": first_full.tolist()}
+    if p["pass"] == "bwd-kernel":
+        return _gpu_trace(p, params, config, "bwd", [n_kv, b * h], templates, template_of, program_vars)
+    return _whole_gpu_backward(p, params, config, templates, template_of, program_vars)
+
+
+ROWS_PER_ELEMENTWISE_PROGRAM = 512
+"""Rows of [*, head_dim] per program of the backward's elementwise kernels: large enough
+that they stay HBM-bound at the backward kernel's occupancy (the trace has one)."""
+
+
+def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars) -> KernelTrace:
+    """A framework's backward call: a first kernel computes ``Delta = rowsum(dO * O)`` and
+    clears the fp32 dQ, then the backward kernel, then a kernel casts dQ to the input type
+    (what FlashAttention-2's ``_bwd_preprocess``, PyTorch's SDPA backward and our Triton
+    ``attention_bwd`` run). Three kernels in one trace (``kernel_starts``)."""
+    b, h, sq, d = p["batch"], p["heads"], p["seq_q"], p["head_dim"]
+    size = DTYPE_BYTES[p["dtype"]]
+    out_size = 2 if p["dtype"] == "fp8" else size
+    rows_per = ROWS_PER_ELEMENTWISE_PROGRAM
+    n_rows = math.ceil(sq / rows_per)
+    side = n_rows * b * h
+    block = np.arange(side) % n_rows
+    bh = np.arange(side) // n_rows
+    rows = np.minimum(rows_per, sq - block * rows_per)
+    where = ["batch", "head", "row_block"]
+    templates, pre_of, post_of = [], np.zeros(side, dtype=np.int64), np.zeros(side, dtype=np.int64)
+    for r in np.unique(rows):
+        r = int(r)
+        pre_of[rows == r] = len(templates)
+        templates.append({"name": f"delta{r}", "steps": [{"transfers": [
+            {"tensor": "O", "block": where, "bytes": r * d * out_size},
+            {"tensor": "dO", "block": where, "bytes": r * d * out_size},
+            {"tensor": "Delta", "block": where, "bytes": r * STAT_BYTES, "direction": "write"},
+            {"tensor": "dQ", "block": where, "bytes": r * d * 4, "direction": "write"},
+        ], "compute": [{"unit": "vector", "flops": float(2 * r * d), "dtype": "fp32"}]}]})
+        post_of[rows == r] = len(templates)
+        templates.append({"name": f"cast{r}", "steps": [{"transfers": [
+            {"tensor": "dQ", "block": where, "bytes": r * d * 4},
+            {"tensor": "dQ_out", "block": where, "bytes": r * d * size, "direction": "write"},
+        ], "compute": [{"unit": "vector", "flops": float(r * d), "dtype": "fp32", "useful": False}]}]})
+    offset = len(templates)
+    templates += [{**t, "name": f"main_{t['name']}"} for t in main_templates]
+    template_of = np.concatenate([pre_of, np.asarray(main_of) + offset, post_of])
+    main = len(main_of)
+    names = set(main_vars) | {"row_block"}
+    side_vars = {"batch": (bh // h).tolist(), "head": (bh % h).tolist(), "row_block": block.tolist()}
+    program_vars = {
+        name: side_vars.get(name, [0] * side) + list(main_vars.get(name, [0] * main)) + side_vars.get(name, [0] * side)
+        for name in sorted(names)
+    }
+    return _gpu_trace(p, params, config, "bwd", [2 * side + main], templates, template_of, program_vars,
+                      kernel_starts=[side, side + main],
+                      extra_tensors={"dQ_out": {"shape": [b, h, sq, d], "dtype": p["dtype"]}})
 
 
 def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:

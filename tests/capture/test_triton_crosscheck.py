@@ -89,17 +89,17 @@ def test_attention_agrees_with_the_attention_family(case):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_backward_agrees_with_the_attention_family(causal):
-    """Our Triton backward kernel (``run_bwd``) and the family's ``pass=bwd`` trace. On a
+    """Our Triton backward kernel (``run_bwd``) and the family's ``pass=bwd-kernel`` trace. On a
     causal diagonal the family counts the attended pairs of all five matmuls as useful
     flops (2.5x the forward's); the capture counts S = Q K^T and dP = dO V^T whole (the
     kernel computes them before masking), so its count is higher there."""
     params = {"batch": 1, "heads": 2, "seq_q": 512, "head_dim": 64, "causal": causal}
     config = {"block_m": 64, "block_n": 128, "num_stages": 2, "num_warps": 8}
     captured, built = captured_and_built("attention", "attention", params, config, {"split_kv": 1},
-                                         function="run_bwd", family_params={"pass": "bwd"})
+                                         function="run_bwd", family_params={"pass": "bwd-kernel"})
     assert_agree(captured, built, flops=False)
     a, b = program_costs(captured, CHIP).matrix_flops.sum(), program_costs(built, CHIP).matrix_flops.sum()
-    assert b == useful_flops({**params, "pass": "bwd", "kv_heads": 0, "seq_kv": 0, "dtype": "bf16"})
+    assert b == useful_flops({**params, "pass": "bwd-kernel", "kv_heads": 0, "seq_kv": 0, "dtype": "bf16"})
     assert a == b if not causal else a > b
 
 

@@ -56,7 +56,7 @@ def test_the_attention_backward_writes_dq_to_hbm_about_once():
     chip = load_arch("h100-sxm")
     family = get_family("attention")
     params = parse_values(family.params, {"batch": "1", "heads": "4", "seq_q": "4096", "head_dim": "128",
-                                          "pass": "bwd"}, "test")
+                                          "pass": "bwd-kernel"}, "test")
     trace = family.build(params, family.resolve_config(params, {}, chip), chip)
     sim = simulate_kernel(trace, chip)
     dq = 4 * 4096 * 128 * 4
