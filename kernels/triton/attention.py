@@ -283,7 +283,7 @@ def reference_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
 
 
 def run_bwd(heads: int, seq_q: int, batch: int = 1, kv_heads: int = 0, seq_kv: int = 0, head_dim: int = 128,
-            causal: bool = False, dtype: str = "bf16", block_m: int = 64, block_n: int = 128,
+            causal: bool = False, dtype: str = "bf16", block_m: int = 64, block_n: int = 64,
             num_stages: int = 2, num_warps: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random Q, K, V and dO, the forward's O and LSE from PyTorch, one backward launch
     (defaults: the attention family's backward config)."""
