@@ -221,7 +221,7 @@ def plan(scale: str) -> list[Case]:
     cases.append(Case("attention", "attention", fmt.fa_setup_params(4096, 64, False), _attn_cfg(128, 64, 3, 4)))
     for causal in (False, True):  # the backward over the family's config space corners
         cases += [Case("attention-bwd", "attention", fmt.fa_setup_params(4096, 128, causal, pass_="bwd-kernel"), cfg)
-                  for cfg in (_attn_cfg(64, 64), _attn_cfg(128, 64), _attn_cfg(32, 64), _attn_cfg(64, 32))]
+                  for cfg in (_attn_cfg(64, 64), _attn_cfg(32, 128), _attn_cfg(32, 64), _attn_cfg(64, 32))]
     for kind in ("softmax", "layernorm"):
         cases += [Case(kind, kind, {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": br, "num_warps": w})
                   for br in (1, 2, 4) for w in (4, 8)]

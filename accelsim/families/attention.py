@@ -150,6 +150,11 @@ def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
     return int((bm * d + stages * 2 * bn * d) * size)
 
 
+MAX_REGISTERS = 255
+"""Registers a thread may hold on NVIDIA GPUs; a config estimated above it would spill
+(our backward at 64x128 with 8 warps spills 1.1 KB a thread compiled for sm_90)."""
+
+
 def _live_values(p: dict[str, Any], config: dict[str, Any]) -> tuple[int, int]:
     """(fp32 values a program holds, dots per step): forward, the S block and the O
     accumulator (two dots); backward, the dK and dV accumulators, S (then P) and dP, and
@@ -160,9 +165,13 @@ def _live_values(p: dict[str, Any], config: dict[str, Any]) -> tuple[int, int]:
     return 2 * bn * d + 2 * bm * bn + bm * d, 5
 
 
-def _registers(p: dict[str, Any], config: dict[str, Any]) -> int:
+def _registers_needed(p: dict[str, Any], config: dict[str, Any]) -> int:
     live, dots = _live_values(p, config)
-    return min(255, math.ceil(live / (config["num_warps"] * 32)) + REGISTERS_OVERHEAD + REGISTERS_PER_DOT * dots)
+    return math.ceil(live / (config["num_warps"] * 32)) + REGISTERS_OVERHEAD + REGISTERS_PER_DOT * dots
+
+
+def _registers(p: dict[str, Any], config: dict[str, Any]) -> int:
+    return min(MAX_REGISTERS, _registers_needed(p, config))
 
 
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
@@ -177,9 +186,9 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if need > limit:
         raise InputError(f"blocks need {need} bytes of local memory per program; {chip.name} allows {int(limit)}",
                          source="--param", field="block_m")
-    if chip.family == "gpu" and _live_values(p, config)[0] / (config["num_warps"] * 32) > 255:
-        raise InputError("the accumulators do not fit in registers; use more warps or smaller blocks",
-                         source="--param", field="num_warps")
+    if chip.family == "gpu" and _registers_needed(p, config) > MAX_REGISTERS:
+        raise InputError(f"about {_registers_needed(p, config)} registers a thread ({MAX_REGISTERS} at most: the "
+                         "rest would spill); use more warps or smaller blocks", source="--param", field="num_warps")
 
 
 def _tensors(p: dict[str, Any]) -> dict[str, dict]:

@@ -43,3 +43,14 @@ def test_the_whole_backward_adds_its_elementwise_kernels(seq):
     # s=4096, more where the kernel's s^2 work is small
     share = whole.latency_s / kernel.latency_s - 1
     assert (0.02 < share < 0.10) if seq == 4096 else (0.10 < share < 0.30)
+
+
+def test_configs_that_would_spill_registers_are_refused():
+    """64x128 with 8 warps: the dK and dV accumulators, S, dP and a dQ partial need about
+    296 registers a thread (the compiled kernel spills 1.1 KB there); 64x64 fits."""
+    from accelsim.families.base import fits
+
+    params = parse_values(FAMILY.params, {"heads": "16", "seq_q": "4096", "head_dim": "128", "pass": "bwd"}, "test")
+    config = {"num_stages": 2, "num_warps": 8, "split_kv": 1}
+    assert not fits(FAMILY.check, params, {**config, "block_m": 64, "block_n": 128}, CHIP)
+    assert fits(FAMILY.check, params, {**config, "block_m": 64, "block_n": 64}, CHIP)
