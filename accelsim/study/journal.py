@@ -2,14 +2,16 @@
 arrive, so that a sweep that is stopped resumes where it stopped and loses nothing.
 
 The first line is a header naming the spec it belongs to (a hash of the spec's
-contents); a journal of another spec is refused rather than mixed in. A last line cut
-short by a kill is dropped on resume.
+contents and of the files it names: traces, config files); a journal of another spec,
+or of the same spec over files that have changed since, is refused rather than mixed in.
+A last line cut short by a kill is dropped on resume.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -35,8 +37,16 @@ class Row:
                            "error": self.error, "metrics": self.metrics}, separators=(",", ":"))
 
 
-def spec_digest(raw_spec: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(raw_spec, sort_keys=True, default=str).encode()).hexdigest()
+def spec_digest(raw_spec: dict[str, Any], files: Sequence[Path] = ()) -> str:
+    """The spec's contents and, when it names files, theirs (a file that is missing counts
+    as such): a regenerated trace makes the old results another sweep's."""
+    digest = hashlib.sha256(json.dumps(raw_spec, sort_keys=True, default=str).encode())
+    if not files:
+        return digest.hexdigest()
+    for path in sorted({str(f) for f in files}):
+        data = Path(path).read_bytes() if Path(path).is_file() else b"<missing>"
+        digest.update(f"\n{path}\n".encode() + hashlib.sha256(data).digest())
+    return digest.hexdigest()
 
 
 def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
@@ -51,8 +61,8 @@ def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
     except json.JSONDecodeError:
         header = {}
     if header.get("spec_sha256") != digest:
-        raise InputError("this folder holds results of a different sweep spec; give another -o folder or --fresh",
-                         source=str(path))
+        raise InputError("this folder holds results of a different sweep spec, or of files it names that have "
+                         "changed since (traces, configs); give another -o folder or --fresh", source=str(path))
     rows: dict[tuple[int, int], Row] = {}
     for line in lines[1:]:
         try:

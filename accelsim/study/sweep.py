@@ -44,12 +44,21 @@ def pending_tasks(plan: SweepPlan, done: dict[tuple[int, int], Row]) -> list[Tas
     return tasks
 
 
+def input_files(plan: SweepPlan) -> list[Path]:
+    """The files a sweep reads besides its spec: each workload's kernel or system trace and
+    the base configs given as files."""
+    files = [job.path(job.body.trace) for job in plan.jobs if job.kind == "trace"]
+    files += [job.path(job.body.system_trace) for job in plan.jobs if job.kind == "system_trace"]
+    files += [Path(base) for base in plan.spec.spec.bases if base.endswith((".yaml", ".yml")) or "/" in base]
+    return files
+
+
 def execute(plan: SweepPlan, out_dir: Path, *, workers: int = 1, ray: str | None = None,
             fresh: bool = False, progress: bool = True) -> tuple[dict[tuple[int, int], Row], int, int]:
     """Run what the journal in ``out_dir`` lacks; all rows, runs done now, runs resumed."""
     out_dir.mkdir(parents=True, exist_ok=True)
     journal_path = out_dir / JOURNAL_NAME
-    digest = spec_digest(plan.spec.raw)
+    digest = spec_digest(plan.spec.raw, input_files(plan))
     if fresh and journal_path.exists():
         journal_path.unlink()
     done = read_journal(journal_path, digest)

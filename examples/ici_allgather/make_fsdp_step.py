@@ -16,11 +16,9 @@ sequence). Per layer, as XLA's FSDP schedule does:
   weight-gradient GEMMs of each projection, the attention backward, then a
   reduce-scatter of the layer's bf16 gradients (``async``; waited for at the end).
 
-Attention backward on TPU is not a kernel family yet; it is a roofline compute op
-with 2.5x the forward's flops (FlashAttention-2's backward does 2.5x the matmul
-work of its forward: five matmuls per block against two) and the forward's Q/K/V/O
-bytes twice. Norms, embeddings, the loss and the optimizer update are left out
-(small next to the GEMMs at this size); say so when quoting the step time.
+The attention backward is the ``attention`` family's TPU backward (``pass: bwd``: our
+Pallas dkv and dq kernels). Norms, embeddings, the loss and the optimizer update are
+left out (small next to the GEMMs at this size); say so when quoting the step time.
 """
 
 from __future__ import annotations
@@ -47,23 +45,17 @@ def gemm(name: str, m: int, n: int, k: int, deps: list[str]) -> dict:
             "deps": deps}
 
 
-def attention_fwd(name: str, tokens: int, deps: list[str]) -> dict:
+def attention(name: str, tokens: int, deps: list[str], pass_: str = "fwd") -> dict:
     params = {"batch": 1, "heads": HEADS, "kv_heads": KV_HEADS, "seq_q": tokens, "head_dim": HEAD_DIM,
-              "causal": True}
+              "causal": True, "pass": pass_}
     return {"name": name, "kind": "compute", "family": "attention", "params": params, "deps": deps}
-
-
-def attention_bwd(name: str, tokens: int, deps: list[str]) -> dict:
-    causal_fwd_flops = 2 * 2 * HEADS * tokens * tokens * HEAD_DIM / 2
-    qkvo_bytes = (2 * HEADS + 2 * KV_HEADS) * tokens * HEAD_DIM * BF16
-    return {"name": name, "kind": "compute", "flops": 2.5 * causal_fwd_flops, "bytes": 2 * qkvo_bytes, "deps": deps}
 
 
 def layer_forward(i: int, tokens: int, after: str) -> list[dict]:
     n_qkv, k_qkv = PROJECTIONS["qkv"]
     return [
         gemm(f"f{i}.qkv", tokens, n_qkv, k_qkv, [after]),
-        attention_fwd(f"f{i}.attn", tokens, [f"f{i}.qkv"]),
+        attention(f"f{i}.attn", tokens, [f"f{i}.qkv"]),
         gemm(f"f{i}.o", tokens, *PROJECTIONS["o"], [f"f{i}.attn"]),
         gemm(f"f{i}.gate_up", tokens, *PROJECTIONS["gate_up"], [f"f{i}.o"]),
         gemm(f"f{i}.down", tokens, *PROJECTIONS["down"], [f"f{i}.gate_up"]),
@@ -74,7 +66,7 @@ def layer_backward(i: int, tokens: int, after: list[str]) -> list[dict]:
     ops, previous = [], after
     for proj in ("down", "gate_up", "o", "attn", "qkv"):
         if proj == "attn":
-            ops.append(attention_bwd(f"b{i}.attn", tokens, previous))
+            ops.append(attention(f"b{i}.attn", tokens, previous, pass_="bwd"))
             previous = [f"b{i}.attn"]
             continue
         n, k = PROJECTIONS[proj]

@@ -48,3 +48,28 @@ def test_cli_resumes_and_fresh_starts_over(cli, spec_file, tmp_path):
     assert again.out.startswith("6 runs (0 run now, 6 from the journal; 0 failed)")
     fresh = cli("sweep", spec, "-o", out, "--workers", "1", "--quiet", "--fresh")
     assert fresh.out.startswith("6 runs (6 run now; 0 failed)")
+
+
+def test_journal_over_a_changed_trace_is_refused(spec_file, tmp_path):
+    """The journal names the files the spec reads: a regenerated system trace makes the
+    folder's results another sweep's, not silently stale ones."""
+    from tests import conftest
+
+    trace = tmp_path / "step.json"
+    trace.write_bytes((conftest.REPO / "traces" / "system" / "transformer_step_dp2_tp4.json").read_bytes())
+    spec = spec_file(f"""\
+        base: dgx-h100
+        parameters:
+          chip.interconnect.bandwidth_per_link: {{values: ["25 GB/s", "50 GB/s"]}}
+        workloads:
+          - {{system_trace: {trace}}}
+        metrics: [latency_s]
+        """)
+    first = run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
+    assert first.ran == 2
+    again = run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
+    assert (again.ran, again.resumed) == (0, 2)
+    trace.write_text(trace.read_text().replace('"name"', '"name" ', 1))  # same trace, other bytes
+    with pytest.raises(InputError, match="changed since"):
+        run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
+    assert run_sweep(plan_sweep(spec), tmp_path / "out", progress=False, fresh=True).ran == 2
