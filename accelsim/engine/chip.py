@@ -576,17 +576,18 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
 
     env, pool, segments, counters = _replay(caps, timeline)
     flows = []
-    starts = np.zeros(costs.num_programs, dtype=bool)
-    starts[trace.kernel.kernel_starts or []] = True
+    kernel_of = np.searchsorted(np.asarray(trace.kernel.kernel_starts or [], dtype=np.int64),
+                                np.arange(costs.num_programs), side="right")
     for core in range(cores):
         mine = np.nonzero(core_of == core)[0]
         if mine.size == 0:
             continue
         # The copies for grid step i+1 run during step i's compute; step 0's copies
         # (and one latency) come first. Each kernel of the trace starts its pipeline
-        # anew: its first copies wait, and the kernel before drains its last writes.
-        first = starts[mine]
-        first[0] = True
+        # anew on every core: its first copies wait, and the kernel before drains its
+        # last writes.
+        first = np.ones(mine.size, dtype=bool)
+        first[1:] = kernel_of[mine][1:] != kernel_of[mine][:-1]
         last = np.append(first[1:], True)
         next_copy = np.where(last, 0.0, np.append(copy[mine][1:], 0.0))
         edges = copy[mine][first].sum() + first.sum() * chip.hbm.latency_s + costs.drain_bytes[mine][last].sum() / copy_bw
