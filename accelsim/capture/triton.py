@@ -50,14 +50,18 @@ import numpy as np
 from accelsim.capture.common import load_function, typed_params
 from accelsim.capture.triton_compile import KernelCall
 from accelsim.errors import InputError
-from accelsim.families.rowwise import FP32_BYTES, REGISTERS_OVERHEAD, REGISTERS_PER_DOT
+from accelsim.families.rowwise import (
+    FP32_BYTES,
+    MAX_REGISTERS_PER_THREAD,
+    REGISTERS_OVERHEAD,
+    REGISTERS_PER_DOT,
+)
 from accelsim.trace.kernel import KernelTrace
 
 WARP_SIZE = 32
 DEFAULT_NUM_WARPS = 4
 DEFAULT_NUM_STAGES = 3
 """Triton's launch defaults on NVIDIA GPUs."""
-MAX_REGISTERS_PER_THREAD = 255
 COMPRESS_ABOVE = 3
 """Loops with more iterations than this run only iterations 0 and n-1 (and n-2 when n-1
 differs from 0)."""
@@ -903,8 +907,8 @@ def _as_float32(handle) -> np.ndarray:
     if name == "bf16":
         return (data.astype(np.uint32) << 16).view(np.float32)
     if name.startswith("fp8"):
-        from triton.runtime.interpreter import _convert_float
         import triton.language as tl
+        from triton.runtime.interpreter import _convert_float
 
         return _convert_float(data, handle.dtype.scalar, tl.float16, None).view(np.float16).astype(np.float32)
     return data.astype(np.float32, copy=False)

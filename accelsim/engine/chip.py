@@ -29,7 +29,12 @@ import simpy
 
 from accelsim.arch.model import Chip
 from accelsim.engine.fluid import Flow, FluidResources
-from accelsim.engine.programs import ProgramCosts, grid_coordinate, program_costs
+from accelsim.engine.programs import (
+    ProgramCosts,
+    grid_coordinate,
+    kernel_index,
+    program_costs,
+)
 from accelsim.engine.reuse import absorbed_write_bytes, cache_hit_bytes
 from accelsim.errors import InputError
 from accelsim.trace.kernel import KernelTrace
@@ -576,8 +581,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
 
     env, pool, segments, counters = _replay(caps, timeline)
     flows = []
-    kernel_of = np.searchsorted(np.asarray(trace.kernel.kernel_starts or [], dtype=np.int64),
-                                np.arange(costs.num_programs), side="right")
+    kernel_of = kernel_index(trace)
     for core in range(cores):
         mine = np.nonzero(core_of == core)[0]
         if mine.size == 0:

@@ -34,6 +34,12 @@ def grid_coordinate(trace: KernelTrace, axis: int) -> np.ndarray:
     return (pid // _grid_strides(trace)[axis]) % trace.kernel.grid[axis]
 
 
+def kernel_index(trace: KernelTrace) -> np.ndarray:
+    """Which kernel of the trace (``kernel.kernel_starts``) each program belongs to, 0 first."""
+    starts = np.asarray(trace.kernel.kernel_starts or [], dtype=np.int64)
+    return np.searchsorted(starts, np.arange(trace.num_programs, dtype=np.int64), side="right")
+
+
 def program_vars(trace: KernelTrace) -> dict[str, np.ndarray]:
     """Grid coordinates ``p0..`` and the trace's ``program_vars``, one entry per program."""
     grid = trace.kernel.grid

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelsim.engine.programs import program_templates, program_vars
+from accelsim.engine.programs import kernel_index, program_templates, program_vars
 from accelsim.trace.kernel import GRID_VARS, KernelTrace, index_terms
 
 MAX_INDEX_AXES = 4
@@ -40,7 +40,7 @@ def cache_hit_bytes(
 ) -> np.ndarray:
     """Bytes of HBM-level reads per program that the shared cache serves."""
     n = trace.num_programs
-    if _every_read_distinct(trace):
+    if _every_block_distinct(trace):
         return np.zeros(n)
     if max_chunks is None:
         max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
@@ -50,16 +50,24 @@ def cache_hit_bytes(
     ids, nbytes, wave, when, pid = accesses
     sequence = np.argsort(_single_key([wave, when, pid]), kind="stable")
     ids, nbytes, pid = ids[:, sequence], nbytes[sequence], pid[sequence]
-    cum_after = np.cumsum(nbytes)
-    block_key = _single_key(list(ids))
-    by_block = np.argsort(block_key, kind="stable")  # stable: sequence order within a block
-    same_as_prev = np.zeros(len(by_block), dtype=bool)
-    same_as_prev[1:] = block_key[by_block[1:]] == block_key[by_block[:-1]]
+    current, _, between = _repeats(ids, nbytes)
     hit = np.zeros(len(nbytes), dtype=bool)
-    current, previous = by_block[1:][same_as_prev[1:]], by_block[:-1][same_as_prev[1:]]
-    between = (cum_after[current] - nbytes[current]) - cum_after[previous]
     hit[current] = between <= capacity_bytes
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
+
+
+def _repeats(ids: np.ndarray, nbytes: np.ndarray, positions: np.ndarray | None = None):
+    """Consecutive accesses to one block, among all accesses or those at ``positions``
+    (indices into the sequence order of ``ids`` and ``nbytes``): (each later access, the
+    one before it, the bytes moved in between by all accesses of the sequence)."""
+    cum_after = np.cumsum(nbytes)
+    block_key = _single_key(list(ids if positions is None else ids[:, positions]))
+    order = np.argsort(block_key, kind="stable")  # stable: sequence order within a block
+    by_block = order if positions is None else positions[order]
+    keys = block_key[order]
+    same = keys[1:] == keys[:-1]
+    current, previous = by_block[1:][same], by_block[:-1][same]
+    return current, previous, (cum_after[current] - nbytes[current]) - cum_after[previous]
 
 
 def absorbed_write_bytes(
@@ -72,7 +80,7 @@ def absorbed_write_bytes(
     """Bytes of HBM-level writes per program that never reach HBM: the same block is
     written again while it is still in the cache (see the module docstring)."""
     n = trace.num_programs
-    if _every_read_distinct(trace, "write"):
+    if _every_block_distinct(trace, "write"):
         return np.zeros(n)
     if max_chunks is None:
         max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
@@ -89,19 +97,12 @@ def absorbed_write_bytes(
     # a program's reads of an iteration come before its writes
     sequence = np.argsort(_single_key([wave, when, pid, is_write]), kind="stable")
     ids, nbytes, pid, is_write = ids[:, sequence], nbytes[sequence], pid[sequence], is_write[sequence]
-    cum_after = np.cumsum(nbytes)
-    written = np.nonzero(is_write)[0]
-    block_key = _single_key(list(ids[:, written]))
-    by_block = written[np.argsort(block_key, kind="stable")]  # sequence order within a block
-    keys = np.sort(block_key, kind="stable")
-    same = keys[1:] == keys[:-1]
-    current, previous = by_block[1:][same], by_block[:-1][same]
-    between = (cum_after[current] - nbytes[current]) - cum_after[previous]
+    _, previous, between = _repeats(ids, nbytes, np.nonzero(is_write)[0])
     absorbed = previous[between <= capacity_bytes]
     return np.bincount(pid[absorbed], weights=nbytes[absorbed], minlength=n).astype(float)
 
 
-def _every_read_distinct(trace: KernelTrace, direction: str = "read") -> bool:
+def _every_block_distinct(trace: KernelTrace, direction: str = "read") -> bool:
     """Whether no HBM block is read (or written) twice in the whole kernel, seen from the
     trace alone (so the model could only find misses): every such transfer is outside
     loops, each template moves a tensor once, every transfer of a tensor has the same block
@@ -189,7 +190,7 @@ def program_waves(trace: KernelTrace, concurrency: int) -> np.ndarray:
     n = trace.num_programs
     starts = np.array([0, *(trace.kernel.kernel_starts or [])], dtype=np.int64)
     pid = np.arange(n, dtype=np.int64)
-    kernel = np.searchsorted(starts, pid, side="right") - 1
+    kernel = kernel_index(trace)
     sizes = np.diff(np.append(starts, n))
     first_wave = np.concatenate([[0], np.cumsum(-(-sizes // concurrency))[:-1]])
     return first_wave[kernel] + (pid - starts[kernel]) // concurrency

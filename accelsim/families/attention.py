@@ -51,7 +51,11 @@ from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
-from accelsim.families.rowwise import REGISTERS_OVERHEAD, REGISTERS_PER_DOT
+from accelsim.families.rowwise import (
+    MAX_REGISTERS_PER_THREAD,
+    REGISTERS_OVERHEAD,
+    REGISTERS_PER_DOT,
+)
 from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace
 
 PARAMS = (
@@ -150,11 +154,6 @@ def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
     return int((bm * d + stages * 2 * bn * d) * size)
 
 
-MAX_REGISTERS = 255
-"""Registers a thread may hold on NVIDIA GPUs; a config estimated above it would spill
-(our backward at 64x128 with 8 warps spills 1.1 KB a thread compiled for sm_90)."""
-
-
 def _live_values(p: dict[str, Any], config: dict[str, Any]) -> tuple[int, int]:
     """(fp32 values a program holds, dots per step): forward, the S block and the O
     accumulator (two dots); backward, the dK and dV accumulators, S (then P) and dP, and
@@ -171,7 +170,7 @@ def _registers_needed(p: dict[str, Any], config: dict[str, Any]) -> int:
 
 
 def _registers(p: dict[str, Any], config: dict[str, Any]) -> int:
-    return min(MAX_REGISTERS, _registers_needed(p, config))
+    return min(MAX_REGISTERS_PER_THREAD, _registers_needed(p, config))
 
 
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
@@ -186,9 +185,12 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if need > limit:
         raise InputError(f"blocks need {need} bytes of local memory per program; {chip.name} allows {int(limit)}",
                          source="--param", field="block_m")
-    if chip.family == "gpu" and _registers_needed(p, config) > MAX_REGISTERS:
-        raise InputError(f"about {_registers_needed(p, config)} registers a thread ({MAX_REGISTERS} at most: the "
-                         "rest would spill); use more warps or smaller blocks", source="--param", field="num_warps")
+    # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
+    # spills 1.1 KB a thread compiled for sm_90)
+    needed = _registers_needed(p, config) if chip.family == "gpu" else 0
+    if needed > MAX_REGISTERS_PER_THREAD:
+        raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
+                         "spill); use more warps or smaller blocks", source="--param", field="num_warps")
 
 
 def _tensors(p: dict[str, Any]) -> dict[str, dict]:
@@ -357,14 +359,18 @@ def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: st
     return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target)
 
 
+def _kernel_name(p: dict[str, Any], direction: str) -> str:
+    return (f"attention_{direction}_{p['dtype']}_b{p['batch']}_h{p['heads']}_s{p['seq_q']}_d{p['head_dim']}"
+            + ("_causal" if p["causal"] else ""))
+
+
 def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars, *,
                kernel_starts: list[int] | None = None, extra_tensors: dict | None = None) -> KernelTrace:
     """A Triton-style attention trace: the resources come from the config."""
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
-            "name": f"attention_{direction}_{p['dtype']}_b{p['batch']}_h{p['heads']}_s{p['seq_q']}_d{p['head_dim']}"
-                    + ("_causal" if p["causal"] else ""),
+            "name": _kernel_name(p, direction),
             "grid": grid,
             "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu"), "warps": config["num_warps"],
                           "registers_per_thread": _registers(p, config)},
@@ -467,7 +473,7 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     masked_rows = np.minimum(first_full * bm, sq) - first_q * bm
     masked_pairs = attended_pairs(p, first_q * bm, masked_rows, kv_block * bn, kv_rows)
 
-    def iteration(q_block: str, pairs: float, rows: int) -> dict:
+    def iteration(q_block: str, pairs: float) -> dict:
         scores = bm * bn
         return {"transfers": [
             {"tensor": "Q", "block": ["batch", "head", q_block], "bytes": bm * d * size},
@@ -492,8 +498,8 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         rows, masked, pairs = (int(v) for v in key)
         template_of[np.all(keys == key, axis=1)] = len(templates)
         steps = [{"transfers": _kv_transfers(["batch", "kv_head", "kv_block"], rows * d * size)}]
-        steps += [iteration(f"first_q+{m}", pairs / masked, rows) for m in range(masked)]
-        steps.append({"repeat": "n_full", "loop_var": "i", **iteration("first_full+i", bm * rows, rows)})
+        steps += [iteration(f"first_q+{m}", pairs / masked) for m in range(masked)]
+        steps.append({"repeat": "n_full", "loop_var": "i", **iteration("first_full+i", bm * rows)})
         steps.append({"transfers": [
             {"tensor": "dK", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
             {"tensor": "dV", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
@@ -594,7 +600,7 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
         return _score_compute(int(rows[first]), int(cols[first]), bm, bn, d, p["dtype"], False, target="tpu")
 
     return pallas_trace(
-        name=f"attention_fwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
+        name=_kernel_name(p, "fwd"),
         grid=grid,
         dimension_semantics=["parallel", "parallel", "parallel", "arbitrary"],
         operands=operands,
@@ -698,7 +704,7 @@ def _build_tpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     tensors["dQ"] = {"shape": [b, h, sq, d], "dtype": p["dtype"]}
     tensors["dK"]["dtype"] = tensors["dV"]["dtype"] = p["dtype"]
     return pallas_trace(
-        name=f"attention_bwd_{p['dtype']}_b{b}_h{h}_s{sq}_d{d}" + ("_causal" if p["causal"] else ""),
+        name=_kernel_name(p, "bwd"),
         grid=grid,
         dimension_semantics=["arbitrary", "parallel", "parallel", "arbitrary"],
         operands=operands,

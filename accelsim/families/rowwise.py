@@ -45,6 +45,8 @@ FP32_BYTES = 4
 
 REGISTERS_OVERHEAD = 32
 """Registers per thread beyond the row's fp32 values: addresses, loop state, reductions."""
+MAX_REGISTERS_PER_THREAD = 255
+"""Registers a thread may hold on NVIDIA GPUs; an estimate above it means spilling."""
 REGISTERS_PER_DOT = 8
 """Registers per thread for each matrix operation of a step (operand addresses and
 fragments), on top of ``REGISTERS_OVERHEAD``: 32 + 8 = 40 is the gemm family's overhead,

@@ -61,11 +61,17 @@ class Transfer:
     efficiency: float = 1.0
     max_bytes_per_s: float = math.inf
 
+    @property
+    def carried(self) -> float:
+        """Bytes one mention of a link carries: ``bytes / efficiency``."""
+        return self.bytes / self.efficiency
+
     def link_loads(self) -> dict[str, float]:
-        """Bytes each link of the route carries: ``bytes / efficiency`` per mention."""
+        """Bytes each link of the route carries: :attr:`carried` per mention."""
         loads: dict[str, float] = {}
+        carried = self.carried
         for link in self.links:
-            loads[link] = loads.get(link, 0.0) + self.bytes / self.efficiency
+            loads[link] = loads.get(link, 0.0) + carried
         return loads
 
 
@@ -186,7 +192,7 @@ def link_loads(plan: Plan | None) -> dict[str, float]:
     for lane in plan.lanes if plan is not None else ():
         for phase in lane:
             for t in phase.transfers:
-                carried = t.bytes / t.efficiency
+                carried = t.carried
                 for link in t.links:
                     loads[link] = get(link, 0.0) + carried
     return loads

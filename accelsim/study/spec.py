@@ -229,9 +229,14 @@ def load_sweep_spec(path: str | Path) -> LoadedSpec:
     return LoadedSpec(spec=spec, workloads=workloads, raw=data, path=path, lines=lines)
 
 
+def is_config_file(base: str) -> bool:
+    """Whether a sweep base names a config file (else a config name)."""
+    return base.endswith((".yaml", ".yml")) or "/" in base
+
+
 def _beside(base: str, spec_path: Path) -> str:
     """A base given as a relative file path is relative to the spec file; names stay names."""
-    if not base.endswith((".yaml", ".yml")) and "/" not in base:
+    if not is_config_file(base):
         return base
     candidate = Path(base)
     return base if candidate.is_absolute() else str(spec_path.parent / candidate)

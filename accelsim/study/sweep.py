@@ -22,6 +22,7 @@ from accelsim.study.journal import (
 )
 from accelsim.study.plan import SweepPlan
 from accelsim.study.runner import Progress, Task, run_processes, run_ray, run_serial
+from accelsim.study.spec import is_config_file
 from accelsim.study.summary import summary_markdown
 from accelsim.study.table import Record, csv_text, records
 
@@ -49,7 +50,7 @@ def input_files(plan: SweepPlan) -> list[Path]:
     the base configs given as files."""
     files = [job.path(job.body.trace) for job in plan.jobs if job.kind == "trace"]
     files += [job.path(job.body.system_trace) for job in plan.jobs if job.kind == "system_trace"]
-    files += [Path(base) for base in plan.spec.spec.bases if base.endswith((".yaml", ".yml")) or "/" in base]
+    files += [Path(base) for base in plan.spec.spec.bases if is_config_file(base)]
     return files
 
 

@@ -636,11 +636,10 @@ class _Replay:
             # identity, in C, rather than hash a long ranks tuple per device
             found = [v for v in map(keys.get, cls.devices) if v is not None]
             ids = list(map(id, found))
-            counts = Counter(ids)
-            first = dict(zip(reversed(ids), reversed(found)))
-            for ident in dict.fromkeys(ids):
-                key, ranks = first[ident]
-                joined[key] = [ranks, counts[ident]]
+            by_id = dict(zip(ids, found))
+            for ident, count in Counter(ids).items():  # in first-seen order
+                key, ranks = by_id[ident]
+                joined[key] = [ranks, count]
         else:
             for d in cls.devices:
                 if d in keys:

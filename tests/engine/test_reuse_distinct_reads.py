@@ -24,8 +24,8 @@ def test_shortcut_agrees_with_the_model(monkeypatch, name, given, distinct):
     family = get_family(name)
     params, _, _ = split_params(family, given)
     trace = family.build(params, family.resolve_config(params, {}, chip), chip)
-    assert reuse._every_read_distinct(trace) is distinct
+    assert reuse._every_block_distinct(trace) is distinct
     fast = reuse.cache_hit_bytes(trace, concurrency=264, capacity_bytes=50e6)
-    monkeypatch.setattr(reuse, "_every_read_distinct", lambda _trace: False)
+    monkeypatch.setattr(reuse, "_every_block_distinct", lambda _trace, _direction="read": False)
     full = reuse.cache_hit_bytes(trace, concurrency=264, capacity_bytes=50e6)
     np.testing.assert_array_equal(fast, full)
