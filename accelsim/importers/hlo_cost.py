@@ -100,6 +100,7 @@ class CostModel:
         self.module = module
         self._names = {name: comp.by_name() for name, comp in module.computations.items()}
         self._flops_cache: dict[str, Cost] = {}
+        self._fmha_cache: dict[tuple[str, str], dict | None] = {}
         self.unknown_opcodes: Counter[str] = Counter()
         self.unknown_custom_calls: Counter[str] = Counter()
 
@@ -153,11 +154,16 @@ class CostModel:
         return self._flops_cache[name]
 
     def fmha(self, comp: Computation, inst: Instruction) -> dict | None:
-        """A cuDNN fused-attention call's family parameters (:mod:`hlo_fmha`), else ``None``."""
+        """A cuDNN fused-attention call's family parameters (:mod:`hlo_fmha`), else ``None``.
+        Parsed once per instruction (its cost and its lowering both ask)."""
         if inst.opcode != "custom-call":
             return None
-        target = inst.attrs.get("custom_call_target", "").strip('"')
-        return fmha_params(target, inst.attrs.get("backend_config", ""), self.operand_shapes(comp, inst))
+        key = (comp.name, inst.name)
+        if key not in self._fmha_cache:
+            target = inst.attrs.get("custom_call_target", "").strip('"')
+            self._fmha_cache[key] = fmha_params(target, inst.attrs.get("backend_config", ""),
+                                                self.operand_shapes(comp, inst))
+        return self._fmha_cache[key]
 
     def _custom_call_flops(self, comp: Computation, inst: Instruction) -> Cost:
         target = inst.attrs.get("custom_call_target", "").strip('"')
