@@ -41,7 +41,7 @@ FIT_RANGE = (KIB, 16 * GIB)
 
 
 def fit_cases(records: list[CollectiveMeasurement]) -> list[CollectiveMeasurement]:
-    return [m for m in records if m.system == "dgx-h100" and FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]]
+    return [m for m in records if m.system == "dgx-h100" and m.fit and FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]]
 
 
 # ------------------------------------------------------------------ fitting and overlays
@@ -108,9 +108,21 @@ def _size(n: float) -> str:
     return f"{n:g} B"
 
 
+DERIVED_FROM = {
+    "all-reduce-dgx-b200-8r-ring-nvls-off-8GiB": "collectives.link_efficiency",
+    "all-reduce-dgx-b200-8r-nvls-8GiB": "collectives.nvls_efficiency",
+}
+"""Records a published config's value was derived from (its ``source`` cites them): shown,
+never counted as checks (B200 has no curve to fit, so each value comes from one record)."""
+
+
 def _role(m: CollectiveMeasurement) -> str:
+    if m.id in DERIVED_FROM:
+        return "config derived from it"
     if m.system != "dgx-h100":
         return f"cross-system, {m.tool}"
+    if not m.fit:
+        return "cross-check, never fitted"
     if not FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]:
         return "not fitted"
     return "held out" if is_held_out(m.id) else "train"

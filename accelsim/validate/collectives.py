@@ -43,6 +43,8 @@ class CollectiveMeasurement:
     source: str
     tool: str = "nccl-tests"
     """What measured it: ``nccl-tests``, ``torch.distributed`` or ``maintainer statement``."""
+    fit: bool = True
+    """False: never fitted (a cross-check: other GPU counts, approximate figures)."""
 
     @property
     def busbw_bytes_per_s(self) -> float:
@@ -68,7 +70,7 @@ def load_measurements(path: Path) -> list[CollectiveMeasurement]:
             time_s = size * BUS_FACTORS[r["collective"]](r["ranks"]) / (r["busbw_GBps"] * 1e9)
         out.append(CollectiveMeasurement(id=r["id"], system=r["system"], collective=r["collective"], ranks=r["ranks"],
                                          size_bytes=size, algorithm=r["algorithm"], time_s=time_s, source=r["source"],
-                                         tool=r.get("tool", "nccl-tests")))
+                                         tool=r.get("tool", "nccl-tests"), fit=r.get("fit", True) is not False))
     return out
 
 

@@ -29,9 +29,13 @@ def test_ring_gather_and_scatter_move_n_minus_1_over_n(ideal_node, kind):
     assert r.busbw_bytes_per_s == pytest.approx(100 * GB, rel=1e-9)
 
 
-def test_nvls_sends_and_receives_the_buffer_once(ideal_node):
-    r = simulate_collective(ideal_node(hop_latency_s=1e-6, switch_latency_s=0.5e-6), "all-reduce", S, "nvls")
-    assert r.latency_s == pytest.approx(2 * 1.5e-6 + S / (100 * GB), abs=2 * PS)
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_nvls_moves_the_buffer_and_one_shard_each_way(ideal_node, n):
+    """ld_reduce: the whole buffer up, the rank's shard of the sum down; multicast st:
+    the shard up, the whole buffer down. S (n+1)/n each way per GPU."""
+    r = simulate_collective(ideal_node(hop_latency_s=1e-6, switch_latency_s=0.5e-6), "all-reduce", S, "nvls",
+                            ranks=n)
+    assert r.latency_s == pytest.approx(2 * 1.5e-6 + S * (n + 1) / n / (100 * GB), abs=2 * PS)
 
 
 def test_one_shot_all_reduce_sends_the_buffer_to_every_peer(ideal_node):

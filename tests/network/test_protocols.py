@@ -33,7 +33,7 @@ def test_a_per_rank_cap_limits_what_a_rank_sends(ideal_node, tuning):
 
 def test_nvls_runs_at_its_efficiency_after_its_latency(ideal_node, tuning):
     r = simulate_collective(ideal_node(tuning=tuning()), "all-reduce", S, "nvls")
-    assert r.latency_s == pytest.approx(50e-6 + S / (0.6 * 100 * GB), abs=4 * PS)
+    assert r.latency_s == pytest.approx(50e-6 + 9 / 8 * S / (0.6 * 100 * GB), abs=4 * PS)
 
 
 def test_auto_takes_ll_when_small_and_nvls_when_large(ideal_node, tuning):

@@ -12,10 +12,14 @@ from accelsim.network.topology import Topology, downlink, uplink
 
 @register("nvls")
 def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
-    """The switch reduces (multimem ld_reduce) and multicasts (multimem st), so each GPU
-    sends and receives the buffer about once. With an NCCL model the streams run at the
-    node's ``nvls_efficiency`` of the link bandwidth and the collective costs
-    ``nvls_latency``; without one, two hops of link latency and the chip's launch."""
+    """The switch reduces and multicasts. Each GPU owns 1/n of the result: a multimem
+    ``ld_reduce`` of its shard makes the switch read that shard from every GPU (each GPU
+    sends its whole buffer up, S in all) and returns the sum (S/n down); a multimem ``st``
+    sends the sum up once (S/n) and the switch writes it to every GPU (the whole buffer
+    down, S). So each GPU moves S (n+1)/n each way, the same two halves ``nvls-tree``
+    uses. With an NCCL model the streams run at the node's ``nvls_efficiency`` of the link
+    bandwidth and the collective costs ``nvls_latency``; without one, two hops of link
+    latency and the chip's launch."""
     if not (topo.kind in ("switch", "cluster") and topo.nvls):
         raise InputError(f"{topo.name!r} has no in-switch reduction (NVLS)", source="--algorithm")
     needs(req, ("all-reduce",), "nvls")
@@ -23,7 +27,8 @@ def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
         raise InputError("NVLS reduces inside one node; the group spans several", source="--algorithm")
     tuning = topo.tuning
     efficiency = tuning.nvls_efficiency if tuning else 1.0
-    transfers = tuple(Transfer(links=(uplink(g), downlink(g)), bytes=req.size_bytes, efficiency=efficiency)
+    moved = req.size_bytes * (len(req.ranks) + 1) / len(req.ranks)
+    transfers = tuple(Transfer(links=(uplink(g), downlink(g)), bytes=moved, efficiency=efficiency)
                       for g in req.ranks)
     if tuning:
         return Plan(algorithm="nvls", lanes=((Phase(transfers=transfers, latency_s=0.0),),),
