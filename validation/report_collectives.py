@@ -29,7 +29,7 @@ from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
 from accelsim.validate.calibrate import is_held_out
 from accelsim.validate.collectives import (
-    PARAMETERS, CollectiveMeasurement, fit, load_measurements, log_errors, predict, split,
+    PARAMETERS, CollectiveMeasurement, fit, load_measurements, log_errors, predict, split, with_tuning,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,6 +128,18 @@ def _role(m: CollectiveMeasurement) -> str:
     return "held out" if is_held_out(m.id) else "train"
 
 
+def carried_fit(system: str):
+    """``system`` with the DGX H100 fit's values in place of its own (the what-if use:
+    calibrate on one system, predict another without refitting)."""
+    fitted = load_arch(str(CALIBRATED / "dgx-h100-calibrated.yaml")).collectives
+    node = load_arch(system)
+    tuning = node.collectives
+    for p in PARAMETERS:
+        if p.get(fitted) is not None and p.get(tuning) is not None:
+            tuning = p.set(tuning, p.get(fitted))
+    return with_tuning(node, tuning)
+
+
 def nccl_table(records: list[CollectiveMeasurement]) -> tuple[str, dict]:
     topos = {}
 
@@ -135,6 +147,12 @@ def nccl_table(records: list[CollectiveMeasurement]) -> tuple[str, dict]:
         if name not in topos:
             topos[name] = build_topology(load_arch(name))
         return topos[name]
+
+    def carried(system):
+        key = ("carried", system)
+        if key not in topos:
+            topos[key] = build_topology(carried_fit(system))
+        return topos[key]
 
     lines = ["| system | GPUs | size | NCCL ran | measured busbw | published config | calibrated | model ran | role |",
              "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |"]
@@ -152,9 +170,14 @@ def nccl_table(records: list[CollectiveMeasurement]) -> tuple[str, dict]:
             err = cal.busbw_bytes_per_s / measured - 1
             row += [f"{cal.busbw_bytes_per_s / 1e9:.2f} ({err:+.1%})", f"{cal.algorithm}/{cal.protocol}"]
             errors.setdefault((m.system, _role(m)), []).append((m.size_bytes, err))
-        else:
-            row += ["-", f"{published.algorithm}/{published.protocol}"]
+        else:  # no overlay of its own: the DGX H100 fit carried over, and the published config
+            moved = predict(carried(m.system), m)
+            err = moved.busbw_bytes_per_s / measured - 1
+            row += [f"{moved.busbw_bytes_per_s / 1e9:.2f} ({err:+.1%}), H100 fit", f"{published.algorithm}/{published.protocol}"]
             errors.setdefault((m.system + " (published)", _role(m)), []).append((m.size_bytes, err_pub))
+            # nothing of the carried config came from this system's records
+            errors.setdefault((m.system + " (DGX H100 fit carried)", f"cross-system, {m.tool}"), []).append(
+                (m.size_bytes, err))
         lines.append("| " + " | ".join(row + [_role(m)]) + " |")
     return "\n".join(lines), errors
 
@@ -230,7 +253,10 @@ def report(records: list[CollectiveMeasurement]) -> str:
 measured - 1 on bus bandwidth. "Published config" is `dgx-*` as committed (NCCL's own
 tuning-table latencies, link efficiency 0.82 from an NVIDIA maintainer's figure);
 "calibrated" is `dgx-*-calibrated` (the NCCL model fitted on the DGX H100 training split;
-the H200 overlay carries the same values). The measured time of an nccl-tests row is the
+the H200 overlay carries the same values); for a system without an overlay (B200) that
+column carries the DGX H100 fit's values into its config ("H100 fit": what a what-if
+study calibrated on H100 would predict), and "model ran" is the published config's
+choice. The measured time of an nccl-tests row is the
 faster of its out-of-place and in-place columns (the 4 KiB out-of-place run took 23.6 us
 against 16.5 us in place). "NCCL ran": `auto` = NCCL's own choice with NVLS enabled, `ring`
 = NVLS disabled, `nvls` = NCCL reported NVLS; the model is run with `auto` (and `ring` where

@@ -27,3 +27,14 @@ def test_every_derivation_point_is_a_record_and_is_not_a_check():
         for part in field.split("."):
             leaf = leaf[part]
         assert f"{records[record_id]['busbw_GBps']:g} GB/s" in " ".join(leaf["source"].split())  # it cites the figure
+
+
+def test_a_carried_fit_takes_the_h100_values_and_keeps_the_b200_links():
+    from accelsim.arch.model import load_arch
+
+    report = _report()
+    carried = report.carried_fit("dgx-b200")
+    fitted = load_arch("dgx-h100-calibrated").collectives
+    assert carried.collectives.link_efficiency == fitted.link_efficiency
+    assert carried.collectives.nvls_efficiency == fitted.nvls_efficiency
+    assert carried.chip == load_arch("dgx-b200").chip  # NVLink 5 links, B200 chip
