@@ -34,6 +34,7 @@ from accelsim.importers.hlo_text import (
     Shape,
     strip_braces,
 )
+from accelsim.importers.hlo_tpu_kernel import KernelEstimate, kernel_estimate
 
 ELEMENTWISE = frozenset({
     "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "clz", "compare", "complex", "cosine", "divide",
@@ -100,9 +101,11 @@ class CostModel:
         self.module = module
         self._names = {name: comp.by_name() for name, comp in module.computations.items()}
         self._flops_cache: dict[str, Cost] = {}
-        self._fmha_cache: dict[tuple[str, str], dict | None] = {}
+        self._call_cache: dict[tuple, object] = {}
         self.unknown_opcodes: Counter[str] = Counter()
         self.unknown_custom_calls: Counter[str] = Counter()
+        self.estimated_custom_calls: Counter[str] = Counter()
+        """Custom calls priced from their author's cost estimate (Pallas TPU kernels)."""
 
     def operand_shapes(self, comp: Computation, inst: Instruction) -> list[Shape]:
         names = self._names[comp.name]
@@ -154,16 +157,23 @@ class CostModel:
         return self._flops_cache[name]
 
     def fmha(self, comp: Computation, inst: Instruction) -> dict | None:
-        """A cuDNN fused-attention call's family parameters (:mod:`hlo_fmha`), else ``None``.
-        Parsed once per instruction (its cost and its lowering both ask)."""
+        """A cuDNN fused-attention call's family parameters (:mod:`hlo_fmha`), else ``None``."""
+        return self._parsed_call(comp, inst, fmha_params)
+
+    def tpu_kernel_estimate(self, comp: Computation, inst: Instruction) -> KernelEstimate | None:
+        """A Pallas TPU kernel call's cost estimate (:mod:`hlo_tpu_kernel`), else ``None``."""
+        return self._parsed_call(comp, inst, kernel_estimate)
+
+    def _parsed_call(self, comp: Computation, inst: Instruction, parse):
+        """``parse(target, backend_config, operand shapes)`` of a custom call, once per
+        instruction and parser (a call's flops, bytes and lowering all ask)."""
         if inst.opcode != "custom-call":
             return None
-        key = (comp.name, inst.name)
-        if key not in self._fmha_cache:
+        key = (parse, comp.name, inst.name)
+        if key not in self._call_cache:
             target = inst.attrs.get("custom_call_target", "").strip('"')
-            self._fmha_cache[key] = fmha_params(target, inst.attrs.get("backend_config", ""),
-                                                self.operand_shapes(comp, inst))
-        return self._fmha_cache[key]
+            self._call_cache[key] = parse(target, inst.attrs.get("backend_config", ""), self.operand_shapes(comp, inst))
+        return self._call_cache[key]
 
     def _custom_call_flops(self, comp: Computation, inst: Instruction) -> Cost:
         target = inst.attrs.get("custom_call_target", "").strip('"')
@@ -171,6 +181,13 @@ class CostModel:
         params = self.fmha(comp, inst)
         if params is not None:  # the family's useful flops: 4 x pairs x head_dim forward, 2.5x that backward
             return Cost(matrix_flops=useful_flops(params), matrix_dtype=params["dtype"])
+        estimate = self.tpu_kernel_estimate(comp, inst)
+        if estimate is not None:
+            self.estimated_custom_calls[target] += 1
+            if estimate.remote_bytes:
+                self.estimated_custom_calls[f"{target}:remote_bytes_not_modelled"] += 1
+            return Cost(matrix_flops=estimate.flops, vector_flops=estimate.transcendentals,
+                        matrix_dtype=estimate.dtype)
         if target in GEMM_TARGETS and len(shapes) >= 2:
             out = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
             dims = _gemm_dimension_numbers(inst.attrs.get("backend_config", ""))
@@ -197,6 +214,9 @@ class CostModel:
             read[0], written = 0.0, shapes[1].size_bytes
         elif inst.opcode == "custom-call" and inst.shape.is_tuple and _is_gemm(inst):
             written = inst.shape.elements[0].size_bytes  # the rest is cuBLAS workspace
+        elif (estimate := self.tpu_kernel_estimate(comp, inst)) is not None and estimate.bytes_accessed:
+            written = min(float(written), estimate.bytes_accessed)
+            return estimate.bytes_accessed - written, written
         return float(sum(read)), float(written)
 
     def cost(self, comp: Computation, inst: Instruction) -> Cost:

@@ -330,6 +330,19 @@ def parse_instruction(text: str, source: str, line: int) -> Instruction:
 
 
 _HEADER = re.compile(r"^(ENTRY\s+)?(%?[A-Za-z_][\w.\-]*)\s*(\(.*\)\s*->\s*.*)?\{\s*$")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def is_complete(text: str) -> bool:
+    """Whether an instruction's text closes every bracket and quote it opens. The printer
+    writes a backend config as it is stored, newlines included (JAX's TPU custom calls
+    indent their ``cost_estimate``), so one instruction can span several lines."""
+    if '"' in text:
+        text = _STRING.sub("", text)
+        if '"' in text:  # a string still open
+            return False
+    return (text.count("{") <= text.count("}") and text.count("(") <= text.count(")")
+            and text.count("[") <= text.count("]"))
 
 
 def parse_module(text: str, source: str = "<hlo>") -> Module:
@@ -353,6 +366,7 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
     current_entry = False
     body: list[Instruction] = []
     open_line = 0
+    pending, pending_line = "", 0  # an instruction whose brackets or quotes are still open
     for index in range(first + 1, len(lines)):
         stripped = lines[index].strip()
         lineno = index + 1
@@ -360,6 +374,12 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
             m = _HEADER.match(stripped)
             if m and " = " not in stripped.split("(")[0]:
                 current, current_entry, body, open_line = m.group(2).lstrip("%"), bool(m.group(1)), [], lineno
+            continue
+        if pending:
+            pending = f"{pending}\n{stripped}"
+            if is_complete(pending):
+                body.append(parse_instruction(pending, source, pending_line))
+                pending = ""
             continue
         if stripped.startswith("}"):
             if not body:
@@ -371,7 +391,13 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
             continue
         if not stripped or stripped.startswith("//"):
             continue
+        if not is_complete(stripped):
+            pending, pending_line = stripped, lineno
+            continue
         body.append(parse_instruction(stripped, source, lineno))
+    if pending:
+        raise InputError("truncated HLO: this instruction never closes its brackets or quotes", source=source,
+                         line=pending_line)
     if current is not None:
         raise InputError(f"truncated HLO: computation {current!r} is not closed with '}}'", source=source,
                          line=open_line)

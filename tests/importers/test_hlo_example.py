@@ -76,3 +76,6 @@ def test_live_hlo_from_installed_jax_imports_like_the_fixtures(tmp_path):
         comm = lambda p: sorted((op.kind, op.comm_bytes, op.groups, op.pairs) for op in p.ops
                                 if op.kind not in ("compute", "done"))
         assert comm(live) == comm(committed)
+    tpu = [lower_module(read_hlo(folder / "tpu_pallas_matmul.hlo.txt")).ops for folder in (tmp_path, fixtures)]
+    assert [(op.cost.matrix_flops, op.cost.bytes) for op in tpu[0]] == [(op.cost.matrix_flops, op.cost.bytes)
+                                                                        for op in tpu[1]]
