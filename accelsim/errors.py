@@ -60,15 +60,38 @@ def _rebuild_input_error(message: str, source: str | None, line: int | None, fie
     return InputError(message, source=source, line=line, field=field)
 
 
+def read_text_file(path: str | Path, what: str) -> str:
+    """The text of a ``what`` file (e.g. "trace"); a missing or unreadable file, a folder,
+    or bytes that are not UTF-8 (a compressed or binary file) become one-line
+    :class:`InputError` s naming the file."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {what}: not UTF-8 text (byte {exc.start}; a compressed or binary file?)",
+                         source=str(path)) from None
+
+
+def reject_json_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json_text(text: str, source: str) -> Any:
+    """JSON as the standard allows it: ``NaN`` and ``Infinity`` (which Python's json would
+    accept) are refused, and so is nesting too deep to walk; one-line errors."""
+    try:
+        return json.loads(text, parse_constant=reject_json_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+    except ValueError as exc:
+        raise InputError(f"invalid JSON: {exc}", source=source) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", source=source) from None
+
+
 def read_json_file(path: str | Path, what: str) -> Any:
     """The parsed JSON of a ``what`` file (e.g. "trace"); unreadable files and invalid
     JSON become one-line :class:`InputError` s naming the file (and line)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror}", source=str(path)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno) from None
+    return parse_json_text(read_text_file(path, what), str(path))

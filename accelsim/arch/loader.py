@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from accelsim.arch import schema
-from accelsim.errors import InputError, format_path
+from accelsim.errors import InputError, format_path, read_text_file
 
 Path_ = tuple[object, ...]
 
@@ -107,10 +107,7 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
 
 
 def _parse_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+    text = read_text_file(path, "YAML file")
     try:
         loader = _SAFE_LOADER(text)
         try:
@@ -129,20 +126,28 @@ def _parse_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
     if not isinstance(data, dict):
         raise InputError("expected a YAML mapping at the top level", source=str(path), line=1)
     lines: dict[Path_, int] = {}
-    _collect_lines(node, (), lines)
+    _collect_lines(node, (), lines, set(), str(path))
     return data, lines
 
 
-def _collect_lines(node: yaml.Node, prefix: Path_, out: dict[Path_, int]) -> None:
+def _collect_lines(node: yaml.Node, prefix: Path_, out: dict[Path_, int], seen: set[int], source: str) -> None:
+    """Line of every key path. A node met twice is an alias (``*name``): refused, since
+    nested aliases expand exponentially (a "billion laughs" file) and configs need none."""
+    if id(node) in seen:
+        owner = prefix[:-1] if prefix and isinstance(prefix[-1], int) else prefix  # the alias's own line
+        raise InputError("YAML aliases (*name) are not supported in these files; write the value out",
+                         source=source, line=out.get(owner), field=prefix)
     if isinstance(node, yaml.MappingNode):
+        seen.add(id(node))
         for key, value in node.value:
             path = prefix + (key.value,)
             out[path] = key.start_mark.line + 1
-            _collect_lines(value, path, out)
+            _collect_lines(value, path, out, seen, source)
     elif isinstance(node, yaml.SequenceNode):
+        seen.add(id(node))
         for i, item in enumerate(node.value):
             out[prefix + (i,)] = item.start_mark.line + 1
-            _collect_lines(item, prefix + (i,), out)
+            _collect_lines(item, prefix + (i,), out, seen, source)
 
 
 # ---------------------------------------------------------------- raw configs with origins

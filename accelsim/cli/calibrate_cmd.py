@@ -14,7 +14,14 @@ from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
 from accelsim.families import FAMILIES
-from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, intervals, mape, prepare
+from accelsim.files import check_output_file, write_text_atomic
+from accelsim.validate.calibrate import (
+    DEFAULT_PARAMETERS,
+    fit,
+    intervals,
+    mape,
+    prepare,
+)
 from accelsim.validate.compare import read_measurements
 
 
@@ -75,16 +82,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"the values would hold for {scoped} kernels only, but records of "
                              f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
-    output = Path(args.output)
-    if not output.parent.exists():
-        raise InputError(f"folder {str(output.parent)!r} does not exist", source=str(output))
+    output = check_output_file(args.output, "-o")
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs)
     overlay = _overlay(args, chip, result)
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(_header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), encoding="utf-8")
-    tmp.replace(output)
+    write_text_atomic(output, _header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
     _print_summary(result, output)
     return 0
 

@@ -6,9 +6,9 @@ import argparse
 
 from accelsim.capture.common import split_target
 from accelsim.capture.triton_compile import check_compile_target
-from accelsim.cli.files import write_json
 from accelsim.errors import InputError
 from accelsim.families.base import parse_assignments
+from accelsim.files import check_output_file, write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +34,7 @@ def run_capture(args: argparse.Namespace) -> int:
     if args.tool == "triton" and args.launch is not None:
         raise InputError("--launch applies to Pallas capture", source="--launch")
     check_compile_target(args.tool, args.compile_for)
+    check_output_file(args.output, "-o")
     try:
         trace = _capture(args.tool, path, function, params, args.launch, args.compile_for)
     except ModuleNotFoundError as exc:
@@ -42,7 +43,7 @@ def run_capture(args: argparse.Namespace) -> int:
             raise
         raise InputError(f"{args.tool} capture needs {top}: pip install -e '.[{EXTRAS[top]}]'",
                          source="capture") from None
-    write_json(args.output, trace.model_dump(mode="json"))
+    write_json(args.output, trace.model_dump(mode="json"), "-o")
     print(f"wrote {args.output}: {trace.kernel.name}, grid {trace.kernel.grid}, {trace.num_programs} programs, "
           f"{len(trace.templates)} templates")
     compiled = trace.metadata.get("compiled")

@@ -7,12 +7,12 @@ import argparse
 from pathlib import Path
 
 from accelsim.arch.model import load_arch
-from accelsim.cli.files import write_json
 from accelsim.cli.output import table
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.engine.timeline import chrome_trace
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.search import run_config, split_params
+from accelsim.files import check_output_dir, write_json
 from accelsim.system.replay import ReplayOptions, replay
 from accelsim.system.timeline import chrome_trace as system_chrome_trace
 from accelsim.system.trace import load_system_trace
@@ -40,9 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from accelsim.report.roofline import RooflinePoint, plot_roofline  # matplotlib loads only when used
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from accelsim.report.roofline import (  # matplotlib loads only when used
+        RooflinePoint,
+        plot_roofline,
+    )
+    out = check_output_dir(args.out, "--out")
     chips = [load_chip(name, []) for name in CHIPS]
     rows, points = [], []
     for chip in chips:

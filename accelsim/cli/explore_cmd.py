@@ -17,6 +17,7 @@ from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import split_params
+from accelsim.files import check_output_dir
 from accelsim.study.explore import (
     Candidate,
     CaptureSpec,
@@ -58,6 +59,8 @@ def run_explore(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"expected --top >= 1, got {args.top}", source="--top")
     check_jobs(args.jobs)
+    if args.output:
+        check_output_dir(args.output, "-o")
     chip = load_chip(args.arch, args.overrides)
     space = load_space(args.space) if args.space else None
     started = time.perf_counter()
@@ -158,9 +161,7 @@ def _json(title: str, arch: str, ranked: list[Candidate], wall: float) -> dict:
 
 def _write(folder: Path, title: str, arch: str, ranked: list[Candidate]) -> None:
     from accelsim.study.plots import plot_ranking  # matplotlib loads only when used
-    if not folder.parent.exists():
-        raise InputError(f"folder {str(folder.parent)!r} does not exist", source="-o")
-    folder.mkdir(exist_ok=True)
+    check_output_dir(folder, "-o")
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["rank", "config", "latency_s", "bound", "why", "error"])

@@ -12,6 +12,7 @@ import argparse
 
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.errors import InputError
+from accelsim.files import check_output_file
 from accelsim.system.trace import SystemTrace, check_trace, save_system_trace
 
 
@@ -27,6 +28,7 @@ def register_chakra(sub: argparse._SubParsersAction) -> None:
 def run_chakra(args: argparse.Namespace) -> int:
     from accelsim.importers.chakra import import_chakra, parse_group_option
 
+    check_output_file(args.output, "-o")
     groups = dict(parse_group_option(text) for text in args.group)
     write_imported(import_chakra(args.files, groups), args.output)
     return 0
@@ -51,6 +53,7 @@ def run_hlo(args: argparse.Namespace) -> int:
 
     if args.max_ops is not None and args.max_ops < 1:
         raise InputError(f"expected a positive op count, got {args.max_ops}", source="--max-ops")
+    check_output_file(args.output, "-o")
     system = load_arch(args.system, args.overrides)
     chip = chip_of(system)
     rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}

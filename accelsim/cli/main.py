@@ -48,6 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"accelsim: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except RecursionError:  # nesting the readers did not bound (each known one is an InputError)
+        print("accelsim: error: the input is nested too deeply to process", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print("accelsim: error: out of memory: the input is too large to simulate on this machine", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
 

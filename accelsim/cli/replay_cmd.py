@@ -7,10 +7,15 @@ from pathlib import Path
 
 from accelsim.arch.model import load_arch
 from accelsim.cli.arch_cmd import add_set_option
-from accelsim.cli.files import write_json
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
-from accelsim.system.replay import ReplayOptions, ReplayResult, parse_roofline_overhead, replay
+from accelsim.files import check_output_file, write_json
+from accelsim.system.replay import (
+    ReplayOptions,
+    ReplayResult,
+    parse_roofline_overhead,
+    replay,
+)
 from accelsim.system.timeline import chrome_trace
 from accelsim.system.trace import load_system_trace
 from accelsim.units import format_quantity
@@ -40,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    if args.timeline is not None:
+        check_output_file(args.timeline, "--timeline")
     trace = load_system_trace(args.trace)
     system = load_arch(args.system, args.overrides)
     options = ReplayOptions(
@@ -53,7 +60,7 @@ def run_replay(args: argparse.Namespace) -> int:
         exc.source = exc.source or args.trace  # the replay names fields of the trace
         raise
     if args.timeline:
-        write_json(args.timeline, chrome_trace(result))
+        write_json(args.timeline, chrome_trace(result), "--timeline")
     if args.json:
         print_json(result.summary())
     else:

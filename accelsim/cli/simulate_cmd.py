@@ -8,7 +8,6 @@ import time
 from accelsim.arch.model import Chip, load_arch
 from accelsim.cli import collective_cmd
 from accelsim.cli.arch_cmd import add_set_option
-from accelsim.cli.files import write_json
 from accelsim.cli.output import print_json, table
 from accelsim.engine.chip import simulate_kernel
 from accelsim.engine.timeline import chrome_trace
@@ -16,6 +15,7 @@ from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import best_config, run_config, split_params
+from accelsim.files import check_output_file, write_json
 from accelsim.trace.kernel import load_trace
 from accelsim.units import format_quantity
 
@@ -46,6 +46,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         return collective_cmd.run_collective(args)
     if not args.arch:
         raise InputError("give --arch CHIP for a kernel, or --system SYSTEM for a collective", source="simulate")
+    if args.timeline is not None:
+        check_output_file(args.timeline, "--timeline")
     started = time.perf_counter()
     chip = load_chip(args.arch, args.overrides)
     searched = None
@@ -73,7 +75,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     else:
         raise InputError("give a kernel trace file or --kernel FAMILY", source="simulate")
     if args.timeline:
-        write_json(args.timeline, chrome_trace(sim))
+        write_json(args.timeline, chrome_trace(sim), "--timeline")
     summary = sim.summary()
     add_interval(summary, chip, family_name)
     summary["sim_wall_s"] = time.perf_counter() - started if searched else summary["sim_wall_s"]

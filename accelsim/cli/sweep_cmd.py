@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from accelsim.errors import InputError
+from accelsim.files import check_output_dir
 from accelsim.study.plan import plan_sweep
 from accelsim.study.runner import default_workers
 from accelsim.study.sweep import run_sweep
@@ -39,7 +40,7 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
         if len(plan.points) > 10:
             print(f"  ... and {len(plan.points) - 10} more")
         return 0
-    out = Path(args.output or f"sweep-{Path(args.spec).stem}")
+    out = check_output_dir(args.output or f"sweep-{Path(args.spec).stem}", "-o")
     started = time.perf_counter()
     outcome = run_sweep(plan, out, workers=args.workers or default_workers(), ray=args.ray, fresh=args.fresh,
                         progress=not args.quiet)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
 
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs, select
 from accelsim.cli.simulate_cmd import load_chip
+from accelsim.files import check_output_dir
 from accelsim.validate.compare import compare
 
 
@@ -26,8 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from accelsim.report.validation import write_report  # matplotlib loads only when used
+    from accelsim.report.validation import (
+        write_report,  # matplotlib loads only when used
+    )
     check_jobs(args.jobs)
+    out = check_output_dir(args.output, "-o")
     chip = load_chip(args.arch, args.overrides)
     measured_on = chip.name.removesuffix("-calibrated")
     records = select(args.measurements, measured_on, args.exclude)
@@ -37,7 +40,7 @@ def run_validate(args: argparse.Namespace) -> int:
     header = (f"{len(records)} records measured on `{measured_on}`, predicted with `{args.arch}`"
               + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
               + " (config=auto unless the record names its config).")
-    path = write_report(comparisons, chip, Path(args.output), header, refused)
+    path = write_report(comparisons, chip, out, header, refused)
     print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
     return 0
 

@@ -56,7 +56,7 @@ from accelsim.families.rowwise import (
     REGISTERS_OVERHEAD,
     REGISTERS_PER_DOT,
 )
-from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace
+from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, check_programs
 
 PARAMS = (
     Param("batch", int, 1),
@@ -316,6 +316,7 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     out_size = 2 if p["dtype"] == "fp8" else size
     n_q = math.ceil(sq / bm)
     total = n_q * b * h
+    check_programs(total)
     q_block = np.arange(total) % n_q
     bh = np.arange(total) // n_q
     head, batch = bh % h, bh // h
@@ -398,6 +399,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     executed_m = max(bm, math.ceil(rows / 16) * 16)
     chunk = math.ceil(skv / split)
     total = split * b * hk
+    check_programs(total)
     part = np.arange(total) % split
     bh = np.arange(total) // split
     start = part * chunk
@@ -452,6 +454,7 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     size = DTYPE_BYTES[p["dtype"]]
     n_kv, n_q = math.ceil(skv / bn), math.ceil(sq / bm)
     total = n_kv * b * h
+    check_programs(total)
     kv_block = np.arange(total) % n_kv
     bh = np.arange(total) // n_kv
     head, batch = bh % h, bh // h
@@ -572,6 +575,7 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
     heads, q_len = (p["kv_heads"], sq * group) if packed else (h, sq)
     nq, nk = math.ceil(q_len / bm), math.ceil(skv / bn)
     grid = [b, heads, nq, nk]
+    check_programs(math.prod(grid))
     bb, hh, i, j = np.indices(grid).reshape(4, -1)
     rows = np.minimum(bm, q_len - i * bm)
     kv_head = hh if packed else hh // group
@@ -658,6 +662,7 @@ def _build_tpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     out_size = 2 if p["dtype"] == "fp8" else size
     nq, nk = math.ceil(sq / bm), math.ceil(skv / bn)
     grid = [2, b, h, nq * nk]
+    check_programs(math.prod(grid))
     kernel, bb, hh, t = np.indices(grid).reshape(4, -1)
     dkv = kernel == 0
     j = np.where(dkv, t // nq, t % nk)  # kv block (dkv's outer loop, dq's inner one)

@@ -26,7 +26,7 @@ from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
-from accelsim.trace.kernel import KernelTrace, Step, Template, Transfer
+from accelsim.trace.kernel import KernelTrace, Step, Template, Transfer, check_programs
 
 VECTOR_BYTES = 16
 """One ``ld.global.v4`` / ``st.global.v4`` per thread."""
@@ -106,6 +106,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> Ke
     total, block = params["bytes"], config["block_bytes"]
     iteration = config["num_warps"] * chip.occupancy.warp_size * VECTOR_BYTES * UNROLL
     programs = math.ceil(total / block)
+    check_programs(programs)
     tail = total - (programs - 1) * block
     templates = [_gpu_template("full", block, iteration)] if programs > 1 else []
     if tail != block or programs == 1:
@@ -156,6 +157,7 @@ def _tpu_local_bytes(block: int) -> int:
 def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     total, block = params["bytes"], config["block_bytes"]
     steps = math.ceil(total / block)
+    check_programs(steps)
     i = np.arange(steps)
     moved = np.where(i == steps - 1, total - (steps - 1) * block, block)
     return pallas_trace(

@@ -27,7 +27,15 @@ from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
-from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
+from accelsim.trace.kernel import (
+    DTYPE_BYTES,
+    Compute,
+    KernelTrace,
+    Step,
+    Template,
+    Transfer,
+    check_programs,
+)
 
 DTYPES = ("fp64", "fp32", "bf16", "fp16", "fp8", "int8")
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -161,6 +169,7 @@ def _compute(params: dict[str, Any], elements: int) -> list[Compute]:
 def _build_gpu(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     total, block = params["elements"], config["block_elements"]
     programs = math.ceil(total / block)
+    check_programs(programs)
     tail = total - (programs - 1) * block
     templates = [_gpu_template("full", params, block)] if programs > 1 else []
     if tail != block or programs == 1:
@@ -200,6 +209,7 @@ def _tpu_local_bytes(params: dict[str, Any], block: int) -> int:
 def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     total, block = params["elements"], config["block_elements"]
     steps = math.ceil(total / block)
+    check_programs(steps)
     i = np.arange(steps)
     counts = np.where(i == steps - 1, total - (steps - 1) * block, block)
     moved = counts * _size(params)

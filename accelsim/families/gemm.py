@@ -24,7 +24,15 @@ from accelsim.errors import InputError
 from accelsim.families.base import DTYPES, Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import REGISTERS_OVERHEAD, REGISTERS_PER_DOT
-from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
+from accelsim.trace.kernel import (
+    DTYPE_BYTES,
+    Compute,
+    KernelTrace,
+    Step,
+    Template,
+    Transfer,
+    check_programs,
+)
 
 OUT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "bf16", "int8": "int32"}
 OUT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int32": 4}
@@ -156,6 +164,10 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     for key in ("block_m", "block_n", "block_k", "group_m", "split_k", "num_stages", "num_warps"):
         if not isinstance(config.get(key), int) or config[key] < 1:
             raise InputError("expected a positive integer", source="--param", field=key)
+    split, k = config["split_k"], params["K"]
+    if chip.family == "gpu" and (split - 1) * math.ceil(k / split) >= k:
+        raise InputError(f"split_k={split} leaves some of its K slices empty (K={k}, ceil(K/split_k) each); "
+                         f"use fewer splits", source="--param", field="split_k")
     dtype = params["dtype"]
     on_vector_units = chip.family == "gpu" and dtype == "fp32"
     if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
@@ -223,6 +235,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     k_per_split = math.ceil(k / split)
     # Programs: axis 0 = output tile (swizzled), axis 1 = split-K slice, axis 2 = batch.
     total = tiles * split * b
+    check_programs(total)
     tile_index = np.arange(total) % tiles
     split_index = (np.arange(total) // tiles) % split
     edge_m = (pid_m == num_m - 1) & (m % bm != 0)
@@ -329,6 +342,7 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     nm, nn, nk = math.ceil(m / bm), math.ceil(n / bn), math.ceil(k / bk)
     in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
     grid = [b, nm, nn, nk] if b > 1 else [nm, nn, nk]
+    check_programs(math.prod(grid))
     coords = np.indices(grid).reshape(len(grid), -1)  # last axis fastest
     if b == 1:
         coords = np.vstack([np.zeros(coords.shape[1], dtype=np.int64), coords])

@@ -37,7 +37,15 @@ from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
-from accelsim.trace.kernel import DTYPE_BYTES, Compute, KernelTrace, Step, Template, Transfer
+from accelsim.trace.kernel import (
+    DTYPE_BYTES,
+    Compute,
+    KernelTrace,
+    Step,
+    Template,
+    Transfer,
+    check_programs,
+)
 
 STAT_BYTES = 4
 """Per-row statistics (mean, rstd) are fp32, as in Liger-Kernel."""
@@ -305,6 +313,7 @@ def _build_gpu(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: 
     rows, cols, dtype = params["rows"], params["cols"], params["dtype"]
     layout = gpu_layout(params, config, chip)
     programs = math.ceil(rows / layout.block_rows)
+    check_programs(programs)
     if layout.chunk_cols is None:
         tail = rows - (programs - 1) * layout.block_rows
         templates = [_gpu_one_pass(op, "full", layout.block_rows, cols, dtype)] if programs > 1 else []
@@ -395,6 +404,7 @@ def _build_tpu(op: RowOp, params: dict[str, Any], config: dict[str, Any]) -> Ker
     size = DTYPE_BYTES[dtype]
     block_rows = config["block_rows"]
     steps = math.ceil(rows / block_rows)
+    check_programs(steps)
     i = np.arange(steps)
     zero = np.zeros(steps, dtype=np.int64)
     valid = np.where(i == steps - 1, rows - (steps - 1) * block_rows, block_rows)

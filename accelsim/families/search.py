@@ -124,13 +124,18 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     runs: dict[int, Run] = {}
     replays: ReplayMemo = {}
     replayed = 0
+    refused: list[InputError] = []
 
     # a bound's float rounding may put it a hair above the (picosecond) replay: allow 1 ps;
     # rank_key rounds monotonically, so a config whose bound ranks behind the best cannot win
     while heap and (best is None or rank_key(heap[0][0] - ROUNDING_S, heap[0][1]) < best):
         _, i, stage, payload = heapq.heappop(heap)
         if stage == QUICK:
-            trace = family.build(params, space[i], chip)
+            try:
+                trace = family.build(params, space[i], chip)
+            except InputError as exc:  # too many programs, say: the search passes over it
+                refused.append(exc)
+                continue
             costs = program_costs(trace, chip)
             heapq.heappush(heap, (latency_lower_bound_s(trace, chip, costs=costs), i, TRACE, (trace, costs, None)))
             continue
@@ -144,7 +149,8 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
             replayed += hits is None or len(replays) > known  # TPU replays are not memoised
             runs[i] = Run(space[i], trace, sim)
             best = min(best or rank_key(float("inf"), 0), rank_key(runs[i].sim.latency_s, i))
-    assert best is not None
+    if best is None:
+        raise refused[0]
     return Search(best=runs[best[1]], searched=len(space), simulated=len(runs), replayed=replayed)
 
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, read_text_file, reject_json_constant
 from accelsim.system.trace import Op, Program, SystemTrace, expand_devices
 
 NODE_TYPES = ("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
@@ -77,11 +77,7 @@ def read_nodes(path: str | Path) -> list[dict]:
     """The node objects of one file (a GlobalMetadata object, which has no ``id``, is
     skipped)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read Chakra trace: {exc.strerror}", source=str(path)) from None
-    values = _json_values(text, str(path))
+    values = _json_values(read_text_file(path, "Chakra trace"), str(path))
     if len(values) == 1 and isinstance(values[0], list):
         values = values[0]
     elif len(values) == 1 and isinstance(values[0], dict) and "nodes" in values[0]:
@@ -97,7 +93,7 @@ def read_nodes(path: str | Path) -> list[dict]:
 
 def _json_values(text: str, source: str) -> list[Any]:
     """Every JSON value in ``text``: one document, or several written back to back."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_constant=reject_json_constant)
     values, pos = [], 0
     while True:
         while pos < len(text) and text[pos].isspace():
@@ -108,6 +104,10 @@ def _json_values(text: str, source: str) -> list[Any]:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+        except ValueError as exc:
+            raise InputError(f"invalid JSON: {exc}", source=source) from None
+        except RecursionError:
+            raise InputError("invalid JSON: nested too deeply", source=source) from None
         values.append(value)
 
 
@@ -119,15 +119,18 @@ def _get(node: Mapping, snake: str, default: Any = None) -> Any:
     return node.get(head + "".join(w.title() for w in rest), default)
 
 
-def _int(value: Any, where: str, source: str) -> int:
+def _int(value: Any, where: str, source: str, minimum: int | None = None) -> int:
     try:
         if isinstance(value, bool):
             raise ValueError
         if isinstance(value, float) and not value.is_integer():
             raise ValueError
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"expected an integer, got {value!r}", source=source, field=where) from None
+    if minimum is not None and number < minimum:
+        raise InputError(f"expected an integer of at least {minimum}, got {number}", source=source, field=where)
+    return number
 
 
 def _enum(value: Any, names: tuple[str, ...], where: str, source: str) -> str:
@@ -213,7 +216,7 @@ def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, li
         common[target] = sorted({names[_int(d, f"{where}.{field}", source)] for d in _get(node, field, []) or []})
     if kind in ("COMP_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "METADATA_NODE", "INVALID_NODE"):
         return Op(kind="compute", stream=COMPUTE_STREAM, **common, **_compute_cost(node, kind, attrs, where, source))
-    size = float(_int(attrs.get("comm_size", 0), f"{where}.attr.comm_size", source))
+    size = float(_int(attrs.get("comm_size", 0), f"{where}.attr.comm_size", source, 0))
     if kind == "COMM_COLL_NODE":
         comm = _enum(attrs.get("comm_type"), COMM_TYPES, f"{where}.attr.comm_type", source)
         if comm not in COLLECTIVE_OF:
@@ -234,10 +237,10 @@ def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, li
 def _compute_cost(node: Mapping, kind: str, attrs: dict, where: str, source: str) -> dict:
     if kind in ("METADATA_NODE", "INVALID_NODE") or attrs.get("is_cpu_op") in (True, "true"):
         return {"flops": 0.0}
-    duration_us = _int(_get(node, "duration_micros", 0), f"{where}.duration_micros", source)
+    duration_us = _int(_get(node, "duration_micros", 0), f"{where}.duration_micros", source, 0)
     if kind == "COMP_NODE" and duration_us > 0:
         return {"duration_s": duration_us / 1e6}
-    flops = float(_int(attrs.get("num_ops", 0), f"{where}.attr.num_ops", source)) if kind == "COMP_NODE" else 0.0
+    flops = float(_int(attrs.get("num_ops", 0), f"{where}.attr.num_ops", source, 0)) if kind == "COMP_NODE" else 0.0
     nbytes = float(_int(attrs.get("tensor_size", 0), f"{where}.attr.tensor_size", source))
     return {"flops": flops, "bytes": nbytes}
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, read_text_file
 from accelsim.importers.hlo_cost import FREE, Cost, CostModel
 from accelsim.importers.hlo_groups import (
     Groups,
@@ -555,13 +555,7 @@ def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS) -> HloProgra
 
 
 def read_hlo(path: str | Path) -> Module:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise InputError(f"cannot read HLO text: {reason}", source=str(path)) from None
-    return parse_module(text, source=str(path))
+    return parse_module(read_text_file(path, "HLO text"), source=str(path))
 
 
 def _trace_dtype(hlo_dtype: str) -> str:

@@ -406,7 +406,64 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
             raise InputError("no computations found in HLO text", source=source)
         raise InputError("no ENTRY computation in HLO text", source=source)
     _check_references(computations, source)
+    computations = {name: _in_dependency_order(comp, source) for name, comp in computations.items()}
+    _check_call_graph(computations, source)
     return Module(module_name, computations, entry, module_attrs, source)
+
+
+def _in_dependency_order(comp: Computation, source: str) -> Computation:
+    """``comp`` with every instruction after its operands and control predecessors (XLA
+    prints them so; another order is sorted, a cycle refused at one of its lines)."""
+    position = {inst.name: i for i, inst in enumerate(comp.instructions)}
+
+    def needs(inst: Instruction) -> list[int]:
+        return [position[n] for n in (*inst.operands, *inst.control_predecessors) if n in position]
+
+    if all(j < i for i, inst in enumerate(comp.instructions) for j in needs(inst)):
+        return comp
+    order: list[int] = []
+    state = [0] * len(comp.instructions)  # 0 new, 1 on the path, 2 placed
+    for start in range(len(comp.instructions)):
+        stack = [(start, iter(needs(comp.instructions[start])))]
+        if state[start]:
+            continue
+        state[start] = 1
+        while stack:
+            node, pending = stack[-1]
+            nxt = next(pending, None)
+            if nxt is None:
+                stack.pop()
+                state[node] = 2
+                order.append(node)
+            elif state[nxt] == 1:
+                inst = comp.instructions[nxt]
+                raise InputError(f"instruction {inst.name!r} depends on itself (a cycle of operands)",
+                                 source=source, line=inst.line)
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(needs(comp.instructions[nxt]))))
+    return Computation(comp.name, tuple(comp.instructions[i] for i in order), comp.is_entry)
+
+
+def _check_call_graph(computations: dict[str, Computation], source: str) -> None:
+    """Refuse a computation that calls itself, directly or through others (HLO has no
+    recursion; the importer would not end)."""
+    state: dict[str, int] = {}
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        for inst in computations[name].instructions:
+            for called in inst.called():
+                if state.get(called) == 1:
+                    raise InputError(f"computation {called!r} calls itself (through {inst.name!r})",
+                                     source=source, line=inst.line)
+                if called not in state:
+                    visit(called)
+        state[name] = 2
+
+    for name in computations:
+        if name not in state:
+            visit(name)
 
 
 def _check_references(computations: dict[str, Computation], source: str) -> None:

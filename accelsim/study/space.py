@@ -19,6 +19,7 @@ import yaml
 
 from accelsim.errors import InputError
 from accelsim.study.spec import (
+    MAX_POINTS,
     LoadedSpec,
     LogRangeSpec,
     ParameterSpec,
@@ -128,6 +129,9 @@ def _range_numbers(r: RangeSpec | LogRangeSpec, spec: LoadedSpec, loc: tuple) ->
             raise spec.error("'step' must be positive, with a unit if 'start' has one", loc + ("step",))
         integer = integer and isinstance(r.step, int)
         count = math.floor((stop - start) / step * (1 + 1e-12)) + 1
+        if count > MAX_POINTS:
+            raise spec.error(f"'step' gives {count:,} values; a sweep may have at most {MAX_POINTS:,} points",
+                             loc + ("step",))
         numbers = [start + i * step for i in range(count)]
     if integer:
         numbers = sorted({round(n) for n in numbers})
@@ -180,6 +184,10 @@ def sweep_points(spec: LoadedSpec) -> list[Point]:
     names = list(s.parameters)
     if s.sampling == "grid":
         axes = [parameter_values(n, s.parameters[n], spec) for n in names]
+        count = math.prod(len(axis) for axis in axes) * len(s.bases)
+        if count > MAX_POINTS:
+            raise spec.error(f"the grid has {count:,} points; a sweep may have at most {MAX_POINTS:,} "
+                             f"(use fewer values, or sampling: random)", ("parameters",))
         combos = itertools.product(s.bases, *axes)
         return [Point(i, base, tuple(zip(names, values))) for i, (base, *values) in enumerate(combos)]
     rng = np.random.default_rng(s.sampling.random.seed)

@@ -34,6 +34,11 @@ Scalar = int | float | str | bool
 Value = Scalar | list[Scalar]
 
 
+
+MAX_POINTS = 100_000
+"""Points one sweep may have (and values one range may give): each is a simulation, so
+more would run for hours; checked before any list is built."""
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -44,7 +49,7 @@ class RangeSpec(_Strict):
 
     start: int | float | str
     stop: int | float | str
-    num: int | None = Field(default=None, ge=2)
+    num: int | None = Field(default=None, ge=2, le=MAX_POINTS)
     step: int | float | str | None = None
 
     @model_validator(mode="after")
@@ -59,7 +64,7 @@ class LogRangeSpec(_Strict):
 
     start: int | float | str
     stop: int | float | str
-    num: int = Field(ge=2)
+    num: int = Field(ge=2, le=MAX_POINTS)
 
 
 class ParameterSpec(_Strict):
@@ -78,7 +83,7 @@ class ParameterSpec(_Strict):
 
 
 class RandomSampling(_Strict):
-    samples: int = Field(ge=1)
+    samples: int = Field(ge=1, le=MAX_POINTS)
     seed: int = 0
 
 

@@ -7,11 +7,11 @@ same spec into the same folder again runs only what the journal lacks.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from accelsim.files import check_output_dir, write_text_atomic
 from accelsim.study.journal import (
     JOURNAL_NAME,
     Row,
@@ -57,7 +57,7 @@ def input_files(plan: SweepPlan) -> list[Path]:
 def execute(plan: SweepPlan, out_dir: Path, *, workers: int = 1, ray: str | None = None,
             fresh: bool = False, progress: bool = True) -> tuple[dict[tuple[int, int], Row], int, int]:
     """Run what the journal in ``out_dir`` lacks; all rows, runs done now, runs resumed."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_output_dir(out_dir, "-o")
     journal_path = out_dir / JOURNAL_NAME
     digest = spec_digest(plan.spec.raw, input_files(plan))
     if fresh and journal_path.exists():
@@ -104,6 +104,4 @@ def run_sweep(plan: SweepPlan, out_dir: str | Path, **options) -> SweepOutcome:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text)

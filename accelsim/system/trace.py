@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from accelsim.errors import InputError, read_json_file
+from accelsim.files import write_text_atomic
 from accelsim.trace.kernel import Dtype
 
 SYSTEM_TRACE_SCHEMA_VERSION = 1
@@ -174,7 +175,7 @@ class SystemTrace(_Strict):
     schema_version: Literal[1]
     kind: Literal["system_trace"] = "system_trace"
     name: str = "system-trace"
-    num_devices: Annotated[int, Field(strict=True, gt=0)]
+    num_devices: Annotated[int, Field(strict=True, gt=0, le=1 << 20)]
     programs: list[Program] = Field(min_length=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form: generator, source files, model and sharding."""
@@ -189,6 +190,11 @@ class SystemTrace(_Strict):
         return sum(len(p.ops) * len(p.device_ids()) for p in self.programs)
 
 
+MAX_DEVICES = 1 << 20
+"""Devices a trace may name (ids ``0 .. 2^20 - 1``): far above any machine, and low
+enough that a range is checked before it is expanded."""
+
+
 def expand_devices(entries: list[int | str]) -> list[int]:
     out: list[int] = []
     for entry in entries:
@@ -198,6 +204,8 @@ def expand_devices(entries: list[int | str]) -> list[int]:
         first, sep, last = entry.partition("-")
         if not (sep and first.strip().isdigit() and last.strip().isdigit()) or int(first) > int(last):
             raise ValueError(f"expected a device id or an inclusive range like '0-7', got {entry!r}")
+        if int(last) >= MAX_DEVICES:
+            raise ValueError(f"device {int(last)} in {entry!r} is past the {MAX_DEVICES:,} devices a trace may name")
         out.extend(range(int(first), int(last) + 1))
     return out
 
@@ -405,10 +413,7 @@ def trace_json(trace: SystemTrace) -> str:
 
 def save_system_trace(trace: SystemTrace, path: str | Path) -> None:
     """Write compact JSON atomically (a temporary file renamed into place)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(trace_json(trace), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, trace_json(trace))
 
 
 def iter_ops(trace: SystemTrace) -> Iterator[tuple[int, int, Op]]:

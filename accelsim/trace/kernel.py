@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from accelsim.errors import InputError, read_json_file
+from accelsim.files import write_text_atomic
 
 TRACE_SCHEMA_VERSION = 1
 
@@ -41,14 +42,30 @@ DTYPE_BYTES: dict[str, float] = {
 MemoryLevel = Literal["hbm", "shared_cache", "local"]
 GRID_VARS = ("p0", "p1", "p2", "p3", "p4", "p5")
 
-NonNegInt = Annotated[int, Field(strict=True, ge=0)]
-PosInt = Annotated[int, Field(strict=True, gt=0)]
+MAX_COUNT = 2**48
+"""No count in a trace (bytes, a shape, a block index, a grid axis) exceeds 2^48: the
+engine's arithmetic is 64-bit, and products of such counts must stay inside it."""
+MAX_PROGRAMS = 2**24
+"""Programs of one kernel the engine simulates (about 16.8 million; a 15-million-program
+kernel takes some 35 s and 9 GB here). Beyond that, a larger block is the way."""
+
+NonNegInt = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
+PosInt = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
+
+
+def check_programs(count: int, source: str = "--param") -> None:
+    """Refuse a kernel of more than :data:`MAX_PROGRAMS` programs before building it."""
+    if count > MAX_PROGRAMS:
+        raise InputError(f"the kernel would have {count:,} programs; accelsim simulates at most {MAX_PROGRAMS:,} "
+                         f"(2^24) in one kernel: use larger blocks or a smaller problem", source=source)
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Index = int | str
 """A repeat count: an integer or a variable name."""
 
 
 def _check_block_index(entry: int | str) -> int | str:
+    if isinstance(entry, int) and not -MAX_COUNT <= entry <= MAX_COUNT:
+        raise ValueError(f"expected a block index of at most 2^48, got {entry}")
     if isinstance(entry, str):
         terms = index_terms(entry)
         if not terms:
@@ -67,7 +84,7 @@ def index_terms(entry: str) -> list[int | str]:
         term = raw.strip()
         if term.isidentifier():
             terms.append(term)
-        elif term.isdigit():
+        elif term.isdigit() and len(term) <= 15:  # below MAX_COUNT
             terms.append(int(term))
         else:
             return []
@@ -186,6 +203,9 @@ class KernelTrace(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "KernelTrace":
         n = self.num_programs
+        if n > MAX_PROGRAMS:
+            raise ValueError(f"kernel.grid: {n:,} programs; accelsim simulates at most {MAX_PROGRAMS:,} (2^24) "
+                             f"in one kernel")
         names = [t.name for t in self.templates]
         if len(set(names)) != len(names):
             raise ValueError("template names must be unique")
@@ -279,7 +299,4 @@ def load_trace(path: str | Path) -> KernelTrace:
 
 def save_trace(trace: KernelTrace, path: str | Path) -> None:
     """Write compact JSON, atomically (a temporary file renamed into place)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(trace.model_dump_json(exclude_defaults=False), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, trace.model_dump_json(exclude_defaults=False))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.arch.model import Chip, load_arch
-from accelsim.errors import InputError
+from accelsim.errors import InputError, read_json_file
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import best_config, run_config
@@ -58,26 +58,47 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
     are passed over."""
     out: list[Measurement] = []
     for path in _expand(paths):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"cannot read measurements: {exc}", source=str(path)) from None
+        data = read_json_file(path, "measurements")
+        if not isinstance(data, dict):
+            raise InputError(f"expected a JSON object, got {type(data).__name__}", source=str(path))
         if data.get("kind") == "microbenchmarks":
             continue  # the memory system's numbers, for configs to cite: not kernel records
         if data.get("kind") != "measurements" or data.get("schema_version") != 1:
             raise InputError("expected kind 'measurements' and schema_version 1", source=str(path))
-        arch = (data.get("device") or {}).get("arch")
-        for i, record in enumerate(data.get("records", [])):
+        device = data.get("device")
+        arch = device.get("arch") if isinstance(device, dict) else None
+        records = data.get("records", [])
+        if not isinstance(records, list):
+            raise InputError("expected a list of records", source=str(path), field="records")
+        for i, record in enumerate(records):
+            if not isinstance(record, dict):
+                raise InputError("expected a record object", source=str(path), field=f"records[{i}]")
             family = record.get("family", data.get("family"))
             if not arch or family not in FAMILIES:
                 continue
             out.append(Measurement(
                 id=str(record.get("id", i)), arch=arch, family=family,
-                implementation=str(record.get("implementation", "")), params=dict(record["params"]),
-                latency_s=float(record["latency_s"]), source=str(record.get("source", "")), file=str(path),
+                implementation=str(record.get("implementation", "")),
+                params=_mapping(record.get("params"), path, f"records[{i}].params"),
+                latency_s=_latency(record.get("latency_s"), path, f"records[{i}].latency_s"),
+                source=str(record.get("source", "")), file=str(path),
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
             ))
     return out
+
+
+def _mapping(value, path: Path, field: str) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"expected an object of parameters, got {type(value).__name__}", source=str(path),
+                         field=field)
+    return dict(value)
+
+
+def _latency(value, path: Path, field: str) -> float:
+    """A measured latency: a finite number of seconds above zero."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"expected a latency in seconds above 0, got {value!r}", source=str(path), field=field)
+    return float(value)
 
 
 def _expand(paths: Iterable[str | Path]) -> list[Path]:

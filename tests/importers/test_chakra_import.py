@@ -74,6 +74,10 @@ def write(tmp_path, nodes) -> Path:
                                                     {"name": "pg_name", "stringVal": "tp"}]}],
      "process group 'tp' has no ranks; pass --group tp=RANKS"),
     ([{"id": 1, "type": 4}, {"id": 1, "type": 4}], "duplicate node id 1"),
+    ([{"id": 1, "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64Val": "0"},
+                                                    {"name": "comm_size", "int64Val": "-5"}]}],
+     "node 1.attr.comm_size: expected an integer of at least 0, got -5"),
+    ([{"id": 1, "type": "COMP_NODE", "duration_micros": 1e400}], "Infinity is not a JSON number"),
 ])
 def test_bad_nodes_are_one_line_errors(tmp_path, nodes, expected):
     with pytest.raises(InputError) as info:

@@ -10,6 +10,23 @@ from accelsim.importers.hlo import lower_module, read_hlo
 from accelsim.importers.hlo_text import parse_module
 
 GOOD = (Path(__file__).parent / "fixtures" / "cpu_mlp_grad_dp2_tp4.hlo.txt").read_text()
+CYCLE = """HloModule m
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %x = f32[4]{0} add(%p, %y)
+  %y = f32[4]{0} add(%p, %x)
+}
+"""
+RECURSION = """HloModule m
+%body (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %w = f32[4]{0} call(%p), to_apply=%body
+}
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %c = f32[4]{0} call(%p), to_apply=%body
+}
+"""
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -21,8 +38,11 @@ GOOD = (Path(__file__).parent / "fixtures" / "cpu_mlp_grad_dp2_tp4.hlo.txt").rea
     (GOOD.replace("to_apply=%add.clone_promoted", "to_apply=%gone"), "undefined computation 'gone'"),
     (GOOD.replace("f32[8,32]{1,0} tanh(", "f99[8,32]{1,0} tanh("), "expected an HLO element type"),
     (GOOD.replace("replica_groups={{0,1,2,3},{4,5,6,7}}", "replica_groups={{0,1,2,3},{4,5,6,9}}"), "outside"),
+    (CYCLE, "'x' depends on itself"),
+    (RECURSION, "computation 'body' calls itself"),
 ])
 def test_bad_text_is_one_located_line(text, message):
+    """(Cycles: the importer would not end; each is refused at a line of the cycle.)"""
     with pytest.raises(InputError, match=message) as info:
         lower_module(parse_module(text, source="step.hlo"))
     line = info.value.one_line()
@@ -52,3 +72,16 @@ def test_cli_module_larger_than_the_system_is_refused(cli, tmp_path):
     assert result.code == 2
     assert "runs on 8 devices" in result.err and "has 4" in result.err
     assert not (tmp_path / "t.json").exists()
+
+
+def test_instructions_listed_before_their_operands_are_put_in_order():
+    text = """HloModule m
+ENTRY %main (p: f32[4]) -> f32[4] {
+  ROOT %y = f32[4]{0} multiply(%x, %x)
+  %x = f32[4]{0} add(%p, %p)
+  %p = f32[4]{0} parameter(0)
+}
+"""
+    module = parse_module(text, source="order.hlo")
+    assert [i.name for i in module.entry_computation.instructions] == ["p", "x", "y"]
+    assert len([op for op in lower_module(module).ops if op.kind == "compute"]) == 2

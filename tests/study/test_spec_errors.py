@@ -151,3 +151,19 @@ def test_a_variable_of_the_wrong_type_is_located(spec_file):
         """)
     err = _error(path)
     assert err.line == 3 and err.message.startswith("with b=1.5: sequence.0.bytes")
+
+
+@pytest.mark.parametrize("parameters, expected", [
+    ('cores.count: {range: {start: 1, stop: 1000000, num: 1000000}}', "less than or equal to 100000"),
+    ('clock: {range: {start: "1 GHz", stop: "2 GHz", step: "1 Hz"}}', "'step' gives 1,000,000,001 values"),
+    ('{clock: {range: {start: "1 GHz", stop: "2 GHz", num: 1000}}, cores.count: {range: {start: 1, stop: 1000, '
+     'num: 1000}}}', "the grid has 1,000,000 points"),
+])
+def test_a_sweep_too_large_to_run_is_refused_before_any_list_is_built(spec_file, parameters, expected):
+    body = f"parameters: {parameters}" if parameters.startswith("{") else f"parameters:\n          {parameters}"
+    path = spec_file(f"""\
+        base: h100-sxm
+        {body}
+        workloads: [{{kernel: copy, params: {{bytes: 1024}}}}]
+        """)
+    assert expected in _error(path).one_line()

@@ -1,0 +1,62 @@
+"""Problems too large to simulate are refused before anything is built (one line, exit
+2, no memory blow-up or hour-long run); a config search passes over the configs that
+would be too large and keeps the others."""
+
+import pytest
+
+from accelsim.arch.model import load_arch
+from accelsim.errors import InputError
+from accelsim.families import get_family
+from accelsim.families.search import best_config
+from accelsim.trace.kernel import MAX_PROGRAMS
+
+
+@pytest.mark.parametrize("arch, args", [
+    ("h100", ("--kernel", "gemm", "--param", "M=1000000", "--param", "N=1000000", "--param", "K=1000000")),
+    ("tpu-v5e", ("--kernel", "gemm", "--param", "M=1000000", "--param", "N=1000000", "--param", "K=1000000")),
+    ("h100", ("--kernel", "copy", "--param", "bytes=1000000000000000")),
+    ("h100", ("--kernel", "elementwise", "--param", "elements=99999999999999999999", "--param", "dtype=bf16")),
+    ("h100", ("--kernel", "attention", "--param", "batch=100000", "--param", "heads=128", "--param", "seq_q=65536",
+              "--param", "seq_kv=65536", "--param", "head_dim=128")),
+])
+def test_too_many_programs_is_one_line(cli, arch, args):
+    result = cli("simulate", "--arch", arch, *args)
+    assert result.code == 2 and f"at most {MAX_PROGRAMS:,}" in result.err and result.err.count("\n") == 1
+
+
+def test_the_search_passes_over_configs_with_too_many_programs(monkeypatch):
+    import accelsim.trace.kernel as kernel
+
+    family = get_family("elementwise")
+    chip = load_arch("h100").for_family("elementwise")
+    params = {"elements": 2**26, "dtype": "bf16", "inputs": 2, "outputs": 1}
+    programs = lambda config: -(-params["elements"] // config["block_elements"])  # noqa: E731
+    free = best_config(family, params, chip)
+    # a cap below the free winner's programs: it and every smaller-block config are refused
+    cap = max(n for n in map(programs, family.config_space(params, chip)) if n < programs(free.best.config))
+    monkeypatch.setattr(kernel, "MAX_PROGRAMS", cap)
+    capped = best_config(family, params, chip)
+    assert programs(capped.best.config) <= cap
+    assert capped.best.sim.latency_s >= free.best.sim.latency_s
+
+
+def test_split_k_that_leaves_slices_empty_is_refused(cli):
+    result = cli("simulate", "--arch", "h100", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
+                 "--param", "K=256", "--param", "split_k=200")
+    assert result.code == 2 and "split_k" in result.err and "empty" in result.err
+    ok = cli("simulate", "--arch", "h100", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
+             "--param", "K=256", "--param", "split_k=3")
+    assert ok.code == 0
+
+
+def test_a_trace_count_past_2_to_the_48_is_refused():
+    from accelsim.trace.kernel import parse_trace
+
+    data = {"schema_version": 1, "kernel": {"name": "k", "grid": [1]},
+            "tensors": {"X": {"shape": [4], "dtype": "bf16"}},
+            "templates": [{"name": "t", "steps": [{"transfers": [{"tensor": "X", "block": [10**20], "bytes": 8}]}]}]}
+    with pytest.raises(InputError, match="block"):
+        parse_trace(data, "k.json")
+    data["templates"][0]["steps"][0]["transfers"][0].update(block=[0], bytes=10**30)
+    with pytest.raises(InputError, match="bytes"):
+        parse_trace(data, "k.json")
