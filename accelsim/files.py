@@ -1,11 +1,15 @@
 """Output files: checked before the work that fills them, written atomically (a
 temporary file in the same folder renamed into place), so a bad path fails at once with
-one line and a failed run leaves nothing half-written."""
+one line and a failed run leaves nothing half-written. A symlink is written through (the
+temporary file goes beside its target, the link stays); a path that exists but is not a
+regular file (``/dev/null``, a FIFO, ``/dev/stdout``) is written directly, never
+replaced."""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -27,33 +31,61 @@ def check_output_file(path: str | Path, flag: str | None = None) -> Path:
     return path
 
 
-def check_output_dir(path: str | Path, flag: str | None = None) -> Path:
-    """``path`` as a folder to write into (made if missing): refused when it is a file or
-    cannot be made."""
+def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool = True) -> Path:
+    """``path`` as a folder to write into: refused when it is a file, or when its nearest
+    existing ancestor is not a writable folder. ``create=False`` checks without making
+    it (a run that fails on its inputs then leaves no empty folder); :func:`make_output_dir`
+    makes it when there is something to write."""
     where = flag or str(path)
     if not str(path).strip():
         raise InputError("expected a folder path, got an empty one", source=where)
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(f"{str(path)!r} is a file; expected a folder", source=where)
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"cannot make folder {str(path)!r}: {str(ancestor)!r} is not a writable folder",
+                         source=where)
+    return make_output_dir(path, flag) if create else path
+
+
+def make_output_dir(path: str | Path, flag: str | None = None) -> Path:
+    path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot make folder {str(path)!r}: {exc.strerror or exc}", source=where) from None
+        raise InputError(f"cannot make folder {str(path)!r}: {exc.strerror or exc}", source=flag or str(path)) from None
     return path
 
 
 def write_text_atomic(path: str | Path, text: str, flag: str | None = None) -> Path:
     """Write ``text`` to ``path`` atomically; an unwritable place is one-line bad input."""
-    path = check_output_file(path, flag)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    given = check_output_file(path, flag)
+    where = flag or str(given)
+    try:
+        mode = os.stat(given).st_mode  # follows a symlink
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(f"cannot write {str(given)!r}: {exc.strerror or exc}", source=where) from None
+    if mode is not None and not stat.S_ISREG(mode):  # a device or FIFO: write through it
+        try:
+            with open(given, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise InputError(f"cannot write {str(given)!r}: {exc.strerror or exc}", source=where) from None
+        return given
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given  # keep the link
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        tmp.replace(target)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}", source=flag or str(path)) from None
-    return path
+        raise InputError(f"cannot write {str(given)!r}: {exc.strerror or exc}", source=where) from None
+    return given
 
 
 def write_json(path: str | Path, data: Any, flag: str | None = None) -> Path:

@@ -32,14 +32,14 @@ def run_collective(args: argparse.Namespace) -> int:
                          source="simulate")
     if not args.collective:
         raise InputError("--system needs --collective KIND", source="simulate")
-    if bool(args.bytes) == bool(args.sweep_bytes):
+    if (args.bytes is None) == (args.sweep_bytes is None):
         raise InputError("give --bytes SIZE or --sweep-bytes MIN:MAX (one of them)", source="simulate")
     topo = build_topology(load_arch(args.system, args.overrides))
-    sizes = [parse_size(args.bytes, "--bytes")] if args.bytes else sweep_sizes(args.sweep_bytes)
+    sizes = [parse_size(args.bytes, "--bytes")] if args.bytes is not None else sweep_sizes(args.sweep_bytes)
     started = time.perf_counter()
-    if args.group and args.ranks:
+    if args.group is not None and args.ranks:
         raise InputError("give --ranks N or --group RANKS, not both", source="simulate")
-    group = parse_group(args.group) if args.group else None
+    group = parse_group(args.group, topo.ranks) if args.group is not None else None
     results = [simulate_collective(topo, args.collective, s, args.algorithm, args.ranks, group) for s in sizes]
     wall_s = time.perf_counter() - started
     if args.json:
@@ -52,15 +52,21 @@ def run_collective(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_group(text: str) -> list[int]:
-    """``0,2,4`` or ``0-7`` or a mix (``0-3,8-11``)."""
+def parse_group(text: str, size: int) -> list[int]:
+    """``0,2,4`` or ``0-7`` or a mix (``0-3,8-11``), each rank below ``size`` (checked
+    before a range is expanded)."""
     ranks = []
     for item in text.split(","):
         low, dash, high = item.strip().partition("-")
         try:
-            ranks.extend(range(int(low), int(high) + 1) if dash else [int(low)])
+            first, last = int(low), int(high if dash else low)
         except ValueError:
             raise InputError(f"expected rank numbers or ranges like 0-7, got {item.strip()!r}", source="--group") from None
+        if first > last:
+            raise InputError(f"range {item.strip()!r} runs backwards", source="--group")
+        if last >= size:
+            raise InputError(f"rank {last} is past the system's {size} ranks (0-{size - 1})", source="--group")
+        ranks.extend(range(first, last + 1))
     return ranks
 
 
@@ -69,8 +75,8 @@ def parse_size(text: str, option: str) -> float:
         value = parse_quantity(text.strip(), "bytes")
     except UnitError as exc:
         raise InputError(str(exc), source=option) from None
-    if value < 1:
-        raise InputError(f"size must be at least 1 byte, got {text!r}", source=option)
+    if not value >= 1 or not float(value).is_integer():
+        raise InputError(f"size must be a whole number of bytes, at least 1, got {text!r}", source=option)
     return value
 
 

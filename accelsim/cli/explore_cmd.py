@@ -59,8 +59,8 @@ def run_explore(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"expected --top >= 1, got {args.top}", source="--top")
     check_jobs(args.jobs)
-    if args.output:
-        check_output_dir(args.output, "-o")
+    if args.output is not None:
+        check_output_dir(args.output, "-o", create=False)
     chip = load_chip(args.arch, args.overrides)
     space = load_space(args.space) if args.space else None
     started = time.perf_counter()
@@ -90,7 +90,7 @@ def run_explore(args: argparse.Namespace) -> int:
         print(f"{title} on {chip.name}: {len(ranked)} configs, {len(ran)} ran, "
               f"{len(ranked) - len(ran)} did not fit ({wall:.1f} s)")
         print(_table(ranked[: args.top], ran[0].latency_s))
-    if args.output:
+    if args.output is not None:
         _write(Path(args.output), title, chip.name, ranked)
         print(f"wrote {args.output}/: ranking.csv, ranking.md, ranking.png")
     return 0

@@ -30,7 +30,8 @@ def run_chakra(args: argparse.Namespace) -> int:
 
     check_output_file(args.output, "-o")
     groups = dict(parse_group_option(text) for text in args.group)
-    write_imported(import_chakra(args.files, groups), args.output)
+    write_imported(import_chakra(args.files, groups), args.output, " ".join(args.files),
+                   " (give one file per rank, in rank order, and every --group's ranks)")
     return 0
 
 
@@ -59,7 +60,7 @@ def run_hlo(args: argparse.Namespace) -> int:
     rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}
     trace = import_hlo(args.file, system_devices=build_topology(system).ranks, system=args.system,
                        unit_dtypes=rates, max_ops=args.max_ops or DEFAULT_MAX_OPS)
-    write_imported(trace, args.output)
+    write_imported(trace, args.output, args.file)
     print(f"estimated or skipped: {describe_counts(trace.metadata['importer_counts'])}")
     return 0
 
@@ -74,12 +75,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         add(formats)
 
 
-def write_imported(trace: SystemTrace, output: str) -> None:
-    """Check what an importer built as a reader would, then write it and say what it holds."""
+def write_imported(trace: SystemTrace, output: str, inputs: str, hint: str = "") -> None:
+    """Check what an importer built as a reader would, then write it and say what it holds.
+    A check that fails blames the ``inputs`` (the output is not written), with ``hint``."""
     try:
         check_trace(trace)
     except ValueError as exc:
         field, _, message = str(exc).partition(": ")
-        raise InputError(f"the importer built an invalid trace: {message}", source=output, field=field) from None
+        raise InputError(f"the input does not make a valid system trace: {message}{hint}", source=inputs,
+                         field=f"(imported) {field}") from None
     save_system_trace(trace, output)
     print(f"wrote {output}: {trace.num_ops} ops on {trace.num_devices} devices in {len(trace.programs)} programs")

@@ -56,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically, a sweep resumes from its journal
+        print("accelsim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

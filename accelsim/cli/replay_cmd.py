@@ -10,6 +10,7 @@ from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
 from accelsim.files import check_output_file, write_json
+from accelsim.network.collectives import get_algorithm
 from accelsim.system.replay import (
     ReplayOptions,
     ReplayResult,
@@ -47,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     if args.timeline is not None:
         check_output_file(args.timeline, "--timeline")
+    if args.algorithm != "auto":
+        get_algorithm(args.algorithm)  # an unknown name is the option's fault, not the trace's
     trace = load_system_trace(args.trace)
     system = load_arch(args.system, args.overrides)
     options = ReplayOptions(

@@ -46,6 +46,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         return collective_cmd.run_collective(args)
     if not args.arch:
         raise InputError("give --arch CHIP for a kernel, or --system SYSTEM for a collective", source="simulate")
+    collective = [flag for flag, value in (("--collective", args.collective), ("--bytes", args.bytes),
+                                           ("--sweep-bytes", args.sweep_bytes), ("--group", args.group),
+                                           ("--ranks", args.ranks), ("--algorithm", args.algorithm))
+                  if value is not None and value != "auto"]
+    if collective:
+        raise InputError(f"{', '.join(collective)} apply to a collective on --system, not to a kernel",
+                         source="simulate")
     if args.timeline is not None:
         check_output_file(args.timeline, "--timeline")
     started = time.perf_counter()
@@ -58,7 +65,11 @@ def run_simulate(args: argparse.Namespace) -> int:
             raise InputError("--param applies to --kernel, not to a trace file", source="--param")
         trace = load_trace(args.trace)
         family_name = trace.metadata.get("family")
-        sim = simulate_kernel(trace, chip, timeline=bool(args.timeline))
+        try:
+            sim = simulate_kernel(trace, chip, timeline=bool(args.timeline))
+        except InputError as exc:
+            exc.source = exc.source or args.trace  # the engine names fields of the trace
+            raise
     elif args.kernel:
         family = get_family(args.kernel)
         family_name = family.name

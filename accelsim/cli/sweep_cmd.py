@@ -40,7 +40,7 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
         if len(plan.points) > 10:
             print(f"  ... and {len(plan.points) - 10} more")
         return 0
-    out = check_output_dir(args.output or f"sweep-{Path(args.spec).stem}", "-o")
+    out = check_output_dir(f"sweep-{Path(args.spec).stem}" if args.output is None else args.output, "-o")
     started = time.perf_counter()
     outcome = run_sweep(plan, out, workers=args.workers or default_workers(), ray=args.ray, fresh=args.fresh,
                         progress=not args.quiet)

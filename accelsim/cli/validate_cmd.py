@@ -30,7 +30,7 @@ def run_validate(args: argparse.Namespace) -> int:
         write_report,  # matplotlib loads only when used
     )
     check_jobs(args.jobs)
-    out = check_output_dir(args.output, "-o")
+    out = check_output_dir(args.output, "-o", create=False)
     chip = load_chip(args.arch, args.overrides)
     measured_on = chip.name.removesuffix("-calibrated")
     records = select(args.measurements, measured_on, args.exclude)

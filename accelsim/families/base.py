@@ -121,7 +121,7 @@ class Family:
     def resolve_config(self, params: dict[str, Any], given: Mapping[str, Any], chip: Chip) -> dict[str, Any]:
         """Defaults for what the user did not set, then the user's values."""
         specs = [Param(p.name, p.kind, default=False, choices=p.choices, help=p.help, minimum=p.minimum) for p in self.config_params]
-        values = parse_values(specs, given, "--config")
+        values = parse_values(specs, given, "--param")
         config = dict(self.default_config(params, chip))
         config.update({k: v for k, v in values.items() if k in given})
         if self.check:

@@ -120,16 +120,21 @@ def register(name: str) -> Callable[[Builder], Builder]:
 
 def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
     """The plan builder called ``name`` (``ring``) or ``name/protocol`` (``ring/ll``)."""
-    algorithm, _, proto = name.partition("/")
+    algorithm, slash, proto = name.partition("/")
     if algorithm not in ALGORITHMS:
         raise InputError(f"unknown algorithm {algorithm!r}; known: auto, {', '.join(sorted(ALGORITHMS))}",
                          source="--algorithm")
+    if slash and not proto:
+        raise InputError(f"expected NAME or NAME/PROTOCOL, got {name!r}", source="--algorithm")
     builder = ALGORITHMS[algorithm]
 
     def build(topo: Topology, req: Request) -> Plan:
         if not proto:
             return builder(topo, req, None)
-        return builder(topo, req, protocol_named(topo, proto))
+        plan = builder(topo, req, protocol_named(topo, proto))
+        if plan.protocol and plan.protocol != proto:  # NVLS runs Simple only, say
+            raise InputError(f"{algorithm} runs the {plan.protocol} protocol, not {proto}", source="--algorithm")
+        return plan
 
     return build
 

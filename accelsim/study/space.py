@@ -78,6 +78,10 @@ def quantity(text: object) -> tuple[float, str, float] | None:
     return None
 
 
+def _dimension(unit: str) -> str:
+    return next(dimension for dimension, table in UNITS.items() if unit in table)
+
+
 def value_of(raw: Value) -> ParamValue:
     """A value as written in ``values:`` (a number, a quantity string, a bool, a list)."""
     if isinstance(raw, list):
@@ -114,6 +118,9 @@ def _range_numbers(r: RangeSpec | LogRangeSpec, spec: LoadedSpec, loc: tuple) ->
     stop, stop_unit, _ = _endpoint(r.stop, "stop", spec, loc)
     if (unit is None) != (stop_unit is None):
         raise spec.error("'start' and 'stop' must both have a unit or both be numbers", loc)
+    if unit is not None and _dimension(unit) != _dimension(stop_unit):
+        raise spec.error(f"'start' is in {unit} ({_dimension(unit)}) but 'stop' in {stop_unit} "
+                         f"({_dimension(stop_unit)})", loc + ("stop",))
     if stop < start:
         raise spec.error("'stop' is below 'start'", loc + ("stop",))
     integer = unit is None and all(isinstance(v, int) for v in (r.start, r.stop))
@@ -125,7 +132,7 @@ def _range_numbers(r: RangeSpec | LogRangeSpec, spec: LoadedSpec, loc: tuple) ->
         numbers = list(np.linspace(start, stop, r.num))
     else:
         step, step_unit, _ = _endpoint(r.step, "step", spec, loc)
-        if (unit is None) != (step_unit is None) or step <= 0:
+        if (unit is None) != (step_unit is None) or step <= 0 or (unit and _dimension(unit) != _dimension(step_unit)):
             raise spec.error("'step' must be positive, with a unit if 'start' has one", loc + ("step",))
         integer = integer and isinstance(r.step, int)
         count = math.floor((stop - start) / step * (1 + 1e-12)) + 1

@@ -31,7 +31,7 @@ from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.search import run_given, split_params
 from accelsim.network import build_topology, simulate_collective
-from accelsim.network.collectives import check_kind
+from accelsim.network.collectives import check_kind, get_algorithm
 from accelsim.study.archs import chip_of
 from accelsim.study.space import substitute
 from accelsim.study.spec import (
@@ -146,6 +146,8 @@ def _memory_term(spec: LoadedSpec, w: WorkloadSpec, i: int, variables: dict[str,
         nbytes = float(term.bytes) if isinstance(term.bytes, int) else parse_quantity(term.bytes, "bytes")
     except UnitError as exc:
         raise spec.error(str(exc), loc + ("bytes",)) from None
+    if not nbytes >= 0:
+        raise spec.error(f"expected bytes of 0 or more, got {term.bytes!r}", loc + ("bytes",))
     for name in term.per:
         if name not in variables or not isinstance(variables[name], (int, float)) or isinstance(variables[name], bool):
             raise spec.error(f"{name!r} is not a numeric variable of this workload", loc + ("per",))
@@ -244,6 +246,10 @@ def _collective_args(body: CollectiveWorkload | Step) -> tuple[str, float, str, 
         size = float(body.bytes) if isinstance(body.bytes, int) else parse_quantity(body.bytes, "bytes")
     except UnitError as exc:
         raise InputError(str(exc), source="bytes") from None
+    if not size >= 1 or not size.is_integer():
+        raise InputError(f"expected a whole number of bytes, at least 1, got {body.bytes!r}", source="bytes")
+    if body.algorithm != "auto":
+        get_algorithm(body.algorithm)  # an unknown name fails here, before the sweep
     ranks = body.ranks
     if ranks is not None and not isinstance(ranks, int):
         raise InputError(f"expected an integer number of ranks, got {ranks!r}", source="ranks")

@@ -59,13 +59,13 @@ def check_programs(count: int, source: str = "--param") -> None:
         raise InputError(f"the kernel would have {count:,} programs; accelsim simulates at most {MAX_PROGRAMS:,} "
                          f"(2^24) in one kernel: use larger blocks or a smaller problem", source=source)
 NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Index = int | str
-"""A repeat count: an integer or a variable name."""
+Index = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)] | str
+"""A repeat count: an integer (0 or more) or a variable name."""
 
 
 def _check_block_index(entry: int | str) -> int | str:
-    if isinstance(entry, int) and not -MAX_COUNT <= entry <= MAX_COUNT:
-        raise ValueError(f"expected a block index of at most 2^48, got {entry}")
+    if isinstance(entry, int) and not 0 <= entry <= MAX_COUNT:
+        raise ValueError(f"expected a block index from 0 to 2^48, got {entry}")
     if isinstance(entry, str):
         terms = index_terms(entry)
         if not terms:

@@ -40,3 +40,37 @@ def test_a_file_given_for_a_report_folder_is_refused(cli, tmp_path):
     result = cli("validate", "--arch", "a100-sxm4-40gb", "--measurements", measurements, "-o", str(existing))
     assert result.code == 2 and "is a file; expected a folder" in result.err
     assert existing.read_text() == "keep me"
+
+
+def test_a_symlink_is_written_through_and_kept(cli, tmp_path):
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert cli(*GEMM, "--timeline", str(link)).code == 0
+    assert link.is_symlink() and target.read_text().startswith("{")
+
+
+def test_a_device_is_written_into_not_replaced(cli):
+    assert cli(*GEMM, "--timeline", "/dev/null").code == 0
+    assert Path("/dev/null").is_char_device()
+
+
+@pytest.mark.parametrize("args", [
+    ("validate", "--arch", "a100-sxm4-40gb", "--measurements", "no-such-file.json"),
+    ("explore", "--arch", "h100", "--kernel", "gemm", "--param", "M=64", "--param", "N=64", "--param", "K=64",
+     "--param", "block_m=64"),
+])
+def test_a_run_refused_on_its_inputs_leaves_no_empty_folder(cli, tmp_path, args):
+    out = tmp_path / "out"
+    result = cli(*args, "-o", str(out))
+    assert result.code == 2 and not out.exists()
+
+
+@pytest.mark.parametrize("args", [
+    (*GEMM, "--timeline", ""),
+    ("explore", "--arch", "h100", "--kernel", "gemm", "--param", "M=64", "--param", "N=64", "--param", "K=64", "-o", ""),
+])
+def test_an_empty_output_path_is_refused_not_ignored(cli, args):
+    result = cli(*args)
+    assert result.code == 2 and "empty" in result.err

@@ -101,3 +101,13 @@ def test_cli_imports_and_names_groups(cli, tmp_path):
     data = json.loads(out.read_text())
     assert data["programs"][2]["ops"][0]["groups"] == [[0, 1, 2, 3]]
     assert cli("replay", str(out), "--system", "dgx-h100").code == 0
+
+
+def test_an_inconsistent_import_blames_the_inputs_not_the_output(cli, tmp_path):
+    from pathlib import Path
+
+    rank0 = Path(__file__).parent / "chakra_fixture" / "rank0.json"
+    out = tmp_path / "x.json"
+    result = cli("import", "chakra", str(rank0), "-o", str(out))  # rank 1's file forgotten
+    assert result.code == 2 and result.err.startswith(f"accelsim: error: {rank0}: ")
+    assert "one file per rank" in result.err and not out.exists()

@@ -167,3 +167,20 @@ def test_a_sweep_too_large_to_run_is_refused_before_any_list_is_built(spec_file,
         workloads: [{{kernel: copy, params: {{bytes: 1024}}}}]
         """)
     assert expected in _error(path).one_line()
+
+
+@pytest.mark.parametrize("body, expected", [
+    ('parameters:\n          clock: {range: {start: "1 GHz", stop: "2 TB/s", num: 3}}\n'
+     '        workloads: [{kernel: copy, params: {bytes: 1024}}]', "'start' is in GHz (hz) but 'stop' in TB/s"),
+    ('workloads: [{collective: all-reduce, bytes: "-1 GiB"}]', "expected a whole number of bytes"),
+    ('workloads: [{collective: all-reduce, bytes: "1 GiB", algorithm: bogus}]', "unknown algorithm 'bogus'"),
+    ('workloads: [{sequence: [{collective: all-reduce, bytes: 1024}], memory: [{bytes: "-70 GB"}]}]',
+     "memory[0].bytes: expected bytes of 0 or more"),
+])
+def test_values_a_run_would_refuse_are_refused_up_front(spec_file, body, expected):
+    base = "dgx-h100" if "collective" in body else "h100-sxm"
+    path = spec_file(f"""\
+        base: {base}
+        {body}
+        """)
+    assert expected in _error(path).one_line()

@@ -187,3 +187,20 @@ def test_cli_reports_invalid_json_with_its_line(cli, tmp_path):
     assert result.code == 2
     assert result.err.strip().splitlines() == [result.err.strip()]
     assert f"{path}:3:" in result.err
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: step(d).update(repeat=-1), f"{STEP}.repeat"),
+    (lambda d: transfer(d).update(block=[-1]), f"{TRANSFER}.block"),
+])
+def test_negative_counts_are_refused(trace_data, change, field):
+    change(trace_data)
+    assert field in rejected(trace_data).one_line()
+
+
+def test_an_engine_error_on_a_trace_names_the_file(cli):
+    from pathlib import Path
+
+    trace = Path(__file__).resolve().parents[2] / "traces" / "pallas" / "matmul_512.json"  # TPU-sized VMEM blocks
+    result = cli("simulate", "--arch", "h100", str(trace))
+    assert result.code == 2 and f"{trace}: kernel.resources.local_memory_bytes" in result.err
