@@ -73,3 +73,10 @@ def test_json_that_is_valid_still_loads(tmp_path):
     path = tmp_path / "ok.json"
     path.write_text(json.dumps({"a": [1.5, -2, {"b": None}]}))
     assert read_json_file(path, "test") == {"a": [1.5, -2, {"b": None}]}
+
+
+def test_a_key_written_twice_is_refused_at_its_second_line(cli, tmp_path):
+    path = tmp_path / "chip.yaml"
+    path.write_text("schema_version: 1\nkind: chip\nname: x\nname: y\n")
+    result = cli("arch", "show", str(path))
+    assert result.code == 2 and "chip.yaml:4: name: key 'name' appears twice" in result.err

@@ -139,8 +139,13 @@ def _collect_lines(node: yaml.Node, prefix: Path_, out: dict[Path_, int], seen: 
                          source=source, line=out.get(owner), field=prefix)
     if isinstance(node, yaml.MappingNode):
         seen.add(id(node))
+        keys: set = set()
         for key, value in node.value:
             path = prefix + (key.value,)
+            if key.value in keys:  # YAML keeps the last silently: a typo'd copy would win unseen
+                raise InputError(f"key {key.value!r} appears twice in this mapping", source=source,
+                                 line=key.start_mark.line + 1, field=path)
+            keys.add(key.value)
             out[path] = key.start_mark.line + 1
             _collect_lines(value, path, out, seen, source)
     elif isinstance(node, yaml.SequenceNode):
