@@ -56,6 +56,8 @@ def load_function(path: str, function: str) -> Callable[..., Any]:
         spec.loader.exec_module(module)
     except Exception as exc:  # the user's module failed: say where, not a traceback
         raise InputError(f"importing failed: {type(exc).__name__}: {exc}", source=path) from None
+    except SystemExit as exc:
+        raise InputError(f"importing it called sys.exit({exc.code!r})", source=path) from None
     fn = getattr(module, function, None)
     if not callable(fn):
         raise InputError(f"no function {function!r} in this file", source=path)

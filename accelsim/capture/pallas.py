@@ -67,6 +67,8 @@ def capture_pallas(path: str, function: str, params: Mapping[str, str], *, launc
         raise
     except Exception as exc:  # the user's function failed while tracing
         raise InputError(f"tracing {function}() failed: {type(exc).__name__}: {exc}", source=path) from None
+    except SystemExit as exc:
+        raise InputError(f"tracing {function}() called sys.exit({exc.code!r})", source=path) from None
     calls = list(find_pallas_calls(closed.jaxpr))
     if not calls:
         raise InputError(f"{function}() launched no pallas_call", source=path)

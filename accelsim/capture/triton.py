@@ -117,6 +117,8 @@ def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact
                 if cause is not None:
                     raise InputError(cause.message, source=source) from None
                 raise InputError(f"running it failed: {type(exc).__name__}: {exc}", source=source) from None
+            except SystemExit as exc:  # not a success: no trace was captured
+                raise InputError(f"running it called sys.exit({exc.code!r})", source=source) from None
     if recorder.launches == 0:
         raise InputError("no Triton kernel was launched", source=source)
     if recorder.launches > 1:

@@ -181,3 +181,9 @@ def test_cli_bad_target(cli):
     result = cli("capture", "pallas", "no_colon_here", "-o", "x.json")
     assert result.code == 2
     assert "FILE.py:FUNCTION" in result.err
+
+
+def test_a_function_that_exits_is_an_error_not_a_success(tmp_path):
+    path = _write(tmp_path, "import sys\ndef run():\n    sys.exit(0)\n")
+    with pytest.raises(InputError, match=r"called sys.exit\(0\)"):
+        capture_pallas(path, "run", {})

@@ -198,3 +198,10 @@ def test_errors_name_the_file_and_function(tmp_path, carried_kernel):
         capture_triton(carried_kernel, "run", {"launches": "2"})
     with pytest.raises(InputError, match=r"carried.py:run: no Triton kernel was launched"):
         capture_triton(carried_kernel, "run", {"launches": "0"})
+
+
+def test_a_function_that_exits_is_an_error_not_a_success(tmp_path):
+    path = tmp_path / "exits.py"
+    path.write_text("import sys\ndef run():\n    sys.exit(0)\n")
+    with pytest.raises(InputError, match=r"exits.py:run: running it called sys.exit\(0\)"):
+        capture_triton(str(path), "run", {})
