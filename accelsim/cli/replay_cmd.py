@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="share of HBM bandwidth a running collective takes from memory-bound compute")
     p.add_argument("--roofline-overhead", metavar="TIME", default="0 us",
                    help="fixed cost added to every roofline compute op, e.g. '2 us' for eagerly launched GPU "
-                        "kernels (default 0, as in a CUDA graph; family and kernel-trace ops already include "
+                        "kernels (default '0 us', as in a CUDA graph; family and kernel-trace ops already include "
                         "the chip's launch overhead)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
