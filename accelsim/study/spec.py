@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from accelsim.arch.loader import read_yaml
 from accelsim.errors import InputError
@@ -189,7 +189,14 @@ class SweepSpec(_Strict):
 
     base: str | list[str]
     parameters: dict[str, ParameterSpec] = Field(default_factory=dict)
-    sampling: Literal["grid"] | SamplingSpec = "grid"
+    sampling: Annotated[Literal["grid"] | SamplingSpec, Field(union_mode="left_to_right")] = "grid"
+
+    @field_validator("sampling", mode="before")
+    @classmethod
+    def _sampling(cls, value: Any) -> Any:
+        """A mapping is a random sampling: validate it as one, so its own errors show
+        (``samples``, ``seed``) instead of the union's "should be 'grid'"."""
+        return SamplingSpec.model_validate(value) if isinstance(value, dict) else value
     workloads: list[dict[str, Any]] = Field(min_length=1)
     metrics: list[str] = Field(default_factory=lambda: ["latency_s"])
     plots: list[str] | None = None

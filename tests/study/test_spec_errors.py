@@ -184,3 +184,14 @@ def test_values_a_run_would_refuse_are_refused_up_front(spec_file, body, expecte
         {body}
         """)
     assert expected in _error(path).one_line()
+
+
+def test_a_bad_random_sampling_names_its_own_field(spec_file):
+    path = spec_file("""\
+        base: h100-sxm
+        sampling: {random: {samples: 0, seed: 0}}
+        parameters:
+          clock: {values: ["1 GHz", "2 GHz"]}
+        workloads: [{kernel: copy, params: {bytes: 1024}}]
+        """)
+    assert "sampling.random.samples: Input should be greater than or equal to 1" in _error(path).one_line()
