@@ -61,6 +61,8 @@ def import_chakra(paths: Sequence[str | Path], groups: Mapping[str, list[int]] |
     programs = []
     for rank, path in enumerate(paths):
         nodes = _ordered(read_nodes(path), str(path))
+        if not nodes:
+            raise InputError("no nodes: expected a rank's Chakra execution trace", source=str(path))
         names = {_int(_get(node, "id"), "id", str(path)): _op_name(node) for node in nodes}
         ops = [_op(node, names, n, groups or {}, str(path)) for node in nodes]
         programs.append(Program(name=f"rank{rank}", devices=[rank], ops=ops))
@@ -224,6 +226,9 @@ def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, li
                              source=source, field=f"{where}.attr.comm_type")
         if comm == "BARRIER":
             size = 0.0
+        elif "comm_size" not in attrs:
+            raise InputError(f"collective {comm} needs the comm_size attribute (bytes)", source=source,
+                             field=f"{where}.attr")
         return Op(kind=COLLECTIVE_OF[comm], stream=COMM_STREAM, is_async=True, bytes=size,
                   groups=[_group(attrs.get("pg_name"), groups, n, where, source)], **common)
     peer_key = "comm_dst" if kind == "COMM_SEND_NODE" else "comm_src"
