@@ -109,6 +109,11 @@ def explore_family(family: Family, params: dict[str, Any], chip: Chip,
         job = FamilyJob(family.name, params, resolve=False)
     else:
         configs = [dict(given) for given in space]
+        known = {p.name for p in family.config_params}
+        unknown = sorted({key for config in configs for key in config} - known)
+        if unknown:  # a typo in the space file, not a config that does not fit
+            raise InputError(f"{', '.join(map(repr, unknown))}: not a {family.name} config field; expected one of: "
+                             f"{', '.join(sorted(known))}", source="--space")
         job = FamilyJob(family.name, params, resolve=True)
     out = _run_jobs(job, configs, chip, jobs, chip_source)
     # report the resolved config (defaults filled in) where it ran

@@ -83,3 +83,14 @@ def test_triton_autotune_configs_become_keyword_arguments(tmp_path):
         {"block_m": 64, "block_n": 32, "num_warps": 4, "num_stages": 3},
         {"block_m": 128, "block_n": 64, "num_warps": 8},
     ]
+
+
+def test_a_space_naming_an_unknown_config_field_is_refused(cli, write_yaml):
+    path = write_yaml("space.yaml", """\
+        grid:
+          block_m: [64, 128]
+          bogus: [1]
+        """)
+    result = cli("explore", "--arch", "h100", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
+                 "--param", "K=256", "--space", str(path))
+    assert result.code == 2 and "--space: 'bogus': not a gemm config field" in result.err
