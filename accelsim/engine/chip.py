@@ -21,6 +21,7 @@ See ``docs/engine.md`` for the model and its parameters.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -37,7 +38,7 @@ from accelsim.engine.programs import (
 )
 from accelsim.engine.reuse import absorbed_write_bytes, cache_hit_bytes
 from accelsim.errors import InputError
-from accelsim.trace.kernel import KernelTrace
+from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace
 from accelsim.units import PS_PER_S
 
 LATENCY_BOUND_BELOW = 0.5
@@ -696,6 +697,16 @@ def _last_starts_bound(alone: np.ndarray, floor: np.ndarray, slots: int) -> floa
     return best
 
 
+def check_hbm_capacity(trace: KernelTrace, chip: Chip) -> None:
+    """Refuse a kernel whose tensors do not fit in the chip's HBM: its latency would answer
+    a question the chip cannot be asked (``--set hbm.capacity=...`` makes it a what-if)."""
+    need = sum(math.prod(t.shape) * DTYPE_BYTES[t.dtype] for t in trace.tensors.values())
+    if need > chip.hbm.capacity_bytes:
+        raise InputError(f"the kernel's tensors take {need / 1e9:.4g} GB; {chip.name} has "
+                         f"{chip.hbm.capacity_bytes / 1e9:.4g} GB of HBM (for a what-if, --set hbm.capacity=...)",
+                         field="tensors")
+
+
 def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
                     replays: ReplayMemo | None = None, hits: np.ndarray | None = None,
                     costs: ProgramCosts | None = None) -> KernelSimulation:
@@ -706,6 +717,7 @@ def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
     ``costs``: the trace's :func:`shared_cache_hits` (GPU only) and :func:`program_costs`
     on this chip (as scoped to the trace's family), if already computed."""
     chip = chip.for_family(trace.metadata.get("family"))
+    check_hbm_capacity(trace, chip)
     started = time.perf_counter()
     if chip.family == "tpu":
         result = _simulate_tpu(trace, chip, timeline, costs)

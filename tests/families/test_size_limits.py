@@ -60,3 +60,10 @@ def test_a_trace_count_past_2_to_the_48_is_refused():
     data["templates"][0]["steps"][0]["transfers"][0].update(block=[0], bytes=10**30)
     with pytest.raises(InputError, match="bytes"):
         parse_trace(data, "k.json")
+
+
+def test_tensors_larger_than_hbm_are_refused_unless_the_capacity_is_a_what_if(cli):
+    args = ("simulate", "--arch", "h100", "--kernel", "copy", "--param", "bytes=50000000000")  # 2 x 50 GB
+    result = cli(*args)
+    assert result.code == 2 and "tensors take 100 GB; h100-sxm has 80 GB of HBM" in result.err
+    assert cli(*args, "--set", "hbm.capacity=128 GB").code == 0
