@@ -254,7 +254,10 @@ def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
             annotation = _annotation_at(model, override.path)
             cited = isinstance(annotation, type) and issubclass(annotation, schema.Cited)
         _set_path(data, override, cited=cited)
-        origins[override.path] = (OVERRIDE_SOURCE, None)
+        path = tuple(override.path)
+        for key in [k for k in origins if len(k) > len(path) and k[:len(path)] == path]:
+            del origins[key]  # what the file wrote under the path is gone: errors there are the override's
+        origins[path] = (OVERRIDE_SOURCE, None)
     return RawConfig(data, raw.path, origins)
 
 

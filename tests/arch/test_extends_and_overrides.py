@@ -48,3 +48,8 @@ def test_set_on_a_dtype_entry():
 
 def test_set_a_list():
     assert load_arch("h100-sxm", ["matrix_unit.shape=[128, 128]"]).matrix.shape == (128, 128)
+
+
+def test_an_error_inside_an_overridden_value_names_the_override(cli):
+    result = cli("arch", "show", "tpu-v5e-16x16", "--set", "shape=[0,16]")
+    assert result.code == 2 and result.err.startswith("accelsim: error: --set: shape[0]: must be greater than zero")
