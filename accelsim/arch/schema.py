@@ -31,10 +31,11 @@ from accelsim.units import parse_quantity
 
 SCHEMA_VERSION = 1
 
-Basis = Literal["spec", "measured", "derived", "estimate", "fitted", "override"]
+Basis = Literal["spec", "measured", "derived", "estimate", "fitted", "override", "given"]
 """How a number is known: a vendor specification, a published measurement, derived
-from other cited numbers, an engineering estimate, fitted by calibration, or a
-what-if override (``--set``)."""
+from other cited numbers, an engineering estimate, fitted by calibration, a what-if
+override (``--set``), or given: written bare in a config file, with no basis or source
+(the built-in configs have none)."""
 
 Dtype = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
 Family = Literal["gpu", "tpu"]
@@ -110,7 +111,7 @@ class Cited(_Strict, Generic[T]):
     def _wrap_bare_value(cls, data: Any) -> Any:
         if isinstance(data, dict) and "value" in data:
             return data
-        return {"value": data}
+        return {"value": data, "basis": "given"}  # a bare number: nothing says where it came from
 
 
 def calibratable(**kwargs: Any) -> Any:

@@ -53,3 +53,17 @@ def test_set_a_list():
 def test_an_error_inside_an_overridden_value_names_the_override(cli):
     result = cli("arch", "show", "tpu-v5e-16x16", "--set", "shape=[0,16]")
     assert result.code == 2 and result.err.startswith("accelsim: error: --set: shape[0]: must be greater than zero")
+
+
+def test_a_bare_number_in_a_file_is_shown_as_given_not_as_a_spec(write_yaml):
+    from accelsim.arch.model import load_arch_and_spec
+
+    path = write_yaml("mine.yaml", """\
+        schema_version: 1
+        kind: chip
+        extends: h100-sxm
+        name: mine
+        hbm: {bandwidth: 1 TB/s}
+        """)
+    _, spec = load_arch_and_spec(str(path))
+    assert spec.hbm.bandwidth.basis == "given" and spec.hbm.bandwidth.source is None
