@@ -125,6 +125,12 @@ class Transfer(_Strict):
     it; the shared cache serves it once for all of them, each program still receives all
     its bytes). 1: an ordinary read."""
 
+    @model_validator(mode="after")
+    def _multicast_reads_only(self) -> "Transfer":
+        if self.multicast > 1 and self.direction != "read":
+            raise ValueError("multicast: only a read is multicast (a write has multicast 1)")
+        return self
+
 
 class Compute(_Strict):
     unit: Literal["matrix", "vector", "special"]

@@ -204,3 +204,8 @@ def test_an_engine_error_on_a_trace_names_the_file(cli):
     trace = Path(__file__).resolve().parents[2] / "traces" / "pallas" / "matmul_512.json"  # TPU-sized VMEM blocks
     result = cli("simulate", "--arch", "h100", str(trace))
     assert result.code == 2 and f"{trace}: kernel.resources.local_memory_bytes" in result.err
+
+
+def test_a_multicast_write_is_refused(trace_data):
+    transfer(trace_data).update(direction="write", multicast=2)
+    assert "only a read is multicast" in rejected(trace_data).one_line()
