@@ -70,14 +70,19 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
         records = data.get("records", [])
         if not isinstance(records, list):
             raise InputError("expected a list of records", source=str(path), field="records")
+        ids: set[str] = set()
         for i, record in enumerate(records):
             if not isinstance(record, dict):
                 raise InputError("expected a record object", source=str(path), field=f"records[{i}]")
+            record_id = str(record.get("id", i))
+            if record_id in ids:  # the held-out split and the reports key records by id
+                raise InputError(f"duplicate record id {record_id!r}", source=str(path), field=f"records[{i}].id")
+            ids.add(record_id)
             family = record.get("family", data.get("family"))
             if not arch or family not in FAMILIES:
                 continue
             out.append(Measurement(
-                id=str(record.get("id", i)), arch=arch, family=family,
+                id=record_id, arch=arch, family=family,
                 implementation=str(record.get("implementation", "")),
                 params=_mapping(record.get("params"), path, f"records[{i}].params"),
                 latency_s=_latency(record.get("latency_s"), path, f"records[{i}].latency_s"),

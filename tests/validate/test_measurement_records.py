@@ -36,3 +36,11 @@ def test_bad_records_are_refused_by_field(tmp_path, change, field):
 def test_a_good_record_reads(tmp_path):
     (record,) = read_measurements([_file(tmp_path, GOOD)])
     assert record.latency_s == 2e-6 and record.params == {"bytes": 1024}
+
+
+def test_a_record_id_twice_in_one_file_is_refused(tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"kind": "measurements", "schema_version": 1, "device": {"arch": "h100-sxm"},
+                                "records": [GOOD, GOOD]}))
+    with pytest.raises(InputError, match="duplicate record id 'r'"):
+        read_measurements([path])
