@@ -75,8 +75,8 @@ def parse_size(text: str, option: str) -> float:
         value = parse_quantity(text.strip(), "bytes")
     except UnitError as exc:
         raise InputError(str(exc), source=option) from None
-    if not value >= 1 or not float(value).is_integer():
-        raise InputError(f"size must be a whole number of bytes, at least 1, got {text!r}", source=option)
+    if not 1 <= value <= 2**53 or not float(value).is_integer():  # 2^53: 8 PiB, where floats stop counting bytes
+        raise InputError(f"size must be a whole number of bytes from 1 B to 8 PiB, got {text!r}", source=option)
     return value
 
 

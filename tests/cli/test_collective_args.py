@@ -13,6 +13,7 @@ SYSTEM = ("simulate", "--system", "dgx-h100", "--collective", "all-reduce")
     (("--bytes", "64MiB", "--algorithm", "nvls/ll"), "--algorithm: nvls runs the simple protocol, not ll"),
     (("--bytes", "64MiB", "--algorithm", "ring/"), "--algorithm: expected NAME or NAME/PROTOCOL"),
     (("--bytes", "1.5 B"), "--bytes: size must be a whole number of bytes"),
+    (("--bytes", "1e300 B"), "--bytes: size must be a whole number of bytes from 1 B to 8 PiB"),
     (("--bytes", ""), "--bytes"),
 ])
 def test_bad_collective_options_are_one_line(cli, extra, expected):
