@@ -168,8 +168,14 @@ class Resources(_Strict):
     registers_per_thread: PosInt | None = None
 
 
+def _printable(name: str) -> str:
+    if not name.isprintable():
+        raise ValueError(f"expected printable text, got {name!r}")  # it is echoed to terminals
+    return name
+
+
 class Kernel(_Strict):
-    name: str
+    name: Annotated[str, AfterValidator(_printable)]
     grid: list[PosInt] = Field(min_length=1, max_length=6)
     """Programs along each axis (GPU: up to 3; a Pallas grid may have more)."""
     launch_order: Literal["first_axis_fastest", "last_axis_fastest"] = "first_axis_fastest"

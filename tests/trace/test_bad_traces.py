@@ -209,3 +209,8 @@ def test_an_engine_error_on_a_trace_names_the_file(cli):
 def test_a_multicast_write_is_refused(trace_data):
     transfer(trace_data).update(direction="write", multicast=2)
     assert "only a read is multicast" in rejected(trace_data).one_line()
+
+
+def test_a_kernel_name_with_control_characters_is_refused(trace_data):
+    trace_data["kernel"]["name"] = "k\x1b[31m"
+    assert "kernel.name: expected printable text" in rejected(trace_data).one_line()
