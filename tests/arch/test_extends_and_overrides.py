@@ -67,3 +67,8 @@ def test_a_bare_number_in_a_file_is_shown_as_given_not_as_a_spec(write_yaml):
         """)
     _, spec = load_arch_and_spec(str(path))
     assert spec.hbm.bandwidth.basis == "given" and spec.hbm.bandwidth.source is None
+
+
+def test_an_error_an_override_causes_elsewhere_says_so(cli):
+    result = cli("arch", "show", "h100-sxm", "--set", "kind=torus")
+    assert result.code == 2 and "chip: missing required field (after --set kind)" in result.err
