@@ -362,9 +362,11 @@ def _located(exc: ValidationError, raw: RawConfig, model: type[BaseModel]) -> In
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if kind not in ("value_error", "assertion_error") and "input" in error:
             message += f" (got {error['input']!r})"
-    overrides = sorted(".".join(map(str, k)) for k, origin in raw.origins.items() if origin[0] == OVERRIDE_SOURCE)
-    if overrides and file != OVERRIDE_SOURCE and line is None:  # nothing the file wrote is at fault
-        message += f" (after --set {', '.join(overrides)})"
+    overridden = [k for k, origin in raw.origins.items() if origin[0] == OVERRIDE_SOURCE]
+    inside = [k for k in overridden if k[:len(loc)] == loc]  # an override within the failing section
+    named = inside or (overridden if line is None else [])  # line None: nothing the file wrote is at fault
+    if named and file != OVERRIDE_SOURCE:
+        message += f" (after --set {', '.join(sorted('.'.join(map(str, k)) for k in named))})"
     return InputError(message, source=file, line=line, field=loc or None)
 
 

@@ -179,6 +179,13 @@ class LocalMemory(_Strict):
     kernels with fewer programs than cores."""
     latency: Cited[Seconds] = calibratable()
 
+    @model_validator(mode="after")
+    def _per_program_within_capacity(self) -> "LocalMemory":
+        if self.max_per_program.value > self.capacity.value:
+            raise ValueError(f"max_per_program ({self.max_per_program.value:g} B) exceeds capacity "
+                             f"({self.capacity.value:g} B)")
+        return self
+
 
 class Occupancy(_Strict):
     """GPU per-SM limits that decide how many CTAs run at once."""

@@ -69,6 +69,9 @@ def check_jobs(jobs: int) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     check_jobs(args.jobs)
     chip = load_chip(args.arch, args.overrides)
+    if chip.name.endswith("-calibrated"):
+        raise InputError(f"{chip.name!r} is a calibrated overlay; calibrate the published config it extends "
+                         f"({chip.name.removesuffix('-calibrated')!r})", source="--arch")
     parameters = chosen_parameters(args.fit)
     records = select(args.measurements, chip.name, args.exclude)
     for family in args.scope:
