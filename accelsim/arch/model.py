@@ -241,6 +241,8 @@ def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[
     except InputError as exc:
         if exc.source is None or "unknown config" in exc.message:
             raise InputError(exc.message, source=referrer, field=field) from None
+        if exc.source == "--set" and exc.field:  # the user wrote the path with this prefix
+            exc.field = f"{field}.{exc.field}"
         raise
     if not isinstance(arch, expected_kind):
         raise InputError(

@@ -84,3 +84,8 @@ def test_calibrating_an_overlay_is_refused(cli):
     result = cli("calibrate", "--arch", "a100-sxm4-80gb-calibrated", "--measurements", "validation/reference",
                  "--fit", "hbm.efficiency", "-o", "never.yaml")
     assert result.code == 2 and "calibrate the published config it extends ('a100-sxm4-80gb')" in result.err
+
+
+def test_a_bad_set_reaching_a_systems_chip_keeps_the_path_as_written(cli):
+    result = cli("arch", "show", "dgx-h100", "--set", "chip.hbm.bandwidth=-1 TB/s")
+    assert result.code == 2 and "--set: chip.hbm.bandwidth: must be greater than zero" in result.err
