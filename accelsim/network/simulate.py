@@ -158,6 +158,8 @@ def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None
         members = tuple(int(r) for r in group)
     else:
         n = topo.ranks if ranks is None else ranks
+        if topo.ranks < 2:
+            raise InputError(f"{topo.name!r} has {topo.ranks} rank; a collective needs at least 2", source="--system")
         if not 2 <= n <= topo.ranks:
             raise InputError(f"ranks must be between 2 and {topo.ranks} on {topo.name!r}, got {n}", source="--ranks")
         members = tuple(range(n))

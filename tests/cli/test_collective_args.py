@@ -33,3 +33,11 @@ def test_replay_names_a_bad_algorithm_as_the_option(cli):
     trace = Path(__file__).resolve().parents[2] / "traces" / "system" / "transformer_step_dp2_tp4.json"
     result = cli("replay", str(trace), "--system", "dgx-h100", "--algorithm", "bogus")
     assert result.code == 2 and result.err.startswith("accelsim: error: --algorithm: unknown algorithm 'bogus'")
+
+
+def test_a_one_chip_system_says_so(cli, tmp_path):
+    path = tmp_path / "one.yaml"
+    path.write_text("schema_version: 1\nkind: torus\nname: one\ndisplay_name: one chip\nchip: tpu-v5e\n"
+                    "shape: [1, 1]\nwraparound: [true, true]\n")
+    result = cli("simulate", "--system", str(path), "--collective", "all-reduce", "--bytes", "1MiB")
+    assert result.code == 2 and "'one' has 1 rank; a collective needs at least 2" in result.err
