@@ -405,29 +405,63 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
         if not computations:
             raise InputError("no computations found in HLO text", source=source)
         raise InputError("no ENTRY computation in HLO text", source=source)
-    _check_references(computations, source)
-    computations = {name: _in_dependency_order(comp, source) for name, comp in computations.items()}
-    _check_call_graph(computations, source)
+    unordered, calls = _check_references(computations, source)
+    for name in unordered:
+        computations[name] = _in_dependency_order(computations[name], source)
+    _check_call_graph(calls, source)
     return Module(module_name, computations, entry, module_attrs, source)
 
 
+def _needs(inst: Instruction) -> tuple[str, ...]:
+    """What must come before ``inst``: its operands and control predecessors."""
+    if "control-predecessors" not in inst.attrs:
+        return inst.operands
+    return (*inst.operands, *inst.control_predecessors)
+
+
+def _check_references(computations: dict[str, Computation], source: str
+                      ) -> tuple[list[str], dict[str, list[tuple[str, Instruction]]]]:
+    """Refuse undefined operands and computations, in one pass that also returns the
+    computations listing an instruction before what it needs (XLA prints them in order;
+    :func:`_in_dependency_order` sorts those) and each computation's calls (for
+    :func:`_check_call_graph`)."""
+    unordered: list[str] = []
+    calls: dict[str, list[tuple[str, Instruction]]] = {}
+    for comp in computations.values():
+        names = comp.by_name()
+        earlier: set[str] = set()
+        edges = calls[comp.name] = []
+        for inst in comp.instructions:
+            for operand in inst.operands:
+                if operand not in names:
+                    raise InputError(f"instruction {inst.name!r} uses undefined operand {operand!r}",
+                                     source=source, line=inst.line)
+            if comp.name not in unordered and any(n in names and n not in earlier for n in _needs(inst)):
+                unordered.append(comp.name)
+            earlier.add(inst.name)
+            for called in inst.called():
+                if called not in computations:
+                    raise InputError(f"instruction {inst.name!r} calls undefined computation {called!r}",
+                                     source=source, line=inst.line)
+                edges.append((called, inst))
+    return unordered, calls
+
+
 def _in_dependency_order(comp: Computation, source: str) -> Computation:
-    """``comp`` with every instruction after its operands and control predecessors (XLA
-    prints them so; another order is sorted, a cycle refused at one of its lines)."""
+    """``comp`` with every instruction after its operands and control predecessors; a
+    cycle is refused at one of its lines."""
     position = {inst.name: i for i, inst in enumerate(comp.instructions)}
 
-    def needs(inst: Instruction) -> list[int]:
-        return [position[n] for n in (*inst.operands, *inst.control_predecessors) if n in position]
+    def needs(i: int) -> Iterator[int]:
+        return iter([position[n] for n in _needs(comp.instructions[i]) if n in position])
 
-    if all(j < i for i, inst in enumerate(comp.instructions) for j in needs(inst)):
-        return comp
     order: list[int] = []
     state = [0] * len(comp.instructions)  # 0 new, 1 on the path, 2 placed
     for start in range(len(comp.instructions)):
-        stack = [(start, iter(needs(comp.instructions[start])))]
         if state[start]:
             continue
         state[start] = 1
+        stack = [(start, needs(start))]
         while stack:
             node, pending = stack[-1]
             nxt = next(pending, None)
@@ -441,40 +475,25 @@ def _in_dependency_order(comp: Computation, source: str) -> Computation:
                                  source=source, line=inst.line)
             elif state[nxt] == 0:
                 state[nxt] = 1
-                stack.append((nxt, iter(needs(comp.instructions[nxt]))))
+                stack.append((nxt, needs(nxt)))
     return Computation(comp.name, tuple(comp.instructions[i] for i in order), comp.is_entry)
 
 
-def _check_call_graph(computations: dict[str, Computation], source: str) -> None:
+def _check_call_graph(calls: dict[str, list[tuple[str, Instruction]]], source: str) -> None:
     """Refuse a computation that calls itself, directly or through others (HLO has no
     recursion; the importer would not end)."""
     state: dict[str, int] = {}
 
     def visit(name: str) -> None:
         state[name] = 1
-        for inst in computations[name].instructions:
-            for called in inst.called():
-                if state.get(called) == 1:
-                    raise InputError(f"computation {called!r} calls itself (through {inst.name!r})",
-                                     source=source, line=inst.line)
-                if called not in state:
-                    visit(called)
+        for called, inst in calls[name]:
+            if state.get(called) == 1:
+                raise InputError(f"computation {called!r} calls itself (through {inst.name!r})",
+                                 source=source, line=inst.line)
+            if called not in state:
+                visit(called)
         state[name] = 2
 
-    for name in computations:
+    for name in calls:
         if name not in state:
             visit(name)
-
-
-def _check_references(computations: dict[str, Computation], source: str) -> None:
-    for comp in computations.values():
-        names = comp.by_name()
-        for inst in comp.instructions:
-            for operand in inst.operands:
-                if operand not in names:
-                    raise InputError(f"instruction {inst.name!r} uses undefined operand {operand!r}",
-                                     source=source, line=inst.line)
-            for called in inst.called():
-                if called not in computations:
-                    raise InputError(f"instruction {inst.name!r} calls undefined computation {called!r}",
-                                     source=source, line=inst.line)
