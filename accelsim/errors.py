@@ -7,7 +7,8 @@ layer raises it with as much location as it knows.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,17 +79,26 @@ def reject_json_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def parse_json_text(text: str, source: str) -> Any:
-    """JSON as the standard allows it: ``NaN`` and ``Infinity`` (which Python's json would
-    accept) are refused, and so is nesting too deep to walk; one-line errors."""
+@contextmanager
+def json_errors(source: str) -> Iterator[None]:
+    """Decoding errors inside as one-line :class:`InputError` s naming ``source`` (and
+    the line): syntax, ``NaN`` or ``Infinity`` (:func:`reject_json_constant`), nesting too
+    deep to walk."""
     try:
-        return json.loads(text, parse_constant=reject_json_constant)
+        yield
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
     except ValueError as exc:
         raise InputError(f"invalid JSON: {exc}", source=source) from None
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply", source=source) from None
+
+
+def parse_json_text(text: str, source: str) -> Any:
+    """JSON as the standard allows it: ``NaN`` and ``Infinity`` (which Python's json would
+    accept) are refused, and so is nesting too deep to walk; one-line errors."""
+    with json_errors(source):
+        return json.loads(text, parse_constant=reject_json_constant)
 
 
 def read_json_file(path: str | Path, what: str) -> Any:

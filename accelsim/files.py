@@ -32,10 +32,10 @@ def check_output_file(path: str | Path, flag: str | None = None) -> Path:
 
 
 def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool = True) -> Path:
-    """``path`` as a folder to write into: refused when it is a file, or when its nearest
-    existing ancestor is not a writable folder. ``create=False`` checks without making
-    it (a run that fails on its inputs then leaves no empty folder); :func:`make_output_dir`
-    makes it when there is something to write."""
+    """``path`` as a folder to write into, made unless ``create=False``: refused when it
+    is a file, or when its nearest existing ancestor is not a writable folder.
+    ``create=False`` checks without making it, so a run that fails on its inputs leaves
+    no empty folder (the writer makes it when there is something to write)."""
     where = flag or str(path)
     if not str(path).strip():
         raise InputError("expected a folder path, got an empty one", source=where)
@@ -48,15 +48,11 @@ def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool 
     if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
         raise InputError(f"cannot make folder {str(path)!r}: {str(ancestor)!r} is not a writable folder",
                          source=where)
-    return make_output_dir(path, flag) if create else path
-
-
-def make_output_dir(path: str | Path, flag: str | None = None) -> Path:
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot make folder {str(path)!r}: {exc.strerror or exc}", source=flag or str(path)) from None
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot make folder {str(path)!r}: {exc.strerror or exc}", source=where) from None
     return path
 
 

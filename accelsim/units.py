@@ -83,7 +83,7 @@ class UnitError(ValueError):
     """A quantity string that does not parse as the expected dimension."""
 
 
-def _dimension_of(unit: str) -> str | None:
+def dimension_of(unit: str) -> str | None:
     for dim, table in UNITS.items():
         if unit in table:
             return dim
@@ -107,7 +107,7 @@ def parse_quantity(text: object, dimension: str) -> float:
     number, unit = float(match.group(1)), match.group(2)
     table = UNITS[dimension]
     if unit not in table:
-        other = _dimension_of(unit)
+        other = dimension_of(unit)
         if other is not None:
             raise UnitError(
                 f"expected {expected}, got {text!r} ({unit!r} is a unit of {DESCRIPTIONS[other]})"

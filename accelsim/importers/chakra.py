@@ -33,7 +33,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from accelsim.errors import InputError, read_text_file, reject_json_constant
+from accelsim.errors import (
+    InputError,
+    json_errors,
+    read_text_file,
+    reject_json_constant,
+)
 from accelsim.system.trace import Op, Program, SystemTrace, expand_devices
 
 NODE_TYPES = ("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
@@ -102,14 +107,8 @@ def _json_values(text: str, source: str) -> list[Any]:
             pos += 1
         if pos == len(text):
             return values
-        try:
+        with json_errors(source):
             value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
-        except ValueError as exc:
-            raise InputError(f"invalid JSON: {exc}", source=source) from None
-        except RecursionError:
-            raise InputError("invalid JSON: nested too deeply", source=source) from None
         values.append(value)
 
 

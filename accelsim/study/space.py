@@ -27,7 +27,7 @@ from accelsim.study.spec import (
     Scalar,
     Value,
 )
-from accelsim.units import UNITS, UnitError, parse_quantity
+from accelsim.units import UNITS, UnitError, dimension_of, parse_quantity
 
 ARCH = "arch"
 """The column naming the base config when the spec gives a list of bases."""
@@ -69,17 +69,13 @@ def quantity(text: object) -> tuple[float, str, float] | None:
     if not match:
         return None
     unit = match.group(2)
-    for dimension, table in UNITS.items():
-        if unit in table:
-            try:
-                return parse_quantity(text, dimension), unit, table[unit]
-            except UnitError:
-                return None
-    return None
-
-
-def _dimension(unit: str) -> str:
-    return next(dimension for dimension, table in UNITS.items() if unit in table)
+    dimension = dimension_of(unit)
+    if dimension is None:
+        return None
+    try:
+        return parse_quantity(text, dimension), unit, UNITS[dimension][unit]
+    except UnitError:
+        return None
 
 
 def value_of(raw: Value) -> ParamValue:
@@ -118,9 +114,9 @@ def _range_numbers(r: RangeSpec | LogRangeSpec, spec: LoadedSpec, loc: tuple) ->
     stop, stop_unit, _ = _endpoint(r.stop, "stop", spec, loc)
     if (unit is None) != (stop_unit is None):
         raise spec.error("'start' and 'stop' must both have a unit or both be numbers", loc)
-    if unit is not None and _dimension(unit) != _dimension(stop_unit):
-        raise spec.error(f"'start' is in {unit} ({_dimension(unit)}) but 'stop' in {stop_unit} "
-                         f"({_dimension(stop_unit)})", loc + ("stop",))
+    if unit is not None and dimension_of(unit) != dimension_of(stop_unit):
+        raise spec.error(f"'start' is in {unit} ({dimension_of(unit)}) but 'stop' in {stop_unit} "
+                         f"({dimension_of(stop_unit)})", loc + ("stop",))
     if stop < start:
         raise spec.error("'stop' is below 'start'", loc + ("stop",))
     integer = unit is None and all(isinstance(v, int) for v in (r.start, r.stop))
@@ -132,7 +128,7 @@ def _range_numbers(r: RangeSpec | LogRangeSpec, spec: LoadedSpec, loc: tuple) ->
         numbers = list(np.linspace(start, stop, r.num))
     else:
         step, step_unit, _ = _endpoint(r.step, "step", spec, loc)
-        if (unit is None) != (step_unit is None) or step <= 0 or (unit and _dimension(unit) != _dimension(step_unit)):
+        if (unit is None) != (step_unit is None) or step <= 0 or (unit and dimension_of(unit) != dimension_of(step_unit)):
             raise spec.error("'step' must be positive, with a unit if 'start' has one", loc + ("step",))
         integer = integer and isinstance(r.step, int)
         count = math.floor((stop - start) / step * (1 + 1e-12)) + 1

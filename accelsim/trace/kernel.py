@@ -51,16 +51,20 @@ kernel takes some 35 s and 9 GB here). Beyond that, a larger block is the way.""
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 PosInt = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
+NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Index = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)] | str
+"""A repeat count: an integer (0 or more) or a variable name."""
+
+
+def _too_many_programs(count: int) -> str:
+    return f"{count:,} programs; accelsim simulates at most {MAX_PROGRAMS:,} (2^24) in one kernel"
 
 
 def check_programs(count: int, source: str = "--param") -> None:
     """Refuse a kernel of more than :data:`MAX_PROGRAMS` programs before building it."""
     if count > MAX_PROGRAMS:
-        raise InputError(f"the kernel would have {count:,} programs; accelsim simulates at most {MAX_PROGRAMS:,} "
-                         f"(2^24) in one kernel: use larger blocks or a smaller problem", source=source)
-NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Index = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)] | str
-"""A repeat count: an integer (0 or more) or a variable name."""
+        raise InputError(f"the kernel would have {_too_many_programs(count)}: use larger blocks or a smaller "
+                         f"problem", source=source)
 
 
 def _check_block_index(entry: int | str) -> int | str:
@@ -216,8 +220,7 @@ class KernelTrace(_Strict):
     def _consistent(self) -> "KernelTrace":
         n = self.num_programs
         if n > MAX_PROGRAMS:
-            raise ValueError(f"kernel.grid: {n:,} programs; accelsim simulates at most {MAX_PROGRAMS:,} (2^24) "
-                             f"in one kernel")
+            raise ValueError(f"kernel.grid: {_too_many_programs(n)}")
         names = [t.name for t in self.templates]
         if len(set(names)) != len(names):
             raise ValueError("template names must be unique")
