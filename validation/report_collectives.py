@@ -29,7 +29,7 @@ from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
 from accelsim.validate.calibrate import is_held_out
 from accelsim.validate.collectives import (
-    PARAMETERS, CollectiveMeasurement, fit, load_measurements, log_errors, predict, split, with_tuning,
+    PARAMETERS, CollectiveMeasurement, fit, load_measurements, log_errors, predict, split, with_values,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,11 +133,8 @@ def carried_fit(system: str):
     calibrate on one system, predict another without refitting)."""
     fitted = load_arch(str(CALIBRATED / "dgx-h100-calibrated.yaml")).collectives
     node = load_arch(system)
-    tuning = node.collectives
-    for p in PARAMETERS:
-        if p.get(fitted) is not None and p.get(tuning) is not None:
-            tuning = p.set(tuning, p.get(fitted))
-    return with_tuning(node, tuning)
+    return with_values(node, {p.path: p.get(fitted) for p in PARAMETERS
+                              if p.get(fitted) is not None and p.get(node.collectives) is not None})
 
 
 def nccl_table(records: list[CollectiveMeasurement]) -> tuple[str, dict]:

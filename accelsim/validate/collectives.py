@@ -125,6 +125,15 @@ def with_tuning(node: Node, tuning: CollectiveTuning) -> Node:
     return dataclasses.replace(node, collectives=tuning)
 
 
+def with_values(node: Node, values: dict[str, float], parameters: Sequence[TuningParameter] = PARAMETERS) -> Node:
+    """``node`` with the ``parameters`` named in ``values`` (by path) set to them."""
+    tuning = node.collectives
+    for p in parameters:
+        if p.path in values:
+            tuning = p.set(tuning, values[p.path])
+    return with_tuning(node, tuning)
+
+
 def log_errors(cases: Sequence[CollectiveMeasurement], node: Node) -> np.ndarray:
     """log(predicted time / measured time) per record, on ``node``."""
     topo = build_topology(node)
@@ -164,10 +173,7 @@ def fit(cases: Sequence[CollectiveMeasurement], node: Node, parameters: Sequence
     evaluations = 0
 
     def tuned(values: dict[str, float]) -> Node:
-        t = node.collectives
-        for p in active:
-            t = p.set(t, values[p.path])
-        return with_tuning(node, t)
+        return with_values(node, values, active)
 
     def train_loss(values: dict[str, float]) -> float:
         nonlocal evaluations
