@@ -73,6 +73,9 @@ def find_config(name_or_path: str, *, referenced_from: str | None = None, field:
         if path.is_file():
             return path
         raise InputError(f"no such config file {str(path)!r}", source=referenced_from, field=field)
+    if not name_or_path.strip():
+        raise InputError("the config name is empty; expected a chip or system name (see 'accelsim arch list') "
+                         "or a file path", source=referenced_from, field=field)
     index = _builtin_index()
     if name_or_path in index:
         return index[name_or_path]

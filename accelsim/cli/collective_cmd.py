@@ -26,7 +26,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def run_collective(args: argparse.Namespace) -> int:
-    if args.arch or args.kernel or args.trace or args.param or args.timeline:
+    if args.arch is not None or args.kernel or args.trace or args.param or args.timeline is not None:
         raise InputError("--system runs a collective; --arch, --kernel, --param, --timeline and a trace file "
                          "are for kernels",
                          source="simulate")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +17,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         command = self.prog.removeprefix("accelsim").strip() or None
+        option = re.fullmatch(r"argument (?:\S+/)?(--\S+): expected one argument", message)
+        if option:  # argparse takes a value that starts with '-' for an option
+            message += f" (if the value starts with '-', write {option.group(1)}=VALUE)"
         raise InputError(f"{message} (see '{self.prog} --help')", source=command)
 
 

@@ -42,9 +42,9 @@ def load_chip(name: str, overrides: list[str]) -> Chip:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    if args.system:
+    if args.system is not None:
         return collective_cmd.run_collective(args)
-    if not args.arch:
+    if args.arch is None:
         raise InputError("give --arch CHIP for a kernel, or --system SYSTEM for a collective", source="simulate")
     collective = [flag for flag, value in (("--collective", args.collective), ("--bytes", args.bytes),
                                            ("--sweep-bytes", args.sweep_bytes), ("--group", args.group),

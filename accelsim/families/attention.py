@@ -49,7 +49,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
-from accelsim.families.base import Family, Param, fits
+from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
     MAX_REGISTERS_PER_THREAD,
@@ -181,10 +181,10 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
     need = _local_bytes(p, config, chip.family)
-    limit = chip.local.capacity_bytes if chip.family == "tpu" else chip.local.max_per_program_bytes
+    limit, limit_field = local_limit(chip)
     if need > limit:
-        raise InputError(f"blocks need {need} bytes of local memory per program; {chip.name} allows {int(limit)}",
-                         source="--param", field="block_m")
+        raise InputError(f"blocks need {need} bytes of local memory per program; "
+                         f"{chip.name} allows {int(limit)} ({limit_field})", source="--param", field="block_m")
     # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
     # spills 1.1 KB a thread compiled for sm_90)
     needed = _registers_needed(p, config) if chip.family == "gpu" else 0

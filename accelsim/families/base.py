@@ -91,6 +91,14 @@ def parse_assignments(items: Sequence[str], source: str) -> dict[str, str]:
     return out
 
 
+def local_limit(chip: Chip) -> tuple[float, str]:
+    """Local memory one program may use, and the config field it comes from: a TPU core's
+    whole VMEM (one program at a time), a GPU's per-block shared-memory limit."""
+    if chip.family == "tpu":
+        return chip.local.capacity_bytes, "local_memory.capacity"
+    return chip.local.max_per_program_bytes, "local_memory.max_per_program"
+
+
 def fits(check: Callable[..., None], *args: Any) -> bool:
     """Whether ``check(*args)`` accepts a config: config spaces keep only those that fit."""
     try:

@@ -21,7 +21,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
-from accelsim.families.base import DTYPES, Family, Param, fits
+from accelsim.families.base import DTYPES, Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import REGISTERS_OVERHEAD, REGISTERS_PER_DOT
 from accelsim.trace.kernel import (
@@ -173,11 +173,11 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", source="--param", field="dtype")
     need = _local_bytes(config, dtype, chip.family)
-    limit = chip.local.capacity_bytes if chip.family == "tpu" else chip.local.max_per_program_bytes
+    limit, limit_field = local_limit(chip)
     if need > limit:
         raise InputError(
             f"block_m/block_n/block_k/num_stages need {need} bytes of local memory per program; "
-            f"{chip.name} allows {int(limit)}",
+            f"{chip.name} allows {int(limit)} ({limit_field})",
             source="--param",
             field="block_m",
         )

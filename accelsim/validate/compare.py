@@ -65,8 +65,8 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
             continue  # the memory system's numbers, for configs to cite: not kernel records
         if data.get("kind") != "measurements" or data.get("schema_version") != 1:
             raise InputError("expected kind 'measurements' and schema_version 1", source=str(path))
-        device = data.get("device")
-        arch = device.get("arch") if isinstance(device, dict) else None
+        _check_header(data, path)
+        arch = data["device"]["arch"]
         records = data.get("records", [])
         if not isinstance(records, list):
             raise InputError("expected a list of records", source=str(path), field="records")
@@ -78,8 +78,11 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
             if record_id in ids:  # the held-out split and the reports key records by id
                 raise InputError(f"duplicate record id {record_id!r}", source=str(path), field=f"records[{i}].id")
             ids.add(record_id)
-            family = record.get("family", data.get("family"))
-            if not arch or family not in FAMILIES:
+            family = record.get("family", data["family"])
+            if family not in FILE_FAMILIES:
+                raise InputError(f"unknown family {family!r}; expected one of: {', '.join(FILE_FAMILIES)}",
+                                 source=str(path), field=f"records[{i}].family")
+            if not arch or family not in FAMILIES:  # no config for the device, or collectives
                 continue
             out.append(Measurement(
                 id=record_id, arch=arch, family=family,
@@ -90,6 +93,28 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
             ))
     return out
+
+
+FILE_FAMILIES = (*FAMILIES, "collective")
+"""Families a measurement file may hold: the kernel families, and collectives (read by
+``validation/report_collectives.py``, passed over here)."""
+PROVENANCE_KEYS = ("date", "command", "versions", "clocks", "source")
+
+
+def _check_header(data: dict, path: Path) -> None:
+    """The top level every measurement file has (``docs/measurement-format.md``): a known
+    family, the device with its accelsim config name (or null), and where it came from."""
+    if data.get("family") not in FILE_FAMILIES:
+        raise InputError(f"unknown family {data.get('family')!r}; expected one of: {', '.join(FILE_FAMILIES)}",
+                         source=str(path), field="family")
+    device = data.get("device")
+    if not isinstance(device, dict) or not isinstance(device.get("arch", 0), str | None):
+        raise InputError("expected an object with 'arch' (the accelsim config name, or null)",
+                         source=str(path), field="device")
+    provenance = data.get("provenance")
+    if not isinstance(provenance, dict) or any(key not in provenance for key in PROVENANCE_KEYS):
+        raise InputError(f"expected an object with {', '.join(PROVENANCE_KEYS)} (where the measurements came "
+                         "from)", source=str(path), field="provenance")
 
 
 def _mapping(value, path: Path, field: str) -> dict:

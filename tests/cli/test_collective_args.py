@@ -41,3 +41,16 @@ def test_a_one_chip_system_says_so(cli, tmp_path):
                     "shape: [1, 1]\nwraparound: [true, true]\n")
     result = cli("simulate", "--system", str(path), "--collective", "all-reduce", "--bytes", "1MiB")
     assert result.code == 2 and "'one' has 1 rank; a collective needs at least 2" in result.err
+
+
+def test_a_value_that_looks_like_an_option_says_how_to_write_it(cli):
+    result = cli(*SYSTEM, "--sweep-bytes", "-8B:8B")
+    assert result.code == 2 and "write --sweep-bytes=VALUE" in result.err
+    written = cli(*SYSTEM, "--sweep-bytes=-8B:8B")
+    assert written.code == 2 and "--sweep-bytes: size must be a whole number of bytes" in written.err
+
+
+@pytest.mark.parametrize("option", [("--arch", "", "--kernel", "gemm"), ("--system", "", "--collective", "all-reduce")])
+def test_an_empty_config_name_is_named_as_empty(cli, option):
+    result = cli("simulate", *option, "--bytes", "1MiB") if option[0] == "--system" else cli("simulate", *option)
+    assert result.code == 2 and "the config name is empty" in result.err and result.err.count("\n") == 1

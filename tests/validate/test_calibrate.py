@@ -34,7 +34,10 @@ def measurements(tmp_path_factory):
                         "source": "accelsim itself"})
     path = tmp_path_factory.mktemp("m") / "rmsnorm.json"
     path.write_text(json.dumps({"schema_version": 1, "kind": "measurements", "family": "rmsnorm",
-                                "device": {"name": "synthetic", "arch": "h100-sxm"}, "records": records}))
+                                "device": {"name": "synthetic", "arch": "h100-sxm"},
+                                "provenance": {"date": None, "command": "test", "versions": {}, "clocks": None,
+                                               "source": "synthetic: accelsim's own predictions"},
+                                "records": records}))
     return path
 
 

@@ -1,5 +1,6 @@
 """A measurement record whose latency is not a positive number of seconds, or whose
-params are not an object, is refused by file and field before any simulation."""
+params are not an object, and a file without a known family, its device or its
+provenance, are refused by file and field before any simulation."""
 
 import json
 
@@ -9,10 +10,13 @@ from accelsim.errors import InputError
 from accelsim.validate.compare import read_measurements
 
 
-def _file(tmp_path, record: dict):
+HEADER = {"kind": "measurements", "schema_version": 1, "family": "copy", "device": {"arch": "h100-sxm"},
+          "provenance": {"date": None, "command": "test", "versions": {}, "clocks": None, "source": "test"}}
+
+
+def _file(tmp_path, record: dict, **header):
     path = tmp_path / "m.json"
-    path.write_text(json.dumps({"kind": "measurements", "schema_version": 1, "device": {"arch": "h100-sxm"},
-                                "records": [record]}))
+    path.write_text(json.dumps({**HEADER, **header, "records": [record]}))
     return path
 
 
@@ -40,7 +44,31 @@ def test_a_good_record_reads(tmp_path):
 
 def test_a_record_id_twice_in_one_file_is_refused(tmp_path):
     path = tmp_path / "m.json"
-    path.write_text(json.dumps({"kind": "measurements", "schema_version": 1, "device": {"arch": "h100-sxm"},
-                                "records": [GOOD, GOOD]}))
+    path.write_text(json.dumps({**HEADER, "records": [GOOD, GOOD]}))
     with pytest.raises(InputError, match="duplicate record id 'r'"):
         read_measurements([path])
+
+
+@pytest.mark.parametrize("header, field", [
+    ({"family": "gemmm"}, "family"),
+    ({"family": None}, "family"),
+    ({"device": "h100-sxm"}, "device"),
+    ({"device": {"name": "H100"}}, "device"),
+    ({"provenance": None}, "provenance"),
+    ({"provenance": {"date": None}}, "provenance"),
+])
+def test_bad_headers_are_refused_by_field(tmp_path, header, field):
+    with pytest.raises(InputError) as info:
+        read_measurements([_file(tmp_path, GOOD, **header)])
+    assert info.value.field == field
+
+
+def test_a_record_of_an_unknown_family_is_refused(tmp_path):
+    with pytest.raises(InputError, match="unknown family 'cpoy'") as info:
+        read_measurements([_file(tmp_path, {**GOOD, "family": "cpoy"})])
+    assert info.value.field == "records[0].family"
+
+
+def test_collective_files_are_passed_over(tmp_path):
+    record = {"id": "c", "family": "collective", "params": {}, "latency_s": 1e-5}
+    assert read_measurements([_file(tmp_path, record, family="collective")]) == []
