@@ -66,6 +66,8 @@ class MemoryLevel:
     efficiency: float
     multicast: int = 1
     """Programs one read can serve at once (TMA multicast within a cluster); 1: none."""
+    queueing_latency_s: float = 0.0
+    """HBM on a GPU: extra latency at full bandwidth (``Hbm.queueing_latency``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -311,6 +313,7 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
         latency_s=spec.latency.value,
         efficiency=spec.efficiency.value,
         multicast=multicast.value if multicast else 1,
+        queueing_latency_s=queueing.value if (queueing := getattr(spec, "queueing_latency", None)) else 0.0,
     )
 
 

@@ -218,6 +218,10 @@ class Hbm(_Strict):
     latency: Cited[Seconds] = calibratable()
     efficiency: Cited[Fraction] = calibratable()
     """Fraction of the datasheet bandwidth a streaming kernel achieves."""
+    queueing_latency: Cited[Seconds] | None = calibratable(default=None)
+    """GPU: what a load waits on top of ``latency`` when HBM runs at its full (efficiency-
+    capped) bandwidth; at utilization u it waits ``queueing_latency x u^2``. Absent:
+    latency does not grow with load."""
 
 
 class ChipInterconnect(_Strict):

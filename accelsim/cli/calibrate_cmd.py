@@ -17,6 +17,7 @@ from accelsim.families import FAMILIES
 from accelsim.files import check_output_file, write_text_atomic
 from accelsim.validate.calibrate import (
     DEFAULT_PARAMETERS,
+    FITTABLE_PARAMETERS,
     fit,
     intervals,
     mape,
@@ -33,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
                    help="leave out records whose implementation contains TEXT (repeatable)")
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
-                   help=f"fit only these parameters (repeatable; default: all of {', '.join(p.path for p in DEFAULT_PARAMETERS)})")
+                   help=f"fit only these parameters (repeatable; default: all of {', '.join(p.path for p in DEFAULT_PARAMETERS)}; "
+                        "also hbm.queueing_latency)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
     p.add_argument("--scope", action="append", default=[], metavar="FAMILY",
                    help="write the fitted values for this kernel family only (family_values), not for the whole chip; "
@@ -45,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def chosen_parameters(paths: list[str]):
-    known = {p.path: p for p in DEFAULT_PARAMETERS}
+    known = {p.path: p for p in FITTABLE_PARAMETERS}
     for path in paths:
         if path not in known:
             raise InputError(f"not a calibratable parameter; expected one of: {', '.join(known)}", source="--fit",
@@ -139,7 +141,7 @@ def _overlay(args, chip, result) -> dict:
 
 
 def _before(result, path: str) -> str:
-    parameter = next(p for p in DEFAULT_PARAMETERS if p.path == path)
+    parameter = next(p for p in FITTABLE_PARAMETERS if p.path == path)
     return parameter.override(result.start[path]).split("=", 1)[1]
 
 

@@ -125,6 +125,8 @@ def print_summary(s: dict) -> None:
     ]
     if s.get("shared_cache_hit_rate") is not None:
         rows.append(("L2/CMEM hit rate", f"{s['shared_cache_hit_rate']:.1%}"))
+    if s.get("hbm_queueing_s") is not None:
+        rows.append(("HBM queueing", format_quantity(s["hbm_queueing_s"], "seconds") + " per load"))
     rows.append(("utilization", ", ".join(f"{k} {v:.0%}" for k, v in s["utilization"].items())))
     if s["config"]:
         rows.append(("config", " ".join(f"{k}={v}" for k, v in s["config"].items())))

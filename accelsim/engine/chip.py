@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import simpy
@@ -78,8 +78,11 @@ class KernelSimulation:
     segments: list[Segment]
     counters: list[tuple[int, dict[str, float]]]
     launch_overhead_s: float
+    hbm_queueing_s: float | None = None
+    """GPU with ``hbm.queueing_latency``: what each HBM load waited on top of the latency."""
 
     def summary(self) -> dict:
+        queueing = {} if self.hbm_queueing_s is None else {"hbm_queueing_s": self.hbm_queueing_s}
         return {
             "arch": self.arch,
             "kernel": self.kernel,
@@ -97,6 +100,7 @@ class KernelSimulation:
             "shared_cache_hit_rate": self.shared_cache_hit_rate,
             "sim_wall_s": self.sim_wall_s,
             "events": self.events,
+            **queueing,
         }
 
 
@@ -274,10 +278,13 @@ def instruction_streams(trace: KernelTrace, chip: Chip) -> int:
     return max(1, trace.kernel.resources.warps // chip.matrix.units_per_core)
 
 
-def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int = 1) -> ProgramTimes:
+def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int = 1, *,
+                      queue_s: float = 0.0) -> ProgramTimes:
     """Per-program seconds on an SM. Matrix and vector units are separate pipes: the
     SM's busiest unit bounds throughput, and one program's own matrix and vector work
-    overlap only across its ``streams`` (:func:`instruction_streams`)."""
+    overlap only across its ``streams`` (:func:`instruction_streams`). ``queue_s`` is
+    the HBM queueing delay (:func:`hbm_queueing_s`): a read from HBM waits it on top of
+    the latency (stores do not wait: a program retires with its stores in flight)."""
     clock = chip.clock_hz
     compute = costs.matrix_s + costs.vector_s
     local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
@@ -287,12 +294,13 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     port = global_bytes / port_bandwidth
     hit_fraction = np.divide(hits, costs.read_bytes, out=np.zeros_like(hits), where=costs.read_bytes > 0)
     cache_latency = chip.shared_cache.latency_s if chip.shared_cache else chip.hbm.latency_s
-    latency = hit_fraction * cache_latency + (1 - hit_fraction) * chip.hbm.latency_s
+    latency = hit_fraction * cache_latency + (1 - hit_fraction) * (chip.hbm.latency_s + queue_s)
     reads = costs.read_iterations
     latency = np.where(reads > 0, latency, 0.0)
+    overhead = chip.program_overhead_s
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
-        return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
+        return ProgramTimes(reads * latency + overhead, compute + np.maximum(port, local),
                             np.zeros_like(port), np.zeros_like(port), True)
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
@@ -300,7 +308,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     edge_bytes = costs.fill_bytes + costs.drain_bytes
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + chip.program_overhead_s,
+        exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + overhead,
         sm=np.maximum.reduce([
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
@@ -309,6 +317,58 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
         latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
         serial=False,
     )
+
+
+QUEUE_SAMPLE = 4096
+"""Programs (evenly spaced in launch order) whose mean time sets the kernel's HBM load."""
+
+
+def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int, per_core: int,
+                   totals: dict[str, float], caps: dict[str, float]) -> float:
+    """The HBM queueing delay a kernel runs at: the fixed point of ``q = Q u(q)^2``, with
+    ``Q`` the chip's ``hbm.queueing_latency`` and ``u(q)`` the HBM utilization of the
+    kernel's steady state when every HBM access waits ``q`` more: its resident programs
+    finish at ``resident / mean program time`` per second (Little's law), no faster than
+    its busiest shared resource allows, and each moves the mean HBM bytes (the mean time
+    over :data:`QUEUE_SAMPLE` programs spread over the launch; program times are linear
+    in ``q`` before the maximum in :meth:`ProgramTimes.seconds`). One delay for the
+    whole kernel: a steady-state model, not a per-moment one."""
+    n = costs.num_programs
+    if not totals.get("hbm") or n == 0:
+        return 0.0
+    sample = np.unique(np.linspace(0, n - 1, min(n, QUEUE_SAMPLE)).round().astype(np.int64))
+    some = ProgramCosts(**{f.name: getattr(costs, f.name)[sample] for f in fields(ProgramCosts)})
+    unloaded = gpu_program_times(chip, some, hits[sample], depth, streams)
+    per_second = gpu_program_times(chip, some, hits[sample], depth, streams, queue_s=1.0)
+    residents = min(per_core, math.ceil(n / chip.num_cores))
+    concurrent = min(n, chip.num_cores * per_core)
+    exposed = unloaded.exposed
+    exposed_per_s = per_second.exposed - exposed
+    fixed = residents * unloaded.sm
+    if not unloaded.serial:
+        chain = unloaded.chain
+        bound = unloaded.latency_bound
+        bound_per_s = per_second.latency_bound - bound
+    resource_rate = min((caps[r] * n / total for r, total in totals.items() if total > 0 and r in caps),
+                        default=math.inf)
+    bytes_per_program = totals["hbm"] / n
+
+    def excess(q: float) -> float:
+        if unloaded.serial:
+            seconds = exposed + q * exposed_per_s + fixed
+        else:
+            seconds = exposed + q * exposed_per_s + np.maximum.reduce([fixed, chain, bound + q * bound_per_s])
+        rate = min(concurrent / float(seconds.mean()), resource_rate)
+        u = min(1.0, rate * bytes_per_program / caps["hbm"])
+        return chip.hbm.queueing_latency_s * u * u - q
+
+    low, high = 0.0, chip.hbm.queueing_latency_s
+    if excess(high) >= 0:
+        return high
+    for _ in range(40):  # excess falls as q grows: bisection
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+    return 0.5 * (low + high)
 
 
 COHORT_BUCKETS_PER_OCTAVE = 8
@@ -436,7 +496,6 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     if hits is None:
         hits = shared_cache_hits(trace, chip)
     hits, absorbed = hits
-    times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
     hbm = costs.read_bytes - hits + costs.write_bytes - absorbed
     demand = {
         "matrix": costs.matrix_s,
@@ -450,12 +509,19 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         demand["shared_cache"] = costs.cache_bytes
     resources = list(demand)
     demand_rows = np.stack([demand[r] for r in resources], axis=1)  # programs x resources
+    depth, streams = trace.kernel.pipeline_depth, instruction_streams(trace, chip)
+    queue = 0.0
+    if chip.hbm.queueing_latency_s:
+        totals = dict(zip(resources, demand_rows.sum(axis=0).tolist()))
+        queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps)
+    times = gpu_program_times(chip, costs, hits, depth, streams, queue_s=queue)
     group_key = _cohort_keys(costs)
     read = float(costs.read_bytes.sum())
     specific = {
         "programs_per_core": per_core,
         "occupancy_limit": limit,
         "shared_cache_hit_rate": float(hits.sum() / read) if read else None,
+        "hbm_queueing_s": queue if chip.hbm.queueing_latency_s else None,
     }
     key = None
     if memo is not None and not timeline:

@@ -39,6 +39,8 @@ from accelsim.trace.kernel import (
 
 DTYPES = ("fp64", "fp32", "bf16", "fp16", "fp8", "int8")
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
+"""What ``config=auto`` tries; any count up to ``MAX_WARPS`` runs."""
+MAX_WARPS = 32
 DEFAULT_WARPS = 4
 """PyTorch's elementwise kernels launch 128 threads per block (``num_threads()``)."""
 DEFAULT_ELEMENTS_PER_THREAD = 4
@@ -58,7 +60,10 @@ PARAMS = (
 )
 CONFIG = (
     Param("block_elements", int, help="elements per program (GPU) or per grid step (TPU)"),
-    Param("num_warps", int, choices=WARP_CHOICES, help="GPU: warps per program"),
+    Param("num_warps", int, help="GPU: warps per program (1 to 32; the search tries 1, 2, 4, ..., 32)"),
+    Param("local_memory_bytes", int, default=0, minimum=0,
+          help="GPU: shared memory each program reserves (none by default); it limits the programs an SM "
+               "holds, as a benchmark's shared-memory array or carveout does"),
 )
 
 
@@ -101,6 +106,9 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if not isinstance(block, int) or block < 1:
         raise InputError("expected a positive integer", source="--param", field="block_elements")
     if chip.family == "tpu":
+        if config.get("local_memory_bytes"):
+            raise InputError("applies to GPUs only (a Pallas kernel's VMEM is its double-buffered blocks)",
+                             source="--param", field="local_memory_bytes")
         if params["dtype"] == "fp64":
             raise InputError(f"{chip.name} has no fp64 vector unit; expected one of: "
                              f"{', '.join(DTYPES[1:])}", source="--param", field="dtype")
@@ -113,12 +121,20 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             raise InputError(f"double-buffered blocks need {need} bytes of VMEM; {chip.name} has "
                              f"{int(chip.local.capacity_bytes)}", source="--param", field="block_elements")
         return
-    if config.get("num_warps") not in WARP_CHOICES:
-        raise InputError(f"expected one of: {', '.join(map(str, WARP_CHOICES))}", source="--param", field="num_warps")
+    warps = config.get("num_warps")
+    if not isinstance(warps, int) or not 1 <= warps <= MAX_WARPS:
+        raise InputError(f"expected an integer from 1 to {MAX_WARPS} (up to 1024 threads)", source="--param",
+                         field="num_warps")
     threads = config["num_warps"] * chip.occupancy.warp_size
     if block % threads:
         raise InputError(f"expected a multiple of the program's {threads} threads (whole elements per thread), "
                          f"got {block}", source="--param", field="block_elements")
+    local = config.get("local_memory_bytes", 0)
+    if not isinstance(local, int) or local < 0:
+        raise InputError("expected an integer >= 0", source="--param", field="local_memory_bytes")
+    if local > chip.local.max_per_program_bytes:
+        raise InputError(f"{local} bytes per program; {chip.name} allows {int(chip.local.max_per_program_bytes)} "
+                         f"(local_memory.max_per_program)", source="--param", field="local_memory_bytes")
     registers = _registers(params, block // threads)
     if (registers > chip.occupancy.max_registers_per_thread
             or registers * threads > chip.occupancy.registers_per_core):
@@ -181,7 +197,8 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> Ke
             "name": _name(params),
             "grid": [programs],
             "resources": {"warps": config["num_warps"],
-                          "registers_per_thread": _registers(params, block // threads)},
+                          "registers_per_thread": _registers(params, block // threads),
+                          "local_memory_bytes": config.get("local_memory_bytes", 0)},
             "pipeline_depth": 1,
         },
         "tensors": _tensors(params),

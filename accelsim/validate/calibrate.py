@@ -68,6 +68,7 @@ PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
     "launch_overhead": lambda c: c.launch_overhead_s,
     "cores.program_overhead": lambda c: c.program_overhead_s,
     "hbm.latency": lambda c: c.hbm.latency_s,
+    "hbm.queueing_latency": lambda c: c.hbm.queueing_latency_s,
 }
 
 DEFAULT_PARAMETERS = (
@@ -79,6 +80,9 @@ DEFAULT_PARAMETERS = (
     Parameter("launch_overhead", 0.0, 20e-6, "seconds"),
     Parameter("cores.program_overhead", 0.0, 5e-6, "seconds"),
 )
+FITTABLE_PARAMETERS = (*DEFAULT_PARAMETERS, Parameter("hbm.queueing_latency", 0.0, 5e-6, "seconds"))
+"""What ``--fit`` may name: the defaults, and HBM queueing, which only kernels bound by
+loads in flight at a high HBM load see (``validation/stream_occupancy/``)."""
 
 
 def is_held_out(record_id: str) -> bool:

@@ -81,7 +81,9 @@ def test_bytes_in_flight_bound_the_bandwidth():
         ("h100-sxm", {"elements": "64", "dtype": "fp32", "inputs": "0", "outputs": "0"}, "inputs"),
         ("h100-sxm", {"elements": "64", "dtype": "fp32", "block_elements": "100", "num_warps": "1"}, "block_elements"),
         ("h100-sxm", {"elements": "64", "dtype": "fp32", "block_elements": "8192", "num_warps": "1"}, "block_elements"),
-        ("h100-sxm", {"elements": "64", "dtype": "fp32", "num_warps": "3"}, "num_warps"),
+        ("h100-sxm", {"elements": "64", "dtype": "fp32", "num_warps": "33"}, "num_warps"),
+            ("h100-sxm", {"elements": "64", "dtype": "fp32", "local_memory_bytes": "300000"}, "local_memory_bytes"),
+            ("tpu-v5e", {"elements": "64", "dtype": "fp32", "local_memory_bytes": "1024"}, "local_memory_bytes"),
         ("tpu-v5e", {"elements": "64", "dtype": "fp64"}, "dtype"),
         ("tpu-v5e", {"elements": "64", "dtype": "bf16", "block_elements": "1024"}, "block_elements"),
         ("tpu-v5e", {"elements": "64", "dtype": "fp32", "block_elements": str(2**24)}, "block_elements"),
@@ -109,3 +111,16 @@ def test_simulate_cli_runs_a_residual_add(cli):
                  "--param", "dtype=bf16", "--param", "inputs=2", "--json")
     assert result.code == 0, result.err
     assert json.loads(result.out)["hbm_bytes"] == 6_000_000
+
+
+@pytest.mark.parametrize("warps", [1, 3, 32])
+def test_reserved_local_memory_limits_the_programs_an_sm_holds(chips, warps):
+    """A benchmark that reserves shared memory (gpu-stream's two blocks per SM) runs two
+    programs per SM whatever its block size; the launch's own warp count is kept."""
+    chip = chips["h100-sxm"]
+    params, config, _ = split_params(FAMILY, {"elements": str(1 << 22), "dtype": "fp64", "num_warps": str(warps),
+                                              "block_elements": str(32 * warps), "local_memory_bytes": "81920"})
+    trace = FAMILY.build(params, FAMILY.resolve_config(params, config, chip), chip)
+    sim = simulate_kernel(trace, chip)
+    assert trace.kernel.resources.warps == warps
+    assert (sim.programs_per_core, sim.occupancy_limit) == (2, "local_memory")

@@ -95,3 +95,10 @@ def test_kendall_tau():
     assert kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
     assert kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
     assert kendall_tau([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)
+
+
+def test_hbm_queueing_can_be_named_but_is_not_fitted_by_default():
+    from accelsim.cli.calibrate_cmd import chosen_parameters
+
+    assert [p.path for p in chosen_parameters(["hbm.queueing_latency"])] == ["hbm.queueing_latency"]
+    assert "hbm.queueing_latency" not in [p.path for p in chosen_parameters([])]
