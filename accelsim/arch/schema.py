@@ -290,6 +290,8 @@ class ChipSpec(_ConfigFile):
             raise ValueError("field 'vector_unit.shape' is required for family 'tpu'")
         if self.cores.megacore and self.family != "tpu":
             raise ValueError("'cores.megacore' applies to TPUs only")
+        if self.hbm.queueing_latency is not None and self.family != "gpu":
+            raise ValueError("'hbm.queueing_latency' applies to GPUs only (the TPU engine does not model it)")
         return self
 
 

@@ -66,3 +66,8 @@ def test_a_kernel_without_hbm_traffic_does_not_queue(ideal_chip, kernel_trace):
     plain = ideal_chip("h100-sxm")
     trace = kernel_trace([1000], steps)
     assert simulate_kernel(trace, chip).latency_s == simulate_kernel(trace, plain).latency_s
+
+
+def test_a_tpu_config_refuses_it(cli):
+    result = cli("arch", "show", "tpu-v5e", "--set", "hbm.queueing_latency=100 ns")
+    assert result.code == 2 and "applies to GPUs only" in result.err
