@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="leave out records whose implementation contains TEXT (repeatable)")
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
                    help=f"fit only these parameters (repeatable; default: all of {', '.join(p.path for p in DEFAULT_PARAMETERS)}; "
-                        "also hbm.queueing_latency)")
+                        f"also {', '.join(p.path for p in FITTABLE_PARAMETERS if p not in DEFAULT_PARAMETERS)})")
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
     p.add_argument("--scope", action="append", default=[], metavar="FAMILY",
                    help="write the fitted values for this kernel family only (family_values), not for the whole chip; "

@@ -297,10 +297,9 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     latency = hit_fraction * cache_latency + (1 - hit_fraction) * (chip.hbm.latency_s + queue_s)
     reads = costs.read_iterations
     latency = np.where(reads > 0, latency, 0.0)
-    overhead = chip.program_overhead_s
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
-        return ProgramTimes(reads * latency + overhead, compute + np.maximum(port, local),
+        return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
                             np.zeros_like(port), np.zeros_like(port), True)
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
@@ -308,7 +307,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     edge_bytes = costs.fill_bytes + costs.drain_bytes
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + overhead,
+        exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + chip.program_overhead_s,
         sm=np.maximum.reduce([
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,

@@ -25,7 +25,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
-from accelsim.families.base import Family, Param, fits
+from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.trace.kernel import (
     DTYPE_BYTES,
@@ -132,9 +132,10 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     local = config.get("local_memory_bytes", 0)
     if not isinstance(local, int) or local < 0:
         raise InputError("expected an integer >= 0", source="--param", field="local_memory_bytes")
-    if local > chip.local.max_per_program_bytes:
-        raise InputError(f"{local} bytes per program; {chip.name} allows {int(chip.local.max_per_program_bytes)} "
-                         f"(local_memory.max_per_program)", source="--param", field="local_memory_bytes")
+    limit, limit_field = local_limit(chip)
+    if local > limit:
+        raise InputError(f"{local} bytes per program; {chip.name} allows {int(limit)} ({limit_field})",
+                         source="--param", field="local_memory_bytes")
     registers = _registers(params, block // threads)
     if (registers > chip.occupancy.max_registers_per_thread
             or registers * threads > chip.occupancy.registers_per_core):

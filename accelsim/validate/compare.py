@@ -78,10 +78,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
             if record_id in ids:  # the held-out split and the reports key records by id
                 raise InputError(f"duplicate record id {record_id!r}", source=str(path), field=f"records[{i}].id")
             ids.add(record_id)
-            family = record.get("family", data["family"])
-            if family not in FILE_FAMILIES:
-                raise InputError(f"unknown family {family!r}; expected one of: {', '.join(FILE_FAMILIES)}",
-                                 source=str(path), field=f"records[{i}].family")
+            family = _known_family(record.get("family", data["family"]), path, f"records[{i}].family")
             if not arch or family not in FAMILIES:  # no config for the device, or collectives
                 continue
             out.append(Measurement(
@@ -104,9 +101,7 @@ PROVENANCE_KEYS = ("date", "command", "versions", "clocks", "source")
 def _check_header(data: dict, path: Path) -> None:
     """The top level every measurement file has (``docs/measurement-format.md``): a known
     family, the device with its accelsim config name (or null), and where it came from."""
-    if data.get("family") not in FILE_FAMILIES:
-        raise InputError(f"unknown family {data.get('family')!r}; expected one of: {', '.join(FILE_FAMILIES)}",
-                         source=str(path), field="family")
+    _known_family(data.get("family"), path, "family")
     device = data.get("device")
     if not isinstance(device, dict) or not isinstance(device.get("arch", 0), str | None):
         raise InputError("expected an object with 'arch' (the accelsim config name, or null)",
@@ -115,6 +110,13 @@ def _check_header(data: dict, path: Path) -> None:
     if not isinstance(provenance, dict) or any(key not in provenance for key in PROVENANCE_KEYS):
         raise InputError(f"expected an object with {', '.join(PROVENANCE_KEYS)} (where the measurements came "
                          "from)", source=str(path), field="provenance")
+
+
+def _known_family(family, path: Path, field: str) -> str:
+    if family not in FILE_FAMILIES:
+        raise InputError(f"unknown family {family!r}; expected one of: {', '.join(FILE_FAMILIES)}",
+                         source=str(path), field=field)
+    return family
 
 
 def _mapping(value, path: Path, field: str) -> dict:
