@@ -68,6 +68,16 @@ class MemoryLevel:
     """Programs one read can serve at once (TMA multicast within a cluster); 1: none."""
     queueing_latency_s: float = 0.0
     """HBM on a GPU: extra latency at full bandwidth (``Hbm.queueing_latency``)."""
+    turnaround_loss: float = 0.0
+    """HBM: bandwidth lost to read-write turnarounds at an even mix (``Hbm.turnaround_loss``)."""
+
+    def mixed_efficiency(self, read_bytes: float, write_bytes: float) -> float:
+        """``efficiency`` for traffic of these reads and writes (``Hbm.turnaround_loss``)."""
+        total = read_bytes + write_bytes
+        if not self.turnaround_loss or total <= 0:
+            return self.efficiency
+        mix = 4.0 * read_bytes * write_bytes / (total * total)
+        return self.efficiency * (1.0 - self.turnaround_loss * mix)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,6 +324,7 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
         efficiency=spec.efficiency.value,
         multicast=multicast.value if multicast else 1,
         queueing_latency_s=queueing.value if (queueing := getattr(spec, "queueing_latency", None)) else 0.0,
+        turnaround_loss=loss.value if (loss := getattr(spec, "turnaround_loss", None)) else 0.0,
     )
 
 

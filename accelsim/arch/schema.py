@@ -59,6 +59,12 @@ def _fraction(v: float) -> float:
     return v
 
 
+def _loss(v: float) -> float:
+    if not 0 <= v < 1:
+        raise ValueError(f"must be a fraction in [0, 1), got {v!r}")
+    return v
+
+
 class Dimension(str):
     """Marks a quantity field with its dimension (a key of :data:`accelsim.units.UNITS`)."""
 
@@ -79,6 +85,8 @@ Seconds = _quantity("seconds", _non_negative)
 PositiveInt = Annotated[int, Field(strict=True), AfterValidator(_positive)]
 PositiveNumber = Annotated[float, AfterValidator(_positive)]
 Fraction = Annotated[float, AfterValidator(_fraction)]
+Loss = Annotated[float, AfterValidator(_loss)]
+"""A fraction of something lost: 0 (nothing) up to, not including, 1."""
 
 T = TypeVar("T")
 
@@ -222,6 +230,11 @@ class Hbm(_Strict):
     """GPU: what a load waits on top of ``latency`` when HBM runs at its full (efficiency-
     capped) bandwidth; at utilization u it waits ``queueing_latency x u^2``. Absent:
     latency does not grow with load."""
+    turnaround_loss: Cited[Loss] | None = calibratable(default=None)
+    """Fraction of the bandwidth lost when a kernel's HBM traffic is half reads, half
+    writes (the bus turning around between them); a kernel whose HBM bytes are a share
+    ``f`` reads gets ``efficiency x (1 - turnaround_loss x 4 f (1 - f))``, so read-only
+    and write-only traffic keep ``efficiency``. Absent: no loss for mixed traffic."""
 
 
 class ChipInterconnect(_Strict):

@@ -142,13 +142,16 @@ def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
 # ---------------------------------------------------------------- shared parts
 
 
-def _capacities(chip: Chip, cores: int, hbm_share: float = 1.0) -> dict[str, float]:
+def _capacities(chip: Chip, cores: int, hbm_share: float = 1.0, hbm_reads: float = 0.0,
+                hbm_writes: float = 0.0) -> dict[str, float]:
+    """Each resource's capacity per second; HBM's for a kernel that reads and writes it
+    these many bytes (:meth:`MemoryLevel.mixed_efficiency`)."""
     caps = {
         "matrix": float(cores),
         "vector": float(cores),
         "local_memory": cores * chip.local.bandwidth_bytes_per_cycle * chip.clock_hz,
         "port": cores * chip.local.fill_bandwidth_bytes_per_cycle * chip.clock_hz,
-        "hbm": chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency * hbm_share,
+        "hbm": chip.hbm.bandwidth_bytes_per_s * chip.hbm.mixed_efficiency(hbm_reads, hbm_writes) * hbm_share,
     }
     if chip.shared_cache is not None:
         caps["shared_cache"] = chip.shared_cache.bandwidth_bytes_per_s * chip.shared_cache.efficiency
@@ -495,7 +498,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     if hits is None:
         hits = shared_cache_hits(trace, chip)
     hits, absorbed = hits
-    hbm = costs.read_bytes - hits + costs.write_bytes - absorbed
+    hbm_reads, hbm_writes = costs.read_bytes - hits, costs.write_bytes - absorbed
+    hbm = hbm_reads + hbm_writes
     demand = {
         "matrix": costs.matrix_s,
         "vector": costs.vector_s,
@@ -503,7 +507,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         "port": costs.read_bytes + costs.write_bytes + costs.pinned_bytes,
         "hbm": hbm,
     }
-    caps = _capacities(chip, chip.num_cores)
+    caps = _capacities(chip, chip.num_cores, 1.0, float(hbm_reads.sum()), float(hbm_writes.sum()))
     if "shared_cache" in caps:
         demand["shared_cache"] = costs.cache_bytes
     resources = list(demand)
@@ -623,10 +627,11 @@ def tpu_core_assignment(trace: KernelTrace, chip: Chip) -> tuple[np.ndarray, int
     return (coordinate * cores) // size, cores
 
 
-def _tpu_capacities(chip: Chip, cores: int) -> dict[str, float]:
+def _tpu_capacities(chip: Chip, cores: int, costs: ProgramCosts) -> dict[str, float]:
     """Capacities for a kernel on ``cores`` TensorCores: a TensorCore that is its own
     device (not megacore) sees its share of the chip's HBM."""
-    return _capacities(chip, cores, 1.0 if chip.megacore else 1.0 / chip.num_cores)
+    return _capacities(chip, cores, 1.0 if chip.megacore else 1.0 / chip.num_cores,
+                       float(costs.read_bytes.sum()), float(costs.write_bytes.sum()))
 
 
 def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: ProgramCosts | None = None) -> KernelSimulation:
@@ -638,7 +643,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
             field="kernel.resources.local_memory_bytes",
         )
     core_of, cores = tpu_core_assignment(trace, chip)
-    caps = _tpu_capacities(chip, cores)
+    caps = _tpu_capacities(chip, cores, costs)
     clock = chip.clock_hz
     copy_bw = min(chip.local.fill_bandwidth_bytes_per_cycle * clock, caps["hbm"])
     compute = np.maximum(costs.matrix_s + costs.vector_s, costs.local_bytes / (chip.local.bandwidth_bytes_per_cycle * clock))
@@ -709,7 +714,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
     if costs is None:
         costs = program_costs(trace, chip)
     if chip.family == "tpu":
-        caps = _tpu_capacities(chip, tpu_core_assignment(trace, chip)[1])
+        caps = _tpu_capacities(chip, tpu_core_assignment(trace, chip)[1], costs)
         hbm = costs.read_bytes + costs.write_bytes
         totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
         return max(float(v) / caps[k] for k, v in totals.items()) + launch_s(trace, chip)
@@ -722,7 +727,9 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         totals["shared_cache"] = costs.cache_bytes.sum()
     if hits is not None:
         hits, absorbed = hits
-        totals["hbm"] = (costs.read_bytes - hits + costs.write_bytes - absorbed).sum()
+        reads, writes = float((costs.read_bytes - hits).sum()), float((costs.write_bytes - absorbed).sum())
+        totals["hbm"] = reads + writes
+        caps["hbm"] = chip.hbm.bandwidth_bytes_per_s * chip.hbm.mixed_efficiency(reads, writes)
     else:
         cache_nearer = chip.shared_cache is not None and chip.shared_cache.latency_s <= chip.hbm.latency_s
         hits = costs.read_bytes if cache_nearer else np.zeros_like(costs.read_bytes)

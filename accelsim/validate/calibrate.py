@@ -69,6 +69,7 @@ PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
     "cores.program_overhead": lambda c: c.program_overhead_s,
     "hbm.latency": lambda c: c.hbm.latency_s,
     "hbm.queueing_latency": lambda c: c.hbm.queueing_latency_s,
+    "hbm.turnaround_loss": lambda c: c.hbm.turnaround_loss,
 }
 
 DEFAULT_PARAMETERS = (
@@ -80,9 +81,12 @@ DEFAULT_PARAMETERS = (
     Parameter("launch_overhead", 0.0, 20e-6, "seconds"),
     Parameter("cores.program_overhead", 0.0, 5e-6, "seconds"),
 )
-FITTABLE_PARAMETERS = (*DEFAULT_PARAMETERS, Parameter("hbm.queueing_latency", 0.0, 5e-6, "seconds"))
-"""What ``--fit`` may name: the defaults, and HBM queueing, which only kernels bound by
-loads in flight at a high HBM load see (``validation/stream_occupancy/``)."""
+FITTABLE_PARAMETERS = (*DEFAULT_PARAMETERS, Parameter("hbm.queueing_latency", 0.0, 5e-6, "seconds"),
+                       Parameter("hbm.turnaround_loss", 0.0, 0.5))
+"""What ``--fit`` may name: the defaults; HBM queueing, which only kernels bound by loads
+in flight at a high HBM load see (``validation/stream_occupancy/``); and the turnaround
+loss, which only a set with both read-only or write-only and mixed kernels can tell
+apart from ``hbm.efficiency``."""
 
 
 def is_held_out(record_id: str) -> bool:
