@@ -719,18 +719,18 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
         return max(float(v) / caps[k] for k, v in totals.items()) + launch_s(trace, chip)
     per_core, _ = gpu_occupancy(trace, chip)  # raises if the kernel does not fit
-    caps = _capacities(chip, chip.num_cores)
     moved = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
     totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(),
               "local_memory": costs.local_bytes.sum(), "port": moved.sum()}
-    if "shared_cache" in caps:
-        totals["shared_cache"] = costs.cache_bytes.sum()
+    reads = writes = 0.0
     if hits is not None:
         hits, absorbed = hits
         reads, writes = float((costs.read_bytes - hits).sum()), float((costs.write_bytes - absorbed).sum())
         totals["hbm"] = reads + writes
-        caps["hbm"] = chip.hbm.bandwidth_bytes_per_s * chip.hbm.mixed_efficiency(reads, writes)
-    else:
+    caps = _capacities(chip, chip.num_cores, 1.0, reads, writes)
+    if "shared_cache" in caps:
+        totals["shared_cache"] = costs.cache_bytes.sum()
+    if hits is None:
         cache_nearer = chip.shared_cache is not None and chip.shared_cache.latency_s <= chip.hbm.latency_s
         hits = costs.read_bytes if cache_nearer else np.zeros_like(costs.read_bytes)
     bound = max(float(v) / caps[k] for k, v in totals.items())
