@@ -387,8 +387,8 @@ def _cohort_keys(costs: ProgramCosts) -> np.ndarray:
 
 def _groups(keys: np.ndarray) -> list[np.ndarray]:
     """Index arrays of equal keys, sorted by key."""
-    if len(keys) == 1:
-        return [np.zeros(1, dtype=np.int64)]
+    if len(keys) == 1 or keys.min() == keys.max():  # one group, the common case of even kernels
+        return [np.arange(len(keys))]
     order = np.argsort(keys, kind="stable")
     bounds = np.flatnonzero(np.diff(keys[order])) + 1
     return np.split(order, bounds)
@@ -419,8 +419,12 @@ class CoreSlots:
                 placed[i] = core = int(resident.argmin())
                 resident[core] += 1
             return placed
-        top = int(resident.min())
-        high = int(resident.max()) + -(-count // len(resident))
+        top, most = int(resident.min()), int(resident.max())
+        if top == most:  # every core equally loaded (an even kernel's waves): round robin
+            resident += count // len(resident)
+            resident[:count % len(resident)] += 1
+            return np.arange(count) % len(resident)
+        high = most + -(-count // len(resident))
         while top < high:  # the lowest level whose pairs number at least count
             mid = (top + high) // 2
             if int(np.maximum(mid - resident + 1, 0).sum()) >= count:
