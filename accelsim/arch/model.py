@@ -73,11 +73,17 @@ class MemoryLevel:
 
     def mixed_efficiency(self, read_bytes: float, write_bytes: float) -> float:
         """``efficiency`` for traffic of these reads and writes (``Hbm.turnaround_loss``)."""
-        total = read_bytes + write_bytes
-        if not self.turnaround_loss or total <= 0:
+        if not self.turnaround_loss:
             return self.efficiency
-        mix = 4.0 * read_bytes * write_bytes / (total * total)
-        return self.efficiency * (1.0 - self.turnaround_loss * mix)
+        return self.efficiency * (1.0 - self.turnaround_loss * read_write_mix(read_bytes, write_bytes))
+
+
+def read_write_mix(read_bytes: float, write_bytes: float) -> float:
+    """``4 f (1 - f)`` for a share ``f`` of reads: 0 for read-only or write-only traffic
+    (or none), 1 for an even mix. How often the DRAM bus turns between reads and writes,
+    which both the turnaround loss and HBM queueing scale with."""
+    total = read_bytes + write_bytes
+    return 4.0 * read_bytes * write_bytes / (total * total) if total > 0 else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

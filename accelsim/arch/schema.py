@@ -228,8 +228,10 @@ class Hbm(_Strict):
     """Fraction of the datasheet bandwidth a streaming kernel achieves."""
     queueing_latency: Cited[Seconds] | None = calibratable(default=None)
     """GPU: what a load waits on top of ``latency`` when HBM runs at its full (efficiency-
-    capped) bandwidth; at utilization u it waits ``queueing_latency x u^2``. Absent:
-    latency does not grow with load."""
+    capped) bandwidth on an even read-write mix; at utilization u, with a share ``f`` of
+    the kernel's HBM bytes reads, it waits ``queueing_latency x 4 f (1 - f) x u^2`` (loads
+    queue behind the bus's read-write turns: read-only traffic does not). Absent: latency
+    does not grow with load."""
     turnaround_loss: Cited[Loss] | None = calibratable(default=None)
     """Fraction of the bandwidth lost when a kernel's HBM traffic is half reads, half
     writes (the bus turning around between them); a kernel whose HBM bytes are a share

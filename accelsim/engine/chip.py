@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import simpy
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, read_write_mix
 from accelsim.engine.fluid import Flow, FluidResources
 from accelsim.engine.programs import (
     ProgramCosts,
@@ -326,17 +326,20 @@ QUEUE_SAMPLE = 4096
 
 
 def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int, per_core: int,
-                   totals: dict[str, float], caps: dict[str, float]) -> float:
-    """The HBM queueing delay a kernel runs at: the fixed point of ``q = Q u(q)^2``, with
-    ``Q`` the chip's ``hbm.queueing_latency`` and ``u(q)`` the HBM utilization of the
-    kernel's steady state when every HBM access waits ``q`` more: its resident programs
+                   totals: dict[str, float], caps: dict[str, float], mix: float) -> float:
+    """The HBM queueing delay a kernel runs at: the fixed point of ``q = Q m u(q)^2``, with
+    ``Q`` the chip's ``hbm.queueing_latency``, ``m`` the read-write ``mix`` of its HBM
+    traffic (:func:`~accelsim.arch.model.read_write_mix`: loads wait behind the bus's
+    turns between reads and writes, so read-only and write-only traffic do not queue) and
+    ``u(q)`` the HBM utilization of the kernel's steady state when every HBM access waits ``q`` more: its resident programs
     finish at ``resident / mean program time`` per second (Little's law), no faster than
     its busiest shared resource allows, and each moves the mean HBM bytes (the mean time
     over :data:`QUEUE_SAMPLE` programs spread over the launch; program times are linear
     in ``q`` before the maximum in :meth:`ProgramTimes.seconds`). One delay for the
     whole kernel: a steady-state model, not a per-moment one."""
     n = costs.num_programs
-    if not totals.get("hbm") or n == 0:
+    most = chip.hbm.queueing_latency_s * mix
+    if not totals.get("hbm") or n == 0 or most <= 0:
         return 0.0
     sample = np.unique(np.linspace(0, n - 1, min(n, QUEUE_SAMPLE)).round().astype(np.int64))
     some = ProgramCosts(**{f.name: getattr(costs, f.name)[sample] for f in fields(ProgramCosts)})
@@ -362,9 +365,9 @@ def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int
             seconds = exposed + q * exposed_per_s + np.maximum.reduce([fixed, chain, bound + q * bound_per_s])
         rate = min(concurrent / float(seconds.mean()), resource_rate)
         u = min(1.0, rate * bytes_per_program / caps["hbm"])
-        return chip.hbm.queueing_latency_s * u * u - q
+        return most * u * u - q
 
-    low, high = 0.0, chip.hbm.queueing_latency_s
+    low, high = 0.0, most
     if excess(high) >= 0:
         return high
     for _ in range(40):  # excess falls as q grows: bisection
@@ -520,7 +523,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     queue = 0.0
     if chip.hbm.queueing_latency_s:
         totals = dict(zip(resources, demand_rows.sum(axis=0).tolist()))
-        queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps)
+        mix = read_write_mix(float(hbm_reads.sum()), float(hbm_writes.sum()))
+        queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps, mix)
     times = gpu_program_times(chip, costs, hits, depth, streams, queue_s=queue)
     group_key = _cohort_keys(costs)
     read = float(costs.read_bytes.sum())
