@@ -331,12 +331,13 @@ def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int
     ``Q`` the chip's ``hbm.queueing_latency``, ``m`` the read-write ``mix`` of its HBM
     traffic (:func:`~accelsim.arch.model.read_write_mix`: loads wait behind the bus's
     turns between reads and writes, so read-only and write-only traffic do not queue) and
-    ``u(q)`` the HBM utilization of the kernel's steady state when every HBM access waits ``q`` more: its resident programs
-    finish at ``resident / mean program time`` per second (Little's law), no faster than
-    its busiest shared resource allows, and each moves the mean HBM bytes (the mean time
-    over :data:`QUEUE_SAMPLE` programs spread over the launch; program times are linear
-    in ``q`` before the maximum in :meth:`ProgramTimes.seconds`). One delay for the
-    whole kernel: a steady-state model, not a per-moment one."""
+    ``u(q)`` the HBM utilization of the kernel's steady state when every HBM access waits
+    ``q`` more: its resident programs finish at ``resident / mean program time`` per
+    second (Little's law), no faster than its busiest shared resource allows, and each
+    moves the mean HBM bytes (the mean time over :data:`QUEUE_SAMPLE` programs spread
+    over the launch; program times are linear in ``q`` before the maximum in
+    :meth:`ProgramTimes.seconds`). One delay for the whole kernel: a steady-state model,
+    not a per-moment one."""
     n = costs.num_programs
     most = chip.hbm.queueing_latency_s * mix
     if not totals.get("hbm") or n == 0 or most <= 0:
@@ -514,7 +515,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         "port": costs.read_bytes + costs.write_bytes + costs.pinned_bytes,
         "hbm": hbm,
     }
-    caps = _capacities(chip, chip.num_cores, 1.0, float(hbm_reads.sum()), float(hbm_writes.sum()))
+    hbm_read_total, hbm_write_total = float(hbm_reads.sum()), float(hbm_writes.sum())
+    caps = _capacities(chip, chip.num_cores, 1.0, hbm_read_total, hbm_write_total)
     if "shared_cache" in caps:
         demand["shared_cache"] = costs.cache_bytes
     resources = list(demand)
@@ -523,7 +525,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     queue = 0.0
     if chip.hbm.queueing_latency_s:
         totals = dict(zip(resources, demand_rows.sum(axis=0).tolist()))
-        mix = read_write_mix(float(hbm_reads.sum()), float(hbm_writes.sum()))
+        mix = read_write_mix(hbm_read_total, hbm_write_total)
         queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps, mix)
     times = gpu_program_times(chip, costs, hits, depth, streams, queue_s=queue)
     group_key = _cohort_keys(costs)
