@@ -61,6 +61,9 @@ def main() -> None:
     for log2 in (20, 23, 26, 27):  # gpu-stream's launch: one double per thread, one wave of small programs
         rows.append(row(f"growth: stream triad 2^{log2}", "h100-sxm", "elementwise",
                         {"elements": 2**log2, "dtype": "fp64", "inputs": 2, "block_elements": 1024, "num_warps": 32}))
+    for log2 in (20, 23, 27):  # 32 threads per block: millions of programs, thousands of identical waves
+        rows.append(row(f"growth: stream triad 2^{log2}, 32 threads", "h100-sxm", "elementwise",
+                        {"elements": 2**log2, "dtype": "fp64", "inputs": 2, "block_elements": 32, "num_warps": 1}))
     headers = ("case", "arch", "programs", "events", "build ms", "simulate ms", "floor")
     widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
     for r in [headers] + rows:

@@ -565,7 +565,36 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
                 f"SMs {first}-{last}" if first != last else f"SM {first}", flow.name,
                 flow.started_ps, flow.finished_ps, {"programs": flow.count},
             ))
+        if wave and state["free"] == slots and state["next"] == wave["first"] + slots:
+            skip = repeats()
+            if skip:
+                env.timeout(skip).callbacks.append(lambda _e: dispatch())
+                return
         dispatch()
+
+    # Fast-forward (not for timelines): an even kernel runs one wave after another, each a
+    # whole wave of identical programs started on an idle pool and finished before the
+    # next starts. Every such wave takes the same whole picoseconds and serves the same
+    # demand, so once one has run, the identical whole waves after it are added at once.
+    wave: dict = {}  # the last wave started on an idle pool: first program, ps, used, events
+    boundaries: list[np.ndarray] = []  # made on the first wave that ends alone
+
+    def repeats() -> int:
+        """Picoseconds of the identical whole waves that follow the one just ended (0 if
+        none), with their demand and events booked and dispatch moved past them."""
+        if not boundaries:
+            boundaries.append(_identity_boundaries(times, demand_rows, group_key))
+        bounds = boundaries[0]
+        after = int(np.searchsorted(bounds, wave["first"], side="right"))  # the run holding the wave ends there
+        run_end = int(bounds[after]) if after < len(bounds) else n
+        k = (min(run_end, limit()) - state["next"]) // slots
+        if k < 1:
+            return 0
+        period = env.now - wave["ps"]
+        pool.book(k * (pool.used_array() - wave["used"]), k * (pool.events - wave["events"]))
+        state["next"] += k * slots
+        wave.clear()
+        return k * period
 
     def dispatch() -> None:
         take = min(state["free"], limit() - state["next"])
@@ -574,6 +603,9 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if take == 1:  # one program finished, one starts: the common case of uneven kernels
             dispatch_one()
             return
+        wave.clear()
+        if FAST_FORWARD_WAVES and not timeline and take == slots and n - state["next"] >= 2 * slots:
+            wave.update(first=state["next"], ps=env.now, used=pool.used_array(), events=pool.events)
         members = np.arange(state["next"], state["next"] + take)
         state["next"] += take
         state["free"] -= take
@@ -619,6 +651,23 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     if key is not None:
         memo[key] = _Replayed(pool.used, pool.events, env.now)
     return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters, **specific)
+
+
+FAST_FORWARD_WAVES = True
+"""Add identical whole waves of a GPU kernel at once instead of replaying each (the same
+results: see ``_simulate_gpu``); off replays every wave, for checks and profiling."""
+
+
+def _identity_boundaries(times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray) -> np.ndarray:
+    """Indices where a program differs from the one before it in anything a replay sees
+    (its demand, cohort and times), ascending: runs of identical programs lie between."""
+    columns = [times.exposed, times.sm, group_key]
+    if not times.serial:
+        columns.append(np.maximum(times.chain, times.latency_bound))
+    differs = (demand_rows[1:] != demand_rows[:-1]).any(axis=1)
+    for column in columns:
+        differs |= column[1:] != column[:-1]
+    return np.flatnonzero(differs) + 1
 
 
 # ---------------------------------------------------------------- TPU

@@ -165,6 +165,18 @@ class FluidResources:
         """Total demand served per resource so far."""
         return dict(zip(self._names, self._used.tolist()))
 
+    def used_array(self) -> np.ndarray:
+        """:attr:`used` as an array over the resources in capacity order (a copy)."""
+        return self._used.copy()
+
+    def book(self, used: np.ndarray, events: int) -> None:
+        """Count demand served and events on top of those replayed: work whose replay the
+        owner skipped because it repeats, exactly, work already replayed (an idle pool)."""
+        if self._active.any():
+            raise RuntimeError("booking skipped work needs an idle pool")
+        self._used += used
+        self.events += events
+
     def rates(self) -> dict[str, float]:
         """Current use of each resource per second."""
         total = (self._rate * self._active) @ self._demand
