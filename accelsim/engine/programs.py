@@ -8,6 +8,7 @@ vector and special-function units (with operand padding to the MMA/MXU granule).
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,31 +41,77 @@ def kernel_index(trace: KernelTrace) -> np.ndarray:
     return np.searchsorted(starts, np.arange(trace.num_programs, dtype=np.int64), side="right")
 
 
+_DERIVED: dict[int, tuple[weakref.ref, dict]] = {}
+"""Arrays derived from a trace alone, by ``id`` of the trace while it lives: a trace is
+frozen, and a calibration simulates the same traces hundreds of times (converting a
+list of millions of per-program integers costs a good part of a replay)."""
+
+
+def _derived(trace: KernelTrace, name: str, make) -> object:
+    key = id(trace)
+    entry = _DERIVED.get(key)
+    if entry is None or entry[0]() is not trace:
+        entry = (weakref.ref(trace, lambda _ref, key=key: _DERIVED.pop(key, None)), {})
+        _DERIVED[key] = entry
+    cache = entry[1]
+    if name not in cache:
+        cache[name] = make(trace)
+    return cache[name]
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
 def program_vars(trace: KernelTrace) -> dict[str, np.ndarray]:
-    """Grid coordinates ``p0..`` and the trace's ``program_vars``, one entry per program."""
+    """Grid coordinates ``p0..`` and the trace's ``program_vars``, one entry per program
+    (read-only arrays, shared by every call on the same trace)."""
+    return dict(_derived(trace, "program_vars", _make_program_vars))
+
+
+def _make_program_vars(trace: KernelTrace) -> dict[str, np.ndarray]:
     grid = trace.kernel.grid
     pid = np.arange(trace.num_programs, dtype=np.int64)
     out: dict[str, np.ndarray] = {}
     for axis, stride in _grid_strides(trace).items():
-        out[GRID_VARS[axis]] = (pid // stride) % grid[axis]
+        out[GRID_VARS[axis]] = _read_only((pid // stride) % grid[axis])
     for name, values in trace.program_vars.items():
-        out[name] = np.asarray(values, dtype=np.int64)
-    out["pid"] = pid
+        out[name] = _read_only(np.asarray(values, dtype=np.int64))
+    out["pid"] = _read_only(pid)
     return out
 
 
 def program_templates(trace: KernelTrace) -> np.ndarray:
+    """The template index of each program (read-only, shared like :func:`program_vars`)."""
+    return _derived(trace, "program_templates", _make_program_templates)
+
+
+def _make_program_templates(trace: KernelTrace) -> np.ndarray:
     pt = trace.program_template
     if isinstance(pt, list):
-        return np.asarray(pt, dtype=np.int64)
+        return _read_only(np.asarray(pt, dtype=np.int64))
     index = 0 if pt is None else [t.name for t in trace.templates].index(pt)
-    return np.full(trace.num_programs, index, dtype=np.int64)
+    return _read_only(np.full(trace.num_programs, index, dtype=np.int64))
 
 
-def repeats(step: Step, variables: dict[str, np.ndarray], members: np.ndarray) -> np.ndarray:
-    """Iterations of ``step`` for each program in ``members``."""
+def template_members(template_of: np.ndarray, index: int) -> np.ndarray | slice:
+    """The programs that run template ``index``: a slice where they are one run of launch
+    positions (every program, or all but a tail), which indexes without copying."""
+    members = np.flatnonzero(template_of == index)
+    if members.size and members[-1] - members[0] + 1 == members.size:
+        return slice(int(members[0]), int(members[-1]) + 1)
+    return members
+
+
+def _count(members: np.ndarray | slice) -> int:
+    return members.stop - members.start if isinstance(members, slice) else len(members)
+
+
+def repeats(step: Step, variables: dict[str, np.ndarray], members: np.ndarray | slice) -> np.ndarray:
+    """Iterations of ``step`` for each program in ``members`` (indices or a slice)."""
     if isinstance(step.repeat, int):
-        return np.full(len(members), step.repeat, dtype=np.int64)
+        return np.full(_count(members), step.repeat, dtype=np.int64)
     values = variables[step.repeat][members]
     if values.size and values.min() < 0:
         raise InputError(f"program variable {step.repeat!r} used as a repeat count is negative", field="repeat")
@@ -185,17 +232,16 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     fill = np.full(n, -1.0)
     drain = np.zeros(n)
     for t_index, template in enumerate(trace.templates):
-        members = np.nonzero(template_of == t_index)[0]
-        if members.size == 0:
+        members = template_members(template_of, t_index)
+        if _count(members) == 0:
             continue
         for step in template.steps:
             reps = repeats(step, variables, members).astype(float)
             moved = {d: sum(x.bytes for x in step.transfers if x.direction == d and x.level != "local")
                      for d in ("read", "write")}
-            runs = members[reps > 0]
+            runs = members if reps.min(initial=1.0) > 0 else np.arange(n)[members][reps > 0]
             if moved["read"]:
-                first = runs[fill[runs] < 0]
-                fill[first] = moved["read"]
+                fill[runs] = np.where(fill[runs] < 0, moved["read"], fill[runs])
             if moved["write"]:
                 drain[runs] = moved["write"]
             per_iter = dict.fromkeys(acc, 0.0)
