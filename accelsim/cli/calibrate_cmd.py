@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import sys
 from pathlib import Path
 
 import yaml
@@ -90,7 +91,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     output = check_output_file(args.output, "-o")
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
-    result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs)
+    result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs,
+                 progress=lambda line: print(line, file=sys.stderr, flush=True))
     overlay = _overlay(args, chip, result)
     write_text_atomic(output, _header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
     _print_summary(result, output)

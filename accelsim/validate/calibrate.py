@@ -13,6 +13,7 @@ deterministic, derivative-free, and robust to a few outliers.
 from __future__ import annotations
 
 import math
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -219,17 +220,20 @@ def fit(
     sweeps: int = 10,
     base_overrides: Sequence[str] = (),
     jobs: int = 1,
+    progress: Callable[[str], None] | None = None,
 ) -> Fit:
     """Fit ``parameters`` on the training split of ``cases``; ``jobs`` worker processes
-    simulate the records of each evaluation in parallel (the result does not depend on it)."""
+    simulate the records of each evaluation in parallel (the result does not depend on it).
+    ``progress`` is given a line after each parameter's line search (sweep, value, loss,
+    evaluations so far, minutes)."""
     evaluate = Evaluator(cases, arch, jobs)
     try:
-        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate)
+        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress)
     finally:
         evaluate.close()
 
 
-def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator) -> Fit:
+def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, progress=None) -> Fit:
     train = [c for c in cases if not is_held_out(c.measurement.id)]
     held_out = [c for c in cases if is_held_out(c.measurement.id)]
     if not train:
@@ -250,7 +254,14 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator) -
 
     skipped = [p.path for p in active if not _sensitive(p, start, train, evaluate, overrides_for)]
     free = [p for p in active if p.path not in skipped]
-    values = coordinate_descent(train_loss, free, start, sweeps)
+    began = time.monotonic()
+
+    def report(sweep: int, p: Parameter, value: float, best: float) -> None:
+        if progress is not None:
+            progress(f"sweep {sweep}: {p.override(value)}, training loss {best:.4g} "
+                     f"({evaluations} evaluations, {(time.monotonic() - began) / 60:.1f} min)")
+
+    values = coordinate_descent(train_loss, free, start, sweeps, on_step=report)
     # a parameter the search left where it started was not fitted
     fitted = {p.path: values[p.path] for p in free if not math.isclose(values[p.path], start[p.path], rel_tol=1e-3)}
     final = overrides_for(values)
@@ -278,18 +289,21 @@ def _sensitive(p: Parameter, values: dict, cases, evaluate: Evaluator, overrides
 
 
 def coordinate_descent(train_loss: Callable[[dict[str, float]], float], parameters: Sequence,
-                       start: dict[str, float], sweeps: int) -> dict[str, float]:
+                       start: dict[str, float], sweeps: int, on_step: Callable | None = None) -> dict[str, float]:
     """Minimise ``train_loss`` over ``parameters`` (each with ``path``, ``low``, ``high``)
     from ``start``: a golden-section line search per parameter in turn, until a sweep
-    gains under 0.1% or ``sweeps`` run out. Returns the best values seen."""
+    gains under 0.1% or ``sweeps`` run out. Returns the best values seen. ``on_step(sweep,
+    parameter, value, loss)`` is called after each line search with where it left them."""
     values = dict(start)
     best = train_loss(values)
-    for _ in range(sweeps):
+    for sweep in range(1, sweeps + 1):
         before = best
         for p in parameters:
             value, result = _golden_section(lambda x, p=p: train_loss({**values, p.path: x}), p.low, p.high, values[p.path], best)
             if result < best:
                 values[p.path], best = value, result
+            if on_step is not None:
+                on_step(sweep, p, values[p.path], best)
         if before - best <= 1e-3 * before:
             break
     return values

@@ -63,6 +63,7 @@ def test_calibrate_then_validate(cli, measurements, tmp_path):
     result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
                  "-o", str(overlay))
     assert result.code == 0, result.err
+    assert "sweep 1: hbm.efficiency=" in result.err  # progress, one line per line search
     data = yaml.safe_load(overlay.read_text())
     assert data["extends"] == "h100-sxm"
     assert data["hbm"]["efficiency"]["basis"] == "fitted"
