@@ -343,7 +343,7 @@ def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int
     if not totals.get("hbm") or n == 0 or most <= 0:
         return 0.0
     sample = np.unique(np.linspace(0, n - 1, min(n, QUEUE_SAMPLE)).round().astype(np.int64))
-    some = ProgramCosts(**{f.name: getattr(costs, f.name)[sample] for f in fields(ProgramCosts)})
+    some = costs.take(sample)
     unloaded = gpu_program_times(chip, some, hits[sample], depth, streams)
     per_second = gpu_program_times(chip, some, hits[sample], depth, streams, queue_s=1.0)
     residents = min(per_core, math.ceil(n / chip.num_cores))
@@ -467,10 +467,14 @@ not bind, say), and a deterministic replay of equal inputs gives equal outputs."
 
 def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str, float],
                 times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray,
-                kernel_starts: list[int] | None = None) -> bytes:
+                kernel_starts: list[int] | None = None, run_starts: np.ndarray | None = None) -> bytes:
+    """Everything a replay depends on; ``run_starts``: where each run of identical programs
+    begins, when the other arrays are per run rather than per program."""
     digest = hashlib.blake2b(digest_size=32)
     digest.update(repr((chip.num_cores, per_core, resources, [caps[r] for r in resources],
-                        times.serial, demand_rows.shape, kernel_starts)).encode())
+                        times.serial, demand_rows.shape, kernel_starts, run_starts is None)).encode())
+    if run_starts is not None:
+        digest.update(np.ascontiguousarray(run_starts).tobytes())
     # A replay sees a program's times only through ProgramTimes.seconds, which depends on
     # the chain and latency terms only through their maximum (a pipeline depth that does
     # not bind leaves it alone).
@@ -508,27 +512,28 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     hits, absorbed = hits
     hbm_reads, hbm_writes = costs.read_bytes - hits, costs.write_bytes - absorbed
     hbm = hbm_reads + hbm_writes
-    demand = {
-        "matrix": costs.matrix_s,
-        "vector": costs.vector_s,
-        "local_memory": costs.local_bytes,
-        "port": costs.read_bytes + costs.write_bytes + costs.pinned_bytes,
-        "hbm": hbm,
-    }
     hbm_read_total, hbm_write_total = float(hbm_reads.sum()), float(hbm_writes.sum())
     caps = _capacities(chip, chip.num_cores, 1.0, hbm_read_total, hbm_write_total)
-    if "shared_cache" in caps:
-        demand["shared_cache"] = costs.cache_bytes
+    # Programs in runs of identical ones (an even kernel is one or two runs) are timed once
+    # per run: `run_of` maps a launch position to its run (None: every program its own).
+    starts = _program_runs(costs, hits, absorbed)
+    run_of, ran, run_hits, run_absorbed = None, costs, hits, absorbed
+    if len(starts) < costs.num_programs:
+        run_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, costs.num_programs)))
+        ran = costs.take(starts)
+        run_hits, run_absorbed = hits[starts], absorbed[starts]
+    demand = _demand_columns(ran, run_hits, run_absorbed, "shared_cache" in caps)
     resources = list(demand)
-    demand_rows = np.stack([demand[r] for r in resources], axis=1)  # programs x resources
+    demand_rows = np.stack([demand[r] for r in resources], axis=1)  # runs x resources
     depth, streams = trace.kernel.pipeline_depth, instruction_streams(trace, chip)
     queue = 0.0
     if chip.hbm.queueing_latency_s:
-        totals = dict(zip(resources, demand_rows.sum(axis=0).tolist()))
+        columns = demand if run_of is None else _demand_columns(costs, hits, absorbed, "shared_cache" in caps)
+        totals = {r: float(column.sum()) for r, column in columns.items()}
         mix = read_write_mix(hbm_read_total, hbm_write_total)
         queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps, mix)
-    times = gpu_program_times(chip, costs, hits, depth, streams, queue_s=queue)
-    group_key = _cohort_keys(costs)
+    times = gpu_program_times(chip, ran, run_hits, depth, streams, queue_s=queue)
+    group_key = _cohort_keys(ran)
     read = float(costs.read_bytes.sum())
     specific = {
         "programs_per_core": per_core,
@@ -538,7 +543,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     }
     key = None
     if memo is not None and not timeline:
-        key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key, trace.kernel.kernel_starts)
+        key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key, trace.kernel.kernel_starts,
+                          starts if run_of is not None else None)
         if key in memo:
             done = memo[key]
             return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[], **specific)
@@ -583,7 +589,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         """Picoseconds of the identical whole waves that follow the one just ended (0 if
         none), with their demand and events booked and dispatch moved past them."""
         if not boundaries:
-            boundaries.append(_identity_boundaries(times, demand_rows, group_key))
+            changes = _identity_boundaries(times, demand_rows, group_key)  # in runs (or programs)
+            boundaries.append(changes if run_of is None else starts[changes])
         bounds = boundaries[0]
         after = int(np.searchsorted(bounds, wave["first"], side="right"))  # the run holding the wave ends there
         run_end = int(bounds[after]) if after < len(bounds) else n
@@ -607,18 +614,19 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if FAST_FORWARD_WAVES and not timeline and take == slots and n - state["next"] >= 2 * slots:
             wave.update(first=state["next"], ps=env.now, used=pool.used_array(), events=pool.events)
         members = np.arange(state["next"], state["next"] + take)
+        rows = members if run_of is None else run_of[members]
         state["next"] += take
         state["free"] -= take
         core_of = cores.place(take)
         residents = cores.resident[core_of]
-        keys = group_key[members] * (per_core + 1) + residents
-        seconds = times.seconds(members, residents)
+        keys = group_key[rows] * (per_core + 1) + residents
+        seconds = times.seconds(rows, residents)
         flows = []
         for chosen in _groups(keys):
             ids = members[chosen]
             flows.append(Flow(
                 name=f"programs {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"program {ids[0]}",
-                demand=dict(zip(resources, demand_rows[ids].sum(axis=0).tolist())),
+                demand=dict(zip(resources, demand_rows[rows[chosen]].sum(axis=0).tolist())),
                 max_rate=1.0 / float(seconds[chosen].mean()),
                 on_done=finished,
                 count=len(ids),
@@ -633,14 +641,15 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if not single:
             single.append(times.as_lists())
         i = state["next"]
+        row = i if run_of is None else int(run_of[i])
         state["next"] += 1
         state["free"] -= 1
         core_of = cores.place(1)
         residents = int(cores.resident[core_of[0]])
         pool.start_many([Flow(
             name=f"program {i}",
-            demand=dict(zip(resources, demand_rows[i].tolist())),
-            max_rate=1.0 / single[0].seconds(i, residents),
+            demand=dict(zip(resources, demand_rows[row].tolist())),
+            max_rate=1.0 / single[0].seconds(row, residents),
             on_done=finished,
             count=1,
             tag=core_of,
@@ -651,6 +660,41 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     if key is not None:
         memo[key] = _Replayed(pool.used, pool.events, env.now)
     return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters, **specific)
+
+
+def _demand_columns(costs: ProgramCosts, hits: np.ndarray, absorbed: np.ndarray, shared_cache: bool) -> dict[str, np.ndarray]:
+    """Each program's demand on the GPU's shared resources (``costs`` and the L2's read
+    hits and absorbed writes per program, or per run of identical programs)."""
+    demand = {
+        "matrix": costs.matrix_s,
+        "vector": costs.vector_s,
+        "local_memory": costs.local_bytes,
+        "port": costs.read_bytes + costs.write_bytes + costs.pinned_bytes,
+        "hbm": (costs.read_bytes - hits) + (costs.write_bytes - absorbed),
+    }
+    if shared_cache:
+        demand["shared_cache"] = costs.cache_bytes
+    return demand
+
+
+RUNS_FROM = 4096
+"""Kernels with at least this many programs are timed per run of identical programs."""
+
+
+def _program_runs(costs: ProgramCosts, hits: np.ndarray, absorbed: np.ndarray) -> np.ndarray:
+    """Launch positions where a program differs from the one before it in anything its
+    replay is made from (its costs, its L2 read hits and absorbed writes): where runs of
+    identical programs start, 0 first. Every position when there are few programs or
+    the runs would be short."""
+    n = costs.num_programs
+    every = np.arange(n)
+    if n < RUNS_FROM:
+        return every
+    differs = np.zeros(n - 1, dtype=bool)
+    for column in (*(getattr(costs, f.name) for f in fields(ProgramCosts)), hits, absorbed):
+        differs |= column[1:] != column[:-1]
+    starts = np.concatenate([[0], np.flatnonzero(differs) + 1])
+    return starts if len(starts) <= n // 4 else every
 
 
 FAST_FORWARD_WAVES = True

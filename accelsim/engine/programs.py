@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -153,6 +153,10 @@ class ProgramCosts:
     @property
     def num_programs(self) -> int:
         return len(self.template)
+
+    def take(self, programs: np.ndarray) -> "ProgramCosts":
+        """The costs of ``programs`` only (launch positions), in that order."""
+        return ProgramCosts(**{f.name: getattr(self, f.name)[programs] for f in fields(self)})
 
 
 def executed_matrix_flops(chip: Chip, shape: list[int]) -> float:
