@@ -681,17 +681,17 @@ RUNS_FROM = 4096
 """Kernels with at least this many programs are timed per run of identical programs."""
 
 
-def _program_runs(costs: ProgramCosts, hits: np.ndarray, absorbed: np.ndarray) -> np.ndarray:
-    """Launch positions where a program differs from the one before it in anything its
-    replay is made from (its costs, its L2 read hits and absorbed writes): where runs of
-    identical programs start, 0 first. Every position when there are few programs or
-    the runs would be short."""
+def _program_runs(costs: ProgramCosts, *more: np.ndarray) -> np.ndarray:
+    """Launch positions where a program differs from the one before it in its costs or
+    in any of the per-program arrays ``more`` (for a replay: its L2 read hits and absorbed
+    writes): where runs of identical programs start, 0 first. Every position when there
+    are few programs or the runs would be short."""
     n = costs.num_programs
     every = np.arange(n)
     if n < RUNS_FROM:
         return every
     differs = np.zeros(n - 1, dtype=bool)
-    for column in (*(getattr(costs, f.name) for f in fields(ProgramCosts)), hits, absorbed):
+    for column in (*(getattr(costs, f.name) for f in fields(ProgramCosts)), *more):
         differs |= column[1:] != column[:-1]
     starts = np.concatenate([[0], np.flatnonzero(differs) + 1])
     return starts if len(starts) <= n // 4 else every
@@ -837,12 +837,18 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         cache_nearer = chip.shared_cache is not None and chip.shared_cache.latency_s <= chip.hbm.latency_s
         hits = costs.read_bytes if cache_nearer else np.zeros_like(costs.read_bytes)
     bound = max(float(v) / caps[k] for k, v in totals.items())
-    times = gpu_program_times(chip, costs, hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
-    alone = times.seconds(np.arange(costs.num_programs))
+    # timed once per run of identical programs (the same numbers as timing each)
+    starts = _program_runs(costs, hits)
+    ran, run_hits = (costs, hits) if len(starts) == costs.num_programs else (costs.take(starts), hits[starts])
+    times = gpu_program_times(chip, ran, run_hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
+    alone = times.seconds(np.arange(ran.num_programs))
     # a cohort runs at its members' mean speed, so only each key's fastest member is safe
-    floor = np.empty(costs.num_programs)
-    for members in _groups(_cohort_keys(costs)):
+    floor = np.empty(ran.num_programs)
+    for members in _groups(_cohort_keys(ran)):
         floor[members] = alone[members].min()
+    if ran is not costs:
+        run_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, costs.num_programs)))
+        alone, floor = alone[run_of], floor[run_of]
     slots = chip.num_cores * per_core
     return max(bound, float(floor.max()), float(alone.sum()) / slots,
                _last_starts_bound(alone, floor, slots)) + launch_s(trace, chip)

@@ -53,3 +53,13 @@ def _inputs(trace, chip):
     costs = engine.program_costs(trace, chip)
     hits, absorbed = engine.shared_cache_hits(trace, chip)
     return costs, hits, absorbed
+
+
+def test_the_lower_bound_is_the_per_program_one(monkeypatch, kernel_trace):
+    chip = load_arch("h100-sxm")
+    trace = weighted_trace(kernel_trace, [1] * 6000 + [7] * 3000 + [1] * 5000 + [2], warps=64)
+    hits = engine.shared_cache_hits(trace, chip)
+    by_run = (engine.latency_lower_bound_s(trace, chip), engine.latency_lower_bound_s(trace, chip, hits))
+    monkeypatch.setattr(engine, "RUNS_FROM", 10**9)
+    assert (engine.latency_lower_bound_s(trace, chip), engine.latency_lower_bound_s(trace, chip, hits)) == by_run
+    assert by_run[1] <= simulate_kernel(trace, chip).latency_s
