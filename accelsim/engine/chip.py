@@ -516,19 +516,15 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     caps = _capacities(chip, chip.num_cores, 1.0, hbm_read_total, hbm_write_total)
     # Programs in runs of identical ones (an even kernel is one or two runs) are timed once
     # per run: `run_of` maps a launch position to its run (None: every program its own).
-    starts = _program_runs(costs, hits, absorbed)
-    run_of, ran, run_hits, run_absorbed = None, costs, hits, absorbed
-    if len(starts) < costs.num_programs:
-        run_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, costs.num_programs)))
-        ran = costs.take(starts)
-        run_hits, run_absorbed = hits[starts], absorbed[starts]
-    demand = _demand_columns(ran, run_hits, run_absorbed, "shared_cache" in caps)
+    starts, run_of = _program_runs(costs, hits, absorbed)
+    ran, run_hits, run_hbm = (costs, hits, hbm) if run_of is None else (costs.take(starts), hits[starts], hbm[starts])
+    demand = _demand_columns(ran, run_hbm, "shared_cache" in caps)
     resources = list(demand)
     demand_rows = np.stack([demand[r] for r in resources], axis=1)  # runs x resources
     depth, streams = trace.kernel.pipeline_depth, instruction_streams(trace, chip)
     queue = 0.0
     if chip.hbm.queueing_latency_s:
-        columns = demand if run_of is None else _demand_columns(costs, hits, absorbed, "shared_cache" in caps)
+        columns = demand if run_of is None else _demand_columns(costs, hbm, "shared_cache" in caps)
         totals = {r: float(column.sum()) for r, column in columns.items()}
         mix = read_write_mix(hbm_read_total, hbm_write_total)
         queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps, mix)
@@ -662,15 +658,16 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters, **specific)
 
 
-def _demand_columns(costs: ProgramCosts, hits: np.ndarray, absorbed: np.ndarray, shared_cache: bool) -> dict[str, np.ndarray]:
-    """Each program's demand on the GPU's shared resources (``costs`` and the L2's read
-    hits and absorbed writes per program, or per run of identical programs)."""
+def _demand_columns(costs: ProgramCosts, hbm: np.ndarray, shared_cache: bool) -> dict[str, np.ndarray]:
+    """Each program's demand on the GPU's shared resources, from its ``costs`` and the
+    bytes it moves to and from HBM past the L2 (per program, or per run of identical
+    programs)."""
     demand = {
         "matrix": costs.matrix_s,
         "vector": costs.vector_s,
         "local_memory": costs.local_bytes,
         "port": costs.read_bytes + costs.write_bytes + costs.pinned_bytes,
-        "hbm": (costs.read_bytes - hits) + (costs.write_bytes - absorbed),
+        "hbm": hbm,
     }
     if shared_cache:
         demand["shared_cache"] = costs.cache_bytes
@@ -681,20 +678,27 @@ RUNS_FROM = 4096
 """Kernels with at least this many programs are timed per run of identical programs."""
 
 
-def _program_runs(costs: ProgramCosts, *more: np.ndarray) -> np.ndarray:
-    """Launch positions where a program differs from the one before it in its costs or
-    in any of the per-program arrays ``more`` (for a replay: its L2 read hits and absorbed
-    writes): where runs of identical programs start, 0 first. Every position when there
-    are few programs or the runs would be short."""
+def _change_points(columns) -> np.ndarray:
+    """Positions (ascending, 0 excluded) where any of the equally long 1-D ``columns``
+    differs from the position before."""
+    differs = None
+    for column in columns:
+        changed = column[1:] != column[:-1]
+        differs = changed if differs is None else differs | changed
+    return np.flatnonzero(differs) + 1
+
+
+def _program_runs(costs: ProgramCosts, *more: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Runs of identical programs: launch positions where a program differs from the one
+    before it in its costs or in any of the per-program arrays ``more`` (for a replay:
+    its L2 read hits and absorbed writes), 0 first, and each program's run. ``(every
+    position, None)`` when there are few programs or the runs would be short."""
     n = costs.num_programs
-    every = np.arange(n)
-    if n < RUNS_FROM:
-        return every
-    differs = np.zeros(n - 1, dtype=bool)
-    for column in (*(getattr(costs, f.name) for f in fields(ProgramCosts)), *more):
-        differs |= column[1:] != column[:-1]
-    starts = np.concatenate([[0], np.flatnonzero(differs) + 1])
-    return starts if len(starts) <= n // 4 else every
+    if n >= RUNS_FROM:
+        starts = np.concatenate([[0], _change_points([*(getattr(costs, f.name) for f in fields(ProgramCosts)), *more])])
+        if len(starts) <= n // 4:
+            return starts, np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    return np.arange(n), None
 
 
 FAST_FORWARD_WAVES = True
@@ -705,13 +709,10 @@ results: see ``_simulate_gpu``); off replays every wave, for checks and profilin
 def _identity_boundaries(times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray) -> np.ndarray:
     """Indices where a program differs from the one before it in anything a replay sees
     (its demand, cohort and times), ascending: runs of identical programs lie between."""
-    columns = [times.exposed, times.sm, group_key]
+    columns = [*demand_rows.T, times.exposed, times.sm, group_key]
     if not times.serial:
         columns.append(np.maximum(times.chain, times.latency_bound))
-    differs = (demand_rows[1:] != demand_rows[:-1]).any(axis=1)
-    for column in columns:
-        differs |= column[1:] != column[:-1]
-    return np.flatnonzero(differs) + 1
+    return _change_points(columns)
 
 
 # ---------------------------------------------------------------- TPU
@@ -838,16 +839,15 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         hits = costs.read_bytes if cache_nearer else np.zeros_like(costs.read_bytes)
     bound = max(float(v) / caps[k] for k, v in totals.items())
     # timed once per run of identical programs (the same numbers as timing each)
-    starts = _program_runs(costs, hits)
-    ran, run_hits = (costs, hits) if len(starts) == costs.num_programs else (costs.take(starts), hits[starts])
+    starts, run_of = _program_runs(costs, hits)
+    ran, run_hits = (costs, hits) if run_of is None else (costs.take(starts), hits[starts])
     times = gpu_program_times(chip, ran, run_hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
     alone = times.seconds(np.arange(ran.num_programs))
     # a cohort runs at its members' mean speed, so only each key's fastest member is safe
     floor = np.empty(ran.num_programs)
     for members in _groups(_cohort_keys(ran)):
         floor[members] = alone[members].min()
-    if ran is not costs:
-        run_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, costs.num_programs)))
+    if run_of is not None:
         alone, floor = alone[run_of], floor[run_of]
     slots = chip.num_cores * per_core
     return max(bound, float(floor.max()), float(alone.sum()) / slots,

@@ -31,11 +31,11 @@ def test_runs_give_the_per_program_result(monkeypatch, kernel_trace, chip_name):
     chip = load_arch(chip_name)
     weights = [1] * 9000 + [3] * 5000 + [1] * 7001 + [2]  # runs, and a last program alone
     trace = weighted_trace(kernel_trace, weights)
-    assert len(engine._program_runs(*_inputs(trace, chip))) == 4
+    assert len(engine._program_runs(*_inputs(trace, chip))[0]) == 4
     by_run = simulate_kernel(trace, chip)
     assert (by_run.hbm_queueing_s or 0) > 0 or chip_name == "h100-sxm"
     monkeypatch.setattr(engine, "RUNS_FROM", 10**9)
-    assert len(engine._program_runs(*_inputs(trace, chip))) == len(weights)
+    assert len(engine._program_runs(*_inputs(trace, chip))[0]) == len(weights)
     same(simulate_kernel(trace, chip), by_run)
 
 
