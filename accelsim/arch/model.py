@@ -68,8 +68,16 @@ class MemoryLevel:
     """Programs one read can serve at once (TMA multicast within a cluster); 1: none."""
     queueing_latency_s: float = 0.0
     """HBM on a GPU: extra latency at full bandwidth (``Hbm.queueing_latency``)."""
+    queueing_unmixed_share: float = 0.0
+    """HBM on a GPU: share of the queueing any traffic sees (``Hbm.queueing_unmixed_share``)."""
     turnaround_loss: float = 0.0
     """HBM: bandwidth lost to read-write turnarounds at an even mix (``Hbm.turnaround_loss``)."""
+
+    def queueing_mix(self, read_bytes: float, write_bytes: float) -> float:
+        """The share of ``queueing_latency`` these reads and writes wait at full load:
+        ``s + (1 - s) 4 f (1 - f)`` (``Hbm.queueing_unmixed_share``)."""
+        share = self.queueing_unmixed_share
+        return share + (1.0 - share) * read_write_mix(read_bytes, write_bytes)
 
     def mixed_efficiency(self, read_bytes: float, write_bytes: float) -> float:
         """``efficiency`` for traffic of these reads and writes (``Hbm.turnaround_loss``)."""
@@ -330,6 +338,7 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
         efficiency=spec.efficiency.value,
         multicast=multicast.value if multicast else 1,
         queueing_latency_s=queueing.value if (queueing := getattr(spec, "queueing_latency", None)) else 0.0,
+        queueing_unmixed_share=share.value if (share := getattr(spec, "queueing_unmixed_share", None)) else 0.0,
         turnaround_loss=loss.value if (loss := getattr(spec, "turnaround_loss", None)) else 0.0,
     )
 

@@ -59,6 +59,12 @@ def _fraction(v: float) -> float:
     return v
 
 
+def _share(v: float) -> float:
+    if not 0 <= v <= 1:
+        raise ValueError(f"must be a fraction in [0, 1], got {v!r}")
+    return v
+
+
 def _loss(v: float) -> float:
     if not 0 <= v < 1:
         raise ValueError(f"must be a fraction in [0, 1), got {v!r}")
@@ -85,6 +91,8 @@ Seconds = _quantity("seconds", _non_negative)
 PositiveInt = Annotated[int, Field(strict=True), AfterValidator(_positive)]
 PositiveNumber = Annotated[float, AfterValidator(_positive)]
 Fraction = Annotated[float, AfterValidator(_fraction)]
+Share = Annotated[float, AfterValidator(_share)]
+"""A share of something: 0 (none of it) to 1 (all of it)."""
 Loss = Annotated[float, AfterValidator(_loss)]
 """A fraction of something lost: 0 (nothing) up to, not including, 1."""
 
@@ -232,6 +240,11 @@ class Hbm(_Strict):
     the kernel's HBM bytes reads, it waits ``queueing_latency x 4 f (1 - f) x u^2`` (loads
     queue behind the bus's read-write turns: read-only traffic does not). Absent: latency
     does not grow with load."""
+    queueing_unmixed_share: Cited[Share] | None = calibratable(default=None)
+    """GPU: the share ``s`` of ``queueing_latency`` that loads wait whatever the read-write
+    mix (bank conflicts and row misses of many streams rather than the bus's turns): the
+    wait becomes ``queueing_latency x (s + (1 - s) 4 f (1 - f)) x u^2``, so read-only
+    traffic queues too. Absent: 0 (only mixed traffic queues)."""
     turnaround_loss: Cited[Loss] | None = calibratable(default=None)
     """Fraction of the bandwidth lost when a kernel's HBM traffic is half reads, half
     writes (the bus turning around between them); a kernel whose HBM bytes are a share
@@ -307,6 +320,9 @@ class ChipSpec(_ConfigFile):
             raise ValueError("'cores.megacore' applies to TPUs only")
         if self.hbm.queueing_latency is not None and self.family != "gpu":
             raise ValueError("'hbm.queueing_latency' applies to GPUs only (the TPU engine does not model it)")
+        if self.hbm.queueing_unmixed_share is not None and self.family != "gpu":
+            raise ValueError("'hbm.queueing_unmixed_share' applies to GPUs only (the TPU engine does not model "
+                             "queueing)")
         return self
 
 

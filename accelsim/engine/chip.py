@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import simpy
 
-from accelsim.arch.model import Chip, read_write_mix
+from accelsim.arch.model import Chip
 from accelsim.engine.fluid import Flow, FluidResources
 from accelsim.engine.programs import (
     ProgramCosts,
@@ -328,9 +328,10 @@ QUEUE_SAMPLE = 4096
 def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int, per_core: int,
                    totals: dict[str, float], caps: dict[str, float], mix: float) -> float:
     """The HBM queueing delay a kernel runs at: the fixed point of ``q = Q m u(q)^2``, with
-    ``Q`` the chip's ``hbm.queueing_latency``, ``m`` the read-write ``mix`` of its HBM
-    traffic (:func:`~accelsim.arch.model.read_write_mix`: loads wait behind the bus's
-    turns between reads and writes, so read-only and write-only traffic do not queue) and
+    ``Q`` the chip's ``hbm.queueing_latency``, ``m`` the ``mix`` of its HBM traffic
+    (:meth:`~accelsim.arch.model.MemoryLevel.queueing_mix`: loads wait behind the bus's
+    turns between reads and writes, so read-only and write-only traffic queue only by
+    ``hbm.queueing_unmixed_share``) and
     ``u(q)`` the HBM utilization of the kernel's steady state when every HBM access waits
     ``q`` more: its resident programs finish at ``resident / mean program time`` per
     second (Little's law), no faster than its busiest shared resource allows, and each
@@ -526,7 +527,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     if chip.hbm.queueing_latency_s:
         columns = demand if run_of is None else _demand_columns(costs, hbm, "shared_cache" in caps)
         totals = {r: float(column.sum()) for r, column in columns.items()}
-        mix = read_write_mix(hbm_read_total, hbm_write_total)
+        mix = chip.hbm.queueing_mix(hbm_read_total, hbm_write_total)
         queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps, mix)
     times = gpu_program_times(chip, ran, run_hits, depth, streams, queue_s=queue)
     group_key = _cohort_keys(ran)

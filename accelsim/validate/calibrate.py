@@ -70,6 +70,7 @@ PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
     "cores.program_overhead": lambda c: c.program_overhead_s,
     "hbm.latency": lambda c: c.hbm.latency_s,
     "hbm.queueing_latency": lambda c: c.hbm.queueing_latency_s,
+    "hbm.queueing_unmixed_share": lambda c: c.hbm.queueing_unmixed_share,
     "hbm.turnaround_loss": lambda c: c.hbm.turnaround_loss,
 }
 
@@ -83,9 +84,10 @@ DEFAULT_PARAMETERS = (
     Parameter("cores.program_overhead", 0.0, 5e-6, "seconds"),
 )
 FITTABLE_PARAMETERS = (*DEFAULT_PARAMETERS, Parameter("hbm.queueing_latency", 0.0, 5e-6, "seconds"),
-                       Parameter("hbm.turnaround_loss", 0.0, 0.5))
+                       Parameter("hbm.queueing_unmixed_share", 0.0, 1.0), Parameter("hbm.turnaround_loss", 0.0, 0.5))
 """What ``--fit`` may name: the defaults; HBM queueing, which only kernels bound by loads
-in flight at a high HBM load see (``validation/stream_occupancy/``); and the turnaround
+in flight at a high HBM load see (``validation/stream_occupancy/``), and the share of it
+read-only traffic sees (only a set with read-only and mixed kernels tells it); and the turnaround
 loss, which only a set with both read-only or write-only and mixed kernels can tell
 apart from ``hbm.efficiency``."""
 
@@ -252,7 +254,7 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
         evaluations += 1
         return loss(evaluate(train, overrides_for(values))) + prior_loss(values, start)
 
-    skipped = [p.path for p in active if not _sensitive(p, start, train, evaluate, overrides_for)]
+    skipped = [p.path for p in active if not _sensitive(p, active, start, train, evaluate, overrides_for)]
     free = [p for p in active if p.path not in skipped]
     began = time.monotonic()
 
@@ -281,11 +283,17 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
     )
 
 
-def _sensitive(p: Parameter, values: dict, cases, evaluate: Evaluator, overrides_for) -> bool:
-    """Does moving the parameter across its range change any training prediction?"""
-    low = evaluate(cases, overrides_for({**values, p.path: p.low + 0.1 * (p.high - p.low)}))
-    high = evaluate(cases, overrides_for({**values, p.path: p.high}))
-    return bool(np.max(np.abs(high - low)) > 1e-3)
+def _sensitive(p: Parameter, active: Sequence[Parameter], values: dict, cases, evaluate, overrides_for) -> bool:
+    """Does moving the parameter across its range change any training prediction, with the
+    others where they start or, failing that, at their high ends (a share of an HBM
+    queueing that starts at zero matters only once the queueing does)?"""
+    others_high = {**values, **{q.path: q.high for q in active if q.path != p.path}}
+    for point in (values, others_high):
+        low = evaluate(cases, overrides_for({**point, p.path: p.low + 0.1 * (p.high - p.low)}))
+        high = evaluate(cases, overrides_for({**point, p.path: p.high}))
+        if np.max(np.abs(high - low)) > 1e-3:
+            return True
+    return False
 
 
 def coordinate_descent(train_loss: Callable[[dict[str, float]], float], parameters: Sequence,

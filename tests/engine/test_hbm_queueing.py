@@ -1,8 +1,9 @@
 """HBM queueing (``hbm.queueing_latency``): a load waits ``Q m u^2`` more at HBM
 utilization ``u``, with ``u`` the kernel's own steady state (Little's law over its
 resident programs) and ``m = 4 f (1 - f)`` the read-write mix of its HBM bytes (a share
-``f`` reads): read-only and write-only kernels do not queue. Closed form on a chip with
-round numbers: programs that each read one block and write part of one, one wave after
+``f`` reads): read-only and write-only kernels do not queue, unless the config gives a
+share ``s`` of the queueing to any traffic (``hbm.queueing_unmixed_share``: ``m = s + (1 -
+s) 4 f (1 - f)``). Closed form on a chip with round numbers: programs that each read one block and write part of one, one wave after
 another."""
 
 from __future__ import annotations
@@ -22,16 +23,17 @@ def _kernel(kernel_trace, programs: int, warps: int, read: int = BLOCK, written:
     return kernel_trace([programs], [{"transfers": transfers}], pipeline_depth=1, resources={"warps": warps})
 
 
-def _closed_form(chip, residents: int, queueing: float, written: int) -> tuple[float, float]:
+def _closed_form(chip, residents: int, queueing: float, written: int, share: float = 0.0) -> tuple[float, float]:
     """(program time, queue) solving q = Q m u(q)^2 by fixed-point iteration, where a
     program takes latency + q + residents x its port time (the block read and the part
-    written), u is the resident programs' HBM rate over HBM's capacity and m = 4 f (1 - f)."""
+    written), u is the resident programs' HBM rate over HBM's capacity and m = s + (1 - s)
+    4 f (1 - f)."""
     moved = BLOCK + written
     port = moved / (chip.local.fill_bandwidth_bytes_per_cycle * chip.clock_hz)
     capacity = chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency
     slots = chip.num_cores * residents
     reads = BLOCK / moved
-    mix = 4 * reads * (1 - reads)
+    mix = share + (1 - share) * 4 * reads * (1 - reads)
     q = 0.0
     for _ in range(200):
         seconds = LATENCY + q + residents * port
@@ -81,6 +83,19 @@ def test_read_only_and_write_only_kernels_do_not_queue(ideal_chip, kernel_trace,
     assert simulate_kernel(mixed, queued).hbm_queueing_s > 0
 
 
+@pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
+@pytest.mark.parametrize("written", [0, BLOCK // 4])
+def test_the_unmixed_share_queues_any_traffic(ideal_chip, kernel_trace, share, written):
+    chip = ideal_chip("h100-sxm", f"hbm.latency={LATENCY * 1e9:g} ns", "hbm.queueing_latency=2 us",
+                      f"hbm.queueing_unmixed_share={share}")
+    residents, waves = 4, 3
+    sim = simulate_kernel(_kernel(kernel_trace, waves * chip.num_cores * residents, 16, written=written), chip)
+    seconds, queue = _closed_form(chip, residents, 2e-6, written, share)
+    assert (queue > 0) == (share > 0 or written > 0)
+    assert sim.hbm_queueing_s == pytest.approx(queue, rel=1e-6, abs=1e-15)
+    assert sim.latency_s == pytest.approx(waves * seconds, rel=1e-5)
+
+
 def test_a_kernel_without_hbm_traffic_does_not_queue(ideal_chip, kernel_trace):
     chip = ideal_chip("h100-sxm", "hbm.queueing_latency=1 us")
     steps = [{"compute": [{"unit": "vector", "flops": 1e6, "dtype": "fp32"}]}]
@@ -89,6 +104,12 @@ def test_a_kernel_without_hbm_traffic_does_not_queue(ideal_chip, kernel_trace):
     assert simulate_kernel(trace, chip).latency_s == simulate_kernel(trace, plain).latency_s
 
 
-def test_a_tpu_config_refuses_it(cli):
-    result = cli("arch", "show", "tpu-v5e", "--set", "hbm.queueing_latency=100 ns")
+@pytest.mark.parametrize("setting", ["hbm.queueing_latency=100 ns", "hbm.queueing_unmixed_share=0.5"])
+def test_a_tpu_config_refuses_it(cli, setting):
+    result = cli("arch", "show", "tpu-v5e", "--set", setting)
     assert result.code == 2 and "applies to GPUs only" in result.err
+
+
+def test_the_unmixed_share_is_a_fraction(cli):
+    result = cli("arch", "show", "h100-sxm", "--set", "hbm.queueing_unmixed_share=1.5")
+    assert result.code == 2 and "queueing_unmixed_share" in result.err and "\n" not in result.err.strip()
