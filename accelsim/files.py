@@ -10,15 +10,17 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from accelsim.errors import InputError
 
 
-def check_output_file(path: str | Path, flag: str | None = None) -> Path:
+def check_output_file(path: str | Path, flag: str | None = None, *, inputs: Sequence[str | Path] = ()) -> Path:
     """``path`` as a file to write: refused (one line naming ``flag`` or the path) when
-    it is empty, a folder, or in a folder that does not exist."""
+    it is empty, a folder, in a folder that does not exist, or one of the command's
+    ``inputs`` (files), which it would overwrite."""
     where = flag or str(path)
     if not str(path).strip():
         raise InputError("expected a file path, got an empty one", source=where)
@@ -28,7 +30,30 @@ def check_output_file(path: str | Path, flag: str | None = None) -> Path:
     parent = path.parent
     if not parent.is_dir():
         raise InputError(f"folder {str(parent)!r} does not exist", source=where)
+    for given in inputs:
+        if path.is_file() and Path(given).is_file() and os.path.samefile(given, path):
+            raise InputError(f"{str(path)!r} is also an input ({str(given)!r}); writing it would overwrite that "
+                             "input: choose another path", source=where)
+    _probe(path, where)
     return path
+
+
+def _probe(path: Path, where: str) -> None:
+    """Can a file be made beside ``path`` (where its atomic write puts its temporary file)?
+    Asked now, so a long run does not fail at its end. Devices and FIFOs are written
+    through, not replaced: nothing to ask."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+    except OSError:
+        pass  # not there yet (or a dangling link): the folder must take a new file
+    target = Path(os.path.realpath(path))
+    probe = target.with_name(f".{target.name}.{os.getpid()}.probe")
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}", source=where) from None
 
 
 def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool = True) -> Path:
@@ -48,6 +73,13 @@ def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool 
     if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
         raise InputError(f"cannot make folder {str(path)!r}: {str(ancestor)!r} is not a writable folder",
                          source=where)
+    if not create and ancestor != path:  # ask the folder now (access() says yes to root everywhere)
+        probe = ancestor / f".accelsim-probe-{os.getpid()}"
+        try:
+            probe.mkdir()
+            probe.rmdir()
+        except OSError as exc:
+            raise InputError(f"cannot make folder {str(path)!r}: {exc.strerror or exc}", source=where) from None
     if create:
         try:
             path.mkdir(parents=True, exist_ok=True)

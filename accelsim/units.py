@@ -153,9 +153,27 @@ def _trim(x: float) -> str:
 PS_PER_S = 10**12
 
 
+MAX_SIMULATED_PS = 2**62
+"""The simulated clock's range (about 53 days): integer picoseconds that numpy's int64
+holds with room to add; a time past it is an input out of scale, not a result."""
+
+
+def check_simulated_ps(ps: float) -> None:
+    """Refuse a simulated time outside the clock's range (a duration, size or rate in the
+    input out of scale: 1e300 s, 1e20 flops on one core, a clock of 1 mHz)."""
+    if not 0 <= ps <= MAX_SIMULATED_PS:  # also NaN
+        from accelsim.errors import InputError
+
+        raise InputError(f"a simulated time of {ps / PS_PER_S:.4g} s is outside the simulator's clock (0 to "
+                         f"{MAX_SIMULATED_PS / PS_PER_S / 86400:.0f} days): a duration, size or rate in the input "
+                         "is out of scale")
+
+
 def seconds_to_ps(seconds: float) -> int:
     """Simulated time is kept in integer picoseconds; this is the one rounding point."""
-    return int(round(seconds * PS_PER_S))
+    ps = seconds * PS_PER_S
+    check_simulated_ps(ps)
+    return int(round(ps))
 
 
 def ps_to_seconds(ps: int) -> float:

@@ -161,6 +161,10 @@ class Node:
     collectives: CollectiveTuning | None = None
     """NCCL's protocols and efficiencies on this node; None: nominal links, no protocols."""
 
+    @property
+    def num_chips(self) -> int:
+        return self.gpus
+
 
 @dataclass(frozen=True, kw_only=True)
 class Cluster:
@@ -211,6 +215,9 @@ class Multislice:
 
 Arch = Union[Chip, Node, Cluster, Torus, Multislice]
 
+MAX_SYSTEM_CHIPS = 1 << 20
+"""The largest system: a million chips (the system trace format's device limit)."""
+
 REFERENCE_FIELDS = {"node": "chip", "cluster": "node", "torus": "chip", "multislice": "slice"}
 """For each system kind, the field naming the config it is built on. ``--set`` paths
 that start with it (``chip.hbm.bandwidth=...``) are applied to that config."""
@@ -231,6 +238,10 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     own = [parse_override(o) for o in overrides if not (reference and o.startswith(reference + "."))]
     spec = validate(apply_overrides(raw, own))
     arch = resolve(spec, overrides, referrer=str(raw.path))
+    if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
+        where = "--set" if overrides else str(raw.path)
+        raise InputError(f"the system would have {arch.num_chips:,} chips; accelsim models at most "
+                         f"{MAX_SYSTEM_CHIPS:,} (2^20, as many as a system trace may name)", source=where)
     if isinstance(spec, schema.ChipSpec) and spec.family_values:
         arch = replace(arch, family_chips=MappingProxyType(_family_chips(raw, spec, own)))
     return arch, spec

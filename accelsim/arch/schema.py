@@ -47,6 +47,18 @@ def _positive(v: float) -> float:
     return v
 
 
+def _at_least_one(unit: str):
+    """Rates and clocks: the engine's fluid model works in bytes and picoseconds, so a
+    rate under one ``unit`` is out of its scale (and of any hardware's)."""
+
+    def check(v: float) -> float:
+        if not v >= 1:
+            raise ValueError(f"must be at least 1 {unit}, got {v!r} {unit}")
+        return v
+
+    return check
+
+
 def _non_negative(v: float) -> float:
     if v < 0:
         raise ValueError(f"must not be negative, got {v!r}")
@@ -85,8 +97,8 @@ def _quantity(dimension: str, check=_positive):
 
 
 Bytes = _quantity("bytes")
-BytesPerS = _quantity("bytes_per_s")
-Hz = _quantity("hz")
+BytesPerS = _quantity("bytes_per_s", _at_least_one("B/s"))
+Hz = _quantity("hz", _at_least_one("Hz"))
 Seconds = _quantity("seconds", _non_negative)
 PositiveInt = Annotated[int, Field(strict=True), AfterValidator(_positive)]
 PositiveNumber = Annotated[float, AfterValidator(_positive)]

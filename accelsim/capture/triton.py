@@ -125,6 +125,9 @@ def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact
         raise InputError(f"{recorder.launches} Triton kernels were launched; capture needs exactly one", source=source)
     launch = recorder.launch
     assert launch is not None
+    if not launch.programs:
+        raise InputError(f"the kernel was launched with no programs (grid {list(launch.grid)}): nothing to capture; "
+                         "give parameters that make work", source=source)
     trace = _build_trace(launch, source, dict(params))
     if compile_for is not None:
         from accelsim.capture.triton_compile import compile_call

@@ -28,7 +28,7 @@ def register_chakra(sub: argparse._SubParsersAction) -> None:
 def run_chakra(args: argparse.Namespace) -> int:
     from accelsim.importers.chakra import import_chakra, parse_group_option
 
-    check_output_file(args.output, "-o")
+    check_output_file(args.output, "-o", inputs=args.files)
     groups = dict(parse_group_option(text) for text in args.group)
     write_imported(import_chakra(args.files, groups), args.output, " ".join(args.files),
                    " (give one file per rank, in rank order, and every --group's ranks)")
@@ -54,7 +54,7 @@ def run_hlo(args: argparse.Namespace) -> int:
 
     if args.max_ops is not None and args.max_ops < 1:
         raise InputError(f"expected a positive op count, got {args.max_ops}", source="--max-ops")
-    check_output_file(args.output, "-o")
+    check_output_file(args.output, "-o", inputs=[args.file])
     system = load_arch(args.system, args.overrides)
     chip = chip_of(system)
     rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from accelsim.units import PS_PER_S
+from accelsim.units import PS_PER_S, check_simulated_ps
 
 _EPS = 1e-12
 CEIL_SLACK = 1e-15
@@ -291,6 +291,8 @@ class FluidResources:
         self._t0[active] = now
         self._rem0[active] = self._remaining[active]
         ends = now + self._time_left_ps(active)
+        if ends.size:
+            check_simulated_ps(float(ends.max()))
         self._heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist()))  # a sorted list is a heap
 
     def _leave_free(self) -> None:
@@ -331,6 +333,7 @@ class FluidResources:
         self._schedule(int(soonest))
 
     def _schedule(self, delay_ps: int) -> None:
+        check_simulated_ps(self.env.now + delay_ps)
         generation = self._generation
         event = self.env.timeout(delay_ps)
         event.callbacks.append(lambda _e: self._on_timer(generation))

@@ -36,4 +36,6 @@ def chrome_trace(sim: KernelSimulation) -> dict[str, Any]:
                 "ph": "C", "pid": 1, "name": _COUNTER_UNITS.get(resource, resource),
                 "ts": launch_us + now_ps * _US_PER_PS, "args": {"value": rate * scale},
             })
-    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": sim.summary()}
+    summary = sim.summary()
+    summary.pop("sim_wall_s")  # the file holds results only: the same inputs, the same bytes
+    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": summary}

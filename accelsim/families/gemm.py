@@ -229,13 +229,13 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk, split = config["block_m"], config["block_n"], config["block_k"], config["split_k"]
     in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
-    num_m, num_n = math.ceil(m / bm), math.ceil(n / bn)
-    pid_m, pid_n = swizzled_tiles(num_m, num_n, config["group_m"])
+    num_m, num_n = -(-m // bm), -(-n // bn)  # exact for any size (a float ceil is not)
     tiles = num_m * num_n
-    k_per_split = math.ceil(k / split)
     # Programs: axis 0 = output tile (swizzled), axis 1 = split-K slice, axis 2 = batch.
     total = tiles * split * b
     check_programs(total)
+    pid_m, pid_n = swizzled_tiles(num_m, num_n, config["group_m"])
+    k_per_split = math.ceil(k / split)
     tile_index = np.arange(total) % tiles
     split_index = (np.arange(total) // tiles) % split
     edge_m = (pid_m == num_m - 1) & (m % bm != 0)

@@ -120,6 +120,16 @@ def _get(node: Mapping, snake: str, default: Any = None) -> Any:
     return node.get(head + "".join(w.title() for w in rest), default)
 
 
+def _list(node: Mapping, field: str, where: str, source: str) -> list:
+    """A repeated field: a list (absent or null: empty)."""
+    value = _get(node, field)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"expected a list, got {type(value).__name__}", source=source, field=f"{where}.{field}")
+    return value
+
+
 def _int(value: Any, where: str, source: str, minimum: int | None = None) -> int:
     try:
         if isinstance(value, bool):
@@ -146,10 +156,13 @@ _VALUE_KEYS = ("int64_val", "uint64_val", "int32_val", "uint32_val", "sint64_val
                "fixed32_val", "sfixed64_val", "sfixed32_val", "double_val", "float_val", "bool_val", "string_val")
 
 
-def _attrs(node: Mapping) -> dict[str, Any]:
+def _attrs(node: Mapping, where: str, source: str) -> dict[str, Any]:
     """``attr`` as name -> value, whichever ``*_val`` field holds it."""
     out = {}
-    for attr in _get(node, "attr", []) or []:
+    for i, attr in enumerate(_list(node, "attr", where, source)):
+        if not isinstance(attr, Mapping):
+            raise InputError(f"expected an attribute object, got {type(attr).__name__}", source=source,
+                             field=f"{where}.attr[{i}]")
         for key in _VALUE_KEYS:
             value = _get(attr, key)
             if value is not None:
@@ -197,7 +210,7 @@ def _ordered(nodes: list[dict], source: str) -> list[dict]:
 def _deps(node: Mapping, k: int, source: str) -> list[int]:
     out = []
     for field in ("data_deps", "ctrl_deps"):
-        out.extend(_int(d, f"[{k}].{field}", source) for d in _get(node, field, []) or [])
+        out.extend(_int(d, f"[{k}].{field}", source) for d in _list(node, field, f"[{k}]", source))
     return sorted(set(out))
 
 
@@ -211,10 +224,10 @@ def _op_name(node: Mapping) -> str:
 def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, list[int]], source: str) -> Op:
     where = f"node {_get(node, 'id')}"
     kind = _enum(_get(node, "type", 0), NODE_TYPES, f"{where}.type", source)
-    attrs = _attrs(node)
+    attrs = _attrs(node, where, source)
     common: dict[str, Any] = {"name": names[_int(_get(node, "id"), "id", source)]}
     for field, target in (("data_deps", "deps"), ("ctrl_deps", "ctrl_deps")):
-        common[target] = sorted({names[_int(d, f"{where}.{field}", source)] for d in _get(node, field, []) or []})
+        common[target] = sorted({names[_int(d, f"{where}.{field}", source)] for d in _list(node, field, where, source)})
     if kind in ("COMP_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "METADATA_NODE", "INVALID_NODE"):
         return Op(kind="compute", stream=COMPUTE_STREAM, **common, **_compute_cost(node, kind, attrs, where, source))
     size = float(_int(attrs.get("comm_size", 0), f"{where}.attr.comm_size", source, 0))
@@ -233,7 +246,11 @@ def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, li
     peer_key = "comm_dst" if kind == "COMM_SEND_NODE" else "comm_src"
     if peer_key not in attrs:
         raise InputError(f"a {kind} needs the {peer_key} attribute", source=source, field=f"{where}.attr")
-    peer = _int(attrs[peer_key], f"{where}.attr.{peer_key}", source)
+    peer = _int(attrs[peer_key], f"{where}.attr.{peer_key}", source, 0)
+    if peer >= n:
+        raise InputError(f"rank {peer} is past the {n} ranks of the files given (give one file per rank, in "
+                         "rank order)", source=source,
+                         field=f"{where}.attr.{peer_key}")
     return Op(kind="send" if kind == "COMM_SEND_NODE" else "recv", stream=COMM_STREAM, is_async=True,
               bytes=size, peer=peer, **common)
 

@@ -349,7 +349,7 @@ class _Lowering:
         return self._trip_counts[key]
 
     def _while(self, comp: Computation, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
-        body = self.module.computations[_attr_name(inst, "body")]
+        body = self.module.computations[_attr_name(inst, "body", self.module.source)]
         trips = self._trips(comp, inst)
         if trips is None:
             self.counts["while_unknown_trip_count_run_once"] += 1
@@ -390,7 +390,7 @@ class _Lowering:
         for inst in comp.instructions:
             if inst.opcode == "while":
                 trips = self._trips(comp, inst) or 1
-                total += trips * self.static_size(_attr_name(inst, "body"))
+                total += trips * self.static_size(_attr_name(inst, "body", self.module.source))
             elif inst.opcode in ("call", "async-start"):
                 total += sum(self.static_size(c) for c in inst.called())
             elif inst.opcode == "conditional":
@@ -407,7 +407,10 @@ def _mark(val: Val, extra: frozenset) -> Val:
     return tuple(_mark(v, extra) for v in val)
 
 
-def _attr_name(inst: Instruction, key: str) -> str:
+def _attr_name(inst: Instruction, key: str, source: str) -> str:
+    """The computation an attribute (``body=``, ``condition=``) names."""
+    if key not in inst.attrs:
+        raise InputError(f"{inst.opcode} {inst.name!r} has no {key}=", source=source, line=inst.line, field=key)
     return inst.attrs[key].strip().lstrip("%")
 
 
@@ -433,8 +436,8 @@ def trip_count(module: Module, comp: Computation, inst: Instruction) -> int | No
 
 
 def _pattern_trip_count(module: Module, comp: Computation, inst: Instruction) -> int | None:
-    cond = module.computations.get(_attr_name(inst, "condition"))
-    body = module.computations.get(_attr_name(inst, "body"))
+    cond = module.computations.get(_attr_name(inst, "condition", module.source))
+    body = module.computations.get(_attr_name(inst, "body", module.source))
     if cond is None or body is None:
         return None
     found = _compare_of(module, cond)

@@ -274,6 +274,8 @@ def _gemm_dimension_numbers(backend_config: str) -> dict[str, str] | None:
     if not isinstance(numbers, dict):
         return None
     contracting = numbers.get("lhs_contracting_dimensions", [])
+    if not isinstance(contracting, list) or not all(isinstance(d, int | str) and str(d).isdigit() for d in contracting):
+        return None  # not dimension numbers we can read: counted as without them
     return {"lhs_contracting_dims": "{" + ",".join(str(int(d)) for d in contracting) + "}"}
 
 

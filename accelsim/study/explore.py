@@ -21,6 +21,7 @@ A space file is YAML, either a list of configs or a grid (every combination)::
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,10 @@ from accelsim.study.spec import Scalar, load_validated
 from accelsim.trace.kernel import KernelTrace
 
 
+MAX_CANDIDATES = 100_000
+"""Configs one exploration may list (a sweep's cap on points, too)."""
+
+
 class SpaceSpec(BaseModel):
     """A space file: ``configs`` (a list) or ``grid`` (values per config field)."""
 
@@ -54,6 +59,10 @@ class SpaceSpec(BaseModel):
             raise ValueError("give exactly one of 'configs' and 'grid'")
         if self.grid is not None and (not self.grid or not all(self.grid.values())):
             raise ValueError("every grid field needs at least one value")
+        count = len(self.configs) if self.configs is not None else math.prod(len(v) for v in self.grid.values())
+        if count > MAX_CANDIDATES:
+            raise ValueError(f"the space has {count:,} configs; at most {MAX_CANDIDATES:,} are explored at once "
+                             "(split it, or grid fewer values)")
         return self
 
     def candidates(self) -> list[dict[str, Scalar]]:

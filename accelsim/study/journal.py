@@ -51,27 +51,50 @@ def spec_digest(raw_spec: dict[str, Any], files: Sequence[Path] = ()) -> str:
 
 def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
     """Rows already done, keyed by (point, workload); empty if there is no journal."""
+    if path.exists() and not path.is_file():
+        raise InputError("expected the sweep's journal file here, found a folder or device; give another -o folder",
+                         source=str(path))
     if not path.is_file():
         return {}
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the sweep's journal: {exc}; give another -o folder or --fresh",
+                         source=str(path)) from None
     if not lines:
         return {}
     try:
         header = json.loads(lines[0])
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         header = {}
-    if header.get("spec_sha256") != digest:
+    if not isinstance(header, dict) or header.get("spec_sha256") != digest:
         raise InputError("this folder holds results of a different sweep spec, or of files it names that have "
                          "changed since (traces, configs); give another -o folder or --fresh", source=str(path))
     rows: dict[tuple[int, int], Row] = {}
-    for line in lines[1:]:
+    for number, line in enumerate(lines[1:], start=2):
         try:
             item = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue  # a line cut short when the sweep was stopped: that result is run again
-        row = Row(item["point"], item["workload"], item["status"], item["metrics"], item.get("error"))
+        row = _row(item)
+        if row is None:
+            raise InputError("not a journal row (point, workload, status, metrics); the journal was edited or "
+                             "damaged: give another -o folder or --fresh", source=str(path), line=number)
         rows[(row.point, row.workload)] = row
     return rows
+
+
+def _row(item: Any) -> Row | None:
+    """A journal line as a :class:`Row`, or None when it is not one."""
+    if not isinstance(item, dict):
+        return None
+    point, workload, status, metrics = (item.get(k) for k in ("point", "workload", "status", "metrics"))
+    error = item.get("error")
+    if (not all(isinstance(v, int) and not isinstance(v, bool) for v in (point, workload))
+            or status not in ("ok", "error") or not isinstance(metrics, dict)
+            or not (error is None or isinstance(error, str))):
+        return None
+    return Row(point, workload, status, metrics, error)
 
 
 def open_journal(path: Path, digest: str, done: dict[tuple[int, int], Row]) -> TextIO:

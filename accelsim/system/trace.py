@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from accelsim.arch.model import MAX_SYSTEM_CHIPS
 from accelsim.errors import InputError, read_json_file
 from accelsim.files import write_text_atomic
 from accelsim.trace.kernel import Dtype
@@ -190,7 +191,7 @@ class SystemTrace(_Strict):
         return sum(len(p.ops) * len(p.device_ids()) for p in self.programs)
 
 
-MAX_DEVICES = 1 << 20
+MAX_DEVICES = MAX_SYSTEM_CHIPS
 """Devices a trace may name (ids ``0 .. 2^20 - 1``): far above any machine, and low
 enough that a range is checked before it is expanded."""
 

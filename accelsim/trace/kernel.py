@@ -229,6 +229,9 @@ class KernelTrace(_Strict):
                 raise ValueError(f"program_vars.{var}: {var!r} is reserved for the grid coordinate")
             if len(values) != n:
                 raise ValueError(f"program_vars.{var}: expected {n} values (one per program), got {len(values)}")
+            if values and max(abs(min(values)), abs(max(values))) > MAX_COUNT:
+                raise ValueError(f"program_vars.{var}: expected values from -2^48 to 2^48, got "
+                                 f"{max(values, key=abs)}")
         pt = self.program_template
         if pt is None and len(self.templates) > 1:
             raise ValueError("program_template: required when there is more than one template")

@@ -126,10 +126,16 @@ def _mapping(value, path: Path, field: str) -> dict:
     return dict(value)
 
 
+MAX_MEASURED_S = 86400.0
+"""A day: no kernel or collective measurement takes longer; a larger value is a unit slip."""
+
+
 def _latency(value, path: Path, field: str) -> float:
-    """A measured latency: a finite number of seconds above zero."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"expected a latency in seconds above 0, got {value!r}", source=str(path), field=field)
+    """A measured latency: a finite number of seconds above zero, up to a day."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or not 0 < value <= MAX_MEASURED_S):
+        raise InputError(f"expected a latency in seconds above 0 and at most {MAX_MEASURED_S:g} (a day), "
+                         f"got {value!r}", source=str(path), field=field)
     return float(value)
 
 

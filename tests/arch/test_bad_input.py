@@ -67,10 +67,16 @@ def test_wrong_unit(cli, config_file):
     assert_one_line_error(cli("arch", "show", str(path)), "hbm.bandwidth", "frequency", "expected a bandwidth")
 
 
-@pytest.mark.parametrize("value", ["0 TB/s", "-3 TB/s"])
-def test_zero_or_negative_bandwidth(cli, config_file, value):
+@pytest.mark.parametrize("value", ["0 TB/s", "-3 TB/s", "1e-20 B/s"])
+def test_zero_negative_or_tiny_bandwidth(cli, config_file, value):
     path = config_file(lambda d: d["hbm"].update(bandwidth=value))
-    assert_one_line_error(cli("arch", "show", str(path)), "hbm.bandwidth", "greater than zero")
+    assert_one_line_error(cli("arch", "show", str(path)), "hbm.bandwidth", "at least 1 B/s")
+
+
+@pytest.mark.parametrize("value", ["0 GHz", "0.001 Hz"])
+def test_a_clock_under_one_hertz(cli, config_file, value):
+    path = config_file(lambda d: d.update(clock=value))
+    assert_one_line_error(cli("arch", "show", str(path)), "clock", "at least 1 Hz")
 
 
 def test_unknown_extends(cli, write_yaml):

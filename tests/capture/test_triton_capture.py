@@ -200,6 +200,12 @@ def test_errors_name_the_file_and_function(tmp_path, carried_kernel):
         capture_triton(carried_kernel, "run", {"launches": "0"})
 
 
+def test_a_launch_of_no_programs_is_an_error_not_a_trace():
+    vector_add = str(Path(__file__).resolve().parents[2] / "kernels" / "triton" / "vector_add.py")
+    with pytest.raises(InputError, match=r"vector_add.py:run: the kernel was launched with no programs"):
+        capture_triton(vector_add, "run", {"n": "0"})
+
+
 def test_a_function_that_exits_is_an_error_not_a_success(tmp_path):
     path = tmp_path / "exits.py"
     path.write_text("import sys\ndef run():\n    sys.exit(0)\n")

@@ -74,3 +74,48 @@ def test_a_run_refused_on_its_inputs_leaves_no_empty_folder(cli, tmp_path, args)
 def test_an_empty_output_path_is_refused_not_ignored(cli, args):
     result = cli(*args)
     assert result.code == 2 and "empty" in result.err
+
+
+def test_an_output_that_is_also_an_input_is_refused_and_the_input_kept(cli, tmp_path):
+    import shutil
+
+    kernel = tmp_path / "kernel.json"
+    shutil.copy(ROOT / "traces" / "triton" / "matmul_512.json", kernel)
+    system = tmp_path / "step.json"
+    shutil.copy(TRACE, system)
+    hlo = tmp_path / "step.hlo"
+    shutil.copy(HLO, hlo)
+    ranks = [tmp_path / name for name in ("rank0.json", "rank1.json")]
+    for rank in ranks:
+        shutil.copy(ROOT / "tests" / "importers" / "chakra_fixture" / rank.name, rank)
+    (tmp_path / "m").mkdir()
+    measurements = tmp_path / "m" / "stream.json"
+    shutil.copy(ROOT / "validation" / "reference" / "a100-sxm4-40gb" / "elementwise.json", measurements)
+    inputs = [kernel, system, hlo, *ranks, measurements]
+    before = {p: p.read_bytes() for p in inputs}
+    for args in [
+        ("simulate", "--arch", "h100", str(kernel), "--timeline", str(kernel)),
+        ("replay", str(system), "--system", "dgx-h100", "--timeline", str(system)),
+        ("import", "hlo", str(hlo), "--system", "dgx-h100", "-o", str(hlo)),
+        ("import", "chakra", *map(str, ranks), "-o", str(ranks[1])),
+        ("calibrate", "--arch", "a100-sxm4-40gb", "--measurements", str(tmp_path / "m"), "--fit", "launch_overhead",
+         "-o", str(measurements)),
+    ]:
+        result = cli(*args)
+        assert result.code == 2 and "is also an input" in result.err, (args, result.err)
+        assert result.err.count("\n") == 1
+    assert {p: p.read_bytes() for p in inputs} == before
+
+
+def test_an_unwritable_calibration_output_is_refused_before_the_fit(cli, capsys):
+    measurements = str(ROOT / "validation" / "reference" / "a100-sxm4-40gb")
+    result = cli("calibrate", "--arch", "a100-sxm4-40gb", "--measurements", measurements, "--fit", "launch_overhead",
+                 "-o", "/proc/accelsim-test.yaml")
+    assert result.code == 2 and result.err.count("\n") == 1 and "cannot write" in result.err
+    assert "sweep 1" not in result.err  # refused before the fit ran
+
+
+def test_an_unmakeable_report_folder_is_refused_before_the_work(cli):
+    measurements = str(ROOT / "validation" / "reference" / "a100-sxm4-40gb")
+    result = cli("validate", "--arch", "a100-sxm4-40gb", "--measurements", measurements, "-o", "/proc/accelsim-x")
+    assert result.code == 2 and result.err.count("\n") == 1 and "cannot make folder" in result.err

@@ -13,6 +13,7 @@ from accelsim.trace.kernel import MAX_PROGRAMS
 
 @pytest.mark.parametrize("arch, args", [
     ("h100", ("--kernel", "gemm", "--param", "M=1000000", "--param", "N=1000000", "--param", "K=1000000")),
+    ("h100", ("--kernel", "gemm", "--param", "M=99999999999999999999999", "--param", "N=1", "--param", "K=1")),
     ("tpu-v5e", ("--kernel", "gemm", "--param", "M=1000000", "--param", "N=1000000", "--param", "K=1000000")),
     ("h100", ("--kernel", "copy", "--param", "bytes=1000000000000000")),
     ("h100", ("--kernel", "elementwise", "--param", "elements=99999999999999999999", "--param", "dtype=bf16")),
@@ -67,3 +68,10 @@ def test_tensors_larger_than_hbm_are_refused_unless_the_capacity_is_a_what_if(cl
     result = cli(*args)
     assert result.code == 2 and "tensors take 100 GB; h100-sxm has 80 GB of HBM" in result.err
     assert cli(*args, "--set", "hbm.capacity=128 GB").code == 0
+
+
+@pytest.mark.parametrize("setting", ["nodes=99999999999", "node.gpus=99999999"])
+def test_a_system_past_a_million_chips_is_one_line(cli, setting):
+    result = cli("simulate", "--system", "h100-ib-cluster", "--set", setting, "--collective", "all-reduce",
+                 "--bytes", "1MiB")
+    assert result.code == 2 and result.err.count("\n") == 1 and "accelsim models at most 1,048,576" in result.err

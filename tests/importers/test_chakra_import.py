@@ -82,6 +82,13 @@ def write(tmp_path, nodes) -> Path:
                                                     {"name": "comm_size", "int64Val": "-5"}]}],
      "node 1.attr.comm_size: expected an integer of at least 0, got -5"),
     ([{"id": 1, "type": "COMP_NODE", "duration_micros": 1e400}], "Infinity is not a JSON number"),
+    ([{"id": 1, "type": "COMP_NODE", "attr": {"name": "x"}}], "node 1.attr: expected a list, got dict"),
+    ([{"id": 1, "type": "COMP_NODE", "attr": ["x"]}], "node 1.attr[0]: expected an attribute object, got str"),
+    ([{"id": 1, "type": "COMP_NODE", "data_deps": 12}], "[0].data_deps: expected a list, got int"),
+    ([{"id": 1, "type": "COMM_RECV_NODE", "attr": [{"name": "comm_src", "int32Val": -1}]}],
+     "node 1.attr.comm_src: expected an integer of at least 0, got -1"),
+    ([{"id": 1, "type": "COMM_SEND_NODE", "attr": [{"name": "comm_dst", "int32Val": 1}]}],
+     "node 1.attr.comm_dst: rank 1 is past the 1 ranks of the files given"),
 ])
 def test_bad_nodes_are_one_line_errors(tmp_path, nodes, expected):
     with pytest.raises(InputError) as info:

@@ -28,6 +28,23 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 }
 """
 
+WHILE = """HloModule m
+%cond (p: s32[]) -> pred[] {
+  %p = s32[] parameter(0)
+  %n = s32[] constant(4)
+  ROOT %lt = pred[] compare(%p, %n), direction=LT
+}
+%body (p: s32[]) -> s32[] {
+  %p = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %next = s32[] add(%p, %one)
+}
+ENTRY %main (p: s32[]) -> s32[] {
+  %p = s32[] parameter(0)
+  ROOT %w = s32[] while(%p), condition=%cond, body=%body
+}
+"""
+
 
 @pytest.mark.parametrize(("text", "message"), [
     ("", "not HLO text"),
@@ -40,6 +57,8 @@ ENTRY %main (p: f32[4]) -> f32[4] {
     (GOOD.replace("replica_groups={{0,1,2,3},{4,5,6,7}}", "replica_groups={{0,1,2,3},{4,5,6,9}}"), "outside"),
     (CYCLE, "'x' depends on itself"),
     (RECURSION, "computation 'body' calls itself"),
+    (WHILE.replace("condition=%cond, ", ""), "while 'w' has no condition="),
+    (WHILE.replace(", body=%body", ""), "while 'w' has no body="),
 ])
 def test_bad_text_is_one_located_line(text, message):
     """(Cycles: the importer would not end; each is refused at a line of the cycle.)"""

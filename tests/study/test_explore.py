@@ -62,6 +62,16 @@ def test_cli_bad_space_is_located(cli, write_yaml):
     assert f"{space}:3: config: unknown field" in result.err
 
 
+def test_a_space_past_the_cap_is_refused_before_it_is_built(cli, write_yaml):
+    fields = ("block_m", "block_n", "block_k", "num_stages", "num_warps", "group_m", "split_k")
+    space = write_yaml("space.yaml", "grid:\n" + "".join(f"  {f}: [{', '.join(str(2**i) for i in range(1, 12))}]\n"
+                                                          for f in fields))
+    result = cli("explore", "--arch", "h100-sxm", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
+                 "--param", "K=256", "--space", str(space))
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert f"{space}" in result.err and "19,487,171 configs; at most 100,000" in result.err
+
+
 def test_triton_autotune_configs_become_keyword_arguments(tmp_path):
     # a stand-in for @triton.autotune: an object with .configs of Config-like records
     module = tmp_path / "tuned.py"

@@ -73,3 +73,25 @@ def test_journal_over_a_changed_trace_is_refused(spec_file, tmp_path):
     with pytest.raises(InputError, match="changed since"):
         run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
     assert run_sweep(plan_sweep(spec), tmp_path / "out", progress=False, fresh=True).ran == 2
+
+
+@pytest.mark.parametrize("line", ['{"point": "x"}', "[1, 2]", '{"point": 0, "workload": 0, "status": "ok", "metrics": "x"}'])
+def test_a_damaged_journal_line_is_refused_by_line(spec_file, tmp_path, line):
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    journal = tmp_path / "out" / JOURNAL_NAME
+    journal.write_text(journal.read_text() + line + "\n")
+    with pytest.raises(InputError, match="not a journal row") as info:
+        run_sweep(plan, tmp_path / "out", progress=False)
+    assert info.value.source == str(journal) and info.value.line == 8
+
+
+def test_a_journal_that_is_not_text_or_not_a_file_is_refused(spec_file, tmp_path):
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    (tmp_path / "binary").mkdir()
+    (tmp_path / "binary" / JOURNAL_NAME).write_bytes(b"\xff\xfe\n")
+    with pytest.raises(InputError, match="cannot read the sweep's journal"):
+        run_sweep(plan, tmp_path / "binary", progress=False)
+    (tmp_path / "folder" / JOURNAL_NAME).mkdir(parents=True)
+    with pytest.raises(InputError, match="expected the sweep's journal file here"):
+        run_sweep(plan, tmp_path / "folder", progress=False)

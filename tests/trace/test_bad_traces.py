@@ -86,6 +86,7 @@ def test_not_an_object():
         (lambda d: step(d).update(repeat="n"), f"{STEP}.repeat", "unknown variable 'n'"),
         (lambda d: d.update(program_vars={"row": [0, 1, 2]}), "program_vars.row", "expected 4 values"),
         (lambda d: d.update(program_vars={"p0": [0, 1, 2, 3]}), "program_vars.p0", "reserved"),
+        (lambda d: d.update(program_vars={"row": [0, 1, 2, 2**70]}), "program_vars.row", "from -2^48 to 2^48"),
         (lambda d: d.update(program_template="nope"), "program_template", "unknown template 'nope'"),
         (lambda d: d.update(program_template=[0, 0, 0]), "program_template", "expected 4 entries"),
         (lambda d: d["kernel"].update(dimension_semantics=["parallel", "arbitrary"]), "kernel.dimension_semantics",
@@ -93,7 +94,7 @@ def test_not_an_object():
         (lambda d: compute(d).update(shape=[16, 16]), f"{STEP}.compute[0].shape", "[m, n, k]"),
     ],
     ids=["unknown-tensor", "unknown-block-var", "unknown-var-in-sum", "unknown-repeat-var", "program-vars-length",
-         "reserved-program-var", "unknown-template", "template-list-length", "semantics-length", "shape-length"],
+         "reserved-program-var", "program-var-range", "unknown-template", "template-list-length", "semantics-length", "shape-length"],
 )
 def test_inconsistent_references_name_the_field(trace_data, mutate, where, what):
     mutate(trace_data)

@@ -29,6 +29,7 @@ GOOD = {"id": "r", "family": "copy", "params": {"bytes": 1024}, "latency_s": 2e-
     ({"latency_s": "fast"}, "records[0].latency_s"),
     ({"latency_s": True}, "records[0].latency_s"),
     ({"latency_s": None}, "records[0].latency_s"),
+    ({"latency_s": 1e300}, "records[0].latency_s"),  # past a day: a unit slip
     ({"params": [1024]}, "records[0].params"),
 ])
 def test_bad_records_are_refused_by_field(tmp_path, change, field):
