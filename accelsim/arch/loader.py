@@ -72,6 +72,8 @@ def find_config(name_or_path: str, *, referenced_from: str | None = None, field:
             path = Path(referenced_from).parent / path
         if path.is_file():
             return path
+        if path.is_dir():
+            raise InputError(f"{str(path)!r} is a folder; expected a config file", source=referenced_from, field=field)
         raise InputError(f"no such config file {str(path)!r}", source=referenced_from, field=field)
     if not name_or_path.strip():
         raise InputError("the config name is empty; expected a chip or system name (see 'accelsim arch list') "

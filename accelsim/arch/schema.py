@@ -150,9 +150,19 @@ def calibratable(**kwargs: Any) -> Any:
 # ---------------------------------------------------------------- chip sections
 
 
+def _core_count(v: int) -> int:
+    if v > MAX_CORES:
+        raise ValueError(f"must be at most {MAX_CORES:,} (2^20) cores, got {v:,}")
+    return v
+
+
+MAX_CORES = 1 << 20
+"""Cores one chip may have: far above any GPU or TPU, and low enough that per-core state fits."""
+
+
 class Cores(_Strict):
     kind: Literal["sm", "cu", "tensorcore"]
-    count: Cited[PositiveInt]
+    count: Cited[Annotated[PositiveInt, AfterValidator(_core_count)]]
     program_overhead: Cited[Seconds] = calibratable()
     """Fixed cost per program: CTA launch and retirement on a GPU SM, pipeline
     bookkeeping per grid step on a TPU TensorCore."""

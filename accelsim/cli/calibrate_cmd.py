@@ -57,10 +57,14 @@ def chosen_parameters(paths: list[str]):
 
 
 def select(paths, arch: str, exclude: list[str]):
-    records = [m for m in read_measurements(paths) if m.arch == arch]
+    measured = read_measurements(paths)
+    records = [m for m in measured if m.arch == arch]
     records = [m for m in records if not any(text in m.implementation for text in exclude)]
     if not records:
-        raise InputError(f"no measurement records for arch {arch!r} (after --exclude)", source="--measurements")
+        others = sorted({f"{m.arch} ({m.file})" for m in measured if m.arch != arch})
+        raise InputError(f"no measurement records for arch {arch!r} (after --exclude)"
+                         + (f"; the files given hold records of {', '.join(others[:3])}" if others else ""),
+                         source="--measurements")
     return records
 
 

@@ -7,6 +7,8 @@ a TPU chip. ``config=auto`` searches the family's config space with the engine.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,11 +58,26 @@ class Param:
         if self.kind is int:
             if isinstance(text, bool):
                 raise InputError(f"expected an integer, got {text!r}", source=source, field=self.name)
+            if isinstance(text, int):
+                return text
+            digits = str(text).replace("_", "").strip()
             try:
-                return int(str(text).replace("_", ""), 10) if not isinstance(text, int) else text
+                return int(digits, 10)
             except ValueError:
-                raise InputError(f"expected an integer, got {text!r}", source=source, field=self.name) from None
+                pass
+            return _whole_number(digits, text, source, self.name)
         return str(text)
+
+
+def _whole_number(digits: str, text: Any, source: str, name: str) -> int:
+    """``1e15`` or ``4096.0``: a whole number written as a float, exact below 2^53."""
+    try:
+        value = float(digits)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value.is_integer() and abs(value) <= 2**53):
+        raise InputError(f"expected an integer, got {text!r}", source=source, field=name)
+    return int(value)
 
 
 def parse_values(specs: Sequence[Param], given: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -647,6 +647,14 @@ def import_hlo(path: str | Path, *, system_devices: int | None = None, system: s
                unit_dtypes: Mapping[str, Collection[str]] | None = None,
                max_ops: int = DEFAULT_MAX_OPS) -> SystemTrace:
     """Read, lower and convert one HLO file; checks it fits ``system_devices``."""
+    try:
+        return _import_hlo(path, system_devices, system, unit_dtypes, max_ops)
+    except RecursionError:  # a shape or call chain nested deeper than the readers walk
+        raise InputError("nested too deeply to import (a tuple shape or a chain of calls thousands deep)",
+                         source=str(path)) from None
+
+
+def _import_hlo(path, system_devices, system, unit_dtypes, max_ops) -> SystemTrace:
     module = read_hlo(path)
     if system_devices is not None and module.num_devices > system_devices:
         raise InputError(

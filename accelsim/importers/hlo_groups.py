@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 
+from accelsim.arch.model import MAX_SYSTEM_CHIPS
 from accelsim.importers.hlo_text import split_top, strip_braces
 
 Groups = tuple[tuple[int, ...], ...]
@@ -63,6 +64,12 @@ def parse_groups(text: str) -> Groups:
     raise GroupSyntaxError(f"expected {{{{0,1}},...}}, [G,S]<=[N] or mesh[...] {{axes}}, got {text[:40]!r}")
 
 
+def _check_device_count(count: int, text: str) -> None:
+    """Refuse a group list over more devices than any system has, before expanding it."""
+    if count > MAX_SYSTEM_CHIPS:
+        raise GroupSyntaxError(f"{text[:60]!r} spans {count:,} devices; systems have at most {MAX_SYSTEM_CHIPS:,}")
+
+
 def _iota_groups(text: str) -> Groups:
     m = _IOTA.match(text.replace(" ", ""))
     if not m:
@@ -71,6 +78,7 @@ def _iota_groups(text: str) -> Groups:
     perm = _ints(m.group(3)) if m.group(3) else list(range(len(reshape)))
     if len(shape) != 2 or math.prod(shape) != math.prod(reshape) or sorted(perm) != list(range(len(reshape))):
         raise GroupSyntaxError(f"inconsistent iota group list {text!r}")
+    _check_device_count(math.prod(reshape), text)
     ids = np.arange(math.prod(reshape)).reshape(reshape).transpose(perm).reshape(shape)
     return tuple(tuple(int(d) for d in row) for row in ids)
 
@@ -85,6 +93,7 @@ def _mesh_groups(text: str) -> Groups:
         names.append(name.strip().strip("'\""))
         sizes.append(int(size))
     total = math.prod(sizes)
+    _check_device_count(total, text)
     devices = np.array(_ints(m.group("ids"))) if m.group("ids") else np.arange(total)
     if devices.size != total:
         raise GroupSyntaxError(f"mesh device_ids has {devices.size} ids for {total} devices: {text[:60]!r}")

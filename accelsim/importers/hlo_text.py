@@ -384,6 +384,12 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
         if stripped.startswith("}"):
             if not body:
                 raise InputError(f"computation {current!r} has no instructions", source=source, line=open_line)
+            if current in computations:
+                raise InputError(f"computation {current!r} is defined twice", source=source, line=open_line)
+            if current_entry and entry is not None:
+                raise InputError(f"a second ENTRY computation ({current!r}; the first is {entry!r})", source=source,
+                                 line=open_line)
+            _check_unique_names(body, source)
             computations[current] = Computation(current, tuple(body), current_entry)
             if current_entry:
                 entry = current
@@ -410,6 +416,15 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
         computations[name] = _in_dependency_order(computations[name], source)
     _check_call_graph(calls, source)
     return Module(module_name, computations, entry, module_attrs, source)
+
+
+def _check_unique_names(body: list[Instruction], source: str) -> None:
+    seen: set[str] = set()
+    for inst in body:
+        if inst.name in seen:
+            raise InputError(f"instruction {inst.name!r} is defined twice in its computation", source=source,
+                             line=inst.line)
+        seen.add(inst.name)
 
 
 def _needs(inst: Instruction) -> tuple[str, ...]:

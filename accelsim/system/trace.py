@@ -301,11 +301,19 @@ def _check_comm_op(op: Op, at: str, devices: set[int], owner: dict[int, int], n:
         if missing:
             raise ValueError(f"{at}.groups: device {missing[0]} of this program is in no group")
     if op.kind == PERMUTE_KIND:
+        sources: set[int] = set()
+        targets: set[int] = set()
         for k, (src, dst) in enumerate(op.pairs or ()):
             known(src, f"pairs[{k}]")
             known(dst, f"pairs[{k}]")
             if src == dst:
                 raise ValueError(f"{at}.pairs[{k}]: a device does not send to itself")
+            if src in sources or dst in targets:  # as XLA's collective-permute: one buffer out, one in
+                role, device = ("source", src) if src in sources else ("target", dst)
+                raise ValueError(f"{at}.pairs[{k}]: device {device} is a {role} twice; each device sends at most "
+                                 "once and receives at most once")
+            sources.add(src)
+            targets.add(dst)
     if op.kind in P2P_KINDS:
         for d in sorted(devices):
             peer = op.peer if op.peer is not None else d + op.peer_offset

@@ -57,6 +57,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
     ``microbenchmarks`` files (``validation/measure_micro.py``) hold no kernel records and
     are passed over."""
     out: list[Measurement] = []
+    seen: dict[tuple[str, str], str] = {}  # (arch, id) -> the file that had it
     for path in _expand(paths):
         data = read_json_file(path, "measurements")
         if not isinstance(data, dict):
@@ -78,6 +79,10 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
             if record_id in ids:  # the held-out split and the reports key records by id
                 raise InputError(f"duplicate record id {record_id!r}", source=str(path), field=f"records[{i}].id")
             ids.add(record_id)
+            if (arch, record_id) in seen:  # a file given twice, or under a folder also given
+                raise InputError(f"record id {record_id!r} of {arch} is also in {seen[arch, record_id]} (a file "
+                                 "given twice?)", source=str(path), field=f"records[{i}].id")
+            seen[arch, record_id] = str(path)
             family = _known_family(record.get("family", data["family"]), path, f"records[{i}].family")
             if not arch or family not in FAMILIES:  # no config for the device, or collectives
                 continue
@@ -155,12 +160,19 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
 def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Comparison:
     family = get_family(measurement.family)
     params = parse_values(family.params, measurement.params, measurement.file)
-    if measurement.config is not None:
-        best = run_config(family, params, family.resolve_config(params, measurement.config, chip), chip)
-    elif search:
-        best = best_config(family, params, chip).best
-    else:
-        best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
+    try:
+        if measurement.config is not None:
+            best = run_config(family, params, family.resolve_config(params, measurement.config, chip), chip)
+        elif search:
+            best = best_config(family, params, chip).best
+        else:
+            best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
+    except InputError as exc:
+        if exc.source not in (None, "--param"):
+            raise
+        # the families name their own --param options: here the parameters are the record's
+        where = f"record {measurement.id!r}" + (f": {exc.field}" if exc.field else "")
+        raise InputError(exc.message, source=measurement.file, field=where) from None
     return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
 
 

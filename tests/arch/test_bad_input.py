@@ -133,3 +133,8 @@ def test_bad_cli_argument(cli):
 def test_top_level_not_a_mapping(cli, write_yaml):
     path = write_yaml("list.yaml", "- 1\n- 2\n")
     assert_one_line_error(cli("arch", "show", str(path)), str(path), "mapping")
+
+
+def test_a_core_count_past_two_to_the_twenty(cli):
+    result = cli("arch", "show", "h100-sxm", "--set", "cores.count=99999999999")
+    assert result.code == 2 and result.err.count("\n") == 1 and "at most 1,048,576 (2^20) cores" in result.err

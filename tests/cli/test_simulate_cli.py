@@ -77,6 +77,8 @@ def test_timeline_is_chrome_trace_json(cli, tmp_path):
     "args, fragment",
     [
         (("--kernel", "gemm", "--param", "M=x", "--param", "N=1", "--param", "K=1"), "M: expected an integer"),
+        (("--kernel", "gemm", "--param", "M=1.5", "--param", "N=1", "--param", "K=1"), "M: expected an integer"),
+        (("--kernel", "gemm", "--param", "M=1e400", "--param", "N=1", "--param", "K=1"), "M: expected an integer"),
         (("--kernel", "gemm", "--param", "N=1", "--param", "K=1"), "M: missing required parameter"),
         (("--kernel", "gemm", "--param", "M=1", "--param", "N=1", "--param", "K=1", "--param", "Q=2"), "Q: unknown parameter"),
         (("--kernel", "gemm", "--param", "M=1", "--param", "N=1", "--param", "K=1", "--param", "dtype=fp7"), "dtype: expected one of"),
@@ -120,3 +122,10 @@ def test_a_config_with_hbm_queueing_reports_the_wait(cli):
     assert 0 < queued["hbm_queueing_s"] <= most and "hbm_queueing_s" not in plain
     text = cli(*args[:-1], "--arch", "h200-sxm-calibrated").out
     assert "HBM queueing" in text and "per load" in text
+
+
+def test_a_whole_number_may_be_written_as_a_float(cli):
+    plain = cli("simulate", "--arch", "h100-sxm", "--kernel", "copy", "--param", "bytes=1000000", "--json")
+    floaty = cli("simulate", "--arch", "h100-sxm", "--kernel", "copy", "--param", "bytes=1e6", "--json")
+    assert plain.code == floaty.code == 0
+    assert json.loads(plain.out)["latency_s"] == json.loads(floaty.out)["latency_s"]

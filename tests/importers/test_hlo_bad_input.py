@@ -59,6 +59,10 @@ ENTRY %main (p: s32[]) -> s32[] {
     (RECURSION, "computation 'body' calls itself"),
     (WHILE.replace("condition=%cond, ", ""), "while 'w' has no condition="),
     (WHILE.replace(", body=%body", ""), "while 'w' has no body="),
+    (WHILE.replace("  %one = s32[] constant(1)\n", "  %one = s32[] constant(1)\n  %one = s32[] constant(2)\n"),
+     "instruction 'one' is defined twice"),
+    (WHILE + WHILE[WHILE.index("ENTRY"):].replace("%main", "%main2"), "a second ENTRY computation"),
+    (WHILE + WHILE[WHILE.index("%body"):WHILE.index("ENTRY")], "computation 'body' is defined twice"),
 ])
 def test_bad_text_is_one_located_line(text, message):
     """(Cycles: the importer would not end; each is refused at a line of the cycle.)"""
@@ -104,3 +108,15 @@ ENTRY %main (p: f32[4]) -> f32[4] {
     module = parse_module(text, source="order.hlo")
     assert [i.name for i in module.entry_computation.instructions] == ["p", "x", "y"]
     assert len([op for op in lower_module(module).ops if op.kind == "compute"]) == 2
+
+
+def test_nesting_too_deep_to_walk_names_the_file(tmp_path):
+    from accelsim.importers.hlo import import_hlo
+
+    deep = "(" * 50000 + "f32[]" + ")" * 50000
+    path = tmp_path / "deep.hlo"
+    path.write_text(WHILE.replace("  %p = s32[] parameter(0)\n  ROOT %w", f"  %p = s32[] parameter(0)\n  %d = {deep} "
+                                  "parameter(1)\n  ROOT %w"))
+    with pytest.raises(InputError, match="nested too deeply") as info:
+        import_hlo(path)
+    assert info.value.source == str(path)

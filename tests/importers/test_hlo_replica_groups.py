@@ -76,6 +76,12 @@ def test_bad_group_text_is_rejected(text):
         parse_groups(text)
 
 
+@pytest.mark.parametrize("text", ["[1,99999999999]<=[99999999999]", "mesh['x'=4096,'y'=4096] {'x'}"])
+def test_groups_over_more_devices_than_any_system_are_rejected_before_expanding(text):
+    with pytest.raises(GroupSyntaxError, match="at most 1,048,576"):
+        parse_groups(text)
+
+
 def test_ids_outside_the_module_are_rejected():
     with pytest.raises(GroupSyntaxError, match="outside"):
         device_groups(((0, 9),), "flattened_id", 1, 8)

@@ -60,6 +60,12 @@ def test_the_good_trace_parses():
     (lambda d: d["programs"].append({"name": "x", "devices": [3], "ops": []}),
      "programs[1].devices: device 3 is listed also in programs[0]"),
     (lambda d: d.update(schema_version=2), "t.json: schema_version: unsupported schema_version 2"),
+    (lambda d: d["programs"][0]["ops"].__setitem__(1, {"name": "ar", "kind": "collective-permute", "bytes": 8,
+                                                        "pairs": [[0, 1], [0, 2]]}),
+     "programs[0].ops[1].pairs[1]: device 0 is a source twice"),
+    (lambda d: d["programs"][0]["ops"].__setitem__(1, {"name": "ar", "kind": "collective-permute", "bytes": 8,
+                                                        "pairs": [[0, 1], [2, 1]]}),
+     "programs[0].ops[1].pairs[1]: device 1 is a target twice"),
 ])
 def test_one_line_naming_the_field(change, expected):
     assert expected in error_of(change)

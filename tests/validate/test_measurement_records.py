@@ -73,3 +73,19 @@ def test_a_record_of_an_unknown_family_is_refused(tmp_path):
 def test_collective_files_are_passed_over(tmp_path):
     record = {"id": "c", "family": "collective", "params": {}, "latency_s": 1e-5}
     assert read_measurements([_file(tmp_path, record, family="collective")]) == []
+
+
+def test_the_same_record_in_two_files_is_refused(tmp_path):
+    first = _file(tmp_path, GOOD)
+    second = tmp_path / "copy.json"
+    second.write_text(first.read_text())
+    with pytest.raises(InputError, match="also in") as info:
+        read_measurements([first, second])
+    assert info.value.field == "records[0].id" and info.value.source.endswith("copy.json")
+
+
+def test_a_record_too_large_to_simulate_names_its_file_and_id(cli, tmp_path):
+    path = _file(tmp_path, {**GOOD, "params": {"bytes": 2**60}})
+    result = cli("validate", "--arch", "h100-sxm", "--measurements", str(path), "-o", str(tmp_path / "out"))
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert f"{path}: record 'r': the kernel would have" in result.err and not (tmp_path / "out").exists()
