@@ -160,7 +160,7 @@ holds with room to add; a time past it is an input out of scale, not a result.""
 
 def check_simulated_ps(ps: float) -> None:
     """Refuse a simulated time outside the clock's range (a duration, size or rate in the
-    input out of scale: 1e300 s, 1e20 flops on one core, a clock of 1 mHz)."""
+    input out of scale: 1e300 s, 1e20 flops on one core, a clock of 1 Hz)."""
     if not 0 <= ps <= MAX_SIMULATED_PS:  # also NaN
         from accelsim.errors import InputError
 
