@@ -79,6 +79,17 @@ def reject_json_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (Python's json keeps the last of a key given
+    twice, silently): a key given twice is ambiguous input."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {twice!r} appears twice in one object")
+    return obj
+
+
 @contextmanager
 def json_errors(source: str) -> Iterator[None]:
     """Decoding errors inside as one-line :class:`InputError` s naming ``source`` (and
@@ -98,7 +109,7 @@ def parse_json_text(text: str, source: str) -> Any:
     """JSON as the standard allows it: ``NaN`` and ``Infinity`` (which Python's json would
     accept) are refused, and so is nesting too deep to walk; one-line errors."""
     with json_errors(source):
-        return json.loads(text, parse_constant=reject_json_constant)
+        return json.loads(text, parse_constant=reject_json_constant, object_pairs_hook=reject_duplicate_keys)
 
 
 def read_json_file(path: str | Path, what: str) -> Any:

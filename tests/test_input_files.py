@@ -19,6 +19,7 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
         "utf16": KERNEL_TRACE.read_text().encode("utf-16"),
         "deep": b"[" * 100_000 + b"]" * 100_000,
         "nan": KERNEL_TRACE.read_text().replace('"flops":', '"flops": NaN, "x":', 1).encode(),
+        "twice": KERNEL_TRACE.read_text().replace('"flops":', '"flops": 1, "flops":', 1).encode(),
     }
     out = {}
     for name, data in files.items():
@@ -27,14 +28,14 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
-@pytest.mark.parametrize("name", ["binary", "gzip", "utf16", "deep", "nan"])
+@pytest.mark.parametrize("name", ["binary", "gzip", "utf16", "deep", "nan", "twice"])
 def test_a_kernel_trace_that_is_not_json_text_is_one_line(cli, tmp_path, name):
     result = cli("simulate", "--arch", "h100", str(_bad_files(tmp_path)[name]))
     assert result.code == 2 and "Traceback" not in result.err
     assert result.err.count("\n") == 1 and f"{name}.json" in result.err
 
 
-@pytest.mark.parametrize("name", ["binary", "deep", "nan"])
+@pytest.mark.parametrize("name", ["binary", "deep", "nan", "twice"])
 def test_system_traces_and_chakra_files_too(cli, tmp_path, name):
     path = str(_bad_files(tmp_path)[name])
     for args in (("replay", path, "--system", "dgx-h100"),
@@ -80,3 +81,8 @@ def test_a_key_written_twice_is_refused_at_its_second_line(cli, tmp_path):
     path.write_text("schema_version: 1\nkind: chip\nname: x\nname: y\n")
     result = cli("arch", "show", str(path))
     assert result.code == 2 and "chip.yaml:4: name: key 'name' appears twice" in result.err
+
+
+def test_a_json_key_written_twice_is_refused(cli, tmp_path):
+    result = cli("simulate", "--arch", "h100", str(_bad_files(tmp_path)["twice"]))
+    assert "key 'flops' appears twice in one object" in result.err

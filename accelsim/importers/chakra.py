@@ -37,6 +37,7 @@ from accelsim.errors import (
     InputError,
     json_errors,
     read_text_file,
+    reject_duplicate_keys,
     reject_json_constant,
 )
 from accelsim.system.trace import Op, Program, SystemTrace, expand_devices
@@ -100,7 +101,7 @@ def read_nodes(path: str | Path) -> list[dict]:
 
 def _json_values(text: str, source: str) -> list[Any]:
     """Every JSON value in ``text``: one document, or several written back to back."""
-    decoder = json.JSONDecoder(parse_constant=reject_json_constant)
+    decoder = json.JSONDecoder(parse_constant=reject_json_constant, object_pairs_hook=reject_duplicate_keys)
     values, pos = [], 0
     while True:
         while pos < len(text) and text[pos].isspace():
