@@ -27,7 +27,7 @@ from accelsim.families.base import parse_values
 from accelsim.families.search import best_config
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import format_quantity
-from accelsim.validate.compare import Measurement
+from accelsim.validate.compare import Measurement, record_errors
 
 HELD_OUT_PER_TEN = 3
 LOSS_SCALE = 0.05
@@ -142,11 +142,13 @@ def _init_prepare(arch: str, overrides: tuple[str, ...]) -> None:
 def _prepare_one(m: Measurement) -> Case:
     family = get_family(m.family)
     chip = _PREPARE["chip"].for_family(family.name)
-    params = parse_values(family.params, m.params, m.file)
-    if m.config is not None:
-        config = family.resolve_config(params, m.config, chip)
-        return Case(m, family.build(params, config, chip), config)
-    best = best_config(family, params, chip).best
+    with record_errors(m, "params"):
+        params = parse_values(family.params, m.params, m.file)
+    with record_errors(m):
+        if m.config is not None:
+            config = family.resolve_config(params, m.config, chip)
+            return Case(m, family.build(params, config, chip), config)
+        best = best_config(family, params, chip).best
     return Case(m, best.trace, best.config)
 
 

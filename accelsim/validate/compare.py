@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,22 +158,31 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
+@contextmanager
+def record_errors(measurement: Measurement, what: str = "") -> Iterator[None]:
+    """Errors of a record's parameters or config (which the families name as ``--param``
+    options) as errors of the record: its file, its id, ``what`` (e.g. ``params``) and the field."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.source not in (None, "--param", measurement.file):
+            raise
+        field = ".".join(part for part in (what, exc.field or "") if part)
+        where = f"record {measurement.id!r}" + (f": {field}" if field else "")
+        raise InputError(exc.message, source=measurement.file, field=where) from None
+
+
 def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Comparison:
     family = get_family(measurement.family)
-    params = parse_values(family.params, measurement.params, measurement.file)
-    try:
+    with record_errors(measurement, "params"):
+        params = parse_values(family.params, measurement.params, measurement.file)
+    with record_errors(measurement):
         if measurement.config is not None:
             best = run_config(family, params, family.resolve_config(params, measurement.config, chip), chip)
         elif search:
             best = best_config(family, params, chip).best
         else:
             best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
-    except InputError as exc:
-        if exc.source not in (None, "--param"):
-            raise
-        # the families name their own --param options: here the parameters are the record's
-        where = f"record {measurement.id!r}" + (f": {exc.field}" if exc.field else "")
-        raise InputError(exc.message, source=measurement.file, field=where) from None
     return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
 
 

@@ -89,3 +89,11 @@ def test_a_record_too_large_to_simulate_names_its_file_and_id(cli, tmp_path):
     result = cli("validate", "--arch", "h100-sxm", "--measurements", str(path), "-o", str(tmp_path / "out"))
     assert result.code == 2 and result.err.count("\n") == 1
     assert f"{path}: record 'r': the kernel would have" in result.err and not (tmp_path / "out").exists()
+
+
+def test_a_bad_parameter_names_the_record_and_its_params(cli, tmp_path):
+    path = _file(tmp_path, {**GOOD, "params": {"bytes": "lots"}})
+    for args in (("validate", "-o", str(tmp_path / "out")), ("calibrate", "-o", str(tmp_path / "c.yaml"))):
+        result = cli(args[0], "--arch", "h100-sxm", "--measurements", str(path), *args[1:])
+        assert result.code == 2 and result.err.count("\n") == 1
+        assert f"{path}: record 'r': params.bytes: expected an integer, got 'lots'" in result.err
