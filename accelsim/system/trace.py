@@ -396,7 +396,8 @@ def parse_system_trace(data: Any, source: str) -> SystemTrace:
 
 
 def _located(error: dict, source: str) -> InputError:
-    loc = [part for part in error["loc"] if part not in ("int", "str")]  # union members pydantic tried
+    # union members pydantic tried ("int", "str", "constrained-int"), not fields of the file
+    loc = [part for part in error["loc"] if part not in ("int", "str") and not str(part).startswith("constrained-")]
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "missing":
         message = "missing required field"

@@ -60,6 +60,7 @@ def test_the_good_trace_parses():
     (lambda d: d["programs"].append({"name": "x", "devices": [3], "ops": []}),
      "programs[1].devices: device 3 is listed also in programs[0]"),
     (lambda d: d.update(schema_version=2), "t.json: schema_version: unsupported schema_version 2"),
+    (lambda d: d["programs"][0].update(devices=[0, 7.5]), "t.json: programs[0].devices[1]: Input should be a valid"),
     (lambda d: d["programs"][0]["ops"].__setitem__(1, {"name": "ar", "kind": "collective-permute", "bytes": 8,
                                                         "pairs": [[0, 1], [0, 2]]}),
      "programs[0].ops[1].pairs[1]: device 0 is a source twice"),
