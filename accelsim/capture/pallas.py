@@ -38,7 +38,7 @@ from accelsim.arrays import unique_rows
 from accelsim.capture.common import load_function, typed_params
 from accelsim.errors import InputError
 from accelsim.families.pallas_rule import Operand, pallas_trace
-from accelsim.trace.kernel import Compute, KernelTrace
+from accelsim.trace.kernel import Compute, KernelTrace, check_programs
 
 TRANSCENDENTAL = {
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "rsqrt", "sqrt",
@@ -116,7 +116,11 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
     if dma:
         raise InputError(f"manual DMAs ({', '.join(dma)}: pltpu.make_async_copy) are recognised but not traced yet",
                          source=source)
-    semantics = _dimension_semantics(eqn.params.get("compiler_params"), len(grid))
+    if grid and min(grid) == 0:
+        raise InputError(f"the kernel was launched with no programs (grid {list(grid)}): nothing to capture; give "
+                         "parameters that make work", source=source)
+    check_programs(math.prod(grid), source=source)  # before the index maps are evaluated at every point
+    semantics = _dimension_semantics(eqn.params.get("compiler_params"), len(grid)) if grid else ["arbitrary"]
     points = np.indices(grid).reshape(len(grid), -1) if grid else np.zeros((0, 1), dtype=np.int64)
     n = points.shape[1] if grid else 1
 

@@ -62,7 +62,7 @@ def select(paths, arch: str, exclude: list[str]):
     records = [m for m in records if not any(text in m.implementation for text in exclude)]
     if not records:
         others = sorted({f"{m.arch} ({m.file})" for m in measured if m.arch != arch})
-        raise InputError(f"no measurement records for arch {arch!r} (after --exclude)"
+        raise InputError(f"no measurement records for arch {arch!r}" + (" (after --exclude)" if exclude else "")
                          + (f"; the files given hold records of {', '.join(others[:3])}" if others else ""),
                          source="--measurements")
     return records
@@ -92,7 +92,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"the values would hold for {scoped} kernels only, but records of "
                              f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
-    output = check_output_file(args.output, "-o", inputs=sorted({m.file for m in records}))
+    output = check_output_file(args.output, "-o", inputs=[args.arch, *sorted({m.file for m in records})])
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs,

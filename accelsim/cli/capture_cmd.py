@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from pydantic import ValidationError
+
 from accelsim.capture.common import split_target
 from accelsim.capture.triton_compile import check_compile_target
 from accelsim.errors import InputError
@@ -37,6 +39,11 @@ def run_capture(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
     try:
         trace = _capture(args.tool, path, function, params, args.launch, args.compile_for)
+    except ValidationError as exc:  # what the kernel launched is not a kernel we can describe (empty arrays)
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InputError(f"the captured launch does not make a valid trace ({where}: {first['msg']}); an empty "
+                         "array or a zero size?", source=args.target) from None
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]
         if top not in EXTRAS:

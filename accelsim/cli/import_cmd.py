@@ -46,15 +46,20 @@ def register_hlo(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_hlo)
 
 
+MAX_UNROLLED_OPS = 1_000_000
+"""The most ops ``--max-ops`` may unroll loops into: a trace of a million ops replays in
+minutes; past that, loops are folded into scaled ops."""
+
+
 def run_hlo(args: argparse.Namespace) -> int:
     from accelsim.arch.model import load_arch
     from accelsim.importers.hlo import DEFAULT_MAX_OPS, describe_counts, import_hlo
     from accelsim.network import build_topology
     from accelsim.system.replay import chip_of
 
-    if args.max_ops is not None and args.max_ops < 1:
-        raise InputError(f"expected a positive op count, got {args.max_ops}", source="--max-ops")
-    check_output_file(args.output, "-o", inputs=[args.file])
+    if args.max_ops is not None and not 1 <= args.max_ops <= MAX_UNROLLED_OPS:
+        raise InputError(f"expected an op count from 1 to {MAX_UNROLLED_OPS:,}, got {args.max_ops}", source="--max-ops")
+    check_output_file(args.output, "-o", inputs=[args.file, args.system])
     system = load_arch(args.system, args.overrides)
     chip = chip_of(system)
     rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}

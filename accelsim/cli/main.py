@@ -60,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path given that cannot be read or written (checked up front where known)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"accelsim: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically, a sweep resumes from its journal
         print("accelsim: interrupted", file=sys.stderr)
         return 130

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     if args.timeline is not None:
-        check_output_file(args.timeline, "--timeline", inputs=[args.trace])
+        check_output_file(args.timeline, "--timeline", inputs=[args.trace, args.system])
     if args.algorithm != "auto":
         get_algorithm(args.algorithm)  # an unknown name is the option's fault, not the trace's
     trace = load_system_trace(args.trace)

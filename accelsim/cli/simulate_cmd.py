@@ -54,7 +54,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(collective)} apply to a collective on --system, not to a kernel",
                          source="simulate")
     if args.timeline is not None:
-        check_output_file(args.timeline, "--timeline", inputs=[args.trace] if args.trace else [])
+        check_output_file(args.timeline, "--timeline", inputs=[p for p in (args.trace, args.arch) if p])
     started = time.perf_counter()
     chip = load_chip(args.arch, args.overrides)
     searched = None

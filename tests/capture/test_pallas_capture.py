@@ -187,3 +187,28 @@ def test_a_function_that_exits_is_an_error_not_a_success(tmp_path):
     path = _write(tmp_path, "import sys\ndef run():\n    sys.exit(0)\n")
     with pytest.raises(InputError, match=r"called sys.exit\(0\)"):
         capture_pallas(path, "run", {})
+
+
+def test_a_launch_of_no_programs_is_an_error_not_a_trace():
+    with pytest.raises(InputError, match=r"matmul.py: the kernel was launched with no programs \(grid \[0"):
+        capture_pallas(str(KERNELS / "matmul.py"), "run", {"M": "0"})
+
+
+def test_a_grid_past_the_program_cap_is_refused_before_its_index_maps_run(tmp_path):
+    path = tmp_path / "huge.py"
+    path.write_text(textwrap.dedent("""
+        import jax, jax.numpy as jnp
+        from jax.experimental import pallas as pl
+
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+
+        def run(**_):
+            n = 8 << 25
+            spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+            return pl.pallas_call(kernel, grid=(n // 8,), in_specs=[spec], out_specs=spec,
+                                  out_shape=jax.ShapeDtypeStruct((n, 128), jnp.float32),
+                                  interpret=True)(jnp.zeros((n, 128), jnp.float32))
+    """))
+    with pytest.raises(InputError, match="the kernel would have 33,554,432 programs"):
+        capture_pallas(str(path), "run", {})

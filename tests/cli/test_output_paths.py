@@ -119,3 +119,29 @@ def test_an_unmakeable_report_folder_is_refused_before_the_work(cli):
     measurements = str(ROOT / "validation" / "reference" / "a100-sxm4-40gb")
     result = cli("validate", "--arch", "a100-sxm4-40gb", "--measurements", measurements, "-o", "/proc/accelsim-x")
     assert result.code == 2 and result.err.count("\n") == 1 and "cannot make folder" in result.err
+
+
+def test_an_output_over_the_config_given_is_refused(cli, tmp_path):
+    import shutil
+
+    chip = tmp_path / "chip.yaml"
+    shutil.copy(ROOT / "arch_configs" / "gpu" / "h100-sxm.yaml", chip)
+    system = tmp_path / "node.yaml"
+    shutil.copy(ROOT / "arch_configs" / "systems" / "dgx-h100.yaml", system)
+    (system.parent / "h100-sxm.yaml").write_text(chip.read_text())  # the chip the node names, beside it
+    before = chip.read_bytes(), system.read_bytes()
+    for args in [
+        (*GEMM[:2], str(chip), *GEMM[4:], "--timeline", str(chip)),
+        ("replay", TRACE, "--system", str(system), "--timeline", str(system)),
+        ("import", "hlo", HLO, "--system", str(system), "-o", str(system)),
+    ]:
+        result = cli(*args)
+        assert result.code == 2 and "is also an input" in result.err, (args, result.err)
+    assert (chip.read_bytes(), system.read_bytes()) == before
+
+
+def test_an_output_file_that_is_a_folder_inside_the_report_folder_is_one_line(cli, tmp_path):
+    (tmp_path / "out" / "roofline.png").mkdir(parents=True)
+    measurements = str(ROOT / "validation" / "reference" / "a100-sxm4-40gb")
+    result = cli("validate", "--arch", "a100-sxm4-40gb", "--measurements", measurements, "-o", str(tmp_path / "out"))
+    assert result.code == 2 and result.err.count("\n") == 1 and "roofline.png: Is a directory" in result.err

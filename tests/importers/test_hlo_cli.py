@@ -38,3 +38,9 @@ def test_types_the_system_has_no_rate_for_run_at_a_wider_one(cli, tmp_path):
     assert "dtype_fallback:matrix:fp8->bf16 x1" in result.out  # v5e's MXU has no fp8 rate
     fp8_gemm = next(op for op in load_system_trace(out).programs[0].ops if op.name == "fp8")
     assert fp8_gemm.dtype == "bf16" and fp8_gemm.unit == "matrix"
+
+
+def test_max_ops_past_a_million_is_refused(cli, tmp_path):
+    result = cli("import", "hlo", str(FIXTURES / "cpu_shard_map_collectives.hlo.txt"), "--system", "dgx-h100",
+                 "--max-ops", "99999999999999", "-o", str(tmp_path / "x.json"))
+    assert result.code == 2 and "--max-ops: expected an op count from 1 to 1,000,000" in result.err
