@@ -75,7 +75,9 @@ def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
         try:
             item = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            continue  # a line cut short when the sweep was stopped: that result is run again
+            if number == len(lines):
+                continue  # the last line cut short when the sweep was stopped: that result is run again
+            item = None  # a damaged line before the last: not a stop's doing
         row = _row(item)
         if row is None:
             raise InputError("not a journal row (point, workload, status, metrics); the journal was edited or "

@@ -86,6 +86,17 @@ def test_a_damaged_journal_line_is_refused_by_line(spec_file, tmp_path, line):
     assert info.value.source == str(journal) and info.value.line == 8
 
 
+def test_a_damaged_line_before_the_last_is_refused_not_skipped(spec_file, tmp_path):
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    journal = tmp_path / "out" / JOURNAL_NAME
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join([lines[0], "{garbage", *lines[1:]]) + "\n")
+    with pytest.raises(InputError, match="not a journal row") as info:
+        run_sweep(plan, tmp_path / "out", progress=False)
+    assert info.value.line == 2
+
+
 def test_a_journal_that_is_not_text_or_not_a_file_is_refused(spec_file, tmp_path):
     plan = plan_sweep(spec_file(HBM_SWEEP))
     (tmp_path / "binary").mkdir()
