@@ -52,6 +52,12 @@ def run_replay(args: argparse.Namespace) -> int:
         get_algorithm(args.algorithm)  # an unknown name is the option's fault, not the trace's
     trace = load_system_trace(args.trace)
     system = load_arch(args.system, args.overrides)
+    protocol = args.algorithm.partition("/")[2]
+    if protocol:  # known on this system? (asked now: a trace without collectives would never ask)
+        from accelsim.network import build_topology
+        from accelsim.network.collectives import protocol_named
+
+        protocol_named(build_topology(system), protocol)
     options = ReplayOptions(
         fold=args.fold, algorithm=args.algorithm, comm_sm_fraction=args.comm_sm_fraction,
         comm_hbm_fraction=args.comm_hbm_fraction, timeline=bool(args.timeline),

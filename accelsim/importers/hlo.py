@@ -429,8 +429,11 @@ def trip_count(module: Module, comp: Computation, inst: Instruction) -> int | No
     ``compare(get-tuple-element(param, i), constant(N)), direction=LT`` with the start
     value a constant in the init tuple and a ``+ constant`` step in the body."""
     config = inst.attrs.get("backend_config", "")
-    m = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)"?', config)
+    m = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?([^",}\s]*)"?', config)
     if m:
+        if not m.group(1).isdigit():
+            raise InputError(f"known_trip_count: expected a whole number of trips, got {m.group(1)!r}",
+                             source=module.source, line=inst.line, field="backend_config")
         return int(m.group(1))
     return _pattern_trip_count(module, comp, inst)
 

@@ -121,6 +121,9 @@ def register(name: str) -> Callable[[Builder], Builder]:
 def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
     """The plan builder called ``name`` (``ring``) or ``name/protocol`` (``ring/ll``)."""
     algorithm, slash, proto = name.partition("/")
+    if algorithm == "auto" and slash:
+        raise InputError(f"auto chooses the protocol too; give NAME/PROTOCOL (e.g. ring/{proto}) or auto, got {name!r}",
+                         source="--algorithm")
     if algorithm not in ALGORITHMS:
         raise InputError(f"unknown algorithm {algorithm!r}; known: auto, {', '.join(sorted(ALGORITHMS))}",
                          source="--algorithm")

@@ -63,6 +63,8 @@ ENTRY %main (p: s32[]) -> s32[] {
      "instruction 'one' is defined twice"),
     (WHILE + WHILE[WHILE.index("ENTRY"):].replace("%main", "%main2"), "a second ENTRY computation"),
     (WHILE + WHILE[WHILE.index("%body"):WHILE.index("ENTRY")], "computation 'body' is defined twice"),
+    (WHILE.replace("body=%body\n", 'body=%body, backend_config={"known_trip_count":{"n":"-5"}}\n'),
+     "known_trip_count: expected a whole number of trips, got '-5'"),
 ])
 def test_bad_text_is_one_located_line(text, message):
     """(Cycles: the importer would not end; each is refused at a line of the cycle.)"""

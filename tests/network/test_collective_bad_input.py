@@ -33,6 +33,7 @@ def test_permute_pairs_stay_in_the_group(ideal_node):
 @pytest.mark.parametrize("algorithm, expected", [
     ("halving-doubling", "power-of-two"), ("nvls/ll", "no NCCL model"), ("ring/ll", "no NCCL model"),
     ("tree", "does not do all-gather"), ("hierarchical", "several nodes"), ("bogus", "unknown algorithm"),
+    ("auto/ll", "auto chooses the protocol too"),
 ])
 def test_algorithms_that_do_not_apply_say_why(ideal_node, algorithm, expected):
     kind = "all-gather" if algorithm == "tree" else "all-reduce"

@@ -67,3 +67,13 @@ def test_a_trace_bigger_than_the_system_is_refused(cli, tmp_path):
     path.write_text(json.dumps(dict(TRACE, num_devices=16)))
     result = cli("replay", str(path), "--system", "dgx-h100")
     assert result.code == 2 and "num_devices: the trace has 16 devices; 'dgx-h100' has 8" in result.err
+
+
+@pytest.mark.parametrize("collectives", [True, False])
+def test_an_unknown_protocol_is_the_options_fault_with_or_without_collectives(cli, tmp_path, collectives):
+    ops = TRACE["programs"][0]["ops"] if collectives else TRACE["programs"][0]["ops"][:1]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({**TRACE, "programs": [{**TRACE["programs"][0], "ops": ops}]}))
+    result = cli("replay", str(path), "--system", "dgx-h100", "--algorithm", "ring/bogus")
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert result.err.startswith("accelsim: error: --algorithm: unknown protocol 'bogus'")
