@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from accelsim.errors import InputError
 from accelsim.files import check_output_dir, write_text_atomic
 from accelsim.study.journal import (
     JOURNAL_NAME,
@@ -63,6 +64,12 @@ def execute(plan: SweepPlan, out_dir: Path, *, workers: int = 1, ray: str | None
     if fresh and journal_path.exists():
         journal_path.unlink()
     done = read_journal(journal_path, digest)
+    known = {(point.index, job.index) for point in plan.points for job in plan.jobs}
+    stray = sorted(set(done) - known)
+    if stray:  # the header matched, so the journal was edited: its rows cannot be trusted
+        raise InputError(f"the journal has a row for point {stray[0][0]}, workload {stray[0][1]}, which this sweep "
+                         f"does not have ({len(plan.points)} points, {len(plan.jobs)} workloads); give another -o "
+                         "folder or --fresh", source=str(journal_path))
     resumed = len(done)
     tasks = pending_tasks(plan, done)
     bar = Progress(len(tasks), enabled=progress)

@@ -106,3 +106,12 @@ def test_a_journal_that_is_not_text_or_not_a_file_is_refused(spec_file, tmp_path
     (tmp_path / "folder" / JOURNAL_NAME).mkdir(parents=True)
     with pytest.raises(InputError, match="expected the sweep's journal file here"):
         run_sweep(plan, tmp_path / "folder", progress=False)
+
+
+def test_a_row_for_a_point_the_sweep_does_not_have_is_refused(spec_file, tmp_path):
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    journal = tmp_path / "out" / JOURNAL_NAME
+    journal.write_text(journal.read_text() + '{"point":99,"workload":0,"status":"ok","error":null,"metrics":{}}\n')
+    with pytest.raises(InputError, match="row for point 99, workload 0, which this sweep does not have"):
+        run_sweep(plan, tmp_path / "out", progress=False)
