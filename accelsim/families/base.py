@@ -143,10 +143,15 @@ class Family:
     """A lower bound on a config's simulated latency computed without building its trace:
     lets ``config=auto`` skip building configs that cannot win. None: 0."""
 
+    def parse_config(self, given: Mapping[str, Any], source: str = "--param") -> dict[str, Any]:
+        """The config values given, each converted and checked (type, choices, minimum);
+        none is required."""
+        specs = [Param(p.name, p.kind, default=False, choices=p.choices, help=p.help, minimum=p.minimum) for p in self.config_params]
+        return parse_values(specs, given, source)
+
     def resolve_config(self, params: dict[str, Any], given: Mapping[str, Any], chip: Chip) -> dict[str, Any]:
         """Defaults for what the user did not set, then the user's values."""
-        specs = [Param(p.name, p.kind, default=False, choices=p.choices, help=p.help, minimum=p.minimum) for p in self.config_params]
-        values = parse_values(specs, given, "--param")
+        values = self.parse_config(given)
         config = dict(self.default_config(params, chip))
         config.update({k: v for k, v in values.items() if k in given})
         if self.check:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from accelsim.arch.model import load_arch
 from accelsim.families import get_family
 from accelsim.families.search import autotune
@@ -60,6 +62,15 @@ def test_cli_bad_space_is_located(cli, write_yaml):
                  "--param", "K=256", "--space", str(space))
     assert result.code == 2
     assert f"{space}:3: config: unknown field" in result.err
+
+
+@pytest.mark.parametrize("value, expected", [("abc", "expected an integer, got 'abc'"), ("0", "expected an integer >= 1")])
+def test_a_wrongly_typed_space_value_is_refused_not_ranked(cli, write_yaml, value, expected):
+    space = write_yaml("space.yaml", f"configs:\n  - {{block_m: 64}}\n  - {{block_m: {value}}}\n")
+    result = cli("explore", "--arch", "h100-sxm", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
+                 "--param", "K=256", "--space", str(space))
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert f"candidate 2: block_m: {expected}" in result.err
 
 
 def test_a_space_past_the_cap_is_refused_before_it_is_built(cli, write_yaml):
