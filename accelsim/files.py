@@ -18,10 +18,23 @@ from accelsim.errors import InputError
 
 
 def check_output_file(path: str | Path, flag: str | None = None, *, inputs: Sequence[str | Path] = ()) -> Path:
-    """``path`` as a file to write: refused (one line naming ``flag`` or the path) when
-    it is empty, a folder, in a folder that does not exist, or one of the command's
-    ``inputs`` (files), which it would overwrite."""
+    """``path`` as a file to write, asked before the work: refused (one line naming
+    ``flag`` or the path) when it is empty, a folder, in a folder that does not exist, one
+    of the command's ``inputs`` (files), which it would overwrite, or where no file can be
+    made."""
     where = flag or str(path)
+    path = _output_path(path, where)
+    if path.is_file():
+        for given in inputs:
+            if Path(given).is_file() and os.path.samefile(given, path):
+                raise InputError(f"{str(path)!r} is also an input ({str(given)!r}); writing it would overwrite "
+                                 "that input: choose another path", source=where)
+    _probe(path, where)
+    return path
+
+
+def _output_path(path: str | Path, where: str) -> Path:
+    """``path`` unless it is empty, a folder, or in a folder that does not exist."""
     if not str(path).strip():
         raise InputError("expected a file path, got an empty one", source=where)
     path = Path(path)
@@ -30,11 +43,6 @@ def check_output_file(path: str | Path, flag: str | None = None, *, inputs: Sequ
     parent = path.parent
     if not parent.is_dir():
         raise InputError(f"folder {str(parent)!r} does not exist", source=where)
-    for given in inputs:
-        if path.is_file() and Path(given).is_file() and os.path.samefile(given, path):
-            raise InputError(f"{str(path)!r} is also an input ({str(given)!r}); writing it would overwrite that "
-                             "input: choose another path", source=where)
-    _probe(path, where)
     return path
 
 
@@ -89,9 +97,10 @@ def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool 
 
 
 def write_text_atomic(path: str | Path, text: str, flag: str | None = None) -> Path:
-    """Write ``text`` to ``path`` atomically; an unwritable place is one-line bad input."""
-    given = check_output_file(path, flag)
-    where = flag or str(given)
+    """Write ``text`` to ``path`` atomically; an unwritable place is one-line bad input
+    (the write itself tells: the probe of :func:`check_output_file` is for before the work)."""
+    where = flag or str(path)
+    given = _output_path(path, where)
     try:
         mode = os.stat(given).st_mode  # follows a symlink
     except FileNotFoundError:
