@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 import re
 
+from accelsim.errors import InputError
+
 _DECIMAL = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
@@ -162,8 +164,6 @@ def check_simulated_ps(ps: float) -> None:
     """Refuse a simulated time outside the clock's range (a duration, size or rate in the
     input out of scale: 1e300 s, 1e20 flops on one core, a clock of 1 Hz)."""
     if not 0 <= ps <= MAX_SIMULATED_PS:  # also NaN
-        from accelsim.errors import InputError
-
         raise InputError(f"a simulated time of {ps / PS_PER_S:.4g} s is outside the simulator's clock (0 to "
                          f"{MAX_SIMULATED_PS / PS_PER_S / 86400:.0f} days): a duration, size or rate in the input "
                          "is out of scale")
