@@ -32,6 +32,12 @@ CEIL_SLACK = 1e-15
 ulps, so an early end it allows is under a thousandth of a picosecond per second."""
 
 
+TIE_SLACK = 1e-12
+"""Relative difference under which two resources' saturation levels are one level (float
+noise of sums in another order); freezing a flow at the lower of the two never takes
+more than a resource's capacity."""
+
+
 def _ceil_ps(left_ps: float) -> int:
     """:meth:`FluidResources._time_left_ps`'s rounding, for one time."""
     return math.ceil(left_ps * (1 - CEIL_SLACK) - CEIL_SLACK)
@@ -126,21 +132,23 @@ class FluidResources:
 
     def start_many(self, flows: list[Flow]) -> None:
         """Add several flows at once (one reallocation)."""
-        columns = []
+        rows = []
         for flow in flows:
             if not self._index.keys() >= flow.demand.keys():
                 unknown = [name for name in flow.demand if name not in self._index]
                 raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
             if not flow.max_rate > 0:
                 raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
-            columns.append(self._row(flow.demand))
+            rows.append(self._row(flow.demand))
         if not self._free:
             self._advance()
         now = self.env.now
-        for flow, row in zip(flows, columns):
+        for flow, (columns, amounts) in zip(flows, rows):
             slot = self._take_slot()
             self._slots[slot] = flow
-            self._demand[slot] = row
+            if not isinstance(columns, slice):
+                self._demand[slot] = 0.0
+            self._demand[slot, columns] = amounts
             self._remaining[slot] = 1.0
             self._max_rate[slot] = flow.max_rate
             self._active[slot] = True
@@ -165,6 +173,22 @@ class FluidResources:
         """Total demand served per resource so far."""
         return dict(zip(self._names, self._used.tolist()))
 
+    def snapshot(self) -> list[Flow]:
+        """The running flows, each with ``remaining`` and ``rate`` filled in as of now
+        (the pool's own state is not changed)."""
+        now = self.env.now
+        out = []
+        for slot in np.flatnonzero(self._active).tolist():
+            flow = self._slots[slot]
+            rate = float(self._rate[slot])
+            if self._free:
+                start, left = int(self._t0[slot]), float(self._rem0[slot])
+            else:
+                start, left = self._last_ps, float(self._remaining[slot])
+            flow.remaining, flow.rate = max(left - rate * (now - start) / PS_PER_S, 0.0), rate
+            out.append(flow)
+        return out
+
     def used_array(self) -> np.ndarray:
         """:attr:`used` as an array over the resources in capacity order (a copy)."""
         return self._used.copy()
@@ -184,14 +208,12 @@ class FluidResources:
 
     # ------------------------------------------------------------ internals
 
-    def _row(self, demand: Mapping[str, float]) -> list[float]:
-        """A flow's demand as a row over every resource (zero where it uses none)."""
-        if list(demand) == self._names:  # the common case: a flow names every resource, in order
-            return list(demand.values())
-        row = [0.0] * len(self._names)
-        for name, amount in demand.items():
-            row[self._index[name]] = amount
-        return row
+    def _row(self, demand: Mapping[str, float]) -> tuple[list[int] | slice, list[float]]:
+        """A flow's demand as (columns, amounts) of its row over every resource (zero
+        where it uses none): a transfer on a pool of thousands of links names a few."""
+        if list(demand) == self._names:  # a kernel's flows name every resource, in order
+            return slice(None), list(demand.values())
+        return [self._index[name] for name in demand], list(demand.values())
 
     def _take_slot(self) -> int:
         if self._free_slots:
@@ -250,8 +272,11 @@ class FluidResources:
         weight = np.divide(1.0, dominant, out=np.zeros_like(dominant), where=unfrozen)
         free = capacity - rate @ demand
         cap_level = np.divide(max_rate, weight, out=np.full_like(max_rate, np.inf), where=unfrozen)
+        # each resource's load from the unfrozen flows; a freeze changes it only in the
+        # columns the frozen flows use, so only those are summed again (exactly, so a
+        # resource whose flows are all frozen has no load left, not float residue)
+        load = (weight * unfrozen) @ demand
         while unfrozen.any():
-            load = (weight * unfrozen) @ demand
             with np.errstate(divide="ignore", invalid="ignore"):
                 levels = np.where(load > _EPS, free / load, np.inf)
             level = levels.min()
@@ -260,11 +285,17 @@ class FluidResources:
                 freeze = capped
                 rate[freeze] = max_rate[freeze]
             else:
-                bottleneck = int(levels.argmin())
-                freeze = unfrozen & (demand[:, bottleneck] > 0)
+                # every resource that saturates at this level at once (a symmetric
+                # collective has thousands of links in a few classes): freezing them
+                # one by one would find the same level for each of the others
+                bottlenecks = np.flatnonzero(levels <= level * (1 + TIE_SLACK))
+                freeze = unfrozen & (demand[:, bottlenecks] > 0).any(axis=1)
                 rate[freeze] = level * weight[freeze]
-            free = np.maximum(free - rate[freeze] @ demand[freeze], 0.0)
+            frozen_demand = demand[freeze]
+            free = np.maximum(free - rate[freeze] @ frozen_demand, 0.0)
             unfrozen &= ~freeze
+            touched = np.flatnonzero(frozen_demand.any(axis=0))
+            load[touched] = (weight * unfrozen) @ demand[:, touched]
         self._rate[active] = rate
 
     def _time_left_ps(self, slots: np.ndarray) -> np.ndarray:
