@@ -554,6 +554,8 @@ def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS) -> HloProgra
         counts[f"unknown_custom_call:{target}"] += n
     for target, n in lowering.costs.estimated_custom_calls.items():
         counts[f"cost_estimate:{target}"] += n
+    for target, n in lowering.costs.assumed_contractions.items():
+        counts[f"contraction_assumed:{target}"] += n
     if not module.is_scheduled:
         counts["module_not_scheduled"] += 1
     return HloProgram(module.name, module.num_devices, module.replica_count, module.num_partitions,

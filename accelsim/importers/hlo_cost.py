@@ -106,6 +106,9 @@ class CostModel:
         self.unknown_custom_calls: Counter[str] = Counter()
         self.estimated_custom_calls: Counter[str] = Counter()
         """Custom calls priced from their author's cost estimate (Pallas TPU kernels)."""
+        self.assumed_contractions: Counter[str] = Counter()
+        """GEMM custom calls without dimension numbers we could read (absent, or not
+        integers): priced contracting the lhs minor dimension."""
 
     def operand_shapes(self, comp: Computation, inst: Instruction) -> list[Shape]:
         names = self._names[comp.name]
@@ -192,6 +195,7 @@ class CostModel:
             out = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
             dims = _gemm_dimension_numbers(inst.attrs.get("backend_config", ""))
             if dims is None:
+                self.assumed_contractions[target] += 1
                 dims = {"lhs_contracting_dims": f"{{{len(shapes[0].dims) - 1}}}"}
             return Cost(matrix_flops=dot_flops(out, shapes[0], dims), matrix_dtype=shapes[0].dtype)
         self.unknown_custom_calls[target or "<no target>"] += 1

@@ -70,6 +70,20 @@ def test_cublas_gemm_counted_from_shapes_without_workspace():
     assert g.cost.bytes_written == 1024 * 4096 * 2
 
 
+@pytest.mark.parametrize("config", ["{}", '{"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["x"]}}}',
+                                    '{"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":[1.5]}}}'])
+def test_cublas_gemm_without_readable_dimension_numbers_is_counted_as_assumed(config):
+    text = "HloModule m, num_partitions=1\n" + module(f"""
+        %a = bf16[1024,512]{{1,0}} parameter(0)
+        %b = bf16[512,4096]{{1,0}} parameter(1)
+        ROOT %g = (bf16[1024,4096]{{1,0}}, s8[4194304]{{0}}) custom-call(%a, %b), custom_call_target="__cublas$gemm", backend_config={config}
+    """)
+    program = lower_module(parse_module(text))
+    g = {op.name: op for op in program.ops}["g"]
+    assert g.cost.matrix_flops == 2 * 1024 * 4096 * 512  # the lhs minor dimension contracted
+    assert program.counts["contraction_assumed:__cublas$gemm"] == 1
+
+
 def test_fusion_counts_inner_flops_and_boundary_bytes():
     ops = ops_of(module("""
         %x = bf16[64,32]{1,0} parameter(0)
