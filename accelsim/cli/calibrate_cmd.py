@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,9 @@ from accelsim.validate.calibrate import (
     prepare,
 )
 from accelsim.validate.compare import read_measurements
+
+MAX_EPOCH_S = 253402300799
+"""9999-12-31T23:59:59Z, the last second a date of four digits names (SOURCE_DATE_EPOCH)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,6 +97,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
                              f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
     output = check_output_file(args.output, "-o", inputs=[args.arch, *sorted({m.file for m in records})])
+    args.fit_date = fit_date()
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs,
@@ -103,11 +108,23 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def fit_date() -> str:
+    """The date an overlay records: today, or that of ``SOURCE_DATE_EPOCH`` (seconds since
+    1970, UTC) when it is set, so the same fit writes the same bytes on any day."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None:
+        return datetime.date.today().isoformat()
+    if not epoch.strip().isdigit() or int(epoch) > MAX_EPOCH_S:
+        raise InputError(f"expected whole seconds since 1970 (0 to {MAX_EPOCH_S}), got {epoch!r}",
+                         source="SOURCE_DATE_EPOCH")
+    return datetime.datetime.fromtimestamp(int(epoch), tz=datetime.UTC).date().isoformat()
+
+
 def _source(args, result) -> str:
     files = sorted({c.measurement.file for c in result.train})
     excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
     return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}{excluded}); "
-            f"{len(result.held_out)} held out; {datetime.date.today()}")
+            f"{len(result.held_out)} held out; {args.fit_date}")
 
 
 def _overlay(args, chip, result) -> dict:
@@ -140,7 +157,7 @@ def _overlay(args, chip, result) -> dict:
     split = "held-out" if len(result.held_out_errors) else "training (no held-out records)"
     overlay["uncertainty"] = {
         family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count,
-                 "source": f"{split} residuals of accelsim calibrate, {datetime.date.today()}"}
+                 "source": f"{split} residuals of accelsim calibrate, {args.fit_date}"}
         for family, (p05, p95, count) in intervals(cases, errors).items()
     }
     return overlay

@@ -79,6 +79,28 @@ def test_calibrate_then_validate(cli, measurements, tmp_path):
     assert (report_dir / "predicted_vs_measured.png").exists()
 
 
+def test_source_date_epoch_makes_the_overlay_byte_identical(cli, measurements, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(365 * 86400))  # 1971-01-01
+    outputs = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
+    for overlay in outputs:
+        assert cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
+                   "-o", str(overlay)).code == 0
+    text = outputs[0].read_text()
+    assert "1971-01-01" in text
+    assert outputs[1].read_text() == text
+
+
+@pytest.mark.parametrize("epoch", ["yesterday", "-5", "1e9", "99999999999999"])
+def test_bad_source_date_epoch_is_refused_before_the_fit(cli, measurements, tmp_path, monkeypatch, epoch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    overlay = tmp_path / "x.yaml"
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
+                 "-o", str(overlay))
+    assert result.code == 2
+    assert "SOURCE_DATE_EPOCH" in result.err and "whole seconds since 1970" in result.err
+    assert "sweep 1" not in result.err and not overlay.exists()
+
+
 def test_unknown_fit_parameter_is_bad_input(cli, measurements, tmp_path):
     result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.bandwith",
                  "-o", str(tmp_path / "x.yaml"))
