@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from accelsim.arch.collective_tuning import Protocol
+from accelsim.arch.collective_tuning import CollectiveTuning, Protocol
 from accelsim.errors import InputError
 from accelsim.network.topology import Topology
 
@@ -143,11 +143,17 @@ def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
 
 
 def protocol_named(topo: Topology, name: str) -> Protocol:
-    if topo.tuning is None:
-        raise InputError(f"{topo.name!r} has no NCCL model, so no protocol {name!r}", source="--algorithm")
-    if name not in topo.tuning.protocols:
-        raise InputError(f"unknown protocol {name!r}; known: {', '.join(topo.tuning.protocols)}", source="--algorithm")
-    return topo.tuning.protocols[name]
+    return check_protocol(topo.name, topo.tuning, name)
+
+
+def check_protocol(system: str, tuning: CollectiveTuning | None, name: str) -> Protocol:
+    """The protocol ``name`` of a system with NCCL model ``tuning`` (see
+    :func:`~accelsim.network.topology.collective_tuning`); needs no links."""
+    if tuning is None:
+        raise InputError(f"{system!r} has no NCCL model, so no protocol {name!r}", source="--algorithm")
+    if name not in tuning.protocols:
+        raise InputError(f"unknown protocol {name!r}; known: {', '.join(tuning.protocols)}", source="--algorithm")
+    return tuning.protocols[name]
 
 
 def check_kind(kind: str) -> str:

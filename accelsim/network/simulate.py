@@ -157,15 +157,22 @@ def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None
     if group is not None:
         members = tuple(int(r) for r in group)
     else:
-        n = topo.ranks if ranks is None else ranks
-        if topo.ranks < 2:
-            raise InputError(f"{topo.name!r} has {topo.ranks} rank; a collective needs at least 2", source="--system")
-        if not 2 <= n <= topo.ranks:
-            raise InputError(f"ranks must be between 2 and {topo.ranks} on {topo.name!r}, got {n}", source="--ranks")
-        members = tuple(range(n))
+        members = tuple(range(check_ranks(topo.name, topo.ranks, ranks)))
     request = Request(kind=kind, size_bytes=float(size_bytes), ranks=members)
     check_request(topo, request)
     return request
+
+
+def check_ranks(system: str, system_ranks: int, ranks: int | None = None) -> int:
+    """How many ranks a collective over the first ``ranks`` (all by default) of a system
+    of ``system_ranks`` has; InputError unless that is 2 to all of them. Needs no links,
+    so a sweep checks every point's system with it before building any."""
+    n = system_ranks if ranks is None else ranks
+    if system_ranks < 2:
+        raise InputError(f"{system!r} has {system_ranks} rank; a collective needs at least 2", source="--system")
+    if not 2 <= n <= system_ranks:
+        raise InputError(f"ranks must be between 2 and {system_ranks} on {system!r}, got {n}", source="--ranks")
+    return n
 
 
 def simulate_collective(topo: Topology, kind: str, size_bytes: float, algorithm: str = "auto",

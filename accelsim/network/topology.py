@@ -331,7 +331,7 @@ def build_topology(system: Arch) -> Topology:
             switch_latency_s=system.switch_latency_s,
             nvls=system.nvls,
             launch_s=chip.launch_overhead_s,
-            tuning=system.collectives,
+            tuning=collective_tuning(system),
         )
     if isinstance(system, Torus):
         return torus(name=system.name, shape=system.shape, wraparound=system.wraparound,
@@ -344,7 +344,7 @@ def build_topology(system: Arch) -> Topology:
             uplink_bytes_per_s=chip.link_bandwidth_bytes_per_s, hop_latency_s=chip.links.latency_s,
             switch_latency_s=node.switch_latency_s, nics_per_node=system.nics_per_node,
             nic_bytes_per_s=system.nic_bandwidth_bytes_per_s, fabric_latency_s=system.switch_latency_s,
-            nvls=node.nvls, launch_s=chip.launch_overhead_s, tuning=node.collectives,
+            nvls=node.nvls, launch_s=chip.launch_overhead_s, tuning=collective_tuning(system),
         )
     if isinstance(system, Multislice):
         part = system.slice
@@ -358,6 +358,16 @@ def build_topology(system: Arch) -> Topology:
         raise InputError(f"{system.name!r} is a chip; collectives need a system (a node, cluster, torus or multislice)",
                          source="--system")
     raise TypeError(f"not a system: {type(system).__name__}")
+
+
+def collective_tuning(system: Arch) -> CollectiveTuning | None:
+    """The NCCL model a system's collectives use: its nodes' (GPU nodes and clusters whose
+    node config has ``collectives``); None elsewhere."""
+    if isinstance(system, Node):
+        return system.collectives
+    if isinstance(system, Cluster):
+        return system.node.collectives
+    return None
 
 
 def _ici_link_bytes_per_s(system: Torus) -> float:

@@ -4,7 +4,8 @@ arrive, so that a sweep that is stopped resumes where it stopped and loses nothi
 The first line is a header naming the spec it belongs to (a hash of the spec's
 contents and of the files it names: traces, config files); a journal of another spec,
 or of the same spec over files that have changed since, is refused rather than mixed in.
-A last line cut short by a kill is dropped on resume.
+A last line cut short by a kill is dropped on resume; any other damage (a line that is
+not a row, a metric of the wrong type) is refused with the line.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from accelsim.errors import InputError
+from accelsim.study.workloads import FLAG_METRICS, TEXT_METRICS
 
 JOURNAL_VERSION = 1
 JOURNAL_NAME = "journal.jsonl"
+DAMAGED = "the journal was edited or damaged: give another -o folder or --fresh"
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,11 @@ def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
             item = None  # a damaged line before the last: not a stop's doing
         row = _row(item)
         if row is None:
-            raise InputError("not a journal row (point, workload, status, metrics); the journal was edited or "
-                             "damaged: give another -o folder or --fresh", source=str(path), line=number)
+            raise InputError(f"not a journal row (point, workload, status, metrics); {DAMAGED}",
+                             source=str(path), line=number)
+        wrong = _wrong_metric(row.metrics)
+        if wrong:
+            raise InputError(f"{wrong}; {DAMAGED}", source=str(path), line=number)
         rows[(row.point, row.workload)] = row
     return rows
 
@@ -97,6 +103,22 @@ def _row(item: Any) -> Row | None:
             or not (error is None or isinstance(error, str))):
         return None
     return Row(point, workload, status, metrics, error)
+
+
+def _wrong_metric(metrics: dict[str, Any]) -> str | None:
+    """What is wrong with the first metric whose value is not of its type
+    (:data:`~accelsim.study.workloads.TEXT_METRICS`, ``FLAG_METRICS``, else a number or null)."""
+    for name, value in metrics.items():
+        if name in TEXT_METRICS:
+            expected, ok = "text", isinstance(value, str)
+        elif name in FLAG_METRICS:
+            expected, ok = "true or false", isinstance(value, bool)
+        else:
+            expected = "a number"
+            ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok:
+            return f"metric {name!r} is {json.dumps(value)}, expected {expected}"
+    return None
 
 
 def open_journal(path: Path, digest: str, done: dict[tuple[int, int], Row]) -> TextIO:

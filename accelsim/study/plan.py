@@ -1,8 +1,10 @@
 """Everything a sweep will do, checked before any simulation starts.
 
-:func:`plan_sweep` reads the spec, loads every base config, applies every point's
-overrides (validated against the config schema, as ``--set`` would be), expands and
-checks the workloads and the metrics. A bad spec fails here with one located line.
+:func:`plan_sweep` reads the spec, loads every base config, expands and checks the
+workloads and the metrics, and applies every point's overrides (validated against the
+config schema, as ``--set`` would be; on a system base, the system is resolved, which
+checks its size, and every workload is checked against it). A bad spec fails here
+with one located line.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelsim.errors import InputError
-from accelsim.study.archs import kind_of, validate_point
+from accelsim.study.archs import kind_of, resolve_point, validate_point
 from accelsim.study.space import Point, sweep_points, varied_names
 from accelsim.study.spec import LoadedSpec, load_sweep_spec
-from accelsim.study.workloads import Job, check_job, check_metrics, expand_jobs
+from accelsim.study.workloads import Job, check_job, check_job_on, check_metrics, expand_jobs
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,10 @@ def plan_sweep(path: str | Path) -> SweepPlan:
     check_metrics(spec)
     kinds = _base_kinds(spec)
     points = sweep_points(spec)
-    _check_points(spec, points)
     jobs = expand_jobs(spec)
     for job in jobs:
         check_job(job, spec, kinds)
+    _check_points(spec, points, jobs, kinds)
     varied = varied_names(spec)
     _check_plots_and_pareto(spec, varied)
     return SweepPlan(spec=spec, points=points, jobs=jobs, varied=varied)
@@ -45,30 +47,45 @@ def _base_kinds(spec: LoadedSpec) -> dict[str, str]:
     for i, base in enumerate(spec.spec.bases):
         loc = ("base",) if isinstance(spec.spec.base, str) else ("base", i)
         try:
-            validate_point(base, [])
+            resolve_point(base, [])  # a system's size is checked as it is resolved
             kinds[base] = kind_of(base)
         except InputError as exc:
             raise spec.error(exc.one_line(), loc) from None
     return kinds
 
 
-def _check_points(spec: LoadedSpec, points: list[Point]) -> None:
-    """Every point's overrides, validated once per distinct (base, overrides)."""
+def _check_points(spec: LoadedSpec, points: list[Point], jobs: list[Job], kinds: dict[str, str]) -> None:
+    """Every point's overrides, validated once per distinct (base, overrides). A point on a
+    system base is resolved (which refuses a system larger than accelsim models, before
+    any of its links are built) and every job is checked against that system."""
     seen: set[tuple[str, tuple[str, ...]]] = set()
     for point in points:
         key = (point.base, tuple(point.overrides))
         if key in seen:
             continue
         seen.add(key)
+        where = f"point {point.index} ({point.base}, {', '.join(point.overrides) or 'no overrides'})"
+        on_chip = kinds[point.base] == "chip"
         try:
-            validate_point(point.base, point.overrides)
+            arch = (validate_point if on_chip else resolve_point)(point.base, point.overrides)
         except InputError as exc:
             name = _parameter_named(spec, exc.field)
-            where = f"point {point.index} ({point.base}, {', '.join(point.overrides) or 'no overrides'})"
             raise spec.error(f"{where}: {exc.message}", ("parameters", name) if name else ("parameters",)) from None
+        if on_chip:
+            continue  # what a kernel needs of a chip, only its simulation finds: the run's error
+        for job in jobs:
+            try:
+                check_job_on(job, arch)
+            except InputError as exc:
+                raise spec.error(f"{where}: {job.name}: {exc.one_line()}", ("workloads", job.spec_index)) from None
 
 
 def _parameter_named(spec: LoadedSpec, field: str | None) -> str | None:
+    """The parameter a point's error is about: the one setting ``field``, else the only one
+    (the bases were checked unchanged, so a point fails by its overrides: a system's size
+    says no field)."""
+    if len(spec.spec.parameters) == 1:
+        return next(iter(spec.spec.parameters))
     if not field:
         return None
     for name in spec.spec.parameters:

@@ -2,9 +2,11 @@
 
 A spec's workload entry expands into one :class:`Job` per combination of its
 ``vars``. A job is checked once before the sweep starts (:func:`check_job`: family,
-parameters, trace file, collective kind, a system base for collectives) and run at
-every point on that point's chip or system (:func:`run_job`), giving a flat mapping
-of metric name to value.
+parameters, trace files, collective kind and algorithm, a system base for
+collectives), then against every point's system (:func:`check_job_on`: ranks,
+devices, protocols), and run at every point on that point's chip or system
+(:func:`run_job`), giving a flat mapping of metric name to value. What only a
+simulation finds (a kernel that does not fit that point's chip) is the run's error.
 
 Kinds (one registry entry each): ``kernel`` (a built-in family, ``config=auto``
 allowed), ``trace`` (a kernel trace file), ``collective`` (on a system base),
@@ -31,7 +33,9 @@ from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.search import run_given, split_params
 from accelsim.network import build_topology, simulate_collective
-from accelsim.network.collectives import check_kind, get_algorithm
+from accelsim.network.collectives import check_kind, check_protocol, get_algorithm
+from accelsim.network.simulate import check_ranks
+from accelsim.network.topology import collective_tuning
 from accelsim.study.archs import chip_of
 from accelsim.study.space import substitute
 from accelsim.study.spec import (
@@ -45,8 +49,9 @@ from accelsim.study.spec import (
     TraceWorkload,
     WorkloadSpec,
 )
-from accelsim.system.replay import ReplayOptions, parse_roofline_overhead, replay
-from accelsim.system.trace import load_system_trace
+from accelsim.system.costs import family_args
+from accelsim.system.replay import ReplayOptions, check_devices, parse_roofline_overhead, replay
+from accelsim.system.trace import SystemTrace, load_system_trace
 from accelsim.trace.kernel import KernelTrace, load_trace
 from accelsim.units import UnitError, parse_quantity
 
@@ -66,6 +71,11 @@ SYSTEM_TRACE_METRICS = (
 )
 METRICS = tuple(dict.fromkeys(KERNEL_METRICS + COLLECTIVE_METRICS + SEQUENCE_METRICS + SYSTEM_TRACE_METRICS))
 """Metric names a spec may ask for, besides ``utilization.<resource>`` and ``utilization.*``."""
+TEXT_METRICS = ("bound", "config", "algorithm", "occupancy_limit")
+"""Metrics whose values are text."""
+FLAG_METRICS = ("fits",)
+"""Metrics that are true or false. Every other metric (``utilization.*`` too) is a number,
+or null where the chip has no such part (a TPU's ``shared_cache_hit_rate``)."""
 
 
 @dataclass(frozen=True)
@@ -211,18 +221,95 @@ def _roofline_overhead(body: SystemTraceWorkload) -> float:
 
 
 def _check_system_trace(job: Job, base_kinds: dict[str, str]) -> None:
-    _system_trace(str(job.path(job.body.system_trace)))
+    path = job.path(job.body.system_trace)
+    _check_compute_ops(_system_trace(str(path)), path)
     _roofline_overhead(job.body)
+    if job.body.algorithm != "auto":
+        get_algorithm(job.body.algorithm)
     chips = [name for name, kind in base_kinds.items() if kind == "chip"]
     if chips:
         raise InputError(f"a system trace runs on a system (node, cluster, torus); {chips[0]!r} is a chip",
                          source="system_trace")
 
 
+def _check_compute_ops(trace: SystemTrace, path: Path) -> None:
+    """The kernel traces and families a system trace's compute ops name, each checked once,
+    as the replay would (kernel traces relative to the system trace): on no chip would
+    they run."""
+    families: set[tuple] = set()
+    for p, program in enumerate(trace.programs):
+        for i, op in enumerate(program.ops):
+            if op.kernel_trace is not None:
+                _trace(str(path.parent / op.kernel_trace))
+                continue
+            key = (op.family, tuple(sorted((k, str(v)) for k, v in op.params.items())))
+            if op.family is None or key in families:
+                continue
+            families.add(key)
+            try:
+                family_args(op, f"programs[{p}].ops[{i}]")
+            except InputError as exc:
+                raise InputError(exc.message, source=str(path), field=exc.field) from None
+
+
 CHECKS: dict[str, Callable[[Job, dict[str, str]], None]] = {
     "kernel": _check_kernel, "trace": _check_trace, "collective": _check_collective,
     "sequence": _check_sequence, "system_trace": _check_system_trace,
 }
+
+
+# ------------------------------------------------------------------ checks against each point's system
+
+
+def check_job_on(job: Job, system: Arch) -> None:
+    """Raise an InputError if ``job`` cannot run on ``system`` (one point's resolved chip or
+    system) for what its size or NCCL model decides: a collective's ranks and protocol, a
+    system trace's devices. Builds no links (a million-chip system's take seconds)."""
+    check = SYSTEM_CHECKS.get(job.kind)
+    if check is not None:
+        check(job, system)
+
+
+def _collective_job_on(job: Job, system: Arch) -> None:
+    _collective_on(job.body, system)
+
+
+def _collective_on(body: CollectiveWorkload | Step, system: Arch) -> None:
+    _, _, algorithm, ranks = _collective_args(body)
+    check_ranks(system.name, system.num_chips, ranks)
+    _protocol_on(algorithm, system)
+
+
+def _protocol_on(algorithm: str, system: Arch) -> None:
+    protocol = algorithm.partition("/")[2]
+    if protocol:
+        check_protocol(system.name, collective_tuning(system), protocol)
+
+
+def _sequence_on(job: Job, system: Arch) -> None:
+    for i, step in enumerate(job.body.sequence):
+        if step.collective is None:
+            continue
+        try:
+            _collective_on(step, system)
+        except InputError as exc:
+            raise InputError(f"step {i}: {exc.one_line()}", source="sequence") from None
+
+
+def _system_trace_on(job: Job, system: Arch) -> None:
+    path = str(job.path(job.body.system_trace))
+    try:
+        check_devices(_system_trace(path), system)
+    except InputError as exc:
+        raise InputError(exc.message, source=path, field=exc.field) from None
+    _protocol_on(job.body.algorithm, system)
+
+
+SYSTEM_CHECKS: dict[str, Callable[[Job, Arch], None]] = {
+    "collective": _collective_job_on, "sequence": _sequence_on, "system_trace": _system_trace_on,
+}
+"""Checks of a job against a point's system, by kind (kernels: none, their failures depend
+on simulating them)."""
 
 
 def _kernel_params(family_name: str, params: dict[str, Any]):

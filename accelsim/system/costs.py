@@ -15,7 +15,7 @@ from pathlib import Path
 from accelsim.arch.model import Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
-from accelsim.families import get_family
+from accelsim.families import Family, get_family
 from accelsim.families.search import run_given, split_params
 from accelsim.system.trace import Op
 from accelsim.trace.kernel import load_trace
@@ -73,21 +73,39 @@ class CostModel:
 
     def _kernel_trace(self, path: str) -> OpCost:
         full = Path(path) if Path(path).is_absolute() else self.base_dir / path
-        return _from_sim(simulate_kernel(load_trace(full), self.chip), "kernel_trace")
+        trace = load_trace(full)
+        try:
+            return _from_sim(simulate_kernel(trace, self.chip), "kernel_trace")
+        except InputError as exc:
+            exc.source = exc.source or str(full)  # the engine names fields of the kernel trace, not of this one
+            raise
 
     def _family(self, op: Op, where: str) -> OpCost:
-        source = f"{where}.params"
+        family, params, config_given, auto = family_args(op, where)
         try:
-            family = get_family(op.family)
-        except InputError as exc:
-            raise InputError(exc.message, field=f"{where}.family") from None
-        given = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in op.params.items()}
-        try:
-            params, config_given, auto = split_params(family, given)
             sim = run_given(family, params, config_given, auto, self.chip)[0].sim
         except InputError as exc:
-            raise InputError(exc.message, field=f"{source}.{exc.field}" if exc.field else source) from None
+            raise _at(exc, f"{where}.params") from None
         return _from_sim(sim, "family")
+
+
+def family_args(op: Op, where: str) -> tuple[Family, dict, dict, bool]:
+    """A family op's family and parameters, as :func:`~accelsim.families.search.split_params`
+    gives them (problem, config, whether to search); errors are located at ``where``. Needs
+    no chip, so a sweep checks a system trace's family ops with it once, up front."""
+    try:
+        family = get_family(op.family)
+    except InputError as exc:
+        raise InputError(exc.message, field=f"{where}.family") from None
+    given = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in op.params.items()}
+    try:
+        return (family, *split_params(family, given))
+    except InputError as exc:
+        raise _at(exc, f"{where}.params") from None
+
+
+def _at(exc: InputError, source: str) -> InputError:
+    return InputError(exc.message, field=f"{source}.{exc.field}" if exc.field else source)
 
 
 def _from_sim(sim: KernelSimulation, source: str) -> OpCost:

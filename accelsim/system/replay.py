@@ -376,9 +376,7 @@ class _Replay:
         self.options = options
         self.topo: Topology = build_topology(system)
         self.chip: Chip = chip_of(system)
-        if trace.num_devices > self.topo.ranks:
-            raise InputError(f"the trace has {trace.num_devices} devices; {self.topo.name!r} has {self.topo.ranks}",
-                             field="num_devices")
+        check_devices(trace, system)
         self.sm_fraction, self.hbm_fraction = comm_fractions(self.chip, options)
         if costs is not None and (costs.chip != self.chip or costs.base_dir != base_dir
                                   or costs.roofline_overhead_s != options.roofline_overhead_s):
@@ -803,6 +801,14 @@ def chip_of(system: Arch) -> Chip:
             inner = getattr(system, attr)
             return inner if isinstance(inner, Chip) else chip_of(inner)
     raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", source="--system")
+
+
+def check_devices(trace: SystemTrace, system: Arch) -> None:
+    """Refuse a trace with more devices than ``system`` has chips (needs no links, so a
+    sweep checks every point's system with it before building any)."""
+    if trace.num_devices > system.num_chips:
+        raise InputError(f"the trace has {trace.num_devices} devices; {system.name!r} has {system.num_chips}",
+                         field="num_devices")
 
 
 def _ranks_text(ranks: tuple[int, ...]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from accelsim.errors import InputError
@@ -115,3 +117,35 @@ def test_a_row_for_a_point_the_sweep_does_not_have_is_refused(spec_file, tmp_pat
     journal.write_text(journal.read_text() + '{"point":99,"workload":0,"status":"ok","error":null,"metrics":{}}\n')
     with pytest.raises(InputError, match="row for point 99, workload 0, which this sweep does not have"):
         run_sweep(plan, tmp_path / "out", progress=False)
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("latency_s", '"abc"', "metric 'latency_s' is \"abc\", expected a number"),
+    ("shared_cache_hit_rate", "true", "metric 'shared_cache_hit_rate' is true, expected a number"),
+    ("bound", "5", "metric 'bound' is 5, expected text"),
+    ("fits", '"yes"', "metric 'fits' is \"yes\", expected true or false"),
+])
+def test_a_metric_of_the_wrong_type_is_refused_by_line(spec_file, tmp_path, name, value, expected):
+    """Every metric a run writes resumes (text, true/false, numbers, a TPU's null hit rate);
+    one edited to another type is refused, not carried into results.csv."""
+    plan = plan_sweep(spec_file("""\
+        base: tpu-v5e-4x4
+        workloads:
+          - {kernel: copy, params: {bytes: 1048576}}
+          - {collective: all-gather, bytes: 1 MiB}
+          - sequence: [{kernel: copy, params: {bytes: 1048576}}, {collective: all-reduce, bytes: 1 MiB}]
+            memory: [{bytes: 1 GB}]
+        """))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    assert run_sweep(plan, tmp_path / "out", progress=False).resumed == 3
+    journal = tmp_path / "out" / JOURNAL_NAME
+    lines = journal.read_text().splitlines()
+    number = next(n for n, line in enumerate(lines[1:], start=2) if f'"{name}":' in line)
+    item = json.loads(lines[number - 1])
+    item["metrics"][name] = json.loads(value)
+    lines[number - 1] = json.dumps(item)
+    journal.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as info:
+        run_sweep(plan, tmp_path / "out", progress=False)
+    assert (info.value.source, info.value.line) == (str(journal), number)
+    assert info.value.message.startswith(expected + "; the journal was edited or damaged")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from accelsim.errors import InputError
@@ -195,3 +197,84 @@ def test_a_bad_random_sampling_names_its_own_field(spec_file):
         workloads: [{kernel: copy, params: {bytes: 1024}}]
         """)
     assert "sampling.random.samples: Input should be greater than or equal to 1" in _error(path).one_line()
+
+
+def test_a_point_whose_system_is_too_large_is_refused_at_its_parameter(spec_file):
+    path = spec_file("""\
+        base: h100-ib-cluster
+        parameters:
+          nodes: {values: [2, 99999999999]}
+        workloads: [{collective: all-reduce, bytes: 1 MiB}]
+        """)
+    err = _error(path)
+    assert (err.line, err.field) == (3, "parameters.nodes")
+    assert err.message.startswith("point 1 (h100-ib-cluster, nodes=99999999999): the system would have "
+                                  "799,999,999,992 chips; accelsim models at most 1,048,576")
+
+
+@pytest.mark.parametrize("workload, expected", [
+    ("{collective: all-reduce, bytes: 1 MiB, ranks: 0}", "ranks must be between 2 and 8 on 'dgx-h100', got 0"),
+    ("{collective: all-reduce, bytes: 1 MiB, ranks: 9}", "ranks must be between 2 and 8 on 'dgx-h100', got 9"),
+    ("{collective: all-reduce, bytes: 1 MiB, algorithm: ring/bogus}", "unknown protocol 'bogus'; known: ll, ll128"),
+    ("{sequence: [{collective: all-gather, bytes: 1024, ranks: 64}]}", "step 0: --ranks: ranks must be between 2"),
+])
+def test_a_collective_the_system_cannot_run_is_refused_up_front(spec_file, workload, expected):
+    path = spec_file(f"""\
+        base: dgx-h100
+        workloads:
+          - {{collective: all-gather, bytes: 1 MiB}}
+          - {workload}
+        """)
+    err = _error(path)
+    assert (err.line, err.field) == (4, "workloads[1]")
+    assert err.message.startswith("point 0 (dgx-h100, no overrides): ") and expected in err.message
+
+
+def test_a_collective_is_checked_against_every_points_system(spec_file):
+    """8 GPUs a node: 16 ranks fit on 2 nodes, not on 1; a TPU torus has no NCCL protocols."""
+    path = spec_file("""\
+        base: h100-ib-cluster
+        parameters:
+          nodes: {values: [2, 1]}
+        workloads:
+          - {collective: all-reduce, bytes: 1 MiB, ranks: 16}
+        """)
+    assert _error(path).message.startswith("point 1 (h100-ib-cluster, nodes=1): all-reduce 1 MiB: --ranks: ranks "
+                                           "must be between 2 and 8 on 'h100-ib-cluster', got 16")
+    path = spec_file("""\
+        base: [dgx-h100, tpu-v5e-4x4]
+        workloads:
+          - {collective: all-reduce, bytes: 1 MiB, algorithm: ring/ll}
+        """, "torus.yaml")
+    assert "point 1 (tpu-v5e-4x4, no overrides): all-reduce 1 MiB: --algorithm: 'tpu-v5e-4x4' has no NCCL model, " \
+           "so no protocol 'll'" in _error(path).message
+
+
+def _system_trace(path, ops: list, devices: int = 8) -> None:
+    path.write_text(json.dumps({"schema_version": 1, "kind": "system_trace", "name": "step", "num_devices": devices,
+                                "programs": [{"name": "p", "devices": [f"0-{devices - 1}"], "ops": ops}]}))
+
+
+ALL_REDUCE = {"name": "ar", "kind": "all-reduce", "bytes": 1048576}
+
+
+@pytest.mark.parametrize("ops, devices, extra, expected", [
+    ([{"name": "k", "kind": "compute", "kernel_trace": "nowhere.json"}], 8, "", "nowhere.json: cannot read trace"),
+    ([{"name": "k", "kind": "compute", "family": "gemmm"}], 8, "", "programs[0].ops[0].family: unknown kernel family"),
+    ([{"name": "k", "kind": "compute", "family": "gemm", "params": {"M": 64, "N": 64}}], 8, "",
+     "programs[0].ops[0].params.K: missing required parameter"),
+    ([ALL_REDUCE], 8, ", algorithm: bogus", "unknown algorithm 'bogus'"),
+    ([ALL_REDUCE], 8, ", algorithm: ring/bogus", "point 0 (dgx-h100, no overrides): step: --algorithm: unknown "
+                                                  "protocol 'bogus'"),
+    ([ALL_REDUCE], 16, "", "step.json: num_devices: the trace has 16 devices; 'dgx-h100' has 8"),
+])
+def test_a_system_trace_a_replay_would_refuse_is_refused_up_front(spec_file, tmp_path, ops, devices, extra, expected):
+    _system_trace(tmp_path / "step.json", ops, devices)
+    path = spec_file(f"""\
+        base: dgx-h100
+        workloads:
+          - {{system_trace: step.json{extra}}}
+        """)
+    err = _error(path)
+    assert (err.line, err.field) == (3, "workloads[0]")
+    assert expected in err.message, err.one_line()
