@@ -242,9 +242,15 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
         where = "--set" if overrides else str(raw.path)
         raise InputError(f"the system would have {arch.num_chips:,} chips; accelsim models at most "
                          f"{MAX_SYSTEM_CHIPS:,} (2^20, as many as a system trace may name)", source=where)
+    return with_family_chips(arch, raw, spec, own), spec
+
+
+def with_family_chips(arch: Arch, raw, spec, own: Sequence) -> Arch:
+    """``arch`` with its ``family_values`` families' chips (a chip whose config has them;
+    ``own`` are its parsed ``--set`` overrides); any other arch as it is."""
     if isinstance(spec, schema.ChipSpec) and spec.family_values:
-        arch = replace(arch, family_chips=MappingProxyType(_family_chips(raw, spec, own)))
-    return arch, spec
+        return replace(arch, family_chips=MappingProxyType(_family_chips(raw, spec, own)))
+    return arch
 
 
 def _family_chips(raw, spec: schema.ChipSpec, own: Sequence) -> dict[str, Chip]:

@@ -29,6 +29,7 @@ from accelsim.arch.model import (
     forwarded_overrides,
     load_arch,
     resolve,
+    with_family_chips,
 )
 
 
@@ -62,7 +63,8 @@ def resolve_point(base: str, overrides: Sequence[str]) -> Arch:
     """The resolved chip or system of one point."""
     spec = validate_point(base, overrides)
     if str(_raw(base).data.get("kind")) == "chip":
-        return resolve(spec)
+        own = [parse_override(o) for o in overrides]
+        return with_family_chips(resolve(spec), _raw(base), spec, own)  # a calibrated chip's scoped values
     return load_arch(base, overrides)
 
 

@@ -31,3 +31,26 @@ def test_each_row_matches_simulate_with_the_same_overrides(cli, spec_file, tmp_p
         expected = json.loads(result.out)
         assert float(row["latency_s"]) == float(f"{expected['latency_s']:.9g}")
         assert row["bound"] == expected["bound"]
+
+
+def test_a_calibrated_chips_family_values_hold_in_a_sweep(cli, spec_file, tmp_path):
+    """h100-sxm-calibrated scopes its attention fit to attention kernels (family_values):
+    a sweep on it runs attention with those values, as simulate does."""
+    plan = plan_sweep(spec_file("""\
+        base: h100-sxm-calibrated
+        parameters:
+          hbm.bandwidth: {values: ["3.35 TB/s", "4 TB/s"]}
+        workloads:
+          - kernel: attention
+            params: {batch: 4, heads: 16, seq_q: 1024, head_dim: 128, causal: true}
+        metrics: [latency_s]
+        """))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    for point, row in zip(plan.points, rows):
+        sets = [arg for override in point.overrides for arg in ("--set", override)]
+        result = cli("simulate", "--arch", "h100-sxm-calibrated", "--kernel", "attention", "--param", "batch=4",
+                     "--param", "heads=16", "--param", "seq_q=1024", "--param", "head_dim=128",
+                     "--param", "causal=true", *sets, "--json")
+        assert result.code == 0, result.err
+        assert float(row["latency_s"]) == float(f"{json.loads(result.out)['latency_s']:.9g}")
