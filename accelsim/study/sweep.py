@@ -26,6 +26,7 @@ from accelsim.study.runner import Progress, Task, run_processes, run_ray, run_se
 from accelsim.study.spec import is_config_file
 from accelsim.study.summary import summary_markdown
 from accelsim.study.table import Record, csv_text, records
+from accelsim.study.workloads import files_read
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,9 @@ def pending_tasks(plan: SweepPlan, done: dict[tuple[int, int], Row]) -> list[Tas
 
 
 def input_files(plan: SweepPlan) -> list[Path]:
-    """The files a sweep reads besides its spec: each workload's kernel or system trace and
-    the base configs given as files."""
-    files = [job.path(job.body.trace) for job in plan.jobs if job.kind == "trace"]
-    files += [job.path(job.body.system_trace) for job in plan.jobs if job.kind == "system_trace"]
+    """The files a sweep reads besides its spec: each workload's kernel or system trace (and
+    the kernel traces a system trace names) and the base configs given as files."""
+    files = [path for job in plan.jobs for path in files_read(job)]
     files += [Path(base) for base in plan.spec.spec.bases if is_config_file(base)]
     return files
 

@@ -343,6 +343,19 @@ def _collective_args(body: CollectiveWorkload | Step) -> tuple[str, float, str, 
     return body.collective, size, body.algorithm, ranks
 
 
+def files_read(job: Job) -> list[Path]:
+    """The files ``job`` reads: its kernel trace, or its system trace and the kernel
+    traces that trace's compute ops name (relative to it), each once."""
+    if job.kind == "trace":
+        return [job.path(job.body.trace)]
+    if job.kind != "system_trace":
+        return []
+    path = job.path(job.body.system_trace)
+    named = (path.parent / op.kernel_trace for program in _system_trace(str(path)).programs
+             for op in program.ops if op.kernel_trace is not None)
+    return [path, *dict.fromkeys(named)]
+
+
 @lru_cache(maxsize=64)
 def _trace(path: str) -> KernelTrace:
     return load_trace(path)

@@ -77,6 +77,30 @@ def test_journal_over_a_changed_trace_is_refused(spec_file, tmp_path):
     assert run_sweep(plan_sweep(spec), tmp_path / "out", progress=False, fresh=True).ran == 2
 
 
+def test_journal_over_a_changed_kernel_trace_of_a_system_trace_is_refused(spec_file, tmp_path):
+    """A kernel trace a system trace's compute op names is read too: changing it makes the
+    folder's results stale, so the journal is refused."""
+    from tests import conftest
+
+    kernel = tmp_path / "k.json"
+    kernel.write_bytes((conftest.REPO / "traces" / "triton" / "matmul_512.json").read_bytes())
+    (tmp_path / "step.json").write_text(json.dumps({
+        "schema_version": 1, "num_devices": 8,
+        "programs": [{"name": "spmd", "devices": ["0-7"], "ops": [{"name": "k", "kind": "compute", "kernel_trace": "k.json"}]}]}))
+    spec = spec_file(f"""\
+        base: dgx-h100
+        parameters:
+          chip.hbm.bandwidth: {{values: ["2 TB/s", "3 TB/s"]}}
+        workloads:
+          - {{system_trace: {tmp_path / "step.json"}}}
+        metrics: [latency_s]
+        """)
+    assert run_sweep(plan_sweep(spec), tmp_path / "out", progress=False).ran == 2
+    kernel.write_text(kernel.read_text().replace('"name"', '"name" ', 1))  # same kernel, other bytes
+    with pytest.raises(InputError, match="changed since"):
+        run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
+
+
 @pytest.mark.parametrize("line", ['{"point": "x"}', "[1, 2]", '{"point": 0, "workload": 0, "status": "ok", "metrics": "x"}'])
 def test_a_damaged_journal_line_is_refused_by_line(spec_file, tmp_path, line):
     plan = plan_sweep(spec_file(HBM_SWEEP))
