@@ -170,6 +170,8 @@ class RawConfig:
     data: dict[str, Any]
     path: Path
     origins: dict[Path_, tuple[str, int | None]] = field(default_factory=dict)
+    files: tuple[Path, ...] = ()
+    """The files read: this one, then those it ``extends``."""
 
     def locate(self, loc: Sequence[object]) -> tuple[str, int | None]:
         """File and line of the deepest known prefix of ``loc``."""
@@ -191,7 +193,7 @@ def load_raw(name_or_path: str, *, _chain: tuple[Path, ...] = (), _referrer: str
     origins = {p: (str(path), line) for p, line in lines.items()}
     parent_name = data.pop("extends", None)
     if parent_name is None:
-        return RawConfig(data, path, origins)
+        return RawConfig(data, path, origins, (path,))
     if not isinstance(parent_name, str):
         raise InputError(
             "expected the name or path of the config to extend",
@@ -202,7 +204,7 @@ def load_raw(name_or_path: str, *, _chain: tuple[Path, ...] = (), _referrer: str
     parent = load_raw(parent_name, _chain=_chain + (resolved,), _referrer=str(path))
     parent.data.pop("aliases", None)  # a name belongs to one config, not to what extends it
     merged = deep_merge(parent.data, data)
-    return RawConfig(merged, path, {**parent.origins, **origins})
+    return RawConfig(merged, path, {**parent.origins, **origins}, (path, *parent.files))
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Union
 
@@ -229,6 +230,17 @@ def load_arch(name_or_path: str, overrides: Sequence[str] = ()) -> Arch:
     Raises :class:`~accelsim.errors.InputError` for any bad input.
     """
     return load_arch_and_spec(name_or_path, overrides)[0]
+
+
+def config_files(name_or_path: str) -> list[Path]:
+    """Every file a config is built from: its own, those it ``extends``, and the same for
+    the config it references (a system's chip, node or slice), each once."""
+    raw = load_raw(name_or_path)
+    files = list(raw.files)
+    reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
+    if reference and isinstance(raw.data.get(reference), str):
+        files += config_files(raw.data[reference])
+    return list(dict.fromkeys(files))
 
 
 def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):

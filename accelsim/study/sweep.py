@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from accelsim.arch.model import config_files
 from accelsim.errors import InputError
 from accelsim.files import check_output_dir, write_text_atomic
 from accelsim.study.journal import (
@@ -23,7 +24,6 @@ from accelsim.study.journal import (
 )
 from accelsim.study.plan import SweepPlan
 from accelsim.study.runner import Progress, Task, run_processes, run_ray, run_serial
-from accelsim.study.spec import is_config_file
 from accelsim.study.summary import summary_markdown
 from accelsim.study.table import Record, csv_text, records
 from accelsim.study.workloads import files_read
@@ -49,9 +49,10 @@ def pending_tasks(plan: SweepPlan, done: dict[tuple[int, int], Row]) -> list[Tas
 
 def input_files(plan: SweepPlan) -> list[Path]:
     """The files a sweep reads besides its spec: each workload's kernel or system trace (and
-    the kernel traces a system trace names) and the base configs given as files."""
+    the kernel traces a system trace names) and every config file of each base (built-in
+    ones too, what they extend, and the chip, node or slice a system is built on)."""
     files = [path for job in plan.jobs for path in files_read(job)]
-    files += [Path(base) for base in plan.spec.spec.bases if is_config_file(base)]
+    files += [path for base in plan.spec.spec.bases for path in config_files(base)]
     return files
 
 

@@ -101,6 +101,18 @@ def test_journal_over_a_changed_kernel_trace_of_a_system_trace_is_refused(spec_f
         run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
 
 
+def test_journal_over_a_changed_config_a_base_extends_is_refused(spec_file, tmp_path):
+    """Every config file a base is built from is read: a file base's parent changing makes
+    the folder's results stale, so the journal is refused."""
+    (tmp_path / "parent.yaml").write_text("extends: h100-sxm\nname: parent\n")
+    (tmp_path / "child.yaml").write_text("extends: parent.yaml\nname: child\n")
+    spec = spec_file(HBM_SWEEP.replace("base: h100-sxm", f"base: {tmp_path / 'child.yaml'}"))
+    assert run_sweep(plan_sweep(spec), tmp_path / "out", progress=False).ran == 6
+    (tmp_path / "parent.yaml").write_text("extends: h100-sxm\nname: parent\nlaunch_overhead: 9 us\n")
+    with pytest.raises(InputError, match="changed since"):
+        run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
+
+
 @pytest.mark.parametrize("line", ['{"point": "x"}', "[1, 2]", '{"point": 0, "workload": 0, "status": "ok", "metrics": "x"}'])
 def test_a_damaged_journal_line_is_refused_by_line(spec_file, tmp_path, line):
     plan = plan_sweep(spec_file(HBM_SWEEP))
