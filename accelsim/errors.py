@@ -7,10 +7,12 @@ layer raises it with as much location as it knows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def format_path(path: Sequence[object]) -> str:
@@ -55,6 +57,17 @@ class InputError(Exception):
     def __reduce__(self):
         """Pickled whole (worker processes send it back): message, file, line and field."""
         return _rebuild_input_error, (self.message, self.source, self.line, self.field)
+
+
+def checked(check: Callable[[T], None], value: T, source: str) -> T:
+    """``value`` once ``check(value)`` passes; a whole-input check's
+    ``ValueError("field.path: message")`` becomes an InputError located in ``source``."""
+    try:
+        check(value)
+    except ValueError as exc:
+        field, _, message = str(exc).partition(": ")
+        raise InputError(message, source=source, field=field) from None
+    return value
 
 
 def _rebuild_input_error(message: str, source: str | None, line: int | None, field: str | None) -> InputError:

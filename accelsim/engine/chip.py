@@ -38,7 +38,7 @@ from accelsim.engine.programs import (
 )
 from accelsim.engine.reuse import absorbed_write_bytes, cache_hit_bytes
 from accelsim.errors import InputError
-from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace
+from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, check_gpu_grid
 from accelsim.units import PS_PER_S
 
 LATENCY_BOUND_BELOW = 0.5
@@ -904,6 +904,7 @@ def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
     if chip.family == "tpu":
         result = _simulate_tpu(trace, chip, timeline, costs)
     else:
+        check_gpu_grid(trace, chip.name)
         result = _simulate_gpu(trace, chip, timeline, replays, hits, costs)
     result.sim_wall_s = time.perf_counter() - started
     return result

@@ -31,9 +31,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from accelsim.arch.model import MAX_SYSTEM_CHIPS
-from accelsim.errors import InputError, read_json_file
+from accelsim.errors import InputError, checked, read_json_file
 from accelsim.files import write_text_atomic
-from accelsim.trace.kernel import Dtype
+from accelsim.trace.kernel import Dtype, error_message
 
 SYSTEM_TRACE_SCHEMA_VERSION = 1
 
@@ -48,8 +48,9 @@ COMM_KINDS = (*COLLECTIVE_KINDS, PERMUTE_KIND, *P2P_KINDS)
 DEFAULT_STREAM = "main"
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0)]
-PosNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PosNumber = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+NonNegNumber = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+"""Numbers are written as numbers: ``1e12`` or ``1000000``, never the string ``"1e12"``."""
 DeviceId = NonNegInt
 
 
@@ -63,12 +64,13 @@ class Op(_Strict):
     name: str = Field(min_length=1)
     """Unique within its program; ``deps``, ``ctrl_deps`` and ``start`` refer to it."""
     kind: str
-    stream: str = DEFAULT_STREAM
+    stream: str = Field(default=DEFAULT_STREAM, min_length=1)
+    """Ops of one stream start in list order, one at a time; the name identifies it."""
     deps: list[str] = Field(default_factory=list)
     """Data dependencies: ops of the same program whose results this op reads."""
     ctrl_deps: list[str] = Field(default_factory=list)
     """Control dependencies: ops that must finish first though no data flows."""
-    is_async: bool = Field(default=False, alias="async")
+    is_async: bool = Field(default=False, alias="async", strict=True)
     """Communication only: the op is issued on its stream and runs in the background
     (the next op of the stream may start); ops that use its result depend on it, or on a
     ``done`` op that names it."""
@@ -97,7 +99,7 @@ class Op(_Strict):
     """collective-permute: ``[source, target]`` device pairs."""
     peer: DeviceId | None = None
     """send / recv: the other device (absolute id)."""
-    peer_offset: int | None = None
+    peer_offset: Annotated[int, Field(strict=True)] | None = None
     """send / recv in a program of several devices: the peer is ``device + peer_offset``."""
 
     # done
@@ -387,23 +389,14 @@ def parse_system_trace(data: Any, source: str) -> SystemTrace:
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         raise _located(error, source) from None
-    try:
-        check_trace(trace)
-    except ValueError as exc:
-        field, _, message = str(exc).partition(": ")
-        raise InputError(message, source=source, field=field) from None
-    return trace
+    return checked(check_trace, trace, source)
 
 
 def _located(error: dict, source: str) -> InputError:
     # union members pydantic tried ("int", "str", "constrained-int"), not fields of the file
     loc = [part for part in error["loc"] if part not in ("int", "str") and not str(part).startswith("constrained-")]
-    message = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "missing":
-        message = "missing required field"
-    elif error["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif error["type"] == "value_error" and ": " in message and message.split(": ", 1)[0].isidentifier():
+    message = error_message(error)
+    if error["type"] == "value_error" and ": " in message and message.split(": ", 1)[0].isidentifier():
         sub, message = message.split(": ", 1)
         loc = [*loc, sub]
     return InputError(message, source=source, field=loc or None)

@@ -17,10 +17,14 @@ parsed and validated, never executed.
 
 from __future__ import annotations
 
+import json
+import math
+from functools import cache
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -30,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from accelsim.errors import InputError, read_json_file
+from accelsim.errors import InputError, checked, read_json_file
 from accelsim.files import write_text_atomic
 
 TRACE_SCHEMA_VERSION = 1
@@ -41,6 +45,8 @@ DTYPE_BYTES: dict[str, float] = {
 }
 MemoryLevel = Literal["hbm", "shared_cache", "local"]
 GRID_VARS = ("p0", "p1", "p2", "p3", "p4", "p5")
+MAX_GPU_GRID_AXES = 3
+"""A CUDA grid has the axes x, y and z; a Pallas grid may have up to ``len(GRID_VARS)``."""
 
 MAX_COUNT = 2**48
 """No count in a trace (bytes, a shape, a block index, a grid axis) exceeds 2^48: the
@@ -51,7 +57,9 @@ kernel takes some 35 s and 9 GB here). Beyond that, a larger block is the way.""
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 PosInt = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
-NonNegNumber = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+NonNegNumber = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+"""A number written as one (an integer or a float), never a string such as ``"1e12"``."""
+StrictBool = Annotated[bool, Field(strict=True)]
 Index = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)] | str
 """A repeat count: an integer (0 or more) or a variable name."""
 
@@ -118,7 +126,8 @@ class Transfer(_Strict):
 
     tensor: Identifier
     block: list[BlockIndex] = []
-    """Block index along each tensor axis: integers, variable names or sums of them."""
+    """Block index along each leading tensor axis: integers, variable names or sums of them.
+    Axes past the last index are spanned whole (``[]``: the whole tensor is one block)."""
     bytes: PosInt
     direction: Literal["read", "write"] = "read"
     level: MemoryLevel = "hbm"
@@ -147,7 +156,7 @@ class Compute(_Strict):
     shape, ``flops`` at the unit's rate."""
     count: PosInt = 1
     """Matrix unit only: how many times the ``shape`` operation runs (batched matmuls)."""
-    useful: bool = True
+    useful: StrictBool = True
     """False for work that costs time but is not counted as flops (e.g. adding a GEMM's
     partial sums into its accumulator: those adds are already in 2*M*N*K)."""
 
@@ -204,7 +213,7 @@ class KernelTrace(_Strict):
     program_template: Identifier | list[NonNegInt] | None = None
     """The template every program runs (a name), or a template index per program. Default:
     the only template."""
-    program_vars: dict[Identifier, list[int]] = {}
+    program_vars: dict[Identifier, list[Annotated[int, Field(strict=True)]]] = {}
     """Named per-program integers, one per program in launch order."""
     metadata: dict[str, Any] = {}
     """Free-form: family, parameters, config, generator or capture tool."""
@@ -268,6 +277,144 @@ class KernelTrace(_Strict):
         return self
 
 
+def check_blocks(trace: KernelTrace) -> None:
+    """Every transfer of a trace read from a file moves one block of its tensor: at most one
+    index per tensor axis, each index that a program running the step reaches inside the
+    axis, and no more bytes than the whole tensor. Raises ``ValueError("field.path: ...")``.
+
+    Asked where a trace file is read, not of every trace built: the built-in attention
+    family counts whole tiles past the end of a sequence shorter than a tile, and names its
+    split-KV partial outputs as blocks of ``O`` past its length-1 sequence axis."""
+    ranges = {GRID_VARS[axis]: (0, size - 1) for axis, size in enumerate(trace.kernel.grid)}
+    ranges.update({name: (min(values), max(values)) for name, values in trace.program_vars.items()})
+    per_program = cache(lambda: _per_program(trace))  # built only if a range is in doubt
+    for ti, template in enumerate(trace.templates):
+        for si, step in enumerate(template.steps):
+            for xi, transfer in enumerate(step.transfers):
+                at = f"templates[{ti}].steps[{si}].transfers[{xi}]"
+                tensor = trace.tensors[transfer.tensor]
+                _check_block_size(transfer, tensor, at)
+                _check_block_indices(transfer, tensor, at, step, ranges, lambda: _members(per_program(), ti))
+
+
+def _tensor_bytes(tensor: Tensor) -> int:
+    """Bytes the whole tensor holds (sub-byte dtypes packed, rounded up to a byte)."""
+    return math.ceil(math.prod(tensor.shape) * DTYPE_BYTES[tensor.dtype])
+
+
+def _check_block_size(transfer: Transfer, tensor: Tensor, at: str) -> None:
+    """A transfer moves one block of its tensor: at most one index per tensor axis, and no
+    more bytes than the whole tensor holds."""
+    if len(transfer.block) > len(tensor.shape):
+        axes = len(tensor.shape)
+        raise ValueError(f"{at}.block: expected at most {axes} {'index' if axes == 1 else 'indices'}, one per axis "
+                         f"of tensor {transfer.tensor!r} (shape {tensor.shape}), got {len(transfer.block)}")
+    size = _tensor_bytes(tensor)
+    if transfer.bytes > size:
+        raise ValueError(f"{at}.bytes: expected at most {size:,}, the whole of tensor {transfer.tensor!r} "
+                         f"(shape {tensor.shape}, {tensor.dtype}), got {transfer.bytes:,}")
+
+
+def _check_block_indices(transfer: Transfer, tensor: Tensor, at: str, step: Step,
+                         ranges: dict[str, tuple[int, int]], members) -> None:
+    """Every block index the programs running ``step`` reach lies inside the tensor: from 0
+    to the axis length - 1 (a block holds at least one element). ``members()``: the
+    programs that run the step's template, with every variable's per-program values;
+    asked only when the variables' ranges alone do not settle it."""
+    most = step.repeat if isinstance(step.repeat, int) else ranges[step.repeat][1]
+    if most <= 0:
+        return  # no program runs the step
+    for axis, entry in enumerate(transfer.block):
+        length = tensor.shape[axis]
+        low, high = _index_range(entry, step.loop_var, most - 1, ranges)
+        if 0 <= low and high < length:
+            continue
+        reached = (low, None, None) if isinstance(entry, int) else _out_of_range(entry, step, length, *members())
+        if reached is not None:
+            value, program, iteration = reached
+            place = "" if program is None else f" ({entry!r} in program {program}" + (
+                f", {step.loop_var} = {iteration})" if iteration is not None else ")")
+            raise ValueError(f"{at}.block[{axis}]: expected a block index from 0 to {length - 1} (tensor "
+                             f"{transfer.tensor!r} has {length} elements along axis {axis}), got {value}{place}")
+
+
+def _index_range(entry: int | str, loop_var: str | None, last_iteration: int,
+                 ranges: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """Bounds on a block index entry from each term's own range (programs need not reach
+    every term's extreme together, so an entry may stay well inside them)."""
+    if isinstance(entry, int):
+        return entry, entry
+    low = high = 0
+    for term in index_terms(entry):
+        if isinstance(term, int):
+            low, high = low + term, high + term
+        elif term == loop_var:
+            high += last_iteration
+        else:
+            low, high = low + ranges[term][0], high + ranges[term][1]
+    return low, high
+
+
+def _out_of_range(entry: str, step: Step, length: int, members: np.ndarray,
+                  variables: dict[str, np.ndarray]) -> tuple[int, int, int | None] | None:
+    """The lowest value below 0, else the highest from ``length``, that ``entry`` takes in
+    the programs ``members`` over the iterations of ``step``: (value, program, iteration,
+    None when the entry has no loop variable); None if it stays inside."""
+    repeats = (np.full(len(members), step.repeat, dtype=np.int64) if isinstance(step.repeat, int)
+               else variables[step.repeat][members])
+    programs, repeats = members[repeats > 0], repeats[repeats > 0]
+    terms = index_terms(entry)
+    first = np.zeros(len(programs), dtype=np.int64)
+    for term in terms:
+        if isinstance(term, int):
+            first += term
+        elif term != step.loop_var:
+            first += variables[term][programs]
+    loops = terms.count(step.loop_var) if step.loop_var else 0
+    last = first + loops * (repeats - 1)
+    if programs.size and first.min() < 0:
+        at = int(np.argmin(first))
+        return int(first[at]), int(programs[at]), 0 if loops else None
+    if programs.size and last.max() >= length:
+        at = int(np.argmax(last))
+        return int(last[at]), int(programs[at]), int(repeats[at] - 1) if loops else None
+    return None
+
+
+def _per_program(trace: KernelTrace) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Each program's template index and variables (grid coordinates and ``program_vars``),
+    in launch order."""
+    n = trace.num_programs
+    pid = np.arange(n, dtype=np.int64)
+    grid = trace.kernel.grid
+    axes = range(len(grid)) if trace.kernel.launch_order == "first_axis_fastest" else reversed(range(len(grid)))
+    variables, stride = {}, 1
+    for axis in axes:
+        variables[GRID_VARS[axis]] = (pid // stride) % grid[axis]
+        stride *= grid[axis]
+    variables.update({name: np.asarray(values, dtype=np.int64) for name, values in trace.program_vars.items()})
+    chosen = trace.program_template
+    if isinstance(chosen, list):
+        return np.asarray(chosen, dtype=np.int64), variables
+    names = [template.name for template in trace.templates]
+    return np.full(n, names.index(chosen) if chosen is not None else 0, dtype=np.int64), variables
+
+
+def _members(per_program: tuple[np.ndarray, dict[str, np.ndarray]], template: int) -> tuple:
+    """(the programs that run ``template``, every variable's per-program values)."""
+    template_of, variables = per_program
+    return np.nonzero(template_of == template)[0], variables
+
+
+def check_gpu_grid(trace: KernelTrace, chip_name: str) -> None:
+    """Refuse a grid a GPU cannot launch: CUDA grids have at most three axes (a TPU's
+    Pallas grid may have more, so this is asked when the chip is known)."""
+    grid = trace.kernel.grid
+    if len(grid) > MAX_GPU_GRID_AXES:
+        raise InputError(f"expected at most {MAX_GPU_GRID_AXES} axes on {chip_name}, a GPU (CUDA grids are x, y, z), "
+                         f"got {len(grid)}: {grid} (merge axes, or simulate it on a TPU)", field="kernel.grid")
+
+
 def parse_trace(data: Any, source: str) -> KernelTrace:
     """Validate decoded JSON as a kernel trace; bad input raises a located InputError."""
     if not isinstance(data, dict):
@@ -280,15 +427,27 @@ def parse_trace(data: Any, source: str) -> KernelTrace:
             field="schema_version",
         )
     try:
-        return KernelTrace.model_validate(data)
+        trace = KernelTrace.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "missing":
-            message = "missing required field"
-        elif error["type"] == "extra_forbidden":
-            message = "unknown field"
-        raise InputError(message, source=source, field=_user_loc(error["loc"]) or None) from None
+        raise InputError(error_message(error), source=source, field=_user_loc(error["loc"]) or None) from None
+    return checked(check_blocks, trace, source)
+
+
+def error_message(error: dict) -> str:
+    """One pydantic error as a trace reader says it: a missing or unknown field in words,
+    and for a value of the wrong type (``"1e12"`` where a number belongs) what was given."""
+    if error["type"] == "missing":
+        return "missing required field"
+    if error["type"] == "extra_forbidden":
+        return "unknown field"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"].endswith("_type"):
+        given = error["input"]
+        shown = ("a list" if isinstance(given, list) else "an object" if isinstance(given, dict)
+                 else json.dumps(given, default=repr))
+        message += f", got {shown if len(shown) <= 40 else shown[:37] + '...'}"
+    return message
 
 
 UNION_FIELDS = ("program_template", "repeat", "block")

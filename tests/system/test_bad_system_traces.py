@@ -72,6 +72,45 @@ def test_one_line_naming_the_field(change, expected):
     assert expected in error_of(change)
 
 
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: op(d, 0).update(flops="1e12"), 'programs[0].ops[0].flops: Input should be a valid number, got "1e12"'),
+    (lambda d: op(d, 0).update(flops=True), "programs[0].ops[0].flops: Input should be a valid number, got true"),
+    (lambda d: op(d, 1).update(bytes="1e8"), 'programs[0].ops[1].bytes: Input should be a valid number, got "1e8"'),
+    (lambda d: op(d, 2).update(duration_s="0.001"),
+     'programs[0].ops[2].duration_s: Input should be a valid number, got "0.001"'),
+    (lambda d: op(d, 1).update({"async": "false"}),
+     'programs[0].ops[1].async: Input should be a valid boolean, got "false"'),
+    (lambda d: d["programs"][0]["ops"].__setitem__(1, {"name": "ar", "kind": "send", "bytes": 8, "peer_offset": "1"}),
+     'programs[0].ops[1].peer_offset: Input should be a valid integer, got "1"'),
+], ids=["flops-string", "flops-bool", "bytes-string", "duration-string", "async-string", "peer-offset-string"])
+def test_numbers_and_flags_written_as_strings_are_refused(change, expected):
+    assert error_of(change) == f"t.json: {expected}"
+
+
+def test_whole_and_integer_numbers_are_numbers():
+    data = copy.deepcopy(GOOD)
+    op(data, 0).update(flops=1000000000000, bytes=1e15)
+    op(data, 1)["bytes"] = 100000000
+    trace = parse_system_trace(data, "t.json")
+    assert trace.programs[0].ops[0].bytes == 1e15 and trace.programs[0].ops[1].bytes == 1e8
+
+
+def test_an_empty_stream_name_is_refused():
+    line = error_of(lambda d: op(d, 0).update(stream=""))
+    assert line == "t.json: programs[0].ops[0].stream: String should have at least 1 character"
+
+
+def test_cli_refuses_a_number_as_a_string_in_one_line(cli, tmp_path):
+    data = copy.deepcopy(GOOD)
+    op(data, 0)["flops"] = "1e12"
+    path = tmp_path / "step.json"
+    path.write_text(json.dumps(data))
+    result = cli("replay", str(path), "--system", "dgx-h100")
+    assert result.code == 2 and result.out == "" and "Traceback" not in result.err
+    expected = f'{path}: programs[0].ops[0].flops: Input should be a valid number, got "1e12"'
+    assert result.err.strip() == f"accelsim: error: {expected}"
+
+
 def test_a_dependency_cycle_is_an_error_naming_its_ops():
     line = error_of(lambda d: op(d, 0).update(deps=["b"]))
     assert line == "t.json: programs[0].ops: dependency cycle: a -> ar -> b -> a"
@@ -104,3 +143,16 @@ def test_a_roundtrip_keeps_the_trace(tmp_path):
     save_system_trace(trace, tmp_path / "t.json")
     assert load_system_trace(tmp_path / "t.json") == trace
     assert json.loads((tmp_path / "t.json").read_text())["programs"][0]["ops"][1]["async"] is True
+
+
+def test_a_kernel_trace_the_chip_cannot_run_is_named_not_the_system_trace(cli, tmp_path):
+    kernel = {"schema_version": 1, "kernel": {"name": "k", "grid": [1, 1, 2, 2]},
+              "tensors": {"X": {"shape": [4, 128], "dtype": "bf16"}},
+              "templates": [{"name": "t", "steps": [{"compute": [{"unit": "vector", "flops": 128.0}]}]}]}
+    (tmp_path / "grid4.json").write_text(json.dumps(kernel))
+    step = {"schema_version": 1, "num_devices": 8, "programs": [{"name": "p", "devices": ["0-7"], "ops": [
+        {"name": "k", "kind": "compute", "kernel_trace": "grid4.json"}]}]}
+    (tmp_path / "step.json").write_text(json.dumps(step))
+    result = cli("replay", str(tmp_path / "step.json"), "--system", "dgx-h100")
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert result.err.startswith(f"accelsim: error: {tmp_path / 'grid4.json'}: kernel.grid: expected at most 3 axes")

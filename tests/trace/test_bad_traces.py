@@ -215,3 +215,122 @@ def test_a_multicast_write_is_refused(trace_data):
 def test_a_kernel_name_with_control_characters_is_refused(trace_data):
     trace_data["kernel"]["name"] = "k\x1b[31m"
     assert "kernel.name: expected printable text" in rejected(trace_data).one_line()
+
+
+# ---------------------------------------------------------------- blocks inside their tensor
+
+
+@pytest.mark.parametrize("block", [[], ["p0"], ["p0", 0]], ids=["whole-tensor", "leading-axis", "every-axis"])
+def test_a_block_indexes_leading_axes_and_spans_the_rest(trace_data, block):
+    transfer(trace_data)["block"] = block
+    assert parse_trace(trace_data, SOURCE).templates[0].steps[0].transfers[0].block == block
+
+
+def test_more_block_indices_than_tensor_axes_are_refused(trace_data):
+    transfer(trace_data)["block"] = ["p0", 0, 0]
+    assert rejected(trace_data).one_line() == (
+        f"{SOURCE}: {TRANSFER}.block: expected at most 2 indices, one per axis of tensor 'X' (shape [4, 128]), got 3")
+
+
+@pytest.mark.parametrize(("block", "program_vars", "detail"), [
+    (["p0+1"], {}, "axis 0), got 4 ('p0+1' in program 3)"),
+    (["p0", 128], {}, "from 0 to 127 (tensor 'X' has 128 elements along axis 1), got 128"),
+    (["row"], {"row": [0, -1, 2, 3]}, "axis 0), got -1 ('row' in program 1)"),
+], ids=["sum-past-the-end", "integer-past-the-end", "negative-program-var"])
+def test_a_block_index_outside_its_tensor_is_refused(trace_data, block, program_vars, detail):
+    transfer(trace_data)["block"] = block
+    trace_data["program_vars"] = program_vars
+    line = rejected(trace_data).one_line()
+    axis = len(block) - 1
+    assert line.startswith(f"{SOURCE}: {TRANSFER}.block[{axis}]: expected a block index from 0 to ")
+    assert line.endswith(detail)
+
+
+def looping_trace(trace_data, first: list[int], repeats: list[int]) -> dict:
+    """Program i reads blocks ``first[i] + k`` of X's axis 0 (4 long), ``repeats[i]`` times."""
+    trace_data["program_vars"] = {"first": first, "n": repeats}
+    step(trace_data).update(repeat="n", loop_var="k")
+    transfer(trace_data)["block"] = ["first+k"]
+    return trace_data
+
+
+def test_a_loop_is_checked_at_its_last_iteration_in_each_program(trace_data):
+    line = rejected(looping_trace(trace_data, [0, 1, 2, 3], [4, 3, 3, 1])).one_line()
+    assert line.endswith("got 4 ('first+k' in program 2, k = 2)")
+
+
+def test_programs_that_never_reach_the_extremes_together_pass(trace_data):
+    # first + k stays below 4 in every program, though max(first) + max(n) - 1 = 6
+    trace = parse_trace(looping_trace(trace_data, [0, 1, 2, 3], [4, 3, 2, 1]), SOURCE)
+    assert trace.program_vars["first"] == [0, 1, 2, 3]
+
+
+def test_a_step_no_program_runs_is_not_bounded(trace_data):
+    assert parse_trace(looping_trace(trace_data, [9, 9, 9, 9], [0, 0, 0, 0]), SOURCE).num_programs == 4
+    trace_data["program_vars"]["n"] = [0, 0, 1, 0]
+    assert rejected(trace_data).one_line().endswith("got 9 ('first+k' in program 2, k = 0)")
+
+
+def test_only_the_programs_running_a_template_bound_its_blocks(trace_data):
+    # X has 2 rows; programs 2 and 3 run a template that does not read it
+    trace_data["tensors"]["X"]["shape"] = [2, 128]
+    trace_data["templates"].append({"name": "other", "steps": [{"compute": [{"unit": "vector", "flops": 1.0}]}]})
+    trace_data["program_template"] = [0, 0, 1, 1]
+    assert parse_trace(trace_data, SOURCE).num_programs == 4
+    trace_data["program_template"] = [0, 1, 0, 1]
+    assert rejected(trace_data).one_line().endswith("got 2 ('p0' in program 2)")
+
+
+@pytest.mark.parametrize(("dtype", "shape", "most"), [("bf16", [4, 128], 1024), ("fp4", [3, 3], 5)])
+def test_transfer_bytes_stop_at_the_whole_tensor(trace_data, dtype, shape, most):
+    trace_data["tensors"]["X"] = {"shape": shape, "dtype": dtype}
+    transfer(trace_data).update(block=[0], bytes=most)
+    parse_trace(trace_data, SOURCE)
+    transfer(trace_data)["bytes"] = most + 1
+    assert rejected(trace_data).one_line() == (
+        f"{SOURCE}: {TRANSFER}.bytes: expected at most {most:,}, the whole of tensor 'X' (shape {shape}, {dtype}), "
+        f"got {most + 1:,}")
+
+
+# ---------------------------------------------------------------- numbers are numbers
+
+
+@pytest.mark.parametrize(("mutate", "field", "given"), [
+    (lambda d: compute(d).update(flops="4096"), f"{STEP}.compute[0].flops", '"4096"'),
+    (lambda d: compute(d).update(flops=True), f"{STEP}.compute[0].flops", "true"),
+    (lambda d: compute(d).update(useful="no"), f"{STEP}.compute[0].useful", '"no"'),
+    (lambda d: d.update(program_vars={"row": [0, "1", 2, 3]}), "program_vars.row[1]", '"1"'),
+    (lambda d: transfer(d).update(bytes=256.0), f"{TRANSFER}.bytes", "256.0"),
+], ids=["flops-string", "flops-bool", "useful-string", "program-var-string", "bytes-float"])
+def test_a_value_of_the_wrong_json_type_is_refused(trace_data, mutate, field, given):
+    mutate(trace_data)
+    error = rejected(trace_data)
+    assert error.field == field
+    assert error.message.endswith(f", got {given}")
+
+
+def test_flops_may_be_an_integer(trace_data):
+    compute(trace_data)["flops"] = 4096
+    assert parse_trace(trace_data, SOURCE).templates[0].steps[0].compute[0].flops == 4096.0
+
+
+# ---------------------------------------------------------------- grids the chip can launch
+
+
+def test_a_gpu_refuses_a_grid_of_more_than_three_axes(cli, tmp_path, trace_data):
+    trace_data["kernel"]["grid"] = [1, 1, 2, 2]
+    path = tmp_path / "grid4.json"
+    path.write_text(json.dumps(trace_data))
+    result = cli("simulate", "--arch", "h100-sxm", str(path))
+    assert result.code == 2 and result.out == ""
+    assert result.err.strip() == (f"accelsim: error: {path}: kernel.grid: expected at most 3 axes on h100-sxm, a "
+                                  "GPU (CUDA grids are x, y, z), got 4: [1, 1, 2, 2] (merge axes, or simulate it on "
+                                  "a TPU)")
+
+
+def test_a_tpu_runs_a_grid_of_more_than_three_axes(cli, tmp_path, trace_data):
+    trace_data["kernel"].update(grid=[1, 1, 2, 2], launch_order="last_axis_fastest")
+    path = tmp_path / "grid4.json"
+    path.write_text(json.dumps(trace_data))
+    result = cli("simulate", "--arch", "tpu-v5e", str(path))
+    assert result.code == 0, result.err
