@@ -421,14 +421,19 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         if t:
             steps.append({"transfers": _kv_transfers(["batch", "kv_head", "first_kv+n_full"], int(t) * d * size),
                           "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False)]})
-        # Partial output and LSE in fp32, read back by the combine pass when split.
-        out = rows * d * (4 if split > 1 else size) + rows * STAT_BYTES
-        steps.append({"transfers": [{"tensor": "O", "block": ["batch", "kv_head", "part"], "bytes": out, "direction": "write"}],
-                      "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
+        # Split: the partial output and LSE in fp32 (O_partial), read back by the combine
+        # pass. Not split: the output and its LSE.
         if split > 1:
+            partial = {"tensor": "O_partial", "block": ["batch", "kv_head", "part"], "bytes": rows * (d + 1) * 4}
+            steps.append({"transfers": [{**partial, "direction": "write"}],
+                          "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
+            steps.append({"transfers": [{**partial, "direction": "read"}],
+                          "compute": [{"unit": "vector", "flops": float(3 * rows * d), "dtype": "fp32"}]})
+        else:
             steps.append({"transfers": [
-                {"tensor": "O", "block": ["batch", "kv_head", "part"], "bytes": out, "direction": "read"},
-            ], "compute": [{"unit": "vector", "flops": float(3 * rows * d), "dtype": "fp32"}]})
+                {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * size, "direction": "write"},
+                {"tensor": "LSE", "block": ["batch", "kv_head"], "bytes": rows * STAT_BYTES, "direction": "write"},
+            ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
     return KernelTrace.model_validate({
         "schema_version": 1,
@@ -439,7 +444,8 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
                           "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
         },
-        "tensors": _tensors(p),
+        "tensors": {**_tensors(p), **({"O_partial": {"shape": [b, hk, split, rows * (d + 1)], "dtype": "fp32"}}
+                                       if split > 1 else {})},
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": {"batch": (bh // hk).tolist(), "kv_head": (bh % hk).tolist(), "part": part.tolist(),
@@ -476,14 +482,21 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     masked_rows = np.minimum(first_full * bm, sq) - first_q * bm
     masked_pairs = attended_pairs(p, first_q * bm, masked_rows, kv_block * bn, kv_rows)
 
-    def iteration(q_block: str, pairs: float) -> dict:
+    # A last query block shorter than block_m moves only its rows (the units still
+    # execute the whole tile): its own step, after the loop or as the last masked block.
+    last_rows = sq - (n_q - 1) * bm
+    tail = np.zeros(total, dtype=np.int64)  # 0: every q block whole; 1: last of the loop; 2: last masked
+    if last_rows < bm:
+        tail = np.where(first_full < n_q, 1, np.where(n_masked > 0, 2, 0))
+
+    def iteration(q_block: str | int, pairs: float, q_rows: int = bm) -> dict:
         scores = bm * bn
         return {"transfers": [
-            {"tensor": "Q", "block": ["batch", "head", q_block], "bytes": bm * d * size},
-            {"tensor": "dO", "block": ["batch", "head", q_block], "bytes": bm * d * size},
-            {"tensor": "LSE", "block": ["batch", "head", q_block], "bytes": bm * STAT_BYTES},
-            {"tensor": "Delta", "block": ["batch", "head", q_block], "bytes": bm * STAT_BYTES},
-            {"tensor": "dQ", "block": ["batch", "head", q_block], "bytes": bm * d * 4, "direction": "write"},
+            {"tensor": "Q", "block": ["batch", "head", q_block], "bytes": q_rows * d * size},
+            {"tensor": "dO", "block": ["batch", "head", q_block], "bytes": q_rows * d * size},
+            {"tensor": "LSE", "block": ["batch", "head", q_block], "bytes": q_rows * STAT_BYTES},
+            {"tensor": "Delta", "block": ["batch", "head", q_block], "bytes": q_rows * STAT_BYTES},
+            {"tensor": "dQ", "block": ["batch", "head", q_block], "bytes": q_rows * d * 4, "direction": "write"},
         ], "compute": [
             {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # S = Q K^T
             {"unit": "special", "flops": float(scores), "dtype": "fp32"},
@@ -496,20 +509,24 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         ]}
 
     templates, template_of = [], np.zeros(total, dtype=np.int64)
-    keys = np.stack([kv_rows, n_masked, masked_pairs], axis=1)
+    keys = np.stack([kv_rows, n_masked, masked_pairs, tail], axis=1)
     for key in np.unique(keys, axis=0):
-        rows, masked, pairs = (int(v) for v in key)
+        rows, masked, pairs, tail_kind = (int(v) for v in key)
         template_of[np.all(keys == key, axis=1)] = len(templates)
         steps = [{"transfers": _kv_transfers(["batch", "kv_head", "kv_block"], rows * d * size)}]
-        steps += [iteration(f"first_q+{m}", pairs / masked) for m in range(masked)]
+        steps += [iteration(f"first_q+{m}", pairs / masked, last_rows if tail_kind == 2 and m == masked - 1 else bm)
+                  for m in range(masked)]
         steps.append({"repeat": "n_full", "loop_var": "i", **iteration("first_full+i", bm * rows)})
+        if tail_kind == 1:
+            steps.append(iteration(n_q - 1, last_rows * rows, last_rows))
         steps.append({"transfers": [
             {"tensor": "dK", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
             {"tensor": "dV", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
         ]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
     program_vars = {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
-                    "kv_block": kv_block.tolist(), "n_full": (n_q - first_full).tolist(), "first_q": first_q.tolist(),
+                    "kv_block": kv_block.tolist(), "n_full": (n_q - first_full - (tail == 1)).tolist(),
+                    "first_q": first_q.tolist(),
                     "first_full": first_full.tolist()}
     if p["pass"] == "bwd-kernel":
         return _gpu_trace(p, params, config, "bwd", [n_kv, b * h], templates, template_of, program_vars)
