@@ -60,6 +60,7 @@ def execute(plan: SweepPlan, out_dir: Path, *, workers: int = 1, ray: str | None
             fresh: bool = False, progress: bool = True) -> tuple[dict[tuple[int, int], Row], int, int]:
     """Run what the journal in ``out_dir`` lacks; all rows, runs done now, runs resumed."""
     check_output_dir(out_dir, "-o")
+    _check_output_names(out_dir)
     journal_path = out_dir / JOURNAL_NAME
     digest = spec_digest(plan.spec.raw, input_files(plan))
     if fresh and journal_path.exists():
@@ -96,12 +97,12 @@ def _results(plan: SweepPlan, tasks: list[Task], workers: int, ray: str | None) 
 def write_outputs(plan: SweepPlan, rows: dict[tuple[int, int], Row], out_dir: Path) -> tuple[list[Record], list[str]]:
     from accelsim.study.plots import plot_all  # matplotlib loads only when used
     recs = records(plan, rows)
-    _write_text(out_dir / "results.csv", csv_text(plan, recs))
+    _write_text(out_dir / OUTPUT_FILES[0], csv_text(plan, recs))
     spec = plan.spec.spec
     named = spec.plots if spec.plots is not None else [m for m in spec.metrics if m != "utilization.*"]
-    plots = plot_all(plan, recs, named, out_dir / "plots")
-    _write_text(out_dir / "summary.md", summary_markdown(plan, recs, plots))
-    return recs, ["results.csv", *plots, "summary.md"]
+    plots = plot_all(plan, recs, named, out_dir / PLOTS_FOLDER)
+    _write_text(out_dir / OUTPUT_FILES[1], summary_markdown(plan, recs, plots))
+    return recs, [OUTPUT_FILES[0], *plots, OUTPUT_FILES[1]]
 
 
 def run_sweep(plan: SweepPlan, out_dir: str | Path, **options) -> SweepOutcome:
@@ -109,6 +110,21 @@ def run_sweep(plan: SweepPlan, out_dir: str | Path, **options) -> SweepOutcome:
     rows, ran, resumed = execute(plan, out_dir, **options)
     recs, files = write_outputs(plan, rows, out_dir)
     return SweepOutcome(records=recs, ran=ran, resumed=resumed, files=files)
+
+
+OUTPUT_FILES = ("results.csv", "summary.md")
+PLOTS_FOLDER = "plots"
+
+
+def _check_output_names(out_dir: Path) -> None:
+    """Before any run: the files the sweep writes at its end are not folders (nor its plots
+    folder a file), so a finished sweep does not stop with half its outputs written."""
+    for name in OUTPUT_FILES:
+        if (out_dir / name).is_dir():
+            raise InputError(f"{str(out_dir / name)!r} is a folder; the sweep writes its {name} there", source="-o")
+    plots = out_dir / PLOTS_FOLDER
+    if plots.exists() and not plots.is_dir():
+        raise InputError(f"{str(plots)!r} is a file; the sweep writes its plots into a folder there", source="-o")
 
 
 def _write_text(path: Path, text: str) -> None:
