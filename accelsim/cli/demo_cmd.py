@@ -9,6 +9,7 @@ from pathlib import Path
 from accelsim.arch.model import load_arch
 from accelsim.cli.output import table
 from accelsim.cli.simulate_cmd import load_chip
+from accelsim.errors import InputError
 from accelsim.engine.timeline import chrome_trace
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.search import run_config, split_params
@@ -31,6 +32,8 @@ CASES = (
 SYSTEM_TRACE = Path(__file__).resolve().parents[2] / "traces" / "system" / "transformer_step_dp2_tp4.json"
 """Imported from XLA HLO by ``traces/system/make_transformer_step.py`` (a source checkout has it)."""
 SYSTEM = "dgx-h100"
+ROOFLINE = "roofline.png"
+SYSTEM_TIMELINE = "system-transformer-step.timeline.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,28 +49,29 @@ def run_demo(args: argparse.Namespace) -> int:
     )
     out = check_output_dir(args.out, "--out")
     chips = [load_chip(name, []) for name in CHIPS]
+    cases = [(chip, case) for chip in chips for case in CASES if case[1] in FAMILIES]
+    timelines = [f"{chip.name}-{case[1]}-{i}.timeline.json" for i, (chip, case) in enumerate(cases)]
+    for name in (*timelines, ROOFLINE, SYSTEM_TIMELINE):  # before the work: no half-written demo
+        if (out / name).is_dir():
+            raise InputError(f"{str(out / name)!r} is a folder; the demo writes a file there", source="--out")
     rows, points = [], []
-    for chip in chips:
-        for label, family_name, given in CASES:
-            if family_name not in FAMILIES:
-                continue
-            family = get_family(family_name)
-            params, config_given, _ = split_params(family, given)
-            config = family.resolve_config(params, config_given, chip)
-            sim = run_config(family, params, config, chip, timeline=True).sim
-            slug = f"{chip.name}-{family_name}-{len(rows)}"
-            write_json(out / f"{slug}.timeline.json", chrome_trace(sim))
-            points.append(RooflinePoint(label, chip.name, sim.flops, sim.hbm_bytes, sim.latency_s))
-            rows.append((
-                chip.name, label, format_quantity(sim.latency_s, "seconds"), sim.bound,
-                format_quantity(sim.flops / sim.latency_s, "flops_per_s"),
-                format_quantity(sim.hbm_bytes / sim.latency_s, "bytes_per_s"),
-                f"{sim.sim_wall_s * 1e3:.0f} ms",
-            ))
+    for (chip, (label, family_name, given)), timeline in zip(cases, timelines):
+        family = get_family(family_name)
+        params, config_given, _ = split_params(family, given)
+        config = family.resolve_config(params, config_given, chip)
+        sim = run_config(family, params, config, chip, timeline=True).sim
+        write_json(out / timeline, chrome_trace(sim))
+        points.append(RooflinePoint(label, chip.name, sim.flops, sim.hbm_bytes, sim.latency_s))
+        rows.append((
+            chip.name, label, format_quantity(sim.latency_s, "seconds"), sim.bound,
+            format_quantity(sim.flops / sim.latency_s, "flops_per_s"),
+            format_quantity(sim.hbm_bytes / sim.latency_s, "bytes_per_s"),
+            f"{sim.sim_wall_s * 1e3:.0f} ms",
+        ))
     print(table(("CHIP", "KERNEL", "LATENCY", "BOUND", "COMPUTE", "HBM BW", "SIMULATED IN"), rows))
-    plot = plot_roofline(chips, points, out / "roofline.png")
-    timelines = len(rows) + replay_example(out)
-    print(f"\nwrote {timelines} Perfetto timelines (*.timeline.json) and {plot.name} to {out}/")
+    plot = plot_roofline(chips, points, out / ROOFLINE)
+    written = len(rows) + replay_example(out)
+    print(f"\nwrote {written} Perfetto timelines (*.timeline.json) and {plot.name} to {out}/")
     print("open a timeline at https://ui.perfetto.dev ; compare chips with 'accelsim arch diff h100-sxm tpu-v5e'")
     return 0
 
@@ -79,7 +83,7 @@ def replay_example(out: Path) -> int:
         return 0
     trace = load_system_trace(SYSTEM_TRACE)
     result = replay(trace, load_arch(SYSTEM), base_dir=SYSTEM_TRACE.parent, options=ReplayOptions(timeline=True))
-    write_json(out / "system-transformer-step.timeline.json", system_chrome_trace(result))
+    write_json(out / SYSTEM_TIMELINE, system_chrome_trace(result))
     s = result.summary()
     row = (SYSTEM, "transformer step dp2 x tp4 (from XLA HLO)", format_quantity(result.step_time_s, "seconds"),
            format_quantity(s["compute_s"], "seconds"), format_quantity(s["exposed_comm_s"], "seconds"),
