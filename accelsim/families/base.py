@@ -150,7 +150,9 @@ class Family:
         return parse_values(specs, given, source)
 
     def resolve_config(self, params: dict[str, Any], given: Mapping[str, Any], chip: Chip) -> dict[str, Any]:
-        """Defaults for what the user did not set, then the user's values."""
+        """Defaults for what the user did not set, then the user's values, checked on the chip
+        this family's kernels run on (``chip`` with the family's values)."""
+        chip = chip.for_family(self.name)
         values = self.parse_config(given)
         config = dict(self.default_config(params, chip))
         config.update({k: v for k, v in values.items() if k in given})

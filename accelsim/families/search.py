@@ -56,8 +56,10 @@ def run_config(family: Family, params: dict[str, Any], config: dict[str, Any], c
     return Run(config, trace, simulate_kernel(trace, chip, timeline=timeline, replays=replays))
 
 
-def _fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
-    space = family.config_space(params, chip)
+def fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
+    """The family's configs that fit the chip its kernels run on (``chip`` with the family's
+    values): what ``config=auto`` searches and ``explore`` ranks."""
+    space = family.config_space(params, chip.for_family(family.name))
     if not space:
         raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
     return space
@@ -78,7 +80,7 @@ def rank_key(latency_s: float, index: int) -> tuple[int | float, int]:
 def autotune(family: Family, params: dict[str, Any], chip: Chip) -> list[Run]:
     """Every config of the family's space that fits, fastest first (:func:`rank_key`)."""
     chip = chip.for_family(family.name)
-    space = _fitting_space(family, params, chip)
+    space = fitting_space(family, params, chip)
     replays: ReplayMemo = {}
     runs = [run_config(family, params, config, chip, replays=replays) for config in space]
     order = sorted(range(len(runs)), key=lambda i: rank_key(runs[i].sim.latency_s, i))
@@ -111,7 +113,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     hits, replay) until no bound can beat the best replayed latency. Ties keep config
     order (:func:`rank_key`)."""
     chip = chip.for_family(family.name)  # the bounds too: a family's values may be faster
-    space = _fitting_space(family, params, chip)
+    space = fitting_space(family, params, chip)
     # heap of (bound, config index, stage, payload); one entry per config, so the payload
     # is never compared
     QUICK, TRACE, HITS = 0, 1, 2

@@ -35,7 +35,7 @@ from accelsim.engine.chip import KernelSimulation, ReplayMemo, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.base import Family
-from accelsim.families.search import rank_key, run_config
+from accelsim.families.search import fitting_space, rank_key, run_config
 from accelsim.study.runner import describe, mapped
 from accelsim.study.spec import Scalar, load_validated
 from accelsim.trace.kernel import KernelTrace
@@ -112,9 +112,7 @@ def explore_family(family: Family, params: dict[str, Any], chip: Chip,
     ``jobs`` worker processes simulate the candidates (the same ranking); they load the chip
     from ``chip_source`` (its name or path, and the ``--set`` overrides it was loaded with)."""
     if space is None:
-        configs = family.config_space(params, chip)
-        if not configs:
-            raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
+        configs = fitting_space(family, params, chip)
         job = FamilyJob(family.name, params, resolve=False)
     else:
         configs = [dict(given) for given in space]

@@ -144,11 +144,13 @@ def _range_numbers(r: RangeSpec | LogRangeSpec, spec: LoadedSpec, loc: tuple) ->
 def _number_value(number: float, unit: str | None, factor: float, integer: bool) -> ParamValue:
     if integer:
         return ParamValue(str(int(number)), str(int(number)), float(number))
+    # six digits of text: the number is the one the text sets, so that the table and plots
+    # report the value the point was simulated at, not the unrounded draw
     if unit is None:
         text = f"{number:.6g}"
-        return ParamValue(text, text, float(number))
+        return ParamValue(text, text, float(text))
     text = f"{number / factor:.6g} {unit}"
-    return ParamValue(text, text, float(number))
+    return ParamValue(text, text, quantity(text)[0])
 
 
 def parameter_values(name: str, p: ParameterSpec, spec: LoadedSpec) -> list[ParamValue]:

@@ -24,6 +24,22 @@ def test_family_space_is_ranked_fastest_first_like_the_autotuner():
     assert ranked[0].config == autotune(family, dict(GEMM), chip)[0].config
 
 
+def test_a_familys_scoped_values_shape_its_space_as_for_the_autotuner(write_yaml):
+    """A chip whose GEMMs cannot multicast (``family_values``) ranks no clustered GEMM config,
+    and its winner is the one ``config=auto`` picks."""
+    chip = load_arch(str(write_yaml("h100-gemm-unicast.yaml", """\
+        extends: h100-sxm
+        name: h100-gemm-unicast
+        family_values:
+          gemm:
+            shared_cache.multicast: {value: 1, basis: estimate, source: test}
+        """)))
+    family = get_family("gemm")
+    ranked = explore_family(family, dict(GEMM), chip)
+    assert all(c.config.get("cluster", 1) == 1 for c in ranked)
+    assert ranked[0].config == autotune(family, dict(GEMM), chip)[0].config
+
+
 def test_a_candidate_that_does_not_fit_is_kept_last_with_its_reason():
     chip = load_arch("h100-sxm")
     space = [{"block_m": 256, "block_n": 256, "block_k": 256, "num_stages": 5},

@@ -54,3 +54,25 @@ def test_a_calibrated_chips_family_values_hold_in_a_sweep(cli, spec_file, tmp_pa
                      "--param", "causal=true", *sets, "--json")
         assert result.code == 0, result.err
         assert float(row["latency_s"]) == float(f"{json.loads(result.out)['latency_s']:.9g}")
+
+
+def test_a_range_point_is_simulated_at_the_value_results_csv_reports(cli, spec_file, tmp_path):
+    """Values a range computes (1.1666... TB/s) are written to six digits for --set; the table
+    reports the value that was set, so simulate at the reported value gives the row's latency."""
+    plan = plan_sweep(spec_file("""\
+        base: h100-sxm
+        parameters:
+          hbm.bandwidth: {range: {start: "1 TB/s", stop: "2 TB/s", num: 4}}
+        workloads:
+          - kernel: rmsnorm
+            params: {rows: 4096, cols: 4096}
+        metrics: [latency_s]
+        """))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    assert [row["hbm.bandwidth"] for row in rows] == ["1e+12", "1.33333e+12", "1.66667e+12", "2e+12"]
+    for row in rows:
+        result = cli("simulate", "--arch", "h100-sxm", "--kernel", "rmsnorm", "--param", "rows=4096",
+                     "--param", "cols=4096", "--set", f"hbm.bandwidth={row['hbm.bandwidth']} B/s", "--json")
+        assert result.code == 0, result.err
+        assert float(row["latency_s"]) == float(f"{json.loads(result.out)['latency_s']:.9g}")

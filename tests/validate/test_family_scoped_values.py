@@ -48,6 +48,19 @@ def test_a_what_if_set_reaches_the_scoped_family_too(overlay):
     assert chip.for_family("attention").program_overhead_s == pytest.approx(1e-6)
 
 
+def test_a_config_is_checked_on_the_chip_its_family_runs_on(cli, tmp_path):
+    """Clusters of 2 need a multicast the scoped chip lacks: refused for GEMM, as on a chip
+    that lacks it everywhere, not run with a multicast it does not have."""
+    path = tmp_path / "unicast.yaml"
+    path.write_text(yaml.safe_dump({**OVERLAY, "family_values": {
+        "gemm": {"shared_cache.multicast": {"value": 1, "basis": "estimate", "source": "test"}}}}))
+    gemm = ["--kernel", "gemm", "--param", "M=1024", "--param", "N=1024", "--param", "K=1024", "--param", "cluster=2"]
+    assert cli("simulate", "--arch", "h100-sxm", *gemm).code == 0
+    result = cli("simulate", "--arch", str(path), *gemm)
+    assert result.code == 2
+    assert "cluster: h100-scoped cannot multicast a read to 2 programs (at most 1)" in result.err
+
+
 @pytest.mark.parametrize(("family", "path", "value", "expected"), [
     ("attn", "cores.program_overhead", "3 us", "family_values.attn: unknown kernel family"),
     ("attention", "cores.program_overhed", "3 us", "family_values.attention.cores.program_overhed: unknown field"),
