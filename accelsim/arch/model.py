@@ -232,6 +232,19 @@ def load_arch(name_or_path: str, overrides: Sequence[str] = ()) -> Arch:
     return load_arch_and_spec(name_or_path, overrides)[0]
 
 
+def chip_of(arch: Arch) -> Chip:
+    """The chip a kernel runs on: the arch itself, or the chip a system is built from."""
+    if isinstance(arch, Chip):
+        return arch
+    if isinstance(arch, (Node, Torus)):
+        return arch.chip
+    if isinstance(arch, Cluster):
+        return arch.node.chip
+    if isinstance(arch, Multislice):
+        return arch.slice.chip
+    raise TypeError(f"not an arch: {type(arch).__name__}")
+
+
 def config_files(name_or_path: str) -> list[Path]:
     """Every file a config is built from: its own, those it ``extends``, and the same for
     the config it references (a system's chip, node or slice), each once."""

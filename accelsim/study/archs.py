@@ -21,11 +21,6 @@ from accelsim.arch.loader import (
 from accelsim.arch.model import (
     REFERENCE_FIELDS,
     Arch,
-    Chip,
-    Cluster,
-    Multislice,
-    Node,
-    Torus,
     forwarded_overrides,
     load_arch,
     resolve,
@@ -66,19 +61,6 @@ def resolve_point(base: str, overrides: Sequence[str]) -> Arch:
         own = [parse_override(o) for o in overrides]
         return with_family_chips(resolve(spec), _raw(base), spec, own)  # a calibrated chip's scoped values
     return load_arch(base, overrides)
-
-
-def chip_of(arch: Arch) -> Chip:
-    """The chip a kernel runs on: the arch itself, or the chip a system is built from."""
-    if isinstance(arch, Chip):
-        return arch
-    if isinstance(arch, (Node, Torus)):
-        return arch.chip
-    if isinstance(arch, Cluster):
-        return arch.node.chip
-    if isinstance(arch, Multislice):
-        return arch.slice.chip
-    raise TypeError(f"not an arch: {type(arch).__name__}")
 
 
 def kind_of(base: str) -> str:

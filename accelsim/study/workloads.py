@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from accelsim.arch.model import Arch, Chip
+from accelsim.arch.model import Arch, Chip, chip_of
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.families import get_family
@@ -36,7 +36,6 @@ from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import check_kind, check_protocol, get_algorithm
 from accelsim.network.simulate import check_ranks
 from accelsim.network.topology import collective_tuning
-from accelsim.study.archs import chip_of
 from accelsim.study.space import substitute
 from accelsim.study.spec import (
     WORKLOAD_KINDS,

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import simpy
 
+from accelsim.arch import model
 from accelsim.arch.model import Arch, Chip
 from accelsim.engine.fluid import FluidResources
 from accelsim.errors import InputError
@@ -796,11 +797,9 @@ def _instance_kind(op: Op) -> str:
 
 def chip_of(system: Arch) -> Chip:
     """The chip every device of a node, torus, cluster or multislice is."""
-    for attr in ("chip", "node", "slice"):
-        if hasattr(system, attr):
-            inner = getattr(system, attr)
-            return inner if isinstance(inner, Chip) else chip_of(inner)
-    raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", source="--system")
+    if isinstance(system, Chip):
+        raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", source="--system")
+    return model.chip_of(system)
 
 
 def check_devices(trace: SystemTrace, system: Arch) -> None:
