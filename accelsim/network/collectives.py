@@ -256,13 +256,15 @@ def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], step
     and across nodes stay separate, as they load different links."""
     transfers = []
     step = 0.0
+    size = topo.domain_size
     for src, peers in sends.items():
         groups: dict[tuple[bool, float], list[str]] = {}
+        domain = src // size
         for dst, nbytes in peers:
             route = topo.route(src, dst)
             if nbytes <= 0 or not route:
                 continue
-            remote = topo.domain(src) != topo.domain(dst)
+            remote = dst // size != domain
             groups.setdefault((remote, nbytes), []).extend(route)
             latency = topo.route_latency_s(route) if proto is None else topo.scale_out_latency_s(route)
             step = max(step, latency)

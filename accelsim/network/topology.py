@@ -30,6 +30,7 @@ the fixed cost instead.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -77,6 +78,9 @@ class Topology:
     """NCCL's protocols and efficiencies (GPU systems whose node config has ``collectives``)."""
     _routes: dict = field(default_factory=dict, compare=False, repr=False)
     _plans: dict = field(default_factory=dict, compare=False, repr=False)
+    _link_names: dict = field(default_factory=dict, compare=False, repr=False)
+    """Link names made once: per domain, the torus links (:meth:`_torus_names`), and the
+    DCN links (:meth:`_dcn_names`)."""
     """Plans already made for (request, algorithm): see :func:`accelsim.network.plan_for`."""
 
     # ------------------------------------------------------------ domains and coordinates
@@ -126,13 +130,26 @@ class Topology:
     def _route(self, src: int, dst: int) -> tuple[str, ...]:
         if src == dst:
             return ()
-        if self.kind in ("switch", "cluster") and self.domain(src) == self.domain(dst):
+        size = self.domain_size
+        same_domain = src // size == dst // size
+        if self.kind in ("switch", "cluster") and same_domain:
             return (uplink(src), downlink(dst))
         if self.kind == "cluster":
             return (nic_up(*self.nic_of(src)), nic_down(*self.nic_of(dst)))
-        if self.domain(src) != self.domain(dst):  # multislice: across the DCN
-            return (dcn_up(src, self.domain_size), dcn_down(dst, self.domain_size))
+        if not same_domain:  # multislice: across the DCN
+            up, down = self._dcn_names()
+            return (up[src], down[dst])
         return self._torus_route(src, dst)
+
+    def _dcn_names(self) -> tuple[list[str], list[str]]:
+        """Each rank's DCN up and down link names, made once (a direct all-reduce across
+        slices routes most of its million pairs over them)."""
+        names = self._link_names.get("dcn")
+        if names is None:
+            ranks = range(self.ranks)
+            names = self._link_names["dcn"] = ([dcn_up(r, self.domain_size) for r in ranks],
+                                               [dcn_down(r, self.domain_size) for r in ranks])
+        return names
 
     def nic_of(self, rank: int) -> tuple[int, int]:
         """(node, NIC index) a cluster GPU sends and receives through: its rail's NIC."""
@@ -150,14 +167,32 @@ class Topology:
         return out
 
     def _torus_route(self, src: int, dst: int) -> tuple[str, ...]:
-        prefix = slice_prefix(self.domain(src)) if self.kind == "multislice" else ""
+        names = self._torus_names(self.domain(src))
+        axes = len(self.shape)
         here = list(self.coords(src))
+        local = src % self.domain_size
         path = []
         for axis, step, hops in self.torus_hops(src, dst):
+            size, stride = self.shape[axis], math.prod(self.shape[axis + 1:])
             for _ in range(hops):
-                path.append(torus_link(tuple(here), axis, step, prefix))
-                here[axis] = (here[axis] + step) % self.shape[axis]
+                path.append(names[(local * axes + axis) * 2 + (step > 0)])
+                after = (here[axis] + step) % size
+                local += (after - here[axis]) * stride
+                here[axis] = after
         return tuple(path)
+
+    def _torus_names(self, domain: int) -> list[str]:
+        """The names of the torus links of ``domain`` (a slice), made once: index
+        ``(local rank x axes + axis) x 2 + (1 if the + direction else 0)``. A route of many
+        hops looks its names up instead of formatting each (a million routes of a direct
+        all-reduce on 1024 chips)."""
+        names = self._link_names.get(domain)
+        if names is None:
+            prefix = slice_prefix(domain) if self.kind == "multislice" else ""
+            names = self._link_names[domain] = [
+                torus_link(coords_of(local, self.shape), axis, step, prefix)
+                for local in range(self.domain_size) for axis in range(len(self.shape)) for step in (-1, 1)]
+        return names
 
 
 def coords_of(rank: int, shape: tuple[int, ...]) -> tuple[int, ...]:
