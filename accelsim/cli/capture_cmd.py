@@ -1,4 +1,5 @@
-"""``accelsim capture pallas|triton FILE.py:FUNCTION [--param K=V ...] [--compile-for sm_90] -o trace.json``."""
+"""``accelsim capture pallas|triton FILE.py:FUNCTION [--param K=V ...] [--compile-for sm_90] [--family NAME]
+-o trace.json``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pydantic import ValidationError
 from accelsim.capture.common import split_target
 from accelsim.capture.triton_compile import check_compile_target
 from accelsim.errors import InputError
+from accelsim.families import FAMILIES
 from accelsim.families.base import parse_assignments
 from accelsim.files import check_output_file, write_json
 
@@ -23,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compile-for", metavar="sm_NN",
                    help="Triton: also compile the kernel for this NVIDIA target (sm_80, sm_90, sm_100; no GPU "
                         "needed) and take its shared memory and registers from the compiler")
+    p.add_argument("--family", metavar="NAME",
+                   help="the built-in kernel family this kernel implements (written as metadata.family): a "
+                        "calibrated chip's family_values for it then apply to the trace, as to the family")
     p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="where to write the kernel trace")
     p.set_defaults(run=run_capture)
 
@@ -36,6 +41,9 @@ def run_capture(args: argparse.Namespace) -> int:
     if args.tool == "triton" and args.launch is not None:
         raise InputError("--launch applies to Pallas capture", source="--launch")
     check_compile_target(args.tool, args.compile_for)
+    if args.family is not None and args.family not in FAMILIES:
+        raise InputError(f"unknown kernel family {args.family!r}; expected one of: {', '.join(FAMILIES)}",
+                         source="--family")
     check_output_file(args.output, "-o")
     try:
         trace = _capture(args.tool, path, function, params, args.launch, args.compile_for)
@@ -50,6 +58,8 @@ def run_capture(args: argparse.Namespace) -> int:
             raise
         raise InputError(f"{args.tool} capture needs {top}: pip install -e '.[{EXTRAS[top]}]'",
                          source="capture") from None
+    if args.family is not None:
+        trace.metadata["family"] = args.family
     write_json(args.output, trace.model_dump(mode="json"), "-o")
     print(f"wrote {args.output}: {trace.kernel.name}, grid {trace.kernel.grid}, {trace.num_programs} programs, "
           f"{len(trace.templates)} templates")
