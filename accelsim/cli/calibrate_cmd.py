@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the overlay config to write")
     p.add_argument("--scope", action="append", default=[], metavar="FAMILY",
                    help="write the fitted values for this kernel family only (family_values), not for the whole chip; "
-                        "repeatable (the same values for each family named); every record must be of one of them")
+                        "repeatable (the same values for each family named); every record must be of one of them; the "
+                        "fit starts from the value the chip gives the first family named (family_values it has)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes simulating the records of each evaluation (default 1; the fit is the same)")
     add_set_option(p)
@@ -101,6 +102,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs,
+                 family=args.scope[0] if args.scope else None,
                  progress=lambda line: print(line, file=sys.stderr, flush=True))
     overlay = _overlay(args, chip, result)
     write_text_atomic(output, _header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")

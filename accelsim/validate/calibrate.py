@@ -225,24 +225,27 @@ def fit(
     base_overrides: Sequence[str] = (),
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
+    family: str | None = None,
 ) -> Fit:
     """Fit ``parameters`` on the training split of ``cases``; ``jobs`` worker processes
     simulate the records of each evaluation in parallel (the result does not depend on it).
     ``progress`` is given a line after each parameter's line search (sweep, value, loss,
-    evaluations so far, minutes)."""
+    evaluations so far, minutes). ``family``: a fit to be scoped to that kernel family
+    starts from (and its prior stays near) the value the chip gives that family, which a
+    calibrated chip's ``family_values`` may already set."""
     evaluate = Evaluator(cases, arch, jobs)
     try:
-        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress)
+        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress, family)
     finally:
         evaluate.close()
 
 
-def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, progress=None) -> Fit:
+def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, progress=None, family=None) -> Fit:
     train = [c for c in cases if not is_held_out(c.measurement.id)]
     held_out = [c for c in cases if is_held_out(c.measurement.id)]
     if not train:
         raise ValueError("no training records: every record fell in the held-out split")
-    chip = load_arch(arch, base_overrides)
+    chip = load_arch(arch, base_overrides).for_family(family)
     start = {p.path: p.current(chip) for p in parameters if p.current(chip) is not None}
     active = [p for p in parameters if p.path in start]
     evaluations = 0

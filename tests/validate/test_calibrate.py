@@ -101,6 +101,21 @@ def test_bad_source_date_epoch_is_refused_before_the_fit(cli, measurements, tmp_
     assert "sweep 1" not in result.err and not overlay.exists()
 
 
+def test_a_scoped_fit_starts_from_the_value_the_chip_gives_that_family(cli, measurements, tmp_path):
+    """A config that already scopes hbm.efficiency to rmsnorm: refitting it for rmsnorm
+    starts there (and its prior stays near it), not at the chip-wide value. (Named as the
+    records' chip: calibrate refuses *-calibrated overlays.)"""
+    base = tmp_path / "scoped.yaml"
+    base.write_text("extends: h100-sxm\nname: h100-sxm\nfamily_values:\n  rmsnorm:\n"
+                    "    hbm.efficiency: {value: 0.66, basis: fitted, source: test}\n")
+    overlay = tmp_path / "refit.yaml"
+    result = cli("calibrate", "--arch", str(base), "--measurements", str(measurements), "--fit", "hbm.efficiency",
+                 "--scope", "rmsnorm", "-o", str(overlay))
+    assert result.code == 0, result.err
+    fitted = yaml.safe_load(overlay.read_text())["family_values"]["rmsnorm"]["hbm.efficiency"]
+    assert "value before fitting 0.66" in fitted["note"]
+
+
 def test_unknown_fit_parameter_is_bad_input(cli, measurements, tmp_path):
     result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.bandwith",
                  "-o", str(tmp_path / "x.yaml"))
