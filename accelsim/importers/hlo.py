@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.errors import InputError, read_text_file
-from accelsim.importers.hlo_cost import FREE, Cost, CostModel
+from accelsim.importers.hlo_cost import FREE, Cost, CostModel, async_wrapped
 from accelsim.importers.hlo_groups import (
     Groups,
     GroupSyntaxError,
@@ -190,6 +190,8 @@ class _Lowering:
             return self._recv(inst, operands, deps)
         if op in FREE:
             return _shaped(inst.shape, deps)
+        if (wrapped := async_wrapped(inst)) is not None:
+            return self._short_async(comp, inst, wrapped, env, args, operands, prefix, scale)
         if op == "while":
             return self._while(comp, inst, operands, prefix, scale)
         if op == "call":
@@ -239,9 +241,26 @@ class _Lowering:
 
     def _async_start(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
         """Generic ``async-start``: the wrapped computation runs in the background."""
-        wrapped = self._called(inst, 0)
         before = len(self.ops)
-        result = self.run(wrapped, operands, f"{prefix}{inst.name}/", scale)
+        result = self.run(self._called(inst, 0), operands, f"{prefix}{inst.name}/", scale)
+        return self._started(before, operands, result)
+
+    def _short_async(self, comp: Computation, inst: Instruction, wrapped: tuple[Instruction, str],
+                     env: dict[str, Val], args: list[Val], operands: list[Val], prefix: str, scale: int) -> Val:
+        """``X-start`` / ``X-update`` / ``X-done``: an async op wrapping ``X``, as XLA prints it
+        (:func:`~accelsim.importers.hlo_cost.async_wrapped`)."""
+        instruction, phase = wrapped
+        if phase == "update":
+            return operands[0] if operands else frozenset()
+        if phase == "done":
+            return self._done(inst, operands, prefix)
+        before = len(self.ops)
+        result = self._instruction(comp, instruction, env, args, prefix, scale)
+        return self._started(before, operands, result)
+
+    def _started(self, before: int, operands: list[Val], result: Val) -> Val:
+        """Moves the ops emitted since ``before`` to the background (compute on its own
+        stream, collectives async); the value of an async start."""
         for i in range(before, len(self.ops)):
             op = self.ops[i]
             if op.kind == "compute":
@@ -305,9 +324,9 @@ class _Lowering:
             if inst.opcode == "all-gather-start" and out.is_tuple and len(out.elements) == 2:
                 out = out.elements[1]
             return out.size_bytes
-        if kind == "collective-permute" or inst.opcode == "ragged-all-to-all":
-            return operands[0].size_bytes if operands else 0.0
-        return float(sum(s.size_bytes for s in operands))
+        if inst.opcode == "ragged-all-to-all" or (kind == "collective-permute" and "slice_sizes" in inst.attrs):
+            return operands[0].size_bytes if operands else 0.0  # the rest: output buffer, offsets, sizes
+        return float(sum(s.size_bytes for s in operands))  # a combined collective sends every buffer
 
     def _send(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int) -> Val:
         """``send``: a collective-permute over its source-target pairs, async until ``send-done``."""

@@ -3,7 +3,8 @@
 Rules (see ``docs/import-hlo.md``):
 
 * ``dot``: ``2 * output elements * product of the lhs contracting dimensions``
-  (batch dimensions are part of the output); matrix flops.
+  (batch dimensions are part of the output); matrix flops. ``scaled-dot`` likewise;
+  ``ragged-dot`` likewise, shared among the groups when ragged in a contracting dimension.
 * ``convolution``: ``2 * output elements * kernel spatial size * kernel input
   features`` (the kernel's input-feature dimension is already per feature group).
 * cuBLAS / cuBLASLt GEMM custom calls: as ``dot``, with the dimension numbers of their
@@ -23,7 +24,7 @@ import json
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from accelsim.families.attention import useful_flops
 from accelsim.importers.hlo_fmha import fmha_params
@@ -56,15 +57,37 @@ FREE = frozenset({
 })
 """No work of their own: not emitted as ops, they only pass dependencies through."""
 REDUCING = frozenset({"reduce", "reduce-window", "scatter", "select-and-scatter", "sort", "map",
-                      "all-reduce", "reduce-scatter", "cholesky", "triangular-solve", "fft", "top-k"})
+                      "all-reduce", "reduce-scatter", "fft"})
 SLICING = frozenset({"slice", "dynamic-slice", "gather"})
 KNOWN = ELEMENTWISE | MOVEMENT | FREE | REDUCING | frozenset({
     "dot", "convolution", "fusion", "custom-call", "call", "while", "conditional", "async-start", "async-update",
     "async-done", "all-gather", "all-to-all", "ragged-all-to-all", "collective-permute", "collective-broadcast",
     "all-reduce-start", "all-reduce-done", "all-gather-start", "all-gather-done", "collective-permute-start",
-    "collective-permute-done", "send", "recv", "batch-norm-training", "batch-norm-inference", "batch-norm-grad",
-    "infeed", "outfeed", "scaled-dot", "ragged-dot", "composite",
+    "collective-permute-done", "send", "recv", "infeed", "outfeed", "scaled-dot", "ragged-dot", "composite",
 })
+ASYNC_PHASES = ("start", "update", "done")
+
+
+def async_wrapped(inst: Instruction) -> tuple[Instruction, str] | None:
+    """The instruction an async op in XLA's short form wraps, and the phase.
+
+    XLA prints an ``async-start`` / ``async-update`` / ``async-done`` that wraps a single
+    instruction ``X`` as ``X-start`` / ``X-update`` / ``X-done`` with ``X``'s operands and
+    attributes (GPU HLO writes its async reduce-scatters and all-to-alls this way:
+    ``reduce-scatter-start``, ``all-to-all-start``). The start's shape is
+    ``((operands), result, context...)``; the wrapped instruction gets the result.
+    Opcodes that exist on their own (``all-gather-start``, ``copy-start``, ...) are not
+    short forms. ``None`` for anything else."""
+    for phase in ASYNC_PHASES:
+        base = inst.opcode.removesuffix(f"-{phase}")
+        if base != inst.opcode and inst.opcode not in KNOWN and base in KNOWN:
+            shape = inst.shape
+            if phase == "start" and shape.is_tuple and len(shape.elements) > 1:
+                shape = shape.elements[1]
+            return replace(inst, opcode=base, shape=shape), phase
+    return None
+
+
 GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8", "__hipblas$gemm",
                 "__hipblaslt$matmul")
 
@@ -119,9 +142,15 @@ class CostModel:
     def flops(self, comp: Computation, inst: Instruction) -> Cost:
         """Flops of one instruction (no bytes); fusions and calls include their bodies."""
         op = inst.opcode
-        if op == "dot":
+        if (wrapped := async_wrapped(inst)) is not None:
+            return self.flops(comp, wrapped[0]) if wrapped[1] == "start" else Cost()
+        if op in ("dot", "scaled-dot"):  # scaled-dot(lhs, rhs, lhs_scale, rhs_scale): block-scaled (MX) types
             lhs = self.operand_shapes(comp, inst)[0]
             return Cost(matrix_flops=dot_flops(inst.shape, lhs, inst.attrs), matrix_dtype=lhs.dtype)
+        if op == "ragged-dot":
+            lhs, _, group_sizes = self.operand_shapes(comp, inst)[:3]
+            return Cost(matrix_flops=ragged_dot_flops(inst.shape, lhs, group_sizes, inst.attrs),
+                        matrix_dtype=lhs.dtype)
         if op == "convolution":
             lhs, rhs = self.operand_shapes(comp, inst)[:2]
             return Cost(matrix_flops=conv_flops(inst.shape, rhs, inst.attrs), matrix_dtype=lhs.dtype)
@@ -142,6 +171,9 @@ class CostModel:
             return Cost(vector_flops=float(_array_elements(inst.shape) * _window_size(inst.attrs.get("window", ""))))
         if op in ("scatter", "select-and-scatter"):
             return Cost(vector_flops=float(self.operand_shapes(comp, inst)[-1].num_elements))
+        if op == "fft":
+            n = self.operand_shapes(comp, inst)[0]
+            return Cost(vector_flops=float(fft_flops(n, inst.attrs)))
         if op == "sort":
             n = self.operand_shapes(comp, inst)[0]
             per = n.dims[-1] if n.dims else 1
@@ -246,6 +278,24 @@ def dot_flops(out: Shape, lhs: Shape, attrs: dict[str, str]) -> float:
     contracting = _dims(attrs.get("lhs_contracting_dims", "{}"))
     k = math.prod(lhs.dims[d] for d in contracting if d < len(lhs.dims))
     return 2.0 * out.num_elements * k
+
+
+def ragged_dot_flops(out: Shape, lhs: Shape, group_sizes: Shape, attrs: dict[str, str]) -> float:
+    """As :func:`dot_flops`, except when the lhs ragged dimension is a contracting one:
+    the output then holds one result per group (its leading dimension), each contracting
+    only its group's slice, so the contraction is shared out among the groups."""
+    flops = dot_flops(out, lhs, attrs)
+    ragged = set(_dims(attrs.get("lhs_ragged_dims", "{}")))
+    if ragged & set(_dims(attrs.get("lhs_contracting_dims", "{}"))):
+        flops /= max(1, group_sizes.dims[-1] if group_sizes.dims else 1)
+    return flops
+
+
+def fft_flops(operand: Shape, attrs: dict[str, str]) -> float:
+    """XLA's count (``HloCostAnalysis::HandleFft``): ``8 x operand elements x product of
+    floor(log2) of the FFT lengths`` (4 multiply-adds per complex multiply)."""
+    log_factors = math.prod(max(1, n).bit_length() - 1 for n in _dims(attrs.get("fft_length", "{}")))
+    return 8.0 * operand.num_elements * log_factors
 
 
 def conv_flops(out: Shape, kernel: Shape, attrs: dict[str, str]) -> float:

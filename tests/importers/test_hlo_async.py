@@ -4,6 +4,7 @@ the work scheduled between them is free to overlap."""
 from pathlib import Path
 
 from accelsim.importers.hlo import lower_module, read_hlo, to_system_trace
+from accelsim.importers.hlo_text import parse_module
 from accelsim.system.trace import check_trace
 
 GPU = Path(__file__).parent / "fixtures" / "gpu_async_handwritten.hlo.txt"
@@ -58,3 +59,40 @@ def test_synchronous_cpu_collectives_are_not_async():
     comm = [op for op in program.ops if op.kind not in ("compute", "done")]
     assert comm and not any(op.is_async for op in comm)
     assert not any(op.kind == "done" for op in program.ops)
+
+
+SHORT_FORM = """
+HloModule m, is_scheduled=true, num_partitions=8
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+ENTRY %main (p: f32[1024,256], q: f32[64,256]) -> (f32[128,256], f32[64,256]) {
+  %p = f32[1024,256]{1,0} parameter(0)
+  %q = f32[64,256]{1,0} parameter(1)
+  %rs-start = ((f32[1024,256]{1,0}), f32[128,256]{1,0}) reduce-scatter-start(%p), channel_id=8, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, to_apply=%add, use_global_device_ids=true
+  %a2a-start = ((f32[64,256]{1,0}), f32[64,256]{1,0}) all-to-all-start(%q), channel_id=9, replica_groups={{0,1,2,3},{4,5,6,7}}, dimensions={0}
+  %rs-update = ((f32[1024,256]{1,0}), f32[128,256]{1,0}) reduce-scatter-update(%rs-start)
+  %a2a-done = f32[64,256]{1,0} all-to-all-done(%a2a-start)
+  %rs-done = f32[128,256]{1,0} reduce-scatter-done(%rs-update)
+  ROOT %t = (f32[128,256]{1,0}, f32[64,256]{1,0}) tuple(%rs-done, %a2a-done)
+}
+"""
+
+
+def test_short_form_async_collectives_are_collectives():
+    """XLA prints an async-start wrapping one reduce-scatter or all-to-all as
+    ``reduce-scatter-start`` / ``all-to-all-start`` (GPU HLO): collectives, not compute."""
+    program = lower_module(parse_module(SHORT_FORM))
+    by_name = {op.name: op for op in program.ops}
+    rs, a2a = by_name["rs-start"], by_name["a2a-start"]
+    assert rs.kind == "reduce-scatter" and rs.is_async and rs.comm_bytes == 1024 * 256 * 4
+    assert rs.groups == (tuple(range(8)),)
+    assert a2a.kind == "all-to-all" and a2a.is_async and a2a.comm_bytes == 64 * 256 * 4
+    assert a2a.groups == ((0, 1, 2, 3), (4, 5, 6, 7))
+    assert by_name["rs-done"].start == "rs-start" and by_name["a2a-done"].start == "a2a-start"
+    assert not any(op.kind == "compute" for op in program.ops)
+    assert not program.counts

@@ -60,3 +60,14 @@ def test_tuple_all_to_all_counts_all_operands():
         "%r = (f32[256]{0}, f32[256]{0}) all-to-all(%p, %q), channel_id=1, replica_groups={{0,1},{2,3}}",
         "%p = f32[256]{0} parameter(0)\n  %q = f32[256]{0} parameter(1)")
     assert op.comm_bytes == 2 * 256 * 4
+
+
+def test_combined_collective_permute_counts_every_buffer():
+    """XLA's collective-permute combiner merges permutes with the same pairs into one
+    with several operands (a tuple result): every buffer is sent."""
+    op = only_comm_op(
+        "%r = (f32[256]{0}, bf16[128]{0}) collective-permute(%p, %q), channel_id=1, "
+        "source_target_pairs={{0,1},{1,2},{2,3},{3,0}}",
+        "%p = f32[256]{0} parameter(0)\n  %q = bf16[128]{0} parameter(1)")
+    assert op.kind == "collective-permute"
+    assert op.comm_bytes == 256 * 4 + 128 * 2

@@ -121,3 +121,55 @@ def test_fusion_reading_a_slice_counts_the_slice():
         }
     """))
     assert ops["f"].cost.bytes_read == 256 * 4 + 4
+
+
+def test_ragged_dot_is_2mnk_over_all_groups():
+    """MoE grouped matmul: each of the m rows meets one group's [k, n] weights."""
+    ops = ops_of(module("""
+        %x = bf16[128,512]{1,0} parameter(0)
+        %w = bf16[16,512,256]{2,1,0} parameter(1)
+        %g = s32[16]{0} parameter(2)
+        ROOT %rd = bf16[128,256]{1,0} ragged-dot(%x, %w, %g), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}
+    """))
+    assert ops["rd"].cost.matrix_flops == 2 * 128 * 256 * 512
+    assert ops["rd"].cost.matrix_dtype == "bf16"
+
+
+def test_ragged_contracting_dot_shares_the_contraction_among_groups():
+    """Ragged in a contracting dimension (the weight gradient): one [m, n] result per
+    group, each contracting only its group's slice of k."""
+    ops = ops_of(module("""
+        %x = f32[64,96]{1,0} parameter(0)
+        %y = f32[96,32]{1,0} parameter(1)
+        %g = s32[4]{0} parameter(2)
+        ROOT %rd = f32[4,64,32]{2,1,0} ragged-dot(%x, %y, %g), lhs_contracting_dims={1}, rhs_contracting_dims={0}, lhs_ragged_dims={1}
+    """))
+    assert ops["rd"].cost.matrix_flops == 2 * 64 * 32 * 96
+
+
+def test_scaled_dot_is_a_dot_of_its_lhs_type():
+    ops = ops_of(module("""
+        %a = f8e4m3fn[256,128]{1,0} parameter(0)
+        %b = f8e4m3fn[384,128]{1,0} parameter(1)
+        %sa = f8e8m0fnu[256,4]{1,0} parameter(2)
+        %sb = f8e8m0fnu[384,4]{1,0} parameter(3)
+        ROOT %d = f32[256,384]{1,0} scaled-dot(%a, %b, %sa, %sb), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+    """))
+    assert ops["d"].cost.matrix_flops == 2 * 256 * 384 * 128
+    assert ops["d"].cost.matrix_dtype == "f8e4m3fn"
+
+
+def test_fft_counts_as_xla_does():
+    ops = ops_of(module("""
+        %x = c64[64,256]{1,0} parameter(0)
+        ROOT %f = c64[64,256]{1,0} fft(%x), fft_type=FFT, fft_length={256}
+    """))
+    assert ops["f"].cost.vector_flops == 8 * 64 * 256 * 8  # XLA's cost_analysis() gives 1048576
+
+
+def test_ops_without_a_flops_rule_are_counted_as_unknown():
+    text = "HloModule m, num_partitions=1\n" + module("""
+        %a = f32[64,64]{1,0} parameter(0)
+        ROOT %c = f32[64,64]{1,0} cholesky(%a), lower=true
+    """)
+    assert lower_module(parse_module(text)).counts["unknown_opcode:cholesky"] == 1
