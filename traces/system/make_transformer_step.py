@@ -16,7 +16,9 @@ over ``dp``; XLA inserts the tensor-parallel all-reduces and the gradient all-re
 
 The HLO comes from XLA:CPU (fake devices): its fusion choices and synchronous
 collectives are the CPU backend's, not a GPU's or TPU's; the trace is a realistic
-*shape* of a step (ops, sizes, collectives and their groups), not a GPU profile.
+*shape* of a step (ops, sizes, collectives and their groups), not a GPU profile. XLA:CPU
+also widens the bf16 activations it all-reduces to f32, so the tensor-parallel
+all-reduces move twice the bytes a GPU or TPU compile would (docs/import-hlo.md).
 Versions: generated with jax/jaxlib 0.10.2.
 """
 
