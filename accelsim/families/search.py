@@ -61,6 +61,7 @@ def fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[di
     values): what ``config=auto`` searches and ``explore`` ranks."""
     space = family.config_space(params, chip.for_family(family.name))
     if not space:
+        family.resolve_config(params, {}, chip)  # the default config's own reason, where it has one
         raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
     return space
 

@@ -131,3 +131,12 @@ def test_a_space_naming_an_unknown_config_field_is_refused(cli, write_yaml):
     result = cli("explore", "--arch", "h100", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
                  "--param", "K=256", "--space", str(path))
     assert result.code == 2 and "--space: 'bogus': not a gemm config field" in result.err
+
+
+def test_a_problem_no_config_can_run_names_why(cli):
+    """No config fits because the chip has no fp8 matrix rate: explore says so, as
+    simulate does, rather than only that nothing fits."""
+    result = cli("explore", "--arch", "a100-sxm4-80gb", "--kernel", "gemm", "--param", "M=1024", "--param", "N=1024",
+                 "--param", "K=1024", "--param", "dtype=fp8")
+    assert result.code == 2
+    assert "dtype" in result.err and "no matrix-unit rate for fp8" in result.err
