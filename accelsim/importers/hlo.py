@@ -145,6 +145,7 @@ class _Lowering:
         self.ops: list[HloOp] = []
         self.counts: Counter[str] = Counter()
         self._sizes: dict[str, int] = {}
+        self._looped: dict[str, float] = {}
         self._channel_sends: dict[str, str] = {}
         self._async_names: set[str] = set()
         self._trip_counts: dict[tuple[str, str], int | None] = {}
@@ -396,8 +397,31 @@ class _Lowering:
                         f"{prefix}{inst.name}.{branches[chosen]}/", scale)
 
     def _weight(self, name: str) -> float:
-        cost = self.costs.computation_flops(name)
-        return cost.matrix_flops + cost.vector_flops + self.static_size(name)
+        return self.looped_flops(name) + self.static_size(name)
+
+    def looped_flops(self, name: str) -> float:
+        """Flops of one pass over computation ``name`` with its loops run (known trip
+        counts, else once) and the costliest branch of each conditional: what a branch
+        weighs (:meth:`~accelsim.importers.hlo_cost.CostModel.computation_flops` sees
+        a ``while`` as free)."""
+        if name in self._looped:
+            return self._looped[name]
+        self._looped[name] = 0.0  # guards against recursion in malformed modules
+        total = 0.0
+        comp = self.module.computations[name]
+        for inst in comp.instructions:
+            if inst.opcode == "while":
+                trips = self._trips(comp, inst)
+                total += (1 if trips is None else trips) * self.looped_flops(_attr_name(inst, "body", self.module.source))
+            elif inst.opcode == "conditional":
+                total += max((self.looped_flops(c) for c in inst.called()), default=0.0)
+            elif inst.opcode in ("call", "async-start"):
+                total += sum(self.looped_flops(c) for c in inst.called())
+            else:
+                cost = self.costs.flops(comp, inst)
+                total += cost.matrix_flops + cost.vector_flops
+        self._looped[name] = total
+        return total
 
     def static_size(self, name: str) -> int:
         """Ops one pass over computation ``name`` emits (loops counted unrolled)."""

@@ -80,3 +80,53 @@ def test_async_copy_runs_on_its_own_stream():
     assert ops["cs"].stream != ops["busy"].stream
     assert ops["cs"].cost.bytes == 2 * 256 * 4
     assert set(ops["use"].deps) == {"cs", "busy"}
+
+
+def test_a_branch_with_a_loop_weighs_its_trips():
+    """Branch ``looped`` runs a 16^3 dot 100 times (819,200 flops), branch ``once`` one
+    32x64x32 dot (131,072 flops): the costliest is the loop, counted per trip."""
+    text = textwrap.dedent("""\
+        HloModule m, is_scheduled=true, num_partitions=1
+
+        %cond (p: (s32[], f32[16,16])) -> pred[] {
+          %p = (s32[], f32[16,16]{1,0}) parameter(0)
+          %i = s32[] get-tuple-element(%p), index=0
+          %n = s32[] constant(100)
+          ROOT %c = pred[] compare(%i, %n), direction=LT
+        }
+
+        %body (q: (s32[], f32[16,16])) -> (s32[], f32[16,16]) {
+          %q = (s32[], f32[16,16]{1,0}) parameter(0)
+          %j = s32[] get-tuple-element(%q), index=0
+          %one = s32[] constant(1)
+          %next = s32[] add(%j, %one)
+          %v = f32[16,16]{1,0} get-tuple-element(%q), index=1
+          %d = f32[16,16]{1,0} dot(%v, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+          ROOT %t = (s32[], f32[16,16]{1,0}) tuple(%next, %d)
+        }
+
+        %looped (a: f32[16,16]) -> f32[16,16] {
+          %a = f32[16,16]{1,0} parameter(0)
+          %zero = s32[] constant(0)
+          %init = (s32[], f32[16,16]{1,0}) tuple(%zero, %a)
+          %loop = (s32[], f32[16,16]{1,0}) while(%init), condition=%cond, body=%body
+          ROOT %out = f32[16,16]{1,0} get-tuple-element(%loop), index=1
+        }
+
+        %once (b: f32[16,16]) -> f32[16,16] {
+          %b = f32[16,16]{1,0} parameter(0)
+          %l = f32[32,64]{1,0} broadcast(%b), dimensions={}
+          %r = f32[64,32]{1,0} broadcast(%b), dimensions={}
+          %m = f32[32,32]{1,0} dot(%l, %r), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+          ROOT %s = f32[16,16]{1,0} slice(%m), slice={[0:16], [0:16]}
+        }
+
+        ENTRY %main (x: f32[16,16], k: s32[]) -> f32[16,16] {
+          %x = f32[16,16]{1,0} parameter(0)
+          %k = s32[] parameter(1)
+          ROOT %r = f32[16,16]{1,0} conditional(%k, %x, %x), branch_computations={%looped, %once}
+        }
+        """)
+    program = lower_module(parse_module(text))
+    dots = [op for op in program.ops if op.opcode == "dot"]
+    assert len(dots) == 100 and all(op.name.startswith("r.looped/") for op in dots)
