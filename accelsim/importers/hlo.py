@@ -144,7 +144,7 @@ class _Lowering:
         self.max_ops = max_ops
         self.ops: list[HloOp] = []
         self.counts: Counter[str] = Counter()
-        self._sizes: dict[str, int] = {}
+        self._sizes: dict[str, float] = {}
         self._looped: dict[str, float] = {}
         self._channel_sends: dict[str, str] = {}
         self._async_names: set[str] = set()
@@ -400,48 +400,45 @@ class _Lowering:
         return self.looped_flops(name) + self.static_size(name)
 
     def looped_flops(self, name: str) -> float:
-        """Flops of one pass over computation ``name`` with its loops run (known trip
-        counts, else once) and the costliest branch of each conditional: what a branch
-        weighs (:meth:`~accelsim.importers.hlo_cost.CostModel.computation_flops` sees
-        a ``while`` as free)."""
-        if name in self._looped:
-            return self._looped[name]
-        self._looped[name] = 0.0  # guards against recursion in malformed modules
-        total = 0.0
-        comp = self.module.computations[name]
-        for inst in comp.instructions:
-            if inst.opcode == "while":
-                trips = self._trips(comp, inst)
-                total += (1 if trips is None else trips) * self.looped_flops(_attr_name(inst, "body", self.module.source))
-            elif inst.opcode == "conditional":
-                total += max((self.looped_flops(c) for c in inst.called()), default=0.0)
-            elif inst.opcode in ("call", "async-start"):
-                total += sum(self.looped_flops(c) for c in inst.called())
-            else:
-                cost = self.costs.flops(comp, inst)
-                total += cost.matrix_flops + cost.vector_flops
-        self._looped[name] = total
-        return total
+        """Flops of one pass over computation ``name`` (:meth:`_one_pass`): what a branch
+        weighs (:meth:`~accelsim.importers.hlo_cost.CostModel.computation_flops` sees a
+        ``while`` as free)."""
+        return self._one_pass(name, self._flops_of, self._looped)
 
     def static_size(self, name: str) -> int:
-        """Ops one pass over computation ``name`` emits (loops counted unrolled)."""
-        if name in self._sizes:
-            return self._sizes[name]
-        self._sizes[name] = 1  # guards against recursion in malformed modules
+        """Ops one pass over computation ``name`` emits (:meth:`_one_pass`)."""
+        return int(self._one_pass(name, _emits_op, self._sizes))
+
+    def _flops_of(self, comp: Computation, inst: Instruction) -> float:
+        cost = self.costs.flops(comp, inst)
+        return cost.matrix_flops + cost.vector_flops
+
+    def _one_pass(self, name: str, leaf, cache: dict[str, float]) -> float:
+        """``leaf(computation, instruction)`` summed over one pass of computation ``name``:
+        a loop's body once per trip (known trip counts, else once), the larger branch of a
+        conditional, called computations in full."""
+        if name in cache:
+            return cache[name]
+        cache[name] = 0  # guards against recursion in malformed modules
         total = 0
         comp = self.module.computations[name]
         for inst in comp.instructions:
             if inst.opcode == "while":
-                trips = self._trips(comp, inst) or 1
-                total += trips * self.static_size(_attr_name(inst, "body", self.module.source))
+                trips = self._trips(comp, inst)
+                body = _attr_name(inst, "body", self.module.source)
+                total += (1 if trips is None else trips) * self._one_pass(body, leaf, cache)
             elif inst.opcode in ("call", "async-start"):
-                total += sum(self.static_size(c) for c in inst.called())
+                total += sum(self._one_pass(c, leaf, cache) for c in inst.called())
             elif inst.opcode == "conditional":
-                total += max((self.static_size(c) for c in inst.called()), default=0)
-            elif inst.opcode not in FREE and inst.opcode not in PASS_THROUGH:
-                total += 1
-        self._sizes[name] = total
+                total += max((self._one_pass(c, leaf, cache) for c in inst.called()), default=0)
+            else:
+                total += leaf(comp, inst)
+        cache[name] = total
         return total
+
+
+def _emits_op(_comp: Computation, inst: Instruction) -> int:
+    return int(inst.opcode not in FREE and inst.opcode not in PASS_THROUGH)
 
 
 def _mark(val: Val, extra: frozenset) -> Val:
