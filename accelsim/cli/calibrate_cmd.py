@@ -113,8 +113,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def fit_date() -> str:
     """The date an overlay records: today, or that of ``SOURCE_DATE_EPOCH`` (seconds since
     1970, UTC) when it is set, so the same fit writes the same bytes on any day."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch is None:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if not epoch:  # unset, or set empty (as unset, the reproducible-builds convention)
         return datetime.date.today().isoformat()
     if not epoch.strip().isdigit() or int(epoch) > MAX_EPOCH_S:
         raise InputError(f"expected whole seconds since 1970 (0 to {MAX_EPOCH_S}), got {epoch!r}",
