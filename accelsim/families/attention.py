@@ -351,7 +351,7 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"tensor": "LSE", "block": ["batch", "head", "p0"], "bytes": rows * STAT_BYTES, "direction": "write"},
         ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
-    return _gpu_trace(p, params, config, "fwd", [n_q, b * h], templates, template_of, program_vars)
+    return _gpu_trace(p, params, config, "fwd", [n_q, h, b], templates, template_of, program_vars)
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
@@ -439,7 +439,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         "schema_version": 1,
         "kernel": {
             "name": f"attention_decode_{p['dtype']}_b{b}_h{p['heads']}_kv{hk}_s{skv}_d{d}",
-            "grid": [split, b * hk],
+            "grid": [split, hk, b],
             "resources": {"local_memory_bytes": int((executed_m * d + config["num_stages"] * 2 * bn * d) * size),
                           "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
@@ -529,7 +529,7 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                     "first_q": first_q.tolist(),
                     "first_full": first_full.tolist()}
     if p["pass"] == "bwd-kernel":
-        return _gpu_trace(p, params, config, "bwd", [n_kv, b * h], templates, template_of, program_vars)
+        return _gpu_trace(p, params, config, "bwd", [n_kv, h, b], templates, template_of, program_vars)
     return _whole_gpu_backward(p, params, config, templates, template_of, program_vars)
 
 

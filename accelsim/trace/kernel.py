@@ -47,6 +47,9 @@ MemoryLevel = Literal["hbm", "shared_cache", "local"]
 GRID_VARS = ("p0", "p1", "p2", "p3", "p4", "p5")
 MAX_GPU_GRID_AXES = 3
 """A CUDA grid has the axes x, y and z; a Pallas grid may have up to ``len(GRID_VARS)``."""
+MAX_GPU_GRID = (2**31 - 1, 65535, 65535)
+"""Programs a CUDA grid holds along x, y and z (CUDA programming guide, compute
+capability 3.0 and later)."""
 
 MAX_COUNT = 2**48
 """No count in a trace (bytes, a shape, a block index, a grid axis) exceeds 2^48: the
@@ -419,12 +422,17 @@ def _members(per_program: tuple[np.ndarray, dict[str, np.ndarray]], template: in
 
 
 def check_gpu_grid(trace: KernelTrace, chip_name: str) -> None:
-    """Refuse a grid a GPU cannot launch: CUDA grids have at most three axes (a TPU's
-    Pallas grid may have more, so this is asked when the chip is known)."""
+    """Refuse a grid a GPU cannot launch: CUDA grids have at most three axes, of at most
+    :data:`MAX_GPU_GRID` programs each (a TPU's Pallas grid may have more axes and larger
+    ones, so this is asked when the chip is known)."""
     grid = trace.kernel.grid
     if len(grid) > MAX_GPU_GRID_AXES:
         raise InputError(f"expected at most {MAX_GPU_GRID_AXES} axes on {chip_name}, a GPU (CUDA grids are x, y, z), "
                          f"got {len(grid)}: {grid} (merge axes, or simulate it on a TPU)", field="kernel.grid")
+    for axis, (size, most) in enumerate(zip(grid, MAX_GPU_GRID)):
+        if size > most:
+            raise InputError(f"expected at most {most:,} programs along axis {axis} ({'xyz'[axis]}) on {chip_name}, "
+                             f"a GPU, got {size:,}: {grid} (CUDA launches no larger grid)", field="kernel.grid")
 
 
 def parse_trace(data: Any, source: str) -> KernelTrace:

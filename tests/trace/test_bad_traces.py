@@ -328,6 +328,24 @@ def test_a_gpu_refuses_a_grid_of_more_than_three_axes(cli, tmp_path, trace_data)
                                   "a TPU)")
 
 
+def test_a_gpu_refuses_more_than_65535_programs_along_y(cli, tmp_path, trace_data):
+    trace_data["kernel"]["grid"] = [1, 65536]
+    path = tmp_path / "tall.json"
+    path.write_text(json.dumps(trace_data))
+    result = cli("simulate", "--arch", "h100-sxm", str(path))
+    assert result.code == 2
+    assert "kernel.grid: expected at most 65,535 programs along axis 1 (y) on h100-sxm" in result.err
+
+
+def test_attention_with_more_than_65535_heads_in_all_simulates_on_a_gpu(cli):
+    """Its grid is (query blocks, heads, batch), as FlashAttention launches it: batch x heads
+    past CUDA's 65,535 along y is no limit."""
+    result = cli("simulate", "--arch", "h100-sxm", "--kernel", "attention", "--param", "batch=4096",
+                 "--param", "heads=32", "--param", "seq_q=64", "--param", "head_dim=64", "--param", "block_m=64",
+                 "--param", "block_n=64", "--param", "num_stages=2", "--param", "num_warps=4")
+    assert result.code == 0, result.err
+
+
 def test_a_tpu_runs_a_grid_of_more_than_three_axes(cli, tmp_path, trace_data):
     trace_data["kernel"].update(grid=[1, 1, 2, 2], launch_order="last_axis_fastest")
     path = tmp_path / "grid4.json"
