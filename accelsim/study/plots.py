@@ -217,13 +217,12 @@ def plot_pareto(plan: SweepPlan, recs: Sequence[Record], path: Path) -> Path | N
     pareto = plan.spec.spec.pareto
     if pareto is None:
         return None
-    usable = [r for r in recs if r.metrics.get("fits", True)]
-    jobs = [j for j in plan.jobs if pareto_points(plan, usable, j.index)][:MAX_PANELS]
+    jobs = [j for j in plan.jobs if pareto_points(plan, recs, j.index)][:MAX_PANELS]
     if not jobs:
         return None
     fig, axes = _panels(len(jobs), 5.2, 3.8)
     for ax, job in zip(axes, jobs):
-        points = pareto_points(plan, usable, job.index)
+        points = pareto_points(plan, recs, job.index)
         front = pareto_front(points, pareto.x_goal, pareto.y_goal)
         ax.scatter([p[0] for p in points], [p[1] for p in points], s=12, color="lightgray", label="all points")
         ax.plot([p[0] for p in front], [p[1] for p in front], "o-", color="C3", label="Pareto front")

@@ -143,11 +143,13 @@ def pareto_front(points: Sequence[tuple[float, float, Record]], x_goal: str, y_g
 
 
 def pareto_points(plan: SweepPlan, recs: Sequence[Record], job_index: int) -> list[tuple[float, float, Record]]:
+    """(x, y, record) of the job's runs that finished and fit the chip's memory (a run that
+    does not fit is no candidate, in the summary as in the plot)."""
     pareto = plan.spec.spec.pareto
     assert pareto is not None
     out = []
     for r in recs:
-        if r.job_index != job_index or r.status != "ok":
+        if r.job_index != job_index or r.status != "ok" or not r.metrics.get("fits", True):
             continue
         x, y = r.number(pareto.x), r.number(pareto.y)
         if x is not None and y is not None:
@@ -213,7 +215,8 @@ def _capacity_section(plan: SweepPlan, recs: Sequence[Record]) -> list[str]:
     if not sized:
         return []
     out = ["", "## HBM capacity", "",
-           "Runs whose memory footprint exceeds HBM are left out of the fastest-point table and the plots.", "",
+           "Runs whose memory footprint exceeds HBM are left out of the fastest-point table, the Pareto front "
+           "and the plots.", "",
            "| workload | HBM capacity | variable | largest that fits | smallest that does not |", "|---|---|---|---|---|"]
     jobs = {j.index: j for j in plan.jobs}
     groups: dict[tuple[int, float], list[Record]] = defaultdict(list)

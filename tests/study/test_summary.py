@@ -72,3 +72,16 @@ def test_pareto_front_keeps_the_non_dominated_points(spec_file):
     points = [(1.0, 5.0, recs[0]), (2.0, 3.0, recs[1]), (3.0, 4.0, recs[2]), (4.0, 1.0, recs[3]), (2.0, 6.0, recs[4])]
     assert [(x, y) for x, y, _ in pareto_front(points, "min", "min")] == [(1.0, 5.0), (2.0, 3.0), (4.0, 1.0)]
     assert [(x, y) for x, y, _ in pareto_front(points, "max", "min")] == [(4.0, 1.0)]
+
+
+def test_runs_that_do_not_fit_are_not_on_the_pareto_front(spec_file):
+    """Synthetic: the fastest runs (at 6 and 8 TB/s) do not fit the chip's memory, so the
+    front is drawn from the runs that do, in the summary as in the plot."""
+    plan = plan_sweep(spec_file(SPEC))
+    rows = {(p.index, 0): Row(p.index, 0, "ok", {
+        "latency_s": 10.0 - p.index, "bound": "hbm", "hbm_capacity_bytes": 80e9,
+        "fits": p.value("hbm.bandwidth").number < 5e12}) for p in plan.points}
+    text = summary_markdown(plan, records(plan, rows), [])
+    front = text.split("## Pareto front")[1].split("\n\n")[1]
+    assert "4 TB/s" in front
+    assert "6 TB/s" not in front and "8 TB/s" not in front
