@@ -253,23 +253,27 @@ def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], step
     """Like :func:`phase` for direct patterns with many peers per rank: each rank's
     streams of one size become one transfer over all their routes (links repeated), so a
     phase has O(ranks) transfers instead of O(ranks^2). Streams within a node (or slice)
-    and across nodes stay separate, as they load different links."""
+    and across nodes stay separate, as they load different links. A merged transfer's
+    ``bytes`` is one stream's, so its rate cap is one stream's share of the rank's cap:
+    the cap over all the rank's streams, not over its merged transfers."""
     transfers = []
     step = 0.0
     size = topo.domain_size
     for src, peers in sends.items():
         groups: dict[tuple[bool, float], list[str]] = {}
+        streams = 0
         domain = src // size
         for dst, nbytes in peers:
             route = topo.route(src, dst)
             if nbytes <= 0 or not route:
                 continue
+            streams += 1
             remote = dst // size != domain
             groups.setdefault((remote, nbytes), []).extend(route)
             latency = topo.route_latency_s(route) if proto is None else topo.scale_out_latency_s(route)
             step = max(step, latency)
         for (_, nbytes), links in sorted(groups.items()):
-            transfers.append(_transfer(topo, tuple(links), nbytes, proto, len(groups)))
+            transfers.append(_transfer(topo, tuple(links), nbytes, proto, streams))
     if proto is not None:
         step += proto.step_latency_s
     return Phase(transfers=tuple(transfers), latency_s=steps * step)

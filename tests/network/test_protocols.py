@@ -31,6 +31,19 @@ def test_a_per_rank_cap_limits_what_a_rank_sends(ideal_node, tuning):
     assert r.latency_s == pytest.approx(5e-6 + 7 * 0.5e-6 + 7 / 8 * S / (10 * GB), abs=4 * PS)
 
 
+@pytest.mark.parametrize(("kind", "algorithm", "sent"), [
+    ("all-to-all", "direct/ll", 7 / 8 * S),
+    ("all-gather", "one-shot/ll", 7 / 8 * S),
+    ("all-reduce", "one-shot/ll", 7 * S),
+])
+def test_the_cap_binds_a_rank_sending_to_every_peer_at_once(ideal_node, tuning, kind, algorithm, sent):
+    """Direct patterns merge a rank's streams into one transfer; the cap is still the
+    rank's, over all seven of its streams, not one per merged transfer."""
+    topo = ideal_node(tuning=tuning(ll_cap=10 * GB))
+    r = simulate_collective(topo, kind, S, algorithm)
+    assert r.latency_s == pytest.approx(5e-6 + 0.5e-6 + sent / (10 * GB), abs=4 * PS)
+
+
 def test_nvls_runs_at_its_efficiency_after_its_latency(ideal_node, tuning):
     r = simulate_collective(ideal_node(tuning=tuning()), "all-reduce", S, "nvls")
     assert r.latency_s == pytest.approx(50e-6 + 9 / 8 * S / (0.6 * 100 * GB), abs=4 * PS)

@@ -79,3 +79,12 @@ def test_ring_algorithm_names_resolve_on_tori(ideal_torus):
     req = Request(kind="all-gather", size_bytes=S, ranks=tuple(range(16)))
     assert get_algorithm("ring")(topo, req).algorithm == "torus-ring"
     assert get_algorithm("ring-uni")(topo, req).algorithm == "ring-uni"
+
+
+def test_a_part_of_a_wrapped_axis_straddling_its_end_is_a_line(ideal_torus):
+    """Chips 6, 7, 0, 1 of a wrapped 8-ring: the ring's hop from 1 back to 6 runs along
+    the line, so it pays a line's m - 1 steps, not a closed ring's m / 2."""
+    topo = ideal_torus([8], [True], hop_latency_s=1e-6)
+    straddling = simulate_collective(topo, "all-gather", S, group=[6, 7, 0, 1]).latency_s
+    line = simulate_collective(ideal_torus([4], [False], hop_latency_s=1e-6), "all-gather", S).latency_s
+    assert straddling == pytest.approx(line, abs=PS)

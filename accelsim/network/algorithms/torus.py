@@ -79,9 +79,13 @@ def _axis_phase(topo: Topology, line: list[int], axis: int, volume: float, proto
 
 
 def closes(topo: Topology, line: list[int], axis: int) -> bool:
-    """Does the ring's last-to-first hop go on round the axis (through a wraparound),
-    rather than back along the line?"""
+    """Does the ring go on round the axis (through a wraparound) at every hop, its
+    last-to-first one included, rather than back along the line at one of them? A part
+    of a wrapped axis that straddles its end (6, 7, 0, 1 of 8) is a line: the hop from 1
+    to 6 goes back."""
+    if not topo.wraparound[axis]:
+        return False
     size = topo.shape[axis]
-    first, last = topo.coords(line[0])[axis], topo.coords(line[-1])[axis]
-    forward = (first - last) % size
-    return topo.wraparound[axis] and forward <= size - forward
+    coords = [topo.coords(r)[axis] for r in line]
+    forward = [(b - a) % size for a, b in zip(coords, coords[1:] + coords[:1])]
+    return all(f <= size - f for f in forward)
