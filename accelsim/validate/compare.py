@@ -304,6 +304,8 @@ def config_rankings(comparisons: Sequence[Comparison]) -> list[tuple[str, int, f
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-quantile of sorted values with linear interpolation (numpy's default
+    ``np.percentile`` method: position q x (n - 1))."""
     if not sorted_values:
         return math.nan
     position = q * (len(sorted_values) - 1)
