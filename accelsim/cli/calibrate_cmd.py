@@ -24,6 +24,7 @@ from accelsim.validate.calibrate import (
     intervals,
     mape,
     prepare,
+    with_final_configs,
 )
 from accelsim.validate.compare import read_measurements
 
@@ -104,6 +105,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs,
                  family=args.scope[0] if args.scope else None,
                  progress=lambda line: print(line, file=sys.stderr, flush=True))
+    result = with_final_configs(result, args.arch, args.overrides, jobs=args.jobs)
     overlay = _overlay(args, chip, result)
     write_text_atomic(output, _header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
     _print_summary(result, output)

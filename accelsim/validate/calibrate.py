@@ -3,7 +3,8 @@
 The records are split deterministically (a hash of each record id) into a training
 set and a held-out set. Each record's kernel config is the one it names, or else the
 one ``config=auto`` picks on the starting config, and stays fixed while fitting (so each evaluation only
-replays traces). Parameters the training records are not sensitive to are left
+replays traces); the fitted errors are then taken again with the configs picked on the fitted chip
+(:func:`with_final_configs`), as ``validate`` predicts. Parameters the training records are not sensitive to are left
 alone. The loss is a soft-L1 (pseudo-Huber) of the log error, plus a weak prior that
 keeps each parameter near its published value (:data:`PRIOR_FACTOR`), minimised by
 coordinate descent with golden-section line searches inside each parameter's bounds:
@@ -16,7 +17,7 @@ import math
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -120,6 +121,19 @@ class Fit:
     start_held_out_errors: np.ndarray
     evaluations: int
     overrides: list[str] = field(default_factory=list)
+
+
+def with_final_configs(result: Fit, arch: str, base_overrides: Sequence[str] = (), jobs: int = 1) -> Fit:
+    """``result`` with its fitted errors taken again as ``validate`` predicts on the fitted
+    chip: a record that names no config runs the one ``config=auto`` picks there (the fit
+    kept the start's picks, so each evaluation only replayed traces). Its notes' MAPE and
+    the ``uncertainty`` band then describe what the overlay predicts."""
+    final = [*base_overrides, *result.overrides]
+    cases = prepare([c.measurement for c in (*result.train, *result.held_out)], arch, final, jobs)
+    train = [c for c in cases if not is_held_out(c.measurement.id)]
+    held_out = [c for c in cases if is_held_out(c.measurement.id)]
+    return replace(result, train=train, held_out=held_out, train_errors=errors(train, arch, final),
+                   held_out_errors=errors(held_out, arch, final) if held_out else np.array([]))
 
 
 def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequence[str] = (),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import yaml
 
@@ -12,7 +13,15 @@ from accelsim.arch.model import load_arch
 from accelsim.families import get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import autotune
-from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, is_held_out, prepare
+from accelsim.validate.calibrate import (
+    DEFAULT_PARAMETERS,
+    Fit,
+    errors,
+    fit,
+    is_held_out,
+    prepare,
+    with_final_configs,
+)
 from accelsim.validate.compare import kendall_tau, read_measurements
 
 TRUTH = ["hbm.efficiency=0.7", "launch_overhead=6 us"]
@@ -114,6 +123,30 @@ def test_a_scoped_fit_starts_from_the_value_the_chip_gives_that_family(cli, meas
     assert result.code == 0, result.err
     fitted = yaml.safe_load(overlay.read_text())["family_values"]["rmsnorm"]["hbm.efficiency"]
     assert "value before fitting 0.66" in fitted["note"]
+
+
+def test_final_errors_use_the_configs_picked_on_the_fitted_chip(measurements, tmp_path):
+    """Records that name no config: the fit keeps the configs picked on the starting chip;
+    its final errors (the overlay's notes and interval) are taken again with the configs
+    config=auto picks on the fitted chip, as validate predicts."""
+    data = json.loads(measurements.read_text())
+    for record in data["records"]:
+        record.pop("config")
+    bare = tmp_path / "rmsnorm.json"
+    bare.write_text(json.dumps(data))
+    records = read_measurements([str(bare)])
+    stale = prepare(records, "h100-sxm", ["cores.count=4"])  # picked on another chip
+    fit_result = Fit(arch="h100-sxm", values={}, start={}, skipped=[], evaluations=0,
+                     train=[c for c in stale if not is_held_out(c.measurement.id)],
+                     held_out=[c for c in stale if is_held_out(c.measurement.id)],
+                     train_errors=np.array([]), held_out_errors=np.array([]),
+                     start_train_errors=np.array([]), start_held_out_errors=np.array([]))
+    final = with_final_configs(fit_result, "h100-sxm")
+    fresh = {c.measurement.id: c for c in prepare(records, "h100-sxm")}
+    cases = [*final.train, *final.held_out]
+    assert [c.config for c in cases] == [fresh[c.measurement.id].config for c in cases]
+    assert any(c.config != s.config for c, s in zip(cases, [*fit_result.train, *fit_result.held_out]))
+    assert np.array_equal(final.held_out_errors, errors(final.held_out, "h100-sxm", []))
 
 
 def test_unknown_fit_parameter_is_bad_input(cli, measurements, tmp_path):
