@@ -78,10 +78,10 @@ class Topology:
     """NCCL's protocols and efficiencies (GPU systems whose node config has ``collectives``)."""
     _routes: dict = field(default_factory=dict, compare=False, repr=False)
     _plans: dict = field(default_factory=dict, compare=False, repr=False)
+    """Plans already made for (request, algorithm): see :func:`accelsim.network.plan_for`."""
     _link_names: dict = field(default_factory=dict, compare=False, repr=False)
     """Link names made once: per domain, the torus links (:meth:`_torus_names`), and the
     DCN links (:meth:`_dcn_names`)."""
-    """Plans already made for (request, algorithm): see :func:`accelsim.network.plan_for`."""
 
     # ------------------------------------------------------------ domains and coordinates
 

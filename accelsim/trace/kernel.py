@@ -292,11 +292,11 @@ def check_blocks(trace: KernelTrace) -> None:
     ranges.update({name: (min(values), max(values)) for name, values in trace.program_vars.items()})
     per_program = cache(lambda: _per_program(trace))  # built only if a range is in doubt
     for ti, template in enumerate(trace.templates):
+        members = cache(lambda ti=ti: _members(per_program(), ti))  # the template's programs, found once
         for si, step in enumerate(template.steps):
             for xi, transfer in enumerate(step.transfers):
                 at = f"templates[{ti}].steps[{si}].transfers[{xi}]"
                 tensor = trace.tensors[transfer.tensor]
-                members = lambda ti=ti: _members(per_program(), ti)  # noqa: E731
                 _check_block_size(transfer, tensor, at, lambda: _runs(step, ranges, members))
                 _check_block_indices(transfer, tensor, at, step, ranges, members)
 
