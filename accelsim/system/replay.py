@@ -17,8 +17,10 @@ Three shared things set how long ops take:
 **Folding.** Devices of one program that are interchangeable (the program has no
 send/recv and every collective's groups have one size) are replayed as one *class*
 that advances in lockstep, so a 1024-chip SPMD step costs about what one chip does.
-Collectives still start one plan per replica group on the shared links; a class's
-collective ends when its slowest group does (exact when groups are symmetric).
+Collectives still start one plan per replica group on the shared links (one, when the
+groups are translates whose links nothing else loads meanwhile: see
+``_Replay._foldable_partitions``); a class's collective ends when its slowest group does
+(exact when groups are symmetric).
 ``fold=False`` replays every device on its own.
 
 Time is the SimPy clock in integer picoseconds; ties break in event order, so a
@@ -311,6 +313,49 @@ def _group_layout(index: dict[int, tuple], devices: list[int]) -> tuple[list[tup
     return order, slots
 
 
+def _finished_before(prog: _Compiled) -> list[int]:
+    """Per op, the ops that have finished whenever it starts, as a bit set: its
+    dependencies (and a done's async op), the op before it on its stream unless that one
+    is async (an async op frees its stream when issued), and theirs in turn."""
+    ops = prog.program.ops
+    parents: list[list[int]] = [[] for _ in ops]
+    for k, children in enumerate(prog.dependents):
+        for j in children:
+            parents[j].append(k)
+    for stream in prog.streams:
+        for k, j in zip(stream, stream[1:]):
+            if not ops[k].is_async:
+                parents[j].append(k)
+    order = _topological(parents)
+    before = [0] * len(ops)
+    for j in order:
+        bits = 0
+        for k in parents[j]:
+            bits |= before[k] | (1 << k)
+        before[j] = bits
+    return before
+
+
+def _topological(parents: list[list[int]]) -> list[int]:
+    """Ops in an order where each comes after its parents (the trace has no cycles: they
+    are refused before the replay)."""
+    children: list[list[int]] = [[] for _ in parents]
+    waiting = [len(p) for p in parents]
+    for j, ps in enumerate(parents):
+        for k in ps:
+            children[k].append(j)
+    ready = deque(j for j, n in enumerate(waiting) if n == 0)
+    order = []
+    while ready:
+        k = ready.popleft()
+        order.append(k)
+        for j in children[k]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                ready.append(j)
+    return order
+
+
 # ------------------------------------------------------------------ the run
 
 
@@ -395,7 +440,12 @@ class _Replay:
                 self._add_class(prog, devices)
         self.instances: dict[tuple, _Instance] = {}
         self.plans: dict[tuple, Plan | None] = {}
-        self.independent: dict[tuple, bool] = {}
+        self.independent: dict[tuple, tuple[bool, list]] = {}
+        """(kind, bytes, partition) -> whether the groups' plans are translates, and the links
+        they share with other traffic (_foldable_partitions)."""
+        self.plan_links: dict[int, frozenset[str]] = {}
+        self.finished_before: dict[int, list[int]] = {}
+        """Per program: per op, a bit set of the ops that finish before it starts."""
         self.folded_plans: list[Plan | None] = []
         """Plans of groups a folded class did not play (translates of one it played)."""
         self.comm_instances = 0
@@ -608,26 +658,35 @@ class _Replay:
 
     def _plan_everything(self) -> set[str]:
         """Before the run: which instances each class's comm ops join, their plans, and the
-        links those cross. Bad groups fail here, before any time is simulated."""
-        used: set[str] = set()
-        counted: set[int] = set()  # plans are cached: each distinct one once
+        links those cross. Bad groups fail here, before any time is simulated. A folded
+        class then plays one group of an op where that is exact (:meth:`_foldable_partitions`)."""
+        full: dict[tuple[int, int], dict[tuple, list]] = {}
         for cls in self.classes:
             for i, op in enumerate(cls.prog.program.ops):
-                if not op.is_comm:
-                    continue
-                joined = self._instances_joined(cls, i, op)
-                self.joined[cls.id, i] = joined
-                for (base, _seq), (ranks, _count) in joined.items():
-                    plan = self._plan_of(_instance_kind(op), op.bytes, ranks, base, (cls.prog.index, i))
-                    if plan is not None and id(plan) not in counted:
-                        counted.add(id(plan))
-                        used |= links_of(plan)
+                if op.is_comm:
+                    full[cls.id, i] = self._instances_joined(cls, i, op)
+        foldable = self._foldable_partitions(full, self._link_owners(full))
+        used: set[str] = set()
+        counted: set[int] = set()  # plans are cached: each distinct one once
+        for (c, i), joined in full.items():
+            cls = self.classes[c]
+            op = cls.prog.program.ops[i]
+            if self._whole_groups(op, joined) in foldable:
+                key = cls.prog.comm_keys[i][cls.devices[0]][0]
+                for (base, seq), (ranks, _count) in joined.items():
+                    if (base, seq) != key:
+                        self.folded_plans.append(self._plan_of(op.kind, op.bytes, ranks, base, (cls.prog.index, i)))
+                joined = {key: joined[key]}
+            self.joined[c, i] = joined
+            for (base, _seq), (ranks, _count) in joined.items():
+                plan = self._plan_of(_instance_kind(op), op.bytes, ranks, base, (cls.prog.index, i))
+                if plan is not None and id(plan) not in counted:
+                    counted.add(id(plan))
+                    used |= self._links(plan)
         return used
 
     def _instances_joined(self, cls: _Class, i: int, op: Op) -> dict[tuple, list]:
-        """Instance key -> [ranks, devices of ``cls`` that join it]. A folded class whose
-        op's groups all lie inside it and use disjoint links plays only the group of its
-        first device: the other groups are its translates and cannot slow it."""
+        """Instance key -> [ranks, devices of ``cls`` that join it]."""
         keys = cls.prog.comm_keys[i]
         joined: dict[tuple, list] = {}
         if op.kind in COLLECTIVE_KINDS:
@@ -644,28 +703,108 @@ class _Replay:
                 if d in keys:
                     key, ranks = keys[d]
                     joined.setdefault(key, [ranks, 0])[1] += 1
-        if len(joined) > 1 and self._groups_independent(cls, i, op, joined):
-            key = keys[cls.devices[0]][0]
-            for (base, seq), (ranks, _count) in joined.items():
-                if (base, seq) != key:
-                    self.folded_plans.append(self._plan_of(op.kind, op.bytes, ranks, base, (cls.prog.index, i)))
-            return {key: joined[key]}
         return joined
 
-    def _groups_independent(self, cls: _Class, i: int, op: Op, joined: dict[tuple, list]) -> bool:
-        if op.kind not in COLLECTIVE_KINDS or any(count != len(ranks) for ranks, count in joined.values()):
-            return False
-        key = (op.kind, op.bytes, tuple(ranks for ranks, _ in joined.values()))
-        if key not in self.independent:
-            seen: set[str] = set()
-            total = 0
+    @staticmethod
+    def _whole_groups(op: Op, joined: dict[tuple, list]) -> frozenset | None:
+        """The op's groups (its partition) when it is a collective whose several groups all
+        lie inside the class, else None."""
+        if op.kind not in COLLECTIVE_KINDS or len(joined) < 2 or any(count != len(ranks)
+                                                                     for ranks, count in joined.values()):
+            return None
+        return frozenset(ranks for ranks, _ in joined.values())
+
+    def _links(self, plan: Plan) -> frozenset[str]:
+        found = self.plan_links.get(id(plan))
+        if found is None:
+            found = self.plan_links[id(plan)] = frozenset(links_of(plan))
+        return found
+
+    def _link_owners(self, full: dict[tuple[int, int], dict[tuple, list]]) -> dict[str, dict[tuple, list]]:
+        """Per link, what crosses it: ``{(partition, ranks): [tags, ...]}``, where partition
+        is the op's groups when they all lie in its class (else None) and a tag is (class,
+        op) for a class of several devices, None for one of a single device. Ops with the
+        same plan and owner share one list of tags, entered once per link."""
+        owners: dict[str, dict[tuple, list]] = {}
+        tags_of: dict[tuple, list] = {}
+        for (c, i), joined in full.items():
+            cls = self.classes[c]
+            op = cls.prog.program.ops[i]
+            partition = self._whole_groups(op, joined)
+            tag = (c, i) if len(cls.devices) > 1 else None
             for (base, _seq), (ranks, _count) in joined.items():
-                plan = self._plan_of(op.kind, op.bytes, ranks, base, (cls.prog.index, i))
-                names = links_of(plan) if plan is not None else set()
-                total += len(names)
-                seen |= names
-            self.independent[key] = total == len(seen)
-        return self.independent[key]
+                plan = self._plan_of(_instance_kind(op), op.bytes, ranks, base, (cls.prog.index, i))
+                if plan is None:
+                    continue
+                owner = (partition, ranks)
+                tags = tags_of.get((id(plan), owner))
+                if tags is None:
+                    tags = tags_of[id(plan), owner] = []
+                    for link in self._links(plan):
+                        owners.setdefault(link, {}).setdefault(owner, []).append(tags)
+                if not tags or tags[-1] != tag:
+                    tags.append(tag)
+        return owners
+
+    def _foldable_partitions(self, full: dict[tuple[int, int], dict[tuple, list]],
+                             owners: dict[str, dict[tuple, list]]) -> set[frozenset]:
+        """The partitions (sets of groups) on which a folded class may play only its first
+        device's group. Exactly when, for every collective on those groups, the groups'
+        plans are translates of one another (the same flows, latencies and link capacities,
+        links renamed) and every link they cross carries, while the op runs, nothing but
+        that group's traffic of collectives on these same groups: then every group runs as
+        the played one does. Traffic of another op of the same class that finishes before
+        this one starts, or starts after it ends (the dependencies say so), does not count.
+        Otherwise every group is played."""
+        ok: dict[frozenset, bool] = {}
+        for (c, i), joined in full.items():
+            cls = self.classes[c]
+            op = cls.prog.program.ops[i]
+            partition = self._whole_groups(op, joined)
+            if partition is None or ok.get(partition) is False:
+                continue
+            key = (op.kind, op.bytes, partition)
+            if key not in self.independent:
+                plans = [(ranks, self._plan_of(op.kind, op.bytes, ranks, base, (cls.prog.index, i)))
+                         for (base, _seq), (ranks, _count) in joined.items()]
+                translates = len({None if plan is None else self._shape(plan) for _, plan in plans}) == 1
+                # the links something else crosses too (every link carries the op itself)
+                shared = [(owners[link], (partition, ranks)) for ranks, plan in plans if plan is not None
+                          for link in self._links(plan) if len(owners[link]) > 1]
+                self.independent[key] = (translates, shared)
+            translates, shared = self.independent[key]
+            ok[partition] = translates and not any(self._contended(cls, i, on_link, own) for on_link, own in shared)
+        return {partition for partition, fine in ok.items() if fine}
+
+    def _contended(self, cls: _Class, i: int, on_link: dict[tuple, list], own: tuple) -> bool:
+        """Can traffic other than ``own``'s on a link run while op ``i`` of ``cls`` does?"""
+        for owner, tag_lists in on_link.items():
+            if owner == own:
+                continue
+            for tags in tag_lists:
+                for tag in tags:
+                    if tag is None or tag[0] != cls.id or not self._ordered(cls.prog, i, tag[1]):
+                        return True
+        return False
+
+    def _ordered(self, prog: _Compiled, i: int, j: int) -> bool:
+        """Does one of ops ``i``, ``j`` finish before the other starts, whatever the timing?"""
+        before = self.finished_before.get(prog.index)
+        if before is None:
+            before = self.finished_before[prog.index] = _finished_before(prog)
+        return bool(before[j] >> i & 1 or before[i] >> j & 1)
+
+    def _shape(self, plan: Plan) -> tuple:
+        """A plan with its links renamed by first use: equal for plans that run the same."""
+        names: dict[str, int] = {}
+        lanes = tuple(
+            tuple((phase.latency_s, tuple((t.bytes, t.efficiency, t.max_bytes_per_s,
+                                           tuple(names.setdefault(link, len(names)) for link in t.links))
+                                          for t in phase.transfers))
+                  for phase in lane)
+            for lane in plan.lanes)
+        capacities = tuple(self.topo.links[link].bandwidth_bytes_per_s for link in names)
+        return plan.algorithm, plan.protocol, plan.launch_s, lanes, capacities
 
     def _check_match(self, inst: _Instance, cls: _Class, i: int, op: Op) -> None:
         kind = _instance_kind(op)

@@ -117,6 +117,8 @@ class Op(_Strict):
         elif self.kind == "done":
             if self.start is None:
                 raise ValueError("start: a done op names the async op it waits for")
+            if self.is_async:
+                raise ValueError("async: only communication ops are async (a done op waits)")
             self._forbid("bytes", "groups", "pairs", "peer", "peer_offset", "duration_s", "flops", "kernel_trace", "family")
         else:
             self._check_comm()

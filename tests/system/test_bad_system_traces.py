@@ -53,6 +53,7 @@ def test_the_good_trace_parses():
     (lambda d: op(d, 1).update(groups=[list(range(9))]), "programs[0].ops[1].groups[0]: device 8 is out of range"),
     (lambda d: op(d, 1).update(peer=3), "programs[0].ops[1].peer: not a field of a all-reduce op"),
     (lambda d: op(d, 3).update(start="b"), "programs[0].ops[3].start: 'b' is not an async op"),
+    (lambda d: op(d, 3).update({"async": True}), "programs[0].ops[3].async: only communication ops are async"),
     (lambda d: op(d, 2).update(unknown=1), "programs[0].ops[2].unknown: unknown field"),
     (lambda d: d["programs"][0].update(devices=["0-8"]), "programs[0].devices: device 8 is out of range"),
     (lambda d: d["programs"][0].update(devices=["0-999999999999"]), "is past the 1,048,576 devices"),  # not expanded
