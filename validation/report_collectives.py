@@ -250,7 +250,7 @@ def report(records: list[CollectiveMeasurement]) -> str:
 measured - 1 on bus bandwidth. "Published config" is `dgx-*` as committed (NCCL's own
 tuning-table latencies, link efficiency 0.82 from an NVIDIA maintainer's figure);
 "calibrated" is `dgx-*-calibrated` (the NCCL model fitted on the DGX H100 training split;
-the H200 overlay carries the same values); for a system without an overlay (B200) that
+the H200 overlay carries the same values); for a system without an overlay (B200, GB200 NVL72) that
 column carries the DGX H100 fit's values into its config ("H100 fit": what a what-if
 study calibrated on H100 would predict), and "model ran" is the published config's
 choice. The measured time of an nccl-tests row is the

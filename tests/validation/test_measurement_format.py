@@ -81,6 +81,8 @@ def test_elementwise_counts_every_array_once():
         ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"),
         ("NVIDIA A100 80GB PCIe", None),
         ("NVIDIA B200", "b200"),
+        ("NVIDIA GB200", "gb200"),
+        ("TPU v5 lite", "tpu-v5e"),
         ("AMD Instinct MI300X", "mi300x"),
         ("cpu", None),
     ],
@@ -91,7 +93,13 @@ def test_device_names_map_to_configs(name, arch):
 
 def test_known_archs_are_shipped_configs():
     for arch in fmt.KNOWN_ARCHS:
-        assert (REPO / "arch_configs" / "gpu" / f"{arch}.yaml").is_file()
+        assert any((REPO / "arch_configs" / kind / f"{arch}.yaml").is_file() for kind in ("gpu", "tpu"))
+
+
+def test_every_mapped_device_name_validates():
+    # what arch_for_device_name returns must pass the file check (a TPU run was refused)
+    targets = {arch for _, arch in fmt._ARCH_BY_DEVICE_NAME if arch is not None}
+    assert targets <= set(fmt.KNOWN_ARCHS)
 
 
 def test_record_ids():

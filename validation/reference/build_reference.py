@@ -55,9 +55,10 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA A100-SXM4-40GB (1.555 TB/s spec)": "a100-sxm4-40gb",
     "NVIDIA H100 PCIe (HBM2e, 2.0 TB/s spec)": "h100-pcie",
     "NVIDIA B200 SXM": "b200",
+    "NVIDIA GB200 SXM": "gb200",
     "AMD MI300X": "mi300x",
 }
-"""Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs, GH200, GB200, B300,
+"""Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs, GH200, B300,
 MI325X/MI355X, Gaudi) have no config and their records are left out; A100 40GB maps only for its STREAM runs
 (its latency runs are config sources, not records)."""
 
