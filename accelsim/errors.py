@@ -74,17 +74,17 @@ def _rebuild_input_error(message: str, source: str | None, line: int | None, fie
     return InputError(message, source=source, line=line, field=field)
 
 
-def read_text_file(path: str | Path, what: str) -> str:
+def read_text_file(path: str | Path, what: str, hint: str = "a compressed or binary file?") -> str:
     """The text of a ``what`` file (e.g. "trace"); a missing or unreadable file, a folder,
-    or bytes that are not UTF-8 (a compressed or binary file) become one-line
-    :class:`InputError` s naming the file."""
+    or bytes that are not UTF-8 (a compressed or binary file; ``hint`` says what to do)
+    become one-line :class:`InputError` s naming the file."""
     path = Path(path)
     try:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", source=str(path)) from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"cannot read {what}: not UTF-8 text (byte {exc.start}; a compressed or binary file?)",
+        raise InputError(f"cannot read {what}: not UTF-8 text (byte {exc.start}; {hint})",
                          source=str(path)) from None
 
 

@@ -29,7 +29,12 @@ def run_chakra(args: argparse.Namespace) -> int:
     from accelsim.importers.chakra import import_chakra, parse_group_option
 
     check_output_file(args.output, "-o", inputs=args.files)
-    groups = dict(parse_group_option(text) for text in args.group)
+    groups: dict[str, list[int]] = {}
+    for text in args.group:
+        name, ranks = parse_group_option(text)
+        if name in groups:
+            raise InputError(f"process group {name!r} is given twice", source="--group")
+        groups[name] = ranks
     write_imported(import_chakra(args.files, groups), args.output, " ".join(args.files),
                    " (give one file per rank, in rank order, and every --group's ranks)")
     return 0

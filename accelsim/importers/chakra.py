@@ -10,19 +10,30 @@ or numbers.
 
 What becomes what (see ``docs/system-trace-format.md``, section *Chakra*):
 
-* ``COMP_NODE``: a compute op on stream ``compute``: ``duration_micros`` when it is
-  positive (measured), else the ``num_ops`` (flops) and ``tensor_size`` (bytes)
-  attributes as a roofline estimate. CPU ops (``is_cpu_op``) take no device time.
+* ``COMP_NODE``: a GPU kernel: ``duration_micros`` when it is positive (measured), else
+  the ``num_ops`` (flops) and ``tensor_size`` (bytes) attributes as a roofline estimate.
+  Kernels run on the CUDA stream their ``stream`` attribute names (stream ``stream N``;
+  one at a time in launch order, as a CUDA stream runs them), or on stream ``compute``
+  when the trace gives none.
+* CPU ops (``is_cpu_op``), ``METADATA_NODE``, ``INVALID_NODE`` and the storage, batch and
+  checkpoint nodes take no device time, on stream ``host`` (the host thread), their
+  dependencies kept.
 * ``COMM_COLL_NODE``: ``comm_type`` and ``comm_size`` (bytes) on stream ``comm``,
   async (NCCL kernels run beside compute kernels; later nodes wait on their data
-  deps). The group is every rank, or the ranks given for its ``pg_name``.
-  ``BARRIER`` is a zero-byte all-reduce (a pure synchronisation).
-* ``COMM_SEND_NODE`` / ``COMM_RECV_NODE``: ``comm_dst`` / ``comm_src`` and ``comm_size``.
+  deps). The group is the ranks given for its ``pg_name`` (``--group``, else the
+  trace's ``process_group:init`` metadata node), or every rank (no ``pg_name``, or
+  PyTorch's default group ``"0"``); ``pg_name`` is its communicator, so two process
+  groups over the same ranks match on their own. ``BARRIER`` is a zero-byte all-reduce
+  (a pure synchronisation).
+* ``COMM_SEND_NODE`` / ``COMM_RECV_NODE``: ``comm_dst`` / ``comm_src``, ``comm_size`` and
+  ``comm_tag`` (sends and recvs match per tag, as ASTRA-sim matches them).
 * ``MEM_LOAD_NODE`` / ``MEM_STORE_NODE``: ``tensor_size`` bytes of HBM traffic
-  (roofline); ``METADATA_NODE``: no time, dependencies kept.
+  (roofline).
 
 Nodes are emitted in a dependency-respecting order (file order where the dependencies
-allow), since ops on one stream of a system trace start in list order.
+allow), since ops on one stream of a system trace start in list order. Protobuf's JSON
+leaves out fields that hold their default, so a node without ``id`` is node 0; only a
+leading object with nothing but ``version`` and ``attr`` is the ``GlobalMetadata``.
 """
 
 from __future__ import annotations
@@ -43,7 +54,7 @@ from accelsim.errors import (
 from accelsim.system.trace import Op, Program, SystemTrace, expand_devices
 
 NODE_TYPES = ("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
-              "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE")
+              "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE", "STORAGE_NODE", "BATCH_NODE", "CHECKPOINT_NODE")
 """``et_def.proto`` ``NodeType``, in enum value order."""
 COMM_TYPES = ("ALL_REDUCE", "REDUCE", "ALL_GATHER", "GATHER", "SCATTER", "BROADCAST", "ALL_TO_ALL",
               "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER")
@@ -54,7 +65,12 @@ COLLECTIVE_OF = {
     "BARRIER": "all-reduce",
 }
 COMPUTE_STREAM = "compute"
+HOST_STREAM = "host"
 COMM_STREAM = "comm"
+HOST_NODES = ("METADATA_NODE", "INVALID_NODE", "STORAGE_NODE", "BATCH_NODE", "CHECKPOINT_NODE")
+"""Node types that take no device time (storage I/O is not modelled)."""
+DEFAULT_PROCESS_GROUP = "0"
+"""PyTorch's default process group, every rank (ASTRA-sim reads it so too)."""
 
 
 def import_chakra(paths: Sequence[str | Path], groups: Mapping[str, list[int]] | None = None,
@@ -64,13 +80,18 @@ def import_chakra(paths: Sequence[str | Path], groups: Mapping[str, list[int]] |
     if not paths:
         raise InputError("give one Chakra trace file per rank", source="import chakra")
     n = len(paths)
-    programs = []
-    for rank, path in enumerate(paths):
+    ranked = []
+    for path in paths:
         nodes = _ordered(read_nodes(path), str(path))
         if not nodes:
             raise InputError("no nodes: expected a rank's Chakra execution trace", source=str(path))
+        ranked.append(nodes)
+    known = {name: ranks for nodes in ranked for name, ranks in _process_groups(nodes, n).items()}
+    known.update(groups or {})
+    programs = []
+    for rank, (path, nodes) in enumerate(zip(paths, ranked)):
         names = {_int(_get(node, "id"), "id", str(path)): _op_name(node) for node in nodes}
-        ops = [_op(node, names, n, groups or {}, str(path)) for node in nodes]
+        ops = [_op(node, names, n, known, str(path)) for node in nodes]
         programs.append(Program(name=f"rank{rank}", devices=[rank], ops=ops))
     return SystemTrace(
         schema_version=1, name=name or f"chakra ({n} ranks)", num_devices=n, programs=programs,
@@ -81,21 +102,34 @@ def import_chakra(paths: Sequence[str | Path], groups: Mapping[str, list[int]] |
 # ------------------------------------------------------------------ reading
 
 
+BINARY_HINT = ("a protobuf .et file? convert it first: chakra_jsonizer --input_filename X.et "
+               "--output_filename X.json")
+GLOBAL_METADATA_FIELDS = frozenset({"version", "attr"})
+"""``et_def.proto`` ``GlobalMetadata``: what the first object of a jsonizer stream holds."""
+
+
 def read_nodes(path: str | Path) -> list[dict]:
-    """The node objects of one file (a GlobalMetadata object, which has no ``id``, is
-    skipped)."""
+    """The node objects of one file. A leading object with only GlobalMetadata's fields
+    is skipped; a node without ``id`` is node 0 (protobuf's JSON omits default values)."""
     path = Path(path)
-    values = _json_values(read_text_file(path, "Chakra trace"), str(path))
+    text = read_text_file(path, "Chakra trace", hint=BINARY_HINT).removeprefix("\ufeff")  # a byte-order mark
+    if text.lstrip()[:1] not in ("{", "[", ""):
+        raise InputError(f"not JSON text ({BINARY_HINT})", source=str(path))
+    values = _json_values(text, str(path))
     if len(values) == 1 and isinstance(values[0], list):
         values = values[0]
     elif len(values) == 1 and isinstance(values[0], dict) and "nodes" in values[0]:
         values = values[0]["nodes"]
+        if not isinstance(values, list):
+            raise InputError(f"expected a list of node objects, got {type(values).__name__}", source=str(path),
+                             field="nodes")
     nodes = []
     for k, value in enumerate(values):
         if not isinstance(value, dict):
             raise InputError(f"expected a node object, got {type(value).__name__}", source=str(path), field=f"[{k}]")
-        if "id" in value:
-            nodes.append(value)
+        if k == 0 and "id" not in value and set(value) <= GLOBAL_METADATA_FIELDS:
+            continue
+        nodes.append(value if "id" in value else {**value, "id": 0})
     return nodes
 
 
@@ -229,8 +263,12 @@ def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, li
     common: dict[str, Any] = {"name": names[_int(_get(node, "id"), "id", source)]}
     for field, target in (("data_deps", "deps"), ("ctrl_deps", "ctrl_deps")):
         common[target] = sorted({names[_int(d, f"{where}.{field}", source)] for d in _list(node, field, where, source)})
-    if kind in ("COMP_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "METADATA_NODE", "INVALID_NODE"):
-        return Op(kind="compute", stream=COMPUTE_STREAM, **common, **_compute_cost(node, kind, attrs, where, source))
+    if kind in HOST_NODES or (kind == "COMP_NODE" and _truthy(attrs.get("is_cpu_op"))):
+        return Op(kind="compute", stream=HOST_STREAM, flops=0.0, **common)
+    if kind in ("COMP_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE"):
+        stream = attrs.get("stream")
+        name = COMPUTE_STREAM if stream is None else f"stream {_int(stream, f'{where}.attr.stream', source)}"
+        return Op(kind="compute", stream=name, **common, **_compute_cost(node, kind, attrs, where, source))
     size = float(_int(attrs.get("comm_size", 0), f"{where}.attr.comm_size", source, 0))
     if kind == "COMM_COLL_NODE":
         comm = _enum(attrs.get("comm_type"), COMM_TYPES, f"{where}.attr.comm_type", source)
@@ -242,8 +280,10 @@ def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, li
         elif "comm_size" not in attrs:
             raise InputError(f"collective {comm} needs the comm_size attribute (bytes)", source=source,
                              field=f"{where}.attr")
+        pg_name = attrs.get("pg_name")
         return Op(kind=COLLECTIVE_OF[comm], stream=COMM_STREAM, is_async=True, bytes=size,
-                  groups=[_group(attrs.get("pg_name"), groups, n, where, source)], **common)
+                  groups=[_group(pg_name, groups, n, where, source)],
+                  communicator=None if pg_name is None else str(pg_name), **common)
     peer_key = "comm_dst" if kind == "COMM_SEND_NODE" else "comm_src"
     if peer_key not in attrs:
         raise InputError(f"a {kind} needs the {peer_key} attribute", source=source, field=f"{where}.attr")
@@ -252,28 +292,65 @@ def _op(node: Mapping, names: Mapping[int, str], n: int, groups: Mapping[str, li
         raise InputError(f"rank {peer} is past the {n} ranks of the files given (give one file per rank, in "
                          "rank order)", source=source,
                          field=f"{where}.attr.{peer_key}")
+    tag = attrs.get("comm_tag")
     return Op(kind="send" if kind == "COMM_SEND_NODE" else "recv", stream=COMM_STREAM, is_async=True,
-              bytes=size, peer=peer, **common)
+              bytes=size, peer=peer, tag=None if tag is None else _int(tag, f"{where}.attr.comm_tag", source, 0),
+              **common)
+
+
+def _truthy(value: Any) -> bool:
+    """A boolean attribute as any of its encodings writes it (bool, int64 or string)."""
+    return value in (True, 1, "1", "true", "True")
 
 
 def _compute_cost(node: Mapping, kind: str, attrs: dict, where: str, source: str) -> dict:
-    if kind in ("METADATA_NODE", "INVALID_NODE") or attrs.get("is_cpu_op") in (True, "true"):
-        return {"flops": 0.0}
     duration_us = _int(_get(node, "duration_micros", 0), f"{where}.duration_micros", source, 0)
     if kind == "COMP_NODE" and duration_us > 0:
         return {"duration_s": duration_us / 1e6}
     flops = float(_int(attrs.get("num_ops", 0), f"{where}.attr.num_ops", source, 0)) if kind == "COMP_NODE" else 0.0
-    nbytes = float(_int(attrs.get("tensor_size", 0), f"{where}.attr.tensor_size", source))
+    nbytes = float(_int(attrs.get("tensor_size", 0), f"{where}.attr.tensor_size", source, 0))
     return {"flops": flops, "bytes": nbytes}
 
 
 def _group(pg_name: Any, groups: Mapping[str, list[int]], n: int, where: str, source: str) -> list[int]:
     if pg_name is None:
         return list(range(n))
-    if str(pg_name) not in groups:
-        raise InputError(f"process group {pg_name!r} has no ranks; pass --group {pg_name}=RANKS (e.g. 0-3)",
-                         source=source, field=f"{where}.attr.pg_name")
-    return list(groups[str(pg_name)])
+    if str(pg_name) in groups:
+        return list(groups[str(pg_name)])
+    if str(pg_name) in ("", DEFAULT_PROCESS_GROUP):
+        return list(range(n))
+    raise InputError(f"process group {pg_name!r} has no ranks; pass --group {pg_name}=RANKS (e.g. 0-3)",
+                     source=source, field=f"{where}.attr.pg_name")
+
+
+PROCESS_GROUP_NODE = "process_group:init"
+"""PyTorch's metadata node that lists every process group (its inputs' values: a JSON
+list of ``{"pg_name", "ranks", ...}``, an empty ``ranks`` meaning every rank)."""
+
+
+def _process_groups(nodes: list[dict], n: int) -> dict[str, list[int]]:
+    """pg_name -> ranks from a ``process_group:init`` node, where the trace has one
+    that can be read (anything else in it is left alone: ``--group`` can always say)."""
+    found: dict[str, list[int]] = {}
+    for node in nodes:
+        if PROCESS_GROUP_NODE not in str(node.get("name", "")):
+            continue
+        text = (node.get("inputs") or {}).get("values") if isinstance(node.get("inputs"), dict) else None
+        if not isinstance(text, str) or "[{" not in text:
+            continue
+        # the converter writes Python's repr of a list holding the JSON text: take the JSON
+        try:
+            entries = json.loads(text[text.index("[{"): text.rindex("}]") + 2])
+        except (ValueError, json.JSONDecodeError):
+            continue
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict) or "pg_name" not in entry:
+                continue
+            ranks = entry.get("ranks")
+            if isinstance(ranks, list) and all(isinstance(r, int) and not isinstance(r, bool) and 0 <= r < n
+                                               for r in ranks):
+                found.setdefault(str(entry["pg_name"]), sorted(ranks) if ranks else list(range(n)))
+    return found
 
 
 def parse_group_option(text: str) -> tuple[str, list[int]]:

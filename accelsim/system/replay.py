@@ -254,8 +254,8 @@ def _foldable(program: Program) -> bool:
 
 def _comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict]) -> list[dict[int, tuple] | None]:
     """Per comm op, ``device -> (instance key, ranks)`` for the program's devices: which
-    instance each joins. The n-th op a device issues on one group (or one pair set, or
-    one src->dst pair) is the n-th instance there. ``indexes`` caches
+    instance each joins. The n-th op a device issues on one group and communicator (or
+    one pair set, or one src->dst pair and tag) is the n-th instance there. ``indexes`` caches
     :func:`group_index` across programs that repeat the same groups."""
     counters: dict[tuple, int] = {}
     out: list[dict[int, tuple] | None] = []
@@ -270,7 +270,7 @@ def _comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict])
             order, slots = layouts[groups]
             joins = []
             for group in order:  # in the order the program's devices first meet them
-                base = ("coll", group)
+                base = ("coll", group, op.communicator)
                 seq = counters.get(base, 0)
                 counters[base] = seq + 1
                 joins.append(((base, seq), group))
@@ -287,10 +287,10 @@ def _comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict])
             for d in devices:
                 peer = op.peer if op.peer is not None else d + op.peer_offset
                 src, dst = (d, peer) if op.kind == "send" else (peer, d)
-                side = (op.kind, src, dst)  # counted per side: d may also be the other end of (src, dst)
+                side = (op.kind, src, dst, op.tag)  # counted per side: d may also be the other end of (src, dst)
                 seq = counters.get(side, 0)
                 counters[side] = seq + 1
-                keys[d] = ((("p2p", src, dst), seq), (src, dst))
+                keys[d] = ((("p2p", src, dst, op.tag), seq), (src, dst))
             out.append(keys)
         else:
             out.append(None)

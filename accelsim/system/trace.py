@@ -101,6 +101,12 @@ class Op(_Strict):
     """send / recv: the other device (absolute id)."""
     peer_offset: Annotated[int, Field(strict=True)] | None = None
     """send / recv in a program of several devices: the peer is ``device + peer_offset``."""
+    tag: Annotated[int, Field(strict=True, ge=0)] | None = None
+    """send / recv: the n-th send from A to B with a tag matches the n-th recv on B from A
+    with the same tag (untagged ones match among themselves)."""
+    communicator: str | None = Field(default=None, min_length=1)
+    """Collectives: ops on one group match in issue order per communicator (NCCL's, or a
+    process group's name); default: one communicator per group."""
 
     # done
     start: str | None = None
@@ -119,7 +125,8 @@ class Op(_Strict):
                 raise ValueError("start: a done op names the async op it waits for")
             if self.is_async:
                 raise ValueError("async: only communication ops are async (a done op waits)")
-            self._forbid("bytes", "groups", "pairs", "peer", "peer_offset", "duration_s", "flops", "kernel_trace", "family")
+            self._forbid("bytes", "groups", "pairs", "peer", "peer_offset", "tag", "communicator", "duration_s", "flops",
+                         "kernel_trace", "family")
         else:
             self._check_comm()
         return self
@@ -138,7 +145,7 @@ class Op(_Strict):
             raise ValueError("params: only for a family compute op")
         if self.is_async:
             raise ValueError("async: only communication ops are async")
-        self._forbid("groups", "pairs", "peer", "peer_offset", "start")
+        self._forbid("groups", "pairs", "peer", "peer_offset", "tag", "communicator", "start")
 
     def _check_comm(self) -> None:
         if self.bytes is None:
@@ -147,13 +154,13 @@ class Op(_Strict):
         if self.kind in P2P_KINDS:
             if (self.peer is None) == (self.peer_offset is None):
                 raise ValueError(f"peer: a {self.kind} op needs one of peer or peer_offset")
-            self._forbid("groups", "pairs")
+            self._forbid("groups", "pairs", "communicator")
         elif self.kind == PERMUTE_KIND:
             if not self.pairs:
                 raise ValueError("pairs: a collective-permute needs [source, target] pairs")
-            self._forbid("groups", "peer", "peer_offset")
+            self._forbid("groups", "peer", "peer_offset", "tag", "communicator")
         else:
-            self._forbid("pairs", "peer", "peer_offset")
+            self._forbid("pairs", "peer", "peer_offset", "tag")
 
     def _forbid(self, *names: str) -> None:
         for name in names:

@@ -51,3 +51,29 @@ def test_a_permute_moves_every_pair_at_once(dgx):
     ring = replay(programs([{"name": "p", "devices": ["0-7"], "ops": [shift]}]), dgx).step_time_s
     single = replay(programs([{"name": "p", "devices": ["0-7"], "ops": [one_pair]}]), dgx).step_time_s
     assert ring == pytest.approx(single, rel=1e-9)  # disjoint up- and downlinks on a switch
+
+
+def test_tagged_sends_meet_the_recv_with_their_tag(dgx):
+    """Rank 1 posts the recv for tag 2 first; by order it would take the tag-1 send (which
+    carries another size and fails), by tag each recv takes its own send."""
+    ops0 = [{"name": "s1", "kind": "send", "peer": 1, "bytes": 1 << 20, "tag": 1, "async": True},
+            {"name": "s2", "kind": "send", "peer": 1, "bytes": 2 << 20, "tag": 2, "async": True}]
+    ops1 = [{"name": "r2", "kind": "recv", "peer": 0, "bytes": 2 << 20, "tag": 2, "async": True},
+            {"name": "r1", "kind": "recv", "peer": 0, "bytes": 1 << 20, "tag": 1, "async": True}]
+    assert replay(two(ops0, ops1), dgx).comm_instances == 2
+    untagged = [{k: v for k, v in op.items() if k != "tag"} for op in ops1]
+    with pytest.raises(InputError, match="meets"):
+        replay(two([{k: v for k, v in op.items() if k != "tag"} for op in ops0], untagged), dgx)
+
+
+def test_communicators_over_the_same_ranks_match_on_their_own(dgx):
+    """Two process groups over ranks 0 and 1, issued in opposite orders: independent
+    communicators, so no mismatch (without names they would be one sequence)."""
+    a = {"name": "a", "kind": "all-reduce", "bytes": 1 << 20, "groups": [[0, 1]], "communicator": "pg1",
+         "stream": "s1"}
+    b = {"name": "b", "kind": "all-gather", "bytes": 2 << 20, "groups": [[0, 1]], "communicator": "pg2",
+         "stream": "s2"}
+    assert replay(two([a, b], [b, a]), dgx).comm_instances == 2
+    unnamed = [{k: v for k, v in op.items() if k != "communicator"} for op in (a, b)]
+    with pytest.raises(InputError, match="meets"):
+        replay(two(unnamed, unnamed[::-1]), dgx)
