@@ -49,6 +49,9 @@ ELEMENTWISE = {
     "integer_pow", "square", "clamp", "rem", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
     "convert_element_type", "add_any", "reciprocal",
 }
+COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+NOT_FLOPS = {"convert_element_type", "select_n"}
+"""Elementwise work that moves or picks values rather than computing them (``useful: false``)."""
 REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum", "cummax"}
 MANUAL_DMA = {"dma_start", "dma_wait", "async_copy", "semaphore_signal", "semaphore_wait"}
 DTYPE_NAMES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16", "float64": "fp64", "int8": "int8",
@@ -174,6 +177,8 @@ def _block_sizes(block_shape, source: str) -> tuple[int, ...]:
     sizes = []
     for entry in block_shape:
         size = getattr(entry, "block_size", None)
+        if type(entry).__name__ in ("Element", "BoundedSlice"):  # offsets in elements, not block indices
+            raise InputError(f"block dimension {entry!r} is not supported yet", source=source)
         if size is None:
             if entry is None or type(entry).__name__ == "Squeezed":
                 size = 1
@@ -223,9 +228,10 @@ def _int_div(a, b):
 
 _SCALAR_OPS = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-    "ge": np.greater_equal, "and": np.logical_and, "or": np.logical_or, "add": np.add, "sub": np.subtract,
-    "mul": np.multiply, "rem": np.fmod, "max": np.maximum, "min": np.minimum, "div": _int_div,
-    "neg": np.negative, "abs": np.abs, "sign": np.sign, "not": np.logical_not,
+    # and/or/not/xor are bitwise on integers and logical on booleans, as numpy's bitwise ops are
+    "ge": np.greater_equal, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "rem": np.fmod, "max": np.maximum,
+    "min": np.minimum, "div": _int_div, "neg": np.negative, "abs": np.abs, "sign": np.sign, "not": np.invert,
     "select_n": lambda which, *cases: np.choose(np.asarray(which, dtype=np.int64), cases),
 }
 
@@ -261,11 +267,16 @@ class WorkCounter:
             if name == "dot_general":
                 self._add(_dot_key(eqn), weight * _dot_flops(eqn))
             elif name in TRANSCENDENTAL:
-                self._add(("special", "fp32", ()), weight * _numel(eqn.outvars[0]))
+                self._add(("special", "fp32", (), True), weight * _numel(eqn.outvars[0]))
             elif name in ELEMENTWISE and _numel(eqn.outvars[0]) > 1:  # scalars run on the scalar unit
-                self._add(("vector", _var_dtype(eqn.outvars[0]), ()), weight * _numel(eqn.outvars[0]))
+                # a comparison's work is in its operands' dtype; integer and boolean work
+                # (index and mask arithmetic), conversions and selects cost time but are not flops
+                var = eqn.invars[0] if name in COMPARISONS else eqn.outvars[0]
+                useful = _is_float(var) and name not in NOT_FLOPS
+                self._add(("vector", _var_dtype(var), (), useful), weight * _numel(eqn.outvars[0]))
             elif name in REDUCTIONS:
-                self._add(("vector", _var_dtype(eqn.invars[0]), ()), weight * _numel(eqn.invars[0]))
+                var = eqn.invars[0]
+                self._add(("vector", _var_dtype(var), (), _is_float(var)), weight * _numel(var))
             elif name == "cond":
                 self._count_cond(eqn, weight, values)
             elif name == "scan":
@@ -358,9 +369,9 @@ def _lookup(var, values: dict):
 
 
 def _compute(key: tuple, flops: float) -> Compute:
-    unit, dtype, shape = key
+    unit, dtype, shape, useful = key
     if unit != "matrix":
-        return Compute(unit=unit, flops=float(flops), dtype=dtype)
+        return Compute(unit=unit, flops=float(flops), dtype=dtype, useful=useful)
     m, n, k = shape
     count = max(1, round(flops / (2.0 * m * n * k)))
     return Compute(unit=unit, flops=float(flops), dtype=dtype, shape=list(shape), count=count)
@@ -368,7 +379,7 @@ def _compute(key: tuple, flops: float) -> Compute:
 
 def _dot_key(eqn) -> tuple:
     m, n, k, _ = _dot_dims(eqn)
-    return ("matrix", _var_dtype(eqn.invars[0]), (m, n, k))
+    return ("matrix", _var_dtype(eqn.invars[0]), (m, n, k), True)
 
 
 def _dot_flops(eqn) -> float:
@@ -392,3 +403,10 @@ def _numel(var) -> int:
 
 def _var_dtype(var) -> str:
     return _dtype_name(np.dtype(var.aval.dtype))
+
+
+def _is_float(var) -> bool:
+    """Floating point, bf16 and fp8 included (ml_dtypes' types are not numpy subtypes of
+    ``inexact``)."""
+    dtype = np.dtype(var.aval.dtype)
+    return not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.bool_))

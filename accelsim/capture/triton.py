@@ -9,9 +9,11 @@ one Triton kernel, and watches that launch through hooks on the interpreter's bu
   memory holds the addresses, the bytes of the masked-in elements, and the block
   identity (the tile's first element's coordinates divided by the tile's extent along
   each tensor axis);
-- every dot: its ``[m, n, k]`` shape, input dtype and *useful* flops (products of two
-  nonzero operand elements whose output element no ``tl.where`` discards: masked rows
-  and columns load as zeros, so ragged tiles count only their valid part);
+- every dot: its ``[m, n, k]`` shape, input dtype and *useful* flops: the products
+  whose operand elements a load masked in (a computed operand, such as attention's
+  ``p``, counts its nonzero elements) and whose output element no ``tl.where`` replaces
+  by a constant, so ragged tiles and causal masks count only their valid part and zeros
+  in the data count in full;
 - elementwise floating-point work on blocks (one vector flop per output element, two
   for an fma, one per input element of a reduction), transcendentals (exp, exp2, log,
   sqrt, rsqrt, ... as ``special``), and float conversions and selects as vector work
@@ -252,6 +254,15 @@ class TensorArg:
                 coords[axis], offset = divmod(offset, self.strides[axis])
         return coords
 
+    def holds(self, address: int) -> bool:
+        """Is ``address`` one of this tensor's elements (not a gap between a view's rows)?"""
+        offset, rest = divmod(address - self.base, self.itemsize)
+        if rest or not 0 <= address < self.end:
+            return False
+        coords = self.coordinates(offset)
+        return (all(0 <= c < n for c, n in zip(coords, self.shape))
+                and sum(c * st for c, st in zip(coords, self.strides)) == offset)
+
     def axis_with_stride(self, step: int) -> int | None:
         for axis, (size, stride) in enumerate(zip(self.shape, self.strides)):
             if size > 1 and stride == step:
@@ -340,6 +351,10 @@ class ProgramRecord:
     uniform: dict[int, np.ndarray] = field(default_factory=dict)
     """id(data) -> data of blocks made by splatting a scalar (constants: converting them
     costs nothing on a GPU, the compiler materialises them)."""
+    valid: dict[int, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
+    """id(data) -> (data, mask) of loaded tiles and their transposes and conversions: which
+    elements the load masked in (None: all). A dot's products with a masked-off operand
+    element are not useful; zeros in the data are."""
     recent_dots: list[DotRecord] = field(default_factory=list)
     largest_tile_elements: int = 0
     largest_reduction_rows: int = 0
@@ -391,6 +406,7 @@ class ProgramRecord:
         self.views.clear()
         self.recent_dots.clear()
         self.uniform.clear()
+        self.valid.clear()
         for loop in self.loops:
             loop.first_step = None
         return summary
@@ -651,9 +667,8 @@ class _Recorder:
             return None
         active = ptrs if count == ptrs.size else ptrs[mask]
         low, high = int(active.min()), int(active.max())
-        index = int(np.searchsorted(self.bases, np.uint64(low), side="right")) - 1
-        arg = self.arguments[index] if index >= 0 else None
-        if arg is None or high >= arg.end:
+        arg = self._owner(low, high)
+        if arg is None:
             raise InputError(f"a load or store touches address {hex(low)}..{hex(high)}, outside every tensor "
                              "argument of the kernel", source="capture")
         corner = int(ptrs.reshape(-1)[0])
@@ -671,6 +686,18 @@ class _Recorder:
         block = tuple(c // e for c, e in zip(coords, extents))
         return arg.name, block, count * element_bytes, ptrs.size * element_bytes, ptrs.size
 
+    def _owner(self, low: int, high: int) -> "TensorArg | None":
+        """The argument whose memory holds addresses ``low`` to ``high``. Arguments may
+        share memory (views of one buffer, an output aliasing an input): of those whose
+        span holds both, the ones that have both as elements, and of those the smallest
+        (the most specific view)."""
+        last = int(np.searchsorted(self.bases, np.uint64(low), side="right"))
+        spans = [a for a in self.arguments[:last] if high < a.end]
+        if len(spans) > 1:
+            spans = [a for a in spans if a.holds(low) and a.holds(high)] or spans
+            spans.sort(key=lambda a: (a.end - a.base, -a.base))
+        return spans[0] if spans else None
+
     def _transfer(self, ptrs, mask, direction: str, out=None) -> None:
         program = self.program
         if program is None:
@@ -686,13 +713,16 @@ class _Recorder:
             program.largest_tile_elements = max(program.largest_tile_elements, elements)
             if out is not None:
                 program.loaded[id(out.data)] = (out.data, tile_bytes, len(program.steps), bool(program.stack))
+                masked_in = None if mask is None else np.broadcast_to(np.asarray(mask.data, dtype=bool), out.data.shape)
+                program.valid[id(out.data)] = (out.data, None if masked_in is None or masked_in.all() else masked_in)
 
-    def _view(self, arg, out) -> None:
+    def _view(self, arg, out, perm) -> None:
         """``out`` is a transpose of ``arg``: if ``arg`` is a loaded tile (or a view of
         one), a dot that takes ``out`` takes that tile."""
         program = self.program
         if program is None:
             return
+        self._same_elements(arg, out, lambda mask: np.transpose(mask, perm))
         key = id(arg.data)
         view = program.views.get(key)
         if view is not None and view[0] is arg.data:
@@ -713,7 +743,7 @@ class _Recorder:
                 program.feeding.add(view[1])
             elif key in program.loaded and program.loaded[key][0] is operand.data:
                 program.feeding.add(key)
-        a_nonzero, b_nonzero = _as_float32(a) != 0, _as_float32(b) != 0
+        a_nonzero, b_nonzero = self._useful_elements(a), self._useful_elements(b)
         m, k = a.data.shape[-2], a.data.shape[-1]
         n = b.data.shape[-1]
         batch = math.prod(a.data.shape[:-2])
@@ -727,13 +757,31 @@ class _Recorder:
         program.recent_dots = [record, *program.recent_dots[:3]]
         program.after_dot()
 
+    def _same_elements(self, src, out, transform=None) -> None:
+        """``out`` holds ``src``'s elements (converted or rearranged by ``transform``)."""
+        entry = self.program.valid.get(id(src.data))
+        if entry is not None and entry[0] is src.data:
+            mask = entry[1] if entry[1] is None or transform is None else transform(entry[1])
+            self.program.valid[id(out.data)] = (out.data, mask)
+
+    def _useful_elements(self, operand) -> np.ndarray:
+        """Which elements of a dot operand count: a loaded tile's masked-in ones (its data
+        zeros count), any other operand's nonzero ones (a ``p`` that a causal mask made 0)."""
+        entry = self.program.valid.get(id(operand.data))
+        if entry is not None and entry[0] is operand.data:
+            return np.ones(operand.data.shape, dtype=bool) if entry[1] is None else entry[1]
+        return _as_float32(operand) != 0
+
     def _select(self, cond, lhs, rhs) -> None:
+        """A ``tl.where`` that replaces some of a dot's outputs by a constant (a causal
+        mask's ``-inf``) discards them; one choosing between computed values (an activation
+        such as leaky ReLU) discards nothing."""
         program = self.program
         if program is None:
             return
         for dot in program.recent_dots:
-            for data, keep in ((lhs.data, True), (rhs.data, False)):
-                if data is dot.out:
+            for this, other, keep in ((lhs, rhs, True), (rhs, lhs, False)):
+                if this.data is dot.out and self._is_uniform(other):
                     chosen = np.broadcast_to(np.asarray(cond.data, dtype=bool), dot.out.shape).reshape(dot.m, dot.n)
                     chosen = chosen if keep else ~chosen
                     dot.keep = chosen if dot.keep is None else dot.keep & chosen
@@ -791,7 +839,7 @@ class _Recorder:
 
         def trans(arg, perm):
             out = original["create_trans"](arg, perm)
-            self._view(arg, out)
+            self._view(arg, out, perm)
             return out
 
         def select(cond, lhs, rhs):
@@ -838,6 +886,8 @@ class _Recorder:
             out = original(src, dst_type, *rest)
             if recorder._is_uniform(src):
                 return recorder._uniform(out)
+            if recorder.program is not None:
+                recorder._same_elements(src, out)
             if _is_float(src) and _is_float(out):
                 recorder._count("vector", out, useful=False)
             return out

@@ -212,3 +212,84 @@ def test_a_grid_past_the_program_cap_is_refused_before_its_index_maps_run(tmp_pa
     """))
     with pytest.raises(InputError, match="the kernel would have 33,554,432 programs"):
         capture_pallas(str(path), "run", {})
+
+
+def _work(trace, unit: str) -> dict[bool, float]:
+    """Work of one unit over every program, split by its useful flag."""
+    variables, template_of = program_vars(trace), program_templates(trace)
+    out = {True: 0.0, False: 0.0}
+    for index, template in enumerate(trace.templates):
+        members = np.nonzero(template_of == index)[0]
+        for step in template.steps:
+            count = float(repeats(step, variables, members).sum())
+            for c in step.compute:
+                if c.unit == unit:
+                    out[c.useful] += count * c.flops
+    return out
+
+
+def test_a_bitwise_predicate_is_bitwise(tmp_path):
+    """``(program_id & 1) == 0`` takes the even programs; it was read as a logical and
+    (true for program 0 only)."""
+    path = _write(tmp_path, """
+        import jax, jax.numpy as jnp
+        from jax.experimental import pallas as pl
+
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+
+            @pl.when((pl.program_id(0) & 1) == 0)
+            def _():
+                o_ref[...] = jnp.exp(x_ref[...])
+
+        def run():
+            return pl.pallas_call(kernel, grid=(8,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                                  out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                                  out_shape=jax.ShapeDtypeStruct((64, 128), jnp.float32),
+                                  interpret=True)(jnp.ones((64, 128), jnp.float32))
+    """)
+    assert _work(capture_pallas(path, "run", {}), "special")[True] == 4 * 8 * 128
+
+
+def test_integer_mask_work_is_not_counted_as_flops(tmp_path):
+    """A ragged row sum: the iota and the compare are integer work and the select picks
+    values; they cost time, the flops are the sum's."""
+    path = _write(tmp_path, """
+        import jax, jax.numpy as jnp
+        from jax.experimental import pallas as pl
+
+        def kernel(x_ref, o_ref):
+            col = pl.program_id(0) * 128 + jax.lax.broadcasted_iota(jnp.int32, (8, 128), 1)
+            x = jnp.where(col < 200, x_ref[...], 0.0)
+            o_ref[...] = jnp.sum(x, axis=1, keepdims=True) + jnp.zeros((8, 128), jnp.float32)
+
+        def run():
+            return pl.pallas_call(kernel, grid=(2,), in_specs=[pl.BlockSpec((8, 128), lambda i: (0, i))],
+                                  out_specs=pl.BlockSpec((8, 128), lambda i: (0, i)),
+                                  out_shape=jax.ShapeDtypeStruct((8, 256), jnp.float32),
+                                  interpret=True)(jnp.ones((8, 256), jnp.float32))
+    """)
+    work = _work(capture_pallas(path, "run", {}), "vector")
+    assert work[True] == 2 * (8 * 128 + 8 * 128)  # the reduction's inputs and the broadcast add, per program
+    assert work[False] > 0  # iota arithmetic, compare, select
+
+
+def test_element_block_dimensions_are_refused(tmp_path):
+    """``pl.Element`` index maps give element offsets, not block indices: refused rather
+    than read as blocks (one program's read went missing)."""
+    path = _write(tmp_path, """
+        import jax, jax.numpy as jnp
+        from jax.experimental import pallas as pl
+
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+
+        def run():
+            return pl.pallas_call(kernel, grid=(2,),
+                                  in_specs=[pl.BlockSpec((pl.Element(128), 128), lambda i: (i * 128, 0))],
+                                  out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)),
+                                  out_shape=jax.ShapeDtypeStruct((256, 128), jnp.float32),
+                                  interpret=True)(jnp.ones((256, 128), jnp.float32))
+    """)
+    with pytest.raises(InputError, match="Element.*not supported yet"):
+        capture_pallas(path, "run", {})

@@ -1,0 +1,140 @@
+"""Triton capture counts what a kernel does, not what its data holds: zeros in the data
+are useful flops, an activation written with ``tl.where`` discards nothing, and tensor
+arguments that share memory (views of one buffer, an output aliasing an input) are told
+apart by which of them has the addresses as elements."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton")
+pytest.importorskip("torch")
+
+from accelsim.capture.triton import capture_triton  # noqa: E402
+from accelsim.engine.programs import program_costs  # noqa: E402
+from tests.capture.test_triton_capture import CHIP, tensor_bytes  # noqa: E402
+
+MATMUL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, M, N, K, ACT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc)
+    if ACT:
+        acc = leaky_relu(acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def run(M=64, N=64, K=128, dtype="int8", zeros="half", act=False):
+    torch.manual_seed(0)
+    if dtype == "int8":
+        a = torch.randint(-3, 4, (M, K), dtype=torch.int8)
+        b = torch.randint(-3, 4, (K, N), dtype=torch.int8)
+    else:
+        a, b = torch.randn((M, K), dtype=torch.float16), torch.randn((K, N), dtype=torch.float16)
+    if zeros == "half":
+        a[:, ::2] = 0  # a pruned (or ReLU'd) operand
+    c = torch.empty((M, N))
+    mm[(M // 32, N // 32)](a, b, c, M, N, K, ACT=act, BM=32, BN=32, BK=32)
+    return c
+'''
+
+VIEWS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def glu(a_ptr, b_ptr, o_ptr, N, stride_a, stride_b, stride_o, BN: tl.constexpr):
+    row, cb = tl.program_id(0), tl.program_id(1)
+    oc = cb * BN + tl.arange(0, BN)
+    a = tl.load(a_ptr + row * stride_a + oc)
+    b = tl.load(b_ptr + row * stride_b + oc)
+    tl.store(o_ptr + row * stride_o + oc, a * tl.sigmoid(b))
+
+
+def run_glu(M=8, N=256, BN=128):
+    x = torch.randn((M, 2 * N))
+    a, b = x[:, :N], x[:, N:]  # two views of a fused projection
+    o = torch.empty((M, N))
+    glu[(M, N // BN)](a, b, o, N, a.stride(0), b.stride(0), o.stride(0), BN=BN)
+    return o
+
+
+@triton.jit
+def fold(x_ptr, y_ptr, H, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o) + tl.load(x_ptr + H + o))
+
+
+def run_fold(N=4096, BLOCK=512):
+    x = torch.randn(N)
+    y = x[: N // 2]  # in place: y is the first half of x
+    fold[(N // 2 // BLOCK,)](x, y, N // 2, BLOCK=BLOCK)
+    return y
+'''
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kernels")
+    (folder / "mm.py").write_text(textwrap.dedent(MATMUL))
+    (folder / "views.py").write_text(textwrap.dedent(VIEWS))
+    return folder
+
+
+def matrix_flops(trace) -> float:
+    return float(program_costs(trace, CHIP).matrix_flops.sum())
+
+
+@pytest.mark.parametrize("dtype", ["int8", "fp16"])
+def test_zeros_in_the_data_are_useful_flops(kernels, dtype):
+    """Half of A's columns are zero: before, the int8 GEMM counted half its flops and its
+    K steps no longer matched (a template per program)."""
+    trace = capture_triton(str(kernels / "mm.py"), "run", {"dtype": dtype})
+    assert matrix_flops(trace) == 2 * 64 * 64 * 128
+    assert len(trace.templates) == 1
+
+
+def test_an_activation_written_with_where_discards_nothing(kernels):
+    """The Triton tutorial's leaky ReLU epilogue chooses between computed values; it used to
+    discount the dot's negative outputs as masked."""
+    trace = capture_triton(str(kernels / "mm.py"), "run", {"dtype": "fp16", "zeros": "none", "act": "true"})
+    assert matrix_flops(trace) == 2 * 64 * 64 * 128
+    assert len(trace.templates) == 1
+
+
+def test_views_of_one_buffer_are_told_apart(kernels):
+    trace = capture_triton(str(kernels / "views.py"), "run_glu", {})
+    moved = tensor_bytes(trace)
+    assert moved["a", "read"] == moved["b", "read"] == 8 * 256 * 4
+
+
+def test_an_output_aliasing_its_input_captures(kernels):
+    """y is x's first half: the loads past it belong to x (it used to be refused as outside
+    every argument); the addresses both hold go to the smaller, y."""
+    trace = capture_triton(str(kernels / "views.py"), "run_fold", {})
+    moved = tensor_bytes(trace)
+    assert sum(b for (t, d), b in moved.items() if d == "read") == 4096 * 4
+    assert moved["y", "write"] == 2048 * 4 and moved["x", "read"] == 2048 * 4
+    assert np.isfinite(matrix_flops(trace))
