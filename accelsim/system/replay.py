@@ -545,23 +545,42 @@ class _Replay:
     def _check_finished(self) -> None:
         for cls in self.classes:
             if cls.ops_left:
-                raise InputError(self._stall_message(cls), field=f"programs[{cls.prog.index}]")
+                message, i = self._stall_message(cls)
+                where = f"programs[{cls.prog.index}]" + (f".ops[{i}]" if i is not None else "")
+                raise InputError(message, field=where)
 
-    def _stall_message(self, cls: _Class) -> str:
+    def _waiting(self, cls: _Class) -> list[int]:
         ops = cls.prog.program.ops
-        waiting = [i for i in range(len(ops)) if not cls.finished[i] and i in cls.started_ps]
+        return [i for i in range(len(ops)) if not cls.finished[i] and i in cls.started_ps]
+
+    def _stall_message(self, cls: _Class) -> tuple[str, int | None]:
+        """Why ``cls`` cannot finish, and the op it is stuck at."""
+        ops = cls.prog.program.ops
+        waiting = self._waiting(cls)
         device = cls.devices[0]
         if not waiting:
-            return f"replay stalled: device {device} never started op {ops[cls.finished.index(0)].name!r}"
+            return f"replay stalled: device {device} never started op {ops[cls.finished.index(0)].name!r}", None
         i = waiting[0]
         for inst in self.instances.values():
             if (cls.id, i) in inst.members:
                 arrived = {d for c, _ in inst.members for d in self.classes[c].devices}
                 missing = [d for d in inst.ranks if d not in arrived]
-                return (f"replay stalled: device {device} waits in {ops[i].kind} {ops[i].name!r} for device "
-                        f"{missing[0]}, which never reached the matching op (ops on a group must be issued in "
-                        f"the same order by every member)")
-        return f"replay stalled: device {device} waits in op {ops[i].name!r}"
+                return (f"replay stalled: device {device} waits in {ops[i].kind} {ops[i].name!r} on ranks "
+                        f"{_ranks_text(inst.ranks)} for device {missing[0]}, {self._doing(missing[0])} (ops on a "
+                        f"group must be issued in the same order by every member, on the same groups)"), i
+        return f"replay stalled: device {device} waits in op {ops[i].name!r}", i
+
+    def _doing(self, device: int) -> str:
+        """What a device that did not join a collective is doing instead."""
+        for cls in self.classes:
+            if device in cls.devices:
+                for j in self._waiting(cls):
+                    for inst in self.instances.values():
+                        if (cls.id, j) in inst.members:
+                            op = cls.prog.program.ops[j]
+                            return (f"which waits in {op.kind} {op.name!r} on ranks {_ranks_text(inst.ranks)} "
+                                    f"(programs[{cls.prog.index}].ops[{j}])")
+        return "which never reached the matching op"
 
     # -------------------------------------------------------------- compute
 

@@ -1,6 +1,7 @@
 """Chrome trace-event JSON (Perfetto) for a system replay: a process per replayed device
 class (one device, or the interchangeable devices folded with it), a track per stream
-plus a ``comm`` track for data moving on links, and a counter of bytes/s over all links."""
+plus a ``comm`` track for data moving on links, and a counter of the load on all links
+(each link a byte crosses counts it)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,12 @@ def chrome_trace(result: ReplayResult) -> dict[str, Any]:
             "ph": "X", "pid": seg.track + 1, "tid": seg.lane, "name": seg.name, "cat": seg.kind,
             "ts": seg.start_ps * _US_PER_PS, "dur": (seg.end_ps - seg.start_ps) * _US_PER_PS,
         })
+    if result.link_counters:
+        events.append({"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "links"}})
     for now_ps, rate in result.link_counters:
-        events.append({"ph": "C", "pid": 0, "name": "links GB/s", "ts": now_ps * _US_PER_PS,
+        # every link a byte crosses counts it (a two-hop route twice), at wire load (link
+        # efficiency included): how busy the links are, not the payload rate
+        events.append({"ph": "C", "pid": 0, "name": "link load GB/s (sum over links)", "ts": now_ps * _US_PER_PS,
                        "args": {"value": rate * 1e-9}})
     summary = result.summary()
     summary.pop("devices")

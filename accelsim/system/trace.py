@@ -48,7 +48,6 @@ COMM_KINDS = (*COLLECTIVE_KINDS, PERMUTE_KIND, *P2P_KINDS)
 DEFAULT_STREAM = "main"
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0)]
-PosNumber = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 NonNegNumber = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
 """Numbers are written as numbers: ``1e12`` or ``1000000``, never the string ``"1e12"``."""
 DeviceId = NonNegInt
@@ -76,7 +75,8 @@ class Op(_Strict):
     ``done`` op that names it."""
 
     # compute: exactly one cost source
-    duration_s: PosNumber | None = None
+    duration_s: NonNegNumber | None = None
+    """Compute: a measured duration, in seconds (0: an instant op)."""
     flops: NonNegNumber | None = None
     bytes: NonNegNumber | None = None
     """Compute: HBM bytes read and written (roofline). Communication: the buffer size."""

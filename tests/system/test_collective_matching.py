@@ -25,7 +25,8 @@ def test_sizes_that_disagree_are_an_error(dgx):
 
 
 def test_a_member_that_never_arrives_is_a_stall_not_a_hang(dgx):
-    with pytest.raises(InputError, match=r"replay stalled: device 0 waits in all-reduce 'x' for device 1"):
+    with pytest.raises(InputError, match=r"ops\[0\]: replay stalled: device 0 waits in all-reduce 'x' on ranks 0,1 "
+                                         r"for device 1, which never reached the matching op"):
         replay(two([ar("x", 1024)], [compute("c", 1e-6)]), dgx)
 
 
@@ -77,3 +78,14 @@ def test_communicators_over_the_same_ranks_match_on_their_own(dgx):
     unnamed = [{k: v for k, v in op.items() if k != "communicator"} for op in (a, b)]
     with pytest.raises(InputError, match="meets"):
         replay(two(unnamed, unnamed[::-1]), dgx)
+
+
+def test_a_member_waiting_on_other_groups_is_named():
+    """Device 1 issued its all-reduce on ranks 0-2, device 0 on ranks 0-1: the message says
+    where device 1 waits instead of claiming it never arrived."""
+    from accelsim.arch.model import load_arch
+
+    trace = programs([{"name": "a", "devices": [0], "ops": [ar("x", 1024, (0, 1))]},
+                      {"name": "b", "devices": [1, 2], "ops": [ar("x", 1024, (0, 1, 2))]}], num_devices=3)
+    with pytest.raises(InputError, match=r"for device 1, which waits in all-reduce 'x' on ranks 0-2 \(programs\[1\]"):
+        replay(trace, load_arch("dgx-h100"))

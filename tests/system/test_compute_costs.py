@@ -76,3 +76,13 @@ def test_step_is_never_below_its_bound(dgx):
     r = replay(spmd(ops), dgx, options=ReplayOptions(timeline=True))
     comm = max(s.end_ps - s.start_ps for s in r.segments if s.lane == "comm") * 1e-12
     assert r.step_time_s >= max(1e-3 + 5e-4, 2e-3, comm)
+
+
+def test_a_measured_duration_of_zero_is_an_instant_op(dgx):
+    """Chakra and profilers record zero-length ops; they replay as instant, not refused."""
+    from accelsim.system.replay import replay
+    from tests.system.conftest import compute, spmd
+
+    r = replay(spmd([compute("nothing", 0.0), compute("work", 1e-4, deps=["nothing"])], devices="0-1",
+                    num_devices=8), dgx)
+    assert r.step_time_s == pytest.approx(1e-4)
