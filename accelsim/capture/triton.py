@@ -284,6 +284,9 @@ class DotRecord:
     """Per output element, the products of two nonzero operands; ``None``: all ``k``."""
     keep: np.ndarray | None = None
     """Output elements no ``tl.where`` discarded; ``None``: all."""
+    passes: int = 1
+    """Matrix-unit passes per dot: 3 for ``tf32x3`` (fp32 split into a high and a low tf32
+    part, three products); its useful flops stay those of one fp32 product."""
 
     def useful_flops(self) -> float:
         if self.products is None:
@@ -312,8 +315,8 @@ class StepRecord:
     def content(self) -> tuple:
         """Everything but the block coordinates: what must agree for steps to merge."""
         compute = [("matrix" if d.unit == "matrix" else "vector", d.useful_flops(), d.dtype,
-                    (d.m, d.n, d.k) if d.unit == "matrix" else None, True) for d in self.dots]
-        compute += [(unit, flops, dtype, None, useful) for (unit, dtype, useful), flops in sorted(self.work.items())]
+                    (d.m, d.n, d.k) if d.unit == "matrix" else None, True, d.passes) for d in self.dots]
+        compute += [(unit, flops, dtype, None, useful, 1) for (unit, dtype, useful), flops in sorted(self.work.items())]
         return (tuple((t, b, d) for t, _, b, d in self.transfers), tuple(compute))
 
     def coords(self) -> tuple[tuple[int, ...], ...]:
@@ -752,7 +755,8 @@ class _Recorder:
             products = _matmul(a_nonzero.astype(np.float32), b_nonzero.astype(np.float32))
             products = products.reshape(-1, n)
         unit, dtype = _dot_dtype(str(a.dtype.scalar), str(precision))
-        record = DotRecord(batch * m, n, k, unit, dtype, out.data, products)
+        passes = 3 if unit == "matrix" and dtype == "tf32" and "TF32X3" in str(precision).upper() else 1
+        record = DotRecord(batch * m, n, k, unit, dtype, out.data, products, passes=passes)
         program.current.dots.append(record)
         program.recent_dots = [record, *program.recent_dots[:3]]
         program.after_dot()
@@ -1253,10 +1257,12 @@ def _block_index(values: np.ndarray, advances: bool, members: np.ndarray, variab
     return f"{name}+{LOOP_VAR}" if advances else name
 
 
-def _compute(unit: str, flops: float, dtype: str, shape: tuple | None, useful: bool) -> dict:
+def _compute(unit: str, flops: float, dtype: str, shape: tuple | None, useful: bool, passes: int) -> dict:
     out: dict[str, Any] = {"unit": unit, "flops": float(flops), "dtype": dtype}
     if shape is not None:
         out["shape"] = list(shape)
+        if passes > 1:
+            out["count"] = passes
     if not useful:
         out["useful"] = False
     return out

@@ -138,3 +138,34 @@ def test_an_output_aliasing_its_input_captures(kernels):
     assert sum(b for (t, d), b in moved.items() if d == "read") == 4096 * 4
     assert moved["y", "write"] == 2048 * 4 and moved["x", "read"] == 2048 * 4
     assert np.isfinite(matrix_flops(trace))
+
+
+PRECISION = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, PREC: tl.constexpr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    a = tl.load(a_ptr + r[:, None] * B + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * B + r[None, :])
+    tl.store(c_ptr + r[:, None] * B + r[None, :], tl.dot(a, b, input_precision=PREC))
+
+
+def run(prec="tf32"):
+    a, b, c = torch.randn((32, 32)), torch.randn((32, 32)), torch.empty((32, 32))
+    mm[(1,)](a, b, c, PREC=prec, B=32)
+    return c
+'''
+
+
+def test_tf32x3_runs_three_matrix_passes_for_one_products_flops(tmp_path):
+    path = tmp_path / "prec.py"
+    path.write_text(textwrap.dedent(PRECISION))
+    one, three = (capture_triton(str(path), "run", {"prec": p}) for p in ("tf32", "tf32x3"))
+    dot_one, dot_three = (t.templates[0].steps[0].compute[0] for t in (one, three))
+    assert (dot_one.count, dot_three.count) == (1, 3)
+    assert dot_one.flops == dot_three.flops == 2 * 32**3
+    assert matrix_flops(three) == matrix_flops(one)
