@@ -203,8 +203,13 @@ def _dimension_semantics(params: Any, axes: int) -> list[str]:
     return ["parallel" if "parallel" in str(s).lower() else "arbitrary" for s in semantics]
 
 
+SAME_WIDTH = {1: "int8", 2: "fp16", 4: "fp32", 8: "fp64"}
+"""The trace format has no other integer types: they are recorded under the type of the
+same width, as Triton capture does (only their bytes matter)."""
+
+
 def _dtype_name(dtype: np.dtype) -> str:
-    return DTYPE_NAMES.get(dtype.name, "fp32")
+    return DTYPE_NAMES.get(dtype.name) or SAME_WIDTH.get(dtype.itemsize, "fp32")
 
 
 def _primitives(jaxpr) -> set[str]:

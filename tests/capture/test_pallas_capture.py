@@ -293,3 +293,24 @@ def test_element_block_dimensions_are_refused(tmp_path):
     """)
     with pytest.raises(InputError, match="Element.*not supported yet"):
         capture_pallas(path, "run", {})
+
+
+def test_narrow_integer_tensors_keep_their_width(tmp_path):
+    """A uint8 mask and a bool array are 1 byte an element, an int16 one 2: they were
+    declared fp32, four times (twice) their size."""
+    path = _write(tmp_path, """
+        import jax, jax.numpy as jnp
+        from jax.experimental import pallas as pl
+
+        def kernel(m_ref, b_ref, h_ref, o_ref):
+            o_ref[...] = (m_ref[...].astype(jnp.float32) + b_ref[...].astype(jnp.float32)
+                          + h_ref[...].astype(jnp.float32))
+
+        def run():
+            spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+            return pl.pallas_call(kernel, grid=(2,), in_specs=[spec, spec, spec], out_specs=spec,
+                                  out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32), interpret=True)(
+                jnp.ones((16, 128), jnp.uint8), jnp.ones((16, 128), jnp.bool_), jnp.ones((16, 128), jnp.int16))
+    """)
+    tensors = capture_pallas(path, "run", {}).tensors
+    assert [tensors[n].dtype for n in sorted(tensors)][:3] == ["int8", "int8", "fp16"]
