@@ -69,7 +69,11 @@ def capture_pallas(path: str, function: str, params: Mapping[str, str], *, launc
     except InputError:
         raise
     except Exception as exc:  # the user's function failed while tracing
-        raise InputError(f"tracing {function}() failed: {type(exc).__name__}: {exc}", source=path) from None
+        hint = (f"; {function}() is traced, not run: it cannot turn results into numbers or check them "
+                "(do that outside the function capture traces)"
+                if type(exc).__name__ in ("TracerArrayConversionError", "ConcretizationTypeError",
+                                          "TracerBoolConversionError", "TracerIntegerConversionError") else "")
+        raise InputError(f"tracing {function}() failed: {type(exc).__name__}: {exc}{hint}", source=path) from None
     except SystemExit as exc:
         raise InputError(f"tracing {function}() called sys.exit({exc.code!r})", source=path) from None
     calls = list(find_pallas_calls(closed.jaxpr))

@@ -118,7 +118,10 @@ def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact
                 cause = _input_error_in(exc)
                 if cause is not None:
                     raise InputError(cause.message, source=source) from None
-                raise InputError(f"running it failed: {type(exc).__name__}: {exc}", source=source) from None
+                hint = ("; the kernel had been launched: capture skips loop iterations, so its outputs are not "
+                        "the kernel's results; check them outside the function capture runs"
+                        if recorder.launches else "")
+                raise InputError(f"running it failed: {type(exc).__name__}: {exc}{hint}", source=source) from None
             except SystemExit as exc:  # not a success: no trace was captured
                 raise InputError(f"running it called sys.exit({exc.code!r})", source=source) from None
     if recorder.launches == 0:
