@@ -258,8 +258,7 @@ def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
         cited = True
         if model is not None:
             check_override_path(model, override.path, override.text)
-            annotation = _annotation_at(model, override.path)
-            cited = isinstance(annotation, type) and issubclass(annotation, schema.Cited)
+            cited = _cited(_annotation_at(model, override.path))
         _set_path(data, override, cited=cited)
         path = tuple(override.path)
         for key in [k for k in origins if len(k) > len(path) and k[:len(path)] == path]:
@@ -268,8 +267,21 @@ def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
     return RawConfig(data, raw.path, origins)
 
 
+def _cited(annotation: Any) -> bool:
+    """A cited field, optional or not (``Cited[X] | None``)."""
+    from typing import get_args
+
+    if isinstance(annotation, type):
+        return issubclass(annotation, schema.Cited)
+    return any(_cited(arg) for arg in get_args(annotation))
+
+
 def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) -> None:
     current: Any = model
+    if path and path[0] == "family_values":
+        raise InputError("family_values are per-family values a calibration wrote; a --set of the path itself "
+                         "(e.g. cores.program_overhead) sets it for every family, over them", source="--set",
+                         field=format_path(path))
     for i, part in enumerate(path):
         fields = _fields_of(current)
         if fields is None:
@@ -278,18 +290,13 @@ def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) 
                 source="--set",
                 field=format_path(path),
             )
-        if isinstance(fields, set):
-            if part not in fields:
-                raise InputError(
-                    f"unknown key {part!r}; expected one of: {', '.join(sorted(fields))}",
-                    source="--set",
-                    field=format_path(path),
-                )
-            current = None
+        if isinstance(fields, _AnyKey):
+            current = fields.value
             continue
         if part not in fields:
             raise InputError(
-                f"unknown field {part!r}; expected one of: {', '.join(fields)}",
+                f"unknown {'key' if isinstance(fields, _Keys) else 'field'} {part!r}; expected one of: "
+                f"{', '.join(fields)}",
                 source="--set",
                 field=format_path(path),
             )
@@ -302,8 +309,21 @@ def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) 
         )
 
 
-def _fields_of(annotation: Any) -> dict[str, Any] | set[str] | None:
-    """Sub-fields reachable below a schema annotation, looking through Cited and Optional."""
+class _Keys(dict):
+    """A mapping's allowed keys (a ``Literal`` key type), each to the value type."""
+
+
+@dataclass(frozen=True)
+class _AnyKey:
+    """A mapping with free keys (``uncertainty.FAMILY``): any key, each holding ``value``."""
+
+    value: Any
+
+
+def _fields_of(annotation: Any) -> dict[str, Any] | _AnyKey | None:
+    """Sub-fields reachable below a schema annotation, looking through Cited and Optional:
+    a model's fields, a mapping's allowed keys (a ``Literal`` key type) with its value type,
+    or :class:`_AnyKey` for a mapping with free keys."""
     from typing import get_args
 
     if isinstance(annotation, type) and issubclass(annotation, schema.Cited):
@@ -311,8 +331,9 @@ def _fields_of(annotation: Any) -> dict[str, Any] | set[str] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return {name: f.annotation for name, f in annotation.model_fields.items()}
     args = get_args(annotation)
-    if getattr(annotation, "__origin__", None) is dict and args:
-        return set(get_args(args[0]) or ())
+    if getattr(annotation, "__origin__", None) is dict and len(args) == 2:
+        keys = get_args(args[0])
+        return _Keys({key: args[1] for key in keys}) if keys else _AnyKey(args[1])
     for arg in args:
         found = _fields_of(arg)
         if found is not None:
@@ -387,6 +408,9 @@ def _annotation_at(model: type[BaseModel], loc: Sequence[object]) -> Any:
     current: Any = model
     for part in loc:
         fields = _fields_of(current)
+        if isinstance(fields, _AnyKey):
+            current = fields.value
+            continue
         if not isinstance(fields, dict) or part not in fields:
             return None
         current = fields[part]

@@ -260,7 +260,7 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     """Like :func:`load_arch`, also returning the validated spec (for sources and display)."""
     raw = load_raw(name_or_path)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
-    own = [parse_override(o) for o in overrides if not (reference and o.startswith(reference + "."))]
+    own = [parse_override(o) for o in overrides if not (reference and o.lstrip().startswith(reference + "."))]
     spec = validate(apply_overrides(raw, own))
     arch = resolve(spec, overrides, referrer=str(raw.path))
     if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
@@ -300,7 +300,7 @@ def _family_chips(raw, spec: schema.ChipSpec, own: Sequence) -> dict[str, Chip]:
 
 def forwarded_overrides(overrides: Sequence[str], prefix: str) -> list[str]:
     """The ``--set`` paths under ``prefix.``, with the prefix removed."""
-    return [o[len(prefix) + 1 :] for o in overrides if o.startswith(prefix + ".")]
+    return [o.lstrip()[len(prefix) + 1 :] for o in overrides if o.lstrip().startswith(prefix + ".")]
 
 
 def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[str], referrer: str):

@@ -101,11 +101,18 @@ BytesPerS = _quantity("bytes_per_s", _at_least_one("B/s"))
 Hz = _quantity("hz", _at_least_one("Hz"))
 Seconds = _quantity("seconds", _non_negative)
 PositiveInt = Annotated[int, Field(strict=True), AfterValidator(_positive)]
-PositiveNumber = Annotated[float, AfterValidator(_positive)]
-Fraction = Annotated[float, AfterValidator(_fraction)]
-Share = Annotated[float, AfterValidator(_share)]
+def _not_bool(v: Any) -> Any:
+    """YAML's ``true`` is not a number (pydantic would read it as 1.0)."""
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {v!r}")
+    return v
+
+
+PositiveNumber = Annotated[float, BeforeValidator(_not_bool), AfterValidator(_positive)]
+Fraction = Annotated[float, BeforeValidator(_not_bool), AfterValidator(_fraction)]
+Share = Annotated[float, BeforeValidator(_not_bool), AfterValidator(_share)]
 """A share of something: 0 (none of it) to 1 (all of it)."""
-Loss = Annotated[float, AfterValidator(_loss)]
+Loss = Annotated[float, BeforeValidator(_not_bool), AfterValidator(_loss)]
 """A fraction of something lost: 0 (nothing) up to, not including, 1."""
 
 T = TypeVar("T")
@@ -214,7 +221,9 @@ class LocalMemory(_Strict):
     fill_bandwidth_bytes_per_cycle: Cited[PositiveNumber] = calibratable()
     """The most one core can move between its local memory and the memory system per
     cycle: the SM's port to L2 on GPUs, the TensorCore's DMA engines on TPUs. Limits
-    kernels with fewer programs than cores."""
+    kernels with fewer programs than cores. A TPU config may leave it out: it is then
+    derived from the chip (:data:`TPU_PORT_SOURCE`), so a what-if on HBM bandwidth or
+    the clock moves it too."""
     latency: Cited[Seconds] = calibratable()
 
     @model_validator(mode="after")
@@ -309,6 +318,32 @@ class FamilyValue(_Strict):
     note: str | None = None
 
 
+TPU_PORT_SOURCE = ("HBM bandwidth / clock, shared by the TensorCores that are separate devices "
+                   "(megacore: one): one TensorCore's DMAs can use all of its HBM")
+
+
+def _tpu_port(data: dict) -> dict:
+    """A TPU config without ``local_memory.fill_bandwidth_bytes_per_cycle`` gets it
+    derived from its HBM bandwidth and clock (as given, overrides included)."""
+    memory = data.get("local_memory")
+    if data.get("family") != "tpu" or not isinstance(memory, dict) or memory.get("fill_bandwidth_bytes_per_cycle"):
+        return data
+
+    def value(entry: Any) -> Any:
+        return entry.get("value") if isinstance(entry, dict) else entry
+
+    try:
+        hbm = parse_quantity(value(data["hbm"]["bandwidth"]), "bytes_per_s")
+        clock = parse_quantity(value(data["clock"]), "hz")
+        cores = data.get("cores") or {}
+        devices = 1 if value(cores.get("megacore")) else int(value(cores["count"]))
+        port = hbm / clock / devices
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return data  # the fields' own validation says what is wrong
+    return {**data, "local_memory": {**memory, "fill_bandwidth_bytes_per_cycle": {
+        "value": port, "basis": "derived", "source": TPU_PORT_SOURCE}}}
+
+
 class ChipSpec(_ConfigFile):
     kind: Literal["chip"]
     vendor: str
@@ -332,12 +367,25 @@ class ChipSpec(_ConfigFile):
     by ``accelsim calibrate --scope FAMILY``): a per-program overhead that stands in for
     costs one family's model lacks must not slow every other family's kernels."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_fields(cls, data: Any) -> Any:
+        return _tpu_port(data) if isinstance(data, dict) else data
+
     @model_validator(mode="after")
     def _family_sections(self) -> "ChipSpec":
         if self.family == "gpu" and self.occupancy is None:
             raise ValueError("field 'occupancy' is required for family 'gpu'")
         if self.family == "tpu" and self.vector_unit.shape is None:
             raise ValueError("field 'vector_unit.shape' is required for family 'tpu'")
+        expected = 3 if self.family == "gpu" else 2
+        if len(self.matrix_unit.shape.value) != expected:
+            what = "[m, n, k] (the MMA granule)" if self.family == "gpu" else "[rows, cols] (the MXU)"
+            raise ValueError(f"'matrix_unit.shape': expected {expected} entries {what} on a {self.family.upper()}, "
+                             f"got {self.matrix_unit.shape.value}")
+        if self.vector_unit.shape is not None and len(self.vector_unit.shape.value) != 2:
+            raise ValueError(f"'vector_unit.shape': expected 2 entries [sublanes, lanes], got "
+                             f"{self.vector_unit.shape.value}")
         if self.cores.megacore and self.family != "tpu":
             raise ValueError("'cores.megacore' applies to TPUs only")
         if self.hbm.queueing_latency is not None and self.family != "gpu":

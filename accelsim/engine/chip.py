@@ -39,7 +39,7 @@ from accelsim.engine.programs import (
 from accelsim.engine.reuse import absorbed_write_bytes, cache_hit_bytes
 from accelsim.errors import InputError
 from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, check_gpu_grid
-from accelsim.units import PS_PER_S
+from accelsim.units import PS_PER_S, check_simulated_ps
 
 LATENCY_BOUND_BELOW = 0.5
 """If no resource is busier than this fraction of the kernel time, the kernel is
@@ -202,8 +202,11 @@ def _replay(caps: dict[str, float], timeline: bool):
 
 
 def launch_s(trace: KernelTrace, chip: Chip) -> float:
-    """The chip's launch overhead once per kernel of the trace (``kernel.kernel_starts``)."""
-    return chip.launch_overhead_s * (1 + len(trace.kernel.kernel_starts or ()))
+    """The chip's launch overhead once per kernel of the trace (``kernel.kernel_starts``),
+    within the simulated clock's range as every other time is."""
+    seconds = chip.launch_overhead_s * (1 + len(trace.kernel.kernel_starts or ()))
+    check_simulated_ps(seconds * PS_PER_S)
+    return seconds
 
 
 def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelSimulation:

@@ -1,6 +1,11 @@
 """``extends`` merges onto a base config; ``--set`` overrides are validated like the file."""
 
+import re
+
+import pytest
+
 from accelsim.arch.model import load_arch, load_arch_and_spec
+from accelsim.errors import InputError
 
 
 def test_extends_changes_only_what_it_says(write_yaml):
@@ -47,7 +52,36 @@ def test_set_on_a_dtype_entry():
 
 
 def test_set_a_list():
-    assert load_arch("h100-sxm", ["matrix_unit.shape=[128, 128]"]).matrix.shape == (128, 128)
+    assert load_arch("h100-sxm", ["matrix_unit.shape=[128, 64, 32]"]).matrix.shape == (128, 64, 32)
+    assert load_arch("tpu-v5e", ["matrix_unit.shape=[256, 256]"]).matrix.shape == (256, 256)
+
+
+@pytest.mark.parametrize("chip, shape, expected", [
+    ("h100-sxm", "[128, 128]", "expected 3 entries [m, n, k] (the MMA granule) on a GPU"),
+    ("h100-sxm", "[64, 8, 16, 4]", "expected 3 entries"),
+    ("tpu-v5e", "[256]", "expected 2 entries [rows, cols] (the MXU) on a TPU"),
+])
+def test_a_matrix_unit_shape_of_the_wrong_length_is_refused(chip, shape, expected):
+    """It crashed a GEMM with a traceback (or was silently cut short)."""
+    with pytest.raises(InputError, match=re.escape(expected)):
+        load_arch(chip, [f"matrix_unit.shape={shape}"])
+
+
+def test_protocol_fields_and_uncertainty_bands_can_be_set():
+    """Mapping entries with fixed keys (the NCCL protocols) and free keys (families) were
+    refused as 'not a section'."""
+    node = load_arch("dgx-h100", ["collectives.protocols.ll.base_latency=1 us"])
+    assert node.collectives.protocols["ll"].base_latency_s == pytest.approx(1e-6)
+    chip = load_arch("h100-sxm-calibrated", ["uncertainty.gemm.p05=-0.1"])
+    assert chip.uncertainty["gemm"][0] == pytest.approx(-0.1)
+
+
+def test_an_override_of_an_optional_cited_field_is_recorded_as_an_override():
+    from accelsim.arch.loader import load_spec
+
+    spec, _ = load_spec("h100-sxm", ["matrix_unit.chained_efficiency=0.5"])
+    assert spec.matrix_unit.chained_efficiency.basis == "override"
+    assert "--set matrix_unit.chained_efficiency=0.5" in spec.matrix_unit.chained_efficiency.source
 
 
 def test_an_error_inside_an_overridden_value_names_the_override(cli):
@@ -89,3 +123,24 @@ def test_calibrating_an_overlay_is_refused(cli):
 def test_a_bad_set_reaching_a_systems_chip_keeps_the_path_as_written(cli):
     result = cli("arch", "show", "dgx-h100", "--set", "chip.hbm.bandwidth=-1 TB/s")
     assert result.code == 2 and "--set: chip.hbm.bandwidth: must be at least 1 B/s" in result.err
+
+
+def test_a_boolean_is_not_a_number():
+    with pytest.raises(InputError, match="expected a number, got True"):
+        load_arch("h100-sxm", ["matrix_unit.efficiency=true"])
+
+
+def test_a_system_forwards_a_chip_override_written_with_a_leading_space():
+    spaced = load_arch("dgx-h100", [" chip.hbm.bandwidth=8 TB/s"])
+    assert spaced.chip.hbm.bandwidth_bytes_per_s == pytest.approx(8e12)
+
+
+def test_a_tpu_dma_port_follows_an_hbm_what_if():
+    """The port was a number derived from the published HBM bandwidth: doubling HBM left it
+    in place, and a bandwidth-bound kernel moved 9% instead of about 2x."""
+    base = load_arch("tpu-v5e").local.fill_bandwidth_bytes_per_cycle
+    assert base == pytest.approx(819e9 / 1.5e9)
+    assert load_arch("tpu-v5e", ["hbm.bandwidth=1638 GB/s"]).local.fill_bandwidth_bytes_per_cycle == pytest.approx(2 * base)
+    assert load_arch("tpu7x").local.fill_bandwidth_bytes_per_cycle == pytest.approx(7380e9 / 2.2e9 / 2)  # 2 devices
+    pinned = load_arch("tpu-v5e", ["hbm.bandwidth=1638 GB/s", "local_memory.fill_bandwidth_bytes_per_cycle=546"])
+    assert pinned.local.fill_bandwidth_bytes_per_cycle == 546

@@ -47,3 +47,10 @@ def test_cli_one_line_for_a_trace_and_a_system_trace(cli, tmp_path):
         result = cli(*args)
         assert result.code == 2 and result.err.count("\n") == 1, result.err
         assert "outside the simulator's clock" in result.err and str(path) in result.err
+
+
+def test_a_launch_overhead_past_the_clock_is_refused(cli):
+    """The launch overhead is added after the replay; it returned a latency of 1e30 s."""
+    result = cli("simulate", "--arch", "h100-sxm", "--kernel", "rmsnorm", "--param", "rows=64", "--param", "cols=64",
+                 "--set", "launch_overhead=1e30 s")
+    assert result.code == 2 and "outside the simulator's clock" in result.err
