@@ -17,7 +17,9 @@ def torus_ring(topo: Topology, req: Request, proto: Protocol | None = None) -> P
 
     The buffer is split into one part per axis the box spans; part ``p`` visits the axes
     in the order ``p, p+1, ...`` (all-reduce: reduce-scatter along that order, then
-    all-gather back), so every axis's links are busy from the start. A ring whose axis
+    all-gather back), so every axis's links are busy from the start. The parts are equal
+    when the axes are alike (length, wraparound, link bandwidth); otherwise the split
+    that finishes soonest is searched for (:func:`_best_shares`). A ring whose axis
     does not close (no wraparound, or the box covers only part of the axis) is routed
     back along the line for its closing hop, which doubles the load on those links: a
     missing wraparound doubles ring time.
@@ -34,11 +36,51 @@ def torus_ring(topo: Topology, req: Request, proto: Protocol | None = None) -> P
     axes = [a for a, values in enumerate(spans) if len(values) > 1]
     if not axes:
         raise InputError("the group has a single chip; there is nothing to communicate", source="--group")
+    lines = [axis_line(topo, spans, req.ranks[0], a) for a in axes]
+    kinds = {(len(line), closes(topo, line, a), topo.links[topo.route(line[0], line[1])[0]].bandwidth_bytes_per_s)
+             for a, line in zip(axes, lines)}
+    shares = _best_shares(topo, spans, req, axes, proto) if len(kinds) > 1 else [1 / len(axes)] * len(axes)
+    return _split_plan(topo, spans, req, axes, shares, proto)
+
+
+def _split_plan(topo: Topology, spans: list[list[int]], req: Request, axes: list[int], shares: list[float],
+                proto: Protocol | None) -> Plan:
     lanes = []
-    for p in range(len(axes)):
-        order = axes[p:] + axes[:p]
-        lanes.append(axis_phases(topo, spans, req.ranks[0], req.kind, req.size_bytes / len(axes), order, proto))
+    for p, share in enumerate(shares):
+        if share > 0:
+            order = axes[p:] + axes[:p]
+            lanes.append(axis_phases(topo, spans, req.ranks[0], req.kind, req.size_bytes * share, order, proto))
     return plan("torus-ring", topo, lanes, proto)
+
+
+SHARE_STEPS = 10
+"""Resolution of the search for the parts' shares when the axes differ."""
+
+
+def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: list[int],
+                 proto: Protocol | None) -> list[float]:
+    """The shares of the buffer, one per starting axis, that finish soonest, found by
+    simulating the plan for every split in tenths. Needed when the axes differ (length,
+    wraparound, bandwidth): a part's biggest phases are on its first axis (its last, for
+    an all-gather), and equal parts left fast axes idle while slow ones were overloaded
+    (one axis wrapped came out slower than none)."""
+    from accelsim.network.simulate import run_plans
+
+    def splits(n: int, left: int):
+        if n == 1:
+            yield (left,)
+            return
+        for k in range(left + 1):
+            for rest in splits(n - 1, left - k):
+                yield (k, *rest)
+
+    best = None
+    for split in splits(len(axes), SHARE_STEPS):  # deterministic order: ties keep the first
+        shares = [k / SHARE_STEPS for k in split]
+        ps = run_plans(topo, [_split_plan(topo, spans, req, axes, shares, proto)])[0]
+        if best is None or ps < best[0]:
+            best = (ps, shares)
+    return best[1]
 
 
 def axis_phases(topo: Topology, spans: list[list[int]], base: int, kind: str, part_bytes: float,
