@@ -259,6 +259,12 @@ def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
         if model is not None:
             check_override_path(model, override.path, override.text)
             cited = _cited(_annotation_at(model, override.path))
+            head = override.path[0]
+            if len(override.path) > 1 and data.get(head) is None and isinstance(_fields_of(
+                    _annotation_at(model, override.path[:1])), dict):
+                raise InputError(f"{data.get('name', 'the config')!r} has no {head!r} section to set a field of "
+                                 f"(add the whole section: --set '{head}={{...}}')", source="--set",
+                                 field=format_path(override.path))
         _set_path(data, override, cited=cited)
         path = tuple(override.path)
         for key in [k for k in origins if len(k) > len(path) and k[:len(path)] == path]:

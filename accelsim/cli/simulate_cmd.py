@@ -88,7 +88,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.timeline:
         write_json(args.timeline, chrome_trace(sim), "--timeline")
     summary = sim.summary()
-    add_interval(summary, chip, family_name)
+    if not [o for o in args.overrides if not o.strip().startswith("uncertainty.")]:
+        add_interval(summary, chip, family_name)  # a what-if chip was never measured: no interval
     summary["sim_wall_s"] = time.perf_counter() - started if searched else summary["sim_wall_s"]
     if searched:
         summary["configs_searched"] = searched
@@ -102,7 +103,8 @@ def run_simulate(args: argparse.Namespace) -> int:
 def add_interval(summary: dict, chip: Chip, family: str | None) -> None:
     """``latency_s_p05`` / ``latency_s_p95`` from the chip's calibrated held-out residuals
     for this kernel family, when it has them. Residuals are ``predicted / measured - 1``,
-    so the measured latency lies in ``predicted / (1 + residual)``."""
+    so the measured latency lies in ``predicted / (1 + residual)``. Not for a chip changed
+    by ``--set``: the residuals were measured on the chip as fitted."""
     if family in chip.uncertainty:
         p05, p95 = chip.uncertainty[family]
         summary["latency_s_p05"] = summary["latency_s"] / (1 + p95)

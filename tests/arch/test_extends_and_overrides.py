@@ -144,3 +144,9 @@ def test_a_tpu_dma_port_follows_an_hbm_what_if():
     assert load_arch("tpu7x").local.fill_bandwidth_bytes_per_cycle == pytest.approx(7380e9 / 2.2e9 / 2)  # 2 devices
     pinned = load_arch("tpu-v5e", ["hbm.bandwidth=1638 GB/s", "local_memory.fill_bandwidth_bytes_per_cycle=546"])
     assert pinned.local.fill_bandwidth_bytes_per_cycle == 546
+
+
+def test_a_field_of_a_section_the_chip_lacks_says_so():
+    """It said 'shared_cache.name: missing required field'."""
+    with pytest.raises(InputError, match="'tpu-v5e' has no 'shared_cache' section"):
+        load_arch("tpu-v5e", ["shared_cache.capacity=128 MiB"])

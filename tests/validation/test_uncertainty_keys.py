@@ -34,3 +34,11 @@ def test_interval_from_the_families_held_out_residuals(cli):
 def test_no_interval_without_residuals(cli, arch, args):
     summary = _simulate(cli, arch, *args)
     assert "latency_s_p05" not in summary and "latency_s_p95" not in summary
+
+
+def test_no_interval_for_a_what_if_chip(cli):
+    """The residuals were measured on the chip as fitted, not on one with twice its HBM."""
+    summary = _simulate(cli, "a100-sxm4-80gb-calibrated", *RMSNORM, "--set", "hbm.bandwidth=4 TB/s")
+    assert "latency_s_p05" not in summary and "latency_s_p95" not in summary
+    kept = _simulate(cli, "a100-sxm4-80gb-calibrated", *RMSNORM, "--set", "uncertainty.rmsnorm.p05=-0.2")
+    assert kept["latency_s_p95"] == pytest.approx(kept["latency_s"] / 0.8)
