@@ -504,6 +504,8 @@ class _Recorder:
         self.launch: Launch | None = None
         self.program: ProgramRecord | None = None
         self.arguments: list[TensorArg] = []
+        self.position: dict[str, int] = {}
+        self.by_address: list[TensorArg] = []
         self.constants: dict[str, Any] = {}
         self.bases: np.ndarray = np.zeros(0, dtype=np.uint64)
         self.mode_of: Callable[[int], str | None] = lambda pid: None
@@ -599,10 +601,11 @@ class _Recorder:
                     tensors.append(_tensor_arg(name, tensor))
             elif name in executor.constexprs and isinstance(value, (int, float, bool, str)):
                 constants[name] = value
-        tensors.sort(key=lambda t: t.base)
-        self.arguments = tensors
+        self.arguments = tensors  # in argument order: what the trace lists
+        self.position = {t.name: i for i, t in enumerate(tensors)}
+        self.by_address = sorted(tensors, key=lambda t: (t.base, self.position[t.name]))  # for lookups only
         self.constants = constants
-        self.bases = np.array([t.base for t in tensors], dtype=np.uint64)
+        self.bases = np.array([t.base for t in self.by_address], dtype=np.uint64)
 
     def run_program(self, fn: Callable, kwargs: dict) -> None:
         from triton.runtime import interpreter
@@ -698,10 +701,10 @@ class _Recorder:
         span holds both, the ones that have both as elements, and of those the smallest
         (the most specific view)."""
         last = int(np.searchsorted(self.bases, np.uint64(low), side="right"))
-        spans = [a for a in self.arguments[:last] if high < a.end]
-        if len(spans) > 1:
+        spans = [a for a in self.by_address[:last] if high < a.end]
+        if len(spans) > 1:  # ties go by argument order: where memory was allocated must not matter
             spans = [a for a in spans if a.holds(low) and a.holds(high)] or spans
-            spans.sort(key=lambda a: (a.end - a.base, -a.base))
+            spans.sort(key=lambda a: (a.end - a.base, self.position[a.name]))
         return spans[0] if spans else None
 
     def _transfer(self, ptrs, mask, direction: str, out=None) -> None:
