@@ -42,13 +42,16 @@ class Row:
 
 def spec_digest(raw_spec: dict[str, Any], files: Sequence[Path] = ()) -> str:
     """The spec's contents and, when it names files, theirs (a file that is missing counts
-    as such): a regenerated trace makes the old results another sweep's."""
+    as such): a regenerated trace makes the old results another sweep's. Only contents
+    count, not where the files are: the same sweep run from another folder, with the spec
+    named another way or accelsim installed elsewhere, resumes its journal."""
     digest = hashlib.sha256(json.dumps(raw_spec, sort_keys=True, default=str).encode())
     if not files:
         return digest.hexdigest()
-    for path in sorted({str(f) for f in files}):
-        data = Path(path).read_bytes() if Path(path).is_file() else b"<missing>"
-        digest.update(f"\n{path}\n".encode() + hashlib.sha256(data).digest())
+    found = sorted({hashlib.sha256(Path(f).read_bytes() if Path(f).is_file() else b"<missing>").digest()
+                    for f in map(str, files)})
+    for file_digest in found:
+        digest.update(b"\n" + file_digest)
     return digest.hexdigest()
 
 

@@ -185,3 +185,17 @@ def test_a_metric_of_the_wrong_type_is_refused_by_line(spec_file, tmp_path, name
         run_sweep(plan, tmp_path / "out", progress=False)
     assert (info.value.source, info.value.line) == (str(journal), number)
     assert info.value.message.startswith(expected + "; the journal was edited or damaged")
+
+
+def test_the_same_sweep_named_another_way_resumes(spec_file, tmp_path, monkeypatch):
+    """The journal's digest hashed file paths: the spec named relative or absolute (or
+    accelsim installed elsewhere) was 'a different sweep spec'."""
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "traces" / "triton" / "matmul_512.json", tmp_path / "mm.json")
+    spec = spec_file(HBM_SWEEP.replace("workloads:\n", "workloads:\n  - trace: mm.json\n"))
+    first = run_sweep(plan_sweep(spec), tmp_path / "out", progress=False)
+    monkeypatch.chdir(spec.parent)
+    again = run_sweep(plan_sweep(spec.name), tmp_path / "out", progress=False)
+    assert first.ran == 9 and (again.ran, again.resumed) == (0, 9)
