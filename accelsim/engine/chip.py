@@ -87,6 +87,7 @@ class KernelSimulation:
             "arch": self.arch,
             "kernel": self.kernel,
             "latency_s": self.latency_s,
+            "launch_overhead_s": self.launch_overhead_s,
             "flops": self.flops,
             "hbm_bytes": self.hbm_bytes,
             "achieved_flops_per_s": self.flops / self.latency_s,
