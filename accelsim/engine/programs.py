@@ -128,8 +128,10 @@ class ProgramCosts:
     read_iterations: np.ndarray
     """Step iterations that wait for data (have at least one read transfer)."""
     flops: np.ndarray
-    """Matrix + vector flops (special-function evaluations are not flops)."""
+    """Useful matrix + vector flops (special-function evaluations and work marked
+    ``useful: false`` are not flops)."""
     matrix_flops: np.ndarray
+    """Useful matrix flops (a recomputed product marked ``useful: false`` costs time only)."""
     special_ops: np.ndarray
     matrix_s: np.ndarray
     """Core-seconds on the matrix unit, with padding to its granule and efficiency."""
@@ -212,12 +214,13 @@ def _compute_cost(chip: Chip, compute: Compute, chained: bool = False) -> tuple[
     """(matrix_s, vector_s, matrix operand bytes from local memory, flops) of one iteration."""
     if compute.unit == "matrix":
         rate = _matrix_rate(chip, compute.dtype, chained)
+        useful = compute.flops if compute.useful else 0.0  # recomputed products cost time, count no flops
         if compute.shape is None:
-            return compute.flops / rate, 0.0, 0.0, compute.flops
+            return compute.flops / rate, 0.0, 0.0, useful
         m, n, k = compute.shape
         seconds = compute.count * executed_matrix_flops(chip, compute.shape) / rate
         operand_bytes = compute.count * (m * k + k * n) * DTYPE_BYTES[compute.dtype]
-        return seconds, 0.0, operand_bytes, compute.flops
+        return seconds, 0.0, operand_bytes, useful
     if compute.unit == "vector":
         useful = compute.flops if compute.useful else 0.0
         return 0.0, compute.flops / _vector_rate(chip, compute.dtype), 0.0, useful
@@ -259,7 +262,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
                 per_iter["local_bytes"] += operand_bytes
                 per_iter["flops"] += flops
                 if compute.unit == "matrix":
-                    per_iter["matrix_flops"] += compute.flops
+                    per_iter["matrix_flops"] += flops
                 if compute.unit == "special":
                     per_iter["special_ops"] += compute.flops
             for transfer in step.transfers:

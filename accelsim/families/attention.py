@@ -6,10 +6,13 @@ GPU forward (Triton / FA2 style): one program per (batch, head, q block of
 rows (``S = Q K^T``, online softmax with one exp per score, ``O += P V``), then
 writes O and the log-sum-exp. Causal programs stop at the diagonal (bottom-right
 aligned when ``seq_kv > seq_q``). Heads of one KV group are adjacent in launch
-order, so GQA's shared K/V blocks are served by L2. Decode (``seq_q == 1``) packs
-the query heads of a KV group into the rows of one program and splits the KV
-sequence over ``split_kv`` programs (flash-decoding), whose partial results a small
-second pass combines (counted in the same trace as a final step).
+order, so GQA's shared K/V blocks are served by L2. Decode (``seq_q * heads per KV
+head <= 64`` and ``seq_q <= 16``, forward, not causal unless ``seq_q == 1``: a causal
+mask on several query rows takes the prefill path, which applies it) packs the query
+heads of a KV group into the rows of one program and splits the KV sequence over
+``split_kv`` programs (flash-decoding) at whole ``block_n`` blocks, whose partial
+results a small second pass combines (counted in the same trace as a final step: each
+split reads its partial back, the last writes O and its LSE).
 
 GPU backward (FA2 style): one program per (batch, head, K/V block); it keeps K and
 V, loops over Q blocks (from the diagonal on, if causal) recomputing ``P``, and
@@ -95,8 +98,18 @@ def _problem(p: dict[str, Any]) -> dict[str, Any]:
         raise InputError("causal attention needs seq_kv >= seq_q", source="--param", field="seq_kv")
     q["group"] = q["heads"] // q["kv_heads"]
     q["backward"] = q["pass"] != "fwd"
-    q["decode"] = q["seq_q"] * q["group"] <= 64 and q["seq_q"] <= 16 and not q["backward"]
+    # a causal mask over one query row masks nothing (bottom-right aligned): decode; with
+    # several rows it does, so those take the prefill path that applies it
+    q["decode"] = (q["seq_q"] * q["group"] <= 64 and q["seq_q"] <= 16 and not q["backward"]
+                   and (not q["causal"] or q["seq_q"] == 1))
     return q
+
+
+def kv_split(seq_kv: int, split: int, block_n: int) -> tuple[int, int]:
+    """Flash-decoding's split of the KV sequence: (rows per split, a whole number of
+    ``block_n`` blocks, as the kernels cut it; splits that get rows)."""
+    chunk = math.ceil(math.ceil(seq_kv / split) / block_n) * block_n
+    return chunk, math.ceil(seq_kv / chunk)
 
 
 def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
@@ -109,7 +122,8 @@ def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
     if p["decode"]:
         programs = p["batch"] * p["kv_heads"]
         split = max(1, min(math.ceil(2 * chip.num_cores / programs), math.ceil(p["seq_kv"] / 256)))
-        return {"block_m": 16, "block_n": 64, "num_stages": 2, "num_warps": 4, "split_kv": split}
+        return {"block_m": 16, "block_n": 64, "num_stages": 2, "num_warps": 4,
+                "split_kv": kv_split(p["seq_kv"], split, 64)[1]}
     if p["backward"]:  # the largest blocks our Triton backward compiles without spilling much (d=128)
         return {"block_m": 64, "block_n": 64, "num_stages": 2, "num_warps": 8, "split_kv": 1}
     return {"block_m": 128, "block_n": 64 if d <= 64 else 64, "num_stages": 3 if d <= 64 else 2,
@@ -126,7 +140,8 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     elif p["decode"]:
         for split in (1, 2, 4, 8, 16, 32, 64):
             for bn in (32, 64, 128, 256):
-                out.append({"block_m": 16, "block_n": bn, "num_stages": 2, "num_warps": 4, "split_kv": split})
+                if kv_split(p["seq_kv"], split, bn)[1] == split:  # no split left without keys
+                    out.append({"block_m": 16, "block_n": bn, "num_stages": 2, "num_warps": 4, "split_kv": split})
     else:
         # the Triton tutorial's autotuning space
         for bm in (64, 128):
@@ -180,6 +195,15 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             raise InputError("expected a positive integer", source="--param", field=key)
     if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
+    if config["split_kv"] > 1:
+        if not (p["decode"] and chip.family == "gpu"):
+            raise InputError("split_kv applies to GPU decode (seq_q * heads per KV head <= 64, seq_q <= 16, "
+                             "forward) only", source="--param", field="split_kv")
+        chunk, used = kv_split(p["seq_kv"], config["split_kv"], config["block_n"])
+        if used < config["split_kv"]:
+            raise InputError(f"split_kv={config['split_kv']} leaves some splits without keys: seq_kv={p['seq_kv']} "
+                             f"in blocks of {config['block_n']} gives at most {used} splits of {chunk} keys",
+                             source="--param", field="split_kv")
     need = _local_bytes(p, config, chip.family)
     limit, limit_field = local_limit(chip)
     if need > limit:
@@ -191,6 +215,11 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
                          "spill); use more warps or smaller blocks", source="--param", field="num_warps")
+
+
+def _out_bytes(p: dict[str, Any]) -> int:
+    """Bytes an element of O and of the gradients takes: fp8 attention's are bf16."""
+    return DTYPE_BYTES["bf16" if p["dtype"] == "fp8" else p["dtype"]]
 
 
 def _tensors(p: dict[str, Any]) -> dict[str, dict]:
@@ -397,16 +426,13 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     size = DTYPE_BYTES[p["dtype"]]
     rows = group * sq
     executed_m = max(bm, math.ceil(rows / 16) * 16)
-    chunk = math.ceil(skv / split)
+    chunk, _ = kv_split(skv, split, bn)  # whole blocks per split: no block shared by two splits
     total = split * b * hk
     check_programs(total)
     part = np.arange(total) % split
     bh = np.arange(total) // split
     start = part * chunk
     length = np.clip(skv - start, 0, chunk)
-    if p["causal"]:
-        raise InputError("causal decode is the same as non-causal for seq_q=1; pass causal=false", source="--param",
-                         field="causal")
     full = length // bn
     tail = length % bn
     templates, template_of = [], np.zeros(total, dtype=np.int64)
@@ -422,16 +448,21 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
             steps.append({"transfers": _kv_transfers(["batch", "kv_head", "first_kv+n_full"], int(t) * d * size),
                           "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False)]})
         # Split: the partial output and LSE in fp32 (O_partial), read back by the combine
-        # pass. Not split: the output and its LSE.
+        # pass, which writes the output and its LSE once per query group (the last split's
+        # program carries that write). Not split: the output and its LSE.
         if split > 1:
             partial = {"tensor": "O_partial", "block": ["batch", "kv_head", "part"], "bytes": rows * (d + 1) * 4}
             steps.append({"transfers": [{**partial, "direction": "write"}],
                           "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
             steps.append({"transfers": [{**partial, "direction": "read"}],
                           "compute": [{"unit": "vector", "flops": float(3 * rows * d), "dtype": "fp32"}]})
+            steps.append({"repeat": "combines", "transfers": [
+                {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
+                {"tensor": "LSE", "block": ["batch", "kv_head"], "bytes": rows * STAT_BYTES, "direction": "write"},
+            ]})
         else:
             steps.append({"transfers": [
-                {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * size, "direction": "write"},
+                {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
                 {"tensor": "LSE", "block": ["batch", "kv_head"], "bytes": rows * STAT_BYTES, "direction": "write"},
             ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
@@ -449,7 +480,8 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": {"batch": (bh // hk).tolist(), "kv_head": (bh % hk).tolist(), "part": part.tolist(),
-                         "n_full": full.tolist(), "first_kv": (start // bn).tolist()},
+                         "n_full": full.tolist(), "first_kv": (start // bn).tolist(),
+                         **({"combines": (part == split - 1).astype(int).tolist()} if split > 1 else {})},
         "metadata": _metadata(params, config),
     })
 
@@ -493,7 +525,7 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         scores = bm * bn
         return {"transfers": [
             {"tensor": "Q", "block": ["batch", "head", q_block], "bytes": q_rows * d * size},
-            {"tensor": "dO", "block": ["batch", "head", q_block], "bytes": q_rows * d * size},
+            {"tensor": "dO", "block": ["batch", "head", q_block], "bytes": q_rows * d * _out_bytes(p)},
             {"tensor": "LSE", "block": ["batch", "head", q_block], "bytes": q_rows * STAT_BYTES},
             {"tensor": "Delta", "block": ["batch", "head", q_block], "bytes": q_rows * STAT_BYTES},
             {"tensor": "dQ", "block": ["batch", "head", q_block], "bytes": q_rows * d * 4, "direction": "write"},
@@ -520,8 +552,8 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         if tail_kind == 1:
             steps.append(iteration(n_q - 1, last_rows * rows, last_rows))
         steps.append({"transfers": [
-            {"tensor": "dK", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
-            {"tensor": "dV", "block": ["batch", "head", "kv_block"], "bytes": rows * d * size, "direction": "write"},
+            {"tensor": "dK", "block": ["batch", "head", "kv_block"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
+            {"tensor": "dV", "block": ["batch", "head", "kv_block"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
         ]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
     program_vars = {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
@@ -566,7 +598,7 @@ def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars) -
         post_of[rows == r] = len(templates)
         templates.append({"name": f"cast{r}", "steps": [{"transfers": [
             {"tensor": "dQ", "block": where, "bytes": r * d * 4},
-            {"tensor": "dQ_out", "block": where, "bytes": r * d * size, "direction": "write"},
+            {"tensor": "dQ_out", "block": where, "bytes": r * d * out_size, "direction": "write"},
         ], "compute": [{"unit": "vector", "flops": float(r * d), "dtype": "fp32", "useful": False}]}]})
     offset = len(templates)
     templates += [{**t, "name": f"main_{t['name']}"} for t in main_templates]
@@ -580,7 +612,7 @@ def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars) -
     }
     return _gpu_trace(p, params, config, "bwd", [2 * side + main], templates, template_of, program_vars,
                       kernel_starts=[side, side + main],
-                      extra_tensors={"dQ_out": {"shape": [b, h, sq, d], "dtype": p["dtype"]}})
+                      extra_tensors={"dQ_out": {"shape": [b, h, sq, d], "dtype": _tensors(p)["O"]["dtype"]}})
 
 
 def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
@@ -607,7 +639,7 @@ def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]
         Operand("Q", "read", (bb, hh, i), rows * d * size),
         Operand("K", "read", (bb, kv_head, j_eff), kv_bytes),
         Operand("V", "read", (bb, kv_head, j_eff), kv_bytes),
-        Operand("O", "write", (bb, hh, i), rows * d * size),
+        Operand("O", "write", (bb, hh, i), rows * d * _out_bytes(p)),
         Operand("LSE", "write", (bb, hh, i), rows * STAT_BYTES),
     ]
     key = np.where(active, (rows * 4099 + cols) * 2 + masked + pairs.astype(float) / (rows * cols + 1), -1)

@@ -18,6 +18,7 @@ from accelsim.capture.triton import capture_triton  # noqa: E402
 from accelsim.engine.programs import program_costs, program_templates, program_vars, repeats  # noqa: E402
 from accelsim.errors import InputError  # noqa: E402
 from accelsim.families.attention import useful_flops  # noqa: E402
+from tests.trace_totals import tensor_bytes  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels" / "triton"
 CHIP = load_arch("h100-sxm")
@@ -33,18 +34,6 @@ def without_metadata(trace) -> dict:
     data = trace.model_dump()
     data.pop("metadata")
     return data
-
-
-def tensor_bytes(trace) -> dict[tuple[str, str], int]:
-    """Bytes moved per (tensor, direction) over all programs."""
-    variables, template_of, out = program_vars(trace), program_templates(trace), {}
-    for index, template in enumerate(trace.templates):
-        members = np.nonzero(template_of == index)[0]
-        for step in template.steps:
-            count = int(repeats(step, variables, members).sum())
-            for x in step.transfers:
-                out[x.tensor, x.direction] = out.get((x.tensor, x.direction), 0) + count * x.bytes
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ pytest.importorskip("torch")
 
 from accelsim.capture.triton import capture_triton  # noqa: E402
 from accelsim.engine.programs import program_costs  # noqa: E402
-from tests.capture.test_triton_capture import CHIP, tensor_bytes  # noqa: E402
+from tests.capture.test_triton_capture import CHIP  # noqa: E402
+from tests.trace_totals import tensor_bytes  # noqa: E402
 
 MATMUL = '''
 import torch

@@ -1,0 +1,68 @@
+"""Attention edge cases an audit found: flash-decoding splits cut at whole KV blocks (a
+block shared by two splits counted as an L2 hit), the combine pass writes O, causal
+masks on short query blocks apply, recomputed matmuls count no flops, and fp8 attention
+moves its bf16 outputs and gradients at 2 bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelsim.arch.model import load_arch
+from accelsim.engine.chip import simulate_kernel
+from accelsim.engine.programs import program_costs
+from accelsim.errors import InputError
+from accelsim.families import get_family
+from accelsim.families.attention import useful_flops
+from accelsim.families.base import parse_values
+from tests.trace_totals import tensor_bytes
+
+H100, V5E = load_arch("h100-sxm"), load_arch("tpu-v5e")
+FAMILY = get_family("attention")
+
+
+def build(chip, **params):
+    values = parse_values(FAMILY.params, {k: str(v) for k, v in params.items()}, "test")
+    config = FAMILY.resolve_config(values, {}, chip)
+    return FAMILY.build(values, config, chip), values
+
+
+def test_decode_splits_cut_at_whole_blocks_and_write_the_output():
+    """seq_kv=1000 in 4 splits of 64-key blocks: HBM bytes fell below K and V alone, and the
+    combined O and LSE were never written."""
+    trace, _ = build(H100, heads=32, seq_q=1, seq_kv=1000, head_dim=64)
+    assert trace.metadata["config"]["split_kv"] > 1
+    sim = simulate_kernel(trace, H100)
+    k_and_v = 2 * 32 * 1000 * 64 * 2
+    assert sim.hbm_bytes >= k_and_v + 32 * 64 * 2
+    totals = tensor_bytes(trace)
+    assert totals["O", "write"] == 32 * 64 * 2 and totals["LSE", "write"] == 32 * 4
+    assert totals["K", "read"] == totals["V", "read"] == k_and_v // 2
+
+
+def test_a_split_without_keys_is_refused():
+    with pytest.raises(InputError, match="split_kv=200 leaves some splits without keys"):
+        values = parse_values(FAMILY.params, {"heads": "8", "seq_q": "1", "seq_kv": "100"}, "test")
+        FAMILY.resolve_config(values, {"split_kv": 200}, H100)
+
+
+@pytest.mark.parametrize("chip", [H100, V5E], ids=["gpu", "tpu"])
+def test_short_causal_queries_are_masked(chip):
+    """seq_q=16 causal took the decode path: refused on GPUs, unmasked on TPUs (1.88x the flops)."""
+    trace, values = build(chip, heads=8, seq_q=16, causal="true", head_dim=128)
+    assert program_costs(trace, chip).matrix_flops.sum() == pytest.approx(useful_flops(values))
+
+
+def test_recomputed_matmuls_cost_time_but_count_no_flops():
+    """The TPU backward's dq kernel recomputes S and dP (useful: false); they were counted."""
+    trace, values = build(V5E, heads=16, seq_q=2048, **{"pass": "bwd"})
+    costs = program_costs(trace, V5E)
+    assert costs.matrix_flops.sum() == pytest.approx(useful_flops(values))
+
+
+def test_fp8_attention_moves_bf16_outputs_and_gradients_at_2_bytes():
+    trace, _ = build(H100, heads=16, seq_q=1024, head_dim=64, dtype="fp8", **{"pass": "bwd"})
+    assert {trace.tensors[t].dtype for t in ("O", "dO", "dK", "dV", "dQ_out")} == {"bf16"}
+    totals = tensor_bytes(trace)
+    assert totals["dK", "write"] == totals["dV", "write"] == 16 * 1024 * 64 * 2
+    main_do = totals["dO", "read"] - 16 * 1024 * 64 * 2  # the Delta kernel reads dO once
+    assert main_do % 2 == 0 and main_do == 16 * 16 * 1024 * 64 * 2  # every kv block's pass, at 2 B
