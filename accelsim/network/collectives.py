@@ -231,7 +231,9 @@ def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol
     A step costs the slowest route's link latencies; with a protocol, its
     ``step_latency``, plus for the remote steps the NIC / DCN latency of the slowest
     route (NCCL: nsteps x intraLat + nInterSteps x interLat). A rank's streams share the
-    protocol's per-rank rate limit equally."""
+    protocol's per-rank rate limit in proportion to their bytes, so they finish together
+    when it binds (equal shares halved a ring's big NVLink stream beside its small NIC
+    stream)."""
     routes = [topo.route(s, d) for s, d, _ in streams]
     crosses = [any(topo.links[name].scale_out for name in r) for r in routes]
     remote = max((topo.scale_out_latency_s(r) for r, c in zip(routes, crosses) if c), default=0.0)
@@ -241,11 +243,13 @@ def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol
         latency = remote_steps * remote + (steps - remote_steps) * local
     else:
         latency = steps * proto.step_latency_s + remote_steps * remote
-    per_source = Counter(s for s, _, nbytes in streams if nbytes > 0)
+    sent: Counter[int] = Counter()
+    for s, _, nbytes in streams:
+        sent[s] += max(nbytes, 0.0)
     transfers = []
     for (src, _, nbytes), route in zip(streams, routes):
         if nbytes > 0 and route:
-            transfers.append(_transfer(topo, route, nbytes, proto, per_source[src]))
+            transfers.append(_transfer(topo, route, nbytes, proto, sent[src] / nbytes))
     return Phase(transfers=tuple(transfers), latency_s=latency)
 
 
@@ -279,7 +283,9 @@ def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], step
     return Phase(transfers=tuple(transfers), latency_s=steps * step)
 
 
-def _transfer(topo: Topology, links: tuple[str, ...], nbytes: float, proto: Protocol | None, streams: int) -> Transfer:
+def _transfer(topo: Topology, links: tuple[str, ...], nbytes: float, proto: Protocol | None, streams: float) -> Transfer:
+    """A stream as a transfer; ``streams`` is how many of it the rank's bytes make (its
+    share of the rank's rate cap is ``1 / streams``)."""
     if proto is None:
         return Transfer(links=links, bytes=nbytes)
     remote = any(topo.links[name].scale_out for name in links)

@@ -3,6 +3,8 @@ across the nodes of a cluster, and broadcast as a pipelined chain."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
@@ -56,26 +58,27 @@ def _flat(topo: Topology, req: Request, proto: Protocol | None, *, bidirectional
 
 def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     """NCCL's ring across nodes: as many channels as NICs, each a unidirectional ring that
-    leaves every node through a different NIC, so the node crossings use all NICs. Only
-    the first node's part is simulated: every node's part is the same and loads its own
-    links, so this is exact and keeps 1024-GPU clusters cheap."""
+    crosses the node's GPUs and leaves it from a different one, through that GPU's NIC
+    (channel ``c`` enters at the GPU after its exit GPU and walks round to it), so every
+    GPU forwards ``(channels - 1) / channels`` of the volume over NVLink and the rest
+    through its NIC. Only the first node's part is simulated: every node's part is the
+    same and loads its own links, so this is exact and keeps 1024-GPU clusters cheap."""
     parts = by_domain(topo, req.ranks)
     order = [r for _, members in sorted(parts.items()) for r in members]
     volume, steps = ring_volume(req.kind, len(order), req.size_bytes)
-    first = sorted(parts)[0]
+    domains = sorted(parts)
+    first, following = domains[0], domains[1 % len(domains)]
+    senders, receivers = parts[first], parts[following]
+    channels = min(topo.nics_per_node, len(senders), len(receivers))
+    forwarded: Counter[tuple[int, int]] = Counter()
     streams: list[Stream] = []
-    for i, rank in enumerate(order):
-        nxt = order[(i + 1) % len(order)]
-        if topo.domain(rank) != first:
-            continue
-        if topo.domain(nxt) == first:
-            streams.append((rank, nxt, volume))
-            continue
-        # the crossing: one stream per NIC pair, from the node's GPUs on that rail
-        senders, receivers = parts[first], parts[topo.domain(nxt)]
-        shares = min(topo.nics_per_node, len(senders), len(receivers))
-        for j in range(shares):
-            streams.append((senders[j * len(senders) // shares], receivers[j * len(receivers) // shares], volume / shares))
+    for c in range(channels):
+        exit_index = c * len(senders) // channels
+        for k in range(1, len(senders)):  # from the GPU after the exit round to the exit
+            a, b = senders[(exit_index + k) % len(senders)], senders[(exit_index + k + 1) % len(senders)]
+            forwarded[a, b] += volume / channels
+        streams.append((senders[exit_index], receivers[c * len(receivers) // channels], volume / channels))
+    streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + streams
     remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
     return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto)
 
