@@ -44,7 +44,9 @@ def test_nvls_tree_reduces_in_the_switch_and_trees_the_shards_across_nodes(ideal
     r = simulate_collective(ideal_cluster(nvls=True), "all-reduce", S, "nvls-tree")
     switch = S / (100 * GB)  # each GPU sends the buffer up (reduce), receives it down (multicast)
     tree = (S / 4) / 2 / (10 * GB)  # 2 nodes: each tree edge carries half a GPU's shard, up then down
-    assert r.latency_s == pytest.approx(2 * switch + 2 * tree, abs=8 * PS)
+    # pipelined, as NCCL runs it: the stages share the links at once; a GPU's uplink carries
+    # the buffer and a shard (1 + 1/4), its NIC each direction the tree's up and down halves
+    assert r.latency_s == pytest.approx(max((1 + 1 / 4) * switch, 2 * tree), abs=8 * PS)
 
 
 def test_tree_across_nodes_chains_inside_and_trees_across_on_every_nic(ideal_cluster):
@@ -77,7 +79,9 @@ def test_a_configured_cluster_builds_and_simulates():
     topo = build_topology(load_arch("h100-ib-cluster", ["nodes=4"]))
     assert (topo.kind, topo.ranks, topo.local_ranks) == ("cluster", 32, 8)
     r = simulate_collective(topo, "all-reduce", S)
-    assert r.algorithm in ("ring", "tree") and r.busbw_bytes_per_s < 8 * 50 * GB
+    # NCCL's default across NVSwitch nodes: its shards cross the NICs, so bus bandwidth
+    # may pass the NICs' line rate, not the GPUs' NVLink
+    assert r.algorithm == "nvls-tree" and r.busbw_bytes_per_s < 2 * 450 * GB
 
 
 @pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.algorithms.tree import tree_depth, tree_streams
@@ -43,7 +45,9 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     each node (each GPU sends the buffer up, the switch hands it back 1/k of the sum),
     a double binary tree per rail reduces and broadcasts those shards across nodes over
     the NICs, and NVLS multicasts the result inside each node (1/k up, the buffer down).
-    The rails sharing the first rail's NIC and the first node's GPUs are simulated."""
+    The four stages are pipelined, as NCCL runs them: they move their bytes at once on the
+    links they share, after a fill of all their latencies. The rails sharing the first
+    rail's NIC and the first node's GPUs are simulated."""
     if not (topo.kind == "cluster" and topo.nvls):
         raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", source="--algorithm")
     needs(req, ("all-reduce",), "nvls-tree")
@@ -68,7 +72,11 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
         up += u
         down += d
     depth = tree_depth(len(columns[0]))
-    lane = [switch_phase(req.size_bytes, shard), phase(topo, up, depth, simple), phase(topo, down, depth, simple),
-            switch_phase(shard, req.size_bytes)]
+    stages = [switch_phase(req.size_bytes, shard), phase(topo, up, depth, simple), phase(topo, down, depth, simple),
+              switch_phase(shard, req.size_bytes)]
+    # NCCL pipelines the four stages chunk by chunk: they run at once, sharing the links
+    # they have in common, after the pipeline fills (every stage's latency)
+    fill = sum(stage.latency_s for stage in stages)
+    lanes = tuple((dataclasses.replace(stage, latency_s=fill),) for stage in stages)
     launch = topo.tuning.nvls_latency_s if topo.tuning else topo.launch_s
-    return Plan(algorithm="nvls-tree", lanes=(tuple(lane),), launch_s=launch, protocol="simple" if simple else "")
+    return Plan(algorithm="nvls-tree", lanes=lanes, launch_s=launch, protocol="simple" if simple else "")
