@@ -5,7 +5,11 @@ GPU program (one CTA per output tile, launched in group-M swizzled order): a k-l
 that loads an A block ``[block_m, block_k]`` and a B block ``[block_k, block_n]``
 per iteration (masked at the edges: only valid bytes are counted), runs one
 ``[block_m, block_n, block_k]`` MMA, and stores the C tile once. ``num_stages``
-buffers pipeline the loads.
+buffers pipeline the loads. With ``split_k > 1`` each of a tile's ``split_k``
+programs covers a slice of K and adds its partial tile into C with fp32 atomics (4
+bytes an element, whatever C's dtype; the L2 absorbs all but the last write of a tile,
+see docs/engine.md "Reuse"): C is taken as zeroed beforehand and used as fp32, the
+clearing and any cast being the caller's kernels, outside the trace.
 
 TPU program (one grid step of ``(M/bm, N/bn, K/bk)``, k last): the Pallas pipeline
 copies an input block only when its block index changes from the previous step and
