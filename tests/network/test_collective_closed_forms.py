@@ -29,7 +29,18 @@ def test_ring_gather_and_scatter_move_n_minus_1_over_n(ideal_node, kind):
     assert r.busbw_bytes_per_s == pytest.approx(100 * GB, rel=1e-9)
 
 
-@pytest.mark.parametrize("n", [2, 4, 8])
+def test_nvls_needs_more_than_two_gpus_in_a_node(ideal_node, ideal_cluster):
+    """NCCL does not set NVLS up for 2 GPUs a node; auto took nvls-tree for rail groups
+    (one GPU a node) and put traffic on NVLink that does not exist."""
+    from accelsim.errors import InputError
+
+    with pytest.raises(InputError, match="at least 3 GPUs of the group in a node"):
+        simulate_collective(ideal_node(), "all-reduce", S, "nvls", ranks=2)
+    topo = ideal_cluster(nvls=True)
+    assert simulate_collective(topo, "all-reduce", S, group=[0, 4]).algorithm != "nvls-tree"
+
+
+@pytest.mark.parametrize("n", [3, 4, 8])
 def test_nvls_moves_the_buffer_and_one_shard_each_way(ideal_node, n):
     """ld_reduce: the whole buffer up, the rank's shard of the sum down; multicast st:
     the shard up, the whole buffer down. S (n+1)/n each way per GPU."""

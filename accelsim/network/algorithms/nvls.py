@@ -12,6 +12,18 @@ from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_l
 from accelsim.network.topology import Topology, downlink, uplink
 
 
+MIN_NVLS_GPUS = 3
+"""NCCL sets NVLS up only for a communicator with more than 2 GPUs in a node
+(``ncclNvlsInit``, src/transport/nvls.cc: ``gpuCount <= 2`` returns without it)."""
+
+
+def _enough_gpus(parts: dict) -> None:
+    fewest = min(len(members) for members in parts.values())
+    if fewest < MIN_NVLS_GPUS:
+        raise InputError(f"NVLS needs at least {MIN_NVLS_GPUS} GPUs of the group in a node (NCCL does not set it up "
+                         f"for fewer); this group has {fewest}", source="--algorithm")
+
+
 @register("nvls")
 def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     """The switch reduces and multicasts. Each GPU owns 1/n of the result: a multimem
@@ -27,6 +39,7 @@ def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     needs(req, ("all-reduce",), "nvls")
     if len(by_domain(topo, req.ranks)) > 1:
         raise InputError("NVLS reduces inside one node; the group spans several", source="--algorithm")
+    _enough_gpus(by_domain(topo, req.ranks))
     tuning = topo.tuning
     efficiency = tuning.nvls_efficiency if tuning else 1.0
     moved = req.size_bytes * (len(req.ranks) + 1) / len(req.ranks)
@@ -55,6 +68,7 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     if len(parts) < 2 or not same_local_layout(topo, parts):
         raise InputError("nvls-tree needs a group spanning several nodes with the same GPUs in each",
                          source="--algorithm")
+    _enough_gpus(parts)
     inner = parts[min(parts)]
     shard = req.size_bytes / len(inner)
     efficiency = topo.tuning.nvls_efficiency if topo.tuning else 1.0
