@@ -50,6 +50,8 @@ ELEMENTWISE = {
     "convert_element_type", "add_any", "reciprocal",
 }
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+VALUE_PRESERVING = {"convert_element_type", "select_n", "jit", "pjit", "closed_call"}
+"""Ops whose output holds one input block's elements (converted, or some masked to a constant)."""
 NOT_FLOPS = {"convert_element_type", "select_n"}
 """Elementwise work that moves or picks values rather than computing them (``useful: false``)."""
 REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin", "cumsum", "cummax"}
@@ -133,6 +135,7 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
 
     operands, tensors, buffers_bytes, depth = [], {}, 0, 2
     counts = defaultdict(int)
+    extents: list[list[np.ndarray]] = []  # per operand, per axis of its ref: rows in bounds at each point
     for mapping in gm.block_mappings:
         direction = "write" if str(mapping.origin).startswith("out") else "read"
         name = _tensor_name(direction, counts)
@@ -143,9 +146,14 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
         raw = jax.vmap(lambda *g: index_fn(*g))(*[np.asarray(p, dtype=np.int32) for p in points]) if grid else index_fn()
         index = tuple(np.asarray(a, dtype=np.int64).reshape(n) for a in raw)
         valid = np.ones(n, dtype=np.int64)
-        for axis, size in enumerate(block):
+        ref_axes = []
+        for axis, (size, entry) in enumerate(zip(block, mapping.block_shape)):
             offset = index[axis] * size
-            valid *= np.clip(shape[axis] - offset, 0, size)
+            in_bounds = np.clip(shape[axis] - offset, 0, size)
+            valid *= in_bounds
+            if not (entry is None or type(entry).__name__ == "Squeezed"):  # squeezed axes are not the ref's
+                ref_axes.append(in_bounds)
+        extents.append(ref_axes)
         buffers = _buffer_count(mapping)
         depth = max(depth, buffers)
         buffers_bytes += buffers * math.prod(block) * dtype.itemsize
@@ -153,6 +161,7 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
         tensors[name] = {"shape": list(shape) or [1], "dtype": _dtype_name(dtype)}
     scratch = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in gm.scratch_avals)
     counter = WorkCounter(points, grid)
+    counter.ref_extents = {var: axes for var, axes in zip(body.invars, extents)}
     counter.count(body, np.ones(n))
     compute_lists, which = counter.per_program()
     return pallas_trace(
@@ -257,15 +266,24 @@ class WorkCounter:
         self.points, self.grid = points, grid
         self.n = points.shape[1] if points.size else 1
         self.totals: dict[tuple, np.ndarray] = {}
+        """Per key, work per grid point: matrix keys count executed flops (padding included)."""
+        self.useful: dict[tuple, np.ndarray] = {}
+        """Per matrix key, the flops of the products whose operands are in bounds."""
+        self.ref_extents: dict[Any, list[np.ndarray]] = {}
+        """Block refs of the body -> per axis, the rows in bounds at each grid point."""
+        self.loaded: dict[Any, list[np.ndarray]] = {}
+        """Values loaded whole from a block ref (or converted from one) -> its extents."""
 
     def per_program(self) -> tuple[list[list[Compute]], np.ndarray]:
         """Distinct compute lists and, per grid point, which one it runs."""
         keys = sorted(self.totals, key=str)
         if not keys:
             return [[]], np.zeros(self.n, dtype=np.int64)
-        table = np.stack([self.totals[k] for k in keys], axis=1)
+        useful = {k: self.useful.get(k, self.totals[k]) for k in keys}
+        table = np.stack([self.totals[k] for k in keys] + [useful[k] for k in keys], axis=1)
         rows, which = unique_rows(table)
-        lists = [[_compute(key, flops) for key, flops in zip(keys, row) if flops > 0] for row in rows]
+        lists = [[_compute(key, flops, kept) for key, flops, kept in zip(keys, row[:len(keys)], row[len(keys):])
+                  if flops > 0] for row in rows]
         return lists, which.reshape(-1)
 
     def count(self, jaxpr, weight: np.ndarray, known: dict | None = None) -> None:
@@ -273,8 +291,21 @@ class WorkCounter:
         for eqn in jaxpr.eqns:
             name = eqn.primitive.name
             self._evaluate_scalar(eqn, values)
+            if name == "get" and eqn.invars[0] in self.ref_extents:
+                axes = self.ref_extents[eqn.invars[0]]
+                if tuple(_shape(eqn.outvars[0])) == tuple(_shape(eqn.invars[0])):  # the whole block
+                    self.loaded[eqn.outvars[0]] = axes
+            elif name in VALUE_PRESERVING and len(eqn.outvars) == 1:
+                # a conversion, or a mask applied to a loaded block (a select against a
+                # constant, often inside a jit): the same elements, in bounds where it was
+                found = [self.loaded[v] for v in eqn.invars
+                         if not hasattr(v, "val") and v in self.loaded and _shape(v) == _shape(eqn.outvars[0])]
+                if len(found) == 1:
+                    self.loaded[eqn.outvars[0]] = found[0]
             if name == "dot_general":
-                self._add(_dot_key(eqn), weight * _dot_flops(eqn))
+                key = _dot_key(eqn)
+                self._add(key, weight * _dot_flops(eqn))
+                self._add_useful(key, weight * self._useful_dot_flops(eqn))
             elif name in TRANSCENDENTAL:
                 self._add(("special", "fp32", (), True), weight * _numel(eqn.outvars[0]))
             elif name in ELEMENTWISE and _numel(eqn.outvars[0]) > 1:  # scalars run on the scalar unit
@@ -340,6 +371,29 @@ class WorkCounter:
             self.totals[key] = np.zeros(self.n)
         self.totals[key] = self.totals[key] + flops
 
+    def _add_useful(self, key: tuple, flops: np.ndarray) -> None:
+        self.useful[key] = self.useful.get(key, np.zeros(self.n)) + flops
+
+    def _useful_dot_flops(self, eqn) -> np.ndarray | float:
+        """A dot's flops over the products whose operands are in bounds: where both come
+        whole from block refs, a ragged edge block's rows and columns past the array
+        count nothing (their zeros or garbage are padding); otherwise the block's."""
+        lhs, rhs = (self.loaded.get(v) for v in eqn.invars[:2])
+        if lhs is None or rhs is None:
+            return _dot_flops(eqn)
+        (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
+
+        def product(axes: list[np.ndarray], dims) -> np.ndarray:
+            out = np.ones(self.n)
+            for d in dims:
+                out = out * axes[d]
+            return out
+
+        m = product(lhs, [d for d in range(len(lhs)) if d not in lhs_contract and d not in lhs_batch])
+        n = product(rhs, [d for d in range(len(rhs)) if d not in rhs_contract and d not in rhs_batch])
+        k = np.minimum(product(lhs, lhs_contract), product(rhs, rhs_contract))
+        return 2.0 * product(lhs, lhs_batch) * m * n * k
+
 
 def _while_trips(eqn, values: dict) -> np.ndarray | None:
     """Per grid point, how often a ``while`` loop runs its body, when it is a counted loop
@@ -377,13 +431,16 @@ def _lookup(var, values: dict):
     return values.get(var)
 
 
-def _compute(key: tuple, flops: float) -> Compute:
+def _compute(key: tuple, flops: float, useful_flops: float | None = None) -> Compute:
+    """One entry of a step's compute: ``flops`` executed; for the matrix unit the shape
+    runs ``count`` times and ``useful_flops`` (default all) are the products in bounds."""
     unit, dtype, shape, useful = key
     if unit != "matrix":
         return Compute(unit=unit, flops=float(flops), dtype=dtype, useful=useful)
     m, n, k = shape
     count = max(1, round(flops / (2.0 * m * n * k)))
-    return Compute(unit=unit, flops=float(flops), dtype=dtype, shape=list(shape), count=count)
+    kept = flops if useful_flops is None else min(float(useful_flops), float(flops))
+    return Compute(unit=unit, flops=float(kept), dtype=dtype, shape=list(shape), count=count)
 
 
 def _dot_key(eqn) -> tuple:
@@ -404,6 +461,10 @@ def _dot_dims(eqn) -> tuple[int, int, int, int]:
     m = math.prod(s for d, s in enumerate(lhs) if d not in lhs_contract and d not in lhs_batch)
     n = math.prod(s for d, s in enumerate(rhs) if d not in rhs_contract and d not in rhs_batch)
     return m, n, k, batch
+
+
+def _shape(var) -> tuple[int, ...]:
+    return tuple(int(d) for d in getattr(var.aval, "shape", ()))
 
 
 def _numel(var) -> int:
