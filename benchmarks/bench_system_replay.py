@@ -9,7 +9,7 @@ Prints one table (wall time, SimPy events, device classes, ops and collective
 instances, growth with chips and with layers); nothing is written. Unfolded replays
 stop at 512 chips: there every replica group's flows are on the link pool at once and
 the pool's reallocations (one per instant, over the links in use) dominate; 1024 chips
-unfolded take 12-20 s (``python benchmarks/bench_system_replay.py --unfolded-1024``). The trace is
+unfolded take 8-20 s (``python benchmarks/bench_system_replay.py --unfolded-1024``). The trace is
 synthetic: per layer, an async FSDP weight all-gather (groups of 64 chips), two
 matmuls priced by roofline from flops and bytes, two tensor-parallel all-reduces
 (groups of 8 along one torus axis), the same backward with an async gradient

@@ -88,6 +88,10 @@ class Plan:
     launch_s: float
     protocol: str = ""
     """NCCL protocol (``ll``, ``ll128``, ``simple``) on GPU systems with an NCCL model."""
+    partial: bool = False
+    """The plan simulates one of the collective's identical parts (one node's GPUs, the
+    rails of one NIC, the rings through one chip), which is exact when nothing else runs
+    on the other parts' links; :attr:`Request.whole` asks for every part."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +106,9 @@ class Request:
     size_bytes: float
     ranks: tuple[int, ...]
     pairs: tuple[tuple[int, int], ...] = ()
+    whole: bool = False
+    """Plan every part of the collective, not one of its identical parts (see
+    :attr:`Plan.partial`): needed when other traffic may run on another part's links."""
 
 
 Builder = Callable[[Topology, Request, "Protocol | None"], Plan]
@@ -321,6 +328,7 @@ def ring_volume(kind: str, m: int, size_bytes: float) -> tuple[float, int]:
     raise InputError(f"no ring {kind} here", source="--algorithm")
 
 
-def plan(name: str, topo: Topology, lanes: Sequence[Sequence[Phase]], proto: Protocol | None) -> Plan:
+def plan(name: str, topo: Topology, lanes: Sequence[Sequence[Phase]], proto: Protocol | None,
+         partial: bool = False) -> Plan:
     return Plan(algorithm=name, lanes=tuple(tuple(lane) for lane in lanes), launch_s=launch_s(topo, proto),
-                protocol=proto.name if proto is not None else "")
+                protocol=proto.name if proto is not None else "", partial=partial)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from accelsim.network.topology import Topology
@@ -45,6 +46,23 @@ def axis_line(topo: Topology, spans: list[list[int]], base: int, axis: int) -> l
         here[axis] = value
         line.append(topo.rank_of(tuple(here), domain))
     return line
+
+
+def axis_lines(topo: Topology, spans: list[list[int]], base: int, axis: int) -> list[list[int]]:
+    """Every line of the box ``spans`` along ``axis`` (in ``base``'s slice), the one
+    through ``base`` first."""
+    first = axis_line(topo, spans, base, axis)
+    here = topo.coords(base)
+    others = [a for a in range(len(spans)) if a != axis]
+    lines = [first]
+    for values in itertools.product(*(spans[a] for a in others)):
+        if all(v == here[a] for a, v in zip(others, values)):
+            continue
+        point = list(here)
+        for a, v in zip(others, values):
+            point[a] = v
+        lines.append(axis_line(topo, spans, topo.rank_of(tuple(point), topo.domain(base)), axis))
+    return lines
 
 
 def rails(topo: Topology, parts: dict[int, list[int]]) -> list[list[int]]:

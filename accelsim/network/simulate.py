@@ -8,6 +8,7 @@ results are exact and deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import accelsim.network.algorithms  # noqa: F401  (registers the algorithms)
 from accelsim.engine.fluid import Flow, FluidResources
 from accelsim.errors import InputError
 from accelsim.network.auto import auto_candidates
-from accelsim.network.collectives import BUS_FACTORS, Phase, Plan, Request, check_kind, estimate_s, get_algorithm
+from accelsim.network.collectives import ALGORITHMS, BUS_FACTORS, Phase, Plan, Request, check_kind, estimate_s, get_algorithm
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds, seconds_to_ps
 
@@ -118,8 +119,24 @@ def plan_for(topo: Topology, request: Request, algorithm: str = "auto") -> Plan:
     hit = topo._plans.get(key)
     if hit is None:
         check_request(topo, request)
-        hit = topo._plans[key] = _choose(topo, request, algorithm)
+        if request.whole:  # the algorithm and protocol the part's plan chose, every part
+            part = plan_for(topo, dataclasses.replace(request, whole=False), algorithm)
+            hit = _every_part(topo, request, part) if part.partial else part
+        else:
+            hit = _choose(topo, request, algorithm)
+        topo._plans[key] = hit
     return hit
+
+
+REGISTERED_AS = {"torus-ring": "ring"}
+"""Plan algorithm names that are not the name of the builder that makes them."""
+
+
+def _every_part(topo: Topology, request: Request, part: Plan) -> Plan:
+    """``request`` (``whole``) planned as ``part`` was: the same algorithm and protocol."""
+    builder = ALGORITHMS[REGISTERED_AS.get(part.algorithm, part.algorithm)]
+    proto = topo.tuning.protocols[part.protocol] if part.protocol and topo.tuning else None
+    return builder(topo, request, proto)
 
 
 def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:

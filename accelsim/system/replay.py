@@ -440,6 +440,11 @@ class _Replay:
                 self._add_class(prog, devices)
         self.instances: dict[tuple, _Instance] = {}
         self.plans: dict[tuple, Plan | None] = {}
+        self.whole_keys: set[tuple] = set()
+        self.group_numbers: dict[tuple, int] = {}
+        self.group_ids: dict[int, tuple[tuple, int]] = {}
+        """id(group) -> (group, its number in group_numbers); holds the group, so the id stays its."""
+        """Plan keys (kind, bytes, ranks) played with every part (:meth:`_choose_whole`)."""
         self.independent: dict[tuple, tuple[bool, list]] = {}
         """(kind, bytes, partition) -> whether the groups' plans are translates, and the links
         they share with other traffic (_foldable_partitions)."""
@@ -684,7 +689,9 @@ class _Replay:
             for i, op in enumerate(cls.prog.program.ops):
                 if op.is_comm:
                     full[cls.id, i] = self._instances_joined(cls, i, op)
-        foldable = self._foldable_partitions(full, self._link_owners(full))
+        owners = self._link_owners(full)
+        self._choose_whole(full, owners)
+        foldable = self._foldable_partitions(full, owners)
         used: set[str] = set()
         counted: set[int] = set()  # plans are cached: each distinct one once
         for (c, i), joined in full.items():
@@ -752,7 +759,7 @@ class _Replay:
             partition = self._whole_groups(op, joined)
             tag = (c, i) if len(cls.devices) > 1 else None
             for (base, _seq), (ranks, _count) in joined.items():
-                plan = self._plan_of(_instance_kind(op), op.bytes, ranks, base, (cls.prog.index, i))
+                plan = self._reach(_instance_kind(op), op.bytes, ranks, base, (cls.prog.index, i))
                 if plan is None:
                     continue
                 owner = (partition, ranks)
@@ -764,6 +771,34 @@ class _Replay:
                 if not tags or tags[-1] != tag:
                     tags.append(tag)
         return owners
+
+    def _choose_whole(self, full: dict[tuple[int, int], dict[tuple, list]],
+                      owners: dict[str, dict[tuple, list]]) -> None:
+        """Which instances play every part of their collective (:attr:`whole_keys`): those
+        whose plan simulates one representative part (``Plan.partial``) while other traffic
+        that can run at the same time crosses the links of the whole collective. A
+        representative part is exact only when nothing else meets the parts it stands for."""
+        crowded: dict[tuple, list] = {}
+        for (c, i), joined in full.items():
+            cls = self.classes[c]
+            op = cls.prog.program.ops[i]
+            kind, where = _instance_kind(op), (cls.prog.index, i)
+            partition = self._whole_groups(op, joined)
+            for (base, _seq), (ranks, _count) in joined.items():
+                part = self._plan_of(kind, op.bytes, ranks, base, where, whole=False)
+                if part is None or not part.partial:
+                    continue
+                key = self._plan_key(kind, op.bytes, ranks, base)
+                if key in self.whole_keys:
+                    continue
+                own = (partition, ranks)
+                reach = self._reach(kind, op.bytes, ranks, base, where)
+                shared = crowded.get((id(reach), own))
+                if shared is None:  # the links something else crosses too, once per plan and owner
+                    shared = crowded[id(reach), own] = [owners[link] for link in self._links(reach)
+                                                        if len(owners[link]) > 1]
+                if any(self._contended(cls, i, on_link, own) for on_link in shared):
+                    self.whole_keys.add(key)
 
     def _foldable_partitions(self, full: dict[tuple[int, int], dict[tuple, list]],
                              owners: dict[str, dict[tuple, list]]) -> set[frozenset]:
@@ -784,12 +819,14 @@ class _Replay:
                 continue
             key = (op.kind, op.bytes, partition)
             if key not in self.independent:
-                plans = [(ranks, self._plan_of(op.kind, op.bytes, ranks, base, (cls.prog.index, i)))
+                where = (cls.prog.index, i)
+                plans = [(ranks, self._plan_of(op.kind, op.bytes, ranks, base, where, whole=False),
+                          self._reach(op.kind, op.bytes, ranks, base, where))
                          for (base, _seq), (ranks, _count) in joined.items()]
-                translates = len({None if plan is None else self._shape(plan) for _, plan in plans}) == 1
+                translates = len({None if plan is None else self._shape(plan) for _, plan, _ in plans}) == 1
                 # the links something else crosses too (every link carries the op itself)
-                shared = [(owners[link], (partition, ranks)) for ranks, plan in plans if plan is not None
-                          for link in self._links(plan) if len(owners[link]) > 1]
+                shared = [(owners[link], (partition, ranks)) for ranks, _, reach in plans if reach is not None
+                          for link in self._links(reach) if len(owners[link]) > 1]
                 self.independent[key] = (translates, shared)
             translates, shared = self.independent[key]
             ok[partition] = translates and not any(self._contended(cls, i, on_link, own) for on_link, own in shared)
@@ -873,18 +910,44 @@ class _Replay:
         return self._plan_of(inst.kind, inst.bytes, inst.ranks, inst.key[0], (self.classes[c].prog.index, j))
 
     def _plan_of(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple,
-                 where: tuple[int, int]) -> Plan | None:
+                 where: tuple[int, int], whole: bool | None = None) -> Plan | None:
         """The plan of an instance (cached by kind, size and ranks); ``None`` when nothing
-        moves (zero bytes, a group of one). ``where`` is (program, op) for errors."""
+        moves (zero bytes, a group of one). ``where`` is (program, op) for errors.
+        ``whole``: every part of the collective (True), the plan's own choice of one
+        representative part where it has identical ones (False), or as the replay plays
+        it (None: every part where other traffic meets another part, see
+        :meth:`_choose_whole`)."""
         if nbytes <= 0 or len(ranks) < 2:
             return None
-        cache_key = (kind, nbytes, base[1] if base[0] == "perm" else ranks)
-        if cache_key not in self.plans:
-            self.plans[cache_key] = self._make_plan(kind, nbytes, ranks, base, where)
-        return self.plans[cache_key]
+        cache_key = self._plan_key(kind, nbytes, ranks, base)
+        if whole is None:
+            whole = cache_key in self.whole_keys
+        key = (*cache_key, whole)
+        if key not in self.plans:
+            part = None if not whole else self._plan_of(kind, nbytes, ranks, base, where, whole=False)
+            self.plans[key] = part if part is not None and not part.partial else \
+                self._make_plan(kind, nbytes, ranks, base, where, whole)
+        return self.plans[key]
+
+    def _plan_key(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple) -> tuple:
+        """What an instance's plan depends on: kind, size and ranks (a permute's pairs),
+        the last as a small number. The same group is one tuple object wherever it is
+        named (``_comm_keys``), so it is found by identity: a long tuple is hashed anew at
+        every lookup, and a 1024-rank group's plan is looked up for every device."""
+        group = base[1] if base[0] == "perm" else ranks
+        known = self.group_ids.get(id(group))
+        if known is None or known[0] is not group:
+            number = self.group_numbers.setdefault(group, len(self.group_numbers))
+            known = self.group_ids[id(group)] = (group, number)
+        return kind, nbytes, known[1]
+
+    def _reach(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple,
+               where: tuple[int, int]) -> Plan | None:
+        """The plan of every part of an instance: the links its traffic crosses in truth."""
+        return self._plan_of(kind, nbytes, ranks, base, where, whole=True)
 
     def _make_plan(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple,
-                   where: tuple[int, int]) -> Plan:
+                   where: tuple[int, int], whole: bool = False) -> Plan:
         """Every instance is planned by :mod:`accelsim.network`: a collective over its
         group (with ``--algorithm``), a send/recv pair as ``send-recv``, a permute with its
         pairs (both with the network's own choice of algorithm)."""
@@ -895,7 +958,7 @@ class _Replay:
             request = Request(kind=PERMUTE_KIND, size_bytes=float(nbytes), ranks=ranks, pairs=base[1])
             algorithm = "auto"
         else:
-            request = Request(kind=kind, size_bytes=float(nbytes), ranks=ranks)
+            request = Request(kind=kind, size_bytes=float(nbytes), ranks=ranks, whole=whole)
         try:
             return plan_for(self.topo, request, algorithm)
         except InputError as exc:

@@ -46,7 +46,7 @@ def direct(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     buffer; by default every rank to the next in the group)."""
     needs(req, POINT_TO_POINT, "direct")
     if req.kind == "all-to-all":
-        return _best(topo, "direct", lambda p: [all_to_all_phase(topo, req, p)], proto)
+        return _best(topo, "direct", lambda p: [all_to_all_phase(topo, req, p)], proto, _a2a_partial(topo, req))
     streams = [(a, b, req.size_bytes) for a, b in pairs_of(req)]
     return _best(topo, "direct", lambda p: [phase(topo, streams, 1, p)], proto)
 
@@ -61,17 +61,33 @@ def all_to_all_phase(topo: Topology, req: Request, proto: Protocol | None) -> Ph
     direction and put on its own link of that axis and direction (each chip's link
     carries as many hops as the first chip's routes make in that direction); across
     slices, that rank's DCN port too. A peer half way round a wrapped axis gets half its
-    share each way, as XLA's bidirectional rings send it. Anything else sends from every
-    rank."""
+    share each way, as XLA's bidirectional rings send it. Anything else, or with
+    ``req.whole``, sends from every rank (on a torus, every rank's hops on its own
+    links)."""
     share = req.size_bytes / len(req.ranks)
     parts = by_domain(topo, req.ranks)
     first = parts[min(parts)]
-    regular = same_local_layout(topo, parts)
-    if topo.kind in ("torus", "multislice") and regular and _translation_invariant(topo, first):
-        return _torus_all_to_all(topo, req.ranks, first, share)
-    sources = first if regular and topo.kind == "cluster" else req.ranks
+    if _torus_symmetric(topo, req):
+        return _torus_all_to_all(topo, req.ranks, first, share, req.whole)
+    sources = first if _a2a_partial(topo, req) else req.ranks
     sends = {a: [(b, share) for b in req.ranks if b != a] for a in sources}
     return merged_phase(topo, sends, 1, proto)
+
+
+def _torus_symmetric(topo: Topology, req: Request) -> bool:
+    parts = by_domain(topo, req.ranks)
+    return (topo.kind in ("torus", "multislice") and same_local_layout(topo, parts)
+            and _translation_invariant(topo, parts[min(parts)]))
+
+
+def _a2a_partial(topo: Topology, req: Request) -> bool:
+    """Does the all-to-all plan send from some of the ranks only (``req.whole`` unset)?"""
+    if req.whole or req.kind != "all-to-all":
+        return False
+    parts = by_domain(topo, req.ranks)
+    if _torus_symmetric(topo, req):
+        return len(req.ranks) > 1
+    return topo.kind == "cluster" and same_local_layout(topo, parts) and len(parts) > 1
 
 
 def _translation_invariant(topo: Topology, inner: list[int]) -> bool:
@@ -80,30 +96,40 @@ def _translation_invariant(topo: Topology, inner: list[int]) -> bool:
         len(v) == 1 or (len(v) == topo.shape[a] and topo.wraparound[a]) for a, v in enumerate(spans))
 
 
-def _torus_all_to_all(topo: Topology, ranks: tuple[int, ...], inner: list[int], share: float) -> Phase:
+def _torus_all_to_all(topo: Topology, ranks: tuple[int, ...], inner: list[int], share: float,
+                      whole: bool = False) -> Phase:
+    """The first rank's hops, on its own links (or every rank's, ``whole``)."""
     source = inner[0]
-    prefix = slice_prefix(topo.domain(source)) if topo.kind == "multislice" else ""
-    here = topo.coords(source)
-    hops: Counter[str] = Counter()
     latency = 0.0
+    offsets: Counter[tuple[int, int]] = Counter()  # (axis, direction) -> hops, in half shares
     for dst in inner:
         latency = max(latency, topo.route_latency_s(topo.route(source, dst)))
         for axis, step, count in topo.torus_hops(source, dst):
             size = topo.shape[axis]
             if 2 * count == size and topo.wraparound[axis]:  # half way round: either way, so half each way
-                hops[torus_link(here, axis, 1, prefix)] += count
-                hops[torus_link(here, axis, -1, prefix)] += count
+                offsets[axis, 1] += count
+                offsets[axis, -1] += count
             else:
-                hops[torus_link(here, axis, step, prefix)] += 2 * count
-    # counted in half shares: a link named k times carries k x share / 2
-    links = [name for name, count in sorted(hops.items()) for _ in range(count)]
-    transfers = [Transfer(links=tuple(links), bytes=share / 2)] if links else []
+                offsets[axis, step] += 2 * count
     remote = len(ranks) - len(inner)
-    if remote:
-        peer = next(r for r in ranks if topo.domain(r) != topo.domain(source))
-        route = topo.route(source, peer)
-        transfers.append(Transfer(links=tuple(route) * remote, bytes=share))
-        latency = max(latency, topo.route_latency_s(route))
+    # across slices: each rank's DCN port sends its share to every remote rank; each is
+    # sent to the rank at its position in the next slice, so every port carries as much
+    parts = by_domain(topo, ranks)
+    domains = sorted(parts)
+    transfers = []
+    for j, d in enumerate(domains if whole else domains[:1]):
+        for i, src in enumerate(parts[d] if whole else parts[d][:1]):
+            prefix = slice_prefix(d) if topo.kind == "multislice" else ""
+            here = topo.coords(src)
+            hops = Counter({torus_link(here, axis, step, prefix): count for (axis, step), count in offsets.items()})
+            # a link named k times carries k x share / 2
+            links = [name for name, count in sorted(hops.items()) for _ in range(count)]
+            if links:
+                transfers.append(Transfer(links=tuple(links), bytes=share / 2))
+            if remote:
+                route = topo.route(src, parts[domains[(j + 1) % len(domains)]][i])
+                transfers.append(Transfer(links=tuple(route) * remote, bytes=share))
+                latency = max(latency, topo.route_latency_s(route))
     return Phase(transfers=tuple(transfers), latency_s=latency)
 
 
@@ -123,8 +149,8 @@ def pairs_of(req: Request) -> tuple[tuple[int, int], ...]:
     return tuple((req.ranks[i], req.ranks[(i + 1) % n]) for i in range(n))
 
 
-def _best(topo: Topology, name: str, phases, proto: Protocol | None) -> Plan:
+def _best(topo: Topology, name: str, phases, proto: Protocol | None, partial: bool = False) -> Plan:
     def build(p: Protocol | None) -> Plan:
-        return plan(name, topo, [phases(p)], p)
+        return plan(name, topo, [phases(p)], p, partial)
 
     return best_protocol(topo, build) if proto is None else build(proto)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
@@ -20,22 +22,27 @@ def hierarchical(topo: Topology, req: Request, proto: Protocol | None = None) ->
     per rail over the NICs or DCN. Stages run one after the other (as XLA runs its
     multislice all-reduce), not pipelined.
 
-    Only the first node's (slice's) inner part and the rails sharing the first rail's
-    NIC are simulated: the rest are identical copies on their own links."""
+    Unless ``req.whole``, only the first node's (slice's) inner part and the rails
+    sharing the first rail's NIC are simulated: the rest are identical copies on their
+    own links."""
     needs(req, ("all-reduce", "all-gather", "reduce-scatter"), "hierarchical")
     parts = by_domain(topo, req.ranks)
     if len(parts) < 2 or not same_local_layout(topo, parts):
         raise InputError("hierarchical needs a group spanning several nodes or slices with the same ranks in each",
                          source="--algorithm")
 
+    inner = parts[sorted(parts)[0]]
+    k = len(inner)
+    every = rails(topo, parts)
+    columns = every if req.whole else rails_of_first_nic(topo, every)
+    inners = [parts[d] for d in sorted(parts)] if req.whole else [inner]
+    partial = not req.whole and (k > 1 or len(columns) < len(every))
+
     def build(p: Protocol | None) -> Plan:
-        inner = parts[sorted(parts)[0]]
-        k = len(inner)
-        columns = rails_of_first_nic(topo, rails(topo, parts))
         lanes = []
         for lane, inner_part in _inner_parts(topo, inner):
-            head = _inner(topo, inner, lane, "reduce-scatter", req.size_bytes * inner_part, p)
-            tail = _inner(topo, inner, lane, "all-gather", req.size_bytes * inner_part, p)
+            head = _inner(topo, inners, lane, "reduce-scatter", req.size_bytes * inner_part, p, req.whole)
+            tail = _inner(topo, inners, lane, "all-gather", req.size_bytes * inner_part, p, req.whole)
             shard = req.size_bytes * inner_part / k
             across = _across(topo, columns, req.kind, shard, p)
             if req.kind == "all-reduce":
@@ -44,7 +51,7 @@ def hierarchical(topo: Topology, req: Request, proto: Protocol | None = None) ->
                 lanes.append(head + across)
             else:
                 lanes.append(across + tail)
-        return plan("hierarchical", topo, lanes, p)
+        return plan("hierarchical", topo, lanes, p, partial)
 
     return best_protocol(topo, build) if proto is None else build(proto)
 
@@ -58,16 +65,19 @@ def _inner_parts(topo: Topology, inner: list[int]) -> list[tuple[list[int] | Non
     return [(axes[p:] + axes[:p], 1.0 / len(axes)) for p in range(len(axes))]
 
 
-def _inner(topo: Topology, inner: list[int], order: list[int] | None, kind: str, nbytes: float,
-           proto: Protocol | None) -> list[Phase]:
-    if len(inner) < 2:
+def _inner(topo: Topology, inners: list[list[int]], order: list[int] | None, kind: str, nbytes: float,
+           proto: Protocol | None, whole: bool) -> list[Phase]:
+    """The stage inside the nodes / slices ``inners`` (alike), run at once."""
+    if len(inners[0]) < 2:
         return []
     if order is None:
-        volume, steps = ring_volume(kind, len(inner), nbytes)
-        return [phase(topo, ring_streams(inner, volume), steps, proto)]
+        volume, steps = ring_volume(kind, len(inners[0]), nbytes)
+        return [phase(topo, [s for inner in inners for s in ring_streams(inner, volume)], steps, proto)]
     from accelsim.network.algorithms.torus import axis_phases
 
-    return axis_phases(topo, box(topo, inner), inner[0], kind, nbytes, order, proto)
+    per_slice = [axis_phases(topo, box(topo, inner), inner[0], kind, nbytes, order, proto, whole) for inner in inners]
+    return [dataclasses.replace(stage[0], transfers=tuple(t for each in stage for t in each.transfers))
+            for stage in zip(*per_slice)]
 
 
 def _across(topo: Topology, columns: list[list[int]], kind: str, shard: float, proto: Protocol | None) -> list[Phase]:

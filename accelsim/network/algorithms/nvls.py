@@ -59,8 +59,8 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     a double binary tree per rail reduces and broadcasts those shards across nodes over
     the NICs, and NVLS multicasts the result inside each node (1/k up, the buffer down).
     The four stages are pipelined, as NCCL runs them: they move their bytes at once on the
-    links they share, after a fill of all their latencies. The rails sharing the first
-    rail's NIC and the first node's GPUs are simulated."""
+    links they share, after a fill of all their latencies. Unless ``req.whole``, the
+    rails sharing the first rail's NIC and the first node's GPUs are simulated."""
     if not (topo.kind == "cluster" and topo.nvls):
         raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", source="--algorithm")
     needs(req, ("all-reduce",), "nvls-tree")
@@ -70,16 +70,18 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
                          source="--algorithm")
     _enough_gpus(parts)
     inner = parts[min(parts)]
+    gpus = [g for d in sorted(parts) for g in parts[d]] if req.whole else inner
     shard = req.size_bytes / len(inner)
     efficiency = topo.tuning.nvls_efficiency if topo.tuning else 1.0
     simple = topo.tuning.protocols["simple"] if topo.tuning else None
 
     def switch_phase(up_bytes: float, down_bytes: float) -> Phase:
-        transfers = [t for g in inner for t in (Transfer(links=(uplink(g),), bytes=up_bytes, efficiency=efficiency),
+        transfers = [t for g in gpus for t in (Transfer(links=(uplink(g),), bytes=up_bytes, efficiency=efficiency),
                                                Transfer(links=(downlink(g),), bytes=down_bytes, efficiency=efficiency))]
         return Phase(transfers=tuple(transfers), latency_s=0.0)
 
-    columns = rails_of_first_nic(topo, rails(topo, parts))
+    every = rails(topo, parts)
+    columns = every if req.whole else rails_of_first_nic(topo, every)
     up, down = [], []
     for column in columns:
         u, d = tree_streams(column, shard)
@@ -93,4 +95,5 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     fill = sum(stage.latency_s for stage in stages)
     lanes = tuple((dataclasses.replace(stage, latency_s=fill),) for stage in stages)
     launch = topo.tuning.nvls_latency_s if topo.tuning else topo.launch_s
-    return Plan(algorithm="nvls-tree", lanes=lanes, launch_s=launch, protocol="simple" if simple else "")
+    return Plan(algorithm="nvls-tree", lanes=lanes, launch_s=launch, protocol="simple" if simple else "",
+                partial=not req.whole)

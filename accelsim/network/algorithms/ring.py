@@ -61,26 +61,27 @@ def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     crosses the node's GPUs and leaves it from a different one, through that GPU's NIC
     (channel ``c`` enters at the GPU after its exit GPU and walks round to it), so every
     GPU forwards ``(channels - 1) / channels`` of the volume over NVLink and the rest
-    through its NIC. Only the first node's part is simulated: every node's part is the
-    same and loads its own links, so this is exact and keeps 1024-GPU clusters cheap."""
+    through its NIC. Only the first node's part is simulated unless ``req.whole``: every
+    node's part is the same and loads its own links, so this is exact when nothing else
+    runs on them, and keeps 1024-GPU clusters cheap."""
     parts = by_domain(topo, req.ranks)
     order = [r for _, members in sorted(parts.items()) for r in members]
     volume, steps = ring_volume(req.kind, len(order), req.size_bytes)
     domains = sorted(parts)
-    first, following = domains[0], domains[1 % len(domains)]
-    senders, receivers = parts[first], parts[following]
-    channels = min(topo.nics_per_node, len(senders), len(receivers))
     forwarded: Counter[tuple[int, int]] = Counter()
-    streams: list[Stream] = []
-    for c in range(channels):
-        exit_index = c * len(senders) // channels
-        for k in range(1, len(senders)):  # from the GPU after the exit round to the exit
-            a, b = senders[(exit_index + k) % len(senders)], senders[(exit_index + k + 1) % len(senders)]
-            forwarded[a, b] += volume / channels
-        streams.append((senders[exit_index], receivers[c * len(receivers) // channels], volume / channels))
-    streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + streams
+    crossing: list[Stream] = []
+    for j in range(len(domains) if req.whole else 1):
+        senders, receivers = parts[domains[j]], parts[domains[(j + 1) % len(domains)]]
+        channels = min(topo.nics_per_node, len(senders), len(receivers))
+        for c in range(channels):
+            exit_index = c * len(senders) // channels
+            for k in range(1, len(senders)):  # from the GPU after the exit round to the exit
+                a, b = senders[(exit_index + k) % len(senders)], senders[(exit_index + k + 1) % len(senders)]
+                forwarded[a, b] += volume / channels
+            crossing.append((senders[exit_index], receivers[c * len(receivers) // channels], volume / channels))
+    streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + crossing
     remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
-    return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto)
+    return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto, partial=not req.whole)
 
 
 def chain_broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:

@@ -7,7 +7,7 @@ import dataclasses
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import Phase, Plan, Request, phase, plan, ring_streams, ring_volume
-from accelsim.network.groups import axis_line, box, product
+from accelsim.network.groups import axis_line, axis_lines, box, product
 from accelsim.network.topology import Topology
 
 
@@ -24,10 +24,11 @@ def torus_ring(topo: Topology, req: Request, proto: Protocol | None = None) -> P
     back along the line for its closing hop, which doubles the load on those links: a
     missing wraparound doubles ring time.
 
-    Only the rings through the group's first rank are simulated: the plan is the same in
-    every ring along an axis and those rings use disjoint links, so every link carries
-    what the corresponding link of the simulated ring does. This keeps a 1024-chip slice
-    as cheap as a single ring.
+    Unless ``req.whole``, only the rings through the group's first rank are simulated:
+    the plan is the same in every ring along an axis and those rings use disjoint links,
+    so every link carries what the corresponding link of the simulated ring does (exact
+    when nothing else runs on the other rings' links). This keeps a 1024-chip slice as
+    cheap as a single ring.
     """
     spans = box(topo, req.ranks)
     if spans is None:
@@ -40,17 +41,18 @@ def torus_ring(topo: Topology, req: Request, proto: Protocol | None = None) -> P
     kinds = {(len(line), closes(topo, line, a), topo.links[topo.route(line[0], line[1])[0]].bandwidth_bytes_per_s)
              for a, line in zip(axes, lines)}
     shares = _best_shares(topo, spans, req, axes, proto) if len(kinds) > 1 else [1 / len(axes)] * len(axes)
-    return _split_plan(topo, spans, req, axes, shares, proto)
+    return _split_plan(topo, spans, req, axes, shares, proto, req.whole)
 
 
 def _split_plan(topo: Topology, spans: list[list[int]], req: Request, axes: list[int], shares: list[float],
-                proto: Protocol | None) -> Plan:
+                proto: Protocol | None, whole: bool = False) -> Plan:
     lanes = []
     for p, share in enumerate(shares):
         if share > 0:
             order = axes[p:] + axes[:p]
-            lanes.append(axis_phases(topo, spans, req.ranks[0], req.kind, req.size_bytes * share, order, proto))
-    return plan("torus-ring", topo, lanes, proto)
+            lanes.append(axis_phases(topo, spans, req.ranks[0], req.kind, req.size_bytes * share, order, proto,
+                                     whole))
+    return plan("torus-ring", topo, lanes, proto, partial=len(axes) > 1 and not whole)
 
 
 SHARE_STEPS = 10
@@ -84,36 +86,39 @@ def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: lis
 
 
 def axis_phases(topo: Topology, spans: list[list[int]], base: int, kind: str, part_bytes: float,
-                order: list[int], proto: Protocol | None) -> list[Phase]:
+                order: list[int], proto: Protocol | None, whole: bool = False) -> list[Phase]:
     """Phases for one part of the buffer: a ring collective per axis, with the per-rank
-    size it has there (reduce-scatter shrinks it by the axis length, all-gather grows it)."""
-    lines = {a: axis_line(topo, spans, base, a) for a in order}
+    size it has there (reduce-scatter shrinks it by the axis length, all-gather grows it):
+    along the line through ``base``, or every line of the box along that axis (``whole``)."""
+    lines = {a: axis_lines(topo, spans, base, a) if whole else [axis_line(topo, spans, base, a)] for a in order}
     phases = []
     if kind in ("reduce-scatter", "all-reduce"):
         held = part_bytes
         for axis in order:
-            volume, _ = ring_volume("reduce-scatter", len(lines[axis]), held)
+            m = len(lines[axis][0])
+            volume, _ = ring_volume("reduce-scatter", m, held)
             phases.append(_axis_phase(topo, lines[axis], axis, volume, proto))
-            held /= len(lines[axis])
+            held /= m
     if kind in ("all-gather", "all-reduce"):
         gather_order = order[::-1] if kind == "all-reduce" else order
-        held = part_bytes / product([len(lines[a]) for a in order])
+        held = part_bytes / product([len(lines[a][0]) for a in order])
         for axis in gather_order:
-            held *= len(lines[axis])
-            volume, _ = ring_volume("all-gather", len(lines[axis]), held)
+            held *= len(lines[axis][0])
+            volume, _ = ring_volume("all-gather", len(lines[axis][0]), held)
             phases.append(_axis_phase(topo, lines[axis], axis, volume, proto))
     return phases
 
 
-def _axis_phase(topo: Topology, line: list[int], axis: int, volume: float, proto: Protocol | None) -> Phase:
-    """A bidirectional ring along ``line``. On a closed ring each half goes half way
-    round (m // 2 steps, the scaling book's |X| / 2 hops); on a line (no wraparound, or
-    part of an axis) the far end is m - 1 steps away, and the ring's closing stream runs
-    back along the line, doubling its links' load. A step costs one neighbour-to-neighbour
-    route, not the closing one."""
+def _axis_phase(topo: Topology, lines: list[list[int]], axis: int, volume: float, proto: Protocol | None) -> Phase:
+    """A bidirectional ring along each of ``lines`` (parallel, alike). On a closed ring
+    each half goes half way round (m // 2 steps, the scaling book's |X| / 2 hops); on a
+    line (no wraparound, or part of an axis) the far end is m - 1 steps away, and the
+    ring's closing stream runs back along the line, doubling its links' load. A step
+    costs one neighbour-to-neighbour route, not the closing one."""
+    line = lines[0]
     m = len(line)
     steps = m // 2 if closes(topo, line, axis) else m - 1
-    ring = phase(topo, ring_streams(line, volume), steps, proto)
+    ring = phase(topo, [s for each in lines for s in ring_streams(each, volume)], steps, proto)
     step_s = topo.route_latency_s(topo.route(line[0], line[1]))
     if proto is not None:
         step_s = proto.step_latency_s

@@ -39,27 +39,33 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     """NCCL's tree on a cluster: one channel per NIC, each carrying its share of the
     buffer; inside a node a chain ending at the channel's head GPU (the one on that NIC),
     across nodes a double binary tree of the heads. Chain and tree run pipelined: reduce
-    up both, then broadcast down both. The first node's chains and the trees of the
-    rails sharing the first head's NIC are simulated (the rest are copies)."""
-    inner = parts[min(parts)]
-    k = len(inner)
+    up both, then broadcast down both. Unless ``req.whole``, the first node's chains and
+    the trees of the rails sharing the first head's NIC are simulated (the rest are
+    copies)."""
+    nodes = [parts[d] for d in sorted(parts)] if req.whole else [parts[min(parts)]]
+    k = len(nodes[0])
     channels = max(1, min(topo.nics_per_node, k))
     share = req.size_bytes / channels
     heads = [j * k // channels for j in range(channels)]
     up: list[Stream] = []
     down: list[Stream] = []
-    for h in heads:
-        chain = inner[h + 1:] + inner[:h] + [inner[h]]
-        up += [(a, b, share) for a, b in zip(chain, chain[1:])]
-        down += [(b, a, share) for a, b in zip(chain, chain[1:])]
+    for inner in nodes:
+        for h in heads:
+            chain = inner[h + 1:] + inner[:h] + [inner[h]]
+            up += [(a, b, share) for a, b in zip(chain, chain[1:])]
+            down += [(b, a, share) for a, b in zip(chain, chain[1:])]
     columns = rails(topo, parts)
-    for column in rails_of_first_nic(topo, [columns[h] for h in heads]):
+    trees = [columns[h] for h in heads]
+    simulated = trees if req.whole else rails_of_first_nic(topo, trees)
+    for column in simulated:
         across_up, across_down = tree_streams(column, share)
         up += across_up
         down += across_down
     depth = tree_depth(len(parts))
     steps = k - 1 + depth
-    return plan("tree", topo, [[phase(topo, up, steps, proto, depth), phase(topo, down, steps, proto, depth)]], proto)
+    partial = not req.whole and (k > 1 or len(simulated) < len(trees))
+    return plan("tree", topo, [[phase(topo, up, steps, proto, depth), phase(topo, down, steps, proto, depth)]], proto,
+                partial)
 
 
 def tree_depth(n: int) -> int:
