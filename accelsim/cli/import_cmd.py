@@ -58,7 +58,7 @@ minutes; past that, loops are folded into scaled ops."""
 
 def run_hlo(args: argparse.Namespace) -> int:
     from accelsim.arch.model import load_arch
-    from accelsim.importers.hlo import DEFAULT_MAX_OPS, describe_counts, import_hlo
+    from accelsim.importers.hlo import DEFAULT_MAX_OPS, BranchRates, describe_counts, import_hlo
     from accelsim.network import build_topology
     from accelsim.system.replay import chip_of
 
@@ -68,8 +68,12 @@ def run_hlo(args: argparse.Namespace) -> int:
     system = load_arch(args.system, args.overrides)
     chip = chip_of(system)
     rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}
+    table = chip.matrix.flops_per_cycle_per_core
+    peak = chip.matrix_flops_per_s("bf16" if "bf16" in table else max(table, key=table.get))
+    links = chip.link_bandwidth_bytes_per_s or chip.hbm.bandwidth_bytes_per_s  # a chip without scale-up links
+    branch_rates = BranchRates(flop_s=1 / peak, byte_s=1 / chip.hbm.bandwidth_bytes_per_s, comm_byte_s=1 / links)
     trace = import_hlo(args.file, system_devices=build_topology(system).ranks, system=args.system,
-                       unit_dtypes=rates, max_ops=args.max_ops or DEFAULT_MAX_OPS)
+                       unit_dtypes=rates, max_ops=args.max_ops or DEFAULT_MAX_OPS, rates=branch_rates)
     write_imported(trace, args.output, args.file)
     print(f"estimated or skipped: {describe_counts(trace.metadata['importer_counts'])}")
     return 0
@@ -95,4 +99,6 @@ def write_imported(trace: SystemTrace, output: str, inputs: str, hint: str = "")
         raise InputError(f"the input does not make a valid system trace: {message}{hint}", source=inputs,
                          field=f"(imported) {field}") from None
     save_system_trace(trace, output)
-    print(f"wrote {output}: {trace.num_ops} ops on {trace.num_devices} devices in {len(trace.programs)} programs")
+    written = sum(len(program.ops) for program in trace.programs)
+    print(f"wrote {output}: {written} ops in {len(trace.programs)} programs on {trace.num_devices} devices "
+          f"({trace.num_ops} over all devices)")

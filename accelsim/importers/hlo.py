@@ -120,6 +120,17 @@ class HloProgram:
     """What was estimated or skipped: unknown opcodes, custom calls, folded loops, ..."""
 
 
+@dataclass(frozen=True)
+class BranchRates:
+    """What a second costs on the target system, to weigh a conditional's branches by an
+    estimate of their time: per flop (the matrix unit's peak), per HBM byte, and per byte
+    a collective moves (the chip's interconnect bandwidth)."""
+
+    flop_s: float
+    byte_s: float
+    comm_byte_s: float
+
+
 def _leaf_deps(val: Val) -> frozenset:
     if isinstance(val, frozenset):
         return val
@@ -138,10 +149,13 @@ def _shaped(shape: Shape, deps: frozenset) -> Val:
 class _Lowering:
     """Walks computations in schedule order, emitting ops."""
 
-    def __init__(self, module: Module, max_ops: int) -> None:
+    def __init__(self, module: Module, max_ops: int, rates: BranchRates | None = None) -> None:
         self.module = module
         self.costs = CostModel(module)
         self.max_ops = max_ops
+        self.rates = rates
+        self._seconds: dict[str, float] = {}
+        self._working: dict[str, bool] = {}
         self.ops: list[HloOp] = []
         self.counts: Counter[str] = Counter()
         self._sizes: dict[str, float] = {}
@@ -369,21 +383,51 @@ class _Lowering:
         return self._trip_counts[key]
 
     def _while(self, comp: Computation, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
+        """The body once per trip; a condition that does work (:meth:`_condition_works`)
+        before every trip and after the last, each trip waiting for it."""
         body = self.module.computations[_attr_name(inst, "body", self.module.source)]
+        condition = self.module.computations[_attr_name(inst, "condition", self.module.source)]
+        working = self._condition_works(condition.name)
+        if working:
+            self.counts["while_conditions_run"] += 1
         trips = self._trips(comp, inst)
         if trips is None:
             self.counts["while_unknown_trip_count_run_once"] += 1
             trips = 1
         state = operands[0] if operands else ()
-        if trips == 0:
-            return state
-        per_trip = self.static_size(body.name)
-        if len(self.ops) + per_trip * trips <= self.max_ops or trips == 1:
+
+        def check(state: Val, label: str, times: int) -> Val:
+            if not working:
+                return state
+            predicate = self.run(condition, [state], f"{prefix}{inst.name}.{label}.cond/", scale * times)
+            return _mark(state, _leaf_deps(predicate))
+
+        per_trip = self.static_size(body.name) + (self.static_size(condition.name) if working else 0)
+        if len(self.ops) + per_trip * trips <= self.max_ops or trips <= 1:
             for trip in range(trips):
+                state = check(state, str(trip), 1)
                 state = self.run(body, [state], f"{prefix}{inst.name}.{trip}/", scale)
-            return state
+            return check(state, str(trips), 1)
         self.counts["folded_while_loops"] += 1
+        state = check(state, f"x{trips + 1}", trips + 1)
         return self.run(body, [state], f"{prefix}{inst.name}.x{trips}/", scale * trips)
+
+    def _condition_works(self, name: str) -> bool:
+        """Does a loop condition do work worth an op: a collective, or compute on arrays?
+        The usual condition, a loop counter compared with a bound (a scalar compare, maybe
+        fused), costs nothing here, as it costs next to nothing on a scalar unit."""
+        if name not in self._working:
+            self._working[name] = False  # guards against recursion in malformed modules
+            self._working[name] = self._one_pass(name, self._works, {}) > 0
+        return self._working[name]
+
+    def _works(self, comp: Computation, inst: Instruction) -> int:
+        if inst.opcode in COLLECTIVE_OPCODES or inst.opcode == "send":
+            return 1
+        if not _emits_op(comp, inst):
+            return 0
+        shapes = [*self.costs.operand_shapes(comp, inst), *inst.shape.leaves()]
+        return int(any(shape.num_elements > 1 for shape in shapes))
 
     def _conditional(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
         branches = inst.called()
@@ -396,8 +440,25 @@ class _Lowering:
         return self.run(self.module.computations[branches[chosen]], [arg],
                         f"{prefix}{inst.name}.{branches[chosen]}/", scale)
 
-    def _weight(self, name: str) -> float:
-        return self.looped_flops(name) + self.static_size(name)
+    def _weight(self, name: str) -> tuple[float, int]:
+        """A branch's weight: its estimated time on the target system (:class:`BranchRates`:
+        compute, HBM and communication, loops per trip), its op count breaking ties;
+        without rates, its flops plus its op count."""
+        if self.rates is None:
+            return self.looped_flops(name) + self.static_size(name), 0
+        return self._one_pass(name, self._seconds_of, self._seconds), self.static_size(name)
+
+    def _seconds_of(self, comp: Computation, inst: Instruction) -> float:
+        rates = self.rates
+        op = inst.opcode
+        if op in COLLECTIVE_OPCODES:
+            return self._comm_bytes(comp, inst, COLLECTIVE_OPCODES[op]) * rates.comm_byte_s
+        if op == "send":
+            return sum(shape.size_bytes for shape in self.costs.operand_shapes(comp, inst)[:1]) * rates.comm_byte_s
+        if not _emits_op(comp, inst) or op in ASYNC_DONES:
+            return 0.0
+        cost = self.costs.cost(comp, inst)
+        return max((cost.matrix_flops + cost.vector_flops) * rates.flop_s, cost.bytes * rates.byte_s)
 
     def looped_flops(self, name: str) -> float:
         """Flops of one pass over computation ``name`` (:meth:`_one_pass`): what a branch
@@ -415,8 +476,8 @@ class _Lowering:
 
     def _one_pass(self, name: str, leaf, cache: dict[str, float]) -> float:
         """``leaf(computation, instruction)`` summed over one pass of computation ``name``:
-        a loop's body once per trip (known trip counts, else once), the larger branch of a
-        conditional, called computations in full."""
+        a loop's body once per trip (known trip counts, else once) and a working condition
+        once more than that, the larger branch of a conditional, called computations in full."""
         if name in cache:
             return cache[name]
         cache[name] = 0  # guards against recursion in malformed modules
@@ -425,8 +486,12 @@ class _Lowering:
         for inst in comp.instructions:
             if inst.opcode == "while":
                 trips = self._trips(comp, inst)
+                trips = 1 if trips is None else trips
                 body = _attr_name(inst, "body", self.module.source)
-                total += (1 if trips is None else trips) * self._one_pass(body, leaf, cache)
+                condition = _attr_name(inst, "condition", self.module.source)
+                total += trips * self._one_pass(body, leaf, cache)
+                if self._condition_works(condition):
+                    total += (trips + 1) * self._one_pass(condition, leaf, cache)
             elif inst.opcode in ("call", "async-start"):
                 total += sum(self._one_pass(c, leaf, cache) for c in inst.called())
             elif inst.opcode == "conditional":
@@ -545,10 +610,15 @@ def _init_constant(comp: Computation, inst: Instruction, index: int) -> int | No
     init = names.get(inst.operands[0]) if inst.operands else None
     if init is None or init.opcode != "tuple" or index >= len(init.operands):
         return None
-    element = names[init.operands[index]]
-    while element.opcode in ("copy", "bitcast") and element.operands:
-        element = names[element.operands[0]]
-    return _scalar_constant(element)
+    return _scalar_constant(_through_copies(names, names[init.operands[index]]))
+
+
+def _through_copies(names: dict[str, Instruction], inst: Instruction) -> Instruction:
+    """What ``inst`` copies, through any copies and bitcasts (XLA:CPU copies a loop
+    counter before adding to it: ``add(copy(get-tuple-element), 1)``)."""
+    while inst.opcode in ("copy", "bitcast") and inst.operands:
+        inst = names[inst.operands[0]]
+    return inst
 
 
 def _body_step(module: Module, body: Computation, index: int) -> int | None:
@@ -556,8 +626,8 @@ def _body_step(module: Module, body: Computation, index: int) -> int | None:
     root = body.root
     if root.opcode != "tuple" or index >= len(root.operands):
         return None
-    update = names[root.operands[index]]
-    args = [names[o] for o in update.operands]
+    update = _through_copies(names, names[root.operands[index]])
+    args = [_through_copies(names, names[o]) for o in update.operands]
     opcode = update.opcode
     if opcode == "fusion":
         fused = module.computations[update.called()[0]]
@@ -565,7 +635,7 @@ def _body_step(module: Module, body: Computation, index: int) -> int | None:
         fused_names = fused.by_name()
         inner_args = []
         for o in inner.operands:
-            arg = fused_names[o]
+            arg = _through_copies(fused_names, fused_names[o])
             if arg.opcode == "parameter":
                 arg = args[int(arg.attrs["parameter_number"])]
             inner_args.append(arg)
@@ -582,9 +652,10 @@ def _body_step(module: Module, body: Computation, index: int) -> int | None:
 # ------------------------------------------------------------------ entry points
 
 
-def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS) -> HloProgram:
-    """The module's entry computation as a flat op list (the intermediate form)."""
-    lowering = _Lowering(module, max_ops)
+def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS, rates: BranchRates | None = None) -> HloProgram:
+    """The module's entry computation as a flat op list (the intermediate form);
+    ``rates`` weigh conditional branches by time (:meth:`_Lowering._weight`)."""
+    lowering = _Lowering(module, max_ops, rates)
     entry = module.entry_computation
     lowering.run(entry, [], "", 1)
     counts = Counter(lowering.counts)
@@ -690,23 +761,23 @@ def system_device_count(arch) -> int:
 
 def import_hlo(path: str | Path, *, system_devices: int | None = None, system: str | None = None,
                unit_dtypes: Mapping[str, Collection[str]] | None = None,
-               max_ops: int = DEFAULT_MAX_OPS) -> SystemTrace:
+               max_ops: int = DEFAULT_MAX_OPS, rates: BranchRates | None = None) -> SystemTrace:
     """Read, lower and convert one HLO file; checks it fits ``system_devices``."""
     try:
-        return _import_hlo(path, system_devices, system, unit_dtypes, max_ops)
+        return _import_hlo(path, system_devices, system, unit_dtypes, max_ops, rates)
     except RecursionError:  # a shape or call chain nested deeper than the readers walk
         raise InputError("nested too deeply to import (a tuple shape or a chain of calls thousands deep)",
                          source=str(path)) from None
 
 
-def _import_hlo(path, system_devices, system, unit_dtypes, max_ops) -> SystemTrace:
+def _import_hlo(path, system_devices, system, unit_dtypes, max_ops, rates) -> SystemTrace:
     module = read_hlo(path)
     if system_devices is not None and module.num_devices > system_devices:
         raise InputError(
             f"the HLO module runs on {module.num_devices} devices (replica_count={module.replica_count}, "
             f"num_partitions={module.num_partitions}) but system {system!r} has {system_devices}",
             source=str(path))
-    program = lower_module(module, max_ops=max_ops)
+    program = lower_module(module, max_ops=max_ops, rates=rates)
     return to_system_trace(program, source=Path(path).name, system=system, unit_dtypes=unit_dtypes)
 
 

@@ -113,7 +113,7 @@ def test_cli_imports_and_names_groups(cli, tmp_path):
     out = tmp_path / "t.json"
     result = cli("import", "chakra", *files, "--group", "tp=0-3", "-o", str(out))
     assert result.code == 0, result.err
-    assert "4 ops on 4 devices" in result.out
+    assert "4 ops in 4 programs on 4 devices" in result.out
     data = json.loads(out.read_text())
     assert data["programs"][2]["ops"][0]["groups"] == [[0, 1, 2, 3]]
     assert cli("replay", str(out), "--system", "dgx-h100").code == 0

@@ -103,3 +103,46 @@ def test_scan_fixture_runs_its_five_trips():
 
     program = lower_module(read_hlo(FIXTURES / "cpu_shard_map_collectives.hlo.txt"))
     assert summary(program)["matrix_flops"] == 5 * 2 * 8 * 64 * 64
+
+
+def _working_condition(text: str) -> str:
+    """``loop_module`` whose condition also all-reduces the carried matrix (a convergence test)."""
+    return text.replace(
+        "  ROOT %c = pred[] compare(%i, %n), direction=LT\n",
+        "  %v0 = f32[64,64]{1,0} get-tuple-element(%p), index=1\n"
+        "  %norm = f32[64,64]{1,0} all-reduce(%v0), channel_id=2, replica_groups={{0,1}}, "
+        "use_global_device_ids=true, to_apply=%add\n"
+        "  ROOT %c = pred[] compare(%i, %n), direction=LT\n")
+
+
+def test_a_condition_that_communicates_runs_before_every_trip_and_after_the_last():
+    program = lower_module(parse_module(_working_condition(loop_module(bound=3))))
+    norms = [op.name for op in program.ops if op.name.endswith(".cond/norm")]
+    assert norms == [f"loop.{t}.cond/norm" for t in range(4)]
+    dots = [op for op in program.ops if op.opcode == "dot"]
+    assert len(dots) == 3
+    for trip, dot in enumerate(dots):  # each trip waits for its check's predicate
+        assert f"loop.{trip}.cond/c" in dot.deps
+    assert summary(program)["all-reduce_count"] == 3 + 4
+    assert program.counts["while_conditions_run"] == 1
+
+
+def test_a_counter_only_condition_costs_nothing():
+    program = lower_module(parse_module(loop_module(bound=3)))
+    assert not [op for op in program.ops if ".cond/" in op.name]
+    assert "while_conditions_run" not in program.counts
+
+
+def test_a_folded_loop_scales_its_condition_by_the_checks():
+    text = _working_condition(loop_module(', backend_config={"known_trip_count":{"n":"1000"}}'))
+    program = lower_module(parse_module(text), max_ops=100)
+    check = next(op for op in program.ops if op.name.endswith(".cond/norm"))
+    assert check.repeat == 1001 and check.comm_bytes == 1001 * 64 * 64 * 4
+
+
+def test_a_counter_copied_before_its_add_still_gives_the_trip_count():
+    """XLA:CPU writes ``add(copy(get-tuple-element), 1)`` for a scan's counter."""
+    text = loop_module(bound=6).replace(
+        "  %next = s32[] add(%j, %one)\n",
+        "  %jc = s32[] copy(%j)\n  %next = s32[] add(%jc, %one)\n")
+    assert loop_of(text) == 6
