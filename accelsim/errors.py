@@ -7,6 +7,7 @@ layer raises it with as much location as it knows.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,15 +75,27 @@ def _rebuild_input_error(message: str, source: str | None, line: int | None, fie
     return InputError(message, source=source, line=line, field=field)
 
 
+MAX_INPUT_BYTES = 4 * 2**30
+"""The largest input file read (an HLO module of a very large model is a few hundred MB)."""
+
+
 def read_text_file(path: str | Path, what: str, hint: str = "a compressed or binary file?") -> str:
     """The text of a ``what`` file (e.g. "trace"); a missing or unreadable file, a folder,
     or bytes that are not UTF-8 (a compressed or binary file; ``hint`` says what to do)
     become one-line :class:`InputError` s naming the file."""
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        if path.exists() and not path.is_dir() and not path.is_file():
+            raise InputError(f"cannot read {what}: not a regular file (a pipe, device or socket)", source=str(path))
+        with path.open("rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_INPUT_BYTES:
+                raise InputError(f"cannot read {what}: larger than {MAX_INPUT_BYTES // 2**30} GiB",
+                                 source=str(path))
+            data = f.read()
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", source=str(path)) from None
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open() reads text
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {what}: not UTF-8 text (byte {exc.start}; {hint})",
                          source=str(path)) from None

@@ -86,3 +86,19 @@ def test_a_key_written_twice_is_refused_at_its_second_line(cli, tmp_path):
 def test_a_json_key_written_twice_is_refused(cli, tmp_path):
     result = cli("simulate", "--arch", "h100", str(_bad_files(tmp_path)["twice"]))
     assert "key 'flops' appears twice in one object" in result.err
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs named pipes")
+def test_a_pipe_or_device_is_refused_not_read(cli, tmp_path):
+    """A FIFO would block forever and /dev/zero fill memory: neither is read."""
+    import os
+
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    result = cli("simulate", "--arch", "h100", str(fifo))
+    assert result.code == 2 and "not a regular file" in result.err and result.err.count("\n") == 1
+    system = tmp_path / "step.json"
+    system.write_text(json.dumps({"schema_version": 1, "num_devices": 1, "programs": [
+        {"name": "p", "devices": [0], "ops": [{"name": "a", "kind": "compute", "kernel_trace": "/dev/zero"}]}]}))
+    result = cli("replay", str(system), "--system", "dgx-h100")
+    assert result.code == 2 and "/dev/zero" in result.err and "not a regular file" in result.err

@@ -128,6 +128,8 @@ def _parse_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
             source=str(path),
             line=mark.line + 1 if mark else None,
         ) from None
+    except ValueError as exc:  # an integer past Python's 4300-digit conversion limit
+        raise InputError(f"a value cannot be read: {exc}", source=str(path)) from None
     if not isinstance(data, dict):
         raise InputError("expected a YAML mapping at the top level", source=str(path), line=1)
     lines: dict[Path_, int] = {}
@@ -244,6 +246,8 @@ def parse_override(text: str) -> Override:
         value = yaml.safe_load(raw_value) if raw_value.strip() else None
     except yaml.YAMLError:
         value = raw_value.strip()
+    except ValueError as exc:  # an integer past Python's 4300-digit conversion limit
+        raise InputError(f"the value cannot be read: {exc}", source="--set", field=key) from None
     if value is None:
         raise InputError(f"missing value after '=' in {text!r}", source="--set", field=key)
     return Override(tuple(key.split(".")), value, text)
@@ -366,7 +370,7 @@ def _set_path(data: dict[str, Any], override: Override, *, cited: bool) -> None:
 def validate(raw: RawConfig) -> BaseModel:
     """Validate merged data against the model its ``kind`` names."""
     kind = raw.data.get("kind")
-    if kind not in MODELS:
+    if not isinstance(kind, str) or kind not in MODELS:
         file, line = raw.locate(("kind",))
         raise InputError(
             f"expected 'kind' to be one of: {', '.join(MODELS)}; got {kind!r}",

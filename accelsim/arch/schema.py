@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from accelsim.trace.kernel import PrintableText
 from accelsim.units import parse_quantity
 
 SCHEMA_VERSION = 1
@@ -41,9 +42,16 @@ Dtype = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "i
 Family = Literal["gpu", "tpu"]
 
 
+LARGEST = 1e30
+"""No number in a config is larger (in its base unit): far past any hardware, and far
+enough below the float maximum that peaks (rate x cores x clock) stay finite."""
+
+
 def _positive(v: float) -> float:
     if not v > 0:
         raise ValueError(f"must be greater than zero, got {v!r}")
+    if v > LARGEST:
+        raise ValueError(f"must be at most {LARGEST:g}, got {v!r}")
     return v
 
 
@@ -54,6 +62,8 @@ def _at_least_one(unit: str):
     def check(v: float) -> float:
         if not v >= 1:
             raise ValueError(f"must be at least 1 {unit}, got {v!r} {unit}")
+        if v > LARGEST:
+            raise ValueError(f"must be at most {LARGEST:g} {unit}, got {v!r} {unit}")
         return v
 
     return check
@@ -125,9 +135,9 @@ class _Strict(BaseModel):
 class _ConfigFile(_Strict):
     """Fields every config file has."""
 
-    schema_version: Literal[1]
-    name: str
-    display_name: str
+    schema_version: Annotated[Literal[1], BeforeValidator(_not_bool)]
+    name: PrintableText
+    display_name: PrintableText
     description: str | None = None
     aliases: list[str] = []
     """Other names ``accelsim arch show`` accepts for this config."""
@@ -338,7 +348,7 @@ def _tpu_port(data: dict) -> dict:
         cores = data.get("cores") or {}
         devices = 1 if value(cores.get("megacore")) else int(value(cores["count"]))
         port = hbm / clock / devices
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
         return data  # the fields' own validation says what is wrong
     return {**data, "local_memory": {**memory, "fill_bandwidth_bytes_per_cycle": {
         "value": port, "basis": "derived", "source": TPU_PORT_SOURCE}}}
@@ -444,6 +454,11 @@ class NodeCollectives(_Strict):
         return self
 
 
+MAX_NODE_GPUS = 1024
+"""GPUs a node may hold: a node's collectives share one switch fabric, simulated with
+every GPU's links at once (memory grows as GPUs squared: 8192 took 2 GB)."""
+
+
 class NodeSpec(_ConfigFile):
     """GPUs in one box, all-to-all through switches (NVSwitch)."""
 
@@ -454,6 +469,13 @@ class NodeSpec(_ConfigFile):
     collectives: NodeCollectives | None = None
     """The NCCL model of the node (protocols, link efficiency, NVLS). Without it links run
     at their nominal bandwidth and a step costs the route's link latencies."""
+
+    @model_validator(mode="after")
+    def _domain_size(self) -> "NodeSpec":
+        if self.gpus.value > MAX_NODE_GPUS:
+            raise ValueError(f"gpus: at most {MAX_NODE_GPUS} GPUs in one NVLink domain (the largest announced, "
+                             f"NVL576, has 576), got {self.gpus.value}; for more, a cluster of nodes")
+        return self
 
     @model_validator(mode="after")
     def _nvls_figures(self) -> "NodeSpec":

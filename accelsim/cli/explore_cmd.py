@@ -13,7 +13,7 @@ from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs
 from accelsim.cli.output import print_json, table
 from accelsim.cli.simulate_cmd import load_chip
-from accelsim.errors import InputError
+from accelsim.errors import InputError, read_text_file
 from accelsim.families import get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import split_params
@@ -123,7 +123,7 @@ def _explore_captured(args, chip, space):
 
 
 def _tool_of(path: Path) -> str:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text_file(path, "kernel source")
     if "pallas" in text:
         return "pallas"
     if "triton" in text:

@@ -15,6 +15,7 @@ from typing import Any
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
+from accelsim.trace.kernel import MAX_COUNT
 from accelsim.trace.kernel import KernelTrace
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -43,6 +44,9 @@ class Param:
             )
         if self.kind is int and self.minimum is not None and value < self.minimum:
             raise InputError(f"expected an integer >= {self.minimum}, got {value}", source=source, field=self.name)
+        if self.kind is int and value > MAX_COUNT:
+            raise InputError(f"expected an integer <= 2^48 (the largest count a kernel trace holds), got {value}",
+                             source=source, field=self.name)
         return value
 
     def _convert(self, text: Any, source: str) -> Any:

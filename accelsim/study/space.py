@@ -95,7 +95,7 @@ def value_of(raw: Value) -> ParamValue:
 def _reads_back(text: str) -> bool:
     try:
         return yaml.safe_load(text) == text
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):
         return False
 
 

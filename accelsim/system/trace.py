@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from accelsim.arch.model import MAX_SYSTEM_CHIPS
 from accelsim.errors import InputError, checked, read_json_file
 from accelsim.files import write_text_atomic
-from accelsim.trace.kernel import Dtype, error_message
+from accelsim.trace.kernel import MAX_AMOUNT, Dtype, PrintableText, error_message
 
 SYSTEM_TRACE_SCHEMA_VERSION = 1
 
@@ -48,7 +48,7 @@ COMM_KINDS = (*COLLECTIVE_KINDS, PERMUTE_KIND, *P2P_KINDS)
 DEFAULT_STREAM = "main"
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0)]
-NonNegNumber = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+NonNegNumber = Annotated[float, Field(strict=True, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)]
 """Numbers are written as numbers: ``1e12`` or ``1000000``, never the string ``"1e12"``."""
 DeviceId = NonNegInt
 
@@ -60,10 +60,10 @@ class _Strict(BaseModel):
 class Op(_Strict):
     """One op of a program. Which fields apply depends on ``kind`` (see the doc)."""
 
-    name: str = Field(min_length=1)
+    name: PrintableText = Field(min_length=1)
     """Unique within its program; ``deps``, ``ctrl_deps`` and ``start`` refer to it."""
     kind: str
-    stream: str = Field(default=DEFAULT_STREAM, min_length=1)
+    stream: PrintableText = Field(default=DEFAULT_STREAM, min_length=1)
     """Ops of one stream start in list order, one at a time; the name identifies it."""
     deps: list[str] = Field(default_factory=list)
     """Data dependencies: ops of the same program whose results this op reads."""
@@ -174,7 +174,7 @@ class Op(_Strict):
 
 
 class Program(_Strict):
-    name: str = Field(min_length=1)
+    name: PrintableText = Field(min_length=1)
     devices: list[DeviceId | str] = Field(min_length=1)
     """Device ids and inclusive ranges ``"0-1023"``."""
     ops: list[Op]
@@ -186,7 +186,7 @@ class Program(_Strict):
 class SystemTrace(_Strict):
     schema_version: Literal[1]
     kind: Literal["system_trace"] = "system_trace"
-    name: str = "system-trace"
+    name: PrintableText = "system-trace"
     num_devices: Annotated[int, Field(strict=True, gt=0, le=1 << 20)]
     programs: list[Program] = Field(min_length=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -207,6 +207,12 @@ MAX_DEVICES = MAX_SYSTEM_CHIPS
 enough that a range is checked before it is expanded."""
 
 
+def _ascii_digits(text: str) -> bool:
+    """0-9 only (``str.isdigit`` also takes other scripts' digits, and ``int`` reads them)."""
+    text = text.strip()
+    return text.isascii() and text.isdigit()
+
+
 def expand_devices(entries: list[int | str]) -> list[int]:
     out: list[int] = []
     for entry in entries:
@@ -214,7 +220,7 @@ def expand_devices(entries: list[int | str]) -> list[int]:
             out.append(entry)
             continue
         first, sep, last = entry.partition("-")
-        if not (sep and first.strip().isdigit() and last.strip().isdigit()) or int(first) > int(last):
+        if not (sep and _ascii_digits(first) and _ascii_digits(last)) or int(first) > int(last):
             raise ValueError(f"expected a device id or an inclusive range like '0-7', got {entry!r}")
         if int(last) >= MAX_DEVICES:
             raise ValueError(f"device {int(last)} in {entry!r} is past the {MAX_DEVICES:,} devices a trace may name")

@@ -28,6 +28,7 @@ import numpy as np
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -51,6 +52,10 @@ MAX_GPU_GRID = (2**31 - 1, 65535, 65535)
 """Programs a CUDA grid holds along x, y and z (CUDA programming guide, compute
 capability 3.0 and later)."""
 
+MAX_AMOUNT = 1e30
+"""The largest flops, bytes or seconds a trace may give one op: far past anything a
+run can hold (a simulation ends within 2^63 ps, about 107 days), and far enough below
+the float maximum that sums and rates stay finite."""
 MAX_COUNT = 2**48
 """No count in a trace (bytes, a shape, a block index, a grid axis) exceeds 2^48: the
 engine's arithmetic is 64-bit, and products of such counts must stay inside it."""
@@ -60,7 +65,7 @@ kernel takes some 35 s and 9 GB here). Beyond that, a larger block is the way.""
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 PosInt = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
-NonNegNumber = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+NonNegNumber = Annotated[float, Field(strict=True, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)]
 """A number written as one (an integer or a float), never a string such as ``"1e12"``."""
 StrictBool = Annotated[bool, Field(strict=True)]
 Index = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)] | str
@@ -78,6 +83,12 @@ def check_programs(count: int, source: str = "--param") -> None:
                          f"problem", source=source)
 
 
+def _no_bool(entry: Any) -> Any:
+    if isinstance(entry, bool):  # JSON true is not a block number
+        raise ValueError(f"expected an integer, a variable or a sum like 'k0+k', got {json.dumps(entry)}")
+    return entry
+
+
 def _check_block_index(entry: int | str) -> int | str:
     if isinstance(entry, int) and not 0 <= entry <= MAX_COUNT:
         raise ValueError(f"expected a block index from 0 to 2^48, got {entry}")
@@ -88,7 +99,7 @@ def _check_block_index(entry: int | str) -> int | str:
     return entry
 
 
-BlockIndex = Annotated[int | str, AfterValidator(_check_block_index)]
+BlockIndex = Annotated[int | str, BeforeValidator(_no_bool), AfterValidator(_check_block_index)]
 """A block index entry: an integer, a variable name, or a sum of them (``"k0+k"``)."""
 
 
@@ -163,6 +174,16 @@ class Compute(_Strict):
     """False for work that costs time but is not counted as flops (e.g. adding a GEMM's
     partial sums into its accumulator: those adds are already in 2*M*N*K)."""
 
+    @model_validator(mode="after")
+    def _flops_within_shape(self) -> "Compute":
+        if self.shape is not None and len(self.shape) == 3:
+            m, n, k = self.shape
+            most = self.count * 2 * m * n * k
+            if self.flops > most * (1 + 1e-9):
+                raise ValueError(f"flops: {self.flops:g} is more than the shape computes "
+                                 f"(count x 2*m*n*k = {most:g})")
+        return self
+
 
 class Step(_Strict):
     repeat: Index = 1
@@ -190,8 +211,12 @@ def _printable(name: str) -> str:
     return name
 
 
+PrintableText = Annotated[str, AfterValidator(_printable)]
+"""Text that is echoed to terminals (names): no control characters or lone surrogates."""
+
+
 class Kernel(_Strict):
-    name: Annotated[str, AfterValidator(_printable)]
+    name: PrintableText
     grid: list[PosInt] = Field(min_length=1, max_length=6)
     """Programs along each axis (GPU: up to 3; a Pallas grid may have more)."""
     launch_order: Literal["first_axis_fastest", "last_axis_fastest"] = "first_axis_fastest"
@@ -462,6 +487,14 @@ def error_message(error: dict) -> str:
     if error["type"] == "extra_forbidden":
         return "unknown field"
     message = error["msg"].removeprefix("Value error, ")
+    if error["type"] in ("less_than_equal", "greater_than_equal", "greater_than", "less_than"):
+        ctx = error.get("ctx", {})
+        bound = next((ctx[key] for key in ("le", "ge", "gt", "lt") if key in ctx), None)
+        words = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than",
+                 "less_than": "less than"}[error["type"]]
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+            shown = f"{bound:g}" if isinstance(bound, float) else str(bound)
+            message = f"expected a number {words} {shown}, got {error['input']!r}"
     if error["type"].endswith("_type"):
         given = error["input"]
         shown = ("a list" if isinstance(given, list) else "an object" if isinstance(given, dict)

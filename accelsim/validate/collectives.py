@@ -13,7 +13,6 @@ line searches, on the records the fixed hash split puts in training
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import numpy as np
 
 from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.model import Node
-from accelsim.errors import InputError
+from accelsim.errors import InputError, read_json_file
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import BUS_FACTORS
 from accelsim.validate.calibrate import coordinate_descent, is_held_out, loss
@@ -57,10 +56,9 @@ class CollectiveMeasurement:
 
 
 def load_measurements(path: Path) -> list[CollectiveMeasurement]:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read collective measurements: {exc}", source=str(path)) from None
+    doc = read_json_file(path, "collective measurements")
+    if not isinstance(doc, dict):
+        raise InputError("expected a JSON object with a 'records' list", source=str(path))
     out = []
     for r in doc.get("records", []):
         size = float(r["size_bytes"])

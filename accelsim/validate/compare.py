@@ -84,6 +84,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 raise InputError(f"record id {record_id!r} of {arch} is also in {seen[arch, record_id]} (a file "
                                  "given twice?)", source=str(path), field=f"records[{i}].id")
             seen[arch, record_id] = str(path)
+            _check_informational(record, path, f"records[{i}]")
             family = _known_family(record.get("family", data["family"]), path, f"records[{i}].family")
             if not arch or family not in FAMILIES:  # no config for the device, or collectives
                 continue
@@ -116,6 +117,20 @@ def _check_header(data: dict, path: Path) -> None:
     if not isinstance(provenance, dict) or any(key not in provenance for key in PROVENANCE_KEYS):
         raise InputError(f"expected an object with {', '.join(PROVENANCE_KEYS)} (where the measurements came "
                          "from)", source=str(path), field="provenance")
+
+
+def _check_informational(record: dict, path: Path, where: str) -> None:
+    """Fields validate does not use but a report shows: ``flops`` and ``bytes`` are
+    numbers of 0 or more, ``measured`` a boolean."""
+    for key in ("flops", "bytes"):
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
+            raise InputError(f"expected a number of 0 or more, got {json.dumps(value)}", source=str(path),
+                             field=f"{where}.{key}")
+    if "measured" in record and not isinstance(record["measured"], bool):
+        raise InputError(f"expected true or false, got {json.dumps(record['measured'])}", source=str(path),
+                         field=f"{where}.measured")
 
 
 def _known_family(family, path: Path, field: str) -> str:

@@ -138,3 +138,26 @@ def test_top_level_not_a_mapping(cli, write_yaml):
 def test_a_core_count_past_two_to_the_twenty(cli):
     result = cli("arch", "show", "h100-sxm", "--set", "cores.count=99999999999")
     assert result.code == 2 and result.err.count("\n") == 1 and "at most 1,048,576 (2^20) cores" in result.err
+
+
+@pytest.mark.parametrize("text, fragments", [
+    ("schema_version: 1\nkind: chip\nname: t\nextends: h100-sxm\ncores:\n  count: " + "9" * 5000 + "\n",
+     ("cannot be read", "4300 digits")),
+    ("schema_version: 1\nkind: chip\nname: t\nextends: tpu-v5e\ncores: 2\n", ("cores", "dictionary")),
+    ("schema_version: 1\nkind: [0, 0]\nname: t\n", ("kind", "one of")),
+    ("schema_version: true\nkind: chip\nname: t\nextends: h100-sxm\n", ("schema_version", "expected a number")),
+    ("schema_version: 1\nkind: chip\nname: t\nextends: h100-sxm\nmatrix_unit:\n  flops_per_cycle_per_core:\n"
+     "    value: {fp32: 2048, tf32: 2048, bf16: 1.0e+308, fp16: 4096, fp8: 8192, int8: 8192}\n",
+     ("flops_per_cycle_per_core.bf16", "at most 1e+30")),
+    ("schema_version: 1\nkind: node\nname: n\nextends: dgx-h100\ngpus: 16384\n", ("gpus", "at most 1024 GPUs")),
+    ("schema_version: 1\nkind: chip\nname: \"t\\e[2J\"\nextends: h100-sxm\n", ("name", "printable")),
+])
+def test_values_no_config_can_hold(cli, write_yaml, text, fragments):
+    """Past Python's integer limit, of the wrong type, past any finite peak or memory: one line each."""
+    path = write_yaml("odd.yaml", text)
+    assert_one_line_error(cli("arch", "show", str(path)), str(path), *fragments)
+
+
+def test_a_set_value_past_the_integer_limit(cli):
+    assert_one_line_error(cli("arch", "show", "h100-sxm", "--set", "cores.count=" + "9" * 5000),
+                          "--set", "cores.count", "4300 digits")

@@ -13,16 +13,28 @@ from accelsim.trace.kernel import MAX_PROGRAMS
 
 @pytest.mark.parametrize("arch, args", [
     ("h100", ("--kernel", "gemm", "--param", "M=1000000", "--param", "N=1000000", "--param", "K=1000000")),
-    ("h100", ("--kernel", "gemm", "--param", "M=99999999999999999999999", "--param", "N=1", "--param", "K=1")),
     ("tpu-v5e", ("--kernel", "gemm", "--param", "M=1000000", "--param", "N=1000000", "--param", "K=1000000")),
-    ("h100", ("--kernel", "copy", "--param", "bytes=1000000000000000")),
-    ("h100", ("--kernel", "elementwise", "--param", "elements=99999999999999999999", "--param", "dtype=bf16")),
+    ("h100", ("--kernel", "copy", "--param", "bytes=100000000000000")),
     ("h100", ("--kernel", "attention", "--param", "batch=100000", "--param", "heads=128", "--param", "seq_q=65536",
               "--param", "seq_kv=65536", "--param", "head_dim=128")),
 ])
 def test_too_many_programs_is_one_line(cli, arch, args):
     result = cli("simulate", "--arch", arch, *args)
     assert result.code == 2 and f"at most {MAX_PROGRAMS:,}" in result.err and result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [
+    ("--kernel", "gemm", "--param", "M=99999999999999999999999", "--param", "N=1", "--param", "K=1"),
+    ("--kernel", "gemm", "--param", "M=1", "--param", "N=1", "--param", f"K={2**48 + 1}"),
+    ("--kernel", "copy", "--param", "bytes=1000000000000000"),
+    ("--kernel", "elementwise", "--param", "elements=99999999999999999999", "--param", "dtype=bf16"),
+    ("--kernel", "softmax", "--param", "rows=1", "--param", f"cols={2**48 + 1}"),
+    ("--kernel", "attention", "--param", "batch=1", "--param", "heads=1", "--param", "seq_q=1",
+     "--param", f"seq_kv={2**63}", "--param", "head_dim=64"),
+])
+def test_a_size_past_what_a_trace_holds_is_one_line(cli, args):
+    result = cli("simulate", "--arch", "h100", *args)
+    assert result.code == 2 and "<= 2^48" in result.err and result.err.count("\n") == 1
 
 
 def test_the_search_passes_over_configs_with_too_many_programs(monkeypatch):
@@ -70,8 +82,9 @@ def test_tensors_larger_than_hbm_are_refused_unless_the_capacity_is_a_what_if(cl
     assert cli(*args, "--set", "hbm.capacity=128 GB").code == 0
 
 
-@pytest.mark.parametrize("setting", ["nodes=99999999999", "node.gpus=99999999"])
-def test_a_system_past_a_million_chips_is_one_line(cli, setting):
+@pytest.mark.parametrize("setting, says", [("nodes=99999999999", "accelsim models at most 1,048,576"),
+                                           ("node.gpus=99999999", "at most 1024 GPUs in one NVLink domain")])
+def test_a_system_past_a_million_chips_is_one_line(cli, setting, says):
     result = cli("simulate", "--system", "h100-ib-cluster", "--set", setting, "--collective", "all-reduce",
                  "--bytes", "1MiB")
-    assert result.code == 2 and result.err.count("\n") == 1 and "accelsim models at most 1,048,576" in result.err
+    assert result.code == 2 and result.err.count("\n") == 1 and says in result.err

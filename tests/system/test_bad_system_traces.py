@@ -57,7 +57,11 @@ def test_the_good_trace_parses():
     (lambda d: op(d, 2).update(unknown=1), "programs[0].ops[2].unknown: unknown field"),
     (lambda d: d["programs"][0].update(devices=["0-8"]), "programs[0].devices: device 8 is out of range"),
     (lambda d: d["programs"][0].update(devices=["0-999999999999"]), "is past the 1,048,576 devices"),  # not expanded
-    (lambda d: d.update(num_devices=2**40), "num_devices: Input should be less than or equal to 1048576"),
+    (lambda d: d.update(num_devices=2**40), "num_devices: expected a number at most 1048576"),
+    (lambda d: op(d, 1).update(bytes=1e308), "programs[0].ops[1].bytes: expected a number at most 1e+30"),
+    (lambda d: d.update(name="\ud800"), "t.json: name: expected printable text"),
+    (lambda d: op(d, 0).update(stream="s\x1b"), "programs[0].ops[0].stream: expected printable text"),
+    (lambda d: d["programs"][0].update(devices=["\u0660-\u0667"]), "expected a device id or an inclusive range"),
     (lambda d: d["programs"].append({"name": "x", "devices": [3], "ops": []}),
      "programs[1].devices: device 3 is listed also in programs[0]"),
     (lambda d: d.update(schema_version=2), "t.json: schema_version: unsupported schema_version 2"),

@@ -106,10 +106,10 @@ def test_inconsistent_references_name_the_field(trace_data, mutate, where, what)
 @pytest.mark.parametrize(
     ("mutate", "field", "what"),
     [
-        (lambda d: transfer(d).update(bytes=-5), f"{TRANSFER}.bytes", "greater than 0"),
-        (lambda d: transfer(d).update(bytes=0), f"{TRANSFER}.bytes", "greater than 0"),
-        (lambda d: compute(d).update(flops=-1.0), f"{STEP}.compute[0].flops", "greater than or equal to 0"),
-        (lambda d: d["kernel"].update(grid=[0]), "kernel.grid[0]", "greater than 0"),
+        (lambda d: transfer(d).update(bytes=-5), f"{TRANSFER}.bytes", "more than 0"),
+        (lambda d: transfer(d).update(bytes=0), f"{TRANSFER}.bytes", "more than 0"),
+        (lambda d: compute(d).update(flops=-1.0), f"{STEP}.compute[0].flops", "at least 0"),
+        (lambda d: d["kernel"].update(grid=[0]), "kernel.grid[0]", "more than 0"),
         (lambda d: transfer(d).update(block=[1.5]), f"{TRANSFER}.block[0]", "integer"),
         (lambda d: transfer(d).update(block=["p0-1"]), f"{TRANSFER}.block[0]", "sum like"),
         (lambda d: transfer(d).update(direction="sideways"), f"{TRANSFER}.direction", "'read' or 'write'"),
@@ -117,9 +117,14 @@ def test_inconsistent_references_name_the_field(trace_data, mutate, where, what)
         (lambda d: transfer(d).update(levle="hbm"), f"{TRANSFER}.levle", "unknown field"),
         (lambda d: d.update(tensorz={}), "tensorz", "unknown field"),
         (lambda d: d["kernel"].pop("grid"), "kernel.grid", "missing required field"),
+        (lambda d: compute(d).update(flops=1e20), f"{STEP}.compute[0]", "more than the shape computes"),
+        (lambda d: compute(d).update(flops=1e308), f"{STEP}.compute[0].flops", "at most 1e+30"),
+        (lambda d: transfer(d).update(block=[True]), f"{TRANSFER}.block[0]", "got true"),
+        (lambda d: d["kernel"].update(name="k\x1b[2J"), "kernel.name", "printable"),
     ],
     ids=["negative-bytes", "zero-bytes", "negative-flops", "empty-grid-axis", "fractional-index", "bad-index-sum",
-         "bad-direction", "bad-dtype", "unknown-field", "unknown-top-level-field", "missing-field"],
+         "bad-direction", "bad-dtype", "unknown-field", "unknown-top-level-field", "missing-field",
+         "flops-past-the-shape", "flops-past-any-run", "boolean-index", "control-characters"],
 )
 def test_bad_values_name_the_field(trace_data, mutate, field, what):
     mutate(trace_data)

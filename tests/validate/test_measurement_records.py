@@ -31,6 +31,9 @@ GOOD = {"id": "r", "family": "copy", "params": {"bytes": 1024}, "latency_s": 2e-
     ({"latency_s": None}, "records[0].latency_s"),
     ({"latency_s": 1e300}, "records[0].latency_s"),  # past a day: a unit slip
     ({"params": [1024]}, "records[0].params"),
+    ({"bytes": -1}, "records[0].bytes"),
+    ({"flops": []}, "records[0].flops"),
+    ({"measured": "x"}, "records[0].measured"),
 ])
 def test_bad_records_are_refused_by_field(tmp_path, change, field):
     with pytest.raises(InputError) as info:
@@ -85,10 +88,11 @@ def test_the_same_record_in_two_files_is_refused(tmp_path):
 
 
 def test_a_record_too_large_to_simulate_names_its_file_and_id(cli, tmp_path):
-    path = _file(tmp_path, {**GOOD, "params": {"bytes": 2**60}})
-    result = cli("validate", "--arch", "h100-sxm", "--measurements", str(path), "-o", str(tmp_path / "out"))
-    assert result.code == 2 and result.err.count("\n") == 1
-    assert f"{path}: record 'r': the kernel would have" in result.err and not (tmp_path / "out").exists()
+    for size, says in ((2**47, "the kernel would have"), (2**60, "params.bytes: expected an integer <= 2^48")):
+        path = _file(tmp_path, {**GOOD, "params": {"bytes": size}})
+        result = cli("validate", "--arch", "h100-sxm", "--measurements", str(path), "-o", str(tmp_path / "out"))
+        assert result.code == 2 and result.err.count("\n") == 1
+        assert f"{path}: record 'r': {says}" in result.err and not (tmp_path / "out").exists()
 
 
 def test_a_bad_parameter_names_the_record_and_its_params(cli, tmp_path):
