@@ -65,6 +65,22 @@ def axis_lines(topo: Topology, spans: list[list[int]], base: int, axis: int) -> 
     return lines
 
 
+def nic_channels(topo: Topology, senders: Sequence[int], receivers: Sequence[int]) -> list[tuple[int, int]]:
+    """NCCL's channels across nodes: one per NIC the senders' GPUs use, as (index in
+    ``senders`` of the GPU the channel leaves through, index in ``receivers`` of the GPU
+    it enters at): the first GPU on that NIC on each side (rail to rail), at most one
+    channel per receiver. A channel per NIC, not per evenly spaced GPU: with 5 NICs for
+    8 GPUs, evenly spaced exits put two channels on one NIC and left another idle."""
+    exits: dict[int, int] = {}
+    for i, gpu in enumerate(senders):
+        exits.setdefault(topo.nic_of(gpu)[1], i)
+    entries: dict[int, int] = {}
+    for i, gpu in enumerate(receivers):
+        entries.setdefault(topo.nic_of(gpu)[1], i)
+    nics = sorted(exits)[:len(receivers)]
+    return [(exits[nic], entries.get(nic, c * len(receivers) // len(nics))) for c, nic in enumerate(nics)]
+
+
 def rails(topo: Topology, parts: dict[int, list[int]]) -> list[list[int]]:
     """Rail groups: the ranks at the same local position in each node / slice."""
     ordered = [sorted(members, key=lambda r: r % topo.domain_size) for _, members in sorted(parts.items())]

@@ -44,3 +44,11 @@ def test_algorithms_that_do_not_apply_say_why(ideal_node, algorithm, expected):
 def test_zero_bytes_is_refused(ideal_node):
     with pytest.raises(InputError, match="positive"):
         make_request(ideal_node(), "all-reduce", 0)
+
+
+def test_ici_links_that_do_not_spread_evenly_are_refused(cli):
+    """Floored before: 1 to 7 links on a 2-D torus all ran as 4 (one per neighbour)."""
+    args = ("simulate", "--system", "tpu-v5e-4x4", "--collective", "all-reduce", "--bytes", "1MiB")
+    result = cli(*args, "--set", "chip.interconnect.links=7")
+    assert result.code == 2 and result.err.count("\n") == 1 and "expected a multiple of 4, got 7" in result.err
+    assert cli(*args, "--set", "chip.interconnect.links=8").code == 0

@@ -10,7 +10,7 @@ from accelsim.errors import InputError
 from accelsim.network.collectives import (
     Plan, Request, Stream, best_protocol, needs, phase, plan, register, ring_streams, ring_volume,
 )
-from accelsim.network.groups import box, by_domain, same_local_layout
+from accelsim.network.groups import box, by_domain, nic_channels, same_local_layout
 from accelsim.network.topology import Topology
 
 RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast")
@@ -59,7 +59,8 @@ def _flat(topo: Topology, req: Request, proto: Protocol | None, *, bidirectional
 def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     """NCCL's ring across nodes: as many channels as NICs, each a unidirectional ring that
     crosses the node's GPUs and leaves it from a different one, through that GPU's NIC
-    (channel ``c`` enters at the GPU after its exit GPU and walks round to it), so every
+    (channel ``c`` enters at the GPU after its exit GPU and walks round to it; its exit
+    is the first GPU on NIC ``c``, :func:`~accelsim.network.groups.nic_channels`), so every
     GPU forwards ``(channels - 1) / channels`` of the volume over NVLink and the rest
     through its NIC. Only the first node's part is simulated unless ``req.whole``: every
     node's part is the same and loads its own links, so this is exact when nothing else
@@ -72,13 +73,12 @@ def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     crossing: list[Stream] = []
     for j in range(len(domains) if req.whole else 1):
         senders, receivers = parts[domains[j]], parts[domains[(j + 1) % len(domains)]]
-        channels = min(topo.nics_per_node, len(senders), len(receivers))
-        for c in range(channels):
-            exit_index = c * len(senders) // channels
+        channels = nic_channels(topo, senders, receivers)
+        for exit_index, entry in channels:
             for k in range(1, len(senders)):  # from the GPU after the exit round to the exit
                 a, b = senders[(exit_index + k) % len(senders)], senders[(exit_index + k + 1) % len(senders)]
-                forwarded[a, b] += volume / channels
-            crossing.append((senders[exit_index], receivers[c * len(receivers) // channels], volume / channels))
+                forwarded[a, b] += volume / len(channels)
+            crossing.append((senders[exit_index], receivers[entry], volume / len(channels)))
     streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + crossing
     remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
     return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto, partial=not req.whole)

@@ -62,7 +62,7 @@ SHARE_STEPS = 10
 def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: list[int],
                  proto: Protocol | None) -> list[float]:
     """The shares of the buffer, one per starting axis, that finish soonest, found by
-    simulating the plan for every split in tenths. Needed when the axes differ (length,
+    simulating the plan for equal shares and every split in tenths. Needed when the axes differ (length,
     wraparound, bandwidth): a part's biggest phases are on its first axis (its last, for
     an all-gather), and equal parts left fast axes idle while slow ones were overloaded
     (one axis wrapped came out slower than none)."""
@@ -76,9 +76,10 @@ def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: lis
             for rest in splits(n - 1, left - k):
                 yield (k, *rest)
 
+    equal = [1 / len(axes)] * len(axes)  # not on the grid for three axes, and often best there
+    candidates = [equal] + [[k / SHARE_STEPS for k in split] for split in splits(len(axes), SHARE_STEPS)]
     best = None
-    for split in splits(len(axes), SHARE_STEPS):  # deterministic order: ties keep the first
-        shares = [k / SHARE_STEPS for k in split]
+    for shares in candidates:  # deterministic order: ties keep the first
         ps = run_plans(topo, [_split_plan(topo, spans, req, axes, shares, proto)])[0]
         if best is None or ps < best[0]:
             best = (ps, shares)

@@ -7,7 +7,7 @@ import math
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import Plan, Request, Stream, best_protocol, needs, phase, plan, register
-from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
+from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.topology import Topology
 
 
@@ -44,9 +44,8 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     copies)."""
     nodes = [parts[d] for d in sorted(parts)] if req.whole else [parts[min(parts)]]
     k = len(nodes[0])
-    channels = max(1, min(topo.nics_per_node, k))
-    share = req.size_bytes / channels
-    heads = [j * k // channels for j in range(channels)]
+    heads = [exit for exit, _ in nic_channels(topo, nodes[0], nodes[0])]  # the first GPU on each NIC
+    share = req.size_bytes / len(heads)
     up: list[Stream] = []
     down: list[Stream] = []
     for inner in nodes:
