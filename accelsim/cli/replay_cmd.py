@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--comm-sm-fraction", type=float, metavar="F",
                    help="share of a GPU's SMs a running collective takes from compute (default: 16 / SMs)")
     p.add_argument("--comm-hbm-fraction", type=float, metavar="F",
-                   help="share of HBM bandwidth a running collective takes from memory-bound compute")
+                   help="share of HBM bandwidth a running collective takes from memory-bound compute "
+                        "(default: each its own, 2 x its bus bandwidth / HBM bandwidth)")
     p.add_argument("--roofline-overhead", metavar="TIME", default="0 us",
                    help="fixed cost added to every roofline compute op, e.g. '2 us' for eagerly launched GPU "
                         "kernels (default '0 us', as in a CUDA graph; family and kernel-trace ops already include "

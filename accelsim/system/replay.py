@@ -10,9 +10,9 @@ Three shared things set how long ops take:
   one :class:`~accelsim.engine.fluid.FluidResources` pool over all links of the
   topology, so concurrent ones share links max-min fairly;
 * **comm vs compute on GPUs**: while a collective or transfer runs on a device, its
-  compute ops progress at ``1 - comm_sm_fraction`` of their speed (``1 -
-  comm_hbm_fraction`` for memory-bound ones): NCCL kernels occupy SMs and move their
-  bytes through HBM (see :class:`ReplayOptions`).
+  compute ops progress at ``1 - comm_sm_fraction`` of their speed (``1 -`` the running
+  collectives' HBM shares for memory-bound ones): NCCL kernels occupy SMs and move
+  their bytes through HBM (see :class:`ReplayOptions`).
 
 **Folding.** Devices of one program that are interchangeable (the program has no
 send/recv and every collective's groups have one size) are replayed as one *class*
@@ -41,7 +41,7 @@ from accelsim.arch.model import Arch, Chip
 from accelsim.engine.fluid import FluidResources
 from accelsim.errors import InputError
 from accelsim.network import build_topology, link_loads, links_of, plan_for, play_plan
-from accelsim.network.collectives import Plan, Request
+from accelsim.network.collectives import BUS_FACTORS, Plan, Request, estimate_s
 from accelsim.network.topology import Topology
 from accelsim.system.costs import CostModel, OpCost
 from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, SystemTrace, group_index
@@ -56,10 +56,13 @@ not fitted (``--comm-sm-fraction`` overrides)."""
 @dataclass(frozen=True, kw_only=True)
 class ReplayOptions:
     """How to replay. ``None`` fractions take the chip's defaults: on GPUs,
-    ``comm_sm_fraction = 16 / SMs`` (:data:`NCCL_CHANNELS_ESTIMATE`) and
-    ``comm_hbm_fraction = min(0.5, 2 x link bandwidth / HBM bandwidth)`` (every byte a
-    collective sends is read from HBM and every byte it receives written back, at up to
-    the links' rate); on TPUs both are 0 (ICI DMA engines, no TensorCore involved)."""
+    ``comm_sm_fraction = 16 / SMs`` (:data:`NCCL_CHANNELS_ESTIMATE`) and, per running
+    collective, an HBM share of ``2 x its bus bandwidth / HBM bandwidth`` (every byte it
+    sends is read from HBM and every byte it receives written back; its bus bandwidth
+    from its plan's estimated time alone), summed over the
+    collectives running at once and capped at 0.5; ``comm_hbm_fraction`` fixes one share
+    for any collective instead. On TPUs both are 0 (ICI DMA engines, no TensorCore
+    involved)."""
 
     fold: bool = True
     algorithm: str = "auto"
@@ -85,18 +88,26 @@ def parse_roofline_overhead(text: str, source: str) -> float:
     return value
 
 
-def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float]:
+def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float | None]:
+    """(SM share, HBM share) collectives take from compute; the HBM share is ``None`` where
+    each collective takes its own (:meth:`_Replay._hbm_share`: GPUs without
+    ``--comm-hbm-fraction``)."""
     if chip.family == "gpu":
         sm = min(1.0, NCCL_CHANNELS_ESTIMATE / chip.num_cores)
-        hbm = min(0.5, 2 * chip.link_bandwidth_bytes_per_s / chip.hbm.bandwidth_bytes_per_s)
+        hbm = None
     else:
         sm = hbm = 0.0
     sm = sm if options.comm_sm_fraction is None else options.comm_sm_fraction
     hbm = hbm if options.comm_hbm_fraction is None else options.comm_hbm_fraction
     for name, value in (("comm_sm_fraction", sm), ("comm_hbm_fraction", hbm)):
-        if not 0.0 <= value < 1.0:
+        if value is not None and not 0.0 <= value < 1.0:
             raise InputError(f"expected a fraction in [0, 1), got {value!r}", source=f"--{name.replace('_', '-')}")
     return sm, hbm
+
+
+HBM_SHARE_CAP = 0.5
+"""The most of a GPU's HBM bandwidth collectives take from compute together (the rest
+stays with the compute kernels, as the memory controllers interleave them)."""
 
 
 # ------------------------------------------------------------------ results
@@ -384,8 +395,10 @@ class _Class:
     finished: bytearray
     pending: dict[int, int] = field(default_factory=dict)
     running: dict[int, list[float]] = field(default_factory=dict)
-    """Compute op -> [work left in ps at full speed, slowdown fraction while comm runs]."""
+    """Compute op -> [work left in ps at full speed, 1.0 if memory-bound else 0.0]."""
     comm_active: int = 0
+    comm_hbm_share: float = 0.0
+    """Sum of the HBM shares of the collectives running on the class (:meth:`_Replay._hbm_share`)."""
     compute_last_ps: int = 0
     timer_generation: int = 0
     ops_left: int = 0
@@ -413,6 +426,7 @@ class _Instance:
     members: list[tuple[int, int]] = field(default_factory=list)
     """(class, op) that wait for it."""
     started_ps: int = 0
+    hbm_share: float = 0.0
 
 
 class _Replay:
@@ -424,6 +438,8 @@ class _Replay:
         self.chip: Chip = chip_of(system)
         check_devices(trace, system)
         self.sm_fraction, self.hbm_fraction = comm_fractions(self.chip, options)
+        self.hbm_shares: dict[int, float] = {}
+        """id(plan) -> the HBM share its collective takes (:meth:`_hbm_share`)."""
         if costs is not None and (costs.chip != self.chip or costs.base_dir != base_dir
                                   or costs.roofline_overhead_s != options.roofline_overhead_s):
             raise ValueError("a shared CostModel must be for the system's chip, the trace's base_dir and the "
@@ -599,12 +615,18 @@ class _Replay:
             self._complete(cls, i)
             return
         self._advance_compute(cls)
-        fraction = self.hbm_fraction if cost.memory_bound else self.sm_fraction
-        cls.running[i] = [float(work_ps), fraction]
+        cls.running[i] = [float(work_ps), 1.0 if cost.memory_bound else 0.0]
         self._reschedule_compute(cls)
 
-    def _rate(self, cls: _Class, fraction: float) -> float:
-        slow = fraction if cls.comm_active else 0.0
+    def _rate(self, cls: _Class, memory_bound: float) -> float:
+        if not cls.comm_active:
+            slow = 0.0
+        elif not memory_bound:
+            slow = self.sm_fraction
+        elif self.hbm_fraction is not None:
+            slow = self.hbm_fraction
+        else:
+            slow = min(HBM_SHARE_CAP, cls.comm_hbm_share)
         return (1.0 - slow) / len(cls.running)
 
     def _advance_compute(self, cls: _Class) -> None:
@@ -652,12 +674,30 @@ class _Replay:
             self.completed.append((cls, i))
         self._drain()
 
-    def _set_comm(self, cls: _Class, delta: int) -> None:
+    def _set_comm(self, cls: _Class, delta: int, hbm_share: float = 0.0) -> None:
         self._advance_compute(cls)
-        before = bool(cls.comm_active)
+        before = (bool(cls.comm_active), cls.comm_hbm_share)
         cls.comm_active += delta
-        if bool(cls.comm_active) != before and cls.running:
+        cls.comm_hbm_share = cls.comm_hbm_share + delta * hbm_share if cls.comm_active else 0.0
+        if (bool(cls.comm_active), cls.comm_hbm_share) != before and cls.running:
             self._reschedule_compute(cls)
+
+    def _hbm_share(self, inst: _Instance, plan: Plan) -> float:
+        """The share of a GPU's HBM bandwidth a collective takes while it runs: every byte
+        it sends is read from HBM and every byte it receives written back, so twice its
+        bus bandwidth (nccl-tests' busbw, the bytes each rank moves per second) with the
+        plan's estimated time alone (``estimate_s``). Its own rate, not the links' peak: a
+        NIC-bound collective takes what the NIC moves, and a faster one takes more for
+        less time, the same bytes (the links' peak made faster NVLink slow memory-bound
+        compute beside a NIC-bound collective)."""
+        key = id(plan)
+        share = self.hbm_shares.get(key)
+        if share is None:
+            kind = "send-recv" if inst.kind == "send/recv" else inst.kind
+            factor = BUS_FACTORS[kind](len(inst.ranks))
+            busbw = factor * inst.bytes / estimate_s(self.topo, plan)
+            share = self.hbm_shares[key] = 2 * busbw / self.chip.hbm.bandwidth_bytes_per_s
+        return share
 
     # -------------------------------------------------------------- communication
 
@@ -881,8 +921,9 @@ class _Replay:
             self._instance_done(inst)
             return
         inst.started_ps = self.env.now
+        inst.hbm_share = self._hbm_share(inst, plan) if self.chip.family == "gpu" else 0.0
         for c in sorted({c for c, _ in inst.members}):
-            self._set_comm(self.classes[c], +1)
+            self._set_comm(self.classes[c], +1, inst.hbm_share)
         process = play_plan(self.env, self.pool, plan)
         process.callbacks.append(lambda _e: self._instance_done(inst, communicated=True))
 
@@ -891,7 +932,7 @@ class _Replay:
         classes = sorted({c for c, _ in inst.members})
         if communicated:
             for c in classes:
-                self._set_comm(self.classes[c], -1)
+                self._set_comm(self.classes[c], -1, inst.hbm_share)
             if self.options.timeline:
                 name = f"{inst.kind} {inst.bytes:g} B over {len(inst.ranks)}"
                 for c in classes:
