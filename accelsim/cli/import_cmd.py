@@ -34,6 +34,12 @@ def run_chakra(args: argparse.Namespace) -> int:
         name, ranks = parse_group_option(text)
         if name in groups:
             raise InputError(f"process group {name!r} is given twice", source="--group")
+        if len(set(ranks)) != len(ranks):
+            raise InputError(f"process group {name!r} names a rank twice: {text!r}", source="--group")
+        past = [r for r in ranks if r >= len(args.files)]
+        if past:
+            raise InputError(f"process group {name!r} names rank {past[0]}, but there are {len(args.files)} rank "
+                             f"files (ranks 0-{len(args.files) - 1})", source="--group")
         groups[name] = ranks
     write_imported(import_chakra(args.files, groups), args.output, " ".join(args.files),
                    " (give one file per rank, in rank order, and every --group's ranks)")

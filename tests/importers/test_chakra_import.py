@@ -227,3 +227,11 @@ def test_a_process_group_given_twice_is_refused(cli, tmp_path):
     result = cli("import", "chakra", *map(str, RANKS), "--group", "tp=0", "--group", "tp=0-1",
                  "-o", str(tmp_path / "o.json"))
     assert result.code == 2 and "--group: process group 'tp' is given twice" in result.err
+
+
+@pytest.mark.parametrize("group, says", [("tp=5", "names rank 5, but there are 2 rank files"),
+                                         ("tp=0,0", "names a rank twice")])
+def test_a_process_group_past_the_ranks_or_naming_one_twice_is_refused(cli, tmp_path, group, says):
+    result = cli("import", "chakra", *map(str, RANKS), "--group", group, "-o", str(tmp_path / "o.json"))
+    assert result.code == 2 and result.err.count("\n") == 1 and says in result.err
+    assert not (tmp_path / "o.json").exists()
