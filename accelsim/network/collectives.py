@@ -250,7 +250,7 @@ def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol
     protocol's per-rank rate limit in proportion to their bytes, so they finish together
     when it binds (equal shares halved a ring's big NVLink stream beside its small NIC
     stream)."""
-    routes = [topo.route(s, d) for s, d, _ in streams]
+    routes = [topo.route(s, d) for s, d, _ in streams]  # the first of a stream's routes: they are alike
     crosses = [any(topo.links[name].scale_out for name in r) for r in routes]
     remote = max((topo.scale_out_latency_s(r) for r, c in zip(routes, crosses) if c), default=0.0)
     remote_steps = (steps if any(crosses) else 0) if remote_steps is None else remote_steps
@@ -263,9 +263,10 @@ def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol
     for s, _, nbytes in streams:
         sent[s] += max(nbytes, 0.0)
     transfers = []
-    for (src, _, nbytes), route in zip(streams, routes):
-        if nbytes > 0 and route:
-            transfers.append(_transfer(topo, route, nbytes, proto, sent[src] / nbytes))
+    for src, dst, nbytes in streams:
+        if nbytes > 0 and src != dst:
+            for share, route in topo.routes(src, dst):  # half each way round at a tie
+                transfers.append(_transfer(topo, route, nbytes * share, proto, sent[src] / (nbytes * share)))
     return Phase(transfers=tuple(transfers), latency_s=latency)
 
 
@@ -281,19 +282,19 @@ def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], step
     size = topo.domain_size
     for src, peers in sends.items():
         groups: dict[tuple[bool, float], list[str]] = {}
-        streams = 0
+        total = 0.0
         domain = src // size
         for dst, nbytes in peers:
-            route = topo.route(src, dst)
-            if nbytes <= 0 or not route:
+            if nbytes <= 0 or dst == src:
                 continue
-            streams += 1
+            total += nbytes
             remote = dst // size != domain
-            groups.setdefault((remote, nbytes), []).extend(route)
-            latency = topo.route_latency_s(route) if proto is None else topo.scale_out_latency_s(route)
-            step = max(step, latency)
+            for share, route in topo.routes(src, dst):  # half each way round at a tie
+                groups.setdefault((remote, nbytes * share), []).extend(route)
+                latency = topo.route_latency_s(route) if proto is None else topo.scale_out_latency_s(route)
+                step = max(step, latency)
         for (_, nbytes), links in sorted(groups.items()):
-            transfers.append(_transfer(topo, tuple(links), nbytes, proto, streams))
+            transfers.append(_transfer(topo, tuple(links), nbytes, proto, total / nbytes))
     if proto is not None:
         step += proto.step_latency_s
     return Phase(transfers=tuple(transfers), latency_s=steps * step)

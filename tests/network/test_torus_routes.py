@@ -49,3 +49,26 @@ def test_sampled_routes_of_a_multislice():
         assert route == hop_by_hop(topo, src, dst)
         assert all(name in topo.links for name in route)
     assert any(src // topo.domain_size != dst // topo.domain_size for src, dst in pairs)
+
+
+def test_half_way_round_a_wrapped_axis_goes_half_each_way(ideal_torus):
+    topo = ideal_torus((4, 4), (True, True))
+    (first, plus), (second, minus) = topo.routes(0, 2)  # two hops either way along axis 1
+    assert first == second == 0.5
+    assert plus == ("(0, 0):axis1+", "(0, 1):axis1+") and minus == ("(0, 0):axis1-", "(0, 3):axis1-")
+    assert len(topo.routes(0, 10)) == 4 and sum(share for share, _ in topo.routes(0, 10)) == 1.0
+    assert topo.routes(0, 1) == ((1.0, topo.route(0, 1)),)  # the short way is one way
+    assert ideal_torus((4, 4), (False, False)).routes(0, 2) == ((1.0, ("(0, 0):axis1+", "(0, 1):axis1+")),)
+
+
+@pytest.mark.parametrize("algorithm, kind, group", [
+    ("tree", "all-reduce", range(4)), ("one-shot", "all-reduce", range(4)), ("two-shot", "all-reduce", range(4)),
+    ("direct", "all-to-all", (5, 6, 7, 9, 10, 11, 13, 14, 15)), ("direct", "all-to-all", range(16)),
+])
+def test_a_wraparound_never_slows_a_collective(ideal_torus, algorithm, kind, group):
+    """With ties always the + way, wrapping a 4-chip axis made a tree all-reduce 1.5x slower."""
+    from accelsim.network import simulate_collective
+
+    times = [simulate_collective(ideal_torus((4, 4), wrap), kind, 2**26, algorithm, group=list(group)).latency_s
+             for wrap in ((False, False), (False, True), (True, True))]
+    assert times[1] <= times[0] * (1 + 1e-9) and times[2] <= times[1] * (1 + 1e-9), times
