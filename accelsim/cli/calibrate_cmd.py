@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from accelsim.arch.loader import load_raw, parse_override
 from accelsim.arch.model import load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
@@ -20,8 +21,11 @@ from accelsim.files import check_output_file, write_text_atomic
 from accelsim.validate.calibrate import (
     DEFAULT_PARAMETERS,
     FITTABLE_PARAMETERS,
+    HELD_OUT_PER_TEN,
+    MIN_INTERVAL_RECORDS,
     fit,
     intervals,
+    is_held_out,
     mape,
     prepare,
     with_final_configs,
@@ -98,6 +102,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"the values would hold for {scoped} kernels only, but records of "
                              f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
+    if all(is_held_out(m.id) for m in records):
+        raise InputError(f"all {len(records)} records fall in the held-out split (it is chosen by a hash of each "
+                         f"record's id, about {HELD_OUT_PER_TEN} in 10); a fit needs training records: give more",
+                         source="--measurements")
     output = check_output_file(args.output, "-o", inputs=[args.arch, *sorted({m.file for m in records})])
     args.fit_date = fit_date()
     print(f"calibrating {chip.name} on {len(records)} records ...")
@@ -141,12 +149,17 @@ def _overlay(args, chip, result) -> dict:
         "display_name": f"{spec.display_name} (calibrated)",
         "description": f"{spec.name} with its calibratable parameters fitted by accelsim calibrate.",
     }
-    note = (f"train MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%}; "
-            f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%}")
+    note = f"train MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%}; " + (
+        f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%}"
+        if len(result.held_out) else "no held-out records")
     for path, value in result.values.items():
         text = next(o.split("=", 1)[1] for o in result.overrides if o.startswith(path + "="))
+        caveat = "".join(f"; {words}" for flag, words in (
+            (path in result.held_by_prior, "held by the prior (the records hardly determine it)"),
+            (path in result.at_bound, "at its search bound")) if flag)
         leaf = {"value": text if not _is_number(text) else float(text), "basis": "fitted",
-                "source": _source(args, result), "note": f"value before fitting {_before(result, path)}; {note}"}
+                "source": _source(args, result),
+                "note": f"value before fitting {_before(result, path)}; {note}{caveat}"}
         if args.scope:
             for family in args.scope:
                 overlay.setdefault("family_values", {}).setdefault(family, {})[path] = dict(leaf)
@@ -156,15 +169,36 @@ def _overlay(args, chip, result) -> dict:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = leaf
+    _given(args, result, overlay)
     errors = result.held_out_errors if len(result.held_out_errors) else result.train_errors
     cases = result.held_out if len(result.held_out_errors) else result.train
     split = "held-out" if len(result.held_out_errors) else "training (no held-out records)"
-    overlay["uncertainty"] = {
-        family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count,
-                 "source": f"{split} residuals of accelsim calibrate, {args.fit_date}"}
-        for family, (p05, p95, count) in intervals(cases, errors).items()
-    }
+    bands = {family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count,
+                      "source": f"{split} residuals of accelsim calibrate, {args.fit_date}"}
+             for family, (p05, p95, count) in intervals(cases, errors).items() if count >= MIN_INTERVAL_RECORDS}
+    if bands:
+        overlay["uncertainty"] = bands
     return overlay
+
+
+def _given(args, result, overlay: dict) -> None:
+    """The ``--set`` values the fit was made with, so that the overlay predicts what the
+    fit did: marked as given, not fitted (a fitted value of the same field wins)."""
+    published = load_raw(args.arch).data
+    for text in args.overrides:
+        override = parse_override(text)
+        path = ".".join(override.path)
+        if path in result.values:
+            continue
+        node, target = overlay, published
+        for part in override.path[:-1]:
+            node = node.setdefault(part, {})
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        cited = isinstance(target, dict) and isinstance(target.get(override.path[-1]), dict) \
+            and "value" in target[override.path[-1]]
+        node[override.path[-1]] = ({"value": override.value, "basis": "override",
+                                    "source": f"given to accelsim calibrate (--set {text.strip()}); {args.fit_date}"}
+                                   if cited else override.value)
 
 
 def _before(result, path: str) -> str:
@@ -189,7 +223,13 @@ def _print_summary(result, output: Path) -> None:
     print(f"fitted {', '.join(result.values) or 'nothing'} in {result.evaluations} evaluations"
           + (f"; not sensitive: {', '.join(result.skipped)}" if result.skipped else ""))
     for path, value in result.values.items():
-        print(f"  {path}: {result.start[path]:.4g} -> {value:.4g}")
+        flags = [words for flag, words in ((path in result.held_by_prior, "held by the prior: the records hardly "
+                                            "determine it"), (path in result.at_bound, "at its search bound"))
+                 if flag]
+        print(f"  {path}: {result.start[path]:.4g} -> {value:.4g}" + (f" ({'; '.join(flags)})" if flags else ""))
+    if result.at_bound:
+        print(f"warning: {', '.join(result.at_bound)} stopped at a search bound: the records ask for more than the "
+              f"model allows there, so the overlay is unlikely to predict other kernels well", file=sys.stderr)
     print(f"train    MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%} ({len(result.train)} records)")
     if len(result.held_out):
         print(f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%} ({len(result.held_out)} records)")
