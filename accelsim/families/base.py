@@ -146,6 +146,9 @@ class Family:
     quick_bound: Callable[[dict[str, Any], dict[str, Any], Chip], float] | None = None
     """A lower bound on a config's simulated latency computed without building its trace:
     lets ``config=auto`` skip building configs that cannot win. None: 0."""
+    fit_defaults: Callable[[dict[str, Any], dict[str, Any], set[str], Chip], dict[str, Any]] | None = None
+    """``(params, config, given, chip)``: the config with the defaults of what the user did
+    not give (not in ``given``) made to suit what they did (a GEMM's split-K for their tile)."""
 
     def parse_config(self, given: Mapping[str, Any], source: str = "--param") -> dict[str, Any]:
         """The config values given, each converted and checked (type, choices, minimum);
@@ -160,6 +163,8 @@ class Family:
         values = self.parse_config(given)
         config = dict(self.default_config(params, chip))
         config.update({k: v for k, v in values.items() if k in given})
+        if self.fit_defaults and given:
+            config = self.fit_defaults(params, config, set(given), chip)
         if self.check:
             self.check(params, config, chip)
         return config

@@ -62,3 +62,15 @@ def test_stages_drop_until_the_chip_holds_them():
     chip = load_arch("a100-sxm4-80gb")
     p = params(2048, 2048, 2048)
     assert run_config(GEMM, p, GEMM.resolve_config(p, {}, chip), chip).sim.latency_s > 0
+
+
+def test_a_split_k_not_given_follows_the_tile_that_was():
+    """The default's split was chosen for its own tile: on 1024x1024x8192 the 64x128
+    default fills the SMs unsplit; a 128x128 tile given alone makes half the tiles and
+    splits K in two; a 32x32 tile needs no split; a split given is kept."""
+    family, chip = get_family("gemm"), load_arch("h100-sxm")
+    params = {"M": 1024, "N": 1024, "K": 8192, "dtype": "bf16", "batch": 1, "groups": 1}
+    assert family.default_config(params, chip)["split_k"] == 1
+    assert family.resolve_config(params, {"block_m": 128, "block_n": 128}, chip)["split_k"] == 2
+    assert family.resolve_config(params, {"block_m": 32, "block_n": 32}, chip)["split_k"] == 1
+    assert family.resolve_config(params, {"block_m": 128, "block_n": 128, "split_k": 1}, chip)["split_k"] == 1
