@@ -134,6 +134,12 @@ def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact
         raise InputError(f"the kernel was launched with no programs (grid {list(launch.grid)}): nothing to capture; "
                          "give parameters that make work", source=source)
     trace = _build_trace(launch, source, dict(params))
+    held = _held_registers(launch)
+    if compile_for is None and held > MAX_REGISTERS_PER_THREAD:
+        raise InputError(f"the kernel would hold {held} fp32 values per thread (its accumulators or largest tile over "
+                         f"{launch.num_warps} warps); a GPU thread has {MAX_REGISTERS_PER_THREAD} registers: use more "
+                         "warps or smaller blocks, as the gemm family asks (or --compile-for: the compiler's count, "
+                         "with its spills)", source=source)
     if compile_for is not None:
         from accelsim.capture.triton_compile import compile_call
 
@@ -1307,6 +1313,14 @@ def _resources(launch: Launch) -> tuple[dict, int]:
     registers = min(MAX_REGISTERS_PER_THREAD, math.ceil(live / threads) + REGISTERS_OVERHEAD + REGISTERS_PER_DOT * dots)
     depth = launch.num_stages if any(s.has_loop for s in summaries) else 1
     return {"local_memory_bytes": int(local), "warps": launch.num_warps, "registers_per_thread": registers}, depth
+
+
+def _held_registers(launch: Launch) -> int:
+    """The fp32 values a thread holds (:func:`_resources`' live count, before overheads)."""
+    summaries = launch.programs.values()
+    has_dots = any(s.dots_per_step for s in summaries)
+    live = max(s.live_elements if has_dots else s.largest_tile_elements for s in summaries)
+    return math.ceil(live / (launch.num_warps * WARP_SIZE))
 
 
 def _build_trace(launch: Launch, source: str, params: dict[str, str]) -> KernelTrace:

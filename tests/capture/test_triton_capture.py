@@ -200,3 +200,12 @@ def test_a_function_that_exits_is_an_error_not_a_success(tmp_path):
     path.write_text("import sys\ndef run():\n    sys.exit(0)\n")
     with pytest.raises(InputError, match=r"exits.py:run: running it called sys.exit\(0\)"):
         capture_triton(str(path), "run", {})
+
+
+def test_accumulators_past_a_threads_registers_are_refused_as_the_family_does():
+    """256x256 fp32 accumulators over 4 warps are 512 values a thread: the gemm family
+    refuses the config; the capture clamped its estimate to 255 and ranked it."""
+    with pytest.raises(InputError, match="512 fp32 values per thread"):
+        capture("matmul", M=256, N=256, K=64, block_m=256, block_n=256, block_k=64, num_warps=4, num_stages=2)
+    assert capture("matmul", M=256, N=256, K=64, block_m=128, block_n=256, block_k=64, num_warps=8,
+                   num_stages=2).kernel.resources.registers_per_thread <= 255
