@@ -14,7 +14,7 @@ from accelsim.cli.calibrate_cmd import check_jobs
 from accelsim.cli.output import print_json, table
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError, read_text_file
-from accelsim.families import get_family
+from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import split_params
 from accelsim.files import check_output_dir
@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compile-for", metavar="sm_NN",
                    help="Triton: compile each config for this NVIDIA target (no GPU needed) and use the compiler's "
                         "shared memory and registers; a config the compiler rejects is listed as not fitting")
+    p.add_argument("--family", metavar="NAME",
+                   help="a captured kernel: the built-in family it implements, so a calibrated chip's family_values "
+                        "for it apply (as capture --family marks a trace)")
     p.add_argument("--top", type=int, default=10, metavar="K", help="rows to show (default 10)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes capturing and simulating the candidates (default 1; the ranking is the "
@@ -71,6 +74,8 @@ def run_explore(args: argparse.Namespace) -> int:
             raise InputError("--capture applies to FILE.py:FUNCTION kernels", source="--capture")
         if args.compile_for:
             raise InputError("--compile-for applies to FILE.py:FUNCTION Triton kernels", source="--compile-for")
+        if args.family:
+            raise InputError("--family marks a FILE.py:FUNCTION kernel; a built-in family is its own", source="--family")
         family = get_family(args.kernel)
         params, config, auto = split_params(family, parse_assignments(args.param, "--param"))
         if config or auto:
@@ -103,6 +108,9 @@ def _explore_captured(args, chip, space):
     tool = args.capture or _tool_of(Path(path))
     params = parse_assignments(args.param, "--param")
     check_compile_target(tool, args.compile_for)
+    if args.family is not None and args.family not in FAMILIES:
+        raise InputError(f"unknown kernel family {args.family!r}; expected one of: {', '.join(FAMILIES)}",
+                         source="--family")
     if space is None:
         if tool != "triton":
             raise InputError("a Pallas kernel needs --space with its candidate block shapes", source="--space")
@@ -117,7 +125,8 @@ def _explore_captured(args, chip, space):
     except ModuleNotFoundError as exc:
         extra = "jax" if tool == "pallas" else "triton"
         raise InputError(f"{tool} capture needs {exc.name}: pip install -e '.[{extra}]'", source="--kernel") from None
-    capture = CaptureSpec(tool, path, function, args.compile_for if tool == "triton" else None)  # Pallas: no compiler
+    capture = CaptureSpec(tool, path, function, args.compile_for if tool == "triton" else None,  # Pallas: no compiler
+                          family=args.family)
     ranked = explore_captured(capture, params, chip, space, jobs=args.jobs, chip_source=(args.arch, tuple(args.overrides)))
     return f"{args.kernel} " + " ".join(args.param), ranked
 

@@ -150,15 +150,21 @@ class CaptureSpec:
     path: str
     function: str
     compile_for: str | None = None
+    family: str | None = None
+    """The built-in family the kernel implements (its trace's ``metadata.family``)."""
 
     def __call__(self, params: dict[str, str]) -> KernelTrace:
         if self.tool == "triton":
             from accelsim.capture.triton import capture_triton
 
-            return capture_triton(self.path, self.function, params, compile_for=self.compile_for)
-        from accelsim.capture.pallas import capture_pallas
+            trace = capture_triton(self.path, self.function, params, compile_for=self.compile_for)
+        else:
+            from accelsim.capture.pallas import capture_pallas
 
-        return capture_pallas(self.path, self.function, params)
+            trace = capture_pallas(self.path, self.function, params)
+        if self.family is not None:
+            trace.metadata["family"] = self.family
+        return trace
 
 
 @dataclass(frozen=True)

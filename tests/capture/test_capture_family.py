@@ -39,3 +39,23 @@ def test_a_captured_layernorm_gets_the_layernorm_scoped_values(cli, tmp_path):
     family = latency("--kernel", "layernorm", *params)
     assert latency(str(marked)) == pytest.approx(family, rel=0.02)  # the same kernel, captured
     assert latency(str(plain)) < 0.9 * latency(str(marked))  # without the scoped values: the chip's own
+
+
+def test_explore_family_gives_a_captured_kernel_its_scoped_values(cli, tmp_path):
+    """explore captures each candidate: ``--family`` marks them as ``capture --family`` does."""
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    space = tmp_path / "space.yaml"
+    space.write_text("configs:\n  - {block_rows: 1}\n")
+    args = ("explore", "--arch", OVERLAY, "--kernel", f"{KERNELS / 'layernorm.py'}:run", "--param", "rows=1024",
+            "--param", "cols=4096", "--space", str(space), "--json")
+
+    def best(*extra):
+        result = cli(*args, *extra)
+        assert result.code == 0, result.err
+        return json.loads(result.out)["ranking"][0]["latency_s"]
+
+    assert best() < 0.9 * best("--family", "layernorm")
+    refused = cli("explore", "--arch", OVERLAY, "--kernel", "gemm", "--param", "M=64", "--param", "N=64",
+                  "--param", "K=64", "--family", "gemm")
+    assert refused.code == 2 and "--family" in refused.err
