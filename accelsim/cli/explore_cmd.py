@@ -92,7 +92,8 @@ def run_explore(args: argparse.Namespace) -> int:
     if args.json:
         print_json(_json(title, chip.name, ranked, wall))
     else:
-        print(f"{title} on {chip.name}: {len(ranked)} configs, {len(ran)} ran, "
+        what_if = f" (--set {', '.join(o.strip() for o in args.overrides)})" if args.overrides else ""
+        print(f"{title} on {chip.name}{what_if}: {len(ranked)} configs, {len(ran)} ran, "
               f"{len(ranked) - len(ran)} did not fit ({wall:.1f} s)")
         print(_table(ranked[: args.top], ran[0].latency_s))
     if args.output is not None:
