@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from accelsim.arch.model import Chip, load_arch
@@ -97,6 +98,11 @@ def run_simulate(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         print_summary(summary)
+        scoped = chip.local.max_per_program_bytes
+        if chip.family == "tpu" and sim.local_memory_bytes > scoped:
+            print(f"note: a grid step holds {format_quantity(sim.local_memory_bytes, 'bytes')} of VMEM, over the "
+                  f"{format_quantity(scoped, 'bytes')} a pallas_call gets by default (local_memory.max_per_program): "
+                  f"the kernel needs vmem_limit_bytes of at least that", file=sys.stderr)
     return 0
 
 

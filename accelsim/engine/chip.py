@@ -80,6 +80,8 @@ class KernelSimulation:
     launch_overhead_s: float
     hbm_queueing_s: float | None = None
     """GPU with ``hbm.queueing_latency``: what each HBM load waited on top of the latency."""
+    local_memory_bytes: int = 0
+    """Shared memory / VMEM one program holds (the trace's resources)."""
 
     def summary(self) -> dict:
         queueing = {} if self.hbm_queueing_s is None else {"hbm_queueing_s": self.hbm_queueing_s}
@@ -101,6 +103,7 @@ class KernelSimulation:
             "shared_cache_hit_rate": self.shared_cache_hit_rate,
             "sim_wall_s": self.sim_wall_s,
             "events": self.events,
+            "local_memory_bytes": self.local_memory_bytes,
             **queueing,
         }
 
@@ -227,6 +230,7 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelS
         sim_wall_s=0.0,
         config=dict(trace.metadata.get("config", {})),
         launch_overhead_s=launch_s(trace, chip),
+        local_memory_bytes=trace.kernel.resources.local_memory_bytes,
         **specific,
     )
 

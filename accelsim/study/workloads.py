@@ -58,7 +58,7 @@ from accelsim.units import UnitError, parse_quantity
 KERNEL_METRICS = (
     "latency_s", "launch_overhead_s", "flops", "hbm_bytes", "achieved_flops_per_s", "achieved_hbm_bytes_per_s", "bound", "config",
     "programs", "programs_per_core", "occupancy_limit", "shared_cache_hit_rate", "events", "sim_wall_s",
-    "configs_searched",
+    "configs_searched", "local_memory_bytes",
 )
 COLLECTIVE_METRICS = ("latency_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "algorithm", "bound")
 SEQUENCE_METRICS = (
