@@ -17,7 +17,7 @@ TRITON_SPACE = """\
 configs:
   - {block_m: 32, block_n: 32, block_k: 32, num_stages: 2, num_warps: 4}
   - {block_m: 64, block_n: 64, block_k: 32, num_stages: 3, num_warps: 4}
-  - {block_m: 256, block_n: 256, block_k: 256, num_stages: 5, num_warps: 8}
+  - {block_m: 256, block_n: 256, block_k: 256, num_stages: 5, num_warps: 16}
 """
 """Three matmul configs; the last needs more shared memory than an H100 has."""
 
