@@ -83,7 +83,7 @@ class Topology:
     """Link names made once: per domain, the torus links (:meth:`_torus_names`), and the
     DCN links (:meth:`_dcn_names`)."""
     _split_routes: dict = field(default_factory=dict, compare=False, repr=False)
-    """(src, dst) -> :meth:`routes`."""
+    """(src, dst) -> :meth:`routes`, for the pairs split at a tie."""
 
     # ------------------------------------------------------------ domains and coordinates
 
@@ -128,20 +128,30 @@ class Topology:
         half way round a wrapped axis: either way is as short, so the stream goes half
         each way (per such axis), as the rings do. (Always one way, a wraparound added to
         a 4-chip axis loaded one direction with every tie: a tree all-reduce 1.5x slower.)"""
+        tie_axes = self._tie_axes()
+        if not tie_axes or self.domain(src) != self.domain(dst):
+            return ((1.0, self.route(src, dst)),)
+        here, there = self.coords(src), self.coords(dst)
+        ties = [axis for axis in tie_axes if (there[axis] - here[axis]) % self.shape[axis] == self.shape[axis] // 2]
+        if not ties:
+            return ((1.0, self.route(src, dst)),)
         key = (src, dst)
         hit = self._split_routes.get(key)
         if hit is None:
-            ties = ([axis for axis, _step, hops in self.torus_hops(src, dst)
-                     if self.wraparound[axis] and 2 * hops == self.shape[axis]]
-                    if self.kind in ("torus", "multislice") and self.domain(src) == self.domain(dst) else [])
-            if not ties:
-                hit = ((1.0, self.route(src, dst)),)
-            else:
-                share = 1.0 / 2 ** len(ties)
-                hit = tuple((share, self._torus_route(src, dst, frozenset(a for a, f in zip(ties, flips) if f)))
-                            for flips in itertools.product((False, True), repeat=len(ties)))
-            self._split_routes[key] = hit
+            share = 1.0 / 2 ** len(ties)
+            hit = self._split_routes[key] = tuple(
+                (share, self._torus_route(src, dst, frozenset(a for a, f in zip(ties, flips) if f)))
+                for flips in itertools.product((False, True), repeat=len(ties)))
         return hit
+
+    def _tie_axes(self) -> tuple[int, ...]:
+        """Axes where a destination can be exactly half way round: wrapped, of even length."""
+        found = self._link_names.get("ties")
+        if found is None:
+            found = self._link_names["ties"] = tuple(
+                axis for axis, (size, wraps) in enumerate(zip(self.shape, self.wraparound))
+                if wraps and size % 2 == 0) if self.kind in ("torus", "multislice") else ()
+        return found
 
     def route_latency_s(self, links: tuple[str, ...]) -> float:
         return sum(self.links[name].latency_s for name in links)
