@@ -52,7 +52,7 @@ class CostModel:
         if op.duration_s is not None:
             return OpCost(seconds=op.duration_s, memory_bound=False, source="measured")
         if op.kernel_trace is not None:
-            return self._cached(("trace", op.kernel_trace), lambda: self._kernel_trace(op.kernel_trace))
+            return self._cached(("trace", op.kernel_trace), lambda: self._kernel_trace(op.kernel_trace, where))
         if op.family is not None:
             key = ("family", op.family, tuple(sorted((k, str(v)) for k, v in op.params.items())))
             return self._cached(key, lambda: self._family(op, where))
@@ -71,9 +71,13 @@ class CostModel:
             self.kernels_simulated += 1
         return self._kernels[key]
 
-    def _kernel_trace(self, path: str) -> OpCost:
+    def _kernel_trace(self, path: str, where: str) -> OpCost:
         full = Path(path) if Path(path).is_absolute() else self.base_dir / path
-        trace = load_trace(full)
+        try:
+            trace = load_trace(full)
+        except InputError as exc:  # say which op names the file, as well as the file
+            exc.message = f"{exc.message} (the kernel_trace of {where})"
+            raise
         try:
             return _from_sim(simulate_kernel(trace, self.chip), "kernel_trace")
         except InputError as exc:
