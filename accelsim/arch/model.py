@@ -27,6 +27,8 @@ class MatrixUnit:
     flops_per_cycle_per_core: Mapping[str, float]
     efficiency: float
     chained_efficiency: float
+    pair: int = 1
+    """Programs one MMA can span, each holding its share of B (Blackwell's 2-SM MMA)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -403,6 +405,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             flops_per_cycle_per_core=MappingProxyType(dict(mu.flops_per_cycle_per_core.value)),
             efficiency=mu.efficiency.value,
             chained_efficiency=(mu.chained_efficiency or mu.efficiency).value,
+            pair=mu.pair.value if mu.pair else 1,
         ),
         vector=VectorUnit(
             shape=tuple(vu.shape.value) if vu.shape else None,

@@ -206,6 +206,10 @@ class MatrixUnit(_Strict):
     operands (attention: S = QK^T, softmax, then PV), so each waits for the one before
     instead of streaming like a GEMM's accumulating MMAs (see ``docs/engine.md``).
     Defaults to ``efficiency``."""
+    pair: Cited[PositiveInt] | None = None
+    """GPU: how many programs, on neighbouring SMs, one MMA can span, each holding its
+    share of the B operand in its own shared memory (Blackwell's ``tcgen05.mma``
+    ``cta_group::2``: 2); absent: 1, every program holds all of its B."""
 
 
 class VectorUnit(_Strict):

@@ -567,9 +567,57 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
             state["gate"] += 1
         return barriers[state["gate"]] if state["gate"] < len(barriers) else n
 
+    # A program runs at the pace its SM's residents allow *now*: when a neighbour finishes
+    # with nothing to take its place (a kernel's tail, before a barrier), or a newcomer
+    # joins a core that had room, the flows on that core are re-rated.
+    rerate = per_core > 1
+    on_core: list[dict[Flow, None]] = [{} for _ in range(chip.num_cores)] if rerate else []
+    rated: dict[Flow, tuple[np.ndarray, np.ndarray]] = {}  # flow -> (its rows, residents it runs at)
+    placed: list[np.ndarray] = []
+
+    def cores_of(flow: Flow) -> list[int]:
+        tag = flow.tag
+        return [int(tag[0])] if len(tag) == 1 else np.unique(tag).tolist()
+
+    def track(flow: Flow, rows: np.ndarray, residents: np.ndarray) -> None:
+        rated[flow] = (rows, residents)
+        for core in cores_of(flow):
+            on_core[core][flow] = None
+
+    def rerate_cores(released: np.ndarray) -> None:
+        """New paces for the flows on cores whose residents changed: those that lost
+        ``released`` programs and gained other than as many from this dispatch."""
+        if len(released) == 1 and len(placed) == 1 and len(placed[0]) == 1:
+            if placed[0][0] == released[0]:
+                return  # one program ended, one started on its SM: the steady state of uneven kernels
+        gained = np.concatenate(placed) if placed else released[:0]
+        if len(gained) == len(released) and np.array_equal(np.sort(gained), np.sort(released)):
+            return  # every freed slot refilled on its own SM: the steady state
+        change = np.bincount(gained, minlength=chip.num_cores) - np.bincount(released, minlength=chip.num_cores)
+        candidates: dict[Flow, None] = {}
+        for core in np.flatnonzero(change).tolist():
+            candidates.update(on_core[core])
+        flows, paces = [], []
+        for flow in candidates:
+            if flow.finished_ps is not None:  # ended in this same instant; its callback is next
+                continue
+            rows, before = rated[flow]
+            now = cores.resident[flow.tag]
+            if np.array_equal(now, before):
+                continue
+            rated[flow] = (rows, now)
+            flows.append(flow)
+            paces.append(1.0 / float(times.seconds(rows, now).mean()))
+        pool.set_max_rates(flows, paces)
+
     def finished(flow: Flow) -> None:
         state["free"] += flow.count
         cores.release(flow.tag)
+        if rerate:
+            for core in cores_of(flow):
+                del on_core[core][flow]
+            del rated[flow]
+            placed.clear()
         if timeline:
             first, last = int(flow.tag.min()), int(flow.tag.max())
             segments.append(Segment(
@@ -578,10 +626,12 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
             ))
         if wave and state["free"] == slots and state["next"] == wave["first"] + slots:
             skip = repeats()
-            if skip:
+            if skip:  # the pool is idle: nothing to re-rate
                 env.timeout(skip).callbacks.append(lambda _e: dispatch())
                 return
         dispatch()
+        if rerate:
+            rerate_cores(flow.tag)
 
     # Fast-forward (not for timelines): an even kernel runs one wave after another, each a
     # whole wave of identical programs started on an idle pool and finished before the
@@ -637,6 +687,10 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
                 count=len(ids),
                 tag=core_of[chosen],
             ))
+            if rerate:
+                track(flows[-1], rows[chosen], residents[chosen])
+        if rerate:
+            placed.append(core_of)
         pool.start_many(flows)
 
     single: list[_ProgramTimeLists] = []  # made on the first program dispatched alone
@@ -651,14 +705,18 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         state["free"] -= 1
         core_of = cores.place(1)
         residents = int(cores.resident[core_of[0]])
-        pool.start_many([Flow(
+        flow = Flow(
             name=f"program {i}",
             demand=dict(zip(resources, demand_rows[row].tolist())),
             max_rate=1.0 / single[0].seconds(row, residents),
             on_done=finished,
             count=1,
             tag=core_of,
-        )])
+        )
+        if rerate:
+            track(flow, np.array([row]), np.array([residents]))
+            placed.append(core_of)
+        pool.start_many([flow])
 
     dispatch()
     env.run()

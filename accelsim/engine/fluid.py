@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
@@ -65,6 +65,8 @@ class Flow:
     rate: float = 0.0
     started_ps: int = 0
     finished_ps: int | None = None
+    slot: int = field(default=-1, repr=False)
+    """The pool's row for it while it runs (-1 otherwise)."""
 
 
 class FluidResources:
@@ -121,7 +123,10 @@ class FluidResources:
         ``_rem0``) is implicit, ends are in ``_heap`` and the load is ``_load``."""
         self._t0 = np.zeros(0, dtype=np.int64)
         self._rem0 = np.zeros(0)
-        self._heap: list[tuple[int, int]] = []  # (end ps, slot)
+        self._heap: list[tuple[int, int, int]] = []  # (end ps, slot, version)
+        self._version = np.zeros(0, dtype=np.int64)
+        """Per slot, bumped whenever its flow starts or changes pace: a heap entry of an
+        older version is stale and skipped."""
         self._load = np.zeros(len(self._names))
 
     # ------------------------------------------------------------ public
@@ -146,6 +151,8 @@ class FluidResources:
         for flow, (columns, amounts) in zip(flows, rows):
             slot = self._take_slot()
             self._slots[slot] = flow
+            flow.slot = slot
+            self._version[slot] += 1
             if not isinstance(columns, slice):
                 self._demand[slot] = 0.0
             self._demand[slot, columns] = amounts
@@ -157,7 +164,7 @@ class FluidResources:
                 self._rate[slot] = flow.max_rate
                 self._t0[slot], self._rem0[slot] = now, 1.0
                 self._load += flow.max_rate * self._demand[slot]
-                heapq.heappush(self._heap, (now + _ceil_ps(PS_PER_S / flow.max_rate), slot))
+                heapq.heappush(self._heap, (now + _ceil_ps(PS_PER_S / flow.max_rate), slot, int(self._version[slot])))
         if self._in_callbacks:
             return
         if not self._coalesce:
@@ -167,6 +174,36 @@ class FluidResources:
             flush = self.env.event()
             flush.callbacks.append(lambda _e: self._flush())
             flush.succeed()
+
+    def set_max_rates(self, flows: list[Flow], rates: list[float]) -> None:
+        """Change running flows' ``max_rate`` from now on (say, a program whose SM's other
+        residents have finished): their progress so far stands, what is left goes at the
+        new pace. Inside ``on_done`` callbacks it joins their reallocation."""
+        if not flows:
+            return
+        if not self._free:
+            self._advance()
+        now = self.env.now
+        for flow, rate in zip(flows, rates):
+            if not rate > 0:
+                raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
+            slot = flow.slot
+            if slot < 0 or self._slots[slot] is not flow:
+                raise ValueError(f"flow {flow.name!r} is not running")
+            flow.max_rate = rate
+            if self._free:
+                # bring this flow's progress to now, then restart its clock at the new rate
+                left = max(self._rem0[slot] - self._rate[slot] * (now - self._t0[slot]) / PS_PER_S, 0.0)
+                self._used += (self._rem0[slot] - left) * self._demand[slot]
+                self._load += (rate - self._max_rate[slot]) * self._demand[slot]
+                self._t0[slot], self._rem0[slot], self._rate[slot] = now, left, rate
+                self._version[slot] += 1
+                end = now + _ceil_ps(left * PS_PER_S / rate) if left > _EPS else now
+                heapq.heappush(self._heap, (end, slot, int(self._version[slot])))
+            self._max_rate[slot] = rate
+        if self._in_callbacks:
+            return
+        self._reschedule()
 
     @property
     def used(self) -> dict[str, float]:
@@ -226,6 +263,7 @@ class FluidResources:
         for attr in ("_remaining", "_rate", "_max_rate", "_rem0"):
             setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(grow)]))
         self._t0 = np.concatenate([self._t0, np.zeros(grow, dtype=np.int64)])
+        self._version = np.concatenate([self._version, np.zeros(grow, dtype=np.int64)])
         self._active = np.concatenate([self._active, np.zeros(grow, dtype=bool)])
         return slot
 
@@ -324,7 +362,8 @@ class FluidResources:
         ends = now + self._time_left_ps(active)
         if ends.size:
             check_simulated_ps(float(ends.max()))
-        self._heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist()))  # a sorted list is a heap
+        self._heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist(),
+                                self._version[active].tolist()))  # a sorted list is a heap
 
     def _leave_free(self) -> None:
         """Bring every flow's progress up to date in the arrays; the allocation takes over."""
@@ -348,8 +387,11 @@ class FluidResources:
         if self.observer is not None:
             self.observer(self.env.now, self)
         if self._free:
-            if self._heap:
-                self._schedule(self._heap[0][0] - self.env.now)
+            heap, version = self._heap, self._version
+            while heap and heap[0][2] != version[heap[0][1]]:  # stale: the flow changed pace
+                heapq.heappop(heap)
+            if heap:
+                self._schedule(heap[0][0] - self.env.now)
             return
         active = np.nonzero(self._active)[0]
         if active.size == 0:
@@ -377,7 +419,9 @@ class FluidResources:
         if self._free:
             due = []
             while self._heap and self._heap[0][0] <= now:
-                due.append(heapq.heappop(self._heap)[1])
+                _, slot, version = heapq.heappop(self._heap)
+                if version == self._version[slot]:
+                    due.append(slot)
             due.sort()  # slot order, as the allocation's timers take them
         else:
             self._advance()
@@ -395,6 +439,8 @@ class FluidResources:
             self._rate[slot] = 0.0  # idle slots have rate 0 (see _advance)
             self._active[slot] = False
             self._slots[slot] = None
+            flow.slot = -1
+            self._version[slot] += 1
             self._free_slots.append(slot)
             done.append(flow)
         self._in_callbacks = True  # flows started by callbacks join one reallocation

@@ -219,7 +219,10 @@ def _compute_cost(chip: Chip, compute: Compute, chained: bool = False) -> tuple[
             return compute.flops / rate, 0.0, 0.0, useful
         m, n, k = compute.shape
         seconds = compute.count * executed_matrix_flops(chip, compute.shape) / rate
-        operand_bytes = compute.count * (m * k + k * n) * DTYPE_BYTES[compute.dtype]
+        if compute.pair > chip.matrix.pair:
+            raise InputError(f"chip {chip.name!r} cannot span one MMA over {compute.pair} programs "
+                             f"(matrix_unit.pair is {chip.matrix.pair})", field="compute.pair")
+        operand_bytes = compute.count * (m * k + k * n / compute.pair) * DTYPE_BYTES[compute.dtype]
         return seconds, 0.0, operand_bytes, useful
     if compute.unit == "vector":
         useful = compute.flops if compute.useful else 0.0

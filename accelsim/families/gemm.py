@@ -18,6 +18,7 @@ writes the output block back when its index is about to change.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -58,6 +59,9 @@ CONFIG = (
     Param("num_warps", int, help="GPU: warps per program"),
     Param("cluster", int, help="GPU: programs per thread-block cluster that share one multicast read of "
                                "their B tile (1, or up to the chip's shared_cache.multicast; default 1)"),
+    Param("pair", int, help="GPU: programs one MMA spans (Blackwell's 2-SM MMA): consecutive programs down M "
+                            "split their B tile, each loading and holding its half (1, or up to the chip's "
+                            "matrix_unit.pair; default 1)"),
 )
 
 
@@ -143,7 +147,13 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     # Hopper/Ampere kernels; split-K only when the output tiles cannot fill the chip. Where
     # the L2 can multicast (Hopper's TMA), clusters of 2 share their B tiles, as cuBLAS's
     # Hopper kernels do: in the model that only lowers L2 demand, so it replaces cluster 1.
-    cluster = {"cluster": 2} if max_cluster(chip) >= 2 else {}
+    # Where one MMA can span two SMs (Blackwell), pairs split their B tiles instead, as
+    # cuBLAS's and CUTLASS's 2-SM Blackwell kernels do: the same L2 demand as a multicast
+    # pair, and half of B through each SM's port and shared memory, so it replaces both.
+    if dtype != "fp32" and chip.matrix.pair >= 2:
+        cluster = {"pair": 2}
+    else:
+        cluster = {"cluster": 2} if max_cluster(chip) >= 2 else {}
     tiles = ((128, 256), (256, 128), (128, 128), (64, 256), (256, 64), (128, 64), (64, 128), (64, 64))
     for bm, bn in tiles:
         output_tiles = math.ceil(m / bm) * math.ceil(n / bn)
@@ -162,10 +172,10 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
 
 
 def _local_bytes(config: dict[str, Any], dtype: str, family: str) -> int:
-    """GPU: the staged A and B tiles; TPU: double-buffered A, B and C blocks plus the
-    fp32 accumulator scratch."""
+    """GPU: the staged A and B tiles (a pair's program stages its share of B); TPU:
+    double-buffered A, B and C blocks plus the fp32 accumulator scratch."""
     bm, bn, bk, stages = config["block_m"], config["block_n"], config["block_k"], config["num_stages"]
-    tiles = (bm * bk + bk * bn) * DTYPE_BYTES[dtype] * stages
+    tiles = (bm * bk + bk * -(-bn // config.get("pair", 1))) * DTYPE_BYTES[dtype] * stages
     if family == "tpu":
         return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[OUT_DTYPE[dtype]]))
     return int(tiles)
@@ -213,6 +223,22 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
                              source="--param", field="cluster")
         if config["group_m"] % cluster:
             raise InputError(f"cluster={cluster} pairs consecutive programs down M: group_m must be a multiple of it",
+                             source="--param", field="group_m")
+    pair = config.get("pair", 1)
+    if not isinstance(pair, int) or pair < 1:
+        raise InputError("expected a positive integer", source="--param", field="pair")
+    if pair > 1:
+        most = chip.matrix.pair if chip.family == "gpu" else 1
+        if pair > most:
+            raise InputError(f"{chip.name} cannot span one MMA over {pair} programs (matrix_unit.pair: {most})",
+                             source="--param", field="pair")
+        if on_vector_units:
+            raise InputError("fp32 GEMMs run on the CUDA cores: no MMA to pair", source="--param", field="pair")
+        if cluster > 1:
+            raise InputError("pair and cluster both share B tiles within a cluster; give one of them",
+                             source="--param", field="pair")
+        if config["group_m"] % pair:
+            raise InputError(f"pair={pair} spans consecutive programs down M: group_m must be a multiple of it",
                              source="--param", field="group_m")
     if chip.family == "gpu" and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
         raise InputError("the accumulator does not fit in registers; use more warps or smaller blocks",
@@ -263,31 +289,37 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     edge_m = (pid_m == num_m - 1) & (m % bm != 0)
     edge_n = (pid_n == num_n - 1) & (n % bn != 0)
     last_split = split_index == split - 1
+    # 2-SM MMA: programs 2i and 2i+1 down M (one swizzle group holds both) split their B
+    # tile; the last row of tiles, when the rows are odd, has no partner and loads all of B.
+    pair = config.get("pair", 1)
+    alone = (pid_m == num_m - 1) & (num_m % pair != 0) if pair > 1 else np.zeros(tiles, dtype=bool)
 
     templates: list[Template] = []
     template_of = np.zeros(total, dtype=np.int64)
     variants = {}
-    for em in (False, True):
-        for en in (False, True):
-            for ls in (False, True):
-                chosen = edge_m[tile_index] == em
-                chosen &= edge_n[tile_index] == en
-                chosen &= last_split == ls
-                if not chosen.any():
-                    continue
-                rows = m - (num_m - 1) * bm if em else bm
-                cols = n - (num_n - 1) * bn if en else bn
-                k_span = k - (split - 1) * k_per_split if ls else k_per_split
-                variants[(em, en, ls)] = len(templates)
-                template_of[chosen] = len(templates)
-                templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
-                                               in_bytes, out_dtype, split, config.get("cluster", 1)))
+    for em, en, ls, lone in itertools.product((False, True), repeat=4):
+        chosen = edge_m[tile_index] == em
+        chosen &= edge_n[tile_index] == en
+        chosen &= last_split == ls
+        chosen &= alone[tile_index] == lone
+        if not chosen.any():
+            continue
+        rows = m - (num_m - 1) * bm if em else bm
+        cols = n - (num_n - 1) * bn if en else bn
+        k_span = k - (split - 1) * k_per_split if ls else k_per_split
+        variants[(em, en, ls, lone)] = len(templates)
+        template_of[chosen] = len(templates)
+        templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
+                                       in_bytes, out_dtype, split, config.get("cluster", 1),
+                                       1 if lone else pair))
     program_vars = {
         "pid_m": np.tile(pid_m, split * b).tolist(),
         "pid_n": np.tile(pid_n, split * b).tolist(),
         "k0": (split_index * math.ceil(k_per_split / bk)).tolist(),
         "batch": (np.arange(total) // (tiles * split)).tolist(),
     }
+    if pair > 1:  # which share of the B tile a pair's program loads: its own block identity
+        program_vars["b_part"] = np.tile(pid_n * pair + pid_m % pair, split * b).tolist()
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
@@ -305,17 +337,19 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     })
 
 
-def _mma(rows, cols, depth, bm, bn, bk, dtype) -> Compute:
+def _mma(rows, cols, depth, bm, bn, bk, dtype, pair=1) -> Compute:
     """fp32 GEMMs on GPUs run on the CUDA cores (FMA); every other dtype on tensor cores
     (``tf32`` is how fp32 inputs reach them)."""
     flops = 2.0 * rows * cols * depth
     if dtype == "fp32":
         return Compute(unit="vector", flops=flops, dtype="fp32")
-    return Compute(unit="matrix", flops=flops, dtype=dtype, shape=[bm, bn, bk])
+    return Compute(unit="matrix", flops=flops, dtype=dtype, shape=[bm, bn, bk], pair=pair)
 
 
-def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split, cluster=1) -> Template:
+def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split, cluster=1,
+                  pair=1) -> Template:
     full, rest = divmod(k_span, bk)
+    b_cols, b_block = (cols, "pid_n") if pair == 1 else (-(-cols // pair), "b_part")
     steps = []
     for count, depth, first in ((full, bk, 0), (1 if rest else 0, rest, full)):
         if not count:
@@ -326,10 +360,10 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
             loop_var="k",
             transfers=[
                 Transfer(tensor="A", block=["batch", "pid_m", k_index], bytes=int(rows * depth * in_bytes)),
-                Transfer(tensor="B", block=["batch", k_index, "pid_n"], bytes=int(depth * cols * in_bytes),
+                Transfer(tensor="B", block=["batch", k_index, b_block], bytes=int(depth * b_cols * in_bytes),
                          multicast=cluster),
             ],
-            compute=[_mma(rows, cols, depth, bm, bn, bk, dtype)],
+            compute=[_mma(rows, cols, depth, bm, bn, bk, dtype, pair)],
         ))
     # Split-K programs add fp32 partial tiles into C (atomics); otherwise one store.
     out_bytes = ACC_BYTES if split > 1 else OUT_BYTES[out_dtype]

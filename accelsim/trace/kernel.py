@@ -170,6 +170,11 @@ class Compute(_Strict):
     shape, ``flops`` at the unit's rate."""
     count: PosInt = 1
     """Matrix unit only: how many times the ``shape`` operation runs (batched matmuls)."""
+    pair: PosInt = 1
+    """Matrix unit only: the operation is this program's part of an MMA spanning ``pair``
+    programs on neighbouring SMs (Blackwell's 2-SM MMA), whose B operand (``k x n`` of
+    the ``shape``) is split between their shared memories: the program reads ``k x n /
+    pair`` of it from its own. 1: an ordinary MMA."""
     useful: StrictBool = True
     """False for work that costs time but is not counted as flops (e.g. adding a GEMM's
     partial sums into its accumulator: those adds are already in 2*M*N*K)."""
