@@ -68,8 +68,8 @@ ATTENTION_BWD_FLOPS_FACTOR = 2.5
 """Backward = 2.5 x forward matmul flops (five S x S x D products against two), as in the
 FlashAttention benchmarks."""
 
-KNOWN_ARCHS = ("a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200", "mi300x",
-               "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")
+KNOWN_ARCHS = ("a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200-sxm", "gh200", "b200", "gb200",
+               "b300", "mi300x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")
 """The accelsim chip configs (``arch_configs/gpu/*.yaml``, ``arch_configs/tpu/*.yaml``) a device
 can be mapped to."""
 
@@ -80,12 +80,14 @@ _ARCH_BY_DEVICE_NAME: tuple[tuple[str, str | None], ...] = (
     (r"\bH100\b.*\bNVL\b", None),
     (r"\bH200\b.*\bNVL\b", None),
     (r"\bH100\b.*(SXM|HBM3\b)", "h100-sxm"),
+    (r"\bGH200\b.*(144G|HBM3e)", "gh200"),  # the 96 GB HBM3 version ("GH200 480GB") has other HBM
     (r"\bGH200\b", None),
     (r"\bH200\b", "h200-sxm"),
     (r"\bA100\b.*SXM4?-80GB", "a100-sxm4-80gb"),
     (r"\bA100\b.*SXM4?-40GB", "a100-sxm4-40gb"),
     (r"\bGB200\b", "gb200"),
     (r"\bB200\b", "b200"),
+    (r"\bB300\b", "b300"),
     (r"\bMI300X\b", "mi300x"),
     # JAX's device_kind of TPUs: "TPU v4", "TPU v4 lite" (v4i), "TPU v5 lite" (v5e),
     # "TPU v5" (v5p), "TPU v6 lite" (v6e), "TPU7x"

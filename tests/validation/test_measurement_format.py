@@ -77,6 +77,8 @@ def test_elementwise_counts_every_array_once():
         ("NVIDIA H100 PCIe", "h100-pcie"),
         ("NVIDIA H100 NVL", None),
         ("NVIDIA GH200 480GB", None),
+        ("NVIDIA GH200 144G HBM3e", "gh200"),
+        ("NVIDIA B300 SXM6 AC", "b300"),
         ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
         ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"),
         ("NVIDIA A100 80GB PCIe", None),

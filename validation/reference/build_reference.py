@@ -56,9 +56,12 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA H100 PCIe (HBM2e, 2.0 TB/s spec)": "h100-pcie",
     "NVIDIA B200 SXM": "b200",
     "NVIDIA GB200 SXM": "gb200",
+    "NVIDIA B300 SXM": "b300",
+    "NVIDIA GH200 SXM": "gh200",
+    "NVIDIA GH200 SXM (900W, 141GiB HBM3e)": "gh200",
     "AMD MI300X": "mi300x",
 }
-"""Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs, GH200, B300,
+"""Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out; A100 40GB maps only for its STREAM runs
 (its latency runs are config sources, not records)."""
 
@@ -66,6 +69,10 @@ HARDWARE_NOTES: dict[str, str] = {
     "NVIDIA A100 SXM": (
         "source says 'A100 SXM' without the memory size; mapped to a100-sxm4-80gb: the 40 GB and 80 GB "
         "parts have the same 312 TFLOP/s bf16 peak and this shape is compute-bound"
+    ),
+    "NVIDIA GH200 SXM": (
+        "source does not say which GH200 memory version; mapped to gh200 (144 GB HBM3e): the 96 GB HBM3 "
+        "version has the same GPU and tensor-core peaks, and this shape is compute-bound"
     ),
     "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": (
         "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
