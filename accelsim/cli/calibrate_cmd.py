@@ -22,6 +22,7 @@ from accelsim.validate.calibrate import (
     DEFAULT_PARAMETERS,
     FITTABLE_PARAMETERS,
     HELD_OUT_PER_TEN,
+    METHODS,
     MIN_INTERVAL_RECORDS,
     fit,
     intervals,
@@ -53,6 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "fit starts from the value the chip gives the first family named (family_values it has)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes simulating the records of each evaluation (default 1; the fit is the same)")
+    p.add_argument("--method", choices=METHODS, default=METHODS[0],
+                   help="gauss-newton (default: damped Gauss-Newton steps, then a narrow line search per parameter) or "
+                        "descent (line searches over each parameter's whole range, sweep after sweep: several times "
+                        "the evaluations; how overlays before 2026-12-01 were fitted)")
     add_set_option(p)
     p.set_defaults(run=run_calibrate)
 
@@ -111,7 +116,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs,
-                 family=args.scope[0] if args.scope else None,
+                 family=args.scope[0] if args.scope else None, method=args.method,
                  progress=lambda line: print(line, file=sys.stderr, flush=True))
     result = with_final_configs(result, args.arch, args.overrides, jobs=args.jobs)
     overlay = _overlay(args, chip, result)
@@ -135,8 +140,9 @@ def fit_date() -> str:
 def _source(args, result) -> str:
     files = sorted({c.measurement.file for c in result.train})
     excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
+    method = "" if args.method == METHODS[0] else f"; --method {args.method}"
     return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}{excluded}); "
-            f"{len(result.held_out)} held out; {args.fit_date}")
+            f"{len(result.held_out)} held out{method}; {args.fit_date}")
 
 
 def _overlay(args, chip, result) -> dict:

@@ -231,15 +231,18 @@ def loss(log_errors: np.ndarray) -> float:
     return float(np.sum(LOSS_SCALE**2 * (np.sqrt(1 + (log_errors / LOSS_SCALE) ** 2) - 1)))
 
 
-def prior_loss(values: dict[str, float], start: dict[str, float]) -> float:
-    """The prior's share of the fit's loss: each parameter's log distance from its starting
-    value in units of ``PRIOR_FACTOR``, scored as a record's log error of ``LOSS_SCALE`` per
-    unit. Parameters that start at 0 have no prior."""
-    distances = [
+def prior_residuals(values: dict[str, float], start: dict[str, float]) -> np.ndarray:
+    """Each parameter's log distance from its starting value in units of ``PRIOR_FACTOR``,
+    as a record's log error of ``LOSS_SCALE`` per unit. Parameters that start at 0 have none."""
+    return np.array([
         (math.log(max(values[path], 1e-3 * begin)) - math.log(begin)) / math.log(PRIOR_FACTOR) * LOSS_SCALE
         for path, begin in start.items() if begin > 0 and path in values
-    ]
-    return loss(np.array(distances))
+    ])
+
+
+def prior_loss(values: dict[str, float], start: dict[str, float]) -> float:
+    """The prior's share of the fit's loss (:func:`prior_residuals`, scored as records are)."""
+    return loss(prior_residuals(values, start))
 
 
 def fit(
@@ -252,21 +255,31 @@ def fit(
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
     family: str | None = None,
+    method: str = "gauss-newton",
 ) -> Fit:
     """Fit ``parameters`` on the training split of ``cases``; ``jobs`` worker processes
     simulate the records of each evaluation in parallel (the result does not depend on it).
     ``progress`` is given a line after each parameter's line search (sweep, value, loss,
     evaluations so far, minutes). ``family``: a fit to be scoped to that kernel family
     starts from (and its prior stays near) the value the chip gives that family, which a
-    calibrated chip's ``family_values`` may already set."""
+    calibrated chip's ``family_values`` may already set. ``method``: ``gauss-newton``
+    (:func:`gauss_newton`, then one narrow line search per parameter) or ``descent``
+    (:func:`coordinate_descent` over each parameter's whole range: several times the
+    evaluations; the method of the overlays fitted before 2026-12-01)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
     evaluate = Evaluator(cases, arch, jobs)
     try:
-        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress, family)
+        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress, family, method)
     finally:
         evaluate.close()
 
 
-def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, progress=None, family=None) -> Fit:
+METHODS = ("gauss-newton", "descent")
+
+
+def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, progress=None, family=None,
+         method: str = "gauss-newton") -> Fit:
     train = [c for c in cases if not is_held_out(c.measurement.id)]
     held_out = [c for c in cases if is_held_out(c.measurement.id)]
     if not train:
@@ -294,7 +307,23 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
             progress(f"sweep {sweep}: {p.override(value)}, training loss {best:.4g} "
                      f"({evaluations} evaluations, {(time.monotonic() - began) / 60:.1f} min)")
 
-    values = coordinate_descent(train_loss, free, start, sweeps, on_step=report)
+    if method == "descent":
+        values = coordinate_descent(train_loss, free, start, sweeps, on_step=report)
+    else:
+        def train_residuals(values: dict[str, float]) -> np.ndarray:
+            nonlocal evaluations
+            evaluations += 1
+            return np.concatenate([evaluate(train, overrides_for(values)), prior_residuals(values, start)])
+
+        def report_step(step: int, best: float) -> None:
+            if progress is not None:
+                progress(f"step {step}: training loss {best:.4g} ({evaluations} evaluations, "
+                         f"{(time.monotonic() - began) / 60:.1f} min)")
+
+        values = gauss_newton(train_residuals, free, start, on_step=report_step)
+        # then one line search per parameter in a narrow bracket around it: kinks (a
+        # bound that changes, a tile that stops fitting) can stall the steps short of it
+        values = coordinate_descent(train_loss, free, values, 1, on_step=report, bracket=POLISH_BRACKET)
     # a parameter the search left where it started was not fitted
     fitted = {p.path: values[p.path] for p in free if not math.isclose(values[p.path], start[p.path], rel_tol=1e-3)}
     final = overrides_for(values)
@@ -343,17 +372,26 @@ def _sensitive(p: Parameter, active: Sequence[Parameter], values: dict, cases, e
 
 
 def coordinate_descent(train_loss: Callable[[dict[str, float]], float], parameters: Sequence,
-                       start: dict[str, float], sweeps: int, on_step: Callable | None = None) -> dict[str, float]:
+                       start: dict[str, float], sweeps: int, on_step: Callable | None = None,
+                       bracket: float | None = None) -> dict[str, float]:
     """Minimise ``train_loss`` over ``parameters`` (each with ``path``, ``low``, ``high``)
     from ``start``: a golden-section line search per parameter in turn, until a sweep
     gains under 0.1% or ``sweeps`` run out. Returns the best values seen. ``on_step(sweep,
-    parameter, value, loss)`` is called after each line search with where it left them."""
+    parameter, value, loss)`` is called after each line search with where it left them.
+    ``bracket``: search only this fraction of each range either side of the current value
+    (with fewer steps: the same resolution), not the whole range."""
     values = dict(start)
     best = train_loss(values)
     for sweep in range(1, sweeps + 1):
         before = best
         for p in parameters:
-            value, result = _golden_section(lambda x, p=p: train_loss({**values, p.path: x}), p.low, p.high, values[p.path], best)
+            low, high, steps = p.low, p.high, GOLDEN_STEPS
+            if bracket is not None:
+                half = bracket * (p.high - p.low)
+                low, high = max(p.low, values[p.path] - half), min(p.high, values[p.path] + half)
+                steps = max(4, GOLDEN_STEPS - round(math.log((p.high - p.low) / (high - low)) / -math.log(GOLDEN)))
+            value, result = _golden_section(lambda x, p=p: train_loss({**values, p.path: x}), low, high,
+                                            values[p.path], best, steps)
             if result < best:
                 values[p.path], best = value, result
             if on_step is not None:
@@ -363,7 +401,74 @@ def coordinate_descent(train_loss: Callable[[dict[str, float]], float], paramete
     return values
 
 
-def _golden_section(f, low: float, high: float, current: float, current_value: float, steps: int = 14):
+GOLDEN_STEPS = 14
+"""Golden-section steps over a parameter's whole range: its width times 0.618^14, 0.1%."""
+POLISH_BRACKET = 0.05
+"""After the Gauss-Newton steps, each parameter is searched again within 5% of its range
+either side."""
+GN_STEPS = 20
+GN_DIFF = 0.1
+"""Forward-difference step, as a fraction of a parameter's range."""
+GN_TRIES = 5
+"""Damping increases tried per step before the steps stop."""
+
+
+def gauss_newton(residuals: Callable[[dict[str, float]], np.ndarray], parameters: Sequence,
+                 start: dict[str, float], on_step: Callable | None = None) -> dict[str, float]:
+    """Minimise ``loss(residuals(values))`` (the robust loss of a residual vector) over
+    ``parameters`` inside their bounds from ``start``: Levenberg-Marquardt steps on the
+    iteratively reweighted least-squares form of the pseudo-Huber loss, with a
+    forward-difference Jacobian in units of each parameter's range (one evaluation per
+    parameter per step). A step that does not lower the loss is retried with more damping;
+    the steps stop when one gains under 0.01% or none of ``GN_TRIES`` helps. Deterministic.
+    ``on_step(step, loss)`` is called after each accepted step."""
+    paths = [p.path for p in parameters]
+    low = np.array([p.low for p in parameters])
+    span = np.array([p.high - p.low for p in parameters])
+
+    def at(u: np.ndarray) -> dict[str, float]:
+        return {**start, **{path: float(low[i] + span[i] * u[i]) for i, path in enumerate(paths)}}
+
+    u = np.array([(start[path] - low[i]) / span[i] for i, path in enumerate(paths)])
+    r = residuals(at(u))
+    best = loss(r)
+    damping = 1e-3
+    for step in range(1, GN_STEPS + 1):
+        jacobian = np.empty((len(r), len(paths)))
+        for j in range(len(paths)):
+            h = GN_DIFF if u[j] + GN_DIFF <= 1 else -GN_DIFF  # stay inside the range
+            moved = u.copy()
+            moved[j] += h
+            jacobian[:, j] = (residuals(at(moved)) - r) / h
+        weight = 1 / np.sqrt(1 + (r / LOSS_SCALE) ** 2)  # pseudo-Huber as reweighted least squares
+        normal = jacobian.T @ (weight[:, None] * jacobian)
+        gradient = jacobian.T @ (weight * r)
+        diagonal = np.diag(normal).copy()
+        diagonal[diagonal <= 0] = 1e-12
+        for _ in range(GN_TRIES):
+            delta = np.linalg.solve(normal + damping * np.diag(diagonal), -gradient)
+            trial = np.clip(u + delta, 0.0, 1.0)
+            if np.allclose(trial, u, atol=1e-9, rtol=0):
+                damping *= 4
+                continue
+            trial_r = residuals(at(trial))
+            trial_loss = loss(trial_r)
+            if trial_loss < best:
+                break
+            damping *= 4
+        else:
+            break
+        gain = best - trial_loss
+        u, r, best = trial, trial_r, trial_loss
+        damping = max(damping / 3, 1e-9)
+        if on_step is not None:
+            on_step(step, best)
+        if gain <= 1e-4 * best:
+            break
+    return at(u)
+
+
+def _golden_section(f, low: float, high: float, current: float, current_value: float, steps: int = GOLDEN_STEPS):
     """Minimise ``f`` on [low, high]; returns the best point seen (the current one included)."""
     a, b = low, high
     c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
