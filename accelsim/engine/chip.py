@@ -572,21 +572,23 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     # joins a core that had room, the flows on that core are re-rated.
     rerate = per_core > 1
     on_core: list[dict[Flow, None]] = [{} for _ in range(chip.num_cores)] if rerate else []
-    rated: dict[Flow, tuple[np.ndarray, np.ndarray]] = {}  # flow -> (its rows, residents it runs at)
+    """Per core, the flows with programs on it."""
+    paced: dict[Flow, list] = {}  # flow -> [its rows, each member's seconds now, their sum]
     placed: list[np.ndarray] = []
 
     def cores_of(flow: Flow) -> list[int]:
         tag = flow.tag
         return [int(tag[0])] if len(tag) == 1 else np.unique(tag).tolist()
 
-    def track(flow: Flow, rows: np.ndarray, residents: np.ndarray) -> None:
-        rated[flow] = (rows, residents)
+    def track(flow: Flow, rows: np.ndarray, seconds: np.ndarray) -> None:
+        paced[flow] = [rows, seconds, float(seconds.sum())]
         for core in cores_of(flow):
             on_core[core][flow] = None
 
     def rerate_cores(released: np.ndarray) -> None:
-        """New paces for the flows on cores whose residents changed: those that lost
-        ``released`` programs and gained other than as many from this dispatch."""
+        """New paces for the flows with programs on cores whose residents changed: those
+        that lost ``released`` programs and gained other than as many from this dispatch.
+        Only the members on those cores are timed again."""
         if len(released) == 1 and len(placed) == 1 and len(placed[0]) == 1:
             if placed[0][0] == released[0]:
                 return  # one program ended, one started on its SM: the steady state of uneven kernels
@@ -594,20 +596,30 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if len(gained) == len(released) and np.array_equal(np.sort(gained), np.sort(released)):
             return  # every freed slot refilled on its own SM: the steady state
         change = np.bincount(gained, minlength=chip.num_cores) - np.bincount(released, minlength=chip.num_cores)
-        candidates: dict[Flow, None] = {}
+        touched: dict[Flow, None] = {}
         for core in np.flatnonzero(change).tolist():
-            candidates.update(on_core[core])
+            residents = int(cores.resident[core])
+            for flow in on_core[core]:
+                if flow.finished_ps is not None:  # ended in this same instant; its callback is next
+                    continue
+                state_of = paced[flow]
+                if flow.count == 1:  # one program: in Python scalars (the same arithmetic)
+                    if not single:
+                        single.append(times.as_lists())
+                    state_of[2] = single[0].seconds(int(state_of[0][0]), residents)
+                else:
+                    members = np.flatnonzero(flow.tag == core)
+                    now = times.seconds(state_of[0][members], residents)
+                    state_of[2] += float(now.sum() - state_of[1][members].sum())
+                    state_of[1][members] = now
+                touched[flow] = None
         flows, paces = [], []
-        for flow in candidates:
-            if flow.finished_ps is not None:  # ended in this same instant; its callback is next
-                continue
-            rows, before = rated[flow]
-            now = cores.resident[flow.tag]
-            if np.array_equal(now, before):
-                continue
-            rated[flow] = (rows, now)
-            flows.append(flow)
-            paces.append(1.0 / float(times.seconds(rows, now).mean()))
+        for flow in touched:
+            rows, seconds, total = paced[flow]
+            pace = 1.0 / (total / len(rows))
+            if pace != flow.max_rate:
+                flows.append(flow)
+                paces.append(pace)
         pool.set_max_rates(flows, paces)
 
     def finished(flow: Flow) -> None:
@@ -616,7 +628,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if rerate:
             for core in cores_of(flow):
                 del on_core[core][flow]
-            del rated[flow]
+            del paced[flow]
             placed.clear()
         if timeline:
             first, last = int(flow.tag.min()), int(flow.tag.max())
@@ -688,7 +700,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
                 tag=core_of[chosen],
             ))
             if rerate:
-                track(flows[-1], rows[chosen], residents[chosen])
+                track(flows[-1], rows[chosen], seconds[chosen].copy())
         if rerate:
             placed.append(core_of)
         pool.start_many(flows)
@@ -705,16 +717,17 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         state["free"] -= 1
         core_of = cores.place(1)
         residents = int(cores.resident[core_of[0]])
+        seconds = single[0].seconds(row, residents)
         flow = Flow(
             name=f"program {i}",
             demand=dict(zip(resources, demand_rows[row].tolist())),
-            max_rate=1.0 / single[0].seconds(row, residents),
+            max_rate=1.0 / seconds,
             on_done=finished,
             count=1,
             tag=core_of,
         )
         if rerate:
-            track(flow, np.array([row]), np.array([residents]))
+            track(flow, np.array([row]), np.array([seconds]))
             placed.append(core_of)
         pool.start_many([flow])
 

@@ -181,26 +181,32 @@ class FluidResources:
         new pace. Inside ``on_done`` callbacks it joins their reallocation."""
         if not flows:
             return
-        if not self._free:
-            self._advance()
-        now = self.env.now
         for flow, rate in zip(flows, rates):
             if not rate > 0:
                 raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
-            slot = flow.slot
-            if slot < 0 or self._slots[slot] is not flow:
+            if flow.slot < 0 or self._slots[flow.slot] is not flow:
                 raise ValueError(f"flow {flow.name!r} is not running")
             flow.max_rate = rate
-            if self._free:
-                # bring this flow's progress to now, then restart its clock at the new rate
-                left = max(self._rem0[slot] - self._rate[slot] * (now - self._t0[slot]) / PS_PER_S, 0.0)
-                self._used += (self._rem0[slot] - left) * self._demand[slot]
-                self._load += (rate - self._max_rate[slot]) * self._demand[slot]
-                self._t0[slot], self._rem0[slot], self._rate[slot] = now, left, rate
-                self._version[slot] += 1
-                end = now + _ceil_ps(left * PS_PER_S / rate) if left > _EPS else now
-                heapq.heappush(self._heap, (end, slot, int(self._version[slot])))
-            self._max_rate[slot] = rate
+        slots = np.fromiter((flow.slot for flow in flows), dtype=np.int64, count=len(flows))
+        paces = np.asarray(rates, dtype=float)
+        if self._free:
+            # bring these flows' progress to now, then restart their clocks at the new paces
+            now = self.env.now
+            rem0 = self._rem0[slots]
+            left = np.maximum(rem0 - self._rate[slots] * (now - self._t0[slots]) / PS_PER_S, 0.0)
+            demand = self._demand[slots]
+            self._used += (rem0 - left) @ demand
+            self._load += (paces - self._max_rate[slots]) @ demand
+            self._t0[slots], self._rem0[slots], self._rate[slots] = now, left, paces
+            self._version[slots] += 1
+            with np.errstate(divide="ignore"):
+                wait = np.where(left > _EPS, np.ceil(left * PS_PER_S / paces * (1 - CEIL_SLACK) - CEIL_SLACK), 0.0)
+            for end, slot, version in zip((now + wait).astype(np.int64).tolist(), slots.tolist(),
+                                          self._version[slots].tolist()):
+                heapq.heappush(self._heap, (end, slot, version))
+        else:
+            self._advance()
+        self._max_rate[slots] = paces
         if self._in_callbacks:
             return
         self._reschedule()

@@ -150,24 +150,28 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     # Where one MMA can span two SMs (Blackwell), pairs split their B tiles instead, as
     # cuBLAS's and CUTLASS's 2-SM Blackwell kernels do: the same L2 demand as a multicast
     # pair, and half of B through each SM's port and shared memory, so it replaces both.
-    if dtype != "fp32" and chip.matrix.pair >= 2:
-        cluster = {"pair": 2}
-    else:
-        cluster = {"cluster": 2} if max_cluster(chip) >= 2 else {}
+    # With an odd number of tile rows a pair needs a padding row, whose tensor work is wasted:
+    # there both are searched.
+    multicast = [{"cluster": 2}] if max_cluster(chip) >= 2 else [{}]
+    paired = dtype != "fp32" and chip.matrix.pair >= 2
     tiles = ((128, 256), (256, 128), (128, 128), (64, 256), (256, 64), (128, 64), (64, 128), (64, 64))
     for bm, bn in tiles:
         output_tiles = math.ceil(m / bm) * math.ceil(n / bn)
         splits = (1, 2, 4, 8) if output_tiles < chip.num_cores else (1,)
+        sharing = multicast
+        if paired:
+            sharing = [{"pair": 2}] + (multicast if math.ceil(m / bm) % 2 else [])
         for bk in (32, 64, 128):
             for stages in (3, 4, 5):
                 for warps in (4, 8):
                     for split_k in splits:
                         if split_k > 1 and k // split_k < 256:
                             continue
-                        config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 8,
-                                  "split_k": split_k, "num_stages": stages, "num_warps": warps, **cluster}
-                        if fits(check, params, config, chip):
-                            out.append(config)
+                        for shared in sharing:
+                            config = {"block_m": bm, "block_n": bn, "block_k": bk, "group_m": 8,
+                                      "split_k": split_k, "num_stages": stages, "num_warps": warps, **shared}
+                            if fits(check, params, config, chip):
+                                out.append(config)
     return out
 
 
@@ -278,40 +282,42 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     bm, bn, bk, split = config["block_m"], config["block_n"], config["block_k"], config["split_k"]
     in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
     num_m, num_n = -(-m // bm), -(-n // bn)  # exact for any size (a float ceil is not)
-    tiles = num_m * num_n
+    # 2-SM MMA: programs 2i and 2i+1 down M (one swizzle group holds both) split their B
+    # tile. With an odd number of tile rows the grid gets a padding row, as the kernels
+    # launch it: the last row's partner loads its share of B and runs the MMA on rows past
+    # M (masked, so no useful flops), reads no A and stores nothing.
+    pair = config.get("pair", 1)
+    rows_launched = -(-num_m // pair) * pair
+    tiles = rows_launched * num_n
     # Programs: axis 0 = output tile (swizzled), axis 1 = split-K slice, axis 2 = batch.
     total = tiles * split * b
     check_programs(total)
-    pid_m, pid_n = swizzled_tiles(num_m, num_n, config["group_m"])
+    pid_m, pid_n = swizzled_tiles(rows_launched, num_n, config["group_m"])
     k_per_split = math.ceil(k / split)
     tile_index = np.arange(total) % tiles
     split_index = (np.arange(total) // tiles) % split
     edge_m = (pid_m == num_m - 1) & (m % bm != 0)
     edge_n = (pid_n == num_n - 1) & (n % bn != 0)
     last_split = split_index == split - 1
-    # 2-SM MMA: programs 2i and 2i+1 down M (one swizzle group holds both) split their B
-    # tile; the last row of tiles, when the rows are odd, has no partner and loads all of B.
-    pair = config.get("pair", 1)
-    alone = (pid_m == num_m - 1) & (num_m % pair != 0) if pair > 1 else np.zeros(tiles, dtype=bool)
+    padding = pid_m >= num_m
 
     templates: list[Template] = []
     template_of = np.zeros(total, dtype=np.int64)
     variants = {}
-    for em, en, ls, lone in itertools.product((False, True), repeat=4):
+    for em, en, ls, pad in itertools.product((False, True), repeat=4):
         chosen = edge_m[tile_index] == em
         chosen &= edge_n[tile_index] == en
         chosen &= last_split == ls
-        chosen &= alone[tile_index] == lone
+        chosen &= padding[tile_index] == pad
         if not chosen.any():
             continue
         rows = m - (num_m - 1) * bm if em else bm
         cols = n - (num_n - 1) * bn if en else bn
         k_span = k - (split - 1) * k_per_split if ls else k_per_split
-        variants[(em, en, ls, lone)] = len(templates)
+        variants[(em, en, ls, pad)] = len(templates)
         template_of[chosen] = len(templates)
         templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
-                                       in_bytes, out_dtype, split, config.get("cluster", 1),
-                                       1 if lone else pair))
+                                       in_bytes, out_dtype, split, config.get("cluster", 1), pair, pad))
     program_vars = {
         "pid_m": np.tile(pid_m, split * b).tolist(),
         "pid_n": np.tile(pid_n, split * b).tolist(),
@@ -337,17 +343,19 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     })
 
 
-def _mma(rows, cols, depth, bm, bn, bk, dtype, pair=1) -> Compute:
+def _mma(rows, cols, depth, bm, bn, bk, dtype, pair=1, useful=True) -> Compute:
     """fp32 GEMMs on GPUs run on the CUDA cores (FMA); every other dtype on tensor cores
     (``tf32`` is how fp32 inputs reach them)."""
     flops = 2.0 * rows * cols * depth
     if dtype == "fp32":
         return Compute(unit="vector", flops=flops, dtype="fp32")
-    return Compute(unit="matrix", flops=flops, dtype=dtype, shape=[bm, bn, bk], pair=pair)
+    return Compute(unit="matrix", flops=flops, dtype=dtype, shape=[bm, bn, bk], pair=pair, useful=useful)
 
 
 def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split, cluster=1,
-                  pair=1) -> Template:
+                  pair=1, padding=False) -> Template:
+    """One program's steps; ``padding``: a 2-SM pair's partner past the last tile row
+    (its share of B and a masked MMA; no A, no store)."""
     full, rest = divmod(k_span, bk)
     b_cols, b_block = (cols, "pid_n") if pair == 1 else (-(-cols // pair), "b_part")
     steps = []
@@ -359,12 +367,15 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
             repeat=count,
             loop_var="k",
             transfers=[
-                Transfer(tensor="A", block=["batch", "pid_m", k_index], bytes=int(rows * depth * in_bytes)),
+                *([] if padding else
+                  [Transfer(tensor="A", block=["batch", "pid_m", k_index], bytes=int(rows * depth * in_bytes))]),
                 Transfer(tensor="B", block=["batch", k_index, b_block], bytes=int(depth * b_cols * in_bytes),
                          multicast=cluster),
             ],
-            compute=[_mma(rows, cols, depth, bm, bn, bk, dtype, pair)],
+            compute=[_mma(rows, cols, depth, bm, bn, bk, dtype, pair, useful=not padding)],
         ))
+    if padding:
+        return Template(name=name, steps=steps)
     # Split-K programs add fp32 partial tiles into C (atomics); otherwise one store.
     out_bytes = ACC_BYTES if split > 1 else OUT_BYTES[out_dtype]
     steps.append(Step(

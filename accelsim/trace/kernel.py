@@ -180,6 +180,12 @@ class Compute(_Strict):
     partial sums into its accumulator: those adds are already in 2*M*N*K)."""
 
     @model_validator(mode="after")
+    def _pair_on_shaped_matrix_work(self) -> "Compute":
+        if self.pair > 1 and (self.unit != "matrix" or self.shape is None):
+            raise ValueError("pair: only a matrix operation with a shape can span several programs")
+        return self
+
+    @model_validator(mode="after")
     def _flops_within_shape(self) -> "Compute":
         if self.shape is not None and len(self.shape) == 3:
             m, n, k = self.shape

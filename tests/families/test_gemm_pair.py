@@ -14,7 +14,7 @@ from accelsim.engine.programs import program_costs
 from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.search import split_params
-from accelsim.trace.kernel import KernelTrace
+from accelsim.trace.kernel import KernelTrace, check_blocks
 
 GEMM = get_family("gemm")
 TILE = {"block_m": "128", "block_n": "256", "block_k": "64", "num_stages": "3", "num_warps": "8"}
@@ -51,13 +51,38 @@ def test_the_pair_halves_are_different_blocks():
     assert p.hbm_bytes == pytest.approx(s.hbm_bytes, rel=1e-9)
 
 
-def test_an_odd_last_row_of_tiles_loads_all_of_b():
+def test_an_odd_last_row_of_tiles_gets_a_padding_partner():
+    """As the kernels launch it: the last row's partner loads its half of B and runs a
+    masked MMA (no useful flops), reads no A and stores nothing."""
     chip, _, paired = build("b200", {"pair": "2", "split_k": "1"}, m=3 * 128, n=256, k=1024)
+    check_blocks(paired)
     costs = program_costs(paired, chip)
-    b_full = 1024 * 256 * 2
+    a_bytes, b_half = 128 * 1024 * 2, 1024 * 256 * 2 / 2
     pid_m = np.asarray(paired.program_vars["pid_m"])
-    assert np.allclose(costs.read_bytes[pid_m < 2], 128 * 1024 * 2 + b_full / 2)
-    assert np.allclose(costs.read_bytes[pid_m == 2], 128 * 1024 * 2 + b_full)
+    assert sorted(set(pid_m.tolist())) == [0, 1, 2, 3]
+    assert np.allclose(costs.read_bytes[pid_m < 3], a_bytes + b_half)
+    assert np.allclose(costs.read_bytes[pid_m == 3], b_half)
+    assert np.allclose(costs.write_bytes[pid_m == 3], 0) and np.allclose(costs.flops[pid_m == 3], 0)
+    assert np.allclose(costs.matrix_s[pid_m == 3], costs.matrix_s[pid_m == 0])  # the pair's MMA runs whole
+    assert costs.flops.sum() == pytest.approx(2 * 384 * 256 * 1024)
+
+
+def test_odd_rows_move_what_unpaired_programs_move_through_hbm():
+    """Each half of B is its own block, so the padding partner's half and its pair's are
+    read once each; a pair never costs more HBM traffic than no pair (odd rows included)."""
+    chip, _, single = build("b200", {"split_k": "1"}, m=384, n=131072, k=1024)
+    _, _, paired = build("b200", {"pair": "2", "split_k": "1"}, m=384, n=131072, k=1024)
+    s, p = simulate_kernel(single, chip), simulate_kernel(paired, chip)
+    assert p.hbm_bytes == pytest.approx(s.hbm_bytes, rel=1e-3)
+
+
+def test_odd_rows_search_unpaired_clusters_too():
+    """The padding row's tensor work is wasted, so with odd tile rows the search also
+    tries the unpaired multicast cluster; with even rows only pairs."""
+    chip = load_arch("b200")
+    odd = GEMM.config_space(split_params(GEMM, {"M": "384", "N": "131072", "K": "1024"})[0], chip)
+    assert {("pair" in c, "cluster" in c) for c in odd if c["block_m"] == 128} == {(True, False), (False, True)}
+    assert {("pair" in c, "cluster" in c) for c in odd if c["block_m"] == 64} == {(True, False)}  # 6 rows
 
 
 def test_pair_beats_a_multicast_cluster_where_the_port_binds():
@@ -92,3 +117,11 @@ def test_the_engine_refuses_a_pair_the_chip_lacks():
     trace = KernelTrace.model_validate(paired.model_dump())
     with pytest.raises(InputError, match="matrix_unit.pair is 1"):
         simulate_kernel(trace, load_arch("h100-sxm"))
+
+
+def test_pair_is_only_for_shaped_matrix_work():
+    from accelsim.trace.kernel import Compute
+    with pytest.raises(ValueError, match="pair: only a matrix operation with a shape"):
+        Compute(unit="vector", flops=1.0, pair=2)
+    with pytest.raises(ValueError, match="pair: only a matrix operation with a shape"):
+        Compute(unit="matrix", flops=1.0, dtype="bf16", pair=2)
