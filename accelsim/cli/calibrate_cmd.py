@@ -24,9 +24,10 @@ from accelsim.validate.calibrate import (
     HELD_OUT_PER_TEN,
     METHODS,
     MIN_INTERVAL_RECORDS,
+    SPLITS,
     fit,
     intervals,
-    is_held_out,
+    holds_out,
     mape,
     prepare,
     with_final_configs,
@@ -54,6 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "fit starts from the value the chip gives the first family named (family_values it has)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes simulating the records of each evaluation (default 1; the fit is the same)")
+    p.add_argument("--split-by", choices=SPLITS, default=SPLITS[0],
+                   help="hold out records by a hash of each record's id (record, the default) or of its kernel "
+                        "without its config (kernel: every config of a held-out kernel is held out); validate "
+                        "takes the same option to label its report")
     p.add_argument("--method", choices=METHODS, default=METHODS[0],
                    help="gauss-newton (default: damped Gauss-Newton steps, then a narrow line search per parameter) or "
                         "descent (line searches over each parameter's whole range, sweep after sweep: several times "
@@ -107,16 +112,17 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"the values would hold for {scoped} kernels only, but records of "
                              f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
-    if all(is_held_out(m.id) for m in records):
+    if all(holds_out(m, args.split_by) for m in records):
+        unit = "record's id" if args.split_by == "record" else "record's kernel (--split-by kernel)"
         raise InputError(f"all {len(records)} records fall in the held-out split (it is chosen by a hash of each "
-                         f"record's id, about {HELD_OUT_PER_TEN} in 10); a fit needs training records: give more",
+                         f"{unit}, about {HELD_OUT_PER_TEN} in 10); a fit needs training records: give more",
                          source="--measurements")
     output = check_output_file(args.output, "-o", inputs=[args.arch, *sorted({m.file for m in records})])
     args.fit_date = fit_date()
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     result = fit(cases, args.arch, parameters, base_overrides=args.overrides, jobs=args.jobs,
-                 family=args.scope[0] if args.scope else None, method=args.method,
+                 family=args.scope[0] if args.scope else None, method=args.method, split=args.split_by,
                  progress=lambda line: print(line, file=sys.stderr, flush=True))
     result = with_final_configs(result, args.arch, args.overrides, jobs=args.jobs)
     overlay = _overlay(args, chip, result)
@@ -141,8 +147,9 @@ def _source(args, result) -> str:
     files = sorted({c.measurement.file for c in result.train})
     excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
     method = "" if args.method == METHODS[0] else f"; --method {args.method}"
+    split = "" if args.split_by == SPLITS[0] else f" (--split-by {args.split_by})"
     return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}{excluded}); "
-            f"{len(result.held_out)} held out{method}; {args.fit_date}")
+            f"{len(result.held_out)} held out{split}{method}; {args.fit_date}")
 
 
 def _overlay(args, chip, result) -> dict:

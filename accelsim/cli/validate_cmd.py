@@ -9,6 +9,7 @@ from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs, select
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.files import check_output_dir
+from accelsim.validate.calibrate import SPLITS
 from accelsim.validate.compare import compare
 
 
@@ -21,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for report.md and plots")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes predicting records in parallel (default 1; the report is the same)")
+    p.add_argument("--split-by", choices=SPLITS, default=SPLITS[0],
+                   help="how the report labels records train or held-out: as calibrate --split-by split them "
+                        "(record, the default, or kernel)")
     add_set_option(p)
     p.set_defaults(run=run_validate)
 
@@ -40,7 +44,9 @@ def run_validate(args: argparse.Namespace) -> int:
     header = (f"{len(records)} records measured on `{measured_on}`, predicted with `{args.arch}`"
               + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
               + " (config=auto unless the record names its config).")
-    path = write_report(comparisons, chip, out, header, refused)
+    if args.split_by != SPLITS[0]:
+        header += f" Train and held-out as `accelsim calibrate --split-by {args.split_by}` splits them."
+    path = write_report(comparisons, chip, out, header, refused, split=args.split_by)
     print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
     return 0
 

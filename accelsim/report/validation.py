@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.arch.model import Chip  # noqa: E402
 from accelsim.report.roofline import draw_roof, finish_log_log  # noqa: E402
-from accelsim.validate.calibrate import is_held_out  # noqa: E402
+from accelsim.validate.calibrate import holds_out  # noqa: E402
 from accelsim.validate.compare import Comparison, Refused, config_rankings, summarise  # noqa: E402
 
 
@@ -22,7 +22,7 @@ def _pct(x: float) -> str:
 
 
 def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str,
-                 refused: Sequence[Refused] = ()) -> Path:
+                 refused: Sequence[Refused] = (), split: str = "record") -> Path:
     arch = chip.name
     out.mkdir(parents=True, exist_ok=True)
     plots = [
@@ -30,8 +30,8 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
         plot_error_by_family(comparisons, out / "error_by_family.png"),
         plot_roofline_points(comparisons, chip, out / "roofline.png"),
     ]
-    split = {True: [c for c in comparisons if is_held_out(c.measurement.id)],
-             False: [c for c in comparisons if not is_held_out(c.measurement.id)]}
+    held = {id(c): holds_out(c.measurement, split) for c in comparisons}
+    split = {True: [c for c in comparisons if held[id(c)]], False: [c for c in comparisons if not held[id(c)]]}
     lines = [f"# Validation: {arch}", "", header, "",
              "Error = predicted / measured - 1 (negative: predicted faster than measured).", "",
              "## Summary", "",
@@ -63,7 +63,7 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
               "| --- | --- | ---: | ---: | ---: | --- |"]
     for c in comparisons:
         config = " ".join(f"{k}={v}" for k, v in c.config.items())
-        lines.append(f"| {c.measurement.id} | {'held-out' if is_held_out(c.measurement.id) else 'train'} | "
+        lines.append(f"| {c.measurement.id} | {'held-out' if held[id(c)] else 'train'} | "
                      f"{c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | {_pct(c.error)} | {config} |")
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -102,6 +102,25 @@ def is_held_out(record_id: str) -> bool:
     return zlib.crc32(record_id.encode()) % 10 < HELD_OUT_PER_TEN
 
 
+SPLITS = ("record", "kernel")
+"""How records are split: ``record``, each by a hash of its id (the default); ``kernel``,
+every record of one kernel (family, implementation and parameters: its configs, say, in
+a tile sweep) by a hash of that, so a held-out kernel was never seen at any config."""
+
+
+def kernel_key(m: Measurement) -> str:
+    """A record's kernel without its config: what ``--split-by kernel`` hashes."""
+    params = ",".join(f"{k}={m.params[k]}" for k in sorted(m.params))
+    return f"{m.family}|{m.implementation}|{params}"
+
+
+def holds_out(m: Measurement, split: str = "record") -> bool:
+    """Whether ``m`` falls in the held-out split under ``split`` (:data:`SPLITS`)."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+    return is_held_out(m.id if split == "record" else kernel_key(m))
+
+
 @dataclass
 class Case:
     """One measurement with its (fixed) kernel trace."""
@@ -142,8 +161,9 @@ def with_final_configs(result: Fit, arch: str, base_overrides: Sequence[str] = (
     the ``uncertainty`` band then describe what the overlay predicts."""
     final = [*base_overrides, *result.overrides]
     cases = prepare([c.measurement for c in (*result.train, *result.held_out)], arch, final, jobs)
-    train = [c for c in cases if not is_held_out(c.measurement.id)]
-    held_out = [c for c in cases if is_held_out(c.measurement.id)]
+    held = {id(c.measurement) for c in result.held_out}  # the fit's own split
+    train = [c for c in cases if id(c.measurement) not in held]
+    held_out = [c for c in cases if id(c.measurement) in held]
     return replace(result, train=train, held_out=held_out, train_errors=errors(train, arch, final),
                    held_out_errors=errors(held_out, arch, final) if held_out else np.array([]))
 
@@ -256,6 +276,7 @@ def fit(
     progress: Callable[[str], None] | None = None,
     family: str | None = None,
     method: str = "gauss-newton",
+    split: str = "record",
 ) -> Fit:
     """Fit ``parameters`` on the training split of ``cases``; ``jobs`` worker processes
     simulate the records of each evaluation in parallel (the result does not depend on it).
@@ -270,7 +291,7 @@ def fit(
         raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
     evaluate = Evaluator(cases, arch, jobs)
     try:
-        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress, family, method)
+        return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress, family, method, split)
     finally:
         evaluate.close()
 
@@ -279,9 +300,9 @@ METHODS = ("gauss-newton", "descent")
 
 
 def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, progress=None, family=None,
-         method: str = "gauss-newton") -> Fit:
-    train = [c for c in cases if not is_held_out(c.measurement.id)]
-    held_out = [c for c in cases if is_held_out(c.measurement.id)]
+         method: str = "gauss-newton", split: str = "record") -> Fit:
+    train = [c for c in cases if not holds_out(c.measurement, split)]
+    held_out = [c for c in cases if holds_out(c.measurement, split)]
     if not train:
         raise ValueError("no training records: every record fell in the held-out split")
     chip = load_arch(arch, base_overrides).for_family(family)
