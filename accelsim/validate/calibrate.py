@@ -1,14 +1,15 @@
 """Fitting a chip's calibratable parameters to measurements.
 
-The records are split deterministically (a hash of each record id) into a training
-set and a held-out set. Each record's kernel config is the one it names, or else the
+The records are split deterministically (a hash of each record id, or of its kernel
+without its config: :data:`SPLITS`) into a training set and a held-out set. Each record's kernel config is the one it names, or else the
 one ``config=auto`` picks on the starting config, and stays fixed while fitting (so each evaluation only
 replays traces); the fitted errors are then taken again with the configs picked on the fitted chip
 (:func:`with_final_configs`), as ``validate`` predicts. Parameters the training records are not sensitive to are left
 alone. The loss is a soft-L1 (pseudo-Huber) of the log error, plus a weak prior that
-keeps each parameter near its published value (:data:`PRIOR_FACTOR`), minimised by
-coordinate descent with golden-section line searches inside each parameter's bounds:
-deterministic, derivative-free, and robust to a few outliers.
+keeps each parameter near its published value (:data:`PRIOR_FACTOR`), minimised inside
+each parameter's bounds by damped Gauss-Newton steps and then a narrow golden-section line
+search per parameter (:func:`gauss_newton`), or by whole-range coordinate descent
+(``method="descent"``): deterministic, and robust to a few outliers.
 """
 
 from __future__ import annotations
@@ -161,9 +162,8 @@ def with_final_configs(result: Fit, arch: str, base_overrides: Sequence[str] = (
     the ``uncertainty`` band then describe what the overlay predicts."""
     final = [*base_overrides, *result.overrides]
     cases = prepare([c.measurement for c in (*result.train, *result.held_out)], arch, final, jobs)
-    held = {id(c.measurement) for c in result.held_out}  # the fit's own split
-    train = [c for c in cases if id(c.measurement) not in held]
-    held_out = [c for c in cases if id(c.measurement) in held]
+    # the fit's own split, by position (prepare keeps the order; worker processes return copies)
+    train, held_out = cases[:len(result.train)], cases[len(result.train):]
     return replace(result, train=train, held_out=held_out, train_errors=errors(train, arch, final),
                    held_out_errors=errors(held_out, arch, final) if held_out else np.array([]))
 
@@ -286,7 +286,8 @@ def fit(
     calibrated chip's ``family_values`` may already set. ``method``: ``gauss-newton``
     (:func:`gauss_newton`, then one narrow line search per parameter) or ``descent``
     (:func:`coordinate_descent` over each parameter's whole range: several times the
-    evaluations; the method of the overlays fitted before 2026-12-01)."""
+    evaluations; the method of the overlays fitted before 2026-12-01), whose sweeps ``sweeps``
+    bounds (the Gauss-Newton steps stop by themselves)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
     evaluate = Evaluator(cases, arch, jobs)
@@ -409,7 +410,10 @@ def coordinate_descent(train_loss: Callable[[dict[str, float]], float], paramete
             low, high, steps = p.low, p.high, GOLDEN_STEPS
             if bracket is not None:
                 half = bracket * (p.high - p.low)
-                low, high = max(p.low, values[p.path] - half), min(p.high, values[p.path] + half)
+                centre = min(p.high, max(p.low, values[p.path]))  # a --set start may lie outside
+                low, high = max(p.low, centre - half), min(p.high, centre + half)
+                if not high > low:
+                    continue
                 steps = max(4, GOLDEN_STEPS - round(math.log((p.high - p.low) / (high - low)) / -math.log(GOLDEN)))
             value, result = _golden_section(lambda x, p=p: train_loss({**values, p.path: x}), low, high,
                                             values[p.path], best, steps)
@@ -467,14 +471,14 @@ def gauss_newton(residuals: Callable[[dict[str, float]], np.ndarray], parameters
         diagonal = np.diag(normal).copy()
         diagonal[diagonal <= 0] = 1e-12
         for _ in range(GN_TRIES):
-            delta = np.linalg.solve(normal + damping * np.diag(diagonal), -gradient)
+            delta = _bounded_step(normal + damping * np.diag(diagonal), gradient, u)
             trial = np.clip(u + delta, 0.0, 1.0)
             if np.allclose(trial, u, atol=1e-9, rtol=0):
                 damping *= 4
                 continue
             trial_r = residuals(at(trial))
             trial_loss = loss(trial_r)
-            if trial_loss < best:
+            if math.isfinite(trial_loss) and trial_loss < best:
                 break
             damping *= 4
         else:
@@ -487,6 +491,22 @@ def gauss_newton(residuals: Callable[[dict[str, float]], np.ndarray], parameters
         if gain <= 1e-4 * best:
             break
     return at(u)
+
+
+def _bounded_step(matrix: np.ndarray, gradient: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The damped Gauss-Newton step, with the parameters that sit at a bound and would step
+    out of it held there (solved without them), so that clipping does not undo what the
+    others' step assumed."""
+    free = np.ones(len(u), dtype=bool)
+    for _ in range(len(u)):
+        delta = np.zeros(len(u))
+        if free.any():
+            delta[free] = np.linalg.solve(matrix[np.ix_(free, free)], -gradient[free])
+        outward = free & (((u <= 0.0) & (delta < 0)) | ((u >= 1.0) & (delta > 0)))
+        if not outward.any():
+            return delta
+        free &= ~outward
+    return np.zeros(len(u))
 
 
 def _golden_section(f, low: float, high: float, current: float, current_value: float, steps: int = GOLDEN_STEPS):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, prepare
+from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, prepare, with_final_configs
 from accelsim.validate.compare import read_measurements
 from tests.validate.test_calibrate import FIT, measurements  # noqa: F401  (the synthetic rmsnorm records)
 
@@ -34,3 +34,15 @@ def test_two_workers_prepare_what_one_does(measurements):  # noqa: F811
     shared = prepare(records, "h100-sxm", jobs=2)
     assert [(c.measurement.id, c.config) for c in shared] == [(c.measurement.id, c.config) for c in alone]
     assert [c.trace.model_dump() for c in shared] == [c.trace.model_dump() for c in alone]
+
+
+def test_final_errors_keep_the_fit_split_with_workers(measurements):  # noqa: F811
+    """Worker processes return copies of the records: the final errors keep the fit's own
+    train and held-out records (they once all landed in train with --jobs 2)."""
+    cases = prepare(read_measurements([measurements]), "h100-sxm")
+    result = fit(cases, "h100-sxm", [p for p in DEFAULT_PARAMETERS if p.path == "hbm.efficiency"])
+    assert result.held_out
+    for jobs in (1, 2):
+        final = with_final_configs(result, "h100-sxm", jobs=jobs)
+        assert [c.measurement.id for c in final.train] == [c.measurement.id for c in result.train]
+        assert [c.measurement.id for c in final.held_out] == [c.measurement.id for c in result.held_out]
