@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from accelsim.arch.model import load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs, select
 from accelsim.cli.simulate_cmd import load_chip
@@ -22,9 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for report.md and plots")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes predicting records in parallel (default 1; the report is the same)")
-    p.add_argument("--split-by", choices=SPLITS, default=SPLITS[0],
-                   help="how the report labels records train or held-out: as calibrate --split-by split them "
-                        "(record, the default, or kernel)")
+    p.add_argument("--split-by", choices=SPLITS, default=None,
+                   help="how the report labels records train or held-out, as calibrate --split-by split them "
+                        "(record or kernel; default: what the calibrated config says it was fitted with, else record)")
     add_set_option(p)
     p.set_defaults(run=run_validate)
 
@@ -36,6 +37,8 @@ def run_validate(args: argparse.Namespace) -> int:
     check_jobs(args.jobs)
     out = check_output_dir(args.output, "-o", create=False)
     chip = load_chip(args.arch, args.overrides)
+    if args.split_by is None:
+        args.split_by = fitted_split(args.arch, args.overrides)
     measured_on = chip.name.removesuffix("-calibrated")
     records = select(args.measurements, measured_on, args.exclude)
     refused: list = []
@@ -49,6 +52,13 @@ def run_validate(args: argparse.Namespace) -> int:
     path = write_report(comparisons, chip, out, header, refused, split=args.split_by)
     print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
     return 0
+
+
+def fitted_split(arch: str, overrides) -> str:
+    """The split a calibrated config was fitted with: ``kernel`` when its fitted values'
+    sources say ``--split-by kernel`` (calibrate writes that), else ``record``."""
+    _, spec = load_arch_and_spec(arch, overrides)
+    return "kernel" if "(--split-by kernel)" in spec.model_dump_json() else SPLITS[0]
 
 
 def _on(record, arch: str):
