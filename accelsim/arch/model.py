@@ -47,6 +47,8 @@ class LocalMemory:
     registers_bytes: float
     fill_bandwidth_bytes_per_cycle: float
     latency_s: float
+    tensor_memory_bytes: float = 0.0
+    """Blackwell's TMEM per SM, where MMAs accumulate (0: accumulators in registers)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -420,6 +422,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             registers_bytes=lm.registers.value,
             fill_bandwidth_bytes_per_cycle=lm.fill_bandwidth_bytes_per_cycle.value,
             latency_s=lm.latency.value,
+            tensor_memory_bytes=lm.tensor_memory.value if lm.tensor_memory else 0.0,
         ),
         occupancy=Occupancy(
             max_warps_per_core=occ.max_warps_per_core.value,

@@ -239,6 +239,9 @@ class LocalMemory(_Strict):
     derived from the chip (:data:`TPU_PORT_SOURCE`), so a what-if on HBM bandwidth or
     the clock moves it too."""
     latency: Cited[Seconds] = calibratable()
+    tensor_memory: Cited[Bytes] | None = None
+    """GPU: tensor memory per SM where matrix operations accumulate (Blackwell's TMEM);
+    absent: accumulators live in registers."""
 
     @model_validator(mode="after")
     def _per_program_within_capacity(self) -> "LocalMemory":

@@ -130,6 +130,12 @@ def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
     limits = {"programs": occ.max_programs_per_core, "warps": occ.max_warps_per_core // res.warps}
     if res.local_memory_bytes:
         limits["local_memory"] = int(lm.capacity_bytes // res.local_memory_bytes)
+    if res.tensor_memory_bytes:
+        if not lm.tensor_memory_bytes:
+            raise InputError(f"a program accumulates in {res.tensor_memory_bytes} bytes of tensor memory; "
+                             f"{chip.name} has none (local_memory.tensor_memory)",
+                             field="kernel.resources.tensor_memory_bytes")
+        limits["tensor_memory"] = int(lm.tensor_memory_bytes // res.tensor_memory_bytes)
     if res.registers_per_thread:
         if res.registers_per_thread > occ.max_registers_per_thread:
             raise InputError(

@@ -185,10 +185,17 @@ def _local_bytes(config: dict[str, Any], dtype: str, family: str) -> int:
     return int(tiles)
 
 
-def _registers_per_thread(config: dict[str, Any]) -> int:
-    """fp32 accumulator spread over the program's threads, plus addressing and staging."""
+def _registers_per_thread(config: dict[str, Any], in_tensor_memory: bool = False) -> int:
+    """fp32 accumulator spread over the program's threads (unless it lives in tensor
+    memory), plus addressing and staging."""
     threads = config["num_warps"] * 32
-    return min(255, config["block_m"] * config["block_n"] // threads + REGISTERS_OVERHEAD + REGISTERS_PER_DOT)
+    accumulator = 0 if in_tensor_memory else config["block_m"] * config["block_n"] // threads
+    return min(255, accumulator + REGISTERS_OVERHEAD + REGISTERS_PER_DOT)
+
+
+def accumulates_in_tensor_memory(chip: Chip, dtype: str) -> bool:
+    """Blackwell's MMAs accumulate in tensor memory (fp32 GEMMs run on the CUDA cores)."""
+    return chip.family == "gpu" and chip.local.tensor_memory_bytes > 0 and dtype != "fp32"
 
 
 def max_cluster(chip: Chip) -> int:
@@ -244,13 +251,20 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
         if config["group_m"] % pair:
             raise InputError(f"pair={pair} spans consecutive programs down M: group_m must be a multiple of it",
                              source="--param", field="group_m")
-    if chip.family == "gpu" and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
+    if accumulates_in_tensor_memory(chip, dtype):
+        if config["block_m"] * config["block_n"] * ACC_BYTES > chip.local.tensor_memory_bytes:
+            raise InputError(f"the {config['block_m']}x{config['block_n']} fp32 accumulator does not fit in "
+                             f"{chip.name}'s {int(chip.local.tensor_memory_bytes)} bytes of tensor memory; use "
+                             f"smaller blocks", source="--param", field="block_n")
+    elif chip.family == "gpu" and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
         raise InputError("the accumulator does not fit in registers; use more warps or smaller blocks",
                          source="--param", field="num_warps")
 
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
-    return _build_tpu(params, config) if chip.family == "tpu" else _build_gpu(params, config)
+    if chip.family == "tpu":
+        return _build_tpu(params, config)
+    return _build_gpu(params, config, accumulates_in_tensor_memory(chip, params["dtype"]))
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -277,7 +291,7 @@ def swizzled_tiles(num_m: int, num_n: int, group_m: int) -> tuple[np.ndarray, np
     return first_m + (pid % per_group) % size_m, (pid % per_group) // size_m
 
 
-def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory: bool = False) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk, split = config["block_m"], config["block_n"], config["block_k"], config["split_k"]
     in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
@@ -332,7 +346,10 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
             "name": f"gemm_{dtype}_{params['M']}x{n}x{k}" + (f"_b{b}" if b > 1 else ""),
             "grid": [tiles, split, b],
             "resources": {"local_memory_bytes": _local_bytes(config, dtype, "gpu"),
-                          "warps": config["num_warps"], "registers_per_thread": _registers_per_thread(config)},
+                          "warps": config["num_warps"],
+                          "registers_per_thread": _registers_per_thread(config, in_tensor_memory),
+                          "tensor_memory_bytes": config["block_m"] * config["block_n"] * ACC_BYTES
+                          if in_tensor_memory else 0},
             "pipeline_depth": config["num_stages"],
         },
         "tensors": _tensors(m, n, k, b, dtype),

@@ -214,6 +214,8 @@ class Resources(_Strict):
     """Shared memory (GPU) or VMEM scratch + buffers (TPU) one program holds."""
     warps: PosInt = 4
     registers_per_thread: PosInt | None = None
+    tensor_memory_bytes: NonNegInt = 0
+    """GPU: tensor memory (Blackwell's TMEM) one program's accumulators hold."""
 
 
 def _printable(name: str) -> str:

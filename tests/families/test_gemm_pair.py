@@ -73,7 +73,9 @@ def test_odd_rows_move_what_unpaired_programs_move_through_hbm():
     chip, _, single = build("b200", {"split_k": "1"}, m=384, n=131072, k=1024)
     _, _, paired = build("b200", {"pair": "2", "split_k": "1"}, m=384, n=131072, k=1024)
     s, p = simulate_kernel(single, chip), simulate_kernel(paired, chip)
-    assert p.hbm_bytes == pytest.approx(s.hbm_bytes, rel=1e-3)
+    # within the reuse window's effect (it follows occupancy, which the halved B changes);
+    # B blocks that collided once made it 52% more
+    assert p.hbm_bytes == pytest.approx(s.hbm_bytes, rel=0.02)
 
 
 def test_odd_rows_search_unpaired_clusters_too():
@@ -125,3 +127,22 @@ def test_pair_is_only_for_shaped_matrix_work():
         Compute(unit="vector", flops=1.0, pair=2)
     with pytest.raises(ValueError, match="pair: only a matrix operation with a shape"):
         Compute(unit="matrix", flops=1.0, dtype="bf16", pair=2)
+
+
+def test_blackwell_accumulates_in_tensor_memory_not_registers():
+    """On a chip with tensor memory a GEMM's fp32 accumulator lives there (128x256: 128 KiB
+    of B200's 256 KiB, so two programs per SM), not in registers, which held one program
+    per SM on the same tile."""
+    from accelsim.engine.chip import gpu_occupancy
+    chip, _, trace = build("b200", {"pair": "2", "num_warps": "8", "num_stages": "2"})
+    assert trace.kernel.resources.tensor_memory_bytes == 128 * 256 * 4
+    assert trace.kernel.resources.registers_per_thread < 64
+    assert gpu_occupancy(trace, chip) == (2, "tensor_memory")
+    hopper, _, on_hopper = build("h100-sxm", {"num_warps": "8", "num_stages": "2"})
+    assert on_hopper.kernel.resources.tensor_memory_bytes == 0
+    assert gpu_occupancy(on_hopper, hopper)[1] == "registers"
+    _, _, unpaired = build("b200", {"num_warps": "8", "num_stages": "2"})
+    with pytest.raises(InputError, match="has none"):
+        simulate_kernel(unpaired, hopper)
+    with pytest.raises(InputError, match="does not fit in b200's 262144 bytes of tensor memory"):
+        build("b200", {"block_m": "256", "block_n": "512", "block_k": "32", "num_stages": "2"})
