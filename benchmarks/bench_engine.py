@@ -58,6 +58,10 @@ def main() -> None:
     for seq in (2048, 4096, 8192, 16384, 32768):
         rows.append(row(f"growth: causal attention s{seq}", "h100-sxm", "attention",
                         {"heads": 16, "seq_q": seq, "head_dim": 128, "causal": True}))
+    for seq in (4096, 16384, 32768):  # several uneven programs per SM: tails re-rate as neighbours finish
+        rows.append(row(f"growth: causal attention s{seq}, 5/SM", "h100-sxm", "attention",
+                        {"heads": 16, "seq_q": seq, "head_dim": 64, "causal": True, "block_m": 64, "block_n": 32,
+                         "num_warps": 4, "num_stages": 2}))
     for log2 in (20, 23, 26, 27):  # gpu-stream's launch: one double per thread, one wave of small programs
         rows.append(row(f"growth: stream triad 2^{log2}", "h100-sxm", "elementwise",
                         {"elements": 2**log2, "dtype": "fp64", "inputs": 2, "block_elements": 1024, "num_warps": 32}))
