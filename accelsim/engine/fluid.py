@@ -38,6 +38,17 @@ noise of sums in another order); freezing a flow at the lower of the two never t
 more than a resource's capacity."""
 
 
+def _wait_ps(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """Picoseconds flows with ``remaining`` work need at ``rate``, rounded up (infinite for
+    stalled flows): a flow never ends before its work is done, so a replay is never faster
+    than the exact fluid schedule, which bounds are made for."""
+    left = np.full(len(remaining), np.inf)
+    np.divide(remaining * PS_PER_S, rate, out=left, where=rate > 0)
+    left[remaining <= _EPS] = 0.0
+    # up, but not past float noise (a time of 2e12 * (1 + 1e-16) ps is 2e12 ps)
+    return np.ceil(left * (1 - CEIL_SLACK) - CEIL_SLACK)
+
+
 def _ceil_ps(left_ps: float) -> int:
     """:meth:`FluidResources._time_left_ps`'s rounding, for one time."""
     return math.ceil(left_ps * (1 - CEIL_SLACK) - CEIL_SLACK)
@@ -199,9 +210,7 @@ class FluidResources:
             self._load += (paces - self._max_rate[slots]) @ demand
             self._t0[slots], self._rem0[slots], self._rate[slots] = now, left, paces
             self._version[slots] += 1
-            with np.errstate(divide="ignore"):
-                wait = np.where(left > _EPS, np.ceil(left * PS_PER_S / paces * (1 - CEIL_SLACK) - CEIL_SLACK), 0.0)
-            for end, slot, version in zip((now + wait).astype(np.int64).tolist(), slots.tolist(),
+            for end, slot, version in zip((now + _wait_ps(left, paces)).astype(np.int64).tolist(), slots.tolist(),
                                           self._version[slots].tolist()):
                 heapq.heappush(self._heap, (end, slot, version))
         else:
@@ -343,15 +352,8 @@ class FluidResources:
         self._rate[active] = rate
 
     def _time_left_ps(self, slots: np.ndarray) -> np.ndarray:
-        """Picoseconds the flows in ``slots`` need at their current rates, rounded up
-        (infinite for stalled flows): a flow never ends before its work is done, so a
-        replay is never faster than the exact fluid schedule, which bounds are made for."""
-        rate, remaining = self._rate.take(slots), self._remaining.take(slots)
-        left = np.full(len(slots), np.inf)
-        np.divide(remaining * PS_PER_S, rate, out=left, where=rate > 0)
-        left[remaining <= _EPS] = 0.0
-        # up, but not past float noise (a time of 2e12 * (1 + 1e-16) ps is 2e12 ps)
-        return np.ceil(left * (1 - CEIL_SLACK) - CEIL_SLACK)
+        """Picoseconds the flows in ``slots`` need at their current rates (:func:`_wait_ps`)."""
+        return _wait_ps(self._remaining.take(slots), self._rate.take(slots))
 
     def _flush(self) -> None:
         """The coalesced reallocation, unless a timer's has made it already."""

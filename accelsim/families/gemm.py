@@ -317,7 +317,6 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
 
     templates: list[Template] = []
     template_of = np.zeros(total, dtype=np.int64)
-    variants = {}
     for em, en, ls, pad in itertools.product((False, True), repeat=4):
         chosen = edge_m[tile_index] == em
         chosen &= edge_n[tile_index] == en
@@ -328,7 +327,6 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
         rows = m - (num_m - 1) * bm if em else bm
         cols = n - (num_n - 1) * bn if en else bn
         k_span = k - (split - 1) * k_per_split if ls else k_per_split
-        variants[(em, en, ls, pad)] = len(templates)
         template_of[chosen] = len(templates)
         templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
                                        in_bytes, out_dtype, split, config.get("cluster", 1), pair, pad))

@@ -31,13 +31,13 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
         plot_roofline_points(comparisons, chip, out / "roofline.png"),
     ]
     held = {id(c): holds_out(c.measurement, split) for c in comparisons}
-    split = {True: [c for c in comparisons if held[id(c)]], False: [c for c in comparisons if not held[id(c)]]}
+    sides = {True: [c for c in comparisons if held[id(c)]], False: [c for c in comparisons if not held[id(c)]]}
     lines = [f"# Validation: {arch}", "", header, "",
              "Error = predicted / measured - 1 (negative: predicted faster than measured).", "",
              "## Summary", "",
              "| set | family | records | MAPE | median abs | p90 abs | mean signed |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-    for name, items in (("all", list(comparisons)), ("train", split[False]), ("held-out", split[True])):
+    for name, items in (("all", list(comparisons)), ("train", sides[False]), ("held-out", sides[True])):
         for s in summarise(items, key=lambda c: (c.measurement.family,)):
             lines.append(f"| {name} | {s.group[0]} | {s.count} | {s.mape:.1%} | {s.median_abs:.1%} | "
                          f"{s.p90_abs:.1%} | {_pct(s.mean_signed)} |")
