@@ -69,18 +69,31 @@ def _rows(x: torch.Tensor, rows: list[int]) -> torch.Tensor:
     return x[rows].detach().to("cpu").double()
 
 
-def _matmul(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
-    from kernels.triton import matmul as mm
+def _matmul_with(b_layout: str) -> Callable:
+    """B row-major [K, N] (``kn``), or the transpose of a row-major [N, K] weight (``nk``:
+    K contiguous, as ``nn.Linear`` and inductor's ``mm`` of ``x @ W.T`` hand it to the kernel)."""
 
-    a, b = lib._randn((p["M"], p["K"]), p["dtype"], device), lib._randn((p["K"], p["N"]), p["dtype"], device)
-    rows, cols = fmt.row_blocks(p["M"], c["block_m"]), fmt.row_blocks(p["N"], c["block_n"])
-    config = {k: c[k] for k in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")}
+    def prepare(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
+        from kernels.triton import matmul as mm
 
-    def check(out):
-        return lib.rel_error(_rows(out, rows)[:, cols], _rows(a, rows) @ lib._as_double(b)[:, cols])
+        a = lib._randn((p["M"], p["K"]), p["dtype"], device)
+        b = lib._randn((p["K"], p["N"]), p["dtype"], device) if b_layout == "kn" else \
+            lib._randn((p["N"], p["K"]), p["dtype"], device).t()
+        rows, cols = fmt.row_blocks(p["M"], c["block_m"]), fmt.row_blocks(p["N"], c["block_n"])
+        config = {k: c[k] for k in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")}
 
-    return lib.Prepared(lambda: mm.matmul(a, b, **config), lambda: None, "Triton matmul (kernels/triton/matmul.py)",
-                        "A [M,K] and B [K,N] row-major, fp32 accumulation, grouped (group_m) program order"), check
+        def check(out):
+            return lib.rel_error(_rows(out, rows)[:, cols], _rows(a, rows) @ lib._as_double(b)[:, cols])
+
+        if b_layout == "kn":
+            name, layout = "Triton matmul (kernels/triton/matmul.py)", "A [M,K] and B [K,N] row-major"
+        else:
+            name = "Triton matmul (kernels/triton/matmul.py), B = W.T"
+            layout = "A [M,K] row-major, B the transpose of a row-major [N,K] weight (K contiguous, nn.Linear's layout)"
+        return lib.Prepared(lambda: mm.matmul(a, b, **config), lambda: None, name,
+                            f"{layout}, fp32 accumulation, grouped (group_m) program order"), check
+
+    return prepare
 
 
 def _attention(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
@@ -178,7 +191,8 @@ def _rowwise(kind: str):
 
 
 KERNELS: dict[str, tuple[str, Callable]] = {
-    "matmul": ("gemm", _matmul),
+    "matmul": ("gemm", _matmul_with("kn")),
+    "matmul-bt": ("gemm", _matmul_with("nk")),
     "attention": ("attention", _attention),
     "attention-bwd": ("attention", _attention_bwd),
     "softmax": ("softmax", _rowwise("softmax")),
@@ -200,6 +214,8 @@ def plan(scale: str) -> list[Case]:
     if scale.startswith("cpu"):
         cases = [Case("matmul", "gemm", {"M": 128, "N": 128, "K": 128, "dtype": "fp16", "batch": 1},
                       _gemm_cfg(64, 64, 64, 2, 2, 4)),
+                 Case("matmul-bt", "gemm", {"M": 64, "N": 128, "K": 128, "dtype": "fp16", "batch": 1},
+                      _gemm_cfg(64, 64, 32, 2, 2, 4)),
                  Case("attention", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16"), _attn_cfg(64, 64, 2, 4)),
                  Case("attention-bwd", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16", "bwd-kernel"),
                       _attn_cfg(32, 64, 2, 4))]
@@ -215,14 +231,19 @@ def plan(scale: str) -> list[Case]:
         _gemm_cfg(128, 256, 64), _gemm_cfg(256, 128, 64), _gemm_cfg(128, 128, 64, 8, 4, 4), _gemm_cfg(128, 128, 32, 8, 4, 4),
         _gemm_cfg(64, 128, 64, 8, 4, 4), _gemm_cfg(128, 256, 64, 1), _gemm_cfg(64, 64, 32, 8, 4, 4))]
     cases += [Case("matmul", "gemm", dict(square, M=s, N=s, K=s), _gemm_cfg(128, 256, 64)) for s in (2048, 8192)]
-    # A decode-shaped GEMM (M = 128) at four of the configs PyTorch inductor's autotuner timed
-    # for it in a public log whose GPU is not named (docs/accuracy.md, "Config rankings"):
-    # there BK = 32 ran a third slower than BK = 64 at the same tile, which the model does not
-    # predict. Measured here on a named GPU, the same configs settle it.
+    # A decode-shaped GEMM (M = 128) at the configs PyTorch inductor's autotuner timed for it
+    # in a public log whose GPU is not named (docs/accuracy.md, "Config rankings"): there
+    # BK = 32 ran a third slower than BK = 64 at the same tile and shallow pipelines up to
+    # 1.7x slower than deep ones, which the model does not predict. Inductor hands the
+    # kernel B = W.T (K contiguous, `matmul-bt`); B row-major (`matmul`) says whether the
+    # layout matters; the BK x num_stages grid at one tile separates a per-iteration cost
+    # (grows with K / BK) from a pipelined-load round trip (shrinks with num_stages - 1).
     skinny = {"M": 128, "N": 4096, "K": 4096, "dtype": "fp16", "batch": 1}
-    cases += [Case("matmul", "gemm", skinny, cfg) for cfg in (
-        _gemm_cfg(64, 64, 128, 8, 5, 4), _gemm_cfg(64, 128, 128, 8, 4, 4), _gemm_cfg(64, 64, 64, 8, 3, 8),
-        _gemm_cfg(64, 32, 32, 8, 5, 8))]
+    inductor = [_gemm_cfg(64, 64, 128, 8, 5, 4), _gemm_cfg(64, 128, 128, 8, 4, 4), _gemm_cfg(64, 64, 64, 8, 3, 8),
+                _gemm_cfg(64, 32, 32, 8, 5, 8)]
+    grid = [_gemm_cfg(64, 64, bk, 8, stages, 4) for bk in (32, 64, 128) for stages in (2, 3, 5)]
+    cases += [Case("matmul", "gemm", skinny, cfg) for cfg in inductor]
+    cases += [Case("matmul-bt", "gemm", skinny, cfg) for cfg in inductor + [g for g in grid if g not in inductor]]
     for causal in (False, True):  # the FlashAttention benchmark setup: 16k tokens, hidden 2048
         cases += [Case("attention", "attention", fmt.fa_setup_params(4096, 128, causal), cfg) for cfg in (
             _attn_cfg(128, 64), _attn_cfg(128, 128), _attn_cfg(64, 64, 3, 4), _attn_cfg(64, 128, 2, 4))]

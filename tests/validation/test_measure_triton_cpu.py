@@ -42,3 +42,15 @@ def test_prints_a_short_table_last(quick):
     _, stdout = quick
     lines = stdout.strip().splitlines()
     assert lines[-5].split()[:4] == ["triton", "family", "measured", "skipped"]
+
+
+def test_transposed_b_is_its_own_implementation(quick):
+    """The decode GEMM is measured with B = W.T too (nn.Linear's layout, as inductor hands it
+    to the kernel); its records must rank apart from row-major B's."""
+    files, _ = quick
+    records = files["gemm"]["records"]
+    transposed = [r for r in records if "--triton-matmul-bt" in r["id"]]
+    row_major = [r for r in records if "--triton-matmul-" in r["id"] and r not in transposed]
+    assert transposed and row_major
+    assert {r["implementation"] for r in transposed}.isdisjoint({r["implementation"] for r in row_major})
+    assert all("W.T" in r["implementation"] for r in transposed)
