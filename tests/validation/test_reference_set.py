@@ -60,3 +60,18 @@ def test_rebuilding_reproduces_the_committed_files(tmp_path):
     assert rebuilt == [p.relative_to(REFERENCE) for p in FILES]
     for relative in rebuilt:
         assert _load(tmp_path / relative) == _load(REFERENCE / relative), relative
+
+
+def test_added_measurements_are_sourced_and_all_converted():
+    """The records this repository compiled beyond the shared file: safe YAML, each measured
+    and sourced, and every one becomes a reference record (none silently left out)."""
+    import yaml
+
+    records = yaml.safe_load(build_reference.ADDED.read_text(encoding="utf-8"))["records"]
+    assert records
+    for raw in records:
+        assert raw["measured"] is True and raw["source"].strip() and raw["notes"].strip()
+    converted, left_out = build_reference.convert_all(records)
+    assert len(converted) == len(records) and not left_out
+    committed = {r["id"] for p in FILES for r in _load(p)["records"]}
+    assert {c.record["id"] for c in converted} <= committed

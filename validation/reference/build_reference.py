@@ -38,6 +38,10 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 import measurement_format as fmt  # noqa: E402  (validation/measurement_format.py)
 
+ADDED = HERE / "added_measurements.yaml"
+"""Public measurements compiled in this repository beyond the shared file, in its record schema
+(``{"about": ..., "records": [...]}``); converted with it."""
+
 INPUT_CANDIDATES = (
     REPO / "shared" / "reference" / "public_measurements.json",
     REPO.parent / "shared" / "reference" / "public_measurements.json",
@@ -60,6 +64,7 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA GH200 SXM": "gh200",
     "NVIDIA GH200 SXM (900W, 141GiB HBM3e)": "gh200",
     "AMD MI300X": "mi300x",
+    "NVIDIA H100 (vLLM PR #49363)": "h100-sxm",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out; A100 40GB maps only for its STREAM runs
@@ -73,6 +78,10 @@ HARDWARE_NOTES: dict[str, str] = {
     "NVIDIA GH200 SXM": (
         "source does not say which GH200 memory version; mapped to gh200 (144 GB HBM3e): the 96 GB HBM3 "
         "version has the same GPU and tensor-core peaks, and this shape is compute-bound"
+    ),
+    "NVIDIA H100 (vLLM PR #49363)": (
+        "the PR says 'H100' without the form factor; mapped to h100-sxm: M=1 at N=43008 reads its 462 MB of "
+        "weights at 3.07 TB/s, above an H100 PCIe's 2.0 TB/s peak (an H100 NVL, 3.9 TB/s, is not ruled out)"
     ),
     "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": (
         "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
@@ -177,6 +186,21 @@ def convert_fixed_shape_gemm(raw: dict) -> Outcome:
     latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
     notes = [how + " = 2*M*N*K", f"the source's time_ms {par['time_ms']} is rounded to 3 decimals, so the throughput is used"]
     return Converted(arch, "gemm", _record("gemm", params, tag=tag, implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
+
+
+def convert_vllm_linear(raw: dict) -> Outcome:
+    """vLLM's fp8 GEMM benchmark, its torch-bf16 column: ``F.linear`` (cuBLAS) at decode-sized M."""
+    if raw["category"] != "gemm" or "benchmark_fp8_gemm.py" not in raw["workload"]:
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    par = raw["parameters"]
+    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": par["dtype"], "batch": 1}
+    latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
+    notes = [how + " = 2*M*N*K", f"shape of {par['model']} at tensor parallelism {par['tp']}"]
+    return Converted(arch, "gemm", _record("gemm", params, tag="vllm-linear", implementation=raw["workload"],
+                                           latency_s=latency, raw=raw, notes=notes))
 
 
 def _causal(text: str) -> bool | None:
@@ -306,7 +330,7 @@ def _bandwidth_note_lookup(records: list[dict]) -> Callable[[dict], str]:
 def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
-        convert_mamf, convert_fixed_shape_gemm, convert_flash_attention_chart,
+        convert_mamf, convert_vllm_linear, convert_fixed_shape_gemm, convert_flash_attention_chart,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
     ]
     converted, left_out = [], Counter()
@@ -351,7 +375,8 @@ def build_files(converted: list[Converted], input_sha256: str) -> dict[Path, dic
                 "command": "python3 validation/reference/build_reference.py",
                 "versions": {},
                 "clocks": {},
-                "source": "shared/reference/public_measurements.json: public measurements, each record citing its own source",
+                "source": "shared/reference/public_measurements.json and validation/reference/added_measurements.yaml: "
+                          "public measurements, each record citing its own source",
                 "input_sha256": input_sha256,
             },
             "records": records,
@@ -371,12 +396,13 @@ def find_input(explicit: Path | None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", type=Path, default=None, help="public_measurements.json (default: shared/reference/)")
+    parser.add_argument("--added", type=Path, default=ADDED, help="this repository's added records (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=HERE, help="output folder (default: validation/reference/)")
     args = parser.parse_args(argv)
     source = find_input(args.input)
-    raw_bytes = source.read_bytes()
-    converted, left_out = convert_all(json.loads(raw_bytes))
-    files = build_files(converted, hashlib.sha256(raw_bytes).hexdigest())
+    raw_bytes, added_bytes = source.read_bytes(), args.added.read_bytes()
+    converted, left_out = convert_all(json.loads(raw_bytes) + yaml.safe_load(added_bytes)["records"])
+    files = build_files(converted, hashlib.sha256(raw_bytes + added_bytes).hexdigest())
     for stale in args.out.glob("*/*.json"):
         if stale.relative_to(args.out) not in files:
             stale.unlink()
