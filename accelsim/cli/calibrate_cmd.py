@@ -25,6 +25,7 @@ from accelsim.validate.calibrate import (
     METHODS,
     MIN_INTERVAL_RECORDS,
     SPLITS,
+    errors,
     fit,
     intervals,
     holds_out,
@@ -63,6 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="gauss-newton (default: damped Gauss-Newton steps, then a narrow line search per parameter) or "
                         "descent (line searches over each parameter's whole range, sweep after sweep: several times "
                         "the evaluations; how overlays before 2026-12-01 were fitted)")
+    p.add_argument("--bands-only", action="store_true",
+                   help="fit nothing: write an overlay with the --set values and, per kernel family, the "
+                        "uncertainty band of every record's residuals (none was fitted, so all are out of sample); "
+                        "for a config whose fits do not beat it on held-out records")
     add_set_option(p)
     p.set_defaults(run=run_calibrate)
 
@@ -99,6 +104,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if chip.name.endswith("-calibrated"):
         raise InputError(f"{chip.name!r} is a calibrated overlay; calibrate the published config it extends "
                          f"({chip.name.removesuffix('-calibrated')!r})", source="--arch")
+    if args.bands_only:
+        for given, option in ((args.fit, "--fit"), (args.scope, "--scope"),
+                              (args.split_by != SPLITS[0], "--split-by"), (args.method != METHODS[0], "--method")):
+            if given:
+                raise InputError(f"--bands-only fits nothing and holds nothing out; drop {option} or --bands-only",
+                                 source=option)
     parameters = chosen_parameters(args.fit)
     records = select(args.measurements, chip.name, args.exclude)
     for family in args.scope:
@@ -112,6 +123,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"the values would hold for {scoped} kernels only, but records of "
                              f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
+    if args.bands_only:
+        return _write_bands(args, chip, records)
     if all(holds_out(m, args.split_by) for m in records):
         unit = "record's id" if args.split_by == "record" else "record's kernel (--split-by kernel)"
         raise InputError(f"all {len(records)} records fall in the held-out split (it is chosen by a hash of each "
@@ -128,6 +141,37 @@ def run_calibrate(args: argparse.Namespace) -> int:
     overlay = _overlay(args, chip, result)
     write_text_atomic(output, _header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
     _print_summary(result, output)
+    return 0
+
+
+def _write_bands(args: argparse.Namespace, chip, records) -> int:
+    """``--bands-only``: the config as given, every record predicted, residual bands written."""
+    output = check_output_file(args.output, "-o", inputs=[args.arch, *sorted({m.file for m in records})])
+    args.fit_date = fit_date()
+    print(f"predicting {len(records)} records on {chip.name} (--bands-only: nothing is fitted) ...")
+    cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
+    log_errors = errors(cases, args.arch, args.overrides)
+    files = sorted({m.file for m in records})
+    excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
+    source = (f"residuals of every record, none fitted: accelsim calibrate --bands-only on {len(records)} records "
+              f"({', '.join(files)}{excluded}); {args.fit_date}")
+    bands = {family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count, "source": source}
+             for family, (p05, p95, count) in intervals(cases, log_errors).items() if count >= MIN_INTERVAL_RECORDS}
+    overlay = _overlay_head(args.arch, "with the uncertainty bands of its residuals (nothing fitted)")
+    _given(args, None, overlay)
+    if bands:
+        overlay["uncertainty"] = bands
+    header = (f"# Written by `accelsim calibrate --bands-only`: {chip.name} as published"
+              f"{' with the --set values below' if args.overrides else ''}, nothing fitted,\n"
+              f"# and the band of its residuals on the records given, per kernel family.\n")
+    write_text_atomic(output, header + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
+    for family, band in bands.items():
+        print(f"  {family}: p05 {band['p05']:+.1%}, p95 {band['p95']:+.1%} ({band['records']} records)")
+    thin = sorted({c.measurement.family for c in cases} - set(bands))
+    if thin:
+        print(f"no band for {', '.join(thin)}: fewer than {MIN_INTERVAL_RECORDS} records", file=sys.stderr)
+    print(f"MAPE {mape(log_errors):.1%} ({len(records)} records)")
+    print(f"wrote {output}")
     return 0
 
 
@@ -152,16 +196,20 @@ def _source(args, result) -> str:
             f"{len(result.held_out)} held out{split}{method}; {args.fit_date}")
 
 
-def _overlay(args, chip, result) -> dict:
-    _, spec = load_arch_and_spec(args.arch)
-    overlay: dict = {
+def _overlay_head(arch: str, what: str) -> dict:
+    _, spec = load_arch_and_spec(arch)
+    return {
         "schema_version": 1,
         "kind": "chip",
         "extends": spec.name,
         "name": f"{spec.name}-calibrated",
         "display_name": f"{spec.display_name} (calibrated)",
-        "description": f"{spec.name} with its calibratable parameters fitted by accelsim calibrate.",
+        "description": f"{spec.name} {what}.",
     }
+
+
+def _overlay(args, chip, result) -> dict:
+    overlay = _overlay_head(args.arch, "with its calibratable parameters fitted by accelsim calibrate")
     note = f"train MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%}; " + (
         f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%}"
         if len(result.held_out) else "no held-out records")
@@ -201,7 +249,7 @@ def _given(args, result, overlay: dict) -> None:
     for text in args.overrides:
         override = parse_override(text)
         path = ".".join(override.path)
-        if path in result.values:
+        if result is not None and path in result.values:
             continue
         node, target = overlay, published
         for part in override.path[:-1]:

@@ -10,10 +10,6 @@ import numpy as np
 import pytest
 import yaml
 
-from accelsim.arch.model import load_arch
-from accelsim.families import get_family
-from accelsim.families.base import parse_values
-from accelsim.families.search import autotune
 from accelsim.validate.calibrate import (
     DEFAULT_PARAMETERS,
     Fit,
@@ -24,6 +20,7 @@ from accelsim.validate.calibrate import (
     with_final_configs,
 )
 from accelsim.validate.compare import kendall_tau, read_measurements
+from tests.synthetic_measurements import write_rmsnorm
 
 TRUTH = ["hbm.efficiency=0.7", "launch_overhead=6 us"]
 SHAPES = [(rows, cols) for rows in (512, 1024, 4096, 16384) for cols in (1024, 4096, 8192)]
@@ -33,21 +30,8 @@ FIT = ("hbm.efficiency", "launch_overhead")
 @pytest.fixture(scope="module")
 def measurements(tmp_path_factory):
     """rmsnorm 'measured' on an H100 whose HBM efficiency and launch cost we know."""
-    chip = load_arch("h100-sxm", TRUTH)
-    family = get_family("rmsnorm")
-    records = []
-    for rows, cols in SHAPES:
-        params = {"rows": rows, "cols": cols, "dtype": "bf16"}
-        best = autotune(family, parse_values(family.params, params, "test"), chip)[0]
-        records.append({"id": f"rmsnorm-{rows}x{cols}", "family": "rmsnorm", "implementation": "synthetic",
-                        "params": params, "config": best.config, "latency_s": best.sim.latency_s,
-                        "source": "accelsim itself"})
     path = tmp_path_factory.mktemp("m") / "rmsnorm.json"
-    path.write_text(json.dumps({"schema_version": 1, "kind": "measurements", "family": "rmsnorm",
-                                "device": {"name": "synthetic", "arch": "h100-sxm"},
-                                "provenance": {"date": None, "command": "test", "versions": {}, "clocks": None,
-                                               "source": "synthetic: accelsim's own predictions"},
-                                "records": records}))
+    write_rmsnorm(path, TRUTH, SHAPES)
     return path
 
 
