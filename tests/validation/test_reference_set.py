@@ -64,7 +64,8 @@ def test_rebuilding_reproduces_the_committed_files(tmp_path):
 
 def test_added_measurements_are_sourced_and_all_converted():
     """The records this repository compiled beyond the shared file: safe YAML, each measured
-    and sourced, and every one becomes a reference record (none silently left out)."""
+    and sourced, and every one becomes a reference record but the JAX guide's 1024^3 rows
+    (host-bound, left out with that reason)."""
     import yaml
 
     records = yaml.safe_load(build_reference.ADDED.read_text(encoding="utf-8"))["records"]
@@ -72,6 +73,7 @@ def test_added_measurements_are_sourced_and_all_converted():
     for raw in records:
         assert raw["measured"] is True and raw["source"].strip() and raw["notes"].strip()
     converted, left_out = build_reference.convert_all(records)
-    assert len(converted) == len(records) and not left_out
+    assert len(converted) + sum(left_out.values()) == len(records)
+    assert all("1024^3" in reason for _, reason in left_out), left_out
     committed = {r["id"] for p in FILES for r in _load(p)["records"]}
     assert {c.record["id"] for c in converted} <= committed

@@ -65,6 +65,7 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA GH200 SXM (900W, 141GiB HBM3e)": "gh200",
     "AMD MI300X": "mi300x",
     "NVIDIA H100 (vLLM PR #49363)": "h100-sxm",
+    "Google TPU v5e (JAX Pallas TPU guide)": "tpu-v5e",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out; A100 40GB maps only for its STREAM runs
@@ -110,7 +111,8 @@ Outcome = Converted | LeftOut | None
 """None: this converter does not handle the record; the next one is tried."""
 
 
-def _record(family: str, params: dict, *, tag: str, implementation: str, latency_s: float, raw: dict, notes: list[str]) -> dict:
+def _record(family: str, params: dict, *, tag: str, implementation: str, latency_s: float, raw: dict, notes: list[str],
+            config: dict | None = None) -> dict:
     hardware_note = HARDWARE_NOTES.get(raw["hardware"])
     all_notes = [n for n in [raw["notes"].strip(), *notes, hardware_note] if n]
     joined = ""
@@ -129,7 +131,7 @@ def _record(family: str, params: dict, *, tag: str, implementation: str, latency
         "source": raw["source"],
         "notes": joined,
         "hardware": raw["hardware"],
-    }
+    } | ({"config": config} if config else {})
 
 
 def _arch_or_reason(raw: dict) -> str | LeftOut:
@@ -201,6 +203,34 @@ def convert_vllm_linear(raw: dict) -> Outcome:
     notes = [how + " = 2*M*N*K", f"shape of {par['model']} at tensor parallelism {par['tp']}"]
     return Converted(arch, "gemm", _record("gemm", params, tag="vllm-linear", implementation=raw["workload"],
                                            latency_s=latency, raw=raw, notes=notes))
+
+
+PALLAS_GUIDE_FLOOR_SIZE = 4096
+"""The JAX Pallas TPU guide's times include Python dispatch and a host sync per call: its own
+jnp.matmul at 1024^3 takes 0.119 ms, about 9x that matmul's FLOP time, so its 1024^3 rows time
+the host, not the kernel; from 4096^3 the floor is under 12% of a time."""
+
+
+def convert_pallas_guide_matmul(raw: dict) -> Outcome:
+    """The JAX documentation's Pallas TPU matmul guide: its blocked kernel at two block shapes
+    and XLA's jnp.matmul, mean wall time per call on a TPU v5e."""
+    if raw["category"] != "gemm" or "JAX Pallas TPU guide" not in raw["hardware"]:
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    par = raw["parameters"]
+    if par["M"] < PALLAS_GUIDE_FLOOR_SIZE:
+        return LeftOut("JAX Pallas TPU guide at 1024^3: its times are the host's dispatch floor (its jnp.matmul takes "
+                       "0.119 ms, about 9x the FLOP time), not the kernel's")
+    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": par["dtype"], "batch": 1}
+    config = {"block_m": par["block_m"], "block_n": par["block_n"], "block_k": par["block_k"]} if "block_m" in par else None
+    tag = "pallas-guide" if config else "xla-guide"
+    notes = ["latency_s is the source's time (mean wall time per call)"]
+    return Converted(arch, "gemm", _record("gemm", params, tag=tag + (f"-{config['block_m']}x{config['block_k']}x"
+                                                                       f"{config['block_n']}" if config else ""),
+                                           implementation=raw["workload"], latency_s=raw["value"], raw=raw,
+                                           notes=notes, config=config))
 
 
 def _causal(text: str) -> bool | None:
@@ -330,7 +360,7 @@ def _bandwidth_note_lookup(records: list[dict]) -> Callable[[dict], str]:
 def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
-        convert_mamf, convert_vllm_linear, convert_fixed_shape_gemm, convert_flash_attention_chart,
+        convert_mamf, convert_vllm_linear, convert_pallas_guide_matmul, convert_fixed_shape_gemm, convert_flash_attention_chart,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
     ]
     converted, left_out = [], Counter()
@@ -347,9 +377,13 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     return converted, left_out
 
 
-def _display_name(arch: str) -> str:
-    config = yaml.safe_load((REPO / "arch_configs" / "gpu" / f"{arch}.yaml").read_text(encoding="utf-8"))
-    return config["display_name"]
+def _config_of(arch: str) -> tuple[str, str]:
+    """The arch's display name and device kind (``gpu`` or ``tpu``, the folder its config is in)."""
+    for kind in ("gpu", "tpu"):
+        path = REPO / "arch_configs" / kind / f"{arch}.yaml"
+        if path.is_file():
+            return yaml.safe_load(path.read_text(encoding="utf-8"))["display_name"], kind
+    raise FileNotFoundError(f"no arch_configs/gpu or arch_configs/tpu config named {arch}")
 
 
 def build_files(converted: list[Converted], input_sha256: str) -> dict[Path, dict]:
@@ -359,15 +393,16 @@ def build_files(converted: list[Converted], input_sha256: str) -> dict[Path, dic
     files = {}
     for (arch, family), records in sorted(groups.items()):
         records.sort(key=lambda r: r["id"])
+        display_name, kind = _config_of(arch)
         files[Path(arch) / f"{family}.json"] = {
             "schema_version": fmt.SCHEMA_VERSION,
             "kind": fmt.KIND,
             "family": family,
             "device": {
-                "name": _display_name(arch),
+                "name": display_name,
                 "arch": arch,
                 "slug": arch,
-                "kind": "gpu",
+                "kind": kind,
                 "source_names": sorted({r["hardware"] for r in records}),
             },
             "provenance": {
