@@ -848,17 +848,20 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         mine = np.nonzero(core_of == core)[0]
         if mine.size == 0:
             continue
-        # The copies for grid step i+1 run during step i's compute (with two or more
-        # buffers; with one, pipeline_depth 1, they wait for it); step 0's copies (and one
-        # latency) come first. Each kernel of the trace starts its pipeline anew on every
-        # core: its first copies wait, and the kernel before drains its last writes.
+        # The copies for grid step i+1 run during step i (with two or more buffers; with
+        # one, pipeline_depth 1, they wait for it): the DMA engines move them while the
+        # core pays the step's fixed overhead and computes, so a step takes the longer of
+        # the two. Step 0's copies (and one latency) come first. Each kernel of the trace
+        # starts its pipeline anew on every core: its first copies wait, and the kernel
+        # before drains its last writes.
         first = np.ones(mine.size, dtype=bool)
         first[1:] = kernel_of[mine][1:] != kernel_of[mine][:-1]
         last = np.append(first[1:], True)
         next_copy = np.where(last, 0.0, np.append(copy[mine][1:], 0.0))
         edges = copy[mine][first].sum() + first.sum() * chip.hbm.latency_s + costs.drain_bytes[mine][last].sum() / copy_bw
-        overlapped = np.maximum(compute[mine], next_copy) if double_buffered else compute[mine] + next_copy
-        alone = float(edges) + float((overlapped + chip.program_overhead_s).sum())
+        busy = compute[mine] + chip.program_overhead_s
+        steps = np.maximum(busy, next_copy) if double_buffered else busy + next_copy
+        alone = float(edges) + float(steps.sum())
         flow = Flow(
             name=f"TensorCore {core}",
             demand={"matrix": float(costs.matrix_s[mine].sum()),

