@@ -66,8 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the evaluations; how overlays before 2026-12-01 were fitted)")
     p.add_argument("--bands-only", action="store_true",
                    help="fit nothing: write an overlay with the --set values and, per kernel family, the "
-                        "uncertainty band of every record's residuals (none was fitted, so all are out of sample); "
-                        "for a config whose fits do not beat it on held-out records")
+                        "uncertainty band of every record's residuals (nothing is fitted, so all are out of sample "
+                        "unless a --set value was fitted on them); for a config whose fits do not beat it on held-out "
+                        "records")
     add_set_option(p)
     p.set_defaults(run=run_calibrate)
 
@@ -130,7 +131,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise InputError(f"all {len(records)} records fall in the held-out split (it is chosen by a hash of each "
                          f"{unit}, about {HELD_OUT_PER_TEN} in 10); a fit needs training records: give more",
                          source="--measurements")
-    output = check_output_file(args.output, "-o", inputs=[args.arch, *sorted({m.file for m in records})])
+    output = check_output_file(args.output, "-o", inputs=_input_files(args, records))
     args.fit_date = fit_date()
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
@@ -144,30 +145,43 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _input_files(args: argparse.Namespace, records) -> list:
+    """Every file the command reads: the chip config and those it extends (``--arch`` may be
+    a name), and the measurement files; ``-o`` must not be one of them."""
+    return [*load_raw(args.arch).files, *sorted({m.file for m in records})]
+
+
 def _write_bands(args: argparse.Namespace, chip, records) -> int:
     """``--bands-only``: the config as given, every record predicted, residual bands written."""
-    output = check_output_file(args.output, "-o", inputs=[args.arch, *sorted({m.file for m in records})])
+    output = check_output_file(args.output, "-o", inputs=_input_files(args, records))
     args.fit_date = fit_date()
     print(f"predicting {len(records)} records on {chip.name} (--bands-only: nothing is fitted) ...")
+    families = {}
+    for m in records:
+        families.setdefault(m.family, []).append(m)
+    thin = sorted(f for f, ms in families.items() if len(ms) < MIN_INTERVAL_RECORDS)
+    if len(thin) == len(families):
+        raise InputError(f"a band needs at least {MIN_INTERVAL_RECORDS} records of a kernel family; "
+                         f"{', '.join(f'{f}: {len(families[f])}' for f in thin)}", source="--measurements")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     log_errors = errors(cases, args.arch, args.overrides)
-    files = sorted({m.file for m in records})
     excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
-    source = (f"residuals of every record, none fitted: accelsim calibrate --bands-only on {len(records)} records "
-              f"({', '.join(files)}{excluded}); {args.fit_date}")
-    bands = {family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count, "source": source}
-             for family, (p05, p95, count) in intervals(cases, log_errors).items() if count >= MIN_INTERVAL_RECORDS}
+    bands = {}
+    for family, (p05, p95, count) in intervals(cases, log_errors).items():
+        if count >= MIN_INTERVAL_RECORDS:
+            files = sorted({m.file for m in families[family]})
+            bands[family] = {"p05": round(p05, 4), "p95": round(p95, 4), "records": count,
+                             "source": f"residuals of every {family} record, none fitted: accelsim calibrate "
+                                       f"--bands-only on {count} records ({', '.join(files)}{excluded}); {args.fit_date}"}
     overlay = _overlay_head(args.arch, "with the uncertainty bands of its residuals (nothing fitted)")
     _given(args, None, overlay)
-    if bands:
-        overlay["uncertainty"] = bands
+    overlay["uncertainty"] = bands
     header = (f"# Written by `accelsim calibrate --bands-only`: {chip.name} as published"
               f"{' with the --set values below' if args.overrides else ''}, nothing fitted,\n"
               f"# and the band of its residuals on the records given, per kernel family.\n")
     write_text_atomic(output, header + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
     for family, band in bands.items():
         print(f"  {family}: p05 {band['p05']:+.1%}, p95 {band['p95']:+.1%} ({band['records']} records)")
-    thin = sorted({c.measurement.family for c in cases} - set(bands))
     if thin:
         print(f"no band for {', '.join(thin)}: fewer than {MIN_INTERVAL_RECORDS} records", file=sys.stderr)
     print(f"MAPE {mape(log_errors):.1%} ({len(records)} records)")

@@ -11,9 +11,9 @@ slots go to the next programs. Waves, tails and occupancy limits follow from tha
 
 TPU: each TensorCore used by the kernel runs its grid steps in sequence; the grid is
 split over the two TensorCores of a megacore chip along the first ``parallel`` axis.
-The Pallas pipeline overlaps step ``i``'s compute with the copies of step ``i+1``,
-so a core's time alone is ``sum(max(compute_i, copy_i) + overhead) + prologue``;
-cores share HBM as flows.
+The Pallas pipeline moves step ``i+1``'s copies while step ``i`` pays its fixed overhead
+and computes, so a core's time alone is ``prologue + sum(max(overhead + compute_i,
+copy_{i+1})) + drain``; cores share HBM as flows.
 
 See ``docs/engine.md`` for the model and its parameters.
 """

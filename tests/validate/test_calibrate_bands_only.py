@@ -61,3 +61,29 @@ def test_options_that_fit_or_split_are_refused(cli, measurements, tmp_path, extr
                  "-o", str(overlay))
     assert result.code == 2 and extra[0] in result.err and "--bands-only" in result.err
     assert len(result.err.strip().splitlines()) == 1 and not overlay.exists()
+
+
+def test_a_band_needs_three_records_of_a_family(cli, tmp_path):
+    path = tmp_path / "two.json"
+    write_rmsnorm(path, [], SHAPES[:2])
+    overlay = tmp_path / "x.yaml"
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(path), "--bands-only", "-o", str(overlay))
+    assert result.code == 2 and "at least 3 records" in result.err and "rmsnorm: 2" in result.err
+    assert not overlay.exists()
+
+
+@pytest.mark.parametrize("mode", [["--bands-only"], ["--fit", "hbm.efficiency"]])
+def test_the_output_may_not_be_the_chip_config_it_reads(cli, measurements, monkeypatch, mode):
+    """--arch names a config; -o at that config's file (or one it extends) would overwrite a
+    published config."""
+    from accelsim.arch.loader import find_config
+    from accelsim.cli import calibrate_cmd
+
+    def no_write(*args, **kwargs):
+        raise AssertionError("must not write")
+
+    monkeypatch.setattr(calibrate_cmd, "write_text_atomic", no_write)
+    path, _ = measurements
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(path), *mode,
+                 "-o", str(find_config("h100-sxm")))
+    assert result.code == 2 and "also an input" in result.err

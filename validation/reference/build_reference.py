@@ -2,7 +2,9 @@
 """Convert the public measurements into reference files in the measurement format.
 
 Reads ``shared/reference/public_measurements.json`` (a list of records compiled from
-papers, vendor documents and benchmark repositories; see its README) and writes, for
+papers, vendor documents and benchmark repositories; see its README) and this folder's
+``added_measurements.yaml`` (public measurements compiled here, same record schema), and
+writes, for
 every (device, kernel family) it can convert, ``validation/reference/<arch>/<family>.json``
 in the format of ``docs/measurement-format.md``: the same files ``measure_gpu.py`` writes,
 so that one comparison reads both.
@@ -13,7 +15,7 @@ record keeps its ``source`` and ``notes``; where the source gives a throughput, 
 say so. Every input record that is left out is counted under a reason, printed at the end
 and listed in ``validation/reference/README.md``.
 
-    python3 validation/reference/build_reference.py [--input PATH] [--out DIR]
+    python3 validation/reference/build_reference.py [--input PATH] [--added PATH] [--out DIR]
 
 The output is deterministic (no dates, records sorted by id): rerunning it on the same
 input leaves the committed files unchanged.
@@ -194,6 +196,8 @@ def convert_vllm_linear(raw: dict) -> Outcome:
     """vLLM's fp8 GEMM benchmark, its torch-bf16 column: ``F.linear`` (cuBLAS) at decode-sized M."""
     if raw["category"] != "gemm" or "benchmark_fp8_gemm.py" not in raw["workload"]:
         return None
+    if raw["unit"] != "TFLOP/s":
+        return LeftOut(f"vLLM GEMM benchmark record in {raw['unit']!r}, expected TFLOP/s")
     arch = _arch_or_reason(raw)
     if isinstance(arch, LeftOut):
         return arch
@@ -216,6 +220,8 @@ def convert_pallas_guide_matmul(raw: dict) -> Outcome:
     and XLA's jnp.matmul, mean wall time per call on a TPU v5e."""
     if raw["category"] != "gemm" or "JAX Pallas TPU guide" not in raw["hardware"]:
         return None
+    if raw["unit"] != "s":
+        return LeftOut(f"JAX Pallas TPU guide record in {raw['unit']!r}, expected seconds")
     arch = _arch_or_reason(raw)
     if isinstance(arch, LeftOut):
         return arch
