@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from accelsim.arch.loader import load_raw, parse_override
-from accelsim.arch.model import load_arch_and_spec
+from accelsim.arch.model import config_files, load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
@@ -146,9 +146,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def _input_files(args: argparse.Namespace, records) -> list:
-    """Every file the command reads: the chip config and those it extends (``--arch`` may be
-    a name), and the measurement files; ``-o`` must not be one of them."""
-    return [*load_raw(args.arch).files, *sorted({m.file for m in records})]
+    """Every file the command reads: the chip config and those it is built from (``--arch``
+    may be a name), and the measurement files; ``-o`` must not be one of them."""
+    return [*config_files(args.arch), *sorted({m.file for m in records})]
 
 
 def _write_bands(args: argparse.Namespace, chip, records) -> int:

@@ -63,14 +63,14 @@ minutes; past that, loops are folded into scaled ops."""
 
 
 def run_hlo(args: argparse.Namespace) -> int:
-    from accelsim.arch.model import load_arch
+    from accelsim.arch.model import config_files, load_arch
     from accelsim.importers.hlo import DEFAULT_MAX_OPS, BranchRates, describe_counts, import_hlo
     from accelsim.network import build_topology
     from accelsim.system.replay import chip_of
 
     if args.max_ops is not None and not 1 <= args.max_ops <= MAX_UNROLLED_OPS:
         raise InputError(f"expected an op count from 1 to {MAX_UNROLLED_OPS:,}, got {args.max_ops}", source="--max-ops")
-    check_output_file(args.output, "-o", inputs=[args.file, args.system])
+    check_output_file(args.output, "-o", inputs=[args.file, *config_files(args.system)])
     system = load_arch(args.system, args.overrides)
     chip = chip_of(system)
     rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}

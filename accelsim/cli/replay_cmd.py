@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from accelsim.arch.model import load_arch
+from accelsim.arch.model import config_files, load_arch
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     if args.timeline is not None:
-        check_output_file(args.timeline, "--timeline", inputs=[args.trace, args.system])
+        check_output_file(args.timeline, "--timeline", inputs=[args.trace, *config_files(args.system)])
     if args.algorithm != "auto":
         get_algorithm(args.algorithm)  # an unknown name is the option's fault, not the trace's
     trace = load_system_trace(args.trace)

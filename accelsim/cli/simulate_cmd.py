@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from accelsim.arch.model import Chip, load_arch
+from accelsim.arch.model import Chip, config_files, load_arch
 from accelsim.cli import collective_cmd
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
@@ -55,7 +55,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(collective)} apply to a collective on --system, not to a kernel",
                          source="simulate")
     if args.timeline is not None:
-        check_output_file(args.timeline, "--timeline", inputs=[p for p in (args.trace, args.arch) if p])
+        check_output_file(args.timeline, "--timeline",
+                                  inputs=[*([args.trace] if args.trace else []), *(config_files(args.arch) if args.arch else [])])
     started = time.perf_counter()
     chip = load_chip(args.arch, args.overrides)
     searched = None

@@ -145,3 +145,32 @@ def test_an_output_file_that_is_a_folder_inside_the_report_folder_is_one_line(cl
     measurements = str(ROOT / "validation" / "reference" / "a100-sxm4-40gb")
     result = cli("validate", "--arch", "a100-sxm4-40gb", "--measurements", measurements, "-o", str(tmp_path / "out"))
     assert result.code == 2 and result.err.count("\n") == 1 and "roofline.png: Is a directory" in result.err
+
+
+def test_an_output_over_a_config_given_by_name_is_refused(cli, tmp_path, monkeypatch):
+    """--arch / --system may name a built-in config: the files it is built from (its own,
+    those it extends, the chip a system names) are inputs too. Run on a copy of the configs."""
+    import shutil
+
+    from accelsim.arch import loader
+
+    shutil.copytree(ROOT / "arch_configs", tmp_path / "configs")
+    monkeypatch.setattr(loader, "builtin_dir", lambda: tmp_path / "configs")
+    loader._builtin_index.cache_clear()
+    try:
+        chip = tmp_path / "configs" / "gpu" / "h100-sxm.yaml"
+        node = tmp_path / "configs" / "systems" / "dgx-h100.yaml"
+        before = chip.read_bytes(), node.read_bytes()
+        measurements = str(ROOT / "validation" / "reference" / "h100-sxm" / "gemm.json")
+        for args in [
+            ("simulate", "--arch", "h100-pcie", "--kernel", "gemm", "--param", "M=512", "--param", "N=512",
+             "--param", "K=512", "--timeline", str(chip)),
+            ("replay", TRACE, "--system", "dgx-h100", "--timeline", str(chip)),
+            ("import", "hlo", HLO, "--system", "dgx-h100", "-o", str(node)),
+            ("calibrate", "--arch", "h100-sxm", "--measurements", measurements, "--bands-only", "-o", str(chip)),
+        ]:
+            result = cli(*args)
+            assert result.code == 2 and "is also an input" in result.err, (args, result.err)
+        assert (chip.read_bytes(), node.read_bytes()) == before
+    finally:
+        loader._builtin_index.cache_clear()
