@@ -29,6 +29,8 @@ class MatrixUnit:
     chained_efficiency: float
     pair: int = 1
     """Programs one MMA can span, each holding its share of B (Blackwell's 2-SM MMA)."""
+    asynchronous: bool = False
+    """The MMA reads shared memory asynchronously (wgmma, tcgen05): see :meth:`Chip.staged_buffers`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +137,16 @@ class Chip:
     def for_family(self, family: str | None) -> Chip:
         """The chip a ``family`` kernel runs on: itself, or its variant with that family's values."""
         return self.family_chips.get(family, self) if family else self
+
+    def staged_buffers(self, num_stages: int) -> int:
+        """Shared-memory buffers a Triton-style pipeline of ``num_stages`` keeps per staged
+        operand: ``num_stages`` where the MMA reads shared memory asynchronously (Hopper,
+        Blackwell: one buffer stays with the running MMA), ``num_stages - 1`` (at least one)
+        on other NVIDIA GPUs, whose MMA takes its operands from registers (Triton's pipeliner:
+        ``docs/engine.md``); ``num_stages`` elsewhere (not checked for other compilers)."""
+        if self.family == "gpu" and self.vendor == "nvidia" and not self.matrix.asynchronous:
+            return max(1, num_stages - 1)
+        return num_stages
 
     def matrix_flops_per_s(self, dtype: str) -> float:
         """Chip peak of the matrix units for ``dtype`` inputs (dense)."""
@@ -408,6 +420,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             efficiency=mu.efficiency.value,
             chained_efficiency=(mu.chained_efficiency or mu.efficiency).value,
             pair=mu.pair.value if mu.pair else 1,
+            asynchronous=bool(mu.asynchronous.value) if mu.asynchronous else False,
         ),
         vector=VectorUnit(
             shape=tuple(vu.shape.value) if vu.shape else None,

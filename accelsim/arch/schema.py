@@ -210,6 +210,12 @@ class MatrixUnit(_Strict):
     """GPU: how many programs, on neighbouring SMs, one MMA can span, each holding its
     share of the B operand in its own shared memory (Blackwell's ``tcgen05.mma``
     ``cta_group::2``: 2); absent: 1, every program holds all of its B."""
+    asynchronous: Cited[bool] | None = None
+    """GPU: the MMA reads its operands from shared memory while the program goes on
+    (Hopper's ``wgmma.mma_async``, Blackwell's ``tcgen05.mma``), so a Triton-style
+    pipeline of ``num_stages`` keeps one more shared-memory buffer than with a
+    synchronous MMA (``mma.sync``, operands in registers): ``num_stages`` buffers rather
+    than ``num_stages - 1`` on NVIDIA GPUs (``docs/engine.md``). Absent: false."""
 
 
 class VectorUnit(_Strict):

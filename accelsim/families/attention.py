@@ -152,9 +152,12 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     return [c for c in out if fits(check, params, c, chip)]
 
 
-def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str) -> int:
+def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str, buffers: int | None = None) -> int:
+    """GPU: the resident tiles plus ``buffers`` of each staged one (:meth:`Chip.staged_buffers`,
+    default ``num_stages``); TPU: its double-buffered blocks and scratch."""
     d, size = p["head_dim"], DTYPE_BYTES[p["dtype"]]
-    bm, bn, stages = config["block_m"], config["block_n"], config["num_stages"]
+    bm, bn = config["block_m"], config["block_n"]
+    stages = config["num_stages"] if buffers is None else buffers
     if family == "tpu" and p["backward"]:
         # double-buffered Q, dO, K, V and the two (rows, 1) fp32 statistics (a lane tile
         # each), the dkv kernel's dK and dV outputs (double-buffered) and fp32
@@ -204,7 +207,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             raise InputError(f"split_kv={config['split_kv']} leaves some splits without keys: seq_kv={p['seq_kv']} "
                              f"in blocks of {config['block_n']} gives at most {used} splits of {chunk} keys",
                              source="--param", field="split_kv")
-    need = _local_bytes(p, config, chip.family)
+    need = _local_bytes(p, config, chip.family, chip.staged_buffers(config["num_stages"]))
     limit, limit_field = local_limit(chip)
     if need > limit:
         raise InputError(f"blocks need {need} bytes of local memory per program; "
@@ -256,11 +259,12 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
     p = _problem(params)
     if chip.family == "tpu":
         return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
+    buffers = chip.staged_buffers(config["num_stages"])
     if p["backward"]:
-        return _build_gpu_bwd(p, params, config)
+        return _build_gpu_bwd(p, params, config, buffers)
     if p["decode"]:
-        return _build_gpu_decode(p, params, config)
-    return _build_gpu_fwd(p, params, config)
+        return _build_gpu_decode(p, params, config, buffers)
+    return _build_gpu_fwd(p, params, config, buffers)
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -338,7 +342,7 @@ def _causal_layout(p: dict[str, Any], q_start: np.ndarray, rows: np.ndarray, bn:
     return unmasked, masked, masked_pairs, masked_keys
 
 
-def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int) -> KernelTrace:
     b, h, group, sq, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["head_dim"]
     bm, bn = config["block_m"], config["block_n"]
     size = DTYPE_BYTES[p["dtype"]]
@@ -380,7 +384,7 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"tensor": "LSE", "block": ["batch", "head", "p0"], "bytes": rows * STAT_BYTES, "direction": "write"},
         ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
-    return _gpu_trace(p, params, config, "fwd", [n_q, h, b], templates, template_of, program_vars)
+    return _gpu_trace(p, params, config, "fwd", [n_q, h, b], templates, template_of, program_vars, buffers=buffers)
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
@@ -394,15 +398,16 @@ def _kernel_name(p: dict[str, Any], direction: str) -> str:
             + ("_causal" if p["causal"] else ""))
 
 
-def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars, *,
+def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars, *, buffers: int,
                kernel_starts: list[int] | None = None, extra_tensors: dict | None = None) -> KernelTrace:
-    """A Triton-style attention trace: the resources come from the config."""
+    """A Triton-style attention trace: the resources come from the config (``buffers`` of
+    each staged tile: :meth:`Chip.staged_buffers`)."""
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
             "name": _kernel_name(p, direction),
             "grid": grid,
-            "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu"), "warps": config["num_warps"],
+            "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
                           "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
             "kernel_starts": kernel_starts,
@@ -419,7 +424,7 @@ def _kv_transfers(block: list, nbytes: int) -> list[dict]:
     return [{"tensor": "K", "block": block, "bytes": int(nbytes)}, {"tensor": "V", "block": block, "bytes": int(nbytes)}]
 
 
-def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int) -> KernelTrace:
     """Flash-decoding: query heads of a KV group packed as rows; KV split over programs."""
     b, hk, group, sq, skv, d = p["batch"], p["kv_heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
     bm, bn, split = config["block_m"], config["block_n"], config["split_kv"]
@@ -471,7 +476,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         "kernel": {
             "name": f"attention_decode_{p['dtype']}_b{b}_h{p['heads']}_kv{hk}_s{skv}_d{d}",
             "grid": [split, hk, b],
-            "resources": {"local_memory_bytes": int((executed_m * d + config["num_stages"] * 2 * bn * d) * size),
+            "resources": {"local_memory_bytes": int((executed_m * d + buffers * 2 * bn * d) * size),
                           "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
         },
@@ -486,7 +491,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     })
 
 
-def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int) -> KernelTrace:
     b, h, group, sq, skv, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["seq_kv"], p["head_dim"]
     bm, bn = config["block_m"], config["block_n"]
     size = DTYPE_BYTES[p["dtype"]]
@@ -561,8 +566,9 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                     "first_q": first_q.tolist(),
                     "first_full": first_full.tolist()}
     if p["pass"] == "bwd-kernel":
-        return _gpu_trace(p, params, config, "bwd", [n_kv, h, b], templates, template_of, program_vars)
-    return _whole_gpu_backward(p, params, config, templates, template_of, program_vars)
+        return _gpu_trace(p, params, config, "bwd", [n_kv, h, b], templates, template_of, program_vars,
+                          buffers=buffers)
+    return _whole_gpu_backward(p, params, config, templates, template_of, program_vars, buffers)
 
 
 ROWS_PER_ELEMENTWISE_PROGRAM = 512
@@ -570,7 +576,7 @@ ROWS_PER_ELEMENTWISE_PROGRAM = 512
 that they stay HBM-bound at the backward kernel's occupancy (the trace has one)."""
 
 
-def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars) -> KernelTrace:
+def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars, buffers: int) -> KernelTrace:
     """A framework's backward call: a first kernel computes ``Delta = rowsum(dO * O)`` and
     clears the fp32 dQ, then the backward kernel, then a kernel casts dQ to the input type
     (what FlashAttention-2's ``_bwd_preprocess``, PyTorch's SDPA backward and our Triton
@@ -610,7 +616,7 @@ def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars) -
         name: side_vars.get(name, [0] * side) + list(main_vars.get(name, [0] * main)) + side_vars.get(name, [0] * side)
         for name in sorted(names)
     }
-    return _gpu_trace(p, params, config, "bwd", [2 * side + main], templates, template_of, program_vars,
+    return _gpu_trace(p, params, config, "bwd", [2 * side + main], templates, template_of, program_vars, buffers=buffers,
                       kernel_starts=[side, side + main],
                       extra_tensors={"dQ_out": {"shape": [b, h, sq, d], "dtype": _tensors(p)["O"]["dtype"]}})
 

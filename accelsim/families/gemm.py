@@ -175,10 +175,12 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     return out
 
 
-def _local_bytes(config: dict[str, Any], dtype: str, family: str) -> int:
-    """GPU: the staged A and B tiles (a pair's program stages its share of B); TPU:
-    double-buffered A, B and C blocks plus the fp32 accumulator scratch."""
-    bm, bn, bk, stages = config["block_m"], config["block_n"], config["block_k"], config["num_stages"]
+def _local_bytes(config: dict[str, Any], dtype: str, family: str, buffers: int | None = None) -> int:
+    """GPU: the staged A and B tiles, ``buffers`` of each (:meth:`Chip.staged_buffers`;
+    a pair's program stages its share of B); TPU: ``num_stages`` (double-buffered) A, B
+    and C blocks plus the fp32 accumulator scratch."""
+    bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
+    stages = config["num_stages"] if buffers is None else buffers
     tiles = (bm * bk + bk * -(-bn // config.get("pair", 1))) * DTYPE_BYTES[dtype] * stages
     if family == "tpu":
         return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[OUT_DTYPE[dtype]]))
@@ -215,7 +217,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     on_vector_units = chip.family == "gpu" and dtype == "fp32"
     if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", source="--param", field="dtype")
-    need = _local_bytes(config, dtype, chip.family)
+    need = _local_bytes(config, dtype, chip.family, chip.staged_buffers(config["num_stages"]))
     limit, limit_field = local_limit(chip)
     if need > limit:
         raise InputError(
@@ -264,7 +266,8 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     if chip.family == "tpu":
         return _build_tpu(params, config)
-    return _build_gpu(params, config, accumulates_in_tensor_memory(chip, params["dtype"]))
+    return _build_gpu(params, config, accumulates_in_tensor_memory(chip, params["dtype"]),
+                      chip.staged_buffers(config["num_stages"]))
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -291,7 +294,8 @@ def swizzled_tiles(num_m: int, num_n: int, group_m: int) -> tuple[np.ndarray, np
     return first_m + (pid % per_group) % size_m, (pid % per_group) // size_m
 
 
-def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory: bool = False) -> KernelTrace:
+def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory: bool = False,
+               buffers: int | None = None) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk, split = config["block_m"], config["block_n"], config["block_k"], config["split_k"]
     in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
@@ -343,7 +347,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
         "kernel": {
             "name": f"gemm_{dtype}_{params['M']}x{n}x{k}" + (f"_b{b}" if b > 1 else ""),
             "grid": [tiles, split, b],
-            "resources": {"local_memory_bytes": _local_bytes(config, dtype, "gpu"),
+            "resources": {"local_memory_bytes": _local_bytes(config, dtype, "gpu", buffers),
                           "warps": config["num_warps"],
                           "registers_per_thread": _registers_per_thread(config, in_tensor_memory),
                           "tensor_memory_bytes": config["block_m"] * config["block_n"] * ACC_BYTES

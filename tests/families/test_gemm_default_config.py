@@ -56,12 +56,30 @@ def test_a_gemv_default_is_as_fast_as_the_searched_config():
 
 
 def test_stages_drop_until_the_chip_holds_them():
-    # 4 stages of 128x64 + 64x256 bf16 tiles (192 KiB) exceed an A100 block's 163 KiB
-    config = default(2048, 2048, 2048, arch="a100-sxm4-80gb")
-    assert (config["block_n"], config["num_stages"]) == (256, 3)
-    chip = load_arch("a100-sxm4-80gb")
+    # 4 stages of 128x64 + 64x256 bf16 tiles (48 KiB a buffer) keep 4 buffers on an H100
+    # (192 KiB, within its 227 KiB) but, on a GPU whose MMA is synchronous, 3 (Triton's
+    # mma.sync pipeline, Chip.staged_buffers): 144 KiB, within an A100 block's 163 KiB
+    assert (default(2048, 2048, 2048, arch="a100-sxm4-80gb")["num_stages"]) == 4
+    # with 130 KiB a block, 4 stages (144 KiB) do not fit and 3 (96 KiB) do
+    small = load_arch("a100-sxm4-80gb", ["local_memory.max_per_program=130 KiB"])
     p = params(2048, 2048, 2048)
-    assert run_config(GEMM, p, GEMM.resolve_config(p, {}, chip), chip).sim.latency_s > 0
+    config = GEMM.default_config(p, small)
+    assert (config["block_n"], config["num_stages"]) == (256, 3)
+    assert run_config(GEMM, p, GEMM.resolve_config(p, {}, small), small).sim.latency_s > 0
+
+
+def test_a_synchronous_mma_keeps_one_buffer_fewer():
+    """Triton's pipeliner keeps num_stages buffers of each staged tile where the MMA reads
+    shared memory asynchronously (Hopper wgmma: one stays with the MMA in flight) and
+    num_stages - 1 where it takes registers (Ampere mma.sync)."""
+    p = params(2048, 2048, 2048)
+    config = {"block_m": "128", "block_n": "128", "block_k": "32", "num_stages": "3", "num_warps": "4",
+              "group_m": "8", "split_k": "1"}
+    stage = (128 * 32 + 32 * 128) * 2
+    for arch, buffers in (("h100-sxm", 3), ("a100-sxm4-80gb", 2), ("b200", 3), ("mi300x", 3)):
+        chip = load_arch(arch)
+        trace = GEMM.build(p, GEMM.resolve_config(p, config, chip), chip)
+        assert trace.kernel.resources.local_memory_bytes == buffers * stage, arch
 
 
 def test_a_split_k_not_given_follows_the_tile_that_was():
