@@ -444,6 +444,11 @@ def tpu_plan(scale: str) -> list[Case]:
     cases = [Case("matmul", square, _gemm_cfg(bm, bn, bk)) for bm, bn, bk in (
         (512, 512, 512), (1024, 1024, 512), (256, 256, 256), (512, 1024, 1024), (1024, 512, 2048))]
     cases.append(Case("matmul", dict(square, M=8192, N=8192, K=8192), _gemm_cfg(1024, 1024, 512)))
+    # The JAX Pallas TPU guide's two block shapes (validation/reference/tpu-v5e: its times hold
+    # ~0.1 ms of host dispatch, which the batched timing here cancels): 128^3 at 4096^3, and
+    # 512x1024x1024 (bm, bn, bk) at 8192^3 as well
+    cases.append(Case("matmul", square, _gemm_cfg(128, 128, 128)))
+    cases.append(Case("matmul", dict(square, M=8192, N=8192, K=8192), _gemm_cfg(512, 1024, 1024)))
     for causal in (False, True):
         cases += [Case("attention", fmt.fa_setup_params(4096, 128, causal), _attn_cfg(bm, bn))
                   for bm, bn in ((512, 512), (1024, 512), (256, 256), (512, 1024))]
