@@ -68,6 +68,7 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "AMD MI300X": "mi300x",
     "NVIDIA H100 (vLLM PR #49363)": "h100-sxm",
     "Google TPU v5e (JAX Pallas TPU guide)": "tpu-v5e",
+    "NVIDIA H200 (TileOPs GQA decode doc)": "h200-sxm",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out; A100 40GB maps only for its STREAM runs
@@ -85,6 +86,11 @@ HARDWARE_NOTES: dict[str, str] = {
     "NVIDIA H100 (vLLM PR #49363)": (
         "the PR says 'H100' without the form factor; mapped to h100-sxm: M=1 at N=43008 reads its 462 MB of "
         "weights at 3.07 TB/s, above an H100 PCIe's 2.0 TB/s peak (an H100 NVL, 3.9 TB/s, is not ruled out)"
+    ),
+    "NVIDIA H200 (TileOPs GQA decode doc)": (
+        "the doc says 'H200' with a 700 W power limit, the SXM part's; mapped to h200-sxm. Its SM clock was "
+        "locked at 1500 MHz, below the config's 1980 MHz boost: these decode kernels are bound by HBM, whose "
+        "clock (3201 MHz) was not lowered"
     ),
     "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": (
         "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
@@ -239,6 +245,25 @@ def convert_pallas_guide_matmul(raw: dict) -> Outcome:
                                            notes=notes, config=config))
 
 
+def convert_tileops_decode(raw: dict) -> Outcome:
+    """TileOPs' dense GQA decode comparison on an H200: FA3, FlashInfer and its own kernel,
+    one query token, device time in microseconds."""
+    if raw["category"] != "attention" or "TileOPs GQA decode" not in raw["hardware"]:
+        return None
+    if raw["unit"] != "us":
+        return LeftOut(f"TileOPs decode record in {raw['unit']!r}, expected microseconds")
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    par = raw["parameters"]
+    params = fmt.attention_params(par["batch"], par["heads"], par["kv_heads"], par["seq_q"], par["seq_kv"],
+                                  par["head_dim"], False, par["dtype"])
+    tag = {"FlashAttention-3": "fa3", "FlashInfer": "flashinfer", "TileOPs": "tileops"}[raw["workload"].split()[0]]
+    notes = ["latency_s is the source's device time", f"the doc's row '{par['row']}'"]
+    return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"],
+                                                latency_s=raw["value"] * 1e-6, raw=raw, notes=notes))
+
+
 def _causal(text: str) -> bool | None:
     word = text.split()[0].lower() if text.strip() else ""
     return {"true": True, "false": False}.get(word)
@@ -366,7 +391,8 @@ def _bandwidth_note_lookup(records: list[dict]) -> Callable[[dict], str]:
 def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
-        convert_mamf, convert_vllm_linear, convert_pallas_guide_matmul, convert_fixed_shape_gemm, convert_flash_attention_chart,
+        convert_mamf, convert_vllm_linear, convert_pallas_guide_matmul, convert_tileops_decode,
+        convert_fixed_shape_gemm, convert_flash_attention_chart,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
     ]
     converted, left_out = [], Counter()
