@@ -328,6 +328,12 @@ def validate_params(family: str, params: Any) -> list[str]:
     return errors
 
 
+LATENCY_KINDS = ("launches", "device")
+"""A record's optional ``latency_kind``: ``launches`` (the default: each kernel with its launch, as
+event-bracketed or back-to-back calls measure it) or ``device`` (kernel execution alone, a
+profiler's device time without launch gaps)."""
+
+
 def validate_record(record: Any, family: str) -> list[str]:
     """Problems with one record (empty when it is valid)."""
     if not isinstance(record, dict):
@@ -356,6 +362,8 @@ def validate_record(record: Any, family: str) -> list[str]:
             errors.append(f"{key}: expected a non-negative number or null")
     if not isinstance(record["measured"], bool):
         errors.append("measured: expected true or false")
+    if "latency_kind" in record and record["latency_kind"] not in LATENCY_KINDS:
+        errors.append(f"latency_kind: expected one of {', '.join(LATENCY_KINDS)}")
     return errors
 
 

@@ -29,7 +29,7 @@ from accelsim.families.base import parse_values
 from accelsim.families.search import best_config
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import format_quantity
-from accelsim.validate.compare import Measurement, record_errors
+from accelsim.validate.compare import Measurement, record_errors, simulated_for
 
 HELD_OUT_PER_TEN = 3
 MIN_INTERVAL_RECORDS = 3
@@ -205,7 +205,8 @@ def errors(cases: Sequence[Case], arch: str, overrides: Sequence[str]) -> np.nda
 
 
 def _log_error(case: Case, chip: Chip) -> float:
-    return math.log(simulate_kernel(case.trace, chip).latency_s / case.measurement.latency_s)
+    sim = simulate_kernel(case.trace, chip)
+    return math.log(simulated_for(case.measurement, sim.latency_s, sim.launch_overhead_s) / case.measurement.latency_s)
 
 
 _WORKER: dict = {}

@@ -35,6 +35,19 @@ class Measurement:
     file: str
     config: dict[str, Any] | None = None
     """The kernel config that ran, when the record says (our own tunable kernels)."""
+    latency_kind: str = "launches"
+    """What ``latency_s`` holds (:data:`LATENCY_KINDS`): ``launches``, each kernel with its launch
+    as back-to-back or event-bracketed calls have it (the simulator's latency, launch
+    overhead included); ``device``, kernel execution alone (a profiler's device time,
+    launch gaps excluded), compared with the simulated latency less its launch overhead."""
+
+
+LATENCY_KINDS = ("launches", "device")
+
+
+def simulated_for(measurement: Measurement, latency_s: float, launch_overhead_s: float) -> float:
+    """The simulated latency as the record timed it (:attr:`Measurement.latency_kind`)."""
+    return latency_s - launch_overhead_s if measurement.latency_kind == "device" else latency_s
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,8 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 latency_s=_latency(record.get("latency_s"), path, f"records[{i}].latency_s"),
                 source=str(record.get("source", "")), file=str(path),
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
+                latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
+                                           f"records[{i}].latency_kind"),
             ))
     return out
 
@@ -131,6 +146,13 @@ def _check_informational(record: dict, path: Path, where: str) -> None:
     if "measured" in record and not isinstance(record["measured"], bool):
         raise InputError(f"expected true or false, got {json.dumps(record['measured'])}", source=str(path),
                          field=f"{where}.measured")
+
+
+def _latency_kind(value, path: Path, field: str) -> str:
+    if value not in LATENCY_KINDS:
+        raise InputError(f"expected one of {', '.join(LATENCY_KINDS)}, got {json.dumps(value)}", source=str(path),
+                         field=field)
+    return value
 
 
 def _known_family(family, path: Path, field: str) -> str:
@@ -198,7 +220,8 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
             best = best_config(family, params, chip).best
         else:
             best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
-    return Comparison(measurement, best.sim.latency_s, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
+    predicted = simulated_for(measurement, best.sim.latency_s, best.sim.launch_overhead_s)
+    return Comparison(measurement, predicted, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ GOOD = {"id": "r", "family": "copy", "params": {"bytes": 1024}, "latency_s": 2e-
     ({"bytes": -1}, "records[0].bytes"),
     ({"flops": []}, "records[0].flops"),
     ({"measured": "x"}, "records[0].measured"),
+    ({"latency_kind": "wall"}, "records[0].latency_kind"),
 ])
 def test_bad_records_are_refused_by_field(tmp_path, change, field):
     with pytest.raises(InputError) as info:
