@@ -165,14 +165,9 @@ def _write_bands(args: argparse.Namespace, chip, records) -> int:
                          f"{', '.join(f'{f}: {len(families[f])}' for f in thin)}", source="--measurements")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
     log_errors = errors(cases, args.arch, args.overrides)
-    excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
-    bands = {}
-    for family, (p05, p95, count) in intervals(cases, log_errors).items():
-        if count >= MIN_INTERVAL_RECORDS:
-            files = sorted({m.file for m in families[family]})
-            bands[family] = {"p05": round(p05, 4), "p95": round(p95, 4), "records": count,
-                             "source": f"residuals of every {family} record, none fitted: accelsim calibrate "
-                                       f"--bands-only on {count} records ({', '.join(files)}{excluded}); {args.fit_date}"}
+    bands = _bands(cases, log_errors, lambda family, count: (
+        f"residuals of every {family} record, none fitted: accelsim calibrate --bands-only on {count} records "
+        f"({', '.join(sorted({m.file for m in families[family]}))}{_excluded(args)}); {args.fit_date}"))
     overlay = _overlay_head(args.arch, "with the uncertainty bands of its residuals (nothing fitted)")
     _given(args, None, overlay)
     overlay["uncertainty"] = bands
@@ -189,6 +184,17 @@ def _write_bands(args: argparse.Namespace, chip, records) -> int:
     return 0
 
 
+def _bands(cases, log_errors, source) -> dict:
+    """Per kernel family with enough records: the 5th and 95th percentile of its relative
+    residuals, its record count, and ``source(family, count)``."""
+    return {family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count, "source": source(family, count)}
+            for family, (p05, p95, count) in intervals(cases, log_errors).items() if count >= MIN_INTERVAL_RECORDS}
+
+
+def _excluded(args: argparse.Namespace) -> str:
+    return f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
+
+
 def fit_date() -> str:
     """The date an overlay records: today, or that of ``SOURCE_DATE_EPOCH`` (seconds since
     1970, UTC) when it is set, so the same fit writes the same bytes on any day."""
@@ -203,10 +209,9 @@ def fit_date() -> str:
 
 def _source(args, result) -> str:
     files = sorted({c.measurement.file for c in result.train})
-    excluded = f"; records of {', '.join(args.exclude)} excluded" if args.exclude else ""
     method = "" if args.method == METHODS[0] else f"; --method {args.method}"
     split = "" if args.split_by == SPLITS[0] else f" (--split-by {args.split_by})"
-    return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}{excluded}); "
+    return (f"accelsim calibrate on {len(result.train)} training records ({', '.join(files)}{_excluded(args)}); "
             f"{len(result.held_out)} held out{split}{method}; {args.fit_date}")
 
 
@@ -248,9 +253,7 @@ def _overlay(args, chip, result) -> dict:
     errors = result.held_out_errors if len(result.held_out_errors) else result.train_errors
     cases = result.held_out if len(result.held_out_errors) else result.train
     split = "held-out" if len(result.held_out_errors) else "training (no held-out records)"
-    bands = {family: {"p05": round(p05, 4), "p95": round(p95, 4), "records": count,
-                      "source": f"{split} residuals of accelsim calibrate, {args.fit_date}"}
-             for family, (p05, p95, count) in intervals(cases, errors).items() if count >= MIN_INTERVAL_RECORDS}
+    bands = _bands(cases, errors, lambda family, count: f"{split} residuals of accelsim calibrate, {args.fit_date}")
     if bands:
         overlay["uncertainty"] = bands
     return overlay

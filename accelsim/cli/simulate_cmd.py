@@ -55,8 +55,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(collective)} apply to a collective on --system, not to a kernel",
                          source="simulate")
     if args.timeline is not None:
-        check_output_file(args.timeline, "--timeline",
-                                  inputs=[*([args.trace] if args.trace else []), *(config_files(args.arch) if args.arch else [])])
+        inputs = ([args.trace] if args.trace else []) + (config_files(args.arch) if args.arch else [])
+        check_output_file(args.timeline, "--timeline", inputs=inputs)
     started = time.perf_counter()
     chip = load_chip(args.arch, args.overrides)
     searched = None

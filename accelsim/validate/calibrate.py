@@ -205,8 +205,7 @@ def errors(cases: Sequence[Case], arch: str, overrides: Sequence[str]) -> np.nda
 
 
 def _log_error(case: Case, chip: Chip) -> float:
-    sim = simulate_kernel(case.trace, chip)
-    return math.log(simulated_for(case.measurement, sim.latency_s, sim.launch_overhead_s) / case.measurement.latency_s)
+    return math.log(simulated_for(case.measurement, simulate_kernel(case.trace, chip)) / case.measurement.latency_s)
 
 
 _WORKER: dict = {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.arch.model import Chip, load_arch
+from accelsim.engine.chip import KernelSimulation
 from accelsim.errors import InputError, read_json_file
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_values
@@ -45,9 +46,9 @@ class Measurement:
 LATENCY_KINDS = ("launches", "device")
 
 
-def simulated_for(measurement: Measurement, latency_s: float, launch_overhead_s: float) -> float:
+def simulated_for(measurement: Measurement, sim: KernelSimulation) -> float:
     """The simulated latency as the record timed it (:attr:`Measurement.latency_kind`)."""
-    return latency_s - launch_overhead_s if measurement.latency_kind == "device" else latency_s
+    return sim.latency_s - sim.launch_overhead_s if measurement.latency_kind == "device" else sim.latency_s
 
 
 @dataclass(frozen=True)
@@ -220,8 +221,7 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
             best = best_config(family, params, chip).best
         else:
             best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
-    predicted = simulated_for(measurement, best.sim.latency_s, best.sim.launch_overhead_s)
-    return Comparison(measurement, predicted, best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
+    return Comparison(measurement, simulated_for(measurement, best.sim), best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
 
 
 @dataclass(frozen=True)

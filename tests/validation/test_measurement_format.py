@@ -177,3 +177,11 @@ def test_collective_params_are_validated():
     assert fmt.validate_params("collective", COLLECTIVE) == []
     problems = fmt.validate_params("collective", dict(COLLECTIVE, collective="all-to-all"))
     assert any("params.collective" in p for p in problems)
+
+
+def test_latency_kinds_are_the_simulators():
+    """measurement_format.py stands alone (no accelsim import on a GPU machine), so it keeps
+    its own copy of the record's latency kinds; it must be validate's."""
+    from accelsim.validate.compare import LATENCY_KINDS
+
+    assert fmt.LATENCY_KINDS == LATENCY_KINDS

@@ -151,6 +151,17 @@ def _arch_or_reason(raw: dict) -> str | LeftOut:
     return LeftOut(f"no accelsim config for {raw['hardware']}")
 
 
+def _added_source(raw: dict, *, category: str, marker: str, field: str, unit: str, what: str) -> str | Outcome:
+    """For a converter of one source of ``added_measurements.yaml``: None when ``raw`` is not
+    that source's (``marker`` not in its ``field``), a LeftOut when it is in another unit
+    than ``unit`` or on a device without a config, else the accelsim arch."""
+    if raw["category"] != category or marker not in raw[field]:
+        return None
+    if raw["unit"] != unit:
+        return LeftOut(f"{what} record in {raw['unit']!r}, expected {unit}")
+    return _arch_or_reason(raw)
+
+
 def _tflops_latency(flops: float, tflops: float) -> tuple[float, str]:
     return flops / (tflops * 1e12), f"latency_s derived from {tflops:g} TFLOP/s and the format's flop count ({flops:.6g})"
 
@@ -200,15 +211,12 @@ def convert_fixed_shape_gemm(raw: dict) -> Outcome:
 
 def convert_vllm_linear(raw: dict) -> Outcome:
     """vLLM's fp8 GEMM benchmark, its torch-bf16 column: ``F.linear`` (cuBLAS) at decode-sized M."""
-    if raw["category"] != "gemm" or "benchmark_fp8_gemm.py" not in raw["workload"]:
-        return None
-    if raw["unit"] != "TFLOP/s":
-        return LeftOut(f"vLLM GEMM benchmark record in {raw['unit']!r}, expected TFLOP/s")
-    arch = _arch_or_reason(raw)
-    if isinstance(arch, LeftOut):
+    arch = _added_source(raw, category="gemm", marker="benchmark_fp8_gemm.py", field="workload", unit="TFLOP/s",
+                         what="vLLM GEMM benchmark")
+    if not isinstance(arch, str):
         return arch
     par = raw["parameters"]
-    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": par["dtype"], "batch": 1}
+    params = fmt.gemm_params(par["M"], par["N"], par["K"], par["dtype"])
     latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
     notes = [how + " = 2*M*N*K", f"shape of {par['model']} at tensor parallelism {par['tp']}"]
     return Converted(arch, "gemm", _record("gemm", params, tag="vllm-linear", implementation=raw["workload"],
@@ -224,18 +232,15 @@ the host, not the kernel; from 4096^3 the floor is under 12% of a time."""
 def convert_pallas_guide_matmul(raw: dict) -> Outcome:
     """The JAX documentation's Pallas TPU matmul guide: its blocked kernel at two block shapes
     and XLA's jnp.matmul, mean wall time per call on a TPU v5e."""
-    if raw["category"] != "gemm" or "JAX Pallas TPU guide" not in raw["hardware"]:
-        return None
-    if raw["unit"] != "s":
-        return LeftOut(f"JAX Pallas TPU guide record in {raw['unit']!r}, expected seconds")
-    arch = _arch_or_reason(raw)
-    if isinstance(arch, LeftOut):
+    arch = _added_source(raw, category="gemm", marker="JAX Pallas TPU guide", field="hardware", unit="s",
+                         what="JAX Pallas TPU guide")
+    if not isinstance(arch, str):
         return arch
     par = raw["parameters"]
     if par["M"] < PALLAS_GUIDE_FLOOR_SIZE:
         return LeftOut("JAX Pallas TPU guide at 1024^3: its times are the host's dispatch floor (its jnp.matmul takes "
                        "0.119 ms, about 9x the FLOP time), not the kernel's")
-    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": par["dtype"], "batch": 1}
+    params = fmt.gemm_params(par["M"], par["N"], par["K"], par["dtype"])
     config = {"block_m": par["block_m"], "block_n": par["block_n"], "block_k": par["block_k"]} if "block_m" in par else None
     tag = "pallas-guide" if config else "xla-guide"
     notes = ["latency_s is the source's time (mean wall time per call)"]
@@ -248,12 +253,9 @@ def convert_pallas_guide_matmul(raw: dict) -> Outcome:
 def convert_tileops_decode(raw: dict) -> Outcome:
     """TileOPs' dense GQA decode comparison on an H200: FA3, FlashInfer and its own kernel,
     one query token, device time in microseconds."""
-    if raw["category"] != "attention" or "TileOPs GQA decode" not in raw["hardware"]:
-        return None
-    if raw["unit"] != "us":
-        return LeftOut(f"TileOPs decode record in {raw['unit']!r}, expected microseconds")
-    arch = _arch_or_reason(raw)
-    if isinstance(arch, LeftOut):
+    arch = _added_source(raw, category="attention", marker="TileOPs GQA decode", field="hardware", unit="us",
+                         what="TileOPs decode")
+    if not isinstance(arch, str):
         return arch
     par = raw["parameters"]
     params = fmt.attention_params(par["batch"], par["heads"], par["kv_heads"], par["seq_q"], par["seq_kv"],
