@@ -78,7 +78,8 @@ def excluded(with_attention: bool) -> list[str]:
 
 def records(arch: str, with_attention: bool) -> list[Measurement]:
     found = [m for m in read_measurements([REFERENCE / arch]) if m.arch == arch]
-    return [m for m in found if not any(text in m.implementation for text in excluded(with_attention))]
+    return [m for m in found if (with_attention or m.family != "attention")  # decode records too
+            and not any(text in m.implementation for text in excluded(with_attention))]
 
 
 @dataclass(frozen=True)

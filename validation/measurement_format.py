@@ -364,6 +364,11 @@ def validate_record(record: Any, family: str) -> list[str]:
         errors.append("measured: expected true or false")
     if "latency_kind" in record and record["latency_kind"] not in LATENCY_KINDS:
         errors.append(f"latency_kind: expected one of {', '.join(LATENCY_KINDS)}")
+    conditions = record.get("conditions", {"clock": "unset"})
+    if not (isinstance(conditions, dict) and conditions and all(
+            isinstance(k, str) and k and isinstance(v, str | int | float) and not isinstance(v, bool)
+            for k, v in conditions.items())):
+        errors.append("conditions: expected an object of config paths and values (e.g. {\"clock\": \"1500 MHz\"})")
     return errors
 
 

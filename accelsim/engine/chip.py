@@ -258,6 +258,10 @@ class ProgramTimes:
     latency_bound: np.ndarray
     serial: bool
     """No pipelining (depth 1): latency, transfer and compute add up."""
+    startup: np.ndarray
+    """The part of ``exposed`` that moves no data: the program's overhead and its first
+    load's latency. A kernel's first programs wait it with nothing else running, so it
+    holds up the whole chip (:func:`_simulate_gpu`)."""
 
     def seconds(self, programs: np.ndarray, residents: np.ndarray | int = 1) -> np.ndarray:
         """Time of each of ``programs`` when ``residents`` programs share its SM."""
@@ -314,10 +318,11 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     latency = hit_fraction * cache_latency + (1 - hit_fraction) * (chip.hbm.latency_s + queue_s)
     reads = costs.read_iterations
     latency = np.where(reads > 0, latency, 0.0)
+    startup = latency + chip.program_overhead_s
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
         return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
-                            np.zeros_like(port), np.zeros_like(port), True)
+                            np.zeros_like(port), np.zeros_like(port), True, startup)
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
     # loads overlap compute while `depth - 1` are in flight (Little's law).
@@ -332,6 +337,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
         chain=compute / streams,
         latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
         serial=False,
+        startup=startup,
     )
 
 
@@ -493,7 +499,7 @@ def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str,
     # A replay sees a program's times only through ProgramTimes.seconds, which depends on
     # the chain and latency terms only through their maximum (a pipeline depth that does
     # not bind leaves it alone).
-    parts = [times.exposed, times.sm]
+    parts = [times.exposed, times.sm, times.startup]
     if not times.serial:
         parts.append(np.maximum(times.chain, times.latency_bound))
     for array in (*parts, demand_rows, group_key):
@@ -565,6 +571,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     n = costs.num_programs
     cores = CoreSlots(chip.num_cores, per_core)
     barriers = trace.kernel.kernel_starts or []
+    kernel_firsts = {0, *barriers}
 
     def limit() -> int:
         """The launch position dispatch may not pass now: the next kernel's start, until
@@ -579,15 +586,15 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     rerate = per_core > 1
     on_core: list[dict[Flow, None]] = [{} for _ in range(chip.num_cores)] if rerate else []
     """Per core, the flows with programs on it."""
-    paced: dict[Flow, list] = {}  # flow -> [its rows, each member's seconds now, their sum]
+    paced: dict[Flow, list] = {}  # flow -> [its rows, each member's seconds now, their sum, startup waited]
     placed: list[np.ndarray] = []
 
     def cores_of(flow: Flow) -> list[int]:
         tag = flow.tag
         return [int(tag[0])] if len(tag) == 1 else np.unique(tag).tolist()
 
-    def track(flow: Flow, rows: np.ndarray, seconds: np.ndarray) -> None:
-        paced[flow] = [rows, seconds, float(seconds.sum())]
+    def track(flow: Flow, rows: np.ndarray, seconds: np.ndarray, waited: float = 0.0) -> None:
+        paced[flow] = [rows, seconds, float(seconds.sum()), waited]
         for core in cores_of(flow):
             on_core[core][flow] = None
 
@@ -621,8 +628,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
                 touched[flow] = None
         flows, paces = [], []
         for flow in touched:
-            rows, seconds, total = paced[flow]
-            pace = 1.0 / (total / len(rows))
+            rows, seconds, total, waited = paced[flow]
+            pace = 1.0 / _after_startup(total / len(rows), waited)
             if pace != flow.max_rate:
                 flows.append(flow)
                 paces.append(pace)
@@ -680,11 +687,17 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         take = min(state["free"], limit() - state["next"])
         if take <= 0:
             return
-        if take == 1:  # one program finished, one starts: the common case of uneven kernels
+        # A kernel's first programs start on an idle chip: nothing moves data until the
+        # first of them has paid its overhead and its first load's latency, so that much
+        # (the least startup among them) is waited before any flow starts. Later programs
+        # start among running ones, whose transfers hide their startup.
+        first = state["free"] == slots and state["next"] in kernel_firsts
+        if take == 1 and not first:  # one program finished, one starts: the common case of uneven kernels
             dispatch_one()
             return
         wave.clear()
-        if FAST_FORWARD_WAVES and not timeline and take == slots and n - state["next"] >= 2 * slots:
+        if (FAST_FORWARD_WAVES and not timeline and not first and take == slots
+                and n - state["next"] >= 2 * slots):
             wave.update(first=state["next"], ps=env.now, used=pool.used_array(), events=pool.events)
         members = np.arange(state["next"], state["next"] + take)
         rows = members if run_of is None else run_of[members]
@@ -694,22 +707,27 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         residents = cores.resident[core_of]
         keys = group_key[rows] * (per_core + 1) + residents
         seconds = times.seconds(rows, residents)
+        waited_ps = round(float(times.startup[rows].min()) * PS_PER_S) if first else 0
+        waited = _seconds(waited_ps)
         flows = []
         for chosen in _groups(keys):
             ids = members[chosen]
             flows.append(Flow(
                 name=f"programs {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"program {ids[0]}",
                 demand=dict(zip(resources, demand_rows[rows[chosen]].sum(axis=0).tolist())),
-                max_rate=1.0 / float(seconds[chosen].mean()),
+                max_rate=1.0 / _after_startup(float(seconds[chosen].mean()), waited),
                 on_done=finished,
                 count=len(ids),
                 tag=core_of[chosen],
             ))
             if rerate:
-                track(flows[-1], rows[chosen], seconds[chosen].copy())
+                track(flows[-1], rows[chosen], seconds[chosen].copy(), waited)
         if rerate:
             placed.append(core_of)
-        pool.start_many(flows)
+        if waited_ps:
+            env.timeout(waited_ps).callbacks.append(lambda _e: pool.start_many(flows))
+        else:
+            pool.start_many(flows)
 
     single: list[_ProgramTimeLists] = []  # made on the first program dispatched alone
 
@@ -742,6 +760,12 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     if key is not None:
         memo[key] = _Replayed(pool.used, pool.events, env.now)
     return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters, **specific)
+
+
+def _after_startup(seconds: float, waited: float) -> float:
+    """A program's time left once ``waited`` seconds of its startup have passed (never
+    zero: a rate is its inverse)."""
+    return max(seconds - waited, seconds * 1e-9)
 
 
 def _demand_columns(costs: ProgramCosts, hbm: np.ndarray, shared_cache: bool) -> dict[str, np.ndarray]:

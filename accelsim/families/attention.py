@@ -11,8 +11,9 @@ head <= 64`` and ``seq_q <= 16``, forward, not causal unless ``seq_q == 1``: a c
 mask on several query rows takes the prefill path, which applies it) packs the query
 heads of a KV group into the rows of one program and splits the KV sequence over
 ``split_kv`` programs (flash-decoding) at whole ``block_n`` blocks, whose partial
-results a small second pass combines (counted in the same trace as a final step: each
-split reads its partial back, the last writes O and its LSE).
+results (fp32) a second kernel of the trace combines (``kernel.kernel_starts``), as
+FlashAttention's and FlashInfer's split decode launch it: one program per query group
+reads every split's partial and LSE and writes O and its LSE.
 
 GPU backward (FA2 style): one program per (batch, head, K/V block); it keeps K and
 V, loops over Q blocks (from the diagonal on, if causal) recomputing ``P``, and
@@ -452,30 +453,45 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         if t:
             steps.append({"transfers": _kv_transfers(["batch", "kv_head", "first_kv+n_full"], int(t) * d * size),
                           "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False)]})
-        # Split: the partial output and LSE in fp32 (O_partial), read back by the combine
-        # pass, which writes the output and its LSE once per query group (the last split's
-        # program carries that write). Not split: the output and its LSE.
+        # Split: the partial output and LSE in fp32 (O_partial), which the combine kernel
+        # reads. Not split: the output and its LSE.
         if split > 1:
-            partial = {"tensor": "O_partial", "block": ["batch", "kv_head", "part"], "bytes": rows * (d + 1) * 4}
-            steps.append({"transfers": [{**partial, "direction": "write"}],
+            steps.append({"transfers": [{**_partial(rows, d), "direction": "write"}],
                           "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
-            steps.append({"transfers": [{**partial, "direction": "read"}],
-                          "compute": [{"unit": "vector", "flops": float(3 * rows * d), "dtype": "fp32"}]})
-            steps.append({"repeat": "combines", "transfers": [
-                {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
-                {"tensor": "LSE", "block": ["batch", "kv_head"], "bytes": rows * STAT_BYTES, "direction": "write"},
-            ]})
         else:
             steps.append({"transfers": [
                 {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
                 {"tensor": "LSE", "block": ["batch", "kv_head"], "bytes": rows * STAT_BYTES, "direction": "write"},
             ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
+    program_vars = {"batch": (bh // hk).tolist(), "kv_head": (bh % hk).tolist(), "part": part.tolist(),
+                    "n_full": full.tolist(), "first_kv": (start // bn).tolist()}
+    kernel: dict[str, Any] = {"grid": [split, hk, b]}
+    if split > 1:
+        # The combine kernel (flash-decoding's second launch): one program per query group
+        # reads every split's partial output and LSE, rescales and sums them, and writes
+        # the output and its LSE; it starts once every split has finished.
+        groups = b * hk
+        template_of = np.concatenate([template_of, np.full(groups, len(templates))])
+        templates.append({"name": "combine", "steps": [
+            {"transfers": [{**_partial(rows, d, j), "direction": "read"} for j in range(split)],  # loaded at once
+             "compute": [{"unit": "special", "flops": float(split * rows), "dtype": "fp32"},
+                         {"unit": "vector", "flops": float(split * (2 * rows * d + 2 * rows)), "dtype": "fp32"}]},
+            {"transfers": [
+                {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
+                {"tensor": "LSE", "block": ["batch", "kv_head"], "bytes": rows * STAT_BYTES, "direction": "write"},
+            ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]},
+        ]})
+        group = np.arange(groups)
+        combine_vars = {"batch": group // hk, "kv_head": group % hk}
+        program_vars = {name: values + combine_vars.get(name, np.zeros(groups, dtype=np.int64)).tolist()
+                        for name, values in program_vars.items()}
+        kernel = {"grid": [total + groups], "kernel_starts": [total]}
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
             "name": f"attention_decode_{p['dtype']}_b{b}_h{p['heads']}_kv{hk}_s{skv}_d{d}",
-            "grid": [split, hk, b],
+            **kernel,
             "resources": {"local_memory_bytes": int((executed_m * d + buffers * 2 * bn * d) * size),
                           "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
@@ -484,11 +500,14 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
                                        if split > 1 else {})},
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
-        "program_vars": {"batch": (bh // hk).tolist(), "kv_head": (bh % hk).tolist(), "part": part.tolist(),
-                         "n_full": full.tolist(), "first_kv": (start // bn).tolist(),
-                         **({"combines": (part == split - 1).astype(int).tolist()} if split > 1 else {})},
+        "program_vars": program_vars,
         "metadata": _metadata(params, config),
     })
+
+
+def _partial(rows: int, d: int, part: str | int = "part") -> dict:
+    """One split's partial output and LSE of a query group, in fp32."""
+    return {"tensor": "O_partial", "block": ["batch", "kv_head", part], "bytes": rows * (d + 1) * 4}
 
 
 def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int) -> KernelTrace:

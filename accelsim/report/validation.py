@@ -63,6 +63,8 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
               "| --- | --- | ---: | ---: | ---: | --- |"]
     for c in comparisons:
         config = " ".join(f"{k}={v}" for k, v in c.config.items())
+        if c.measurement.conditions:  # how the device ran, applied to the chip (a locked clock)
+            config += " (at " + ", ".join(c.measurement.conditions) + ")"
         lines.append(f"| {c.measurement.id} | {'held-out' if held[id(c)] else 'train'} | "
                      f"{c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | {_pct(c.error)} | {config} |")
     path = out / "report.md"

@@ -29,7 +29,7 @@ from accelsim.families.base import parse_values
 from accelsim.families.search import best_config
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import format_quantity
-from accelsim.validate.compare import Measurement, record_errors, simulated_for
+from accelsim.validate.compare import Measurement, chip_for, record_errors, simulated_for
 
 HELD_OUT_PER_TEN = 3
 MIN_INTERVAL_RECORDS = 3
@@ -182,12 +182,12 @@ _PREPARE: dict = {}
 
 
 def _init_prepare(arch: str, overrides: tuple[str, ...]) -> None:
-    _PREPARE["chip"] = load_arch(arch, overrides)
+    _PREPARE.update(arch=arch, overrides=overrides, chips={})
 
 
 def _prepare_one(m: Measurement) -> Case:
     family = get_family(m.family)
-    chip = _PREPARE["chip"].for_family(family.name)
+    chip = chip_for(m, _PREPARE["arch"], _PREPARE["overrides"], _PREPARE["chips"]).for_family(family.name)
     with record_errors(m, "params"):
         params = parse_values(family.params, m.params, m.file)
     with record_errors(m):
@@ -199,9 +199,10 @@ def _prepare_one(m: Measurement) -> Case:
 
 
 def errors(cases: Sequence[Case], arch: str, overrides: Sequence[str]) -> np.ndarray:
-    """Log errors (log predicted - log measured) of ``cases`` on ``arch`` with ``overrides``."""
-    chip = load_arch(arch, overrides)
-    return np.array([_log_error(c, chip) for c in cases])
+    """Log errors (log predicted - log measured) of ``cases`` on ``arch`` with ``overrides``
+    (and each record's conditions)."""
+    chips: dict = {}
+    return np.array([_log_error(c, chip_for(c.measurement, arch, overrides, chips)) for c in cases])
 
 
 def _log_error(case: Case, chip: Chip) -> float:
@@ -213,14 +214,15 @@ _WORKER: dict = {}
 
 
 def _init_worker(cases: Sequence[Case], arch: str) -> None:
-    _WORKER.update(cases=cases, arch=arch, key=None, chip=None)
+    _WORKER.update(cases=cases, arch=arch, key=None, chips={})
 
 
 def _worker_error(task: tuple[int, tuple[str, ...]]) -> float:
     index, overrides = task
-    if _WORKER["key"] != overrides:
-        _WORKER.update(key=overrides, chip=load_arch(_WORKER["arch"], overrides))
-    return _log_error(_WORKER["cases"][index], _WORKER["chip"])
+    if _WORKER["key"] != overrides:  # the chips of the overrides seen last (one per record conditions)
+        _WORKER.update(key=overrides, chips={})
+    case = _WORKER["cases"][index]
+    return _log_error(case, chip_for(case.measurement, _WORKER["arch"], overrides, _WORKER["chips"]))
 
 
 class Evaluator:

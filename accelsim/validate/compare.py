@@ -36,6 +36,10 @@ class Measurement:
     file: str
     config: dict[str, Any] | None = None
     """The kernel config that ran, when the record says (our own tunable kernels)."""
+    conditions: tuple[str, ...] = ()
+    """How the device ran that its config does not say (a locked SM clock, say), as
+    ``--set`` overrides (``clock=1500 MHz``): the record is predicted on its chip with
+    them applied last (:func:`chip_for`)."""
     latency_kind: str = "launches"
     """What ``latency_s`` holds (:data:`LATENCY_KINDS`): ``launches``, each kernel with its launch
     as back-to-back or event-bracketed calls have it (the simulator's latency, launch
@@ -44,6 +48,15 @@ class Measurement:
 
 
 LATENCY_KINDS = ("launches", "device")
+
+
+def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cache: dict) -> Chip:
+    """``arch`` with ``overrides`` and then the record's :attr:`Measurement.conditions`, one
+    chip per distinct set in ``cache``."""
+    key = (arch, tuple(overrides), measurement.conditions)
+    if key not in cache:
+        cache[key] = load_arch(arch, [*overrides, *measurement.conditions])
+    return cache[key]
 
 
 def simulated_for(measurement: Measurement, sim: KernelSimulation) -> float:
@@ -73,6 +86,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
     are passed over."""
     out: list[Measurement] = []
     seen: dict[tuple[str, str], str] = {}  # (arch, id) -> the file that had it
+    checked: set[tuple[str, tuple[str, ...]]] = set()  # (arch, conditions) that load
     for path in _expand(paths):
         data = read_json_file(path, "measurements")
         if not isinstance(data, dict):
@@ -109,6 +123,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 latency_s=_latency(record.get("latency_s"), path, f"records[{i}].latency_s"),
                 source=str(record.get("source", "")), file=str(path),
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
+                conditions=_conditions(record.get("conditions"), arch, path, f"records[{i}].conditions", checked),
                 latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
                                            f"records[{i}].latency_kind"),
             ))
@@ -147,6 +162,27 @@ def _check_informational(record: dict, path: Path, where: str) -> None:
     if "measured" in record and not isinstance(record["measured"], bool):
         raise InputError(f"expected true or false, got {json.dumps(record['measured'])}", source=str(path),
                          field=f"{where}.measured")
+
+
+def _conditions(value, arch: str, path: Path, field: str, checked: set) -> tuple[str, ...]:
+    """A record's ``conditions``: an object of config paths and values as ``--set`` takes
+    them, as overrides in path order; each distinct set is loaded on the arch once here, so
+    a bad path or value fails with the record's file and field."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value or not all(
+            isinstance(k, str) and isinstance(v, str | int | float) and not isinstance(v, bool) for k, v in value.items()):
+        raise InputError("expected an object of config paths and values, as --set takes them (e.g. "
+                         '{"clock": "1500 MHz"})', source=str(path), field=field)
+    overrides = tuple(f"{key}={value[key]}" for key in sorted(value))
+    if (arch, overrides) not in checked:
+        try:
+            load_arch(arch, overrides)
+        except InputError as exc:
+            inner = f"{exc.field}: " if exc.field else ""
+            raise InputError(f"{inner}{exc.message} (on {arch})", source=str(path), field=field) from None
+        checked.add((arch, overrides))
+    return overrides
 
 
 def _latency_kind(value, path: Path, field: str) -> str:
@@ -268,11 +304,8 @@ def _init_worker(overrides: tuple[str, ...], search: bool) -> None:
 
 def _worker_attempt(m: Measurement) -> Comparison | InputError:
     """The record's comparison, or the InputError predicting it raised."""
-    chips = _WORKER["chips"]
     try:
-        if m.arch not in chips:
-            chips[m.arch] = load_arch(m.arch, _WORKER["overrides"])
-        return predict(m, chips[m.arch], search=_WORKER["search"])
+        return predict(m, chip_for(m, m.arch, _WORKER["overrides"], _WORKER["chips"]), search=_WORKER["search"])
     except InputError as exc:
         return exc
 

@@ -1,5 +1,5 @@
 """Attention edge cases an audit found: flash-decoding splits cut at whole KV blocks (a
-block shared by two splits counted as an L2 hit), the combine pass writes O, causal
+block shared by two splits counted as an L2 hit), the combine kernel writes O, causal
 masks on short query blocks apply, recomputed matmuls count no flops, and fp8 attention
 moves its bf16 outputs and gradients at 2 bytes."""
 
@@ -37,6 +37,23 @@ def test_decode_splits_cut_at_whole_blocks_and_write_the_output():
     totals = tensor_bytes(trace)
     assert totals["O", "write"] == 32 * 64 * 2 and totals["LSE", "write"] == 32 * 4
     assert totals["K", "read"] == totals["V", "read"] == k_and_v // 2
+
+
+def test_split_decode_combines_in_a_second_kernel():
+    """The combine was a final step of the last split's program, which started as soon as
+    its own split ended (not after every split) and read its partials one split at a time."""
+    trace, values = build(H100, batch=2, heads=32, kv_heads=4, seq_q=1, seq_kv=8192, head_dim=128)
+    split = trace.metadata["config"]["split_kv"]
+    splits = split * 2 * 4
+    assert split > 1 and trace.kernel.kernel_starts == [splits]
+    assert trace.num_programs == splits + 2 * 4  # one combine program per (batch, KV head)
+    totals = tensor_bytes(trace)
+    partials = splits * 8 * (128 + 1) * 4  # each split's 8 query rows and LSE in fp32
+    assert totals["O_partial", "write"] == totals["O_partial", "read"] == partials
+    combine = trace.templates[-1]
+    assert combine.name == "combine" and len(combine.steps[0].transfers) == split  # loaded at once
+    sim = simulate_kernel(trace, H100)
+    assert sim.launch_overhead_s == 2 * H100.launch_overhead_s
 
 
 def test_a_split_without_keys_is_refused():

@@ -21,15 +21,18 @@ def test_a_picosecond_slower_earlier_config_ranks_first():
 
 
 def test_hbm_bound_ties_go_to_the_earliest_config():
-    """A large layer norm is HBM-bound for most configs: their latencies agree to within a
-    few picoseconds, and the search and the full ranking both pick the first such config."""
+    """A large layer norm is HBM-bound for most configs: those with the same programs (warps
+    apart) agree to within a few picoseconds, and the full ranking lists each such group in
+    config order; the search picks the ranking's first."""
     chip = load_arch("h100-sxm")
     family = get_family("layernorm")
     params, _, _ = split_params(family, {"rows": "4096", "cols": "8192"})
     full = autotune(family, params, chip)
     space = [dict(c) for c in family.config_space(params, chip.for_family("layernorm"))]
-    best_key = rank_key(full[0].sim.latency_s, space.index(full[0].config))
-    tied = [r for r in full if rank_key(r.sim.latency_s, 0)[0] == best_key[0]]
-    assert len(tied) > 1  # the case this test is about
-    assert full[0].config == min((r.config for r in tied), key=space.index)
+    groups: dict[int, list[int]] = {}
+    for r in full:
+        groups.setdefault(rank_key(r.sim.latency_s, 0)[0], []).append(space.index(r.config))
+    tied = [order for order in groups.values() if len(order) > 1]
+    assert tied  # the case this test is about
+    assert all(order == sorted(order) for order in tied)
     assert best_config(family, params, chip).best.config == full[0].config

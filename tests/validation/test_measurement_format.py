@@ -127,6 +127,8 @@ def test_a_valid_file_has_no_problems():
         (lambda f: f["records"].append(copy.deepcopy(f["records"][0])), "not unique"),
         (lambda f: f["device"].update(arch="h300"), "device.arch"),
         (lambda f: f["records"][0].update(latency_kind="wall"), "latency_kind: expected one of launches, device"),
+        (lambda f: f["records"][0].update(conditions={"clock": None}), "conditions: expected an object"),
+        (lambda f: f["records"][0].update(conditions={}), "conditions: expected an object"),
     ],
 )
 def test_validator_reports_each_problem(change, problem):

@@ -77,3 +77,26 @@ def test_added_measurements_are_sourced_and_all_converted():
     assert all("1024^3" in reason for _, reason in left_out), left_out
     committed = {r["id"] for p in FILES for r in _load(p)["records"]}
     assert {c.record["id"] for c in converted} <= committed
+
+
+@pytest.mark.parametrize("batch, kv_heads, seq_kv, block_n, split", [
+    (1, 4, 1024, 64, 16),  # 1K: 32 splits of 64 would leave splits without keys
+    (1, 4, 32768, 64, 32),
+    (1, 4, 262144, 128, 32),  # 128-token tiles above 128K
+    (32, 8, 4096, 64, 1),  # 256 CTAs already: no split
+    (16, 8, 4096, 64, 2),
+    (4, 8, 32768, 64, 8),
+    (1, 1, 4096, 64, 32),  # batch one keeps its own rule
+])
+def test_tileops_records_name_the_config_the_doc_gives(batch, kv_heads, seq_kv, block_n, split):
+    config, how = build_reference.tileops_decode_config(batch, kv_heads, seq_kv)
+    assert config == {"block_m": 64, "block_n": block_n, "num_stages": 2, "num_warps": 4, "split_kv": split}
+    assert f"{split} split" in how
+
+
+def test_only_tileops_decode_records_carry_a_config():
+    (path,) = [p for p in FILES if p.parent.name == "h200-sxm" and p.stem == "attention"]
+    records = _load(path)["records"]
+    ours = [r for r in records if r["id"].endswith("--tileops")]
+    assert len(ours) == 12 and all("config" in r for r in ours)
+    assert not any("config" in r for r in records if r not in ours)

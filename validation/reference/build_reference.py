@@ -89,8 +89,8 @@ HARDWARE_NOTES: dict[str, str] = {
     ),
     "NVIDIA H200 (TileOPs GQA decode doc)": (
         "the doc says 'H200' with a 700 W power limit, the SXM part's; mapped to h200-sxm. Its SM clock was "
-        "locked at 1500 MHz, below the config's 1980 MHz boost: these decode kernels are bound by HBM, whose "
-        "clock (3201 MHz) was not lowered"
+        "locked at 1500 MHz, below the config's 1.83 GHz: the record says so (conditions: clock), so it is "
+        "predicted at 1500 MHz; HBM's clock (3201 MHz) was not lowered"
     ),
     "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": (
         "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
@@ -120,7 +120,7 @@ Outcome = Converted | LeftOut | None
 
 
 def _record(family: str, params: dict, *, tag: str, implementation: str, latency_s: float, raw: dict, notes: list[str],
-            config: dict | None = None, latency_kind: str | None = None) -> dict:
+            config: dict | None = None, latency_kind: str | None = None, conditions: dict | None = None) -> dict:
     hardware_note = HARDWARE_NOTES.get(raw["hardware"])
     all_notes = [n for n in [raw["notes"].strip(), *notes, hardware_note] if n]
     joined = ""
@@ -139,7 +139,8 @@ def _record(family: str, params: dict, *, tag: str, implementation: str, latency
         "source": raw["source"],
         "notes": joined,
         "hardware": raw["hardware"],
-    } | ({"config": config} if config else {}) | ({"latency_kind": latency_kind} if latency_kind else {})
+    } | ({"config": config} if config else {}) | ({"latency_kind": latency_kind} if latency_kind else {}) | (
+        {"conditions": conditions} if conditions else {})
 
 
 def _arch_or_reason(raw: dict) -> str | LeftOut:
@@ -263,8 +264,46 @@ def convert_tileops_decode(raw: dict) -> Outcome:
     tag = {"FlashAttention-3": "fa3", "FlashInfer": "flashinfer", "TileOPs": "tileops"}[raw["workload"].split()[0]]
     notes = ["latency_s is the source's device time (latency_kind: device, so the comparison leaves out the "
              "simulated launch overhead)", f"the doc's row '{par['row']}'"]
+    config = None
+    if tag == "tileops":
+        config, how = tileops_decode_config(par["batch"], par["kv_heads"], par["seq_kv"])
+        notes.append(f"config: {how}")
     return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"],
-                                                latency_s=raw["value"] * 1e-6, raw=raw, notes=notes, latency_kind="device"))
+                                                latency_s=raw["value"] * 1e-6, raw=raw, notes=notes, config=config,
+                                                latency_kind="device", conditions=TILEOPS_CONDITIONS))
+
+
+TILEOPS_CONDITIONS = {"clock": "1500 MHz"}
+"""The doc's 'H200, SM clock 1500 MHz' (locked for every implementation it timed)."""
+
+
+TILEOPS_SPLITS = (32, 16, 8)
+"""TileOPs' batch-one split counts, the first that divides the sequence into whole tiles
+(``GQADecodeBs1KernelMixin._CTX_SPLIT_CANDIDATES``, tile-ai/TileOPs
+tileops/kernels/attention/gqa_decode_bs1_common.py, read 2026-12-01)."""
+
+
+def tileops_decode_config(batch: int, kv_heads: int, seq_kv: int) -> tuple[dict, str]:
+    """The attention family's config for the kernel TileOPs' doc measured (its 'After'
+    column), and how it was read. The doc: batched decode uses '64-token KV tiles' and 'the
+    smallest power-of-two split count targeting 256 partial CTAs across batch and KV heads,
+    capped at 16'; batch one 'keeps its 64-token tiles through 128K KV tokens and uses
+    128-token tiles above', from 1K tokens on (its ``_MIN_CTX``), with a ring of two
+    buffers. Its kernels run 64-row (``block_H``/``block_M``) tiles with one four-warp
+    consumer group (a fifth, producer, warp on batch one issues the loads)."""
+    base = {"block_m": 64, "num_stages": 2, "num_warps": 4}
+    if batch == 1:
+        block_n = 64 if seq_kv <= 131072 else 128
+        split = next((s for s in TILEOPS_SPLITS if seq_kv % (s * block_n) == 0), TILEOPS_SPLITS[-1])
+        return ({**base, "block_n": block_n, "split_kv": split},
+                f"batch one: {block_n}-token tiles, {split} splits (the first of {TILEOPS_SPLITS} dividing "
+                "the sequence into whole tiles), a ring of two")
+    split = 1
+    while batch * kv_heads * split < 256 and split < 16:
+        split *= 2
+    return ({**base, "block_n": 64, "split_kv": split},
+            f"batched: 64-token tiles, {split} split(s) (the smallest power of two giving 256 CTAs over "
+            f"{batch} x {kv_heads} batch x KV heads, at most 16), two stages")
 
 
 def _causal(text: str) -> bool | None:
