@@ -95,8 +95,14 @@ def test_tileops_records_name_the_config_the_doc_gives(batch, kv_heads, seq_kv, 
 
 
 def test_only_tileops_decode_records_carry_a_config():
+    """TileOPs' twelve table rows, and at 256K batch one its 'Before' column and two of its
+    experiments: four configs of one kernel, ranked together (one implementation)."""
     (path,) = [p for p in FILES if p.parent.name == "h200-sxm" and p.stem == "attention"]
     records = _load(path)["records"]
-    ours = [r for r in records if r["id"].endswith("--tileops")]
-    assert len(ours) == 12 and all("config" in r for r in ours)
+    ours = [r for r in records if "--tileops" in r["id"]]
+    assert len(ours) == 15 and all("config" in r for r in ours)
     assert not any("config" in r for r in records if r not in ours)
+    assert len({r["implementation"] for r in ours}) == 1
+    at_256k = [r["config"]["split_kv"] for r in ours if r["params"]["seq_kv"] == 262144]
+    assert sorted(at_256k) == [16, 32, 32, 64]
+    assert all(r.get("conditions") == {"clock": "1500 MHz"} for r in records)

@@ -263,10 +263,14 @@ def convert_tileops_decode(raw: dict) -> Outcome:
                                   par["head_dim"], False, par["dtype"])
     tag = {"FlashAttention-3": "fa3", "FlashInfer": "flashinfer", "TileOPs": "tileops"}[raw["workload"].split()[0]]
     notes = ["latency_s is the source's device time (latency_kind: device, so the comparison leaves out the "
-             "simulated launch overhead)", f"the doc's row '{par['row']}'"]
+             "simulated launch overhead)", f"the doc's row '{par['row']}', {par.get('column', 'After')!r} column"]
     config = None
     if tag == "tileops":
         config, how = tileops_decode_config(par["batch"], par["kv_heads"], par["seq_kv"])
+        if "split_kv" in par:  # another configuration the doc timed (its 'Before' column or experiments)
+            config = {**config, "split_kv": par["split_kv"], "block_n": par["block_n"]}
+            how = f"{par['split_kv']} splits of {par['block_n']}-token tiles, as the notes quote"
+            tag = f"tileops-s{par['split_kv']}-n{par['block_n']}"
         notes.append(f"config: {how}")
     return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"],
                                                 latency_s=raw["value"] * 1e-6, raw=raw, notes=notes, config=config,
