@@ -725,6 +725,9 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if rerate:
             placed.append(core_of)
         if waited_ps:
+            if timeline:
+                segments.append(Segment("kernel start", "startup: program overhead + first load's latency",
+                                        env.now, env.now + waited_ps, {"programs": take}))
             env.timeout(waited_ps).callbacks.append(lambda _e: pool.start_many(flows))
         else:
             pool.start_many(flows)

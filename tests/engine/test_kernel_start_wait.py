@@ -57,3 +57,13 @@ def test_each_kernel_of_a_trace_starts_anew(ideal_chip, kernel_trace):
     one = simulate_kernel(_reads(kernel_trace, n), chip)
     two = simulate_kernel(_reads(kernel_trace, 2 * n, starts=[n]), chip)
     assert two.latency_s == pytest.approx(2 * one.latency_s, rel=1e-6)
+
+
+def test_a_timeline_shows_the_wait(ideal_chip, kernel_trace):
+    chip = _chip(ideal_chip)
+    n = chip.num_cores
+    sim = simulate_kernel(_reads(kernel_trace, 2 * n, starts=[n]), chip, timeline=True)
+    waits = [s for s in sim.segments if s.track == "kernel start"]
+    assert len(waits) == 2  # one per kernel of the trace
+    assert all(s.end_ps - s.start_ps == round((LATENCY + OVERHEAD) * 1e12) for s in waits)
+    assert simulate_kernel(_reads(kernel_trace, 2 * n, starts=[n]), chip).latency_s == sim.latency_s
