@@ -334,6 +334,12 @@ event-bracketed or back-to-back calls measure it) or ``device`` (kernel executio
 profiler's device time without launch gaps)."""
 
 
+CONDITION_PATH = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)*")
+NOT_CONDITIONS = ("schema_version", "kind", "extends", "name", "aliases", "display_name", "description")
+"""A record's optional ``conditions``: config paths (not these, which say which chip it is)
+and values as accelsim's ``--set`` takes them, e.g. ``{"clock": "1500 MHz"}``."""
+
+
 def validate_record(record: Any, family: str) -> list[str]:
     """Problems with one record (empty when it is valid)."""
     if not isinstance(record, dict):
@@ -366,8 +372,9 @@ def validate_record(record: Any, family: str) -> list[str]:
         errors.append(f"latency_kind: expected one of {', '.join(LATENCY_KINDS)}")
     conditions = record.get("conditions", {"clock": "unset"})
     if not (isinstance(conditions, dict) and conditions and all(
-            isinstance(k, str) and k and isinstance(v, str | int | float) and not isinstance(v, bool)
-            for k, v in conditions.items())):
+            isinstance(k, str) and CONDITION_PATH.fullmatch(k) and k.split(".")[0] not in NOT_CONDITIONS
+            and isinstance(v, str | int | float) and not isinstance(v, bool) and "#" not in str(v)
+            and "\n" not in str(v) for k, v in conditions.items())):
         errors.append("conditions: expected an object of config paths and values (e.g. {\"clock\": \"1500 MHz\"})")
     return errors
 

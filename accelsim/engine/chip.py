@@ -260,8 +260,8 @@ class ProgramTimes:
     """No pipelining (depth 1): latency, transfer and compute add up."""
     startup: np.ndarray
     """The part of ``exposed`` that moves no data: the program's overhead and its first
-    load's latency. A kernel's first programs wait it with nothing else running, so it
-    holds up the whole chip (:func:`_simulate_gpu`)."""
+    load's latency, unloaded (no HBM queueing). A kernel's first programs wait it with
+    nothing else running, so it holds up the whole chip (:func:`_simulate_gpu`)."""
 
     def seconds(self, programs: np.ndarray, residents: np.ndarray | int = 1) -> np.ndarray:
         """Time of each of ``programs`` when ``residents`` programs share its SM."""
@@ -318,7 +318,8 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     latency = hit_fraction * cache_latency + (1 - hit_fraction) * (chip.hbm.latency_s + queue_s)
     reads = costs.read_iterations
     latency = np.where(reads > 0, latency, 0.0)
-    startup = latency + chip.program_overhead_s
+    # on an idle chip the first load finds no queue
+    startup = np.where(reads > 0, latency - (1 - hit_fraction) * queue_s, 0.0) + chip.program_overhead_s
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
         return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
@@ -488,12 +489,14 @@ not bind, say), and a deterministic replay of equal inputs gives equal outputs."
 
 def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str, float],
                 times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray,
-                kernel_starts: list[int] | None = None, run_starts: np.ndarray | None = None) -> bytes:
+                kernel_starts: list[int] | None = None, run_starts: np.ndarray | None = None,
+                programs: int = 0) -> bytes:
     """Everything a replay depends on; ``run_starts``: where each run of identical programs
-    begins, when the other arrays are per run rather than per program."""
+    begins, when the other arrays are per run rather than per program (whose count,
+    ``programs``, the arrays then do not give)."""
     digest = hashlib.blake2b(digest_size=32)
     digest.update(repr((chip.num_cores, per_core, resources, [caps[r] for r in resources],
-                        times.serial, demand_rows.shape, kernel_starts, run_starts is None)).encode())
+                        times.serial, demand_rows.shape, kernel_starts, run_starts is None, programs)).encode())
     if run_starts is not None:
         digest.update(np.ascontiguousarray(run_starts).tobytes())
     # A replay sees a program's times only through ProgramTimes.seconds, which depends on
@@ -561,7 +564,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     key = None
     if memo is not None and not timeline:
         key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key, trace.kernel.kernel_starts,
-                          starts if run_of is not None else None)
+                          starts if run_of is not None else None, costs.num_programs)
         if key in memo:
             done = memo[key]
             return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[], **specific)
@@ -630,7 +633,11 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         for flow in touched:
             rows, seconds, total, waited = paced[flow]
             pace = 1.0 / _after_startup(total / len(rows), waited)
-            if pace != flow.max_rate:
+            if pace == flow.max_rate:
+                continue
+            if flow.slot < 0:  # still waiting the kernel's start: it starts at this pace
+                flow.max_rate = pace
+            else:
                 flows.append(flow)
                 paces.append(pace)
         pool.set_max_rates(flows, paces)

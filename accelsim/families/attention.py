@@ -434,7 +434,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     executed_m = max(bm, math.ceil(rows / 16) * 16)
     chunk, _ = kv_split(skv, split, bn)  # whole blocks per split: no block shared by two splits
     total = split * b * hk
-    check_programs(total)
+    check_programs(total + (b * hk if split > 1 else 0))  # with the combine kernel's programs
     part = np.arange(total) % split
     bh = np.arange(total) // split
     start = part * chunk

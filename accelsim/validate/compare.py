@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,12 +51,25 @@ class Measurement:
 LATENCY_KINDS = ("launches", "device")
 
 
+class ConditionsError(InputError):
+    """A record's conditions that its chip, with the command's overrides, refuses: an error
+    of the record, never a config the simulator refuses (:class:`Refused`)."""
+
+
 def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cache: dict) -> Chip:
     """``arch`` with ``overrides`` and then the record's :attr:`Measurement.conditions`, one
     chip per distinct set in ``cache``."""
     key = (arch, tuple(overrides), measurement.conditions)
     if key not in cache:
-        cache[key] = load_arch(arch, [*overrides, *measurement.conditions])
+        try:
+            cache[key] = load_arch(arch, [*overrides, *measurement.conditions])
+        except InputError as exc:
+            if not measurement.conditions:
+                raise
+            inner = f"{exc.field}: " if exc.field else ""
+            given = f" with {' '.join(overrides)}" if overrides else ""
+            raise ConditionsError(f"{inner}{exc.message} (its conditions on {arch}{given})", source=measurement.file,
+                                  field=f"record {measurement.id!r}: conditions") from None
     return cache[key]
 
 
@@ -123,7 +137,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 latency_s=_latency(record.get("latency_s"), path, f"records[{i}].latency_s"),
                 source=str(record.get("source", "")), file=str(path),
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
-                conditions=_conditions(record.get("conditions"), arch, path, f"records[{i}].conditions", checked),
+                conditions=_conditions(record, arch, path, f"records[{i}].conditions", checked),
                 latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
                                            f"records[{i}].latency_kind"),
             ))
@@ -164,16 +178,24 @@ def _check_informational(record: dict, path: Path, where: str) -> None:
                          field=f"{where}.measured")
 
 
-def _conditions(value, arch: str, path: Path, field: str, checked: set) -> tuple[str, ...]:
+CONDITION_PATH = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)*")
+NOT_CONDITIONS = ("schema_version", "kind", "extends", "name", "aliases", "display_name", "description")
+"""Top-level config fields that say which chip a config is, not how it ran."""
+
+
+def _conditions(record: dict, arch: str, path: Path, field: str, checked: set) -> tuple[str, ...]:
     """A record's ``conditions``: an object of config paths and values as ``--set`` takes
     them, as overrides in path order; each distinct set is loaded on the arch once here, so
     a bad path or value fails with the record's file and field."""
-    if value is None:
+    if "conditions" not in record:
         return ()
+    value = record["conditions"]
     if not isinstance(value, dict) or not value or not all(
-            isinstance(k, str) and isinstance(v, str | int | float) and not isinstance(v, bool) for k, v in value.items()):
+            isinstance(k, str) and CONDITION_PATH.fullmatch(k) and k.split(".")[0] not in NOT_CONDITIONS
+            and isinstance(v, str | int | float) and not isinstance(v, bool) and "#" not in str(v)
+            and "\n" not in str(v) for k, v in value.items()):
         raise InputError("expected an object of config paths and values, as --set takes them (e.g. "
-                         '{"clock": "1500 MHz"})', source=str(path), field=field)
+                         '{"clock": "1500 MHz"}; not the chip\'s name or kind)', source=str(path), field=field)
     overrides = tuple(f"{key}={value[key]}" for key in sorted(value))
     if (arch, overrides) not in checked:
         try:
@@ -286,7 +308,7 @@ def _collect(measurements: Sequence[Measurement], outcomes: Iterable, refused: l
     for m, outcome in zip(measurements, outcomes):
         if isinstance(outcome, Comparison):
             out.append(outcome)
-        elif refused is None or m.config is None:
+        elif refused is None or m.config is None or isinstance(outcome, ConditionsError):
             raise outcome
         else:
             refused.append(Refused(m, str(outcome)))
@@ -365,8 +387,9 @@ def config_rankings(comparisons: Sequence[Comparison]) -> list[tuple[str, int, f
     groups: dict[str, list[Comparison]] = {}
     for c in comparisons:
         m = c.measurement
-        if m.config is not None:
-            key = f"{m.arch} {m.family} {m.implementation} {json.dumps(m.params, sort_keys=True)}"
+        if m.config is not None:  # the same kernel under the same conditions (a clock apart is not a config apart)
+            key = (f"{m.arch} {m.family} {m.implementation} {json.dumps(m.params, sort_keys=True)}"
+                   + (f" at {', '.join(m.conditions)}" if m.conditions else ""))
             groups.setdefault(key, []).append(c)
     return [
         (key, len(items), kendall_tau([c.measurement.latency_s for c in items], [c.predicted_s for c in items]))

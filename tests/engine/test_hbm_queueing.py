@@ -4,8 +4,8 @@ resident programs) and ``m = 4 f (1 - f)`` the read-write mix of its HBM bytes (
 ``f`` reads): read-only and write-only kernels do not queue, unless the config gives a
 share ``s`` of the queueing to any traffic (``hbm.queueing_unmixed_share``: ``m = s + (1 -
 s) 4 f (1 - f)``). Closed form on a chip with round numbers: programs that each read one block and write part of one, one wave after
-another. The first wave starts on an idle chip: it waits its latency, then moves its
-bytes no faster than HBM serves the whole wave."""
+another. The first wave starts on an idle chip: it waits its unloaded latency, then moves
+its bytes no faster than HBM serves the whole wave."""
 
 from __future__ import annotations
 
@@ -44,14 +44,14 @@ def _closed_form(chip, residents: int, queueing: float, written: int, share: flo
 
 
 def _waves_s(chip, residents: int, waves: int, queueing: float, written: int, share: float = 0.0) -> float:
-    """``waves`` waves: the first (on an idle chip) waits the loaded latency, then moves the
-    wave's bytes at the port's pace or HBM's, whichever is slower; the rest take the
-    steady-state program time of :func:`_closed_form`."""
+    """``waves`` waves: the first (on an idle chip) waits the unloaded latency (its first load
+    finds no queue), then takes the rest of its program time or moves the wave's bytes at
+    HBM's pace, whichever is slower; the rest take the steady-state program time of
+    :func:`_closed_form`."""
     seconds, q = _closed_form(chip, residents, queueing, written, share)
     moved = BLOCK + written
-    port = moved / (chip.local.fill_bandwidth_bytes_per_cycle * chip.clock_hz)
     capacity = chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency
-    first = LATENCY + q + max(residents * port, chip.num_cores * residents * moved / capacity)
+    first = LATENCY + max(seconds - LATENCY, chip.num_cores * residents * moved / capacity)
     return first + (waves - 1) * seconds
 
 

@@ -56,3 +56,15 @@ def test_a_timeline_is_never_taken_from_the_memo():
     simulate_kernel(trace, chip, replays=memo)
     with_timeline = simulate_kernel(trace, chip, replays=memo, timeline=True)
     assert with_timeline.segments and with_timeline.counters
+
+
+def test_kernels_of_identical_programs_differ_by_their_count(kernel_trace):
+    """Timed per run of identical programs, 5000 and 9000 programs gave the same arrays and
+    key: the 9000-program kernel got the 5000-program replay back (112 us for 199 us)."""
+    chip = load_arch("h100-sxm")
+    steps = [{"transfers": [{"tensor": "X", "block": ["p0"], "bytes": 65536}]}]
+    memo = {}
+    small = simulate_kernel(kernel_trace([5000], steps), chip, replays=memo)
+    large = simulate_kernel(kernel_trace([9000], steps), chip, replays=memo)
+    assert len(memo) == 2
+    assert large.latency_s == simulate_kernel(kernel_trace([9000], steps), chip).latency_s > small.latency_s

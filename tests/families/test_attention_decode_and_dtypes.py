@@ -83,3 +83,32 @@ def test_fp8_attention_moves_bf16_outputs_and_gradients_at_2_bytes():
     assert totals["dK", "write"] == totals["dV", "write"] == 16 * 1024 * 64 * 2
     main_do = totals["dO", "read"] - 16 * 1024 * 64 * 2  # the Delta kernel reads dO once
     assert main_do % 2 == 0 and main_do == 16 * 16 * 1024 * 64 * 2  # every kv block's pass, at 2 B
+
+
+def test_the_combine_programs_count_against_the_program_limit(monkeypatch):
+    """64 split programs under a limit of 64, plus 4 combine programs: a traceback (the
+    trace's own check) instead of the one-line refusal."""
+    import accelsim.families.attention as attention
+    import accelsim.trace.kernel as kernel
+
+    monkeypatch.setattr(kernel, "MAX_PROGRAMS", 64)
+    values = parse_values(FAMILY.params, {"heads": "32", "kv_heads": "4", "seq_q": "1", "seq_kv": "16384"}, "test")
+    config = FAMILY.resolve_config(values, {"split_kv": "16", "block_n": "64"}, H100)
+    with pytest.raises(InputError, match="the kernel would have 68 programs"):
+        attention.build(values, config, H100)
+
+
+def test_the_combine_reads_the_blocks_the_splits_wrote():
+    trace, _ = build(H100, batch=2, heads=32, kv_heads=4, seq_q=1, seq_kv=8192, head_dim=128)
+    split = trace.metadata["config"]["split_kv"]
+    variables = trace.program_vars
+    written, read = set(), set()
+    for program, template in enumerate(trace.program_template):
+        for step in trace.templates[template].steps:
+            for transfer in step.transfers:
+                if transfer.tensor != "O_partial":
+                    continue
+                block = tuple(variables[i][program] if isinstance(i, str) and i in variables else i
+                              for i in transfer.block)
+                (written if transfer.direction == "write" else read).add(block)
+    assert len(written) == split * 2 * 4 and read == written

@@ -95,3 +95,22 @@ def test_the_report_shows_them(tmp_path, cli):
     (locked,) = [line for line in every if line.startswith("| locked |")]
     (boost,) = [line for line in every if line.startswith("| boost |")]
     assert "(at clock=1200 MHz)" in locked and "(at" not in boost
+
+
+def test_conditions_the_command_line_contradicts_fail_as_the_records(tmp_path, cli):
+    """A record's clock with a --set the chip then refuses (a per-program limit above the
+    shared memory) was listed as a refused config, or failed naming the config file only."""
+    path = _write(tmp_path)
+    data = json.loads(path.read_text())
+    data["records"][1]["conditions"] = {"local_memory.max_per_program": "228 KiB"}
+    path.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    for command in (("validate", "-o", str(out)),
+                    ("calibrate", "--fit", "launch_overhead", "-o", str(tmp_path / "fit.yaml"))):
+        result = cli(*command, "--arch", "h100-sxm", "--set", "local_memory.capacity=227.5 KiB",
+                     "--measurements", str(path))
+        assert result.code == 2, (command, result.out)
+        assert str(path) in result.err and "record 'locked': conditions" in result.err
+        assert "\n" not in result.err.strip()
+    assert not out.exists() and not (tmp_path / "fit.yaml").exists()
+

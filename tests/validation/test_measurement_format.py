@@ -187,3 +187,25 @@ def test_latency_kinds_are_the_simulators():
     from accelsim.validate.compare import LATENCY_KINDS
 
     assert fmt.LATENCY_KINDS == LATENCY_KINDS
+
+
+@pytest.mark.parametrize("conditions", [None, {"": "1"}, {"name": "h999"}, {"clock": "1500 MHz # boost"}])
+def test_the_checker_and_validate_agree_on_conditions(tmp_path, conditions):
+    from accelsim.errors import InputError
+    from accelsim.validate.compare import read_measurements
+
+    record = {**_record(), "conditions": conditions}
+    assert any(p.startswith("conditions:") for p in fmt.validate_record(record, record["family"]))
+    path = tmp_path / "m.json"
+    data = _file([record])
+    data["device"]["arch"] = "h100-sxm"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="records\\[0\\].conditions"):
+        read_measurements([path])
+
+
+def test_the_condition_rules_are_the_simulators():
+    from accelsim.validate import compare
+
+    assert fmt.NOT_CONDITIONS == compare.NOT_CONDITIONS
+    assert fmt.CONDITION_PATH.pattern == compare.CONDITION_PATH.pattern

@@ -263,7 +263,8 @@ def convert_tileops_decode(raw: dict) -> Outcome:
                                   par["head_dim"], False, par["dtype"])
     tag = {"FlashAttention-3": "fa3", "FlashInfer": "flashinfer", "TileOPs": "tileops"}[raw["workload"].split()[0]]
     notes = ["latency_s is the source's device time (latency_kind: device, so the comparison leaves out the "
-             "simulated launch overhead)", f"the doc's row '{par['row']}', {par.get('column', 'After')!r} column"]
+             "simulated launch overhead)",
+             f"the doc's row '{par['row']}', {par.get('column', 'After' if tag == 'tileops' else 'Best external')!r} column"]
     config = None
     if tag == "tileops":
         config, how = tileops_decode_config(par["batch"], par["kv_heads"], par["seq_kv"])
