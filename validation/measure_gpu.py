@@ -191,6 +191,9 @@ def attention_plan(scale: str) -> list[dict]:
            _attn(1, 64, 8, 8192, 8192, 128, True)]
     decode = [_attn(16, 32, 32, 1, 8192, 128, False), _attn(16, 32, 8, 1, 8192, 128, False),
               _attn(64, 64, 8, 1, 4096, 128, False)]
+    # batch one with few KV heads: split-KV decode and its combine, each kernel's device time
+    # recorded (kernel_device_s); the model misses TileOPs' H200 calls there by 3-7 us
+    decode += [_attn(1, 32, 4, 1, s, 128, False, "fp16") for s in (1024, 4096, 16384, 65536)]
     bwd = [_fa_setup(s, 128, c, pass_="bwd") for c in (False, True) for s in (2048, 8192)]
     bwd += [_fa_setup(4096, 64, c, pass_="bwd") for c in (False, True)]
     bwd += [_attn(1, 64, 8, 4096, 4096, 128, True, pass_="bwd")]
@@ -716,18 +719,41 @@ def warm_up(run: Callable[[], Any], device: Device, policy: Policy) -> WarmUp:
     return WarmUp(calls, statistics.median(call_times or [t2 - t0]), statistics.median(issue_times or [t1 - t0]))
 
 
-def kernel_names(run: Callable[[], Any], device: Device) -> list[str]:
-    """Names of the device kernels one call launches, in order, read with the PyTorch profiler."""
+PROFILED_CALLS = 3
+"""Back-to-back calls profiled for a case's kernels (caches not flushed between them)."""
+
+
+def kernel_launches(run: Callable[[], Any], device: Device) -> tuple[list[str], list[dict] | None]:
+    """The device kernels one call launches, read with the PyTorch profiler (CUPTI) over
+    :data:`PROFILED_CALLS` calls: their names in order of first launch, and each launch of
+    one call with its device time (:func:`launch_times`)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        run()
+        for _ in range(PROFILED_CALLS):
+            run()
         device.sync()
+    kernels = sorted(((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
+                      if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda k: k[0])
     names: list[str] = []
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA and event.name not in names:
-            names.append(event.name)
-    return names
+    for _, _, name in kernels:
+        if name not in names:
+            names.append(name)
+    return names, launch_times([(name, (end - start) * 1e-6) for start, end, name in kernels], PROFILED_CALLS)
+
+
+def launch_times(launches: list[tuple[str, float]], calls: int) -> list[dict] | None:
+    """Each kernel one call launches, in order, with its device time in seconds (the median
+    over ``calls`` calls whose ``launches`` are given in launch order); None when the calls
+    did not launch the same kernels (a first call that autotunes, say)."""
+    if not launches or len(launches) % calls:
+        return None
+    per_call = len(launches) // calls
+    rounds = [launches[i * per_call:(i + 1) * per_call] for i in range(calls)]
+    if any([name for name, _ in r] != [name for name, _ in rounds[0]] for r in rounds):
+        return None
+    return [{"name": name, "device_s": float(f"{statistics.median(r[j][1] for r in rounds):.6g}")}
+            for j, (name, _) in enumerate(rounds[0])]
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -769,10 +795,10 @@ def measure_case(family: str, p: dict, prepared: Prepared, run: Run, config: dic
     per_rep = warm.call_s + run.timer.flush_s
     reps = min(run.policy.max_reps, max(run.policy.min_reps, math.ceil(run.policy.target_s / per_rep)))
     samples = run.timer.samples(prepared.run, reps, cushion_s)
-    names = None
+    names = launches = None
     if run.with_kernel_names and run.device.on_gpu:
         try:
-            names = kernel_names(prepared.run, run.device)
+            names, launches = kernel_launches(prepared.run, run.device)
         except Exception as exc:  # the profiler is a nicety: never lose a measurement to it
             print(f"  kernel names unavailable ({type(exc).__name__}); not reading them again", flush=True)
             run.with_kernel_names = False
@@ -791,6 +817,7 @@ def measure_case(family: str, p: dict, prepared: Prepared, run: Run, config: dic
         "notes": prepared.notes + f"; {reps} reps after {warm.calls} warm-up calls, caches flushed before each rep"
         + (f", launch cushion {cushion_s * 1e6:.0f} us" if cushion_s else ""),
         "kernels": names,
+        **({"kernel_device_s": launches} if launches else {}),
     }
 
 

@@ -129,6 +129,8 @@ def test_a_valid_file_has_no_problems():
         (lambda f: f["records"][0].update(latency_kind="wall"), "latency_kind: expected one of launches, device"),
         (lambda f: f["records"][0].update(conditions={"clock": None}), "conditions: expected an object"),
         (lambda f: f["records"][0].update(conditions={}), "conditions: expected an object"),
+        (lambda f: f["records"][0].update(kernel_device_s=[{"name": "k", "device_s": 0}]), "kernel_device_s"),
+        (lambda f: f["records"][0].update(kernel_device_s=[]), "kernel_device_s"),
     ],
 )
 def test_validator_reports_each_problem(change, problem):
