@@ -132,6 +132,9 @@ def print_summary(s: dict) -> None:
         ("HBM bytes", format_quantity(s["hbm_bytes"], "bytes")),
         ("programs", f"{s['programs']} ({s['programs_per_core']} per core, limited by {s['occupancy_limit']})"),
     ]
+    if s.get("kernels", 1) > 1:
+        rows.append(("kernels", f"{s['kernels']}, one after another ({format_quantity(s['launch_overhead_s'], 'seconds')} "
+                                "of launches in the latency)"))
     if s.get("shared_cache_hit_rate") is not None:
         rows.append(("L2/CMEM hit rate", f"{s['shared_cache_hit_rate']:.1%}"))
     if s.get("hbm_queueing_s") is not None:

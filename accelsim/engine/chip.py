@@ -82,9 +82,12 @@ class KernelSimulation:
     """GPU with ``hbm.queueing_latency``: what each HBM load waited on top of the latency."""
     local_memory_bytes: int = 0
     """Shared memory / VMEM one program holds (the trace's resources)."""
+    kernels: int = 1
+    """Kernels the trace launches one after another (``kernel.kernel_starts``), each paying the launch."""
 
     def summary(self) -> dict:
         queueing = {} if self.hbm_queueing_s is None else {"hbm_queueing_s": self.hbm_queueing_s}
+        queueing |= {} if self.kernels == 1 else {"kernels": self.kernels}
         return {
             "arch": self.arch,
             "kernel": self.kernel,
@@ -237,6 +240,7 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelS
         config=dict(trace.metadata.get("config", {})),
         launch_overhead_s=launch_s(trace, chip),
         local_memory_bytes=trace.kernel.resources.local_memory_bytes,
+        kernels=1 + len(trace.kernel.kernel_starts or ()),
         **specific,
     )
 

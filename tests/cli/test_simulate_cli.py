@@ -129,3 +129,13 @@ def test_a_whole_number_may_be_written_as_a_float(cli):
     floaty = cli("simulate", "--arch", "h100-sxm", "--kernel", "copy", "--param", "bytes=1e6", "--json")
     assert plain.code == floaty.code == 0
     assert json.loads(plain.out)["latency_s"] == json.loads(floaty.out)["latency_s"]
+
+
+def test_a_trace_of_several_kernels_says_how_many(cli):
+    decode = ("--kernel", "attention", "--param", "heads=32", "--param", "kv_heads=4", "--param", "seq_q=1",
+              "--param", "seq_kv=32768", "--param", "split_kv=32")
+    summary = json.loads(cli("simulate", "--arch", "h100-sxm", *decode, "--json").out)
+    assert summary["kernels"] == 2 and summary["launch_overhead_s"] == 2 * load_arch("h100-sxm").launch_overhead_s
+    assert "kernels" not in json.loads(cli("simulate", "--arch", "h100-sxm", *GEMM_1K, "--json").out)
+    text = cli("simulate", "--arch", "h100-sxm", *decode).out
+    assert "2, one after another (6 us of launches in the latency)" in text
