@@ -84,10 +84,14 @@ class KernelSimulation:
     """Shared memory / VMEM one program holds (the trace's resources)."""
     kernels: int = 1
     """Kernels the trace launches one after another (``kernel.kernel_starts``), each paying the launch."""
+    kernel_s: list[float] | None = None
+    """With several kernels: each one's time in launch order, launch left out (GPU: from its
+    first program's start to its last program's end; TPU: its share of the busiest core's
+    time). They add up to ``latency_s - launch_overhead_s``."""
 
     def summary(self) -> dict:
         queueing = {} if self.hbm_queueing_s is None else {"hbm_queueing_s": self.hbm_queueing_s}
-        queueing |= {} if self.kernels == 1 else {"kernels": self.kernels}
+        queueing |= {} if self.kernels == 1 else {"kernels": self.kernels, "kernel_s": self.kernel_s}
         return {
             "arch": self.arch,
             "kernel": self.kernel,
@@ -222,8 +226,9 @@ def launch_s(trace: KernelTrace, chip: Chip) -> float:
     return seconds
 
 
-def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelSimulation:
-    """What every replay reports, from the pool's accounting at the end."""
+def _result(trace, chip, costs, pool, caps, body_ps, hbm, kernel_s=None, **specific) -> KernelSimulation:
+    """What every replay reports, from the pool's accounting at the end; ``kernel_s``: each
+    kernel's seconds when the trace has several."""
     body_s = _seconds(body_ps)
     utilization = _utilization(pool.used, caps, body_s)
     return KernelSimulation(
@@ -241,8 +246,14 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, **specific) -> KernelS
         launch_overhead_s=launch_s(trace, chip),
         local_memory_bytes=trace.kernel.resources.local_memory_bytes,
         kernels=1 + len(trace.kernel.kernel_starts or ()),
+        kernel_s=kernel_s if trace.kernel.kernel_starts else None,
         **specific,
     )
+
+
+def _kernel_seconds(ends_ps: list[int]) -> list[float]:
+    """Each kernel's seconds from the picoseconds at which each ended (in launch order)."""
+    return [_seconds(end - start) for start, end in zip([0, *ends_ps[:-1]], ends_ps)]
 
 
 # ---------------------------------------------------------------- GPU
@@ -483,6 +494,7 @@ class _Replayed:
     used: dict[str, float]
     events: int
     body_ps: int
+    kernel_ends_ps: tuple[int, ...] = ()
 
 
 ReplayMemo = dict[bytes, _Replayed]
@@ -571,7 +583,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
                           starts if run_of is not None else None, costs.num_programs)
         if key in memo:
             done = memo[key]
-            return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[], **specific)
+            return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[],
+                           kernel_s=_kernel_seconds(list(done.kernel_ends_ps)), **specific)
 
     env, pool, segments, counters = _replay(caps, timeline)
     state = {"next": 0, "free": slots, "gate": 0}
@@ -579,12 +592,14 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     cores = CoreSlots(chip.num_cores, per_core)
     barriers = trace.kernel.kernel_starts or []
     kernel_firsts = {0, *barriers}
+    kernel_ends: list[int] = []  # when each kernel but the last ended
 
     def limit() -> int:
         """The launch position dispatch may not pass now: the next kernel's start, until
         every program before it has finished."""
         while state["gate"] < len(barriers) and state["next"] >= barriers[state["gate"]] and state["free"] == slots:
             state["gate"] += 1
+            kernel_ends.append(env.now)
         return barriers[state["gate"]] if state["gate"] < len(barriers) else n
 
     # A program runs at the pace its SM's residents allow *now*: when a neighbour finishes
@@ -771,9 +786,11 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
 
     dispatch()
     env.run()
+    ends = [*kernel_ends, env.now]
     if key is not None:
-        memo[key] = _Replayed(pool.used, pool.events, env.now)
-    return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters, **specific)
+        memo[key] = _Replayed(pool.used, pool.events, env.now, tuple(ends))
+    return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters,
+                   kernel_s=_kernel_seconds(ends), **specific)
 
 
 def _after_startup(seconds: float, waited: float) -> float:
@@ -881,7 +898,9 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
     env, pool, segments, counters = _replay(caps, timeline)
     flows = []
     kernel_of = kernel_index(trace)
+    kernels = int(kernel_of.max()) + 1 if kernel_of.size else 1
     double_buffered = trace.kernel.pipeline_depth > 1
+    busiest = (-1.0, np.zeros(kernels))  # the slowest core's time alone, and each kernel's part of it
     for core in range(cores):
         mine = np.nonzero(core_of == core)[0]
         if mine.size == 0:
@@ -900,6 +919,13 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         busy = compute[mine] + chip.program_overhead_s
         steps = np.maximum(busy, next_copy) if double_buffered else busy + next_copy
         alone = float(edges) + float(steps.sum())
+        if kernels > 1 and alone > busiest[0]:
+            per_kernel = np.bincount(kernel_of[mine], weights=steps, minlength=kernels)
+            per_kernel += np.bincount(kernel_of[mine][first], weights=copy[mine][first] + chip.hbm.latency_s,
+                                      minlength=kernels)
+            per_kernel += np.bincount(kernel_of[mine][last], weights=costs.drain_bytes[mine][last] / copy_bw,
+                                      minlength=kernels)
+            busiest = (alone, per_kernel)
         flow = Flow(
             name=f"TensorCore {core}",
             demand={"matrix": float(costs.matrix_s[mine].sum()),
@@ -917,8 +943,13 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         flows.append(flow)
     pool.start_many(flows)
     env.run()
+    kernel_s = None
+    if kernels > 1:  # the busiest core's kernels, scaled to the replay's time (which contention may stretch)
+        body_s, (alone, per_kernel) = _seconds(env.now), busiest
+        kernel_s = [float(part) * body_s / alone for part in per_kernel]
     return _result(
         trace, chip, costs, pool, caps, env.now, hbm,
+        kernel_s=kernel_s,
         programs_per_core=1,
         occupancy_limit="sequential grid",
         shared_cache_hit_rate=None,

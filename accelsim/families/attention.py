@@ -12,8 +12,8 @@ mask on several query rows takes the prefill path, which applies it) packs the q
 heads of a KV group into the rows of one program and splits the KV sequence over
 ``split_kv`` programs (flash-decoding) at whole ``block_n`` blocks, whose partial
 results (fp32) a second kernel of the trace combines (``kernel.kernel_starts``), as
-FlashAttention's and FlashInfer's split decode launch it: one program per query group
-reads every split's partial and LSE and writes O and its LSE.
+FlashAttention's, FlashInfer's and TileOPs' split decode launch it: one program per query
+head reads its rows of every split's partial and LSE and writes its O and LSE.
 
 GPU backward (FA2 style): one program per (batch, head, K/V block); it keeps K and
 V, loops over Q blocks (from the diagonal on, if causal) recomputing ``P``, and
@@ -434,7 +434,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     executed_m = max(bm, math.ceil(rows / 16) * 16)
     chunk, _ = kv_split(skv, split, bn)  # whole blocks per split: no block shared by two splits
     total = split * b * hk
-    check_programs(total + (b * hk if split > 1 else 0))  # with the combine kernel's programs
+    check_programs(total + (b * hk * group if split > 1 else 0))  # with the combine kernel's programs
     part = np.arange(total) % split
     bh = np.arange(total) // split
     start = part * chunk
@@ -468,25 +468,30 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
                     "n_full": full.tolist(), "first_kv": (start // bn).tolist()}
     kernel: dict[str, Any] = {"grid": [split, hk, b]}
     if split > 1:
-        # The combine kernel (flash-decoding's second launch): one program per query group
-        # reads every split's partial output and LSE, rescales and sums them, and writes
-        # the output and its LSE; it starts once every split has finished.
-        groups = b * hk
-        template_of = np.concatenate([template_of, np.full(groups, len(templates))])
+        # The combine kernel (flash-decoding's second launch): one program per query head
+        # (FlashAttention, FlashInfer and TileOPs launch at least one per head) reads its rows
+        # of every split's partial output and LSE, rescales and sums them, and writes its
+        # output and LSE; it starts once every split has finished.
+        heads = b * hk * group
+        mine = sq * (d + 1) * 4  # one head's rows of one split's partial, fp32
+        template_of = np.concatenate([template_of, np.full(heads, len(templates))])
         templates.append({"name": "combine", "steps": [
-            {"transfers": [{**_partial(rows, d, j), "direction": "read"} for j in range(split)],  # loaded at once
-             "compute": [{"unit": "special", "flops": float(split * rows), "dtype": "fp32"},
-                         {"unit": "vector", "flops": float(split * (2 * rows * d + 2 * rows)), "dtype": "fp32"}]},
+            {"transfers": [{"tensor": "O_partial", "block": ["batch", "kv_head", j, "in_group"], "bytes": mine,
+                            "direction": "read"} for j in range(split)],  # loaded at once
+             "compute": [{"unit": "special", "flops": float(split * sq), "dtype": "fp32"},
+                         {"unit": "vector", "flops": float(split * (2 * sq * d + 2 * sq)), "dtype": "fp32"}]},
             {"transfers": [
-                {"tensor": "O", "block": ["batch", "kv_head"], "bytes": rows * d * _out_bytes(p), "direction": "write"},
-                {"tensor": "LSE", "block": ["batch", "kv_head"], "bytes": rows * STAT_BYTES, "direction": "write"},
-            ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]},
+                {"tensor": "O", "block": ["batch", "head"], "bytes": sq * d * _out_bytes(p), "direction": "write"},
+                {"tensor": "LSE", "block": ["batch", "head"], "bytes": sq * STAT_BYTES, "direction": "write"},
+            ], "compute": [{"unit": "vector", "flops": float(sq * d), "dtype": "fp32"}]},
         ]})
-        group = np.arange(groups)
-        combine_vars = {"batch": group // hk, "kv_head": group % hk}
-        program_vars = {name: values + combine_vars.get(name, np.zeros(groups, dtype=np.int64)).tolist()
+        head = np.arange(heads)  # launch order: batch, then query head (KV head x its group)
+        combine_vars = {"batch": head // (hk * group), "kv_head": head % (hk * group) // group,
+                        "in_group": head % group, "head": head % (hk * group)}
+        program_vars = {name: values + combine_vars.get(name, np.zeros(heads, dtype=np.int64)).tolist()
                         for name, values in program_vars.items()}
-        kernel = {"grid": [total + groups], "kernel_starts": [total]}
+        program_vars |= {name: [0] * total + combine_vars[name].tolist() for name in ("in_group", "head")}
+        kernel = {"grid": [total + heads], "kernel_starts": [total]}
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
@@ -496,7 +501,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
                           "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
         },
-        "tensors": {**_tensors(p), **({"O_partial": {"shape": [b, hk, split, rows * (d + 1)], "dtype": "fp32"}}
+        "tensors": {**_tensors(p), **({"O_partial": {"shape": [b, hk, split, group, sq * (d + 1)], "dtype": "fp32"}}
                                        if split > 1 else {})},
         "templates": templates,
         "program_template": template_of.tolist() if len(templates) > 1 else None,
@@ -505,7 +510,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     })
 
 
-def _partial(rows: int, d: int, part: str | int = "part") -> dict:
+def _partial(rows: int, d: int, part: str = "part") -> dict:
     """One split's partial output and LSE of a query group, in fp32."""
     return {"tensor": "O_partial", "block": ["batch", "kv_head", part], "bytes": rows * (d + 1) * 4}
 

@@ -45,3 +45,32 @@ def test_each_tpu_kernel_starts_its_pipeline_anew():
 def test_kernel_starts_must_be_increasing_positions_inside_the_grid(starts):
     with pytest.raises(ValueError, match="kernel_starts"):
         compute_trace(8, starts)
+
+
+@pytest.mark.parametrize("arch", ["h100-sxm", "tpu-v5e"])
+def test_each_kernel_reports_its_time(arch):
+    """A trace of several kernels reports each one's time (launch left out), adding up to
+    the latency less the launches; one kernel reports none."""
+    chip = load_arch(arch)
+    light, heavy = 4, 12  # programs of the first and second kernel, the second's 3x the work
+    trace = KernelTrace.model_validate({
+        **compute_trace(light + heavy, [light]).model_dump(),
+        "program_vars": {"w": [1] * light + [3] * heavy},
+        "templates": [{"name": "t", "steps": [{"repeat": "w", "transfers": [
+            {"tensor": "X", "block": ["p0"], "bytes": 2048}],
+            "compute": [{"unit": "vector", "flops": 1e9, "dtype": "fp32"}]}]}],
+    })
+    sim = simulate_kernel(trace, chip)
+    assert sim.kernels == 2 and len(sim.kernel_s) == 2
+    assert sum(sim.kernel_s) == pytest.approx(sim.latency_s - sim.launch_overhead_s, rel=1e-9)
+    assert sim.kernel_s[1] > 2 * sim.kernel_s[0]
+    assert sim.summary()["kernel_s"] == sim.kernel_s
+    assert simulate_kernel(compute_trace(8), chip).kernel_s is None
+
+
+def test_a_memo_hit_reports_the_same_kernel_times():
+    chip = load_arch("h100-sxm")
+    memo = {}
+    first = simulate_kernel(compute_trace(4, [2]), chip, replays=memo)
+    again = simulate_kernel(compute_trace(4, [2]), chip, replays=memo)
+    assert len(memo) == 1 and again.kernel_s == first.kernel_s

@@ -46,7 +46,7 @@ def test_split_decode_combines_in_a_second_kernel():
     split = trace.metadata["config"]["split_kv"]
     splits = split * 2 * 4
     assert split > 1 and trace.kernel.kernel_starts == [splits]
-    assert trace.num_programs == splits + 2 * 4  # one combine program per (batch, KV head)
+    assert trace.num_programs == splits + 2 * 32  # one combine program per (batch, query head)
     totals = tensor_bytes(trace)
     partials = splits * 8 * (128 + 1) * 4  # each split's 8 query rows and LSE in fp32
     assert totals["O_partial", "write"] == totals["O_partial", "read"] == partials
@@ -86,7 +86,7 @@ def test_fp8_attention_moves_bf16_outputs_and_gradients_at_2_bytes():
 
 
 def test_the_combine_programs_count_against_the_program_limit(monkeypatch):
-    """64 split programs under a limit of 64, plus 4 combine programs: a traceback (the
+    """64 split programs under a limit of 64, plus 32 combine programs: a traceback (the
     trace's own check) instead of the one-line refusal."""
     import accelsim.families.attention as attention
     import accelsim.trace.kernel as kernel
@@ -94,7 +94,7 @@ def test_the_combine_programs_count_against_the_program_limit(monkeypatch):
     monkeypatch.setattr(kernel, "MAX_PROGRAMS", 64)
     values = parse_values(FAMILY.params, {"heads": "32", "kv_heads": "4", "seq_q": "1", "seq_kv": "16384"}, "test")
     config = FAMILY.resolve_config(values, {"split_kv": "16", "block_n": "64"}, H100)
-    with pytest.raises(InputError, match="the kernel would have 68 programs"):
+    with pytest.raises(InputError, match="the kernel would have 96 programs"):
         attention.build(values, config, H100)
 
 
@@ -110,5 +110,10 @@ def test_the_combine_reads_the_blocks_the_splits_wrote():
                     continue
                 block = tuple(variables[i][program] if isinstance(i, str) and i in variables else i
                               for i in transfer.block)
-                (written if transfer.direction == "write" else read).add(block)
-    assert len(written) == split * 2 * 4 and read == written
+                if transfer.direction == "write":
+                    written.add(block)
+                else:
+                    read.add(block)
+    assert len(written) == split * 2 * 4
+    assert {block[:3] for block in read} == written  # each head's rows of every split's partial
+    assert len(read) == len(written) * 8  # 8 query heads per KV head
