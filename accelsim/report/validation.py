@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from accelsim.arch.model import Chip  # noqa: E402
 from accelsim.report.roofline import draw_roof, finish_log_log  # noqa: E402
 from accelsim.validate.calibrate import holds_out  # noqa: E402
-from accelsim.validate.compare import Comparison, Refused, config_rankings, summarise  # noqa: E402
+from accelsim.validate.compare import Comparison, Refused, config_rankings, kernel_rows, summarise  # noqa: E402
 
 
 def _pct(x: float) -> str:
@@ -50,6 +50,7 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
                   "(1: the simulator orders them as the hardware does)."]
     else:
         lines.append("No kernel was measured with several configs.")
+    lines += _kernel_section(comparisons)
     if refused:
         lines += ["", "## Records not simulated", "", "Their config is one the simulator refuses:", "",
                   "| record | reason |", "| --- | --- |"]
@@ -70,6 +71,32 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def _kernel_section(comparisons: Sequence[Comparison]) -> list[str]:
+    """Records timed kernel by kernel: the kernels the simulator pairs (as many as it
+    simulates), with their MAPE; a call of several kernels is listed kernel by kernel."""
+    rows = kernel_rows(comparisons)
+    if not rows:
+        return []
+    paired = [r for r in rows if r.predicted_s is not None]
+    errors = [abs(r.predicted_s / r.measured_s - 1) for r in paired]
+    calls = {id(r.comparison) for r in rows}
+    lines = ["", "## Kernels within a call", "",
+             f"{len(calls)} records were timed kernel by kernel (device time, launch gaps left out). "
+             + (f"{len(paired)} kernels pair with a simulated one (the call launched as many as the trace has): "
+                f"MAPE {sum(errors) / len(errors):.1%}, each against the simulated kernel less its launch."
+                if paired else "None pairs with a simulated kernel (the calls launched other numbers of kernels).")]
+    several = [r for r in rows if len(r.comparison.measurement.kernel_device_s) > 1 or len(r.comparison.kernel_s) > 1]
+    if several:
+        lines += ["", "| record | kernel | measured | predicted | error |", "| --- | --- | ---: | ---: | ---: |"]
+        for r in several:
+            predicted = "-" if r.predicted_s is None else f"{r.predicted_s * 1e6:.1f} us"
+            error = "-" if r.predicted_s is None else _pct(r.predicted_s / r.measured_s - 1)
+            name = r.name if len(r.name) <= 48 else r.name[:45] + "..."
+            lines.append(f"| {r.comparison.measurement.id} | {r.index}: `{name}` | {r.measured_s * 1e6:.1f} us | "
+                         f"{predicted} | {error} |")
+    return lines
 
 
 def plot_predicted_vs_measured(comparisons: Sequence[Comparison], path: Path) -> Path:

@@ -41,6 +41,9 @@ class Measurement:
     """How the device ran that its config does not say (a locked SM clock, say), as
     ``--set`` overrides (``clock=1500 MHz``): the record is predicted on its chip with
     them applied last (:func:`chip_for`)."""
+    kernel_device_s: tuple[tuple[str, float], ...] = ()
+    """Measured files: each kernel one call launched, in order, with its device time
+    (``kernel_device_s``), for :func:`kernel_rows`."""
     latency_kind: str = "launches"
     """What ``latency_s`` holds (:data:`LATENCY_KINDS`): ``launches``, each kernel with its launch
     as back-to-back or event-bracketed calls have it (the simulator's latency, launch
@@ -87,6 +90,8 @@ class Comparison:
     flops: float = 0.0
     hbm_bytes: float = 0.0
     """Of the simulated kernel: where it sits on a roofline."""
+    kernel_s: tuple[float, ...] = ()
+    """Each simulated kernel's time, launch left out (one entry for a one-kernel trace)."""
 
     @property
     def error(self) -> float:
@@ -138,6 +143,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 source=str(record.get("source", "")), file=str(path),
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
                 conditions=_conditions(record, arch, path, f"records[{i}].conditions", checked),
+                kernel_device_s=_kernel_device_s(record.get("kernel_device_s"), path, f"records[{i}].kernel_device_s"),
                 latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
                                            f"records[{i}].latency_kind"),
             ))
@@ -205,6 +211,19 @@ def _conditions(record: dict, arch: str, path: Path, field: str, checked: set) -
             raise InputError(f"{inner}{exc.message} (on {arch})", source=str(path), field=field) from None
         checked.add((arch, overrides))
     return overrides
+
+
+def _kernel_device_s(value, path: Path, field: str) -> tuple[tuple[str, float], ...]:
+    """A record's per-kernel device times (``measure_gpu.py``'s ``kernel_device_s``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value or not all(
+            isinstance(k, dict) and isinstance(k.get("name"), str) and isinstance(k.get("device_s"), int | float)
+            and not isinstance(k.get("device_s"), bool) and math.isfinite(k["device_s"]) and k["device_s"] > 0
+            for k in value):
+        raise InputError("expected a list of {name, device_s} with device_s in seconds above 0", source=str(path),
+                         field=field)
+    return tuple((k["name"], float(k["device_s"])) for k in value)
 
 
 def _latency_kind(value, path: Path, field: str) -> str:
@@ -279,7 +298,10 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
             best = best_config(family, params, chip).best
         else:
             best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
-    return Comparison(measurement, simulated_for(measurement, best.sim), best.sim.bound, best.config, best.sim.flops, best.sim.hbm_bytes)
+    sim = best.sim
+    kernels = tuple(sim.kernel_s) if sim.kernel_s else (sim.latency_s - sim.launch_overhead_s,)
+    return Comparison(measurement, simulated_for(measurement, sim), sim.bound, best.config, sim.flops, sim.hbm_bytes,
+                      kernels)
 
 
 @dataclass(frozen=True)
@@ -395,6 +417,32 @@ def config_rankings(comparisons: Sequence[Comparison]) -> list[tuple[str, int, f
         (key, len(items), kendall_tau([c.measurement.latency_s for c in items], [c.predicted_s for c in items]))
         for key, items in sorted(groups.items()) if len(items) >= 2
     ]
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One measured kernel of a call beside the simulated one in its place (``None`` where
+    the counts differ, so no kernel pairs with another)."""
+
+    comparison: Comparison
+    index: int
+    name: str
+    measured_s: float
+    predicted_s: float | None
+
+
+def kernel_rows(comparisons: Sequence[Comparison]) -> list[KernelRow]:
+    """For records whose kernels were timed one by one (``kernel_device_s``): each measured
+    kernel beside the simulated kernel at its place in the call, when the call launched as
+    many kernels as the trace has (a split-KV decode's split and combine, say); a simulated
+    kernel's time leaves its launch out, as a device time does."""
+    rows = []
+    for c in comparisons:
+        measured = c.measurement.kernel_device_s
+        paired = len(measured) == len(c.kernel_s)
+        rows += [KernelRow(c, i, name, seconds, c.kernel_s[i] if paired else None)
+                 for i, (name, seconds) in enumerate(measured)]
+    return rows
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
