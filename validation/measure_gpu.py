@@ -655,6 +655,11 @@ class Timer:
     def _flush(self) -> None:
         self._flush_buffer.fill_(1)
 
+    def flush(self) -> None:
+        """Flush the caches and wait for it (before a profiled call)."""
+        self._flush()
+        self.device.sync()
+
     def _time_flush(self) -> float:
         if not self.device.on_gpu:
             start = time.perf_counter()
@@ -720,21 +725,26 @@ def warm_up(run: Callable[[], Any], device: Device, policy: Policy) -> WarmUp:
 
 
 PROFILED_CALLS = 3
-"""Back-to-back calls profiled for a case's kernels (caches not flushed between them)."""
+"""Calls profiled for a case's kernels, each after a cache flush (outside the profile), as
+the timed reps are."""
 
 
-def kernel_launches(run: Callable[[], Any], device: Device) -> tuple[list[str], list[dict] | None]:
-    """The device kernels one call launches, read with the PyTorch profiler (CUPTI) over
-    :data:`PROFILED_CALLS` calls: their names in order of first launch, and each launch of
-    one call with its device time (:func:`launch_times`)."""
+def kernel_launches(run: Callable[[], Any], device: Device,
+                    flush: Callable[[], None]) -> tuple[list[str], list[dict] | None]:
+    """The device kernels (and copies or fills) one call launches, read with the PyTorch
+    profiler (CUPTI) over :data:`PROFILED_CALLS` calls, each after ``flush``: their names in
+    order of first launch, and each launch of one call with its device time
+    (:func:`launch_times`)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(PROFILED_CALLS):
+    kernels = []
+    for _ in range(PROFILED_CALLS):
+        flush()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             run()
-        device.sync()
-    kernels = sorted(((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
-                      if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda k: k[0])
+            device.sync()
+        kernels += sorted(((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
+                           if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda k: k[0])
     names: list[str] = []
     for _, _, name in kernels:
         if name not in names:
@@ -798,7 +808,7 @@ def measure_case(family: str, p: dict, prepared: Prepared, run: Run, config: dic
     names = launches = None
     if run.with_kernel_names and run.device.on_gpu:
         try:
-            names, launches = kernel_launches(prepared.run, run.device)
+            names, launches = kernel_launches(prepared.run, run.device, run.timer.flush)
         except Exception as exc:  # the profiler is a nicety: never lose a measurement to it
             print(f"  kernel names unavailable ({type(exc).__name__}); not reading them again", flush=True)
             run.with_kernel_names = False

@@ -84,14 +84,14 @@ class KernelSimulation:
     """Shared memory / VMEM one program holds (the trace's resources)."""
     kernels: int = 1
     """Kernels the trace launches one after another (``kernel.kernel_starts``), each paying the launch."""
-    kernel_s: list[float] | None = None
+    per_kernel_s: list[float] | None = None
     """With several kernels: each one's time in launch order, launch left out (GPU: from its
     first program's start to its last program's end; TPU: its share of the busiest core's
     time). They add up to ``latency_s - launch_overhead_s``."""
 
     def summary(self) -> dict:
         queueing = {} if self.hbm_queueing_s is None else {"hbm_queueing_s": self.hbm_queueing_s}
-        queueing |= {} if self.kernels == 1 else {"kernels": self.kernels, "kernel_s": self.kernel_s}
+        queueing |= {} if self.kernels == 1 else {"kernels": self.kernels, "per_kernel_s": self.per_kernel_s}
         return {
             "arch": self.arch,
             "kernel": self.kernel,
@@ -226,8 +226,8 @@ def launch_s(trace: KernelTrace, chip: Chip) -> float:
     return seconds
 
 
-def _result(trace, chip, costs, pool, caps, body_ps, hbm, kernel_s=None, **specific) -> KernelSimulation:
-    """What every replay reports, from the pool's accounting at the end; ``kernel_s``: each
+def _result(trace, chip, costs, pool, caps, body_ps, hbm, per_kernel_s=None, **specific) -> KernelSimulation:
+    """What every replay reports, from the pool's accounting at the end; ``per_kernel_s``: each
     kernel's seconds when the trace has several."""
     body_s = _seconds(body_ps)
     utilization = _utilization(pool.used, caps, body_s)
@@ -246,7 +246,7 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, kernel_s=None, **speci
         launch_overhead_s=launch_s(trace, chip),
         local_memory_bytes=trace.kernel.resources.local_memory_bytes,
         kernels=1 + len(trace.kernel.kernel_starts or ()),
-        kernel_s=kernel_s if trace.kernel.kernel_starts else None,
+        per_kernel_s=per_kernel_s if trace.kernel.kernel_starts else None,
         **specific,
     )
 
@@ -584,7 +584,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if key in memo:
             done = memo[key]
             return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[],
-                           kernel_s=_kernel_seconds(list(done.kernel_ends_ps)), **specific)
+                           per_kernel_s=_kernel_seconds(list(done.kernel_ends_ps)), **specific)
 
     env, pool, segments, counters = _replay(caps, timeline)
     state = {"next": 0, "free": slots, "gate": 0}
@@ -790,7 +790,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     if key is not None:
         memo[key] = _Replayed(pool.used, pool.events, env.now, tuple(ends))
     return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters,
-                   kernel_s=_kernel_seconds(ends), **specific)
+                   per_kernel_s=_kernel_seconds(ends), **specific)
 
 
 def _after_startup(seconds: float, waited: float) -> float:
@@ -896,11 +896,10 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
     copy = hbm / copy_bw
 
     env, pool, segments, counters = _replay(caps, timeline)
-    flows = []
     kernel_of = kernel_index(trace)
     kernels = int(kernel_of.max()) + 1 if kernel_of.size else 1
     double_buffered = trace.kernel.pipeline_depth > 1
-    busiest = (-1.0, np.zeros(kernels))  # the slowest core's time alone, and each kernel's part of it
+    waves: list[list[Flow]] = [[] for _ in range(kernels)]  # per kernel of the trace, a flow per core
     for core in range(cores):
         mine = np.nonzero(core_of == core)[0]
         if mine.size == 0:
@@ -915,41 +914,52 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         first[1:] = kernel_of[mine][1:] != kernel_of[mine][:-1]
         last = np.append(first[1:], True)
         next_copy = np.where(last, 0.0, np.append(copy[mine][1:], 0.0))
-        edges = copy[mine][first].sum() + first.sum() * chip.hbm.latency_s + costs.drain_bytes[mine][last].sum() / copy_bw
         busy = compute[mine] + chip.program_overhead_s
         steps = np.maximum(busy, next_copy) if double_buffered else busy + next_copy
-        alone = float(edges) + float(steps.sum())
-        if kernels > 1 and alone > busiest[0]:
-            per_kernel = np.bincount(kernel_of[mine], weights=steps, minlength=kernels)
-            per_kernel += np.bincount(kernel_of[mine][first], weights=copy[mine][first] + chip.hbm.latency_s,
-                                      minlength=kernels)
-            per_kernel += np.bincount(kernel_of[mine][last], weights=costs.drain_bytes[mine][last] / copy_bw,
-                                      minlength=kernels)
-            busiest = (alone, per_kernel)
-        flow = Flow(
-            name=f"TensorCore {core}",
-            demand={"matrix": float(costs.matrix_s[mine].sum()),
-                    "vector": float(costs.vector_s[mine].sum()),
-                    "local_memory": float(costs.local_bytes[mine].sum()),
-                    "port": float(hbm[mine].sum()),
-                    "hbm": float(hbm[mine].sum())},
-            max_rate=1.0 / alone,
-            count=int(mine.size),
-        )
+        seconds = (steps + np.where(first, copy[mine] + chip.hbm.latency_s, 0.0)
+                   + np.where(last, costs.drain_bytes[mine] / copy_bw, 0.0))
+        for k in np.unique(kernel_of[mine]).tolist():
+            rows = mine[kernel_of[mine] == k]
+            waves[k].append(Flow(
+                name=f"TensorCore {core}" + (f", kernel {k}" if kernels > 1 else ""),
+                demand={"matrix": float(costs.matrix_s[rows].sum()),
+                        "vector": float(costs.vector_s[rows].sum()),
+                        "local_memory": float(costs.local_bytes[rows].sum()),
+                        "port": float(hbm[rows].sum()),
+                        "hbm": float(hbm[rows].sum())},
+                max_rate=1.0 / float(seconds[kernel_of[mine] == k].sum()),
+                count=int(rows.size),
+            ))
+    # A kernel starts when the one before has finished on every core (a pallas_call after
+    # another), so the kernels' times are the replay's own.
+    ends: list[int] = []
+    pending = [0]
+
+    def start(k: int) -> None:
+        while k < kernels and not waves[k]:
+            ends.append(env.now)  # a kernel with no programs takes no time
+            k += 1
+        if k == kernels:
+            return
+        pending[0] = len(waves[k])
+        for flow in waves[k]:
+            flow.on_done = lambda f, k=k: done(f, k)
+        pool.start_many(waves[k])
+
+    def done(flow: Flow, k: int) -> None:
         if timeline:
-            flow.on_done = lambda f: segments.append(
-                Segment(f.name, f"{f.count} grid steps", f.started_ps, f.finished_ps, {"programs": f.count})
-            )
-        flows.append(flow)
-    pool.start_many(flows)
+            segments.append(Segment(flow.name.split(",")[0], f"{flow.count} grid steps" + (
+                f" (kernel {k})" if kernels > 1 else ""), flow.started_ps, flow.finished_ps, {"programs": flow.count}))
+        pending[0] -= 1
+        if pending[0] == 0:
+            ends.append(env.now)
+            start(k + 1)
+
+    start(0)
     env.run()
-    kernel_s = None
-    if kernels > 1:  # the busiest core's kernels, scaled to the replay's time (which contention may stretch)
-        body_s, (alone, per_kernel) = _seconds(env.now), busiest
-        kernel_s = [float(part) * body_s / alone for part in per_kernel]
     return _result(
         trace, chip, costs, pool, caps, env.now, hbm,
-        kernel_s=kernel_s,
+        per_kernel_s=_kernel_seconds(ends) if kernels > 1 else None,
         programs_per_core=1,
         occupancy_limit="sequential grid",
         shared_cache_hit_rate=None,

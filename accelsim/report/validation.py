@@ -87,7 +87,7 @@ def _kernel_section(comparisons: Sequence[Comparison]) -> list[str]:
              + (f"{len(paired)} kernels pair with a simulated one (the call launched as many as the trace has): "
                 f"MAPE {sum(errors) / len(errors):.1%}, each against the simulated kernel less its launch."
                 if paired else "None pairs with a simulated kernel (the calls launched other numbers of kernels).")]
-    several = [r for r in rows if len(r.comparison.measurement.kernel_device_s) > 1 or len(r.comparison.kernel_s) > 1]
+    several = [r for r in rows if len(r.comparison.measurement.kernel_device_s) > 1 or len(r.comparison.per_kernel_s) > 1]
     if several:
         lines += ["", "| record | kernel | measured | predicted | error |", "| --- | --- | ---: | ---: | ---: |"]
         for r in several:

@@ -376,8 +376,9 @@ def run_job(job: Job, arch: Arch) -> dict[str, Any]:
 
 def kernel_metrics(sim: KernelSimulation, searched: int | None = None) -> dict[str, Any]:
     """A kernel simulation's ``--json`` summary, flattened for a table row."""
-    out = {k: v for k, v in sim.summary().items() if k not in ("utilization", "config", "arch", "kernel")}
+    out = {k: v for k, v in sim.summary().items() if k not in ("utilization", "config", "arch", "kernel", "per_kernel_s")}
     out.update({f"utilization.{k}": v for k, v in sim.utilization.items()})
+    out.update({f"per_kernel_s.{i}": v for i, v in enumerate(sim.per_kernel_s or ())})  # a trace of several kernels
     out["config"] = " ".join(f"{k}={v}" for k, v in sim.config.items())
     if searched is not None:
         out["configs_searched"] = searched

@@ -90,7 +90,7 @@ class Comparison:
     flops: float = 0.0
     hbm_bytes: float = 0.0
     """Of the simulated kernel: where it sits on a roofline."""
-    kernel_s: tuple[float, ...] = ()
+    per_kernel_s: tuple[float, ...] = ()
     """Each simulated kernel's time, launch left out (one entry for a one-kernel trace)."""
 
     @property
@@ -143,7 +143,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 source=str(record.get("source", "")), file=str(path),
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
                 conditions=_conditions(record, arch, path, f"records[{i}].conditions", checked),
-                kernel_device_s=_kernel_device_s(record.get("kernel_device_s"), path, f"records[{i}].kernel_device_s"),
+                kernel_device_s=_kernel_device_s(record, path, f"records[{i}].kernel_device_s"),
                 latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
                                            f"records[{i}].latency_kind"),
             ))
@@ -213,16 +213,17 @@ def _conditions(record: dict, arch: str, path: Path, field: str, checked: set) -
     return overrides
 
 
-def _kernel_device_s(value, path: Path, field: str) -> tuple[tuple[str, float], ...]:
+def _kernel_device_s(record: dict, path: Path, field: str) -> tuple[tuple[str, float], ...]:
     """A record's per-kernel device times (``measure_gpu.py``'s ``kernel_device_s``)."""
-    if value is None:
+    if "kernel_device_s" not in record:
         return ()
+    value = record["kernel_device_s"]
     if not isinstance(value, list) or not value or not all(
-            isinstance(k, dict) and isinstance(k.get("name"), str) and isinstance(k.get("device_s"), int | float)
-            and not isinstance(k.get("device_s"), bool) and math.isfinite(k["device_s"]) and k["device_s"] > 0
-            for k in value):
-        raise InputError("expected a list of {name, device_s} with device_s in seconds above 0", source=str(path),
-                         field=field)
+            isinstance(k, dict) and set(k) == {"name", "device_s"} and isinstance(k["name"], str)
+            and isinstance(k["device_s"], int | float) and not isinstance(k["device_s"], bool)
+            and 0 < k["device_s"] <= MAX_MEASURED_S for k in value):
+        raise InputError(f"expected a list of {{name, device_s}} with device_s in seconds above 0 and at most "
+                         f"{MAX_MEASURED_S:g} (a day)", source=str(path), field=field)
     return tuple((k["name"], float(k["device_s"])) for k in value)
 
 
@@ -299,7 +300,7 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
         else:
             best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
     sim = best.sim
-    kernels = tuple(sim.kernel_s) if sim.kernel_s else (sim.latency_s - sim.launch_overhead_s,)
+    kernels = tuple(sim.per_kernel_s) if sim.per_kernel_s else (sim.latency_s - sim.launch_overhead_s,)
     return Comparison(measurement, simulated_for(measurement, sim), sim.bound, best.config, sim.flops, sim.hbm_bytes,
                       kernels)
 
@@ -439,8 +440,8 @@ def kernel_rows(comparisons: Sequence[Comparison]) -> list[KernelRow]:
     rows = []
     for c in comparisons:
         measured = c.measurement.kernel_device_s
-        paired = len(measured) == len(c.kernel_s)
-        rows += [KernelRow(c, i, name, seconds, c.kernel_s[i] if paired else None)
+        paired = len(measured) == len(c.per_kernel_s)
+        rows += [KernelRow(c, i, name, seconds, c.per_kernel_s[i] if paired else None)
                  for i, (name, seconds) in enumerate(measured)]
     return rows
 

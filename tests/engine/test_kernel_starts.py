@@ -61,11 +61,11 @@ def test_each_kernel_reports_its_time(arch):
             "compute": [{"unit": "vector", "flops": 1e9, "dtype": "fp32"}]}]}],
     })
     sim = simulate_kernel(trace, chip)
-    assert sim.kernels == 2 and len(sim.kernel_s) == 2
-    assert sum(sim.kernel_s) == pytest.approx(sim.latency_s - sim.launch_overhead_s, rel=1e-9)
-    assert sim.kernel_s[1] > 2 * sim.kernel_s[0]
-    assert sim.summary()["kernel_s"] == sim.kernel_s
-    assert simulate_kernel(compute_trace(8), chip).kernel_s is None
+    assert sim.kernels == 2 and len(sim.per_kernel_s) == 2
+    assert sum(sim.per_kernel_s) == pytest.approx(sim.latency_s - sim.launch_overhead_s, rel=1e-9)
+    assert sim.per_kernel_s[1] > 2 * sim.per_kernel_s[0]
+    assert sim.summary()["per_kernel_s"] == sim.per_kernel_s
+    assert simulate_kernel(compute_trace(8), chip).per_kernel_s is None
 
 
 def test_a_memo_hit_reports_the_same_kernel_times():
@@ -73,4 +73,17 @@ def test_a_memo_hit_reports_the_same_kernel_times():
     memo = {}
     first = simulate_kernel(compute_trace(4, [2]), chip, replays=memo)
     again = simulate_kernel(compute_trace(4, [2]), chip, replays=memo)
-    assert len(memo) == 1 and again.kernel_s == first.kernel_s
+    assert len(memo) == 1 and again.per_kernel_s == first.per_kernel_s
+
+
+def test_a_tpu_kernel_waits_for_the_one_before_on_every_core():
+    """On a megacore chip a trace's second kernel ran on one TensorCore while the first still
+    ran on the other (their grids split over the cores): two kernels took one's time."""
+    chip = load_arch("tpu-v5p")
+    trace = compute_trace(16, [8]).model_dump()
+    trace["kernel"]["dimension_semantics"] = ["parallel"]
+    apart = simulate_kernel(KernelTrace.model_validate(trace), chip)
+    trace["kernel"]["kernel_starts"] = None
+    together = simulate_kernel(KernelTrace.model_validate(trace), chip)
+    assert len(apart.per_kernel_s) == 2 and min(apart.per_kernel_s) > 0
+    assert apart.latency_s - apart.launch_overhead_s > 1.5 * (together.latency_s - together.launch_overhead_s)

@@ -85,3 +85,20 @@ def test_a_bad_roofline_overhead_is_located(spec_file):
         plan_sweep(path)
     line = caught.value.one_line()
     assert str(path) in line and "roofline_overhead" in line and "a time" in line
+
+
+def test_a_kernel_of_several_kernels_resumes(spec_file, tmp_path):
+    """A split-KV decode is two kernels: its per-kernel times (a list in simulate's summary)
+    went into the journal, which then refused to be read back ("expected a number")."""
+    text = """\
+        base: h100-sxm
+        parameters:
+          clock: {values: ["1.5 GHz", "1.83 GHz"]}
+        workloads:
+          - kernel: attention
+            params: {batch: 1, heads: 32, kv_heads: 4, seq_q: 1, seq_kv: 32768, split_kv: 32}
+        metrics: [latency_s]
+        """
+    first = _rows(tmp_path, spec_file, text)
+    again = _rows(tmp_path, spec_file, text)  # resumes from the journal
+    assert [r["status"] for r in again] == ["ok", "ok"] and again == first

@@ -33,11 +33,11 @@ def test_a_split_decode_pairs_its_two_kernels(tmp_path):
     path = _write(tmp_path, [_record("split", [("flash_fwd_splitkv", 12e-6), ("combine", 3e-6)]),
                              _record("extra", [("fill", 1e-6), ("flash_fwd_splitkv", 12e-6), ("combine", 3e-6)])])
     paired, unpaired = compare(read_measurements([path]))
-    assert len(paired.kernel_s) == 2
-    assert sum(paired.kernel_s) == pytest.approx(paired.predicted_s)  # device time: the launches left out
+    assert len(paired.per_kernel_s) == 2
+    assert sum(paired.per_kernel_s) == pytest.approx(paired.predicted_s)  # device time: the launches left out
     rows = kernel_rows([paired, unpaired])
-    assert [(r.name, r.predicted_s) for r in rows[:2]] == [("flash_fwd_splitkv", paired.kernel_s[0]),
-                                                           ("combine", paired.kernel_s[1])]
+    assert [(r.name, r.predicted_s) for r in rows[:2]] == [("flash_fwd_splitkv", paired.per_kernel_s[0]),
+                                                           ("combine", paired.per_kernel_s[1])]
     assert [r.predicted_s for r in rows[2:]] == [None, None, None]  # three launched, two simulated
 
 
@@ -50,7 +50,8 @@ def test_the_report_lists_them(tmp_path, cli):
     assert "| split | 1: `combine` | 3.0 us |" in text
 
 
-@pytest.mark.parametrize("value", [[{"name": "k", "device_s": 0}], [{"name": "k"}], {"k": 1e-6}, []])
+@pytest.mark.parametrize("value", [[{"name": "k", "device_s": 0}], [{"name": "k"}], {"k": 1e-6}, [], None,
+                                   [{"name": "k", "device_s": 1e-6, "extra": 1}], [{"name": "k", "device_s": 10**400}]])
 def test_bad_kernel_times_name_the_record(tmp_path, value):
     record = _record("split", [])
     record["kernel_device_s"] = value

@@ -3,6 +3,8 @@ in launch order, and nothing when the calls launched different kernels."""
 
 from __future__ import annotations
 
+import pytest
+
 import measure_gpu
 
 
@@ -36,3 +38,20 @@ def test_the_format_takes_them():
               "samples_s": [], "flops": 0, "bytes": 2048, "measured": True, "source": "s", "notes": "",
               "kernel_device_s": measure_gpu.launch_times([("copy", 4e-6), ("copy", 5e-6)], 2)}
     assert fmt.validate_record(record, "copy") == []
+
+
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
+def test_each_profiled_call_follows_a_flush():
+    import torch
+
+    order = []
+
+    class Device:
+        def sync(self):
+            pass
+
+    a = torch.ones(4, 4)
+    names, launches = measure_gpu.kernel_launches(lambda: order.append("call") or a @ a, Device(),
+                                                  lambda: order.append("flush"))
+    assert order == ["flush", "call"] * measure_gpu.PROFILED_CALLS
+    assert names == [] and launches is None  # no CUDA kernels on the CPU
