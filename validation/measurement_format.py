@@ -370,13 +370,13 @@ def validate_record(record: Any, family: str) -> list[str]:
         errors.append("measured: expected true or false")
     if "latency_kind" in record and record["latency_kind"] not in LATENCY_KINDS:
         errors.append(f"latency_kind: expected one of {', '.join(LATENCY_KINDS)}")
-    launches = record.get("kernel_device_s", [{"name": "unset", "device_s": 1.0}])
-    if not (isinstance(launches, list) and launches and all(
+    launches = record.get("kernel_device_s")
+    if "kernel_device_s" in record and not (isinstance(launches, list) and launches and all(
             isinstance(k, dict) and set(k) == {"name", "device_s"} and isinstance(k["name"], str)
             and _is_number(k["device_s"]) and k["device_s"] > 0 for k in launches)):
         errors.append("kernel_device_s: expected a list of {name, device_s} with device_s a positive number")
-    conditions = record.get("conditions", {"clock": "unset"})
-    if not (isinstance(conditions, dict) and conditions and all(
+    conditions = record.get("conditions")
+    if "conditions" in record and not (isinstance(conditions, dict) and conditions and all(
             isinstance(k, str) and CONDITION_PATH.fullmatch(k) and k.split(".")[0] not in NOT_CONDITIONS
             and isinstance(v, str | int | float) and not isinstance(v, bool) and "#" not in str(v)
             and "\n" not in str(v) for k, v in conditions.items())):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -82,12 +83,15 @@ class KernelSimulation:
     """GPU with ``hbm.queueing_latency``: what each HBM load waited on top of the latency."""
     local_memory_bytes: int = 0
     """Shared memory / VMEM one program holds (the trace's resources)."""
-    kernels: int = 1
-    """Kernels the trace launches one after another (``kernel.kernel_starts``), each paying the launch."""
     per_kernel_s: list[float] | None = None
-    """With several kernels: each one's time in launch order, launch left out (GPU: from its
-    first program's start to its last program's end; TPU: its share of the busiest core's
-    time). They add up to ``latency_s - launch_overhead_s``."""
+    """With several kernels (``kernel.kernel_starts``): each one's time in launch order,
+    launch left out, from its first program's start to its last program's end (on a TPU,
+    on every TensorCore). They add up to ``latency_s - launch_overhead_s``."""
+
+    @property
+    def kernels(self) -> int:
+        """Kernels the trace launches one after another, each paying the launch."""
+        return len(self.per_kernel_s) if self.per_kernel_s else 1
 
     def summary(self) -> dict:
         queueing = {} if self.hbm_queueing_s is None else {"hbm_queueing_s": self.hbm_queueing_s}
@@ -245,13 +249,12 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, per_kernel_s=None, **s
         config=dict(trace.metadata.get("config", {})),
         launch_overhead_s=launch_s(trace, chip),
         local_memory_bytes=trace.kernel.resources.local_memory_bytes,
-        kernels=1 + len(trace.kernel.kernel_starts or ()),
         per_kernel_s=per_kernel_s if trace.kernel.kernel_starts else None,
         **specific,
     )
 
 
-def _kernel_seconds(ends_ps: list[int]) -> list[float]:
+def _kernel_seconds(ends_ps: Sequence[int]) -> list[float]:
     """Each kernel's seconds from the picoseconds at which each ended (in launch order)."""
     return [_seconds(end - start) for start, end in zip([0, *ends_ps[:-1]], ends_ps)]
 
@@ -584,7 +587,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         if key in memo:
             done = memo[key]
             return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[],
-                           per_kernel_s=_kernel_seconds(list(done.kernel_ends_ps)), **specific)
+                           per_kernel_s=_kernel_seconds(done.kernel_ends_ps), **specific)
 
     env, pool, segments, counters = _replay(caps, timeline)
     state = {"next": 0, "free": slots, "gate": 0}
@@ -919,7 +922,8 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         seconds = (steps + np.where(first, copy[mine] + chip.hbm.latency_s, 0.0)
                    + np.where(last, costs.drain_bytes[mine] / copy_bw, 0.0))
         for k in np.unique(kernel_of[mine]).tolist():
-            rows = mine[kernel_of[mine] == k]
+            ours = kernel_of[mine] == k
+            rows = mine[ours]
             waves[k].append(Flow(
                 name=f"TensorCore {core}" + (f", kernel {k}" if kernels > 1 else ""),
                 demand={"matrix": float(costs.matrix_s[rows].sum()),
@@ -927,8 +931,9 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
                         "local_memory": float(costs.local_bytes[rows].sum()),
                         "port": float(hbm[rows].sum()),
                         "hbm": float(hbm[rows].sum())},
-                max_rate=1.0 / float(seconds[kernel_of[mine] == k].sum()),
+                max_rate=1.0 / float(seconds[ours].sum()),
                 count=int(rows.size),
+                tag=core,
             ))
     # A kernel starts when the one before has finished on every core (a pallas_call after
     # another), so the kernels' times are the replay's own.
@@ -948,7 +953,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
 
     def done(flow: Flow, k: int) -> None:
         if timeline:
-            segments.append(Segment(flow.name.split(",")[0], f"{flow.count} grid steps" + (
+            segments.append(Segment(f"TensorCore {flow.tag}", f"{flow.count} grid steps" + (
                 f" (kernel {k})" if kernels > 1 else ""), flow.started_ps, flow.finished_ps, {"programs": flow.count}))
         pending[0] -= 1
         if pending[0] == 0:
@@ -959,7 +964,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
     env.run()
     return _result(
         trace, chip, costs, pool, caps, env.now, hbm,
-        per_kernel_s=_kernel_seconds(ends) if kernels > 1 else None,
+        per_kernel_s=_kernel_seconds(ends),
         programs_per_core=1,
         occupancy_limit="sequential grid",
         shared_cache_hit_rate=None,

@@ -488,9 +488,9 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         head = np.arange(heads)  # launch order: batch, then query head (KV head x its group)
         combine_vars = {"batch": head // (hk * group), "kv_head": head % (hk * group) // group,
                         "in_group": head % group, "head": head % (hk * group)}
-        program_vars = {name: values + combine_vars.get(name, np.zeros(heads, dtype=np.int64)).tolist()
-                        for name, values in program_vars.items()}
-        program_vars |= {name: [0] * total + combine_vars[name].tolist() for name in ("in_group", "head")}
+        combine_vars = {name: values.tolist() for name, values in combine_vars.items()}
+        program_vars = {name: program_vars.get(name, [0] * total) + combine_vars.get(name, [0] * heads)
+                        for name in program_vars | combine_vars}
         kernel = {"grid": [total + heads], "kernel_starts": [total]}
     return KernelTrace.model_validate({
         "schema_version": 1,

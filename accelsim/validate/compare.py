@@ -69,11 +69,15 @@ def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cach
         except InputError as exc:
             if not measurement.conditions:
                 raise
-            inner = f"{exc.field}: " if exc.field else ""
             given = f" with {' '.join(overrides)}" if overrides else ""
-            raise ConditionsError(f"{inner}{exc.message} (its conditions on {arch}{given})", source=measurement.file,
+            raise ConditionsError(_refused_conditions(exc, f"its conditions on {arch}{given}"), source=measurement.file,
                                   field=f"record {measurement.id!r}: conditions") from None
     return cache[key]
+
+
+def _refused_conditions(exc: InputError, where: str) -> str:
+    """The config loader's refusal of a record's conditions, as the record's error's text."""
+    return f"{exc.field + ': ' if exc.field else ''}{exc.message} ({where})"
 
 
 def simulated_for(measurement: Measurement, sim: KernelSimulation) -> float:
@@ -207,8 +211,7 @@ def _conditions(record: dict, arch: str, path: Path, field: str, checked: set) -
         try:
             load_arch(arch, overrides)
         except InputError as exc:
-            inner = f"{exc.field}: " if exc.field else ""
-            raise InputError(f"{inner}{exc.message} (on {arch})", source=str(path), field=field) from None
+            raise InputError(_refused_conditions(exc, f"on {arch}"), source=str(path), field=field) from None
         checked.add((arch, overrides))
     return overrides
 
