@@ -91,7 +91,18 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measurement_format as fmt  # noqa: E402  (sibling files, standard library only)
 from measurement_format import FamilyFile  # noqa: E402
-from provenance import command_line, cpu_model, module_versions, now_utc, read_gpu_state  # noqa: E402
+from provenance import (  # noqa: E402
+    ClockSampler,
+    clock_fields,
+    clock_note,
+    clock_summary,
+    command_line,
+    cpu_model,
+    module_versions,
+    now_utc,
+    nvml_sm_clock,
+    read_gpu_state,
+)
 
 STARTED = time.monotonic()
 HERE = Path(__file__).resolve().parent
@@ -782,6 +793,8 @@ class Run:
     with_kernel_names: bool
     provenance: dict
     files: list[FamilyFile] = field(default_factory=list)
+    clocks: ClockSampler = field(default_factory=lambda: ClockSampler(None))
+    """Reads the SM clock during each case's timed reps (:func:`measure_case`)."""
 
 
 def ramp_clocks(device: Device, seconds: float = 1.0) -> None:
@@ -804,7 +817,9 @@ def measure_case(family: str, p: dict, prepared: Prepared, run: Run, config: dic
         cushion_s = min(MAX_CUSHION_S, max(0.0, 2 * warm.issue_s - run.timer.flush_s))
     per_rep = warm.call_s + run.timer.flush_s
     reps = min(run.policy.max_reps, max(run.policy.min_reps, math.ceil(run.policy.target_s / per_rep)))
-    samples = run.timer.samples(prepared.run, reps, cushion_s)
+    with run.clocks.during() as readings:
+        samples = run.timer.samples(prepared.run, reps, cushion_s)
+    clock = clock_summary(readings)
     names = launches = None
     if run.with_kernel_names and run.device.on_gpu:
         try:
@@ -825,10 +840,12 @@ def measure_case(family: str, p: dict, prepared: Prepared, run: Run, config: dic
         "measured": True,
         "source": f"{run.provenance['source'].split()[-1]} on {run.device.info['name']}, {run.provenance['date']}",
         "notes": prepared.notes + f"; {reps} reps after {warm.calls} warm-up calls, caches flushed before each rep"
-        + (f", launch cushion {cushion_s * 1e6:.0f} us" if cushion_s else ""),
+        + (f", launch cushion {cushion_s * 1e6:.0f} us" if cushion_s else "") + clock_note(clock),
         "kernels": names,
         **({"kernel_device_s": launches} if launches else {}),
+        **clock_fields(clock),
     }
+
 
 
 def _throughput(record: dict) -> str:
@@ -1069,7 +1086,8 @@ def main(argv: list[str] | None = None) -> int:
     if "library" in args.suites:
         timer = Timer(device, policy)
         provenance["timing"]["cache_flush_s"] = timer.flush_s
-        run = Run(device, policy, scale, timer, out_dir, budget_end - reserve, not args.no_kernel_names, provenance)
+        run = Run(device, policy, scale, timer, out_dir, budget_end - reserve, not args.no_kernel_names, provenance,
+                  clocks=ClockSampler(nvml_sm_clock() if device.on_gpu else None))
         for family in args.families:
             run_family(family, run)
         print_summary(run)

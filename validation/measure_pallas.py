@@ -77,7 +77,17 @@ import numpy as np  # noqa: E402
 import measurement_format as fmt  # noqa: E402
 from jax_timing import JAX_POLICIES, BelowResolution, JaxTimer  # noqa: E402
 from measurement_format import FamilyFile  # noqa: E402
-from provenance import command_line, now_utc, read_gpu_state, suite_parser  # noqa: E402
+from provenance import (  # noqa: E402
+    ClockSampler,
+    clock_fields,
+    clock_note,
+    clock_summary,
+    command_line,
+    now_utc,
+    nvml_sm_clock,
+    read_gpu_state,
+    suite_parser,
+)
 
 STARTED = time.monotonic()
 JNP_DTYPES = {"bf16": jnp.bfloat16, "fp16": jnp.float16, "fp32": jnp.float32}
@@ -504,6 +514,8 @@ class Sweep:
     NotImplementedError from the lowering: the same for every config), so later cases of
     the kernel skip it instead of spending their budget on it again."""
     on_tpu: bool = False
+    clocks: ClockSampler = field(default_factory=lambda: ClockSampler(None))
+    """Reads a GPU's SM clock during each case's timed calls."""
 
     @property
     def on_cpu(self) -> bool:
@@ -544,7 +556,8 @@ def run_case(case: Case, index: int, sweep: Sweep) -> None:
                     continue
                 file.checks.append(check)
                 call_s = sweep.timer.warm_up(prepared.run)
-                samples, timing = sweep.timer.measure(prepared.run, call_s)
+                with sweep.clocks.during() as readings:
+                    samples, timing = sweep.timer.measure(prepared.run, call_s)
         except BelowResolution as exc:
             failures.append(f"{lowering}: {exc}")
             break
@@ -554,7 +567,7 @@ def run_case(case: Case, index: int, sweep: Sweep) -> None:
             file.checks.append(check | {"passed": False, "rel_error": None, "error": _reason(exc)})
             failures.append(f"{lowering}: {_reason(exc)}")
             continue
-        record = make_record(case, kernel, lowering, samples, timing)
+        record = make_record(case, kernel, lowering, samples, timing, clock_summary(readings))
         if sweep.on_cpu:
             record["gpu_lowering"] = probe_gpu_lowering(case, sweep.device)
         file.records.append(record)
@@ -567,7 +580,9 @@ def run_case(case: Case, index: int, sweep: Sweep) -> None:
     file.write()
 
 
-def make_record(case: Case, kernel: Kernel, lowering: str, samples: list[float], timing: dict) -> dict:
+def make_record(case: Case, kernel: Kernel, lowering: str, samples: list[float], timing: dict,
+                clock: dict | None = None) -> dict:
+    """``clock``: the SM clock during the timed calls (:func:`provenance.clock_summary`)."""
     config = dict(case.config)
     if lowering != "triton":  # warps and stages are Triton's knobs only
         config = {k: v for k, v in config.items() if k not in ("num_warps", "num_stages")}
@@ -584,8 +599,9 @@ def make_record(case: Case, kernel: Kernel, lowering: str, samples: list[float],
         "measured": True,
         "source": f"validation/measure_pallas.py, {now_utc()}",
         "notes": f"{kernel.notes}; {lowering} lowering; {len(samples)} samples ({timing['method']}, "
-                 f"{timing['batch']} calls per batch, caches flushed before each call; jax_timing.py)",
+                 f"{timing['batch']} calls per batch, caches flushed before each call; jax_timing.py)" + clock_note(clock),
         "timing": timing,
+        **clock_fields(clock),
     }
 
 
@@ -665,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
             files[case.family].skip(case.params, problem, case.tag)
     else:
         deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
-        sweep = Sweep(device, kind == "gpu", scale, JaxTimer(device, policy), deadline, files)
+        sweep = Sweep(device, kind == "gpu", scale, JaxTimer(device, policy), deadline, files,
+                      clocks=ClockSampler(nvml_sm_clock() if kind == "gpu" else None))
         for index, case in enumerate(cases):
             run_case(case, index, sweep)
     for file in files.values():

@@ -322,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
              for f in sorted({c.family for c in cases})}
     deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
     timer = lib.Timer(device, policy)
-    run = lib.Run(device, policy, scale, timer, args.out, deadline, not args.no_kernel_names, provenance)
+    run = lib.Run(device, policy, scale, timer, args.out, deadline, not args.no_kernel_names, provenance,
+                  clocks=lib.ClockSampler(lib.nvml_sm_clock() if device.on_gpu else None))
     print(f"triton: {device.info['name']} ({scale}), {len(cases)} cases -> {args.out}", flush=True)
     for index, case in enumerate(cases):
         run_case(case, index, run, files)

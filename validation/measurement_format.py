@@ -381,6 +381,11 @@ def validate_record(record: Any, family: str) -> list[str]:
             and isinstance(v, str | int | float) and not isinstance(v, bool) and "#" not in str(v)
             and "\n" not in str(v) for k, v in conditions.items())):
         errors.append("conditions: expected an object of config paths and values (e.g. {\"clock\": \"1500 MHz\"})")
+    clock = record.get("sm_clock_mhz")
+    if "sm_clock_mhz" in record and not (isinstance(clock, dict) and set(clock) == {"median", "min", "max", "readings"}
+                                         and all(_is_number(clock[k]) and clock[k] > 0 for k in clock)
+                                         and clock["min"] <= clock["median"] <= clock["max"]):
+        errors.append("sm_clock_mhz: expected {median, min, max, readings}, positive numbers with min <= median <= max")
     return errors
 
 

@@ -9,12 +9,17 @@ nothing sets a clock, a power limit or any other device setting.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import datetime
 import functools
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 NVIDIA_SMI_FIELDS = (
@@ -52,6 +57,94 @@ def read_gpu_state() -> dict | None:
     if values is None or len(values) != len(fields):
         return None
     return dict(zip(fields, values))
+
+
+NVML_CLOCK_SM = 1
+"""``nvmlClockType_t``'s SM clock (``NVML_CLOCK_SM`` in ``nvml.h``)."""
+
+
+def nvml_sm_clock() -> Callable[[], float | None] | None:
+    """A reader of the first GPU's current SM clock in MHz through NVML (``libnvidia-ml``,
+    the library ``nvidia-smi`` reads; loaded with ctypes, so no Python package is needed);
+    ``None`` where NVML is missing or answers nothing. It only reads."""
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if nvml.nvmlInit_v2() != 0:
+            return None
+        handle = ctypes.c_void_p()
+        if nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    clock = ctypes.c_uint()
+
+    def read() -> float | None:
+        return float(clock.value) if nvml.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM, ctypes.byref(clock)) == 0 else None
+
+    return read if read() is not None else None
+
+
+class ClockSampler:
+    """The SM clock while something runs: :meth:`during` reads ``read`` (MHz; None when
+    unreadable) every ``period_s`` on a thread, and the clock a case ran at is the median
+    of what it read then (:func:`clock_summary`). Boost clocks move with load, power and
+    temperature, so one reading before a family says little about a case within it."""
+
+    def __init__(self, read: Callable[[], float | None] | None, period_s: float = 0.005) -> None:
+        self.read = read
+        self.period_s = period_s
+
+    @contextlib.contextmanager
+    def during(self) -> Iterator[list[float]]:
+        """Readings taken while the ``with`` body runs (empty without a reader), filled in
+        when it ends; at least one, taken at its end, when a reader exists."""
+        readings: list[float] = []
+        if self.read is None:
+            yield readings
+            return
+        stop = threading.Event()
+        taken: list[float] = []
+
+        def poll() -> None:
+            while not stop.is_set():
+                value = self.read()
+                if value is not None:
+                    taken.append(value)
+                stop.wait(self.period_s)
+
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        try:
+            yield readings
+        finally:
+            stop.set()
+            thread.join()
+            if not taken and (value := self.read()) is not None:
+                taken.append(value)
+            readings.extend(taken)
+
+
+def clock_summary(readings: list[float]) -> dict | None:
+    """``{median, min, max, readings}`` of SM clock readings in MHz; None without any."""
+    if not readings:
+        return None
+    return {"median": statistics.median(readings), "min": min(readings), "max": max(readings),
+            "readings": len(readings)}
+
+
+def clock_fields(summary: dict | None) -> dict:
+    """A record's ``sm_clock_mhz`` (:func:`clock_summary`; accelsim's ``validate`` and
+    ``calibrate`` predict the record at its median unless told a clock); nothing when no
+    reading was taken."""
+    return {"sm_clock_mhz": summary} if summary else {}
+
+
+def clock_note(summary: dict | None) -> str:
+    """What a record's notes say of its clock readings ('' without any)."""
+    if not summary:
+        return ""
+    return (f"; SM clock {summary['median']:.0f} MHz during the timed calls (median of {summary['readings']} NVML "
+            f"readings, {summary['min']:.0f}-{summary['max']:.0f})")
 
 
 def cpu_model() -> str:

@@ -41,6 +41,10 @@ class Measurement:
     """How the device ran that its config does not say (a locked SM clock, say), as
     ``--set`` overrides (``clock=1500 MHz``): the record is predicted on its chip with
     them applied last (:func:`chip_for`)."""
+    ran_at_clock: str | None = None
+    """The SM clock the device was read to run at during the timing (``sm_clock_mhz``'s
+    median, as an override: ``clock=1980 MHz``): applied after the conditions when neither
+    they nor the command's ``--set`` name a clock (:meth:`overrides_on`)."""
     kernel_device_s: tuple[tuple[str, float], ...] = ()
     """Measured files: each kernel one call launched, in order, with its device time
     (``kernel_device_s``), for :func:`kernel_rows`."""
@@ -49,6 +53,15 @@ class Measurement:
     as back-to-back or event-bracketed calls have it (the simulator's latency, launch
     overhead included); ``device``, kernel execution alone (a profiler's device time,
     launch gaps excluded), compared with the simulated latency less its launch overhead."""
+
+
+    def overrides_on(self, overrides: Sequence[str]) -> tuple[str, ...]:
+        """The command's ``overrides``, then the record's conditions, then the clock it ran
+        at where neither of those sets one."""
+        given = (*overrides, *self.conditions)
+        if self.ran_at_clock is None or any(o.split("=", 1)[0].strip() == "clock" for o in given):
+            return given
+        return (*given, self.ran_at_clock)
 
 
 LATENCY_KINDS = ("launches", "device")
@@ -60,14 +73,14 @@ class ConditionsError(InputError):
 
 
 def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cache: dict) -> Chip:
-    """``arch`` with ``overrides`` and then the record's :attr:`Measurement.conditions`, one
-    chip per distinct set in ``cache``."""
-    key = (arch, tuple(overrides), measurement.conditions)
+    """``arch`` with ``overrides`` and then the record's :attr:`Measurement.conditions` (and
+    the clock it ran at, :meth:`Measurement.overrides_on`), one chip per distinct set in ``cache``."""
+    key = (arch, measurement.overrides_on(overrides))
     if key not in cache:
         try:
-            cache[key] = load_arch(arch, [*overrides, *measurement.conditions])
+            cache[key] = load_arch(arch, list(key[1]))
         except InputError as exc:
-            if not measurement.conditions:
+            if not measurement.conditions and not measurement.ran_at_clock:
                 raise
             given = f" with {' '.join(overrides)}" if overrides else ""
             raise ConditionsError(_refused_conditions(exc, f"its conditions on {arch}{given}"), source=measurement.file,
@@ -96,6 +109,8 @@ class Comparison:
     """Of the simulated kernel: where it sits on a roofline."""
     per_kernel_s: tuple[float, ...] = ()
     """Each simulated kernel's time, launch left out (one entry for a one-kernel trace)."""
+    clock_hz: float = 0.0
+    """The clock the record was predicted at."""
 
     @property
     def error(self) -> float:
@@ -147,6 +162,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 source=str(record.get("source", "")), file=str(path),
                 config=dict(record["config"]) if isinstance(record.get("config"), dict) else None,
                 conditions=_conditions(record, arch, path, f"records[{i}].conditions", checked),
+                ran_at_clock=_ran_at_clock(record, arch, path, f"records[{i}].sm_clock_mhz", checked),
                 kernel_device_s=_kernel_device_s(record, path, f"records[{i}].kernel_device_s"),
                 latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
                                            f"records[{i}].latency_kind"),
@@ -214,6 +230,27 @@ def _conditions(record: dict, arch: str, path: Path, field: str, checked: set) -
             raise InputError(_refused_conditions(exc, f"on {arch}"), source=str(path), field=field) from None
         checked.add((arch, overrides))
     return overrides
+
+
+def _ran_at_clock(record: dict, arch: str, path: Path, field: str, checked: set) -> str | None:
+    """The clock override of a record's ``sm_clock_mhz`` (what the measurement scripts read
+    from NVML while timing it): its median in MHz."""
+    if "sm_clock_mhz" not in record:
+        return None
+    value = record["sm_clock_mhz"]
+    if not (isinstance(value, dict) and set(value) == {"median", "min", "max", "readings"}
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                    for v in value.values()) and value["min"] <= value["median"] <= value["max"]):
+        raise InputError("expected {median, min, max, readings}: SM clock readings in MHz, positive, "
+                         "min <= median <= max", source=str(path), field=field)
+    override = f"clock={value['median']:.0f} MHz"
+    if (arch, (override,)) not in checked:
+        try:
+            load_arch(arch, (override,))
+        except InputError as exc:
+            raise InputError(_refused_conditions(exc, f"on {arch}"), source=str(path), field=field) from None
+        checked.add((arch, (override,)))
+    return override
 
 
 def _kernel_device_s(record: dict, path: Path, field: str) -> tuple[tuple[str, float], ...]:
@@ -305,7 +342,7 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
     sim = best.sim
     kernels = tuple(sim.per_kernel_s) if sim.per_kernel_s else (sim.latency_s - sim.launch_overhead_s,)
     return Comparison(measurement, simulated_for(measurement, sim), sim.bound, best.config, sim.flops, sim.hbm_bytes,
-                      kernels)
+                      kernels, chip.clock_hz)
 
 
 @dataclass(frozen=True)
