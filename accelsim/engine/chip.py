@@ -39,7 +39,7 @@ from accelsim.engine.programs import (
 )
 from accelsim.engine.reuse import absorbed_write_bytes, cache_hit_bytes
 from accelsim.errors import InputError
-from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, check_gpu_grid
+from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, Resources, check_gpu_grid
 from accelsim.units import PS_PER_S, check_simulated_ps
 
 LATENCY_BOUND_BELOW = 0.5
@@ -123,20 +123,31 @@ class KernelSimulation:
 
 
 def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
-    """Resident programs per SM and the limit that sets it."""
-    res, occ, lm = trace.kernel.resources, chip.occupancy, chip.local
+    """Resident programs per SM of the trace's first kernel and the limit that sets it."""
+    return gpu_occupancies(trace, chip)[0]
+
+
+def gpu_occupancies(trace: KernelTrace, chip: Chip) -> list[tuple[int, str]]:
+    """Per kernel of the trace (``kernel.kernel_resources``), in launch order: resident
+    programs per SM and the limit that sets it."""
+    return [_occupancy(res, chip, "kernel.resources" if i == 0 else f"kernel.kernel_resources[{i - 1}]")
+            for i, res in enumerate(trace.resources_by_kernel)]
+
+
+def _occupancy(res: Resources, chip: Chip, field: str) -> tuple[int, str]:
+    occ, lm = chip.occupancy, chip.local
     assert occ is not None
     if res.local_memory_bytes > lm.max_per_program_bytes:
         raise InputError(
             f"a program needs {res.local_memory_bytes} bytes of {chip.name} local memory; "
             f"at most {int(lm.max_per_program_bytes)} per program",
-            field="kernel.resources.local_memory_bytes",
+            field=f"{field}.local_memory_bytes",
         )
     threads = res.warps * occ.warp_size
     if res.warps > occ.max_warps_per_core:
         raise InputError(
             f"{res.warps} warps per program; {chip.name} allows {occ.max_warps_per_core} per core",
-            field="kernel.resources.warps",
+            field=f"{field}.warps",
         )
     limits = {"programs": occ.max_programs_per_core, "warps": occ.max_warps_per_core // res.warps}
     if res.local_memory_bytes:
@@ -145,18 +156,18 @@ def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
         if not lm.tensor_memory_bytes:
             raise InputError(f"a program accumulates in {res.tensor_memory_bytes} bytes of tensor memory; "
                              f"{chip.name} has none (local_memory.tensor_memory)",
-                             field="kernel.resources.tensor_memory_bytes")
+                             field=f"{field}.tensor_memory_bytes")
         limits["tensor_memory"] = int(lm.tensor_memory_bytes // res.tensor_memory_bytes)
     if res.registers_per_thread:
         if res.registers_per_thread > occ.max_registers_per_thread:
             raise InputError(
                 f"{res.registers_per_thread} registers per thread; {chip.name} allows {occ.max_registers_per_thread}",
-                field="kernel.resources.registers_per_thread",
+                field=f"{field}.registers_per_thread",
             )
         limits["registers"] = occ.registers_per_core // (res.registers_per_thread * threads)
     limit = min(limits, key=lambda k: (limits[k], k))
     if limits[limit] < 1:
-        raise InputError(f"a program does not fit on one {chip.name} core ({limit})", field="kernel.resources")
+        raise InputError(f"a program does not fit on one {chip.name} core ({limit})", field=field)
     return limits[limit], limit
 
 
@@ -310,11 +321,23 @@ class _ProgramTimeLists:
                                            self.latency_bound[program])
 
 
-def instruction_streams(trace: KernelTrace, chip: Chip) -> int:
+def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
     """Independent instruction streams of one program on an SM: its warps spread over
     the SM's sub-partitions, one tensor core each (a Hopper warpgroup is one stream).
-    While one stream waits on its softmax, another's MMAs keep the tensor cores busy."""
-    return max(1, trace.kernel.resources.warps // chip.matrix.units_per_core)
+    While one stream waits on its softmax, another's MMAs keep the tensor cores busy.
+    One number for the trace, or one per program where its kernels' warps differ."""
+    per_kernel = [max(1, res.warps // chip.matrix.units_per_core) for res in trace.resources_by_kernel]
+    if len(set(per_kernel)) == 1:
+        return per_kernel[0]
+    return np.asarray(per_kernel)[kernel_index(trace)]
+
+
+def _kernel_runs(trace: KernelTrace, costs: ProgramCosts, *more: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`_program_runs`, split where a kernel with resources of its own begins (its
+    programs' instruction streams and residents differ from the kernel before)."""
+    if trace.kernel.kernel_resources is not None:
+        more = (*more, kernel_index(trace))
+    return _program_runs(costs, *more)
 
 
 def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int = 1, *,
@@ -364,7 +387,8 @@ QUEUE_SAMPLE = 4096
 """Programs (evenly spaced in launch order) whose mean time sets the kernel's HBM load."""
 
 
-def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int, per_core: int,
+def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int | np.ndarray,
+                   per_core: int,
                    totals: dict[str, float], caps: dict[str, float], mix: float) -> float:
     """The HBM queueing delay a kernel runs at: the fixed point of ``q = Q m u(q)^2``, with
     ``Q`` the chip's ``hbm.queueing_latency``, ``m`` the ``mix`` of its HBM traffic
@@ -384,6 +408,7 @@ def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int
         return 0.0
     sample = np.unique(np.linspace(0, n - 1, min(n, QUEUE_SAMPLE)).round().astype(np.int64))
     some = costs.take(sample)
+    streams = streams if np.isscalar(streams) else streams[sample]
     unloaded = gpu_program_times(chip, some, hits[sample], depth, streams)
     per_second = gpu_program_times(chip, some, hits[sample], depth, streams, queue_s=1.0)
     residents = min(per_core, math.ceil(n / chip.num_cores))
@@ -539,8 +564,9 @@ def shared_cache_hits(trace: KernelTrace, chip: Chip) -> np.ndarray | None:
         return None
     if chip.shared_cache is None:
         return np.zeros((2, trace.num_programs))
-    per_core, _ = gpu_occupancy(trace, chip)
-    window = {"concurrency": chip.num_cores * per_core, "capacity_bytes": chip.shared_cache.capacity_bytes}
+    concurrency = [chip.num_cores * per_core for per_core, _ in gpu_occupancies(trace, chip)]
+    window = {"concurrency": concurrency[0] if len(set(concurrency)) == 1 else concurrency,
+              "capacity_bytes": chip.shared_cache.capacity_bytes}
     return np.stack([cache_hit_bytes(trace, **window), absorbed_write_bytes(trace, **window)])
 
 
@@ -548,8 +574,9 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
                   hits: np.ndarray | None = None, costs: ProgramCosts | None = None) -> KernelSimulation:
     if costs is None:
         costs = program_costs(trace, chip)
-    per_core, limit = gpu_occupancy(trace, chip)
-    slots = chip.num_cores * per_core
+    occupancies = gpu_occupancies(trace, chip)
+    per_cores = [per_core for per_core, _ in occupancies]  # per kernel: the SM slots change at its start
+    most = max(per_cores)
     if hits is None:
         hits = shared_cache_hits(trace, chip)
     hits, absorbed = hits
@@ -559,56 +586,61 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     caps = _capacities(chip, chip.num_cores, 1.0, hbm_read_total, hbm_write_total)
     # Programs in runs of identical ones (an even kernel is one or two runs) are timed once
     # per run: `run_of` maps a launch position to its run (None: every program its own).
-    starts, run_of = _program_runs(costs, hits, absorbed)
+    starts, run_of = _kernel_runs(trace, costs, hits, absorbed)
     ran, run_hits, run_hbm = (costs, hits, hbm) if run_of is None else (costs.take(starts), hits[starts], hbm[starts])
     demand = _demand_columns(ran, run_hbm, "shared_cache" in caps)
     resources = list(demand)
     demand_rows = np.stack([demand[r] for r in resources], axis=1)  # runs x resources
     depth, streams = trace.kernel.pipeline_depth, instruction_streams(trace, chip)
+    barriers = trace.kernel.kernel_starts or []
     queue = 0.0
     if chip.hbm.queueing_latency_s:
         columns = demand if run_of is None else _demand_columns(costs, hbm, "shared_cache" in caps)
         totals = {r: float(column.sum()) for r, column in columns.items()}
         mix = chip.hbm.queueing_mix(hbm_read_total, hbm_write_total)
-        queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_core, totals, caps, mix)
-    times = gpu_program_times(chip, ran, run_hits, depth, streams, queue_s=queue)
+        # one delay for the trace: at the residents of the kernel that moves the most HBM bytes
+        busiest = int(np.argmax(np.add.reduceat(hbm, [0, *barriers]))) if len(per_cores) > 1 else 0
+        queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_cores[busiest], totals, caps, mix)
+    times = gpu_program_times(chip, ran, run_hits, depth, streams if np.isscalar(streams) else streams[starts],
+                              queue_s=queue)
     group_key = _cohort_keys(ran)
     read = float(costs.read_bytes.sum())
     specific = {
-        "programs_per_core": per_core,
-        "occupancy_limit": limit,
         "shared_cache_hit_rate": float(hits.sum() / read) if read else None,
         "hbm_queueing_s": queue if chip.hbm.queueing_latency_s else None,
     }
     key = None
     if memo is not None and not timeline:
-        key = _replay_key(chip, per_core, resources, caps, times, demand_rows, group_key, trace.kernel.kernel_starts,
-                          starts if run_of is not None else None, costs.num_programs)
+        key = _replay_key(chip, per_cores if len(per_cores) > 1 else most, resources, caps, times, demand_rows,
+                          group_key, trace.kernel.kernel_starts, starts if run_of is not None else None,
+                          costs.num_programs)
         if key in memo:
             done = memo[key]
+            per_kernel_s = _kernel_seconds(done.kernel_ends_ps)
             return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[],
-                           per_kernel_s=_kernel_seconds(done.kernel_ends_ps), **specific)
+                           per_kernel_s=per_kernel_s, **_occupancy_summary(occupancies, per_kernel_s), **specific)
 
     env, pool, segments, counters = _replay(caps, timeline)
-    state = {"next": 0, "free": slots, "gate": 0}
+    state = {"next": 0, "free": chip.num_cores * per_cores[0], "slots": chip.num_cores * per_cores[0], "gate": 0}
     n = costs.num_programs
-    cores = CoreSlots(chip.num_cores, per_core)
-    barriers = trace.kernel.kernel_starts or []
+    cores = CoreSlots(chip.num_cores, per_cores[0])
     kernel_firsts = {0, *barriers}
     kernel_ends: list[int] = []  # when each kernel but the last ended
 
     def limit() -> int:
         """The launch position dispatch may not pass now: the next kernel's start, until
-        every program before it has finished."""
-        while state["gate"] < len(barriers) and state["next"] >= barriers[state["gate"]] and state["free"] == slots:
+        every program before it has finished (then the SMs take that kernel's residents)."""
+        while (state["gate"] < len(barriers) and state["next"] >= barriers[state["gate"]]
+               and state["free"] == state["slots"]):
             state["gate"] += 1
             kernel_ends.append(env.now)
+            state["free"] = state["slots"] = chip.num_cores * per_cores[state["gate"]]
         return barriers[state["gate"]] if state["gate"] < len(barriers) else n
 
     # A program runs at the pace its SM's residents allow *now*: when a neighbour finishes
     # with nothing to take its place (a kernel's tail, before a barrier), or a newcomer
     # joins a core that had room, the flows on that core are re-rated.
-    rerate = per_core > 1
+    rerate = most > 1
     on_core: list[dict[Flow, None]] = [{} for _ in range(chip.num_cores)] if rerate else []
     """Per core, the flows with programs on it."""
     paced: dict[Flow, list] = {}  # flow -> [its rows, each member's seconds now, their sum, startup waited]
@@ -678,7 +710,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
                 f"SMs {first}-{last}" if first != last else f"SM {first}", flow.name,
                 flow.started_ps, flow.finished_ps, {"programs": flow.count},
             ))
-        if wave and state["free"] == slots and state["next"] == wave["first"] + slots:
+        if wave and state["free"] == state["slots"] and state["next"] == wave["first"] + state["slots"]:
             skip = repeats()
             if skip:  # the pool is idle: nothing to re-rate
                 env.timeout(skip).callbacks.append(lambda _e: dispatch())
@@ -699,27 +731,30 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         none), with their demand and events booked and dispatch moved past them."""
         if not boundaries:
             changes = _identity_boundaries(times, demand_rows, group_key)  # in runs (or programs)
-            boundaries.append(changes if run_of is None else starts[changes])
+            # a kernel's start is a boundary too: its first wave waits its startup
+            boundaries.append(np.union1d(changes if run_of is None else starts[changes], barriers))
         bounds = boundaries[0]
         after = int(np.searchsorted(bounds, wave["first"], side="right"))  # the run holding the wave ends there
         run_end = int(bounds[after]) if after < len(bounds) else n
-        k = (min(run_end, limit()) - state["next"]) // slots
+        k = (min(run_end, limit()) - state["next"]) // state["slots"]
         if k < 1:
             return 0
         period = env.now - wave["ps"]
         pool.book(k * (pool.used_array() - wave["used"]), k * (pool.events - wave["events"]))
-        state["next"] += k * slots
+        state["next"] += k * state["slots"]
         wave.clear()
         return k * period
 
     def dispatch() -> None:
-        take = min(state["free"], limit() - state["next"])
+        end = limit()  # first: at a kernel's start it sets that kernel's slots
+        take = min(state["free"], end - state["next"])
         if take <= 0:
             return
         # A kernel's first programs start on an idle chip: nothing moves data until the
         # first of them has paid its overhead and its first load's latency, so that much
         # (the least startup among them) is waited before any flow starts. Later programs
         # start among running ones, whose transfers hide their startup.
+        slots = state["slots"]
         first = state["free"] == slots and state["next"] in kernel_firsts
         if take == 1 and not first:  # one program finished, one starts: the common case of uneven kernels
             dispatch_one()
@@ -734,7 +769,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         state["free"] -= take
         core_of = cores.place(take)
         residents = cores.resident[core_of]
-        keys = group_key[rows] * (per_core + 1) + residents
+        keys = group_key[rows] * (most + 1) + residents
         seconds = times.seconds(rows, residents)
         waited_ps = round(float(times.startup[rows].min()) * PS_PER_S) if first else 0
         waited = _seconds(waited_ps)
@@ -792,8 +827,17 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     ends = [*kernel_ends, env.now]
     if key is not None:
         memo[key] = _Replayed(pool.used, pool.events, env.now, tuple(ends))
+    per_kernel_s = _kernel_seconds(ends)
     return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters,
-                   per_kernel_s=_kernel_seconds(ends), **specific)
+                   per_kernel_s=per_kernel_s, **_occupancy_summary(occupancies, per_kernel_s), **specific)
+
+
+def _occupancy_summary(occupancies: list[tuple[int, str]], per_kernel_s: list[float]) -> dict:
+    """``programs_per_core`` and ``occupancy_limit`` of a replay: those of its longest kernel
+    (the only one, or the one that sets most of the time)."""
+    longest = int(np.argmax(per_kernel_s)) if len(occupancies) > 1 else 0
+    per_core, limit = occupancies[longest]
+    return {"programs_per_core": per_core, "occupancy_limit": limit}
 
 
 def _after_startup(seconds: float, waited: float) -> float:
@@ -884,12 +928,12 @@ def _tpu_capacities(chip: Chip, cores: int, costs: ProgramCosts) -> dict[str, fl
 
 def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: ProgramCosts | None = None) -> KernelSimulation:
     costs = costs if costs is not None else program_costs(trace, chip)
-    if trace.kernel.resources.local_memory_bytes > chip.local.capacity_bytes:
-        raise InputError(
-            f"a program needs {trace.kernel.resources.local_memory_bytes} bytes of VMEM; "
-            f"{chip.name} has {int(chip.local.capacity_bytes)}",
-            field="kernel.resources.local_memory_bytes",
-        )
+    for i, res in enumerate(trace.resources_by_kernel):
+        if res.local_memory_bytes > chip.local.capacity_bytes:
+            raise InputError(
+                f"a program needs {res.local_memory_bytes} bytes of VMEM; {chip.name} has {int(chip.local.capacity_bytes)}",
+                field=f"{'kernel.resources' if i == 0 else f'kernel.kernel_resources[{i - 1}]'}.local_memory_bytes",
+            )
     core_of, cores = tpu_core_assignment(trace, chip)
     caps = _tpu_capacities(chip, cores, costs)
     clock = chip.clock_hz
@@ -995,7 +1039,7 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         hbm = costs.read_bytes + costs.write_bytes
         totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(), "hbm": hbm.sum()}
         return max(float(v) / caps[k] for k, v in totals.items()) + launch_s(trace, chip)
-    per_core, _ = gpu_occupancy(trace, chip)  # raises if the kernel does not fit
+    per_core = max(per_core for per_core, _ in gpu_occupancies(trace, chip))  # raises if a kernel does not fit
     moved = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
     totals = {"matrix": costs.matrix_s.sum(), "vector": costs.vector_s.sum(),
               "local_memory": costs.local_bytes.sum(), "port": moved.sum()}
@@ -1012,9 +1056,11 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
         hits = costs.read_bytes if cache_nearer else np.zeros_like(costs.read_bytes)
     bound = max(float(v) / caps[k] for k, v in totals.items())
     # timed once per run of identical programs (the same numbers as timing each)
-    starts, run_of = _program_runs(costs, hits)
+    starts, run_of = _kernel_runs(trace, costs, hits)
     ran, run_hits = (costs, hits) if run_of is None else (costs.take(starts), hits[starts])
-    times = gpu_program_times(chip, ran, run_hits, trace.kernel.pipeline_depth, instruction_streams(trace, chip))
+    streams = instruction_streams(trace, chip)
+    times = gpu_program_times(chip, ran, run_hits, trace.kernel.pipeline_depth,
+                              streams if np.isscalar(streams) else streams[starts])
     alone = times.seconds(np.arange(ran.num_programs))
     # a cohort runs at its members' mean speed, so only each key's fastest member is safe
     floor = np.empty(ran.num_programs)

@@ -21,6 +21,8 @@ total, so accounting stays exact while the access list stays short.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from accelsim.engine.programs import kernel_index, program_templates, program_vars
@@ -34,7 +36,7 @@ TARGET_ACCESSES = 1 << 17
 def cache_hit_bytes(
     trace: KernelTrace,
     *,
-    concurrency: int,
+    concurrency: int | Sequence[int],
     capacity_bytes: float,
     max_chunks: int | None = None,
 ) -> np.ndarray:
@@ -44,7 +46,7 @@ def cache_hit_bytes(
         return np.zeros(n)
     if max_chunks is None:
         max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
-    accesses = _accesses(trace, concurrency=max(concurrency, 1), max_chunks=max_chunks)
+    accesses = _accesses(trace, concurrency=concurrency, max_chunks=max_chunks)
     if accesses is None:
         return np.zeros(n)
     ids, nbytes, wave, when, pid = accesses
@@ -73,7 +75,7 @@ def _repeats(ids: np.ndarray, nbytes: np.ndarray, positions: np.ndarray | None =
 def absorbed_write_bytes(
     trace: KernelTrace,
     *,
-    concurrency: int,
+    concurrency: int | Sequence[int],
     capacity_bytes: float,
     max_chunks: int | None = None,
 ) -> np.ndarray:
@@ -84,7 +86,6 @@ def absorbed_write_bytes(
         return np.zeros(n)
     if max_chunks is None:
         max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
-    concurrency = max(concurrency, 1)
     writes = _accesses(trace, concurrency=concurrency, max_chunks=max_chunks, direction="write")
     if writes is None:
         return np.zeros(n)
@@ -183,20 +184,22 @@ def _evaluate(index, loop_var, loop_value, variables, group) -> np.ndarray | int
     return total
 
 
-def program_waves(trace: KernelTrace, concurrency: int) -> np.ndarray:
+def program_waves(trace: KernelTrace, concurrency: int | Sequence[int]) -> np.ndarray:
     """Each program's wave: launch position // concurrency, counted anew from each kernel
     of the trace (``kernel.kernel_starts``: a kernel's first programs wait for the last
-    ones of the kernel before)."""
+    ones of the kernel before); ``concurrency``: one for every kernel, or one per kernel
+    (kernels whose programs hold different resources)."""
     n = trace.num_programs
     starts = np.array([0, *(trace.kernel.kernel_starts or [])], dtype=np.int64)
     pid = np.arange(n, dtype=np.int64)
     kernel = kernel_index(trace)
     sizes = np.diff(np.append(starts, n))
-    first_wave = np.concatenate([[0], np.cumsum(-(-sizes // concurrency))[:-1]])
-    return first_wave[kernel] + (pid - starts[kernel]) // concurrency
+    per_kernel = np.maximum(np.broadcast_to(np.asarray(concurrency, dtype=np.int64), sizes.shape), 1)
+    first_wave = np.concatenate([[0], np.cumsum(-(-sizes // per_kernel))[:-1]])
+    return first_wave[kernel] + (pid - starts[kernel]) // per_kernel[kernel]
 
 
-def _accesses(trace: KernelTrace, *, concurrency: int, max_chunks: int, direction: str = "read"):
+def _accesses(trace: KernelTrace, *, concurrency: int | Sequence[int], max_chunks: int, direction: str = "read"):
     variables = program_vars(trace)
     template_of = program_templates(trace)
     waves = program_waves(trace, concurrency)

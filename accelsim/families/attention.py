@@ -400,18 +400,23 @@ def _kernel_name(p: dict[str, Any], direction: str) -> str:
 
 
 def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars, *, buffers: int,
-               kernel_starts: list[int] | None = None, extra_tensors: dict | None = None) -> KernelTrace:
+               kernel_starts: list[int] | None = None, resources_by_kernel: list[dict | None] | None = None,
+               extra_tensors: dict | None = None) -> KernelTrace:
     """A Triton-style attention trace: the resources come from the config (``buffers`` of
-    each staged tile: :meth:`Chip.staged_buffers`)."""
+    each staged tile: :meth:`Chip.staged_buffers`), or with several kernels from
+    ``resources_by_kernel``, one per kernel (None: the config's)."""
+    ours = {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
+            "registers_per_thread": _registers(p, config)}
+    each = [ours if r is None else r for r in resources_by_kernel or [None]]
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
             "name": _kernel_name(p, direction),
             "grid": grid,
-            "resources": {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
-                          "registers_per_thread": _registers(p, config)},
+            "resources": each[0],
             "pipeline_depth": config["num_stages"],
             "kernel_starts": kernel_starts,
+            **({"kernel_resources": each[1:]} if resources_by_kernel else {}),
         },
         "tensors": {**_tensors(p), **(extra_tensors or {})},
         "templates": templates,
@@ -491,7 +496,8 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         combine_vars = {name: values.tolist() for name, values in combine_vars.items()}
         program_vars = {name: program_vars.get(name, [0] * total) + combine_vars.get(name, [0] * heads)
                         for name in program_vars | combine_vars}
-        kernel = {"grid": [total + heads], "kernel_starts": [total]}
+        kernel = {"grid": [total + heads], "kernel_starts": [total],
+                  "kernel_resources": [{"warps": COMBINE_WARPS, "local_memory_bytes": split * (sq + 1) * 4}]}
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
@@ -508,6 +514,11 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         "program_vars": program_vars,
         "metadata": _metadata(params, config),
     })
+
+
+COMBINE_WARPS = 4
+"""Warps of a split decode's combine program (FlashAttention-2's ``flash_fwd_splitkv_combine_kernel``
+runs 128 threads), which holds its splits' LSEs in shared memory."""
 
 
 def _partial(rows: int, d: int, part: str = "part") -> dict:
@@ -595,9 +606,12 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     return _whole_gpu_backward(p, params, config, templates, template_of, program_vars, buffers)
 
 
-ROWS_PER_ELEMENTWISE_PROGRAM = 512
-"""Rows of [*, head_dim] per program of the backward's elementwise kernels: large enough
-that they stay HBM-bound at the backward kernel's occupancy (the trace has one)."""
+ROWS_PER_ELEMENTWISE_PROGRAM = 128
+"""Rows of [*, head_dim] per program of the backward's elementwise kernels (FlashAttention-2's
+``flash_bwd_dot_do_o_kernel`` and ``flash_bwd_convert_dq_kernel`` take a 128-row block, as
+the Triton tutorial's ``_attn_bwd_preprocess`` does with ``PRE_BLOCK = 128``)."""
+ELEMENTWISE_WARPS = 4
+"""Warps of a program of the backward's elementwise kernels (Triton's default ``num_warps``)."""
 
 
 def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars, buffers: int) -> KernelTrace:
@@ -640,8 +654,9 @@ def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars, b
         name: side_vars.get(name, [0] * side) + list(main_vars.get(name, [0] * main)) + side_vars.get(name, [0] * side)
         for name in sorted(names)
     }
+    elementwise = {"warps": ELEMENTWISE_WARPS}  # no shared memory: rows stream through registers
     return _gpu_trace(p, params, config, "bwd", [2 * side + main], templates, template_of, program_vars, buffers=buffers,
-                      kernel_starts=[side, side + main],
+                      kernel_starts=[side, side + main], resources_by_kernel=[elementwise, None, elementwise],
                       extra_tensors={"dQ_out": {"shape": [b, h, sq, d], "dtype": _tensors(p)["O"]["dtype"]}})
 
 

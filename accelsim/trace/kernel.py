@@ -243,6 +243,11 @@ class Kernel(_Strict):
     """Several kernels run back to back in one trace (a backward pass's kernels): the launch
     positions where a new kernel begins. Every program before one finishes before any
     program from it starts; on a TPU the pipeline starts anew there."""
+    kernel_resources: list[Resources] | None = None
+    """With ``kernel_starts``: what one program of each later kernel holds, one entry per
+    entry of ``kernel_starts`` (the first kernel's programs hold ``resources``). A
+    backward pass's elementwise kernels fit many programs on an SM where its main kernel
+    fits one. Absent: every kernel's programs hold ``resources``."""
 
 
 class KernelTrace(_Strict):
@@ -265,6 +270,13 @@ class KernelTrace(_Strict):
         for n in self.kernel.grid:
             count *= n
         return count
+
+    @property
+    def resources_by_kernel(self) -> list[Resources]:
+        """What one program of each kernel of the trace holds, in launch order."""
+        later = self.kernel.kernel_resources
+        return [self.kernel.resources, *(later if later is not None else
+                                         [self.kernel.resources] * len(self.kernel.kernel_starts or []))]
 
     @model_validator(mode="after")
     def _consistent(self) -> "KernelTrace":
@@ -298,6 +310,10 @@ class KernelTrace(_Strict):
         starts = self.kernel.kernel_starts
         if starts is not None and (any(b <= a for a, b in pairwise(starts)) or (starts and starts[-1] >= n)):
             raise ValueError(f"kernel.kernel_starts: expected increasing launch positions below {n} (the programs)")
+        more = self.kernel.kernel_resources
+        if more is not None and len(more) != len(starts or []):
+            raise ValueError(f"kernel.kernel_resources: expected one entry per entry of kernel.kernel_starts "
+                             f"({len(starts or [])}), got {len(more)}")
         known = set(GRID_VARS[: len(self.kernel.grid)]) | set(self.program_vars)
         for ti, template in enumerate(self.templates):
             for si, step in enumerate(template.steps):
