@@ -2,14 +2,16 @@
 arrive, so that a sweep that is stopped resumes where it stopped and loses nothing.
 
 The first line is a header naming the spec it belongs to (a hash of the spec's
-contents and of the files it names: traces, config files); a journal of another spec,
-or of the same spec over files that have changed since, is refused rather than mixed in.
+contents and of the files it names: traces, config files) and the model that ran it (a
+hash of accelsim's own code); a journal of another spec, of the same spec over files that
+have changed since, or of another version of the model, is refused rather than mixed in.
 A last line cut short by a kill is dropped on resume; any other damage (a line that is
 not a row, a metric of the wrong type) is refused with the line.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -55,8 +57,21 @@ def spec_digest(raw_spec: dict[str, Any], files: Sequence[Path] = ()) -> str:
     return digest.hexdigest()
 
 
-def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
-    """Rows already done, keyed by (point, workload); empty if there is no journal."""
+@functools.cache
+def model_digest() -> str:
+    """accelsim's own code: every ``.py`` file of the package, by path within it and contents
+    (not where it is installed). Results that one version of the model gave are not resumed
+    by another."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def read_journal(path: Path, digest: str, model: str | None = None) -> dict[tuple[int, int], Row]:
+    """Rows already done, keyed by (point, workload); empty if there is no journal.
+    ``model``: the model's digest (default :func:`model_digest`)."""
     if path.exists() and not path.is_file():
         raise InputError("expected the sweep's journal file here, found a folder or device; give another -o folder",
                          source=str(path))
@@ -76,6 +91,9 @@ def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
     if not isinstance(header, dict) or header.get("spec_sha256") != digest:
         raise InputError("this folder holds results of a different sweep spec, or of files it names that have "
                          "changed since (traces, configs); give another -o folder or --fresh", source=str(path))
+    if header.get("model_sha256") != (model or model_digest()):
+        raise InputError("this folder holds results of this sweep from another version of accelsim (its model's "
+                         "code has changed since they were run); give another -o folder or --fresh", source=str(path))
     rows: dict[tuple[int, int], Row] = {}
     for number, line in enumerate(lines[1:], start=2):
         try:
@@ -124,12 +142,13 @@ def _wrong_metric(metrics: dict[str, Any]) -> str | None:
     return None
 
 
-def open_journal(path: Path, digest: str, done: dict[tuple[int, int], Row]) -> TextIO:
+def open_journal(path: Path, digest: str, done: dict[tuple[int, int], Row], model: str | None = None) -> TextIO:
     """Open for appending; a fresh journal (or one whose last line was cut) is rewritten first."""
     complete = path.is_file() and path.read_text(encoding="utf-8").endswith("\n")
     if not done or not complete:
         with path.open("w", encoding="utf-8") as f:
-            f.write(json.dumps({"journal": JOURNAL_VERSION, "spec_sha256": digest}) + "\n")
+            f.write(json.dumps({"journal": JOURNAL_VERSION, "spec_sha256": digest,
+                                "model_sha256": model or model_digest()}) + "\n")
             for key in sorted(done):
                 f.write(done[key].to_json() + "\n")
     return path.open("a", encoding="utf-8")

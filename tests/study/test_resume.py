@@ -7,6 +7,7 @@ import json
 import pytest
 
 from accelsim.errors import InputError
+from accelsim.study import journal as journal_module
 from accelsim.study.journal import JOURNAL_NAME
 from accelsim.study.plan import plan_sweep
 from accelsim.study.sweep import run_sweep
@@ -199,3 +200,36 @@ def test_the_same_sweep_named_another_way_resumes(spec_file, tmp_path, monkeypat
     monkeypatch.chdir(spec.parent)
     again = run_sweep(plan_sweep(spec.name), tmp_path / "out", progress=False)
     assert first.ran == 9 and (again.ran, again.resumed) == (0, 9)
+
+
+@pytest.mark.parametrize("model", ["0" * 64, None])
+def test_journal_of_another_model_is_refused(spec_file, tmp_path, model):
+    """Results one version of accelsim gave are not resumed by another (the header holds a
+    hash of its code); a journal written before the header held one is refused alike."""
+    plan = plan_sweep(spec_file(HBM_SWEEP))
+    run_sweep(plan, tmp_path / "out", progress=False)
+    path = tmp_path / "out" / JOURNAL_NAME
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["model_sha256"] == journal_module.model_digest()
+    header["model_sha256"] = model
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    with pytest.raises(InputError, match="another version of accelsim"):
+        run_sweep(plan, tmp_path / "out", progress=False)
+    assert run_sweep(plan, tmp_path / "out", progress=False, fresh=True).ran == 6
+
+
+def test_the_model_digest_follows_the_code(monkeypatch, tmp_path):
+    package = tmp_path / "accelsim" / "study"
+    package.mkdir(parents=True)
+    (package / "journal.py").write_text("x = 1\n")
+    monkeypatch.setattr(journal_module, "__file__", str(package / "journal.py"))
+    journal_module.model_digest.cache_clear()
+    try:
+        first = journal_module.model_digest()
+        journal_module.model_digest.cache_clear()
+        (package / "journal.py").write_text("x = 2\n")
+        assert journal_module.model_digest() != first
+    finally:
+        monkeypatch.undo()
+        journal_module.model_digest.cache_clear()
