@@ -52,8 +52,9 @@ def _builtin_index() -> dict[str, Path]:
     """Built-in config names (file stems) and their aliases -> file."""
     index = {path.stem: path for path in builtin_paths()}
     for path in builtin_paths():
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER) or {}
-        for alias in data.get("aliases", []) if isinstance(data, dict) else []:
+        data, _ = read_yaml(path)  # a file there that does not parse is named in one line
+        aliases = data.get("aliases", [])
+        for alias in aliases if isinstance(aliases, list) else []:
             index.setdefault(str(alias), path)
     return index
 
