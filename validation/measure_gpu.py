@@ -357,6 +357,18 @@ def describe_device(kind: str) -> Device:
     return Device(torch.device("cuda", index), info)
 
 
+def pci_bus_id(device: Device) -> str | None:
+    """The GPU's PCI address as NVML takes it (``0000:3B:00.0``), from PyTorch's device
+    properties; None on the CPU or where PyTorch does not give it."""
+    if not device.on_gpu:
+        return None
+    props = torch.cuda.get_device_properties(device.torch_device)
+    parts = [getattr(props, f"pci_{name}_id", None) for name in ("domain", "bus", "device")]
+    if any(not isinstance(part, int) for part in parts):
+        return None
+    return f"{parts[0]:04X}:{parts[1]:02X}:{parts[2]:02X}.0"
+
+
 def library_versions(device: Device) -> dict:
     versions = module_versions("torch", "triton", "numpy") | {
         "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None)}
@@ -1087,7 +1099,7 @@ def main(argv: list[str] | None = None) -> int:
         timer = Timer(device, policy)
         provenance["timing"]["cache_flush_s"] = timer.flush_s
         run = Run(device, policy, scale, timer, out_dir, budget_end - reserve, not args.no_kernel_names, provenance,
-                  clocks=ClockSampler(nvml_sm_clock() if device.on_gpu else None))
+                  clocks=ClockSampler(nvml_sm_clock(pci_bus_id(device)) if device.on_gpu else None))
         for family in args.families:
             run_family(family, run)
         print_summary(run)

@@ -9,7 +9,8 @@
 forward and backward, softmax and layernorm kernels each run at several tile configs of one shape (so
 ``accelsim validate`` ranks the configs: Kendall tau) and a few sizes at one config.
 Records carry ``config`` in the simulator's vocabulary and an id tag
-``--triton-<kernel>-<config>``.
+``--triton-<kernel>-<config>``. Split-KV decode (``decode_attention.py``) runs at several
+splits and tile widths of one long and one short sequence and at batch 16.
 
 Correct first: the first call of each case is compared with a float64 CPU reference on
 row blocks that depend on no other rows (first, middle, last; the matmul also on three
@@ -169,6 +170,31 @@ def _attention_bwd(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, 
                         "before, not timed"), check
 
 
+def _decode(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
+    """Split-KV decode (one query token): the split kernel, then with several splits the
+    combine kernel, as one call (the attention family's decode trace: two kernels)."""
+    from kernels.triton import decode_attention as dec
+
+    q = lib._randn((p["batch"], p["heads"], p["head_dim"]), p["dtype"], device)
+    k = lib._randn((p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
+    v = lib._randn((p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim"]), p["dtype"], device)
+    call = dec.DecodeCall(q, k, v, block_m=c["block_m"], block_n=c["block_n"], split_kv=c["split_kv"],
+                          num_stages=c["num_stages"], num_warps=c["num_warps"])
+    group = p["heads"] // p["kv_heads"]
+
+    def check(out):
+        errors = []
+        for bi, hi in {(0, 0), (p["batch"] - 1, p["heads"] - 1)}:
+            keys, values = lib._as_double(k[bi, hi // group]), lib._as_double(v[bi, hi // group])
+            weights = (keys @ lib._as_double(q[bi, hi]) / math.sqrt(p["head_dim"])).softmax(dim=-1)
+            errors.append(lib.rel_error(out[0][bi, hi], weights @ values))
+        return max(errors)
+
+    return lib.Prepared(call.launch, lambda: None, "Triton split-KV decode attention (kernels/triton/decode_attention.py)",
+                        "q [B,H,D] (one token), k and v [B,Hkv,S,D]; the query heads of a KV group are the rows of "
+                        "one block; fp32 partials and a combine kernel when split_kv > 1"), check
+
+
 def _rowwise(kind: str):
     def prepare(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callable]:
         module = __import__(f"kernels.triton.{kind}", fromlist=[kind])
@@ -195,6 +221,7 @@ KERNELS: dict[str, tuple[str, Callable]] = {
     "matmul-bt": ("gemm", _matmul_with("nk")),
     "attention": ("attention", _attention),
     "attention-bwd": ("attention", _attention_bwd),
+    "decode": ("attention", _decode),
     "softmax": ("softmax", _rowwise("softmax")),
     "layernorm": ("layernorm", _rowwise("layernorm")),
 }
@@ -206,6 +233,28 @@ def _gemm_cfg(bm, bn, bk, group=8, stages=3, warps=8) -> dict:
 
 def _attn_cfg(bm, bn, stages=2, warps=8) -> dict:
     return fmt.attention_config(bm, bn, num_stages=stages, num_warps=warps)
+
+
+def _decode_cfg(bn, split, stages=2, bm=16) -> dict:
+    return fmt.attention_config(bm, bn, num_stages=stages, num_warps=4, split_kv=split)
+
+
+def decode_cases(scale: str) -> list[Case]:
+    """Split-KV decode at configs the model must order: one long batch-1 GQA sequence at
+    splits and tile widths around TileOPs' published H200 choices (its 64- vs 128-token tiles
+    at 32 splits are 5% apart, which the model ties), a short one (where a call's fixed
+    costs dominate), and batched Llama-70B-like decode with and without a combine kernel."""
+    if scale.startswith("cpu"):
+        small = fmt.attention_params(1, 8, 2, 1, 256, 64, False, "fp16")
+        return [Case("decode", "attention", small, _decode_cfg(32, 4))] + (
+            [] if scale == "cpu-quick" else [Case("decode", "attention", small, _decode_cfg(64, 1))])
+    long = fmt.attention_params(1, 32, 4, 1, 262144, 128, False, "fp16")
+    short = fmt.attention_params(1, 32, 4, 1, 4096, 128, False, "fp16")
+    batched = fmt.attention_params(16, 64, 8, 1, 4096, 128, False, "fp16")
+    return ([Case("decode", "attention", long, _decode_cfg(bn, split, stages)) for bn, split, stages in (
+                (64, 32, 2), (128, 32, 2), (64, 64, 2), (64, 16, 2), (32, 32, 2), (64, 32, 3), (128, 16, 2))]
+            + [Case("decode", "attention", short, _decode_cfg(bn, split)) for bn, split in ((64, 8), (64, 16), (32, 32))]
+            + [Case("decode", "attention", batched, _decode_cfg(64, split)) for split in (1, 2, 4)])
 
 
 def plan(scale: str) -> list[Case]:
@@ -220,8 +269,9 @@ def plan(scale: str) -> list[Case]:
                  Case("attention-bwd", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16", "bwd-kernel"),
                       _attn_cfg(32, 64, 2, 4))]
         block_rows = (4,) if scale == "cpu-quick" else (2, 4)
-        return cases + [Case(kind, kind, {"rows": 64, "cols": 256, "dtype": "fp16"}, {"block_rows": br, "num_warps": 4})
-                        for kind in ("softmax", "layernorm") for br in block_rows]
+        return cases + decode_cases(scale) + [
+            Case(kind, kind, {"rows": 64, "cols": 256, "dtype": "fp16"}, {"block_rows": br, "num_warps": 4})
+            for kind in ("softmax", "layernorm") for br in block_rows]
     square = {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}
     if scale == "gpu-quick":
         return [Case("matmul", "gemm", square, _gemm_cfg(128, 256, 64)),
@@ -251,6 +301,7 @@ def plan(scale: str) -> list[Case]:
     for causal in (False, True):  # the backward over the family's config space corners
         cases += [Case("attention-bwd", "attention", fmt.fa_setup_params(4096, 128, causal, pass_="bwd-kernel"), cfg)
                   for cfg in (_attn_cfg(64, 64), _attn_cfg(32, 128), _attn_cfg(32, 64), _attn_cfg(64, 32))]
+    cases += decode_cases(scale)  # before the row-wise kernels, whose configs the model predicts nearly equal
     for kind in ("softmax", "layernorm"):
         cases += [Case(kind, kind, {"rows": 4096, "cols": 4096, "dtype": "bf16"}, {"block_rows": br, "num_warps": w})
                   for br in (1, 2, 4) for w in (4, 8)]
@@ -323,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
     timer = lib.Timer(device, policy)
     run = lib.Run(device, policy, scale, timer, args.out, deadline, not args.no_kernel_names, provenance,
-                  clocks=lib.ClockSampler(lib.nvml_sm_clock() if device.on_gpu else None))
+                  clocks=lib.ClockSampler(lib.nvml_sm_clock(lib.pci_bus_id(device)) if device.on_gpu else None))
     print(f"triton: {device.info['name']} ({scale}), {len(cases)} cases -> {args.out}", flush=True)
     for index, case in enumerate(cases):
         run_case(case, index, run, files)

@@ -184,13 +184,14 @@ def gemm_config(block_m: int, block_n: int, block_k: int, *, group_m: int = 8, n
             "num_stages": num_stages, "num_warps": num_warps}
 
 
-def attention_config(block_m: int, block_n: int, *, num_stages: int = 2, num_warps: int = 8) -> dict:
-    """An attention family config (no split-KV) in the simulator's vocabulary."""
-    return {"block_m": block_m, "block_n": block_n, "num_stages": num_stages, "num_warps": num_warps, "split_kv": 1}
+def attention_config(block_m: int, block_n: int, *, num_stages: int = 2, num_warps: int = 8, split_kv: int = 1) -> dict:
+    """An attention family config in the simulator's vocabulary (``split_kv``: decode's split)."""
+    return {"block_m": block_m, "block_n": block_n, "num_stages": num_stages, "num_warps": num_warps,
+            "split_kv": split_kv}
 
 
 CONFIG_TAG_KEYS = {"block_m": "bm", "block_n": "bn", "block_k": "bk", "group_m": "g", "block_rows": "br",
-                   "num_warps": "w", "num_stages": "s"}
+                   "num_warps": "w", "num_stages": "s", "split_kv": "sp"}
 
 
 def config_tag(kernel: str, config: dict[str, Any]) -> str:
@@ -284,7 +285,11 @@ def _is_positive_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number (an integer of any size is finite: ``math.isfinite`` would
+    overflow converting a huge one)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 ARRAY_COUNTS = ("inputs", "outputs")
@@ -382,11 +387,18 @@ def validate_record(record: Any, family: str) -> list[str]:
             and "\n" not in str(v) for k, v in conditions.items())):
         errors.append("conditions: expected an object of config paths and values (e.g. {\"clock\": \"1500 MHz\"})")
     clock = record.get("sm_clock_mhz")
-    if "sm_clock_mhz" in record and not (isinstance(clock, dict) and set(clock) == {"median", "min", "max", "readings"}
-                                         and all(_is_number(clock[k]) and clock[k] > 0 for k in clock)
-                                         and clock["min"] <= clock["median"] <= clock["max"]):
-        errors.append("sm_clock_mhz: expected {median, min, max, readings}, positive numbers with min <= median <= max")
+    if "sm_clock_mhz" in record and not clock_reading_ok(clock):
+        errors.append("sm_clock_mhz: expected {median, min, max, readings}: clocks in MHz of at least 1 with "
+                      "min <= median <= max, and a whole number of readings")
     return errors
+
+
+def clock_reading_ok(clock: Any) -> bool:
+    """A record's ``sm_clock_mhz``: ``{median, min, max}`` in MHz (at least 1, min <= median
+    <= max) and how many ``readings`` they summarise (a positive integer)."""
+    return (isinstance(clock, dict) and set(clock) == {"median", "min", "max", "readings"}
+            and all(_is_number(clock[k]) and clock[k] >= 1 for k in ("median", "min", "max"))
+            and _is_positive_int(clock["readings"]) and clock["min"] <= clock["median"] <= clock["max"])
 
 
 @dataclass

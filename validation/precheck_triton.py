@@ -39,20 +39,25 @@ KERNELS = HERE.parent / "kernels" / "triton"
 SMALL_GEMM = 512
 SMALL_SEQ = 512
 SMALL_ROWS = 64
-ENTRY = {"attention-bwd": ("attention", "run_bwd")}
+ENTRY = {"attention-bwd": ("attention", "run_bwd"), "decode": ("decode_attention", "run_split"),
+         "matmul-bt": ("matmul", "run_bt")}
 """Kernels of the sweep that are not ``<kernel>.py:run``: (file stem, function)."""
 
 
 def capture_params(case: measure_triton.Case) -> dict[str, str]:
     """The case's config at a small problem size (what the compiler sees is unchanged)."""
     p, c = case.params, case.config
-    if case.kernel == "matmul":
+    if case.kernel in ("matmul", "matmul-bt"):
         out = {"M": SMALL_GEMM, "N": SMALL_GEMM, "K": SMALL_GEMM, "dtype": p["dtype"],
                **{k: c[k] for k in ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")}}
     elif case.kernel in ("attention", "attention-bwd"):
         out = {"batch": 1, "heads": 2, "kv_heads": 2, "seq_q": SMALL_SEQ, "head_dim": p["head_dim"],
                "causal": p["causal"], "dtype": p["dtype"],
                **{k: c[k] for k in ("block_m", "block_n", "num_stages", "num_warps")}}
+    elif case.kernel == "decode":  # the split kernel (the combine is a few loads per head); whole blocks per split
+        out = {"batch": 1, "heads": p["heads"] // p["kv_heads"], "kv_heads": 1, "head_dim": p["head_dim"],
+               "seq_kv": c["split_kv"] * c["block_n"], "dtype": p["dtype"],
+               **{k: c[k] for k in ("block_m", "block_n", "split_kv", "num_stages", "num_warps")}}
     else:
         out = {"rows": SMALL_ROWS, "cols": p["cols"], "dtype": p["dtype"], "block_rows": c["block_rows"],
                "num_warps": c["num_warps"]}

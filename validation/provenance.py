@@ -63,16 +63,26 @@ NVML_CLOCK_SM = 1
 """``nvmlClockType_t``'s SM clock (``NVML_CLOCK_SM`` in ``nvml.h``)."""
 
 
-def nvml_sm_clock() -> Callable[[], float | None] | None:
-    """A reader of the first GPU's current SM clock in MHz through NVML (``libnvidia-ml``,
-    the library ``nvidia-smi`` reads; loaded with ctypes, so no Python package is needed);
-    ``None`` where NVML is missing or answers nothing. It only reads."""
+def nvml_sm_clock(pci_bus_id: str | None = None) -> Callable[[], float | None] | None:
+    """A reader of a GPU's current SM clock in MHz through NVML (``libnvidia-ml``, the
+    library ``nvidia-smi`` reads; loaded with ctypes, so no Python package is needed): the
+    GPU at ``pci_bus_id`` (``domain:bus:device.function``, hex), or without one the only
+    GPU NVML sees (NVML numbers GPUs its own way, not as ``CUDA_VISIBLE_DEVICES`` does, so
+    with several and no bus id it does not guess). ``None`` where NVML is missing, the GPU
+    is not found or it answers nothing. It only reads."""
     try:
         nvml = ctypes.CDLL("libnvidia-ml.so.1")
         if nvml.nvmlInit_v2() != 0:
             return None
         handle = ctypes.c_void_p()
-        if nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
+        if pci_bus_id:
+            found = nvml.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.encode(), ctypes.byref(handle))
+        else:
+            count = ctypes.c_uint()
+            if nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0 or count.value != 1:
+                return None
+            found = nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle))
+        if found != 0:
             return None
     except (OSError, AttributeError):
         return None

@@ -241,7 +241,8 @@ def launch_s(trace: KernelTrace, chip: Chip) -> float:
     return seconds
 
 
-def _result(trace, chip, costs, pool, caps, body_ps, hbm, per_kernel_s=None, **specific) -> KernelSimulation:
+def _result(trace, chip, costs, pool, caps, body_ps, hbm, per_kernel_s=None, local_memory_bytes=None,
+            **specific) -> KernelSimulation:
     """What every replay reports, from the pool's accounting at the end; ``per_kernel_s``: each
     kernel's seconds when the trace has several."""
     body_s = _seconds(body_ps)
@@ -259,7 +260,8 @@ def _result(trace, chip, costs, pool, caps, body_ps, hbm, per_kernel_s=None, **s
         sim_wall_s=0.0,
         config=dict(trace.metadata.get("config", {})),
         launch_overhead_s=launch_s(trace, chip),
-        local_memory_bytes=trace.kernel.resources.local_memory_bytes,
+        local_memory_bytes=(trace.kernel.resources.local_memory_bytes if local_memory_bytes is None
+                            else local_memory_bytes),
         per_kernel_s=per_kernel_s if trace.kernel.kernel_starts else None,
         **specific,
     )
@@ -618,7 +620,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
             done = memo[key]
             per_kernel_s = _kernel_seconds(done.kernel_ends_ps)
             return _result(trace, chip, costs, done, caps, done.body_ps, hbm, segments=[], counters=[],
-                           per_kernel_s=per_kernel_s, **_occupancy_summary(occupancies, per_kernel_s), **specific)
+                           per_kernel_s=per_kernel_s, **_occupancy_summary(trace, occupancies, per_kernel_s), **specific)
 
     env, pool, segments, counters = _replay(caps, timeline)
     state = {"next": 0, "free": chip.num_cores * per_cores[0], "slots": chip.num_cores * per_cores[0], "gate": 0}
@@ -829,15 +831,16 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         memo[key] = _Replayed(pool.used, pool.events, env.now, tuple(ends))
     per_kernel_s = _kernel_seconds(ends)
     return _result(trace, chip, costs, pool, caps, env.now, hbm, segments=segments, counters=counters,
-                   per_kernel_s=per_kernel_s, **_occupancy_summary(occupancies, per_kernel_s), **specific)
+                   per_kernel_s=per_kernel_s, **_occupancy_summary(trace, occupancies, per_kernel_s), **specific)
 
 
-def _occupancy_summary(occupancies: list[tuple[int, str]], per_kernel_s: list[float]) -> dict:
-    """``programs_per_core`` and ``occupancy_limit`` of a replay: those of its longest kernel
-    (the only one, or the one that sets most of the time)."""
+def _occupancy_summary(trace: KernelTrace, occupancies: list[tuple[int, str]], per_kernel_s: list[float]) -> dict:
+    """``programs_per_core``, ``occupancy_limit`` and ``local_memory_bytes`` of a replay: those
+    of its longest kernel (the only one, or the one that sets most of the time)."""
     longest = int(np.argmax(per_kernel_s)) if len(occupancies) > 1 else 0
     per_core, limit = occupancies[longest]
-    return {"programs_per_core": per_core, "occupancy_limit": limit}
+    return {"programs_per_core": per_core, "occupancy_limit": limit,
+            "local_memory_bytes": trace.resources_by_kernel[longest].local_memory_bytes}
 
 
 def _after_startup(seconds: float, waited: float) -> float:

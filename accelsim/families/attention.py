@@ -210,6 +210,11 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
                              source="--param", field="split_kv")
     need = _local_bytes(p, config, chip.family, chip.staged_buffers(config["num_stages"]))
     limit, limit_field = local_limit(chip)
+    combine = _combine_local_bytes(config["split_kv"], p["seq_q"])
+    if config["split_kv"] > 1 and combine > limit:
+        raise InputError(f"split_kv={config['split_kv']}: the combine kernel holds every split's log-sum-exp, "
+                         f"{combine} bytes of local memory per program; {chip.name} allows {int(limit)} "
+                         f"({limit_field})", source="--param", field="split_kv")
     if need > limit:
         raise InputError(f"blocks need {need} bytes of local memory per program; "
                          f"{chip.name} allows {int(limit)} ({limit_field})", source="--param", field="block_m")
@@ -292,20 +297,29 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     the add of the P V product (a GPU's ``tl.dot(p, v, acc)`` adds inside the MMA).
     Masked blocks add one select per score on GPUs (the index compares are integer mask
     arithmetic) and the index arithmetic, compare and select (5) on TPUs. ``pairs`` is
-    the number of attended scores (default: all); it sets the useful matmul flops."""
-    scores = rows * cols
+    the number of attended scores (default: all); it sets the useful matmul flops.
+
+    The vector and special-function work runs on the whole [bm, bn] block, as the matmuls
+    do: rows past ``rows`` (a decode block's padding past its query heads, a sequence's
+    last query block) and columns past ``cols`` (its last key block) are computed and
+    masked or dropped; their work costs time and counts no flops."""
+    scores, executed = rows * cols, max(bm, rows) * max(bn, cols)
     pairs = scores if pairs is None else pairs
     accumulate = 2 if target == "tpu" else 1
     vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + accumulate * rows * d + 4 * rows
+    padding_rows = max(bm, rows) - rows
+    padding = FWD_VECTOR_FLOPS_PER_SCORE * (executed - scores) + accumulate * padding_rows * d + 4 * padding_rows
     work = [
         Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
-        Compute(unit="special", flops=float(scores + rows), dtype="fp32"),
+        Compute(unit="special", flops=float(executed + max(bm, rows)), dtype="fp32"),
         Compute(unit="vector", flops=float(vector), dtype="fp32"),
-        Compute(unit="vector", flops=float(scores), dtype=dtype, useful=False),
+        Compute(unit="vector", flops=float(executed), dtype=dtype, useful=False),
         Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),
     ]
+    if padding:
+        work.append(Compute(unit="vector", flops=float(padding), dtype="fp32", useful=False))
     if diagonal:
-        masking = MASK_FLOPS_PER_SCORE[target] * scores
+        masking = MASK_FLOPS_PER_SCORE[target] * executed
         work.append(Compute(unit="vector", flops=float(masking), dtype="fp32", useful=False))
     return work
 
@@ -497,7 +511,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         program_vars = {name: program_vars.get(name, [0] * total) + combine_vars.get(name, [0] * heads)
                         for name in program_vars | combine_vars}
         kernel = {"grid": [total + heads], "kernel_starts": [total],
-                  "kernel_resources": [{"warps": COMBINE_WARPS, "local_memory_bytes": split * (sq + 1) * 4}]}
+                  "kernel_resources": [{"warps": COMBINE_WARPS, "local_memory_bytes": _combine_local_bytes(split, sq)}]}
     return KernelTrace.model_validate({
         "schema_version": 1,
         "kernel": {
@@ -519,6 +533,11 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
 COMBINE_WARPS = 4
 """Warps of a split decode's combine program (FlashAttention-2's ``flash_fwd_splitkv_combine_kernel``
 runs 128 threads), which holds its splits' LSEs in shared memory."""
+
+
+def _combine_local_bytes(split: int, seq_q: int) -> int:
+    """Shared memory of a combine program: every split's log-sum-exps of its rows, fp32."""
+    return split * (seq_q + 1) * 4
 
 
 def _partial(rows: int, d: int, part: str = "part") -> dict:

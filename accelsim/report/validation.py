@@ -66,7 +66,7 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
         config = " ".join(f"{k}={v}" for k, v in c.config.items())
         if c.measurement.conditions:  # how the device ran, applied to the chip (a locked clock)
             config += " (at " + ", ".join(c.measurement.conditions) + ")"
-        if c.measurement.ran_at_clock and c.measurement.ran_at_clock == f"clock={c.clock_hz / 1e6:.0f} MHz":
+        if c.at_read_clock:
             config += f" (at {c.clock_hz / 1e6:.0f} MHz, the SM clock read while it was timed)"
         lines.append(f"| {c.measurement.id} | {'held-out' if held[id(c)] else 'train'} | "
                      f"{c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | {_pct(c.error)} | {config} |")

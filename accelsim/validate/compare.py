@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +57,15 @@ class Measurement:
 
     def overrides_on(self, overrides: Sequence[str]) -> tuple[str, ...]:
         """The command's ``overrides``, then the record's conditions, then the clock it ran
-        at where neither of those sets one."""
+        at where neither of those sets one (:meth:`read_clock_applies`)."""
         given = (*overrides, *self.conditions)
-        if self.ran_at_clock is None or any(o.split("=", 1)[0].strip() == "clock" for o in given):
-            return given
-        return (*given, self.ran_at_clock)
+        return (*given, self.ran_at_clock) if self.read_clock_applies(overrides) else given
+
+    def read_clock_applies(self, overrides: Sequence[str]) -> bool:
+        """Whether the record is predicted at the clock read while it was timed: it has one,
+        and neither ``overrides`` nor its conditions set a clock."""
+        return self.ran_at_clock is not None and not any(
+            o.split("=", 1)[0].strip() == "clock" for o in (*overrides, *self.conditions))
 
 
 LATENCY_KINDS = ("launches", "device")
@@ -111,6 +115,9 @@ class Comparison:
     """Each simulated kernel's time, launch left out (one entry for a one-kernel trace)."""
     clock_hz: float = 0.0
     """The clock the record was predicted at."""
+    at_read_clock: bool = False
+    """Predicted at the clock read while the record was timed (``sm_clock_mhz``), which neither
+    its conditions nor the command's ``--set`` overrode."""
 
     @property
     def error(self) -> float:
@@ -195,8 +202,7 @@ def _check_informational(record: dict, path: Path, where: str) -> None:
     numbers of 0 or more, ``measured`` a boolean."""
     for key in ("flops", "bytes"):
         value = record.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not math.isfinite(value) or value < 0):
+        if value is not None and (not _finite_number(value) or value < 0):
             raise InputError(f"expected a number of 0 or more, got {json.dumps(value)}", source=str(path),
                              field=f"{where}.{key}")
     if "measured" in record and not isinstance(record["measured"], bool):
@@ -239,10 +245,11 @@ def _ran_at_clock(record: dict, arch: str, path: Path, field: str, checked: set)
         return None
     value = record["sm_clock_mhz"]
     if not (isinstance(value, dict) and set(value) == {"median", "min", "max", "readings"}
-            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-                    for v in value.values()) and value["min"] <= value["median"] <= value["max"]):
-        raise InputError("expected {median, min, max, readings}: SM clock readings in MHz, positive, "
-                         "min <= median <= max", source=str(path), field=field)
+            and all(_finite_number(value[k]) and value[k] >= 1 for k in ("median", "min", "max"))
+            and isinstance(value["readings"], int) and not isinstance(value["readings"], bool) and value["readings"] > 0
+            and value["min"] <= value["median"] <= value["max"]):
+        raise InputError("expected {median, min, max, readings}: SM clocks in MHz of at least 1 with "
+                         "min <= median <= max, and a whole number of readings", source=str(path), field=field)
     override = f"clock={value['median']:.0f} MHz"
     if (arch, (override,)) not in checked:
         try:
@@ -292,10 +299,17 @@ MAX_MEASURED_S = 86400.0
 """A day: no kernel or collective measurement takes longer; a larger value is a unit slip."""
 
 
+def _finite_number(value: Any) -> bool:
+    """A finite JSON number (an integer of any size is: ``math.isfinite`` would overflow
+    converting a huge one)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
 def _latency(value, path: Path, field: str) -> float:
     """A measured latency: a finite number of seconds above zero, up to a day."""
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            or not 0 < value <= MAX_MEASURED_S):
+    if not _finite_number(value) or not 0 < value <= MAX_MEASURED_S:
         raise InputError(f"expected a latency in seconds above 0 and at most {MAX_MEASURED_S:g} (a day), "
                          f"got {value!r}", source=str(path), field=field)
     return float(value)
@@ -390,7 +404,8 @@ def _init_worker(overrides: tuple[str, ...], search: bool) -> None:
 def _worker_attempt(m: Measurement) -> Comparison | InputError:
     """The record's comparison, or the InputError predicting it raised."""
     try:
-        return predict(m, chip_for(m, m.arch, _WORKER["overrides"], _WORKER["chips"]), search=_WORKER["search"])
+        comparison = predict(m, chip_for(m, m.arch, _WORKER["overrides"], _WORKER["chips"]), search=_WORKER["search"])
+        return replace(comparison, at_read_clock=m.read_clock_applies(_WORKER["overrides"]))
     except InputError as exc:
         return exc
 

@@ -78,3 +78,12 @@ def run(M: int, N: int, K: int, dtype: str = "bf16", block_m: int = 128, block_n
     a, b = inputs(M, N, K, dtype, seed)
     return matmul(a, b, block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                   num_stages=num_stages, num_warps=num_warps)
+
+
+def run_bt(M: int, N: int, K: int, dtype: str = "bf16", block_m: int = 128, block_n: int = 256, block_k: int = 64,
+           group_m: int = 8, num_stages: int = 4, num_warps: int = 8, seed: int = 0) -> torch.Tensor:
+    """:func:`run` with B the transpose of a row-major [N, K] weight (K contiguous, as
+    ``nn.Linear`` hands ``x @ W.T`` to the kernel): ``measure_triton.py``'s ``matmul-bt``."""
+    a, b = inputs(M, N, K, dtype, seed)
+    return matmul(a, b.t().contiguous().t(), block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
+                  num_stages=num_stages, num_warps=num_warps)

@@ -114,3 +114,24 @@ def test_rowwise_kernels_agree_with_their_families(case):
     name, params, config = ROWWISE_CASES[case]
     captured, built = captured_and_built(name, name, params, config, {})
     assert_agree(captured, built)
+
+
+def test_decode_split_kernel_agrees_with_the_attention_familys_first_kernel():
+    """Our split-KV decode's split kernel (``decode_attention.py:run_split``) and the first
+    kernel of the family's decode trace: the same programs, bytes, matrix time and
+    resources; vector work within 10% (both count the softmax on the padded 16-row block,
+    which the kernel computes); the same simulated time for that kernel within 1%."""
+    params = {"batch": 2, "heads": 16, "kv_heads": 2, "seq_kv": 1000, "head_dim": 64, "dtype": "fp16"}
+    config = {"block_m": 16, "block_n": 64, "split_kv": 4, "num_stages": 2, "num_warps": 4}
+    captured, built = captured_and_built("decode_attention", "attention", params, config, {}, function="run_split",
+                                         family_params={"seq_q": 1})
+    n = captured.num_programs
+    assert built.kernel.kernel_starts == [n]  # then the combine kernel
+    a, b = program_costs(captured, CHIP), program_costs(built, CHIP).take(np.arange(n))
+    for field in ("iterations", "read_bytes", "write_bytes", "fill_bytes", "drain_bytes", "matrix_s"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+    np.testing.assert_allclose(a.vector_s, b.vector_s, rtol=0.1)
+    assert captured.kernel.resources == built.kernel.resources
+    alone = simulate_kernel(captured, CHIP)
+    assert alone.latency_s - alone.launch_overhead_s == pytest.approx(simulate_kernel(built, CHIP).per_kernel_s[0],
+                                                                       rel=0.01)

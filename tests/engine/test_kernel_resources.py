@@ -57,7 +57,8 @@ def test_a_later_kernel_with_more_residents_is_faster_than_under_the_first_ones_
     assert own.per_kernel_s[0] == pytest.approx(shared.per_kernel_s[0], rel=1e-9)
     assert own.per_kernel_s[1] < 0.5 * shared.per_kernel_s[1]  # 32 waves of one program per SM -> 2 of sixteen
     assert own.programs_per_core == 16 and own.occupancy_limit == "warps"  # the longest kernel's
-    assert shared.programs_per_core == 1
+    assert own.local_memory_bytes == 0
+    assert shared.programs_per_core == 1 and shared.local_memory_bytes == BIG["local_memory_bytes"]
 
 
 def test_resources_equal_to_the_first_kernels_change_nothing():
@@ -102,3 +103,22 @@ def test_a_later_kernel_that_does_not_fit_is_named(arch, later, field):
     with pytest.raises(InputError) as info:
         simulate_kernel(trace(8, 8, resources=resources, later=later), load_arch(arch))
     assert info.value.field == field
+
+
+def test_a_backward_pass_reports_its_main_kernels_occupancy():
+    """The backward's elementwise kernels come first and last; what a whole backward reports
+    (programs per SM, their limit, shared memory) is its main kernel's."""
+    from accelsim.families import get_family
+    from accelsim.families.base import parse_values
+
+    chip = load_arch("h100-sxm")
+    family = get_family("attention")
+    values = {"batch": "4", "heads": "16", "seq_q": "2048", "head_dim": "128", "pass": "bwd"}
+    whole = parse_values(family.params, values, "test")
+    alone = parse_values(family.params, {**values, "pass": "bwd-kernel"}, "test")
+    config = family.resolve_config(whole, {}, chip)
+    sim = simulate_kernel(family.build(whole, config, chip), chip)
+    main = simulate_kernel(family.build(alone, config, chip), chip)
+    assert (sim.programs_per_core, sim.occupancy_limit, sim.local_memory_bytes) == (
+        main.programs_per_core, main.occupancy_limit, main.local_memory_bytes)
+    assert sim.local_memory_bytes > 0

@@ -117,3 +117,16 @@ def test_the_combine_reads_the_blocks_the_splits_wrote():
     assert len(written) == split * 2 * 4
     assert {block[:3] for block in read} == written  # each head's rows of every split's partial
     assert len(read) == len(written) * 8  # 8 query heads per KV head
+
+
+def test_a_split_whose_combine_does_not_fit_names_split_kv():
+    """The combine kernel holds every split's log-sum-exp of its rows: a split count whose
+    combine program needs more shared memory than an SM gives is refused as split_kv, the
+    parameter the user gave, not as a field of the trace."""
+    values = parse_values(FAMILY.params, {"batch": "1", "heads": "8", "kv_heads": "8", "seq_q": "16",
+                                          "seq_kv": "262144", "head_dim": "128"}, "test")
+    config = {"block_m": "16", "block_n": "64", "num_stages": "2", "num_warps": "4"}
+    with pytest.raises(InputError) as info:
+        FAMILY.resolve_config(values, {**config, "split_kv": "4096"}, H100)
+    assert info.value.field == "split_kv" and "combine kernel" in info.value.message
+    FAMILY.resolve_config(values, {**config, "split_kv": "2048"}, H100)  # 139 KB: fits

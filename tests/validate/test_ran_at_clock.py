@@ -87,8 +87,10 @@ def test_the_report_says_which_clock_it_predicted_at(tmp_path):
 @pytest.mark.parametrize("value, expected", [
     ({"median": 1400}, "expected {median, min, max, readings}"),
     (_clock(1400, 1500, 1600), "min <= median <= max"),
-    (_clock(0), "positive"),
+    (_clock(0), "at least 1"),
     ("1400 MHz", "expected {median, min, max, readings}"),
+    ({**_clock(1400), "readings": 0.5}, "whole number of readings"),
+    (_clock(0.6), "at least 1"),
 ])
 def test_a_bad_reading_names_the_record(tmp_path, value, expected):
     path = _write(tmp_path, {"id": "a", "sm_clock_mhz": value})
@@ -96,3 +98,24 @@ def test_a_bad_reading_names_the_record(tmp_path, value, expected):
         read_measurements([path])
     line = info.value.one_line()
     assert str(path) in line and "records[0].sm_clock_mhz" in line and expected in line and "\n" not in line
+
+
+def test_huge_integers_are_refused_in_one_line(tmp_path):
+    """JSON integers of any size: a check that converts them to float would overflow."""
+    for record in ({"id": "a", "sm_clock_mhz": _clock(1500, 1400, 10**400)}, {"id": "a", "latency_s": 10**400},
+                   {"id": "a", "flops": 10**400}):
+        path = _write(tmp_path, record)
+        try:
+            read_measurements([path])
+        except InputError as exc:
+            assert "\n" not in exc.one_line() and str(path) in exc.one_line()
+
+
+def test_the_report_names_the_read_clock_only_when_it_applied(tmp_path):
+    """A record whose conditions set the clock it was also read at is predicted at its
+    conditions; the report says that once."""
+    path = _write(tmp_path, {"id": "a", "sm_clock_mhz": _clock(1400), "conditions": {"clock": "1400 MHz"}})
+    (comparison,) = compare(read_measurements([path]))
+    assert not comparison.at_read_clock
+    report = write_report([comparison], load_arch("h100-sxm"), tmp_path / "out", "test").read_text()
+    assert "(at clock=1400 MHz)" in report and "read while it was timed" not in report

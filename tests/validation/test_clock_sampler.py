@@ -84,6 +84,9 @@ def test_a_measured_case_keeps_the_clock_read_while_it_was_timed(tmp_path):
     {"median": 1980.0, "min": 1965.0, "max": 1980.0, "readings": 3}, {"median": 1980, "min": 1980, "max": 1980, "readings": 1},
     {"median": 1980}, {"median": 1980.0, "min": 1990.0, "max": 2000.0, "readings": 3},
     {"median": 0, "min": 0, "max": 0, "readings": 1}, {"median": True, "min": 1, "max": 1, "readings": 1}, "1980 MHz",
+    {"median": 1500, "min": 1400, "max": 1600, "readings": 10**400},  # a huge integer: no overflow
+    {"median": 1500, "min": 1400, "max": 10**400, "readings": 3},
+    {"median": 1500, "min": 1400, "max": 1600, "readings": 0.5}, {"median": 0.6, "min": 0.5, "max": 0.7, "readings": 2},
 ])
 def test_the_checker_and_validate_agree_on_a_reading(tmp_path, value):
     record = {**_record(sm_clock_mhz=value), "family": "gemm", "id": "g", "params": {"M": 64, "N": 64, "K": 64, "dtype": "bf16"}}
@@ -98,3 +101,46 @@ def test_the_checker_and_validate_agree_on_a_reading(tmp_path, value):
     except InputError:
         validate_refuses = True
     assert checker_refuses == validate_refuses
+
+
+class FakeNvml:
+    """NVML as ctypes sees it: functions returning 0 for success, filling their out-arguments."""
+
+    def __init__(self, gpus: int, clock: int = 1980) -> None:
+        self.gpus, self.clock, self.asked = gpus, clock, []
+
+    def nvmlInit_v2(self):
+        return 0
+
+    def nvmlDeviceGetCount_v2(self, count):
+        count._obj.value = self.gpus
+        return 0
+
+    def nvmlDeviceGetHandleByIndex_v2(self, index, handle):
+        self.asked.append(("index", index))
+        return 0
+
+    def nvmlDeviceGetHandleByPciBusId_v2(self, bus_id, handle):
+        self.asked.append(("bus", bus_id))
+        return 0 if bus_id == b"0000:3B:00.0" else 1
+
+    def nvmlDeviceGetClockInfo(self, handle, kind, clock):
+        assert kind == provenance.NVML_CLOCK_SM
+        clock._obj.value = self.clock
+        return 0
+
+
+@pytest.mark.parametrize("gpus, bus_id, reads", [
+    (1, None, True),  # the only GPU
+    (8, None, False),  # several and no bus id: NVML's numbering is not CUDA's, so no guess
+    (8, "0000:3B:00.0", True),  # the timed GPU by its PCI address
+    (8, "0000:AA:00.0", False),  # not found
+])
+def test_nvml_reads_the_timed_gpu_or_none(monkeypatch, gpus, bus_id, reads):
+    nvml = FakeNvml(gpus)
+    monkeypatch.setattr(provenance.ctypes, "CDLL", lambda name: nvml)
+    reader = provenance.nvml_sm_clock(bus_id)
+    assert (reader is not None) == reads
+    if reads:
+        assert reader() == 1980.0
+        assert nvml.asked == ([("bus", bus_id.encode())] if bus_id else [("index", 0)])
