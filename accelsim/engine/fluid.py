@@ -451,6 +451,11 @@ class FluidResources:
             self._version[slot] += 1
             self._free_slots.append(slot)
             done.append(flow)
+        if len(self._free_slots) == len(self._slots):
+            # Idle: hand out slots from 0 again, as to a new pool. A slot orders flows that
+            # end in the same picosecond, so what runs next (a kernel after a barrier) then
+            # does not depend on the order flows before it happened to free theirs.
+            self._free_slots.sort(reverse=True)
         self._in_callbacks = True  # flows started by callbacks join one reallocation
         try:
             for flow in done:
