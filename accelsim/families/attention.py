@@ -135,7 +135,10 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     p = _problem(params)
     out = []
     if chip.family == "tpu":
-        for bm in (128, 256, 512, 1024):
+        # decode packs a KV group's query heads as rows: a block of just those (a whole
+        # number of sublane groups) runs the softmax on no padding
+        rows = (128, 256, 512, 1024) if not p["decode"] else sorted({_round8(p["seq_q"] * p["group"]), 128, 256})
+        for bm in rows:
             for bn in (128, 256, 512, 1024, 2048):
                 out.append({"block_m": bm, "block_n": bn, "num_stages": 2, "num_warps": 4, "split_kv": 1})
     elif p["decode"]:

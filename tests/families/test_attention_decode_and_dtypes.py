@@ -130,3 +130,17 @@ def test_a_split_whose_combine_does_not_fit_names_split_kv():
         FAMILY.resolve_config(values, {**config, "split_kv": "4096"}, H100)
     assert info.value.field == "split_kv" and "combine kernel" in info.value.message
     FAMILY.resolve_config(values, {**config, "split_kv": "2048"}, H100)  # 139 KB: fits
+
+
+def test_tpu_decode_search_offers_a_block_of_just_the_query_heads():
+    """A TPU decode block holds a KV group's query heads as rows: the search offers a block
+    of just those (a whole sublane group) besides 128 and 256 rows, whose padding rows run
+    the softmax too, and picks it for a batched GQA decode."""
+    from accelsim.families.attention import config_space
+    from accelsim.families.search import best_config
+
+    v6e = load_arch("tpu-v6e")
+    values = parse_values(FAMILY.params, {"batch": "64", "heads": "32", "kv_heads": "8", "seq_q": "1",
+                                          "seq_kv": "4096", "head_dim": "128"}, "test")
+    assert sorted({c["block_m"] for c in config_space(values, v6e)}) == [8, 128, 256]
+    assert best_config(FAMILY, values, v6e).best.config["block_m"] == 8
