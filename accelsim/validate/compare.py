@@ -487,18 +487,39 @@ class KernelRow:
     predicted_s: float | None
 
 
+UTILITY_LAUNCHES = ("Memset", "Memcpy", "FillFunctor")
+"""What a profiler lists among a call's launches besides its kernels: its memset and copy
+entries (``Memset (Device)``, ``Memcpy DtoD``) and PyTorch's fill of a buffer it zeroes
+(``...FillFunctor...``): set aside when pairing kernels (:func:`kernel_rows`)."""
+
+
 def kernel_rows(comparisons: Sequence[Comparison]) -> list[KernelRow]:
     """For records whose kernels were timed one by one (``kernel_device_s``): each measured
     kernel beside the simulated kernel at its place in the call, when the call launched as
-    many kernels as the trace has (a split-KV decode's split and combine, say); a simulated
+    many kernels as the trace has (a split-KV decode's split and combine, say) besides its
+    memsets, copies and fills (:data:`UTILITY_LAUNCHES`), which pair with none; a simulated
     kernel's time leaves its launch out, as a device time does."""
     rows = []
     for c in comparisons:
         measured = c.measurement.kernel_device_s
-        paired = len(measured) == len(c.per_kernel_s)
-        rows += [KernelRow(c, i, name, seconds, c.per_kernel_s[i] if paired else None)
+        place = _kernel_places([name for name, _ in measured], len(c.per_kernel_s))
+        rows += [KernelRow(c, i, name, seconds, None if place[i] is None else c.per_kernel_s[place[i]])
                  for i, (name, seconds) in enumerate(measured)]
     return rows
+
+
+def _kernel_places(names: Sequence[str], simulated: int) -> list[int | None]:
+    """Each measured launch's simulated kernel (its index), or None where none pairs: the
+    launches other than memsets, copies and fills pair in order when there are as many as
+    simulated kernels; a call of nothing else (a device copy) pairs its launches."""
+    kept = [i for i, name in enumerate(names) if not any(utility in name for utility in UTILITY_LAUNCHES)]
+    kept = kept or list(range(len(names)))
+    if len(kept) != simulated:
+        return [None] * len(names)
+    place: list[int | None] = [None] * len(names)
+    for k, i in enumerate(kept):
+        place[i] = k
+    return place
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:

@@ -57,3 +57,17 @@ def test_bad_kernel_times_name_the_record(tmp_path, value):
     record["kernel_device_s"] = value
     with pytest.raises(InputError, match=r"records\[0\]\.kernel_device_s"):
         read_measurements([_write(tmp_path, [record])])
+
+
+def test_memsets_copies_and_fills_are_set_aside_when_the_counts_differ(tmp_path):
+    """A call that zeroes a buffer before its two kernels (as PyTorch fills an output) still
+    pairs its kernels with the simulated ones; the fill pairs with none."""
+    fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1> >"
+    path = _write(tmp_path, [_record("a", [(fill, 1e-6), ("flash_fwd_splitkv", 12e-6), ("Memset (Device)", 1e-6),
+                                           ("combine", 3e-6)]),
+                             _record("b", [("Memcpy DtoD (Device -> Device)", 1e-6), ("flash_fwd_splitkv", 12e-6)])])
+    a, b = compare(read_measurements([path]))
+    rows = kernel_rows([a, b])
+    assert [(r.name[:14], r.predicted_s) for r in rows[:4]] == [
+        (fill[:14], None), ("flash_fwd_spli", a.per_kernel_s[0]), ("Memset (Device", None), ("combine", a.per_kernel_s[1])]
+    assert [r.predicted_s for r in rows[4:]] == [None, None]  # one kernel left for two simulated: none pairs
