@@ -388,16 +388,16 @@ def validate_record(record: Any, family: str) -> list[str]:
         errors.append("conditions: expected an object of config paths and values (e.g. {\"clock\": \"1500 MHz\"})")
     clock = record.get("sm_clock_mhz")
     if "sm_clock_mhz" in record and not clock_reading_ok(clock):
-        errors.append("sm_clock_mhz: expected {median, min, max, readings}: clocks in MHz of at least 1 with "
+        errors.append("sm_clock_mhz: expected {median, min, max, readings}: clocks in MHz from 1 to 1e6 with "
                       "min <= median <= max, and a whole number of readings")
     return errors
 
 
 def clock_reading_ok(clock: Any) -> bool:
-    """A record's ``sm_clock_mhz``: ``{median, min, max}`` in MHz (at least 1, min <= median
+    """A record's ``sm_clock_mhz``: ``{median, min, max}`` in MHz (1 to 10^6, min <= median
     <= max) and how many ``readings`` they summarise (a positive integer)."""
     return (isinstance(clock, dict) and set(clock) == {"median", "min", "max", "readings"}
-            and all(_is_number(clock[k]) and clock[k] >= 1 for k in ("median", "min", "max"))
+            and all(_is_number(clock[k]) and 1 <= clock[k] <= 1e6 for k in ("median", "min", "max"))
             and _is_positive_int(clock["readings"]) and clock["min"] <= clock["median"] <= clock["max"])
 
 

@@ -304,8 +304,10 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
 
     The vector and special-function work runs on the whole [bm, bn] block, as the matmuls
     do: rows past ``rows`` (a decode block's padding past its query heads, a sequence's
-    last query block) and columns past ``cols`` (its last key block) are computed and
-    masked or dropped; their work costs time and counts no flops."""
+    last query block) and columns past ``cols`` (where the caller gives the block's real
+    key count: decode's last block; prefill passes ``bn`` and counts a short last key
+    block whole) are computed and masked or dropped; their work costs time and counts no
+    flops."""
     scores, executed = rows * cols, max(bm, rows) * max(bn, cols)
     pairs = scores if pairs is None else pairs
     accumulate = 2 if target == "tpu" else 1

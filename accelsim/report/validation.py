@@ -86,9 +86,10 @@ def _kernel_section(comparisons: Sequence[Comparison]) -> list[str]:
     calls = {id(r.comparison) for r in rows}
     lines = ["", "## Kernels within a call", "",
              f"{len(calls)} records were timed kernel by kernel (device time, launch gaps left out). "
-             + (f"{len(paired)} kernels pair with a simulated one (the call launched as many as the trace has): "
+             + (f"{len(paired)} kernels pair with a simulated one (the call launched as many as the trace has, besides memsets, copies and fills): "
                 f"MAPE {sum(errors) / len(errors):.1%}, each against the simulated kernel less its launch."
-                if paired else "None pairs with a simulated kernel (the calls launched other numbers of kernels).")]
+                if paired else "None pairs with a simulated kernel (the calls launched other numbers of kernels, besides "
+                "memsets, copies and fills).")]
     several = [r for r in rows if len(r.comparison.measurement.kernel_device_s) > 1 or len(r.comparison.per_kernel_s) > 1]
     if several:
         lines += ["", "| record | kernel | measured | predicted | error |", "| --- | --- | ---: | ---: | ---: |"]

@@ -238,6 +238,10 @@ def _conditions(record: dict, arch: str, path: Path, field: str, checked: set) -
     return overrides
 
 
+MAX_CLOCK_MHZ = 1e6
+"""A clock reading above a terahertz is a unit slip (Hz for MHz, say)."""
+
+
 def _ran_at_clock(record: dict, arch: str, path: Path, field: str, checked: set) -> str | None:
     """The clock override of a record's ``sm_clock_mhz`` (what the measurement scripts read
     from NVML while timing it): its median in MHz."""
@@ -245,10 +249,10 @@ def _ran_at_clock(record: dict, arch: str, path: Path, field: str, checked: set)
         return None
     value = record["sm_clock_mhz"]
     if not (isinstance(value, dict) and set(value) == {"median", "min", "max", "readings"}
-            and all(_finite_number(value[k]) and value[k] >= 1 for k in ("median", "min", "max"))
+            and all(_finite_number(value[k]) and 1 <= value[k] <= MAX_CLOCK_MHZ for k in ("median", "min", "max"))
             and isinstance(value["readings"], int) and not isinstance(value["readings"], bool) and value["readings"] > 0
             and value["min"] <= value["median"] <= value["max"]):
-        raise InputError("expected {median, min, max, readings}: SM clocks in MHz of at least 1 with "
+        raise InputError(f"expected {{median, min, max, readings}}: SM clocks in MHz from 1 to {MAX_CLOCK_MHZ:g} with "
                          "min <= median <= max, and a whole number of readings", source=str(path), field=field)
     override = f"clock={value['median']:.0f} MHz"
     if (arch, (override,)) not in checked:

@@ -135,11 +135,16 @@ class DecodeCall:
         kv_heads, seq_kv = k.shape[1], k.shape[2]
         if heads % kv_heads:
             raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
+        if seq_kv < 1 or split_kv < 1 or block_n < 16 or block_n & (block_n - 1):
+            raise ValueError(f"need seq_kv >= 1, split_kv >= 1 and block_n a power of two from 16, got "
+                             f"{seq_kv}, {split_kv}, {block_n}")
+        if head_dim < 16 or head_dim & (head_dim - 1):
+            raise ValueError(f"head_dim must be a power of two from 16, got {head_dim}")
         self.group = heads // kv_heads
         self.block_m = block_m or block_rows(self.group)
-        if self.block_m < self.group or self.block_m < MIN_ROWS:
-            raise ValueError(f"block_m={self.block_m} must hold the {self.group} query heads of a KV group and be at "
-                             f"least {MIN_ROWS}")
+        if self.block_m < self.group or self.block_m < MIN_ROWS or self.block_m & (self.block_m - 1):
+            raise ValueError(f"block_m={self.block_m} must hold the {self.group} query heads of a KV group and be a "
+                             f"power of two of at least {MIN_ROWS}")
         self.chunk, self.splits = kv_split(seq_kv, split_kv, block_n)
         if self.splits != split_kv:
             raise ValueError(f"split_kv={split_kv} leaves splits without keys ({seq_kv} keys in blocks of {block_n} "

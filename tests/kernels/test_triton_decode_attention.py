@@ -40,6 +40,9 @@ def test_the_split_is_the_attention_familys():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(split_kv=8, block_n=32), "leaves splits without keys"),
     (dict(split_kv=1, block_n=16, block_m=4), "must hold"),
+    (dict(split_kv=1, block_n=16, block_m=24), "power of two"),
+    (dict(split_kv=0, block_n=16), "split_kv >= 1"),
+    (dict(split_kv=1, block_n=48), "block_n a power of two"),
 ])
 def test_bad_configs_are_refused(kwargs, match):
     q, k, v = decode.inputs(1, 8, 1, 100, 16, "fp16")

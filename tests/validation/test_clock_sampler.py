@@ -87,6 +87,7 @@ def test_a_measured_case_keeps_the_clock_read_while_it_was_timed(tmp_path):
     {"median": 1500, "min": 1400, "max": 1600, "readings": 10**400},  # a huge integer: no overflow
     {"median": 1500, "min": 1400, "max": 10**400, "readings": 3},
     {"median": 1500, "min": 1400, "max": 1600, "readings": 0.5}, {"median": 0.6, "min": 0.5, "max": 0.7, "readings": 2},
+    {"median": 10**400, "min": 1400, "max": 10**400, "readings": 3},
 ])
 def test_the_checker_and_validate_agree_on_a_reading(tmp_path, value):
     record = {**_record(sm_clock_mhz=value), "family": "gemm", "id": "g", "params": {"M": 64, "N": 64, "K": 64, "dtype": "bf16"}}
