@@ -184,7 +184,9 @@ def _decode(p: dict, c: dict, device: lib.Device) -> tuple[lib.Prepared, Callabl
 
     def check(out):
         errors = []
-        for bi, hi in {(0, 0), (p["batch"] - 1, p["heads"] - 1)}:
+        # the first, a middle and the last (batch, query head): a middle KV head and batch too
+        for bi, hi in {(0, 0), (p["batch"] // 2, p["heads"] // 2 + group // 2), (p["batch"] - 1, p["heads"] - 1)}:
+            hi = min(hi, p["heads"] - 1)
             keys, values = lib._as_double(k[bi, hi // group]), lib._as_double(v[bi, hi // group])
             weights = (keys @ lib._as_double(q[bi, hi]) / math.sqrt(p["head_dim"])).softmax(dim=-1)
             errors.append(lib.rel_error(out[0][bi, hi], weights @ values))
