@@ -62,6 +62,12 @@ def main() -> None:
         rows.append(row(f"growth: causal attention s{seq}, 5/SM", "h100-sxm", "attention",
                         {"heads": 16, "seq_q": seq, "head_dim": 64, "causal": True, "block_m": 64, "block_n": 32,
                          "num_warps": 4, "num_stages": 2}))
+    for seq in (2048, 8192, 32768):  # three kernels, each at its own occupancy (kernel_resources)
+        rows.append(row(f"growth: causal attention backward s{seq}", "h100-sxm", "attention",
+                        {"heads": 16, "seq_q": seq, "head_dim": 128, "causal": True, "pass": "bwd"}))
+    for seq in (4096, 65536, 262144):  # batch-1 GQA split decode: split kernel, then the combine
+        rows.append(row(f"growth: decode b1 32/4 heads s{seq}", "h200-sxm", "attention",
+                        {"heads": 32, "kv_heads": 4, "seq_q": 1, "seq_kv": seq, "head_dim": 128}))
     for log2 in (20, 23, 26, 27):  # gpu-stream's launch: one double per thread, one wave of small programs
         rows.append(row(f"growth: stream triad 2^{log2}", "h100-sxm", "elementwise",
                         {"elements": 2**log2, "dtype": "fp64", "inputs": 2, "block_elements": 1024, "num_warps": 32}))
