@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             except InputError as exc:
                 seen[key] = (0, 0, 0, exc.message)
         shared, regs, spill, error = seen[key]
-        name = f"{case.tag} {case.params.get('M') or case.params.get('seq_q') or case.params.get('cols')}"
+        size = case.params.get("seq_kv") if case.kernel == "decode" else None
+        name = f"{case.tag} {size or case.params.get('M') or case.params.get('seq_q') or case.params.get('cols')}"
         if error:
             failed += 1
             print(f"{name:58} does not compile: {error}")
