@@ -369,6 +369,11 @@ def pci_bus_id(device: Device) -> str | None:
     return f"{parts[0]:04X}:{parts[1]:02X}:{parts[2]:02X}.0"
 
 
+def clock_sampler(device: Device) -> ClockSampler:
+    """What reads the timed GPU's SM clock during each case (nothing on the CPU)."""
+    return ClockSampler(nvml_sm_clock(pci_bus_id(device)) if device.on_gpu else None)
+
+
 def library_versions(device: Device) -> dict:
     versions = module_versions("torch", "triton", "numpy") | {
         "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None)}
@@ -1099,7 +1104,7 @@ def main(argv: list[str] | None = None) -> int:
         timer = Timer(device, policy)
         provenance["timing"]["cache_flush_s"] = timer.flush_s
         run = Run(device, policy, scale, timer, out_dir, budget_end - reserve, not args.no_kernel_names, provenance,
-                  clocks=ClockSampler(nvml_sm_clock(pci_bus_id(device)) if device.on_gpu else None))
+                  clocks=clock_sampler(device))
         for family in args.families:
             run_family(family, run)
         print_summary(run)

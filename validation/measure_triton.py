@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
     timer = lib.Timer(device, policy)
     run = lib.Run(device, policy, scale, timer, args.out, deadline, not args.no_kernel_names, provenance,
-                  clocks=lib.ClockSampler(lib.nvml_sm_clock(lib.pci_bus_id(device)) if device.on_gpu else None))
+                  clocks=lib.clock_sampler(device))
     print(f"triton: {device.info['name']} ({scale}), {len(cases)} cases -> {args.out}", flush=True)
     for index, case in enumerate(cases):
         run_case(case, index, run, files)

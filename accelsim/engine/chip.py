@@ -130,8 +130,12 @@ def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
 def gpu_occupancies(trace: KernelTrace, chip: Chip) -> list[tuple[int, str]]:
     """Per kernel of the trace (``kernel.kernel_resources``), in launch order: resident
     programs per SM and the limit that sets it."""
-    return [_occupancy(res, chip, "kernel.resources" if i == 0 else f"kernel.kernel_resources[{i - 1}]")
-            for i, res in enumerate(trace.resources_by_kernel)]
+    return [_occupancy(res, chip, _resources_field(i)) for i, res in enumerate(trace.resources_by_kernel)]
+
+
+def _resources_field(kernel: int) -> str:
+    """Where a trace gives the resources of its ``kernel``-th kernel (0: the first)."""
+    return "kernel.resources" if kernel == 0 else f"kernel.kernel_resources[{kernel - 1}]"
 
 
 def _occupancy(res: Resources, chip: Chip, field: str) -> tuple[int, str]:
@@ -334,6 +338,12 @@ def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
     return np.asarray(per_kernel)[kernel_index(trace)]
 
 
+def _at(values: int | np.ndarray, rows: np.ndarray) -> int | np.ndarray:
+    """``values`` (one number, or one per program as :func:`instruction_streams` gives
+    them) at ``rows``."""
+    return values if np.isscalar(values) else values[rows]
+
+
 def _kernel_runs(trace: KernelTrace, costs: ProgramCosts, *more: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """:func:`_program_runs`, split where a kernel with resources of its own begins (its
     programs' instruction streams and residents differ from the kernel before)."""
@@ -410,7 +420,7 @@ def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int
         return 0.0
     sample = np.unique(np.linspace(0, n - 1, min(n, QUEUE_SAMPLE)).round().astype(np.int64))
     some = costs.take(sample)
-    streams = streams if np.isscalar(streams) else streams[sample]
+    streams = _at(streams, sample)
     unloaded = gpu_program_times(chip, some, hits[sample], depth, streams)
     per_second = gpu_program_times(chip, some, hits[sample], depth, streams, queue_s=1.0)
     residents = min(per_core, math.ceil(n / chip.num_cores))
@@ -475,9 +485,8 @@ class CoreSlots:
     with the fewest residents (lowest index first). A program's speed depends on how
     many programs share its SM when it starts."""
 
-    def __init__(self, cores: int, per_core: int) -> None:
+    def __init__(self, cores: int) -> None:
         self.resident = np.zeros(cores, dtype=np.int64)
-        self.per_core = per_core
 
     def place(self, count: int) -> np.ndarray:
         """The cores of ``count`` programs placed one after another. Placing one at a time
@@ -533,7 +542,7 @@ one search often differ only where the engine cannot see it (a pipeline depth th
 not bind, say), and a deterministic replay of equal inputs gives equal outputs."""
 
 
-def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str, float],
+def _replay_key(chip: Chip, per_cores: list[int], resources: list[str], caps: dict[str, float],
                 times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray,
                 kernel_starts: list[int] | None = None, run_starts: np.ndarray | None = None,
                 programs: int = 0) -> bytes:
@@ -541,7 +550,7 @@ def _replay_key(chip: Chip, per_core: int, resources: list[str], caps: dict[str,
     begins, when the other arrays are per run rather than per program (whose count,
     ``programs``, the arrays then do not give)."""
     digest = hashlib.blake2b(digest_size=32)
-    digest.update(repr((chip.num_cores, per_core, resources, [caps[r] for r in resources],
+    digest.update(repr((chip.num_cores, per_cores, resources, [caps[r] for r in resources],
                         times.serial, demand_rows.shape, kernel_starts, run_starts is None, programs)).encode())
     if run_starts is not None:
         digest.update(np.ascontiguousarray(run_starts).tobytes())
@@ -566,8 +575,7 @@ def shared_cache_hits(trace: KernelTrace, chip: Chip) -> np.ndarray | None:
         return None
     if chip.shared_cache is None:
         return np.zeros((2, trace.num_programs))
-    concurrency = [chip.num_cores * per_core for per_core, _ in gpu_occupancies(trace, chip)]
-    window = {"concurrency": concurrency[0] if len(set(concurrency)) == 1 else concurrency,
+    window = {"concurrency": [chip.num_cores * per_core for per_core, _ in gpu_occupancies(trace, chip)],
               "capacity_bytes": chip.shared_cache.capacity_bytes}
     return np.stack([cache_hit_bytes(trace, **window), absorbed_write_bytes(trace, **window)])
 
@@ -603,8 +611,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         # one delay for the trace: at the residents of the kernel that moves the most HBM bytes
         busiest = int(np.argmax(np.add.reduceat(hbm, [0, *barriers]))) if len(per_cores) > 1 else 0
         queue = hbm_queueing_s(chip, costs, hits, depth, streams, per_cores[busiest], totals, caps, mix)
-    times = gpu_program_times(chip, ran, run_hits, depth, streams if np.isscalar(streams) else streams[starts],
-                              queue_s=queue)
+    times = gpu_program_times(chip, ran, run_hits, depth, _at(streams, starts), queue_s=queue)
     group_key = _cohort_keys(ran)
     read = float(costs.read_bytes.sum())
     specific = {
@@ -613,9 +620,8 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     }
     key = None
     if memo is not None and not timeline:
-        key = _replay_key(chip, per_cores if len(per_cores) > 1 else most, resources, caps, times, demand_rows,
-                          group_key, trace.kernel.kernel_starts, starts if run_of is not None else None,
-                          costs.num_programs)
+        key = _replay_key(chip, per_cores, resources, caps, times, demand_rows, group_key, trace.kernel.kernel_starts,
+                          starts if run_of is not None else None, costs.num_programs)
         if key in memo:
             done = memo[key]
             per_kernel_s = _kernel_seconds(done.kernel_ends_ps)
@@ -625,7 +631,7 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
     env, pool, segments, counters = _replay(caps, timeline)
     state = {"next": 0, "free": chip.num_cores * per_cores[0], "slots": chip.num_cores * per_cores[0], "gate": 0}
     n = costs.num_programs
-    cores = CoreSlots(chip.num_cores, per_cores[0])
+    cores = CoreSlots(chip.num_cores)
     kernel_firsts = {0, *barriers}
     kernel_ends: list[int] = []  # when each kernel but the last ended
 
@@ -935,7 +941,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         if res.local_memory_bytes > chip.local.capacity_bytes:
             raise InputError(
                 f"a program needs {res.local_memory_bytes} bytes of VMEM; {chip.name} has {int(chip.local.capacity_bytes)}",
-                field=f"{'kernel.resources' if i == 0 else f'kernel.kernel_resources[{i - 1}]'}.local_memory_bytes",
+                field=f"{_resources_field(i)}.local_memory_bytes",
             )
     core_of, cores = tpu_core_assignment(trace, chip)
     caps = _tpu_capacities(chip, cores, costs)
@@ -1061,9 +1067,8 @@ def latency_lower_bound_s(trace: KernelTrace, chip: Chip, hits: np.ndarray | Non
     # timed once per run of identical programs (the same numbers as timing each)
     starts, run_of = _kernel_runs(trace, costs, hits)
     ran, run_hits = (costs, hits) if run_of is None else (costs.take(starts), hits[starts])
-    streams = instruction_streams(trace, chip)
     times = gpu_program_times(chip, ran, run_hits, trace.kernel.pipeline_depth,
-                              streams if np.isscalar(streams) else streams[starts])
+                              _at(instruction_streams(trace, chip), starts))
     alone = times.seconds(np.arange(ran.num_programs))
     # a cohort runs at its members' mean speed, so only each key's fastest member is safe
     floor = np.empty(ran.num_programs)

@@ -480,7 +480,8 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         # Split: the partial output and LSE in fp32 (O_partial), which the combine kernel
         # reads. Not split: the output and its LSE.
         if split > 1:
-            steps.append({"transfers": [{**_partial(rows, d), "direction": "write"}],
+            steps.append({"transfers": [{"tensor": "O_partial", "block": ["batch", "kv_head", "part"],
+                                         "bytes": rows * (d + 1) * 4, "direction": "write"}],
                           "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         else:
             steps.append({"transfers": [
@@ -543,11 +544,6 @@ runs 128 threads), which holds its splits' LSEs in shared memory."""
 def _combine_local_bytes(split: int, seq_q: int) -> int:
     """Shared memory of a combine program: every split's log-sum-exps of its rows, fp32."""
     return split * (seq_q + 1) * 4
-
-
-def _partial(rows: int, d: int, part: str = "part") -> dict:
-    """One split's partial output and LSE of a query group, in fp32."""
-    return {"tensor": "O_partial", "block": ["batch", "kv_head", part], "bytes": rows * (d + 1) * 4}
 
 
 def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int) -> KernelTrace:

@@ -69,9 +69,8 @@ def model_digest() -> str:
     return digest.hexdigest()
 
 
-def read_journal(path: Path, digest: str, model: str | None = None) -> dict[tuple[int, int], Row]:
-    """Rows already done, keyed by (point, workload); empty if there is no journal.
-    ``model``: the model's digest (default :func:`model_digest`)."""
+def read_journal(path: Path, digest: str) -> dict[tuple[int, int], Row]:
+    """Rows already done, keyed by (point, workload); empty if there is no journal."""
     if path.exists() and not path.is_file():
         raise InputError("expected the sweep's journal file here, found a folder or device; give another -o folder",
                          source=str(path))
@@ -91,7 +90,7 @@ def read_journal(path: Path, digest: str, model: str | None = None) -> dict[tupl
     if not isinstance(header, dict) or header.get("spec_sha256") != digest:
         raise InputError("this folder holds results of a different sweep spec, or of files it names that have "
                          "changed since (traces, configs); give another -o folder or --fresh", source=str(path))
-    if header.get("model_sha256") != (model or model_digest()):
+    if header.get("model_sha256") != model_digest():
         raise InputError("this folder holds results of this sweep from another version of accelsim (its model's "
                          "code has changed since they were run); give another -o folder or --fresh", source=str(path))
     rows: dict[tuple[int, int], Row] = {}
@@ -142,13 +141,13 @@ def _wrong_metric(metrics: dict[str, Any]) -> str | None:
     return None
 
 
-def open_journal(path: Path, digest: str, done: dict[tuple[int, int], Row], model: str | None = None) -> TextIO:
+def open_journal(path: Path, digest: str, done: dict[tuple[int, int], Row]) -> TextIO:
     """Open for appending; a fresh journal (or one whose last line was cut) is rewritten first."""
     complete = path.is_file() and path.read_text(encoding="utf-8").endswith("\n")
     if not done or not complete:
         with path.open("w", encoding="utf-8") as f:
             f.write(json.dumps({"journal": JOURNAL_VERSION, "spec_sha256": digest,
-                                "model_sha256": model or model_digest()}) + "\n")
+                                "model_sha256": model_digest()}) + "\n")
             for key in sorted(done):
                 f.write(done[key].to_json() + "\n")
     return path.open("a", encoding="utf-8")

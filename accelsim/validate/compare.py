@@ -228,7 +228,12 @@ def _conditions(record: dict, arch: str, path: Path, field: str, checked: set) -
             and "\n" not in str(v) for k, v in value.items()):
         raise InputError("expected an object of config paths and values, as --set takes them (e.g. "
                          '{"clock": "1500 MHz"}; not the chip\'s name or kind)', source=str(path), field=field)
-    overrides = tuple(f"{key}={value[key]}" for key in sorted(value))
+    return _loads_on(arch, tuple(f"{key}={value[key]}" for key in sorted(value)), checked, path, field)
+
+
+def _loads_on(arch: str, overrides: tuple[str, ...], checked: set, path: Path, field: str) -> tuple[str, ...]:
+    """``overrides`` once ``arch`` was seen to load with them (each distinct set once, in
+    ``checked``); a refusal is an error of the record's ``field``."""
     if (arch, overrides) not in checked:
         try:
             load_arch(arch, overrides)
@@ -254,13 +259,7 @@ def _ran_at_clock(record: dict, arch: str, path: Path, field: str, checked: set)
             and value["min"] <= value["median"] <= value["max"]):
         raise InputError(f"expected {{median, min, max, readings}}: SM clocks in MHz from 1 to {MAX_CLOCK_MHZ:g} with "
                          "min <= median <= max, and a whole number of readings", source=str(path), field=field)
-    override = f"clock={value['median']:.0f} MHz"
-    if (arch, (override,)) not in checked:
-        try:
-            load_arch(arch, (override,))
-        except InputError as exc:
-            raise InputError(_refused_conditions(exc, f"on {arch}"), source=str(path), field=field) from None
-        checked.add((arch, (override,)))
+    (override,) = _loads_on(arch, (f"clock={value['median']:.0f} MHz",), checked, path, field)
     return override
 
 
@@ -271,8 +270,7 @@ def _kernel_device_s(record: dict, path: Path, field: str) -> tuple[tuple[str, f
     value = record["kernel_device_s"]
     if not isinstance(value, list) or not value or not all(
             isinstance(k, dict) and set(k) == {"name", "device_s"} and isinstance(k["name"], str)
-            and isinstance(k["device_s"], int | float) and not isinstance(k["device_s"], bool)
-            and 0 < k["device_s"] <= MAX_MEASURED_S for k in value):
+            and _finite_number(k["device_s"]) and 0 < k["device_s"] <= MAX_MEASURED_S for k in value):
         raise InputError(f"expected a list of {{name, device_s}} with device_s in seconds above 0 and at most "
                          f"{MAX_MEASURED_S:g} (a day)", source=str(path), field=field)
     return tuple((k["name"], float(k["device_s"])) for k in value)

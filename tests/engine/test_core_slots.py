@@ -28,7 +28,7 @@ def one_at_a_time(resident: np.ndarray, count: int) -> list[int]:
     seed=st.integers(0, 2**16),
 )
 def test_batches_place_like_single_programs(cores, batches, seed):
-    slots = CoreSlots(cores, per_core=64)
+    slots = CoreSlots(cores)
     rng = np.random.default_rng(seed)
     for count, released in batches:
         running = np.repeat(np.arange(cores), slots.resident)
@@ -41,7 +41,7 @@ def test_batches_place_like_single_programs(cores, batches, seed):
 
 
 def test_a_wave_fills_every_core_before_doubling_up():
-    slots = CoreSlots(4, per_core=2)
+    slots = CoreSlots(4)
     assert slots.place(6).tolist() == [0, 1, 2, 3, 0, 1]
     slots.release(np.array([2]))
     assert slots.place(3).tolist() == [2, 2, 3]
