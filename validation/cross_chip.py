@@ -63,12 +63,13 @@ class Transfer:
 
 
 TRANSFERS = (
-    Transfer("h100-sxm", ("h200-sxm", "h100-pcie", "b200"),
+    Transfer("h100-sxm", ("h200-sxm", "h100-pcie", "h100-nvl", "b200"),
              "H100 -> H200 is the same Hopper die with more and faster HBM, H100 SXM -> PCIe the same die with "
-             "fewer SMs, HBM2e and 350 W; H100 -> B200 is a new architecture"),
-    Transfer("a100-sxm4-80gb", ("a100-sxm4-40gb", "h100-sxm", "h100-pcie"),
+             "fewer SMs, HBM2e and 350 W, H100 SXM -> NVL the same die with six HBM3 stacks and 400 W; "
+             "H100 -> B200 is a new architecture"),
+    Transfer("a100-sxm4-80gb", ("a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h100-nvl"),
              "A100 80GB -> 40GB is the same die with HBM2 in place of HBM2e; A100 -> H100: Ampere to Hopper, "
-             "the what-if one generation back"),
+             "the what-if one generation back (H100 NVL: the same Liger norm benchmark as the A100's)"),
 )
 
 

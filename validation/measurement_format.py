@@ -68,16 +68,17 @@ ATTENTION_BWD_FLOPS_FACTOR = 2.5
 """Backward = 2.5 x forward matmul flops (five S x S x D products against two), as in the
 FlashAttention benchmarks."""
 
-KNOWN_ARCHS = ("a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200-sxm", "gh200", "b200", "gb200",
+KNOWN_ARCHS = ("a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "gh200", "b200", "gb200",
                "b300", "mi300x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")
 """The accelsim chip configs (``arch_configs/gpu/*.yaml``, ``arch_configs/tpu/*.yaml``) a device
 can be mapped to."""
 
 _ARCH_BY_DEVICE_NAME: tuple[tuple[str, str | None], ...] = (
     # Order matters: the first pattern that matches decides. NVL parts run at other
-    # power limits and clocks than the SXM configs, so they map to no config.
+    # power limits and clocks than the SXM configs; the H100 NVL has its own config, the
+    # H200 NVL none.
     (r"\bH100\b.*\bPCIe\b", "h100-pcie"),
-    (r"\bH100\b.*\bNVL\b", None),
+    (r"\bH100\b.*\bNVL\b", "h100-nvl"),
     (r"\bH200\b.*\bNVL\b", None),
     (r"\bH100\b.*(SXM|HBM3\b)", "h100-sxm"),
     (r"\bGH200\b.*(144G|HBM3e)", "gh200"),  # the 96 GB HBM3 version ("GH200 480GB") has other HBM
@@ -104,7 +105,7 @@ def arch_for_device_name(name: str) -> str | None:
     """The accelsim config name for a device as its driver names it, or None when no config fits.
 
     ``"NVIDIA H200"`` -> ``"h200-sxm"``; ``"NVIDIA H100 80GB HBM3"`` -> ``"h100-sxm"``;
-    ``"NVIDIA H100 NVL"`` -> None.
+    ``"NVIDIA H200 NVL"`` -> None.
     """
     for pattern, arch in _ARCH_BY_DEVICE_NAME:
         if re.search(pattern, name, flags=re.IGNORECASE):

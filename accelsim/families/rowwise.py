@@ -96,6 +96,17 @@ class RowOp:
     apply_exps_per_element: int
     two_pass_flops_per_row: int
     rsqrt_per_row: int
+    registers: dict[int, tuple[tuple[int, int, int], float]]
+    """One pass, by input bytes per element (4: fp32; 2: bf16, fp16): registers per thread
+    of a one-row program whose threads hold 8, 16 and 32 elements each (linear between
+    them, the 16-32 slope beyond, the 8-element count below), and the registers each further
+    element adds when a program holds several rows (the row and its temporaries again; the
+    weights are per column and do not grow). Measured, not guessed: what Triton 3.9
+    allocates for this repository's kernels (``kernels/triton/{softmax,layernorm,rmsnorm}.py``)
+    compiled for sm_90 (``accelsim capture triton --compile-for sm_90``), none spilled: the
+    one-row counts (the median of one or two launches, 1K-32K columns at Liger's warps) are
+    exact at 8, 16 and 32; the per-row slope is a least-squares fit to 2-8 rows of 1K and 4K
+    columns at 4 warps (within 8 registers, 12 for bf16 layernorm)."""
 
 
 # Softmax, one pass: max 1, x - max 1, sum of exps 1, divide by the sum 1 = 4 flops and one exp
@@ -108,7 +119,7 @@ SOFTMAX_OP = RowOp(
     flops_per_element=4, exps_per_element=1, flops_per_row=0,
     stats_flops_per_element=3, stats_exps_per_element=1,
     apply_flops_per_element=2, apply_exps_per_element=1, two_pass_flops_per_row=0,
-    rsqrt_per_row=0,
+    rsqrt_per_row=0, registers={4: ((21, 32, 58), 1.11), 2: ((22, 31, 51), 1.14)},
 )
 # LayerNorm, one pass: sum 1, x - mean 1, square 1, sum of squares 1, * rstd 1, * weight 1,
 # + bias 1 = 7 per element; per row mean = sum / n, var = sum_sq / n, + eps = 3, one rsqrt.
@@ -120,7 +131,7 @@ LAYERNORM_OP = RowOp(
     flops_per_element=7, exps_per_element=0, flops_per_row=3,
     stats_flops_per_element=3, stats_exps_per_element=0,
     apply_flops_per_element=4, apply_exps_per_element=0, two_pass_flops_per_row=5,
-    rsqrt_per_row=1,
+    rsqrt_per_row=1, registers={4: ((40, 64, 128), 1.34), 2: ((32, 59, 93), 1.38)},
 )
 # RMSNorm: square 1, sum 1, * rstd 1, * weight 1 = 4 per element (statistics 2, apply 2);
 # per row mean square = sum / n, + eps = 2, one rsqrt.
@@ -130,7 +141,7 @@ RMSNORM_OP = RowOp(
     flops_per_element=4, exps_per_element=0, flops_per_row=2,
     stats_flops_per_element=2, stats_exps_per_element=0,
     apply_flops_per_element=2, apply_exps_per_element=0, two_pass_flops_per_row=2,
-    rsqrt_per_row=1,
+    rsqrt_per_row=1, registers={4: ((31, 48, 87), 1.28), 2: ((26, 39, 62), 1.08)},
 )
 
 PARAMS = (
@@ -169,12 +180,27 @@ def register_budget(chip: Chip, num_warps: int) -> int:
     return min(occ.max_registers_per_thread, occ.registers_per_core // threads)
 
 
-def gpu_layout(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> GpuLayout:
-    """One pass when ``block_rows`` rows of ``next_pow2(cols)`` fp32 values fit in the
-    register budget, else two passes over chunks (``block_rows`` must then be 1)."""
+def one_pass_registers(op: RowOp, block_rows: int, width: int, threads: int, dtype: str) -> int:
+    """Registers per thread of a one-pass program holding ``block_rows`` rows of ``width``
+    (a power of two) columns over ``threads`` threads (:attr:`RowOp.registers`)."""
+    (at8, at16, at32), per_extra = op.registers[4 if DTYPE_BYTES[dtype] >= 4 else 2]
+    row = width / threads  # one row's elements per thread
+    if row <= 8:
+        one_row = at8
+    else:
+        low, high, start = (at8, at16, 8) if row <= 16 else (at16, at32, 16)
+        one_row = low + (high - low) * (row - start) / start
+    extra = max(0.0, block_rows * width / threads - max(row, 8))
+    return math.ceil(one_row + per_extra * extra)
+
+
+def gpu_layout(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> GpuLayout:
+    """One pass when ``block_rows`` rows of ``next_pow2(cols)`` values, with what the kernel
+    keeps live beside them, fit in the register budget, else two passes over chunks
+    (``block_rows`` must then be 1)."""
     block_rows, warps = config["block_rows"], config["num_warps"]
     threads = warps * chip.occupancy.warp_size
-    registers = math.ceil(block_rows * _next_pow2(params["cols"]) / threads) + REGISTERS_OVERHEAD
+    registers = one_pass_registers(op, block_rows, _next_pow2(params["cols"]), threads, params["dtype"])
     if registers <= register_budget(chip, warps):
         return GpuLayout(block_rows, None, registers)
     if block_rows > 1:
@@ -253,7 +279,7 @@ def check(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip)
     if block_rows & (block_rows - 1):
         raise InputError(f"expected a power of two (a Triton block dimension), got {block_rows}",
                          source="--param", field="block_rows")
-    gpu_layout(params, config, chip)
+    gpu_layout(op, params, config, chip)
 
 
 def _check_tpu(op: RowOp, params: dict[str, Any], block_rows: int, chip: Chip) -> None:
@@ -311,7 +337,7 @@ def row_compute(op: RowOp, rows: int, cols: int) -> list[Compute]:
 
 def _build_gpu(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     rows, cols, dtype = params["rows"], params["cols"], params["dtype"]
-    layout = gpu_layout(params, config, chip)
+    layout = gpu_layout(op, params, config, chip)
     programs = math.ceil(rows / layout.block_rows)
     check_programs(programs)
     if layout.chunk_cols is None:

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.row_layout import default_layout
+from kernels.triton.row_layout import default_layout, load_rows
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -20,12 +20,7 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 @triton.jit
 def layernorm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, rows, cols, stride_x, stride_y, eps,
                      BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
-    offs_r = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-    offs_c = tl.arange(0, BLOCK_COLS)
-    rows_in = offs_r < rows
-    cols_in = offs_c < cols
-    inside = rows_in[:, None] & cols_in[None, :]
-    x = tl.load(x_ptr + offs_r[:, None] * stride_x + offs_c[None, :], mask=inside, other=0.0).to(tl.float32)
+    x, offs_r, offs_c, rows_in, cols_in, inside = load_rows(x_ptr, rows, cols, stride_x, BLOCK_ROWS, BLOCK_COLS)
     w = tl.load(w_ptr + offs_c, mask=cols_in, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + offs_c, mask=cols_in, other=0.0).to(tl.float32)
     mean = tl.sum(x, 1) / cols

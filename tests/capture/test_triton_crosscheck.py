@@ -1,7 +1,7 @@
 """Triton capture against the built-in families: our Triton kernels, captured, and the
 family's GPU trace for the same parameters and config agree on the number of programs,
 steps per program, bytes read and written, matrix flops, resources, and the simulated
-latency on an H100 (within 1%).
+latency on an H100 (within 1%); the row-wise families' registers are the compiler's.
 """
 
 from __future__ import annotations
@@ -105,15 +105,40 @@ def test_attention_backward_agrees_with_the_attention_family(causal):
 
 ROWWISE_CASES = {
     "layernorm": ("layernorm", {"rows": 256, "cols": 1024}, {"block_rows": 1, "num_warps": 4}),
+    "rmsnorm": ("rmsnorm", {"rows": 256, "cols": 2048}, {"block_rows": 1, "num_warps": 8}),
     "softmax": ("softmax", {"rows": 256, "cols": 256}, {"block_rows": 4, "num_warps": 4}),
 }
 
 
 @pytest.mark.parametrize("case", ROWWISE_CASES, ids=list(ROWWISE_CASES))
 def test_rowwise_kernels_agree_with_their_families(case):
+    """Registers aside: the families hold the compiler's counts (next test), an uncompiled
+    capture the generic estimate of what a thread holds."""
     name, params, config = ROWWISE_CASES[case]
     captured, built = captured_and_built(name, name, params, config, {})
-    assert_agree(captured, built)
+    registers = built.kernel.resources.registers_per_thread
+    resources = captured.kernel.resources.model_copy(update={"registers_per_thread": registers})
+    assert_agree(captured.model_copy(update={"kernel": captured.kernel.model_copy(update={"resources": resources})}),
+                 built)
+
+
+@pytest.mark.parametrize("name, cols, warps, dtype", [
+    ("layernorm", 16384, 16, "fp32"),  # 32 values per thread: 128 registers, one program per SM
+    ("rmsnorm", 4096, 8, "bf16"),
+    ("softmax", 8192, 16, "fp32"),
+])
+def test_rowwise_registers_are_what_triton_allocates(name, cols, warps, dtype):
+    """The families' one-pass register counts against Triton compiling our kernel for sm_90
+    (the counts they were taken from; this catches a kernel or compiler that has moved)."""
+    params, config = {"rows": 64, "cols": cols, "dtype": dtype}, {"block_rows": 1, "num_warps": warps}
+    compiled = capture_triton(str(KERNELS / f"{name}.py"), "run", {k: str(v) for k, v in {**params, **config}.items()},
+                              compile_for="sm_90")
+    fam = get_family(name)
+    values, _, _ = split_params(fam, {k: str(v) for k, v in params.items()})
+    built = fam.build(values, fam.resolve_config(values, {k: str(v) for k, v in config.items()}, CHIP), CHIP)
+    assert compiled.metadata["compiled"]["spilled_bytes_per_thread"] == 0
+    assert built.kernel.resources.registers_per_thread == pytest.approx(
+        compiled.kernel.resources.registers_per_thread, abs=4)
 
 
 def test_decode_split_kernel_agrees_with_the_attention_familys_first_kernel():

@@ -1,4 +1,4 @@
-"""``kernels/triton/softmax.py`` and ``layernorm.py`` match NumPy, masked columns (not a
+"""``kernels/triton/softmax.py``, ``layernorm.py`` and ``rmsnorm.py`` match NumPy, masked columns (not a
 power of two) and a masked last program included."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from kernels.triton import layernorm, softmax  # noqa: E402
+from kernels.triton import layernorm, rmsnorm, softmax  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [(16, 64), (13, 100)], ids=["even", "ragged"])
@@ -33,6 +33,16 @@ def test_layernorm_matches_numpy(shape):
     np.testing.assert_allclose(mean.numpy(), expected_mean, atol=1e-5)
     np.testing.assert_allclose(rstd.numpy(), expected_rstd, rtol=1e-4)
     np.testing.assert_allclose(y.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(16, 64), (13, 100)], ids=["even", "ragged"])
+def test_rmsnorm_matches_numpy(shape):
+    rows, cols = shape
+    y, rstd = rmsnorm.run(rows=rows, cols=cols, dtype="fp32", block_rows=4, eps=1e-6)
+    x, w = (t.numpy().astype(np.float64) for t in rmsnorm.inputs(rows, cols, "fp32"))
+    expected_rstd = 1 / np.sqrt((x * x).mean(axis=1) + 1e-6)
+    np.testing.assert_allclose(rstd.numpy(), expected_rstd, rtol=1e-4)
+    np.testing.assert_allclose(y.numpy(), x * expected_rstd[:, None] * w, rtol=1e-4, atol=1e-4)
 
 
 def test_default_layout_follows_the_rowwise_families():

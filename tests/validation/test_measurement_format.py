@@ -75,7 +75,7 @@ def test_elementwise_counts_every_array_once():
         ("NVIDIA H200 NVL", None),
         ("NVIDIA H100 80GB HBM3", "h100-sxm"),
         ("NVIDIA H100 PCIe", "h100-pcie"),
-        ("NVIDIA H100 NVL", None),
+        ("NVIDIA H100 NVL", "h100-nvl"),
         ("NVIDIA GH200 480GB", None),
         ("NVIDIA GH200 144G HBM3e", "gh200"),
         ("NVIDIA B300 SXM6 AC", "b300"),

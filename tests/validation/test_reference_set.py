@@ -106,3 +106,20 @@ def test_only_tileops_decode_records_carry_a_config():
     at_256k = [r["config"]["split_kv"] for r in ours if r["params"]["seq_kv"] == 262144]
     assert sorted(at_256k) == [16, 32, 32, 64]
     assert all(r.get("conditions") == {"clock": "1500 MHz"} for r in records)
+
+
+@pytest.mark.parametrize("cols, warps", [(1024, 4), (1500, 8), (2048, 8), (8191, 16), (8192, 16), (16384, 16),
+                                         (16385, 32), (32768, 32)])
+def test_liger_launch_is_calculate_settings(cols, warps):
+    """One row per program; warps from the Triton block, next_power_of_2(cols)."""
+    assert build_reference.liger_norm_config(cols) == {"block_rows": 1, "num_warps": warps}
+
+
+def test_liger_records_name_liger_launch():
+    liger = [r for path in FILES for r in _load(path)["records"] if r["id"].endswith("--liger")]
+    assert len(liger) >= 22  # A100 80GB and H100 NVL
+    for record in liger:
+        assert record["config"] == build_reference.liger_norm_config(record["params"]["cols"]), record["id"]
+    others = [r for path in FILES for r in _load(path)["records"] if r["family"] in ("layernorm", "rmsnorm")
+              and not r["id"].endswith("--liger")]
+    assert others and not any("config" in r for r in others)

@@ -60,6 +60,7 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA A100 SXM": "a100-sxm4-80gb",
     "NVIDIA A100-SXM4-40GB (1.555 TB/s spec)": "a100-sxm4-40gb",
     "NVIDIA H100 PCIe (HBM2e, 2.0 TB/s spec)": "h100-pcie",
+    "NVIDIA H100 NVL": "h100-nvl",
     "NVIDIA B200 SXM": "b200",
     "NVIDIA GB200 SXM": "gb200",
     "NVIDIA B300 SXM": "b300",
@@ -371,7 +372,23 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     extra = paired_notes(raw)
     if extra:
         notes.append(f"the source's bandwidth record for this run adds: {extra}")
-    return Converted(arch, family, _record(family, params, tag=tag, implementation=raw["workload"], latency_s=raw["value"] / 1e3, raw=raw, notes=notes))
+    config = liger_norm_config(par["N_or_H"]) if tag == "liger" else None
+    if config:
+        notes.append(f"config: Liger's launch (one row per program, {config['num_warps']} warps from calculate_settings)")
+    return Converted(arch, family, _record(family, params, tag=tag, implementation=raw["workload"], latency_s=raw["value"] / 1e3, raw=raw, notes=notes,
+                                           config=config))
+
+
+LIGER_WARPS = ((32768, 32), (8192, 16), (2048, 8), (0, 4))
+"""Liger-Kernel's ``calculate_settings`` (``src/liger_kernel/ops/utils.py``, from Unsloth):
+warps by the Triton block, ``next_power_of_2(cols)``, at least the first threshold it reaches."""
+
+
+def liger_norm_config(cols: int) -> dict:
+    """The launch of Liger's layer_norm and rms_norm forward kernels (0.2-0.5): a grid of one
+    program per row (``_layer_norm_forward_kernel[(n_rows,)]``), the whole row as one block."""
+    block = 1 << max(cols - 1, 0).bit_length()
+    return {"block_rows": 1, "num_warps": next(w for threshold, w in LIGER_WARPS if block >= threshold)}
 
 
 GPU_STREAM_ARRAYS: dict[str, tuple[int, int, str]] = {
