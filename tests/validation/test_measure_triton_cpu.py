@@ -21,7 +21,7 @@ def quick(tmp_path_factory, run_script):
 
 def test_every_kernel_is_checked_measured_and_valid(quick):
     files, _ = quick
-    assert sorted(files) == ["attention", "gemm", "layernorm", "softmax"]
+    assert sorted(files) == ["attention", "gemm", "layernorm", "rmsnorm", "softmax"]
     for family, data in files.items():
         assert fmt.validate_measurement_file(data) == [], family
         assert data["skipped"] == [] and data["checks"]
@@ -41,7 +41,7 @@ def test_matmul_config_is_the_simulators_vocabulary(quick):
 def test_prints_a_short_table_last(quick):
     _, stdout = quick
     lines = stdout.strip().splitlines()
-    assert lines[-5].split()[:4] == ["triton", "family", "measured", "skipped"]
+    assert lines[-6].split()[:4] == ["triton", "family", "measured", "skipped"]
 
 
 def test_transposed_b_is_its_own_implementation(quick):

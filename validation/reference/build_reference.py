@@ -53,6 +53,7 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA H100 SXM": "h100-sxm",
     "NVIDIA H100 80GB HBM3 (SXM5)": "h100-sxm",
     "NVIDIA H100 80GB SXM5": "h100-sxm",
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
     "NVIDIA H200 SXM": "h200-sxm",
     "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": "h200-sxm",
     "NVIDIA A100-SXM4-80GB": "a100-sxm4-80gb",
