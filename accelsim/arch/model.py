@@ -60,6 +60,8 @@ class Occupancy:
     registers_per_core: int
     max_registers_per_thread: int
     warp_size: int
+    register_allocation_unit: int = 1
+    """Registers per warp allocated at once (1: no rounding)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -443,6 +445,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             registers_per_core=occ.registers_per_core.value,
             max_registers_per_thread=occ.max_registers_per_thread.value,
             warp_size=occ.warp_size,
+            register_allocation_unit=occ.register_allocation_unit.value if occ.register_allocation_unit else 1,
         )
         if occ
         else None,

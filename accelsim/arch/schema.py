@@ -265,6 +265,9 @@ class Occupancy(_Strict):
     registers_per_core: Cited[PositiveInt]
     """32-bit registers per SM."""
     max_registers_per_thread: Cited[PositiveInt]
+    register_allocation_unit: Cited[PositiveInt] | None = None
+    """Registers a warp is given at a time: a warp's registers (per thread x warp size) round
+    up to a multiple of this. Absent: no rounding."""
     warp_size: PositiveInt = 32
 
 

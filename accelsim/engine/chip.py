@@ -147,7 +147,6 @@ def _occupancy(res: Resources, chip: Chip, field: str) -> tuple[int, str]:
             f"at most {int(lm.max_per_program_bytes)} per program",
             field=f"{field}.local_memory_bytes",
         )
-    threads = res.warps * occ.warp_size
     if res.warps > occ.max_warps_per_core:
         raise InputError(
             f"{res.warps} warps per program; {chip.name} allows {occ.max_warps_per_core} per core",
@@ -168,7 +167,9 @@ def _occupancy(res: Resources, chip: Chip, field: str) -> tuple[int, str]:
                 f"{res.registers_per_thread} registers per thread; {chip.name} allows {occ.max_registers_per_thread}",
                 field=f"{field}.registers_per_thread",
             )
-        limits["registers"] = occ.registers_per_core // (res.registers_per_thread * threads)
+        unit = occ.register_allocation_unit
+        per_warp = -(-res.registers_per_thread * occ.warp_size // unit) * unit
+        limits["registers"] = occ.registers_per_core // (per_warp * res.warps)
     limit = min(limits, key=lambda k: (limits[k], k))
     if limits[limit] < 1:
         raise InputError(f"a program does not fit on one {chip.name} core ({limit})", field=field)

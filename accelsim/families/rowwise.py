@@ -64,7 +64,9 @@ MIN_ELEMENTS_PER_PROGRAM = 1024
 with 8 values per thread: one 16-byte bf16 vector load each)."""
 LOOP_ELEMENTS_PER_THREAD = 32
 """GPU two-pass: fp32 values per thread per column chunk. 32 + overhead = 64 registers,
-the budget of a 1024-thread program, so the loop never limits occupancy by registers."""
+the budget of a 1024-thread program, so the loop never limits occupancy by registers (an
+estimate: this repository has no looping row kernel to compile; a chunk holds only the row's
+values, or the row's and the weights' in the apply pass, fewer than a one-pass program)."""
 TPU_TARGET_SCRATCH_BYTES = 2 * 2**20
 """TPU default: the largest power-of-two ``block_rows`` whose fp32 scratch block is at most
 this (a few microseconds of HBM traffic per grid step against ~0.35 us step overhead)."""
@@ -96,17 +98,21 @@ class RowOp:
     apply_exps_per_element: int
     two_pass_flops_per_row: int
     rsqrt_per_row: int
-    registers: dict[int, tuple[tuple[int, int, int], float]]
+    registers: dict[int, tuple[tuple[int, int, int, int], float]]
     """One pass, by input bytes per element (4: fp32; 2: bf16, fp16): registers per thread
-    of a one-row program whose threads hold 8, 16 and 32 elements each (linear between
-    them, the 16-32 slope beyond, the 8-element count below), and the registers each further
-    element adds when a program holds several rows (the row and its temporaries again; the
-    weights are per column and do not grow). Measured, not guessed: what Triton 3.9
-    allocates for this repository's kernels (``kernels/triton/{softmax,layernorm,rmsnorm}.py``)
-    compiled for sm_90 (``accelsim capture triton --compile-for sm_90``), none spilled: the
-    one-row counts (the median of one or two launches, 1K-32K columns at Liger's warps) are
-    exact at 8, 16 and 32; the per-row slope is a least-squares fit to 2-8 rows of 1K and 4K
-    columns at 4 warps (within 8 registers, 12 for bf16 layernorm)."""
+    of a one-row program whose threads hold 8, 16, 32 and 64 elements each (linear between
+    them, the 32-64 slope beyond 64, the 8-element count below 8), and the registers each
+    further element adds when a program holds several rows (the row and its temporaries
+    again; the weights are per column and do not grow). Measured, not guessed: what Triton
+    3.9 allocates for this repository's kernels (``kernels/triton/{softmax,layernorm,rmsnorm}.py``)
+    compiled for sm_90 (``accelsim capture triton --compile-for sm_90``), none spilled. The
+    one-row counts are the median of one or two launches (1K-16K columns at 4 to 16 warps) and
+    exact at 8 to 64 elements; the per-row slope is a least-squares fit to 2-4 rows of 1K and
+    4K columns and 8 rows of 1K at 4 warps (within 13 registers). Not exact elsewhere: rows
+    narrower than a 16-byte vector per thread compile to fewer registers (14-20 at 100 columns
+    and 4 warps where this gives 21-40), and beyond 64 elements per thread Triton spills
+    (layernorm fp32 at 128: 32 registers and 3 KB spilled per thread) where this
+    extrapolates."""
 
 
 # Softmax, one pass: max 1, x - max 1, sum of exps 1, divide by the sum 1 = 4 flops and one exp
@@ -119,7 +125,7 @@ SOFTMAX_OP = RowOp(
     flops_per_element=4, exps_per_element=1, flops_per_row=0,
     stats_flops_per_element=3, stats_exps_per_element=1,
     apply_flops_per_element=2, apply_exps_per_element=1, two_pass_flops_per_row=0,
-    rsqrt_per_row=0, registers={4: ((21, 32, 58), 1.11), 2: ((22, 31, 51), 1.14)},
+    rsqrt_per_row=0, registers={4: ((21, 32, 58, 101), 1.11), 2: ((22, 31, 51, 89), 1.14)},
 )
 # LayerNorm, one pass: sum 1, x - mean 1, square 1, sum of squares 1, * rstd 1, * weight 1,
 # + bias 1 = 7 per element; per row mean = sum / n, var = sum_sq / n, + eps = 3, one rsqrt.
@@ -131,7 +137,7 @@ LAYERNORM_OP = RowOp(
     flops_per_element=7, exps_per_element=0, flops_per_row=3,
     stats_flops_per_element=3, stats_exps_per_element=0,
     apply_flops_per_element=4, apply_exps_per_element=0, two_pass_flops_per_row=5,
-    rsqrt_per_row=1, registers={4: ((40, 64, 128), 1.34), 2: ((32, 59, 93), 1.38)},
+    rsqrt_per_row=1, registers={4: ((40, 64, 128, 236), 1.34), 2: ((32, 59, 93, 162), 1.38)},
 )
 # RMSNorm: square 1, sum 1, * rstd 1, * weight 1 = 4 per element (statistics 2, apply 2);
 # per row mean square = sum / n, + eps = 2, one rsqrt.
@@ -141,7 +147,7 @@ RMSNORM_OP = RowOp(
     flops_per_element=4, exps_per_element=0, flops_per_row=2,
     stats_flops_per_element=2, stats_exps_per_element=0,
     apply_flops_per_element=2, apply_exps_per_element=0, two_pass_flops_per_row=2,
-    rsqrt_per_row=1, registers={4: ((31, 48, 87), 1.28), 2: ((26, 39, 62), 1.08)},
+    rsqrt_per_row=1, registers={4: ((31, 48, 87, 165), 1.28), 2: ((26, 39, 62, 121), 1.08)},
 )
 
 PARAMS = (
@@ -180,29 +186,43 @@ def register_budget(chip: Chip, num_warps: int) -> int:
     return min(occ.max_registers_per_thread, occ.registers_per_core // threads)
 
 
+ONE_ROW_POINTS = (8, 16, 32, 64)
+"""Elements per thread at which :attr:`RowOp.registers` gives a one-row program's count."""
+
+
 def one_pass_registers(op: RowOp, block_rows: int, width: int, threads: int, dtype: str) -> int:
     """Registers per thread of a one-pass program holding ``block_rows`` rows of ``width``
     (a power of two) columns over ``threads`` threads (:attr:`RowOp.registers`)."""
-    (at8, at16, at32), per_extra = op.registers[4 if DTYPE_BYTES[dtype] >= 4 else 2]
+    counts, per_extra = op.registers[4 if DTYPE_BYTES[dtype] >= 4 else 2]
     row = width / threads  # one row's elements per thread
-    if row <= 8:
-        one_row = at8
+    if row <= ONE_ROW_POINTS[0]:
+        one_row = float(counts[0])
     else:
-        low, high, start = (at8, at16, 8) if row <= 16 else (at16, at32, 16)
-        one_row = low + (high - low) * (row - start) / start
-    extra = max(0.0, block_rows * width / threads - max(row, 8))
+        i = min(np.searchsorted(ONE_ROW_POINTS, row) - 1, len(ONE_ROW_POINTS) - 2)
+        (x0, x1), (y0, y1) = ONE_ROW_POINTS[i:i + 2], counts[i:i + 2]
+        one_row = y0 + (y1 - y0) * (row - x0) / (x1 - x0)
+    extra = max(0.0, block_rows * width / threads - max(row, ONE_ROW_POINTS[0]))
     return math.ceil(one_row + per_extra * extra)
+
+
+REGISTER_ESTIMATE_SLACK = 13
+"""How far :func:`one_pass_registers` may be off the compiler (its fit's largest miss): an
+estimate this close above the budget is taken to fit at the budget, as the compiler would
+fit it (layernorm fp32, 4 rows of 4096 columns on 4 warps: 257 estimated, 255 compiled)."""
 
 
 def gpu_layout(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> GpuLayout:
     """One pass when ``block_rows`` rows of ``next_pow2(cols)`` values, with what the kernel
     keeps live beside them, fit in the register budget, else two passes over chunks
-    (``block_rows`` must then be 1)."""
+    (``block_rows`` must then be 1). Triton itself never loops: it compiles the one-pass
+    kernel and spills what does not fit to local memory; the column loop, which reads the row
+    a second time through the L2, stands in for that extra traffic."""
     block_rows, warps = config["block_rows"], config["num_warps"]
     threads = warps * chip.occupancy.warp_size
     registers = one_pass_registers(op, block_rows, _next_pow2(params["cols"]), threads, params["dtype"])
-    if registers <= register_budget(chip, warps):
-        return GpuLayout(block_rows, None, registers)
+    budget = register_budget(chip, warps)
+    if registers <= budget + REGISTER_ESTIMATE_SLACK:
+        return GpuLayout(block_rows, None, min(registers, budget))
     if block_rows > 1:
         raise InputError(
             f"{block_rows} rows of {params['cols']} columns need {registers} registers per thread with "

@@ -30,6 +30,10 @@ def h100():
         ({"local_memory_bytes": 227 * KIB}, 1, "local_memory"),  # the largest a program may have
         ({"registers_per_thread": 128}, 4, "registers"),  # 65536 // (128 x 4 x 32)
         ({"registers_per_thread": 255, "warps": 8}, 1, "registers"),  # 65536 // (255 x 256)
+        # a warp's registers round up to 256 (8 per thread): 82 takes 88, so 2 programs of 8
+        # warps, not the 3 that 65536 // (82 x 256) would give; 80 is already a multiple
+        ({"registers_per_thread": 82, "warps": 8}, 2, "registers"),
+        ({"registers_per_thread": 80, "warps": 8}, 3, "registers"),
     ],
 )
 def test_the_tightest_limit_sets_programs_per_core(h100, kernel_trace, resources, per_core, limit):

@@ -17,7 +17,8 @@ pytest.importorskip("triton")
 REPO = Path(__file__).resolve().parents[2]
 MODULES = ["measure_gpu", "measure_triton", "measure_pallas", "measure_collectives", "measure_micro", "jax_timing",
            "provenance", "measurement_format", "kernels.pallas.matmul", "kernels.pallas.attention", "kernels.pallas.rowwise",
-           "kernels.triton.matmul", "kernels.triton.attention", "kernels.triton.softmax", "kernels.triton.layernorm"]
+           "kernels.triton.matmul", "kernels.triton.attention", "kernels.triton.softmax", "kernels.triton.layernorm",
+           "kernels.triton.rmsnorm", "kernels.triton.row_layout", "kernels.triton.decode_attention"]
 
 
 def test_measurement_code_imports_without_accelsim_pydantic_or_simpy():
