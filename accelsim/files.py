@@ -64,17 +64,27 @@ def _probe(path: Path, where: str) -> None:
         raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}", source=where) from None
 
 
-def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool = True) -> Path:
+def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool = True,
+                     inputs: Sequence[str | Path] = (), writes: Sequence[str] = ()) -> Path:
     """``path`` as a folder to write into, made unless ``create=False``: refused when it
-    is a file, or when its nearest existing ancestor is not a writable folder.
-    ``create=False`` checks without making it, so a run that fails on its inputs leaves
-    no empty folder (the writer makes it when there is something to write)."""
+    is a file, when its nearest existing ancestor is not a writable folder, or when one of
+    the command's ``inputs`` (files) is a file the command ``writes`` there (names relative
+    to the folder), which it would overwrite. ``create=False`` checks without making it, so
+    a run that fails on its inputs leaves no empty folder (the writer makes it when there
+    is something to write)."""
     where = flag or str(path)
     if not str(path).strip():
         raise InputError("expected a folder path, got an empty one", source=where)
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(f"{str(path)!r} is a file; expected a folder", source=where)
+    for name in writes:
+        written = path / name
+        for given in inputs:
+            if written.is_file() and Path(given).is_file() and os.path.samefile(given, written):
+                raise InputError(f"{str(given)!r} is an input and the file this command writes as {name!r} in "
+                                 f"{str(path)!r}; writing it would overwrite that input: choose another folder",
+                                 source=where)
     ancestor = path
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent

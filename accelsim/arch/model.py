@@ -8,7 +8,9 @@ or per TensorCore (TPU); chip figures say ``chip`` in their name.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -217,6 +219,16 @@ class Torus:
             count *= n
         return count
 
+    def links_per_neighbour(self) -> int:
+        """The chip's ICI links spread evenly over its 2 x axes neighbours; a count that does
+        not divide evenly is refused (floored, 1 to 7 links on a 2-D torus had all run as 4)."""
+        ports = 2 * len(self.shape)
+        if self.chip.links.count % ports:
+            raise InputError(f"a chip on a {len(self.shape)}-D torus spreads its ICI links evenly over its {ports} "
+                             f"neighbours: expected a multiple of {ports}, got {self.chip.links.count}",
+                             source=self.name, field="chip.interconnect.links")
+        return self.chip.links.count // ports
+
 
 @dataclass(frozen=True, kw_only=True)
 class Multislice:
@@ -263,14 +275,16 @@ def chip_of(arch: Arch) -> Chip:
     raise TypeError(f"not an arch: {type(arch).__name__}")
 
 
-def config_files(name_or_path: str) -> list[Path]:
+def config_files(name_or_path: str, _seen: tuple[str, ...] = ()) -> list[Path]:
     """Every file a config is built from: its own, those it ``extends``, and the same for
-    the config it references (a system's chip, node or slice), each once."""
+    the config it references (a system's chip, node or slice), each once (a reference back
+    into the chain is left to :func:`load_arch`, which reports the cycle)."""
     raw = load_raw(name_or_path)
     files = list(raw.files)
+    here = os.path.realpath(raw.path)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
-    if reference and isinstance(raw.data.get(reference), str):
-        files += config_files(raw.data[reference])
+    if reference and isinstance(raw.data.get(reference), str) and here not in _seen:
+        files += config_files(raw.data[reference], (*_seen, here))
     return list(dict.fromkeys(files))
 
 
@@ -321,7 +335,20 @@ def forwarded_overrides(overrides: Sequence[str], prefix: str) -> list[str]:
     return [o.lstrip()[len(prefix) + 1 :] for o in overrides if o.lstrip().startswith(prefix + ".")]
 
 
+_RESOLVING: ContextVar[tuple[str, ...]] = ContextVar("resolving", default=())
+"""The config files being resolved, outermost first: a reference back into them is a cycle."""
+
+
 def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[str], referrer: str):
+    chain = _RESOLVING.get() or (os.path.realpath(referrer),)
+    try:
+        target = os.path.realpath(load_raw(name).path)
+    except InputError:
+        target = None  # load_arch below says what is wrong with the name
+    if target in chain:
+        raise InputError(f"{field!r} forms a cycle: {' -> '.join(Path(p).name for p in (*chain, target))}",
+                         source=referrer, field=field)
+    token = _RESOLVING.set(chain + ((target,) if target else ()))
     try:
         arch = load_arch(name, forwarded_overrides(overrides, field))
     except InputError as exc:
@@ -330,6 +357,8 @@ def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[
         if exc.source == "--set" and exc.field:  # the user wrote the path with this prefix
             exc.field = f"{field}.{exc.field}"
         raise
+    finally:
+        _RESOLVING.reset(token)
     if not isinstance(arch, expected_kind):
         raise InputError(
             f"{name!r} is a {type(arch).__name__.lower()}; expected a {expected_kind.__name__.lower()}",
@@ -369,13 +398,15 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             rail_optimized=net.rail_optimized,
         )
     if isinstance(spec, schema.TorusSpec):
-        return Torus(
+        torus = Torus(
             name=spec.name,
             display_name=spec.display_name,
             chip=_referenced(spec.chip, "chip", Chip, overrides, referrer),
             shape=tuple(spec.shape),
             wraparound=tuple(spec.wraparound.value),
         )
+        torus.links_per_neighbour()  # refused here, so every command that loads the torus says so
+        return torus
     if isinstance(spec, schema.MultisliceSpec):
         return Multislice(
             name=spec.name,

@@ -16,6 +16,7 @@ from accelsim.arch.model import config_files, load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
+from accelsim.study.runner import MAX_WORKERS
 from accelsim.families import FAMILIES
 from accelsim.files import check_output_file, write_text_atomic
 from accelsim.validate.calibrate import (
@@ -94,9 +95,9 @@ def select(paths, arch: str, exclude: list[str]):
     return records
 
 
-def check_jobs(jobs: int) -> None:
-    if jobs < 1:
-        raise InputError(f"expected at least 1 worker process, got {jobs}", source="--jobs")
+def check_jobs(jobs: int, flag: str = "--jobs") -> None:
+    if not 1 <= jobs <= MAX_WORKERS:
+        raise InputError(f"expected 1 to {MAX_WORKERS} worker processes, got {jobs}", source=flag)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ def run_capture(args: argparse.Namespace) -> int:
     if args.family is not None and args.family not in FAMILIES:
         raise InputError(f"unknown kernel family {args.family!r}; expected one of: {', '.join(FAMILIES)}",
                          source="--family")
-    check_output_file(args.output, "-o")
+    check_output_file(args.output, "-o", inputs=[path])  # never over the kernel's own source
     try:
         trace = _capture(args.tool, path, function, params, args.launch, args.compile_for)
     except ValidationError as exc:  # what the kernel launched is not a kernel we can describe (empty arrays)

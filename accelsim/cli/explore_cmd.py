@@ -63,7 +63,10 @@ def run_explore(args: argparse.Namespace) -> int:
         raise InputError(f"expected --top >= 1, got {args.top}", source="--top")
     check_jobs(args.jobs)
     if args.output is not None:
-        check_output_dir(args.output, "-o", create=False)
+        inputs = [args.space] if args.space else []
+        if ":" in args.kernel:
+            inputs.append(args.kernel.rpartition(":")[0])
+        check_output_dir(args.output, "-o", create=False, inputs=inputs, writes=RANKING_FILES)
     chip = load_chip(args.arch, args.overrides)
     space = load_space(args.space) if args.space else None
     started = time.perf_counter()
@@ -167,6 +170,10 @@ def _json(title: str, arch: str, ranked: list[Candidate], wall: float) -> dict:
             for c in ranked
         ],
     }
+
+
+RANKING_FILES = ("ranking.csv", "ranking.md", "ranking.png")
+"""What :func:`_write` writes into the ``-o`` folder."""
 
 
 def _write(folder: Path, title: str, arch: str, ranked: list[Candidate]) -> None:

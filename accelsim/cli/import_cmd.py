@@ -9,6 +9,10 @@ and calls :func:`write_imported` (validates, writes atomically, prints one line)
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pydantic import ValidationError
 
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.errors import InputError
@@ -41,7 +45,9 @@ def run_chakra(args: argparse.Namespace) -> int:
             raise InputError(f"process group {name!r} names rank {past[0]}, but there are {len(args.files)} rank "
                              f"files (ranks 0-{len(args.files) - 1})", source="--group")
         groups[name] = ranks
-    write_imported(import_chakra(args.files, groups), args.output, " ".join(args.files),
+    with op_limits(" ".join(args.files)):
+        trace = import_chakra(args.files, groups)
+    write_imported(trace, args.output, " ".join(args.files),
                    " (give one file per rank, in rank order, and every --group's ranks)")
     return 0
 
@@ -78,8 +84,9 @@ def run_hlo(args: argparse.Namespace) -> int:
     peak = chip.matrix_flops_per_s("bf16" if "bf16" in table else max(table, key=table.get))
     links = chip.link_bandwidth_bytes_per_s or chip.hbm.bandwidth_bytes_per_s  # a chip without scale-up links
     branch_rates = BranchRates(flop_s=1 / peak, byte_s=1 / chip.hbm.bandwidth_bytes_per_s, comm_byte_s=1 / links)
-    trace = import_hlo(args.file, system_devices=build_topology(system).ranks, system=args.system,
-                       unit_dtypes=rates, max_ops=args.max_ops or DEFAULT_MAX_OPS, rates=branch_rates)
+    with op_limits(args.file):
+        trace = import_hlo(args.file, system_devices=build_topology(system).ranks, system=args.system,
+                           unit_dtypes=rates, max_ops=args.max_ops or DEFAULT_MAX_OPS, rates=branch_rates)
     write_imported(trace, args.output, args.file)
     print(f"estimated or skipped: {describe_counts(trace.metadata['importer_counts'])}")
     return 0
@@ -93,6 +100,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     formats = p.add_subparsers(dest="import_format", required=True, parser_class=type(p), metavar="FORMAT")
     for add in IMPORTERS:
         add(formats)
+
+
+@contextmanager
+def op_limits(inputs: str) -> Iterator[None]:
+    """An op the importer built that the trace format cannot hold (a size, count or time past
+    its limits, a name it cannot print) is the input's fault: one line naming the inputs."""
+    try:
+        yield
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or exc.title
+        raise InputError(f"an op imported from it has a {where!r} the trace format cannot hold ({first['msg']}; "
+                         f"got {str(first.get('input'))[:40]!r})", source=inputs) from None
 
 
 def write_imported(trace: SystemTrace, output: str, inputs: str, hint: str = "") -> None:

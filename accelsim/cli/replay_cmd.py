@@ -52,6 +52,10 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.algorithm != "auto":
         get_algorithm(args.algorithm)  # an unknown name is the option's fault, not the trace's
     trace = load_system_trace(args.trace)
+    if args.timeline is not None:  # nor over a kernel trace the system trace names
+        base = Path(args.trace).parent
+        named = {op.kernel_trace for program in trace.programs for op in program.ops if op.kernel_trace}
+        check_output_file(args.timeline, "--timeline", inputs=[p if Path(p).is_absolute() else base / p for p in named])
     system = load_arch(args.system, args.overrides)
     protocol = args.algorithm.partition("/")[2]
     if protocol:  # known on this system? (asked now: a trace without collectives would never ask)

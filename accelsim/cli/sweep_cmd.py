@@ -6,11 +6,13 @@ import argparse
 import time
 from pathlib import Path
 
+from accelsim.cli.calibrate_cmd import check_jobs
 from accelsim.errors import InputError
 from accelsim.files import check_output_dir
 from accelsim.study.plan import plan_sweep
-from accelsim.study.runner import default_workers
-from accelsim.study.sweep import run_sweep
+from accelsim.study.journal import JOURNAL_NAME
+from accelsim.study.runner import default_workers, require_ray
+from accelsim.study.sweep import OUTPUT_FILES, input_files, run_sweep
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_sweep_cmd(args: argparse.Namespace) -> int:
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"expected at least 1 worker, got {args.workers}", source="--workers")
+    if args.workers is not None:
+        check_jobs(args.workers, "--workers")
     if args.workers is not None and args.ray:
         raise InputError("--workers is for local processes; Ray decides its own", source="--ray")
     plan = plan_sweep(args.spec)
@@ -40,7 +42,10 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
         if len(plan.points) > 10:
             print(f"  ... and {len(plan.points) - 10} more")
         return 0
-    out = check_output_dir(f"sweep-{Path(args.spec).stem}" if args.output is None else args.output, "-o")
+    if args.ray:  # before the folder is made: a missing Ray leaves nothing behind
+        require_ray()
+    out = check_output_dir(f"sweep-{Path(args.spec).stem}" if args.output is None else args.output, "-o",
+                           inputs=[args.spec, *input_files(plan)], writes=[*OUTPUT_FILES, JOURNAL_NAME])
     started = time.perf_counter()
     outcome = run_sweep(plan, out, workers=args.workers or default_workers(), ray=args.ray, fresh=args.fresh,
                         progress=not args.quiet)

@@ -11,7 +11,7 @@ from accelsim.cli.calibrate_cmd import check_jobs, select
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.files import check_output_dir
 from accelsim.validate.calibrate import SPLITS
-from accelsim.validate.compare import compare
+from accelsim.validate.compare import compare, measurement_files
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,12 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_validate)
 
 
+REPORT_FILES = ("report.md", "predicted_vs_measured.png", "error_by_family.png", "roofline.png")
+"""What ``write_report`` writes into the ``-o`` folder."""
+
+
 def run_validate(args: argparse.Namespace) -> int:
     from accelsim.report.validation import (
         write_report,  # matplotlib loads only when used
     )
     check_jobs(args.jobs)
-    out = check_output_dir(args.output, "-o", create=False)
+    out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
+                           writes=REPORT_FILES)
     chip = load_chip(args.arch, args.overrides)
     if args.split_by is None:
         args.split_by = fitted_split(args.arch, args.overrides)

@@ -442,16 +442,8 @@ def collective_tuning(system: Arch) -> CollectiveTuning | None:
 
 
 def _ici_link_bytes_per_s(system: Torus) -> float:
-    """Per neighbour and direction: the chip's ICI links spread evenly over its 2 x axes
-    neighbours (a count that does not divide evenly is refused: it was floored, so 1 to 7
-    links on a 2-D torus all ran as 4)."""
-    chip = system.chip
-    ports = 2 * len(system.shape)
-    if chip.links.count % ports:
-        raise InputError(f"a chip on a {len(system.shape)}-D torus spreads its ICI links evenly over its {ports} "
-                         f"neighbours: expected a multiple of {ports}, got {chip.links.count}",
-                         source=system.name, field="chip.interconnect.links")
-    return chip.links.count // ports * chip.links.bandwidth_per_link_bytes_per_s
+    """Per neighbour and direction (:meth:`Torus.links_per_neighbour`)."""
+    return system.links_per_neighbour() * system.chip.links.bandwidth_per_link_bytes_per_s
 
 
 def _product(values: tuple[int, ...]) -> int:

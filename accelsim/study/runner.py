@@ -95,6 +95,10 @@ runs threads can deadlock the child, so with one of them loaded, workers start f
 clean server process instead (slower to start: each imports accelsim afresh)."""
 
 
+MAX_WORKERS = 1024
+"""The most local worker processes a command may ask for (``--jobs``, ``--workers``)."""
+
+
 def worker_pool(workers: int, initializer, initargs: tuple) -> ProcessPoolExecutor:
     """Local worker processes, each set up once by ``initializer(*initargs)``."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=initializer,
@@ -105,8 +109,8 @@ def worker_pool(workers: int, initializer, initargs: tuple) -> ProcessPoolExecut
 def mapped(fn, items: Sequence, workers: int, initializer, initargs: tuple) -> Iterator:
     """``fn`` over ``items``, in order: in ``workers`` processes (each set up by
     ``initializer(*initargs)``) when more than one worker and item, else here, lazily."""
-    if workers > 1 and len(items) > 1:
-        with worker_pool(workers, initializer, initargs) as pool:
+    if workers > 1 and len(items) > 1:  # no more processes than items (a fork pool starts them all at once)
+        with worker_pool(min(workers, len(items)), initializer, initargs) as pool:
             yield pool.map(fn, items)
     else:
         initializer(*initargs)
@@ -121,13 +125,19 @@ def worker_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context()
 
 
-def run_ray(tasks: Sequence[Task], jobs: Sequence[Job], address: str) -> Iterator[list[Row]]:
-    """The same tasks as Ray remote functions. ``address``: ``auto`` (a running cluster),
-    ``local`` (start one on this machine) or a cluster address."""
+def require_ray():
+    """The ``ray`` module, or one line of bad input saying how to install it."""
     try:
         import ray
     except ModuleNotFoundError:
         raise InputError("Ray is not installed: pip install -e '.[ray]'", source="--ray") from None
+    return ray
+
+
+def run_ray(tasks: Sequence[Task], jobs: Sequence[Job], address: str) -> Iterator[list[Row]]:
+    """The same tasks as Ray remote functions. ``address``: ``auto`` (a running cluster),
+    ``local`` (start one on this machine) or a cluster address."""
+    ray = require_ray()
     ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
              include_dashboard=False, log_to_driver=False)
     remote = ray.remote(run_task)

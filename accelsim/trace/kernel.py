@@ -286,6 +286,9 @@ class KernelTrace(_Strict):
         names = [t.name for t in self.templates]
         if len(set(names)) != len(names):
             raise ValueError("template names must be unique")
+        family = self.metadata.get("family")
+        if family is not None and not isinstance(family, str):  # the one metadata key the simulator reads
+            raise ValueError(f"metadata.family: expected a kernel family name (a string), got {family!r}")
         for var, values in self.program_vars.items():
             if var in GRID_VARS:
                 raise ValueError(f"program_vars.{var}: {var!r} is reserved for the grid coordinate")

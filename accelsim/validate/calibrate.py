@@ -236,7 +236,7 @@ class Evaluator:
         if jobs > 1:
             from accelsim.study.runner import worker_pool
 
-            self.pool = worker_pool(jobs, _init_worker, (list(cases), arch))
+            self.pool = worker_pool(min(jobs, len(cases)), _init_worker, (list(cases), arch))
 
     def __call__(self, cases: Sequence[Case], overrides: Sequence[str]) -> np.ndarray:
         if self.pool is None or len(cases) < 2:

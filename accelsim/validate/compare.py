@@ -132,7 +132,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
     out: list[Measurement] = []
     seen: dict[tuple[str, str], str] = {}  # (arch, id) -> the file that had it
     checked: set[tuple[str, tuple[str, ...]]] = set()  # (arch, conditions) that load
-    for path in _expand(paths):
+    for path in measurement_files(paths):
         data = read_json_file(path, "measurements")
         if not isinstance(data, dict):
             raise InputError(f"expected a JSON object, got {type(data).__name__}", source=str(path))
@@ -149,7 +149,10 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
         for i, record in enumerate(records):
             if not isinstance(record, dict):
                 raise InputError("expected a record object", source=str(path), field=f"records[{i}]")
-            record_id = str(record.get("id", i))
+            record_id = record.get("id")
+            if not isinstance(record_id, str) or not record_id.strip():  # the split hashes it: never a default
+                raise InputError(f"expected a record id (a non-empty string), got {record_id!r}", source=str(path),
+                                 field=f"records[{i}].id")
             if record_id in ids:  # the held-out split and the reports key records by id
                 raise InputError(f"duplicate record id {record_id!r}", source=str(path), field=f"records[{i}].id")
             ids.add(record_id)
@@ -317,7 +320,8 @@ def _latency(value, path: Path, field: str) -> float:
     return float(value)
 
 
-def _expand(paths: Iterable[str | Path]) -> list[Path]:
+def measurement_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The measurement files ``paths`` name: files as given, every ``*.json`` below a folder."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)

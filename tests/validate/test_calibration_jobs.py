@@ -4,6 +4,7 @@ numbers: the fit does not depend on how many processes run it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from accelsim.validate.calibrate import DEFAULT_PARAMETERS, fit, prepare, with_final_configs
 from accelsim.validate.compare import read_measurements
@@ -20,11 +21,13 @@ def test_two_workers_fit_what_one_does(measurements):  # noqa: F811
     assert shared.evaluations == alone.evaluations
 
 
-def test_jobs_below_one_is_bad_input(cli, measurements, tmp_path):  # noqa: F811
-    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--jobs", "0",
+@pytest.mark.parametrize("jobs", ["0", "100000"])
+def test_jobs_out_of_range_is_bad_input(cli, measurements, tmp_path, jobs):  # noqa: F811
+    """Below one, or past 1024 (a fork pool would start every process at once)."""
+    result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--jobs", jobs,
                  "-o", str(tmp_path / "x.yaml"))
     assert result.code == 2
-    assert "--jobs: expected at least 1 worker process, got 0" in result.err
+    assert f"--jobs: expected 1 to 1024 worker processes, got {jobs}" in result.err
     assert not (tmp_path / "x.yaml").exists()
 
 
