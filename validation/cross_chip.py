@@ -45,6 +45,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 
 from accelsim.cli.main import main as accelsim  # noqa: E402
+from accelsim.errors import InputError  # noqa: E402
+from accelsim.files import check_output_dir  # noqa: E402
 from accelsim.report.validation import finish_error_plot  # noqa: E402
 from accelsim.validate.calibrate import DEFAULT_PARAMETERS  # noqa: E402
 from accelsim.validate.compare import Comparison, Measurement, compare, read_measurements, summarise  # noqa: E402
@@ -203,11 +205,14 @@ def plot(outcomes: Sequence[Outcome], path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "validation" / "reports" / "cross-chip")
+    parser.add_argument("--out", default=str(ROOT / "validation" / "reports" / "cross-chip"))
     parser.add_argument("--with-attention", action="store_true", help="also attention records (slow: config searches)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out = check_output_dir(args.out, "--out")  # an empty path, a file, an unwritable place: one line
+    except InputError as exc:
+        parser.error(str(exc))
     outcomes = []
     for transfer in TRANSFERS:
         print(f"{transfer.source} -> {', '.join(transfer.targets)} ...", flush=True)

@@ -407,6 +407,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("torch", "jax"), required=True)
     parser.add_argument("--ranks", type=int, default=2, help="processes on the CPU (gloo); GPUs: all visible")
     args = parser.parse_args(argv)
+    if not 1 <= args.ranks <= 64:  # each rank is a process on this machine (one: recorded as skipped)
+        parser.error(f"--ranks: expected 1 to 64 processes, got {args.ranks}")
     args.argv = None
     return args
 

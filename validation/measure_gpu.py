@@ -93,6 +93,7 @@ import measurement_format as fmt  # noqa: E402  (sibling files, standard library
 from measurement_format import FamilyFile  # noqa: E402
 from provenance import (  # noqa: E402
     ClockSampler,
+    budget_seconds,
     clock_fields,
     clock_note,
     clock_summary,
@@ -101,6 +102,7 @@ from provenance import (  # noqa: E402
     module_versions,
     now_utc,
     nvml_sm_clock,
+    out_folder,
     read_gpu_state,
 )
 
@@ -1000,7 +1002,13 @@ def print_final_table(out_dir: Path, device_name: str) -> None:
     print()
     print(f"{'file':<26} {'measured':>8} {'skipped':>8}  first skip reason")
     for path in sorted(out_dir.rglob("*.json"), key=lambda p: (len(p.relative_to(out_dir).parts), str(p))):
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("records"), list) \
+                or not isinstance(data.get("skipped"), list):
+            continue  # not a measurement file (left in the folder by something else)
         reason = data["skipped"][0]["reason"][:70] if data["skipped"] else "-"
         print(f"{str(path.relative_to(out_dir)):<26} {len(data['records']):>8} {len(data['skipped']):>8}  {reason}")
     print(f"{device_name}: {time.monotonic() - STARTED:.0f} s; files in {out_dir}")
@@ -1014,9 +1022,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                         help="auto: the GPU if there is one, else the CPU at tiny sizes")
     parser.add_argument("--quick", action="store_true", help="a few points per family (smoke run)")
-    parser.add_argument("--budget-s", type=float, default=None,
+    parser.add_argument("--budget-s", type=budget_seconds, default=None,
                         help="stop starting new cases when this many seconds since start are nearly spent")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=out_folder, default=None,
                         help="output folder (default: validation/measurements/<device-slug>/)")
     parser.add_argument("--families", default=",".join(PLANS),
                         help=f"comma-separated, from: {', '.join(PLANS)} (default: all)")
@@ -1029,6 +1037,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--bundle", type=Path, default=None, metavar="FILE.tar.gz",
                         help="also write every file as one archive, after each suite (for a lease's $OUT)")
     args = parser.parse_args(argv)
+    if args.bundle is not None:  # asked now: it is written after each suite, and a GPU lease is short
+        if not str(args.bundle).strip() or args.bundle.is_dir():
+            parser.error(f"--bundle: expected a file path, got {str(args.bundle)!r}")
+        try:
+            out_folder(str(args.bundle.parent))
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"--bundle: {exc}")
     suites = [x.strip() for x in args.suites.split(",") if x.strip()]
     if not suites or any(x not in SUITES for x in suites):
         parser.error(f"--suites: expected some of: {', '.join(SUITES)}; got {args.suites!r}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -376,6 +377,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     kind = lib.choose_device({"gpu": "cuda"}.get(args.device, args.device), False)
+    if kind == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":  # else every case fails: no driver
+        print("measure_triton.py: error: on the CPU the kernels run in Triton's interpreter: start with "
+              "TRITON_INTERPRET=1 (it must be set before triton is imported)", file=sys.stderr)
+        return 2
     scale = ("gpu" if kind == "cuda" else "cpu") + ("-quick" if args.quick else "")
     device = lib.describe_device(kind)
     policy = lib.POLICIES[scale]

@@ -443,7 +443,7 @@ def validate_measurement_file(data: Any) -> list[str]:
     if data.get("kind") != KIND:
         errors.append(f"kind: expected {KIND!r}")
     family = data.get("family")
-    if family not in FAMILY_PARAMS:
+    if not isinstance(family, str) or family not in FAMILY_PARAMS:
         return errors + [f"family: {family!r} is not one of {list(FAMILIES)}"]
     device = data.get("device")
     if not isinstance(device, dict) or not isinstance(device.get("name"), str) or "arch" not in device:
@@ -461,6 +461,8 @@ def validate_measurement_file(data: Any) -> list[str]:
     for index, record in enumerate(records):
         errors += [f"records[{index}].{e}" for e in validate_record(record, family)]
         rid = record.get("id") if isinstance(record, dict) else None
+        if not isinstance(rid, str):
+            continue  # validate_record has said so
         if rid in seen:
             errors.append(f"records[{index}].id: {rid!r} is not unique")
         seen.add(rid)

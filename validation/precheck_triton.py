@@ -33,6 +33,7 @@ import measure_triton  # noqa: E402
 
 from accelsim.arch.model import load_arch  # noqa: E402
 from accelsim.capture.triton import capture_triton  # noqa: E402
+from accelsim.capture.triton_compile import parse_target  # noqa: E402
 from accelsim.errors import InputError  # noqa: E402
 
 KERNELS = HERE.parent / "kernels" / "triton"
@@ -70,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="h200-sxm", help="chip whose per-block shared memory limit applies")
     parser.add_argument("--scale", default="gpu", choices=("gpu", "gpu-quick"), help="which sweep of measure_triton")
     args = parser.parse_args(argv)
-    limit = int(load_arch(args.arch).local.max_per_program_bytes)
+    try:
+        parse_target(args.target)
+        limit = int(load_arch(args.arch).local.max_per_program_bytes)
+    except InputError as exc:  # the options' fault, not the sweep's: one line
+        print(f"precheck_triton.py: error: {exc}", file=sys.stderr)
+        return 2
     failed = 0
     seen: dict[tuple, tuple] = {}
     print(f"{'case':58} {'shared B':>9} {'regs':>5} {'spill':>5}  fits {args.arch} ({limit} B)")

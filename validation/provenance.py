@@ -13,6 +13,8 @@ import contextlib
 import ctypes
 import datetime
 import functools
+import math
+import os
 import platform
 import shlex
 import statistics
@@ -176,13 +178,40 @@ def command_line(argv: list[str] | None) -> str:
     return shlex.join([Path(sys.executable).name, *sys.argv]) if argv is None else shlex.join(argv)
 
 
+def budget_seconds(text: str) -> float:
+    """``--budget-s``: seconds above zero (argparse type: anything else is one line, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text!r}")
+    return value
+
+
+def out_folder(text: str) -> Path:
+    """``--out``: a folder that is, or can be made (argparse type: checked before any measuring)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file; expected a folder")
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot make folder {text!r}: {str(ancestor)!r} is not a writable folder")
+    return path
+
+
 def suite_parser(description: str, out_help: str, devices: tuple[str, ...] = ("auto", "gpu", "cpu")) -> argparse.ArgumentParser:
     """The options every child suite of ``measure_gpu.py`` takes (it passes them on)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--device", choices=devices, default="auto")
     parser.add_argument("--quick", action="store_true", help="a few cases (smoke run)")
-    parser.add_argument("--budget-s", type=float, default=None, help="stop starting cases when this is nearly spent")
-    parser.add_argument("--out", type=Path, required=True, help=out_help)
+    parser.add_argument("--budget-s", type=budget_seconds, default=None,
+                        help="stop starting cases when this is nearly spent")
+    parser.add_argument("--out", type=out_folder, required=True, help=out_help)
     return parser
 
 

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from accelsim.errors import InputError
 from accelsim.study.runner import default_workers
 from accelsim.validate.compare import Comparison, compare, read_measurements, summarise
 
@@ -48,8 +49,20 @@ def main() -> int:
                         help="worker processes (default: one per CPU core; the report is the same)")
     parser.add_argument("paths", nargs="*", default=[str(ROOT / "validation" / "reference")])
     args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error(f"--jobs: expected at least 1, got {args.jobs}")
+    out = Path(args.out)
+    if not args.out.strip() or out.is_dir() or not out.parent.is_dir():
+        parser.error(f"--out: expected a file in an existing folder, got {args.out!r}")
     started = time.perf_counter()
-    comparisons = compare(read_measurements(args.paths), overrides=args.overrides, jobs=max(1, args.jobs))
+    try:
+        comparisons = compare(read_measurements(args.paths), overrides=args.overrides, jobs=args.jobs)
+    except InputError as exc:  # a bad file, record or --set: one line, as accelsim's own commands say it
+        print(f"report_public.py: error: {exc}", file=sys.stderr)
+        return 2
+    if not comparisons:
+        print(f"report_public.py: error: no records in {', '.join(args.paths)}", file=sys.stderr)
+        return 2
     elapsed = time.perf_counter() - started
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(render(comparisons, elapsed, args.overrides), encoding="utf-8")

@@ -74,7 +74,7 @@ def test_prints_a_short_table_last(quick):
 
 
 def test_budget_and_family_selection(tmp_path):
-    done = _run("--families", "softmax,copy", "--budget-s", "0", "--out", str(tmp_path))
+    done = _run("--families", "softmax,copy", "--budget-s", "0.001", "--out", str(tmp_path))
     assert sorted(p.stem for p in tmp_path.glob("*.json")) == ["copy", "softmax"]
     for path in tmp_path.glob("*.json"):
         data = _load(path)
@@ -82,6 +82,24 @@ def test_budget_and_family_selection(tmp_path):
         assert data["skipped"] and all(s["reason"].startswith("time budget") for s in data["skipped"])
     assert "not started (time budget)" in done.stdout  # the pallas and collectives suites
     assert not (tmp_path / "pallas").exists()
+
+
+@pytest.mark.parametrize("budget", ["0", "-5", "nan", "-inf", "soon"])
+def test_a_budget_is_seconds_above_zero(capsys, budget):
+    with pytest.raises(SystemExit) as exit_:
+        measure_gpu.parse_args([f"--budget-s={budget}"])
+    assert exit_.value.code == 2
+    assert "--budget-s: expected seconds above 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("out", ["", "FILE"])
+def test_an_output_folder_is_checked_before_measuring(capsys, tmp_path, out):
+    if out == "FILE":
+        out = str(tmp_path / "f")
+        Path(out).write_text("x")
+    with pytest.raises(SystemExit) as exit_:
+        measure_gpu.parse_args(["--out", out])
+    assert exit_.value.code == 2 and "--out" in capsys.readouterr().err
 
 
 def test_unknown_family_is_refused(capsys):

@@ -123,3 +123,19 @@ def test_liger_records_name_liger_launch():
     others = [r for path in FILES for r in _load(path)["records"] if r["family"] in ("layernorm", "rmsnorm")
               and not r["id"].endswith("--liger")]
     assert others and not any("config" in r for r in others)
+
+
+def test_rebuilding_removes_only_files_it_wrote(tmp_path):
+    """A folder's other JSON files stay; bad input is one line, exit 2, before anything changes."""
+    keep = tmp_path / "mine" / "data.json"
+    keep.parent.mkdir()
+    keep.write_text('{"precious": 1}')
+    empty_added = tmp_path / "added.yaml"
+    empty_added.write_text("records: []\n")
+    source = tmp_path / "public.json"
+    source.write_text("[]")
+    assert build_reference.main(["--input", str(source), "--added", str(empty_added), "--out", str(tmp_path)]) == 0
+    assert keep.read_text() == '{"precious": 1}'
+    source.write_text('[{"category": "gemm"}]')
+    assert build_reference.main(["--input", str(source), "--added", str(empty_added), "--out", str(tmp_path)]) == 2
+    assert keep.exists()

@@ -525,23 +525,66 @@ def find_input(explicit: Path | None) -> Path:
     sys.exit("build_reference.py: error: public_measurements.json not found; pass --input PATH")
 
 
+RECORD_FIELDS = ("category", "hardware", "workload", "parameters", "metric", "value", "unit", "source", "notes",
+                 "measured")
+
+
+def _plain_record(record) -> bool:
+    """An input record in the schema's shape (what the converters may index without checking)."""
+    return (isinstance(record, dict) and all(k in record for k in RECORD_FIELDS)
+            and all(isinstance(record[k], str) for k in ("category", "hardware", "workload", "metric", "unit",
+                                                             "source", "notes"))
+            and isinstance(record["parameters"], dict) and isinstance(record["measured"], bool)
+            and isinstance(record["value"], int | float) and not isinstance(record["value"], bool))
+
+
+def _written_here(path: Path) -> bool:
+    """A reference file this script wrote (its provenance says so): the only kind it removes."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "build_reference.py" in str(data.get("provenance", {}).get("command", ""))
+
+
+def _bad(message: str) -> int:
+    print(f"build_reference.py: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", type=Path, default=None, help="public_measurements.json (default: shared/reference/)")
     parser.add_argument("--added", type=Path, default=ADDED, help="this repository's added records (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=HERE, help="output folder (default: validation/reference/)")
     args = parser.parse_args(argv)
-    source = find_input(args.input)
-    raw_bytes, added_bytes = source.read_bytes(), args.added.read_bytes()
-    converted, left_out = convert_all(json.loads(raw_bytes) + yaml.safe_load(added_bytes)["records"])
+    if args.out.exists() and not args.out.is_dir():
+        return _bad(f"--out: {str(args.out)!r} is a file; expected a folder")
+    try:
+        source = find_input(args.input)
+        raw_bytes, added_bytes = source.read_bytes(), args.added.read_bytes()
+        raw, added = json.loads(raw_bytes), yaml.safe_load(added_bytes)
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: JSON; a message of one line
+        return _bad(f"cannot read the inputs: {str(exc).splitlines()[0]}")
+    if not isinstance(raw, list) or not isinstance(added, dict) or not isinstance(added.get("records"), list):
+        return _bad("expected a list of records (--input) and a mapping with a 'records' list (--added)")
+    bad = next((i for i, r in enumerate(raw + added["records"]) if not _plain_record(r)), None)
+    if bad is not None:
+        return _bad(f"record {bad}: expected an object with the record schema's fields (category, hardware, "
+                    "workload, parameters, metric, value, unit, source, notes, measured: true or false)")
+    try:
+        converted, left_out = convert_all(raw + added["records"])
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+        return _bad(f"a record the converters cannot read ({type(exc).__name__}: {exc})")
     files = build_files(converted, hashlib.sha256(raw_bytes + added_bytes).hexdigest())
-    for stale in args.out.glob("*/*.json"):
-        if stale.relative_to(args.out) not in files:
-            stale.unlink()
-    for relative, data in files.items():
+    for relative, data in files.items():  # every file checked before anything is written or removed
         problems = fmt.validate_measurement_file(data)
         if problems:
-            sys.exit(f"build_reference.py: error: {relative}: {problems[0]}")
+            return _bad(f"{relative}: {problems[0]}")
+    for stale in args.out.glob("*/*.json"):  # files this script wrote before, and only those
+        if stale.relative_to(args.out) not in files and _written_here(stale):
+            stale.unlink()
+    for relative, data in files.items():
         fmt.write_json_atomic(args.out / relative, data)
         print(f"{relative}: {len(data['records'])} records")
     print(f"converted {len(converted)} records; left out {sum(left_out.values())}:")
