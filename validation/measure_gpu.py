@@ -993,8 +993,20 @@ def write_bundle(out_dir: Path, bundle: Path) -> None:
     tmp = bundle.with_name(f".{bundle.name}.tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         for path in sorted(out_dir.rglob("*.json")):
-            tar.add(path, arcname=str(Path(out_dir.name) / path.relative_to(out_dir)))
+            if _measurement_file(path) is not None:
+                tar.add(path, arcname=str(Path(out_dir.name) / path.relative_to(out_dir)))
     tmp.replace(bundle)
+
+
+def _measurement_file(path: Path) -> dict | None:
+    """``path`` decoded when it is one of ours (records and skipped cases), else None: a folder
+    may hold other JSON, which the table and the bundle leave alone."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ours = isinstance(data, dict) and isinstance(data.get("records"), list) and isinstance(data.get("skipped"), list)
+    return data if ours else None
 
 
 def print_final_table(out_dir: Path, device_name: str) -> None:
@@ -1002,13 +1014,9 @@ def print_final_table(out_dir: Path, device_name: str) -> None:
     print()
     print(f"{'file':<26} {'measured':>8} {'skipped':>8}  first skip reason")
     for path in sorted(out_dir.rglob("*.json"), key=lambda p: (len(p.relative_to(out_dir).parts), str(p))):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
-        if not isinstance(data, dict) or not isinstance(data.get("records"), list) \
-                or not isinstance(data.get("skipped"), list):
-            continue  # not a measurement file (left in the folder by something else)
+        data = _measurement_file(path)
+        if data is None:
+            continue
         reason = data["skipped"][0]["reason"][:70] if data["skipped"] else "-"
         print(f"{str(path.relative_to(out_dir)):<26} {len(data['records']):>8} {len(data['skipped']):>8}  {reason}")
     print(f"{device_name}: {time.monotonic() - STARTED:.0f} s; files in {out_dir}")
