@@ -206,8 +206,31 @@ def load_raw(name_or_path: str, *, _chain: tuple[Path, ...] = (), _referrer: str
         )
     parent = load_raw(parent_name, _chain=_chain + (resolved,), _referrer=str(path))
     parent.data.pop("aliases", None)  # a name belongs to one config, not to what extends it
+    unvalued = _source_without_value(parent.data, data)
+    if unvalued:
+        raise InputError(f"gives a {unvalued[1]} but no value: the value would come from {parent_name}, shown with "
+                         f"this file's {unvalued[1]}; give the value too", source=str(path),
+                         line=lines.get(unvalued[0]), field=".".join(unvalued[0]))
     merged = deep_merge(parent.data, data)
     return RawConfig(merged, path, {**parent.origins, **origins}, (path, *parent.files))
+
+
+def _source_without_value(base: Mapping[str, Any], override: Mapping[str, Any],
+                          at: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str] | None:
+    """Where ``override`` cites a value of ``base`` (a ``source`` or ``basis``) without giving
+    the value, and which key it gives: merged, the parent's number would carry this citation."""
+    for key, value in override.items():
+        if not isinstance(value, Mapping) or not isinstance(base.get(key), Mapping):
+            continue
+        if _is_cited(base[key]) and not _is_cited(value):
+            given = next((k for k in ("source", "basis") if k in value), None)
+            if given:
+                return (*at, key), given
+            continue
+        found = _source_without_value(base[key], value, (*at, key))
+        if found:
+            return found
+    return None
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

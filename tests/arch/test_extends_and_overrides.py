@@ -150,3 +150,13 @@ def test_a_field_of_a_section_the_chip_lacks_says_so():
     """It said 'shared_cache.name: missing required field'."""
     with pytest.raises(InputError, match="'tpu-v5e' has no 'shared_cache' section"):
         load_arch("tpu-v5e", ["shared_cache.capacity=128 MiB"])
+
+
+@pytest.mark.parametrize("given", ["source: my own measurement", "basis: estimate"])
+def test_a_citation_without_its_value_is_refused(write_yaml, given):
+    """Merged, the parent's number would be shown with this file's source: one line naming
+    the file, its line and the field."""
+    path = write_yaml("child.yaml", f"extends: h100-sxm\nname: child\nhbm:\n  bandwidth:\n    {given}\n")
+    with pytest.raises(InputError, match=r"hbm\.bandwidth: gives a (source|basis) but no value") as exc:
+        load_arch(str(path))
+    assert exc.value.line == 4
