@@ -346,6 +346,11 @@ NOT_CONDITIONS = ("schema_version", "kind", "extends", "name", "aliases", "displ
 and values as accelsim's ``--set`` takes them, e.g. ``{"clock": "1500 MHz"}``."""
 
 
+MAX_MEASURED_S = 86400.0
+"""A day: no kernel or collective measurement takes longer; a larger value is a unit slip
+(accelsim's reader refuses it too)."""
+
+
 def validate_record(record: Any, family: str) -> list[str]:
     """Problems with one record (empty when it is valid)."""
     if not isinstance(record, dict):
@@ -363,11 +368,12 @@ def validate_record(record: Any, family: str) -> list[str]:
     if not isinstance(record["notes"], str):
         errors.append("notes: expected a string")
     errors += validate_params(family, record["params"])
-    if not (_is_number(record["latency_s"]) and record["latency_s"] > 0):
-        errors.append(f"latency_s: expected a positive number, got {record['latency_s']!r}")
+    if not (_is_number(record["latency_s"]) and 0 < record["latency_s"] <= MAX_MEASURED_S):
+        errors.append(f"latency_s: expected seconds above 0 and at most {MAX_MEASURED_S:g} (a day), "
+                      f"got {record['latency_s']!r}")
     samples = record["samples_s"]
-    if not isinstance(samples, list) or not all(_is_number(s) and s > 0 for s in samples):
-        errors.append("samples_s: expected a list of positive numbers")
+    if not isinstance(samples, list) or not all(_is_number(s) and 0 < s <= MAX_MEASURED_S for s in samples):
+        errors.append(f"samples_s: expected a list of seconds above 0 and at most {MAX_MEASURED_S:g}")
     for key in ("flops", "bytes"):
         value = record[key]
         if value is not None and not (_is_number(value) and value >= 0):

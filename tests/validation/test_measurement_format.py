@@ -131,6 +131,11 @@ def test_a_valid_file_has_no_problems():
         (lambda f: f["records"][0].update(conditions={}), "conditions: expected an object"),
         (lambda f: f["records"][0].update(kernel_device_s=[{"name": "k", "device_s": 0}]), "kernel_device_s"),
         (lambda f: f["records"][0].update(kernel_device_s=[]), "kernel_device_s"),
+        # found by fuzzing: a unit slip the reader refuses, and values the checker crashed on
+        (lambda f: f["records"][0].update(latency_s=10 ** 400), "latency_s: expected seconds above 0 and at most"),
+        (lambda f: f["records"][0].update(samples_s=[1e6]), "samples_s"),
+        (lambda f: f["records"][0].update(id=["a"]), "id: expected a non-empty string"),
+        (lambda f: f.update(family=["gemm"]), "family"),
     ],
 )
 def test_validator_reports_each_problem(change, problem):
