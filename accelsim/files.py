@@ -24,13 +24,21 @@ def check_output_file(path: str | Path, flag: str | None = None, *, inputs: Sequ
     made."""
     where = flag or str(path)
     path = _output_path(path, where)
+    given = _input_at(path, inputs)
+    if given is not None:
+        raise InputError(f"{str(path)!r} is also an input ({str(given)!r}); writing it would overwrite "
+                         "that input: choose another path", source=where)
+    _probe(path, where)
+    return path
+
+
+def _input_at(path: Path, inputs: Sequence[str | Path]) -> str | Path | None:
+    """The input that is the file at ``path`` (which writing ``path`` would overwrite), if any."""
     if path.is_file():
         for given in inputs:
             if Path(given).is_file() and os.path.samefile(given, path):
-                raise InputError(f"{str(path)!r} is also an input ({str(given)!r}); writing it would overwrite "
-                                 "that input: choose another path", source=where)
-    _probe(path, where)
-    return path
+                return given
+    return None
 
 
 def _output_path(path: str | Path, where: str) -> Path:
@@ -79,12 +87,11 @@ def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool 
     if path.exists() and not path.is_dir():
         raise InputError(f"{str(path)!r} is a file; expected a folder", source=where)
     for name in writes:
-        written = path / name
-        for given in inputs:
-            if written.is_file() and Path(given).is_file() and os.path.samefile(given, written):
-                raise InputError(f"{str(given)!r} is an input and the file this command writes as {name!r} in "
-                                 f"{str(path)!r}; writing it would overwrite that input: choose another folder",
-                                 source=where)
+        given = _input_at(path / name, inputs)
+        if given is not None:
+            raise InputError(f"{str(given)!r} is an input and the file this command writes as {name!r} in "
+                             f"{str(path)!r}; writing it would overwrite that input: choose another folder",
+                             source=where)
     ancestor = path
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent

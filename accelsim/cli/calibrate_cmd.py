@@ -16,9 +16,9 @@ from accelsim.arch.model import config_files, load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
-from accelsim.study.runner import MAX_WORKERS
 from accelsim.families import FAMILIES
 from accelsim.files import check_output_file, write_text_atomic
+from accelsim.study.runner import MAX_WORKERS
 from accelsim.validate.calibrate import (
     DEFAULT_PARAMETERS,
     FITTABLE_PARAMETERS,

@@ -185,10 +185,11 @@ def _write(folder: Path, title: str, arch: str, ranked: list[Candidate]) -> None
     for i, c in enumerate(ranked, 1):
         writer.writerow([i, config_text(c.config), f"{c.latency_s:.9g}" if c.sim else "", c.sim.bound if c.sim else "",
                          why(c.sim) if c.sim else "", c.error or ""])
-    (folder / "ranking.csv").write_text(buffer.getvalue(), encoding="utf-8")
+    table, markdown, image = (folder / name for name in RANKING_FILES)
+    table.write_text(buffer.getvalue(), encoding="utf-8")
     ran = [c for c in ranked if c.sim is not None]
-    (folder / "ranking.md").write_text(
+    markdown.write_text(
         f"# {title} on {arch}\n\n{len(ranked)} configs, {len(ran)} ran\n\n```\n{_table(ranked, ran[0].latency_s)}\n```\n",
         encoding="utf-8")
     plot_ranking(f"{title} on {arch}", [config_text(c.config) for c in ran], [c.latency_s for c in ran],
-                 [c.sim.bound for c in ran], folder / "ranking.png")
+                 [c.sim.bound for c in ran], image)

@@ -30,13 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_validate)
 
 
-REPORT_FILES = ("report.md", "predicted_vs_measured.png", "error_by_family.png", "roofline.png")
-"""What ``write_report`` writes into the ``-o`` folder."""
-
-
 def run_validate(args: argparse.Namespace) -> int:
-    from accelsim.report.validation import (
-        write_report,  # matplotlib loads only when used
+    from accelsim.report.validation import (  # matplotlib loads only when used
+        REPORT_FILES,
+        write_report,
     )
     check_jobs(args.jobs)
     out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),

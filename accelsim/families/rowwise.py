@@ -195,12 +195,8 @@ def one_pass_registers(op: RowOp, block_rows: int, width: int, threads: int, dty
     (a power of two) columns over ``threads`` threads (:attr:`RowOp.registers`)."""
     counts, per_extra = op.registers[4 if DTYPE_BYTES[dtype] >= 4 else 2]
     row = width / threads  # one row's elements per thread
-    if row <= ONE_ROW_POINTS[0]:
-        one_row = float(counts[0])
-    else:
-        i = min(np.searchsorted(ONE_ROW_POINTS, row) - 1, len(ONE_ROW_POINTS) - 2)
-        (x0, x1), (y0, y1) = ONE_ROW_POINTS[i:i + 2], counts[i:i + 2]
-        one_row = y0 + (y1 - y0) * (row - x0) / (x1 - x0)
+    last_slope = (counts[-1] - counts[-2]) / (ONE_ROW_POINTS[-1] - ONE_ROW_POINTS[-2])
+    one_row = float(np.interp(row, ONE_ROW_POINTS, counts)) + last_slope * max(0.0, row - ONE_ROW_POINTS[-1])
     extra = max(0.0, block_rows * width / threads - max(row, ONE_ROW_POINTS[0]))
     return math.ceil(one_row + per_extra * extra)
 

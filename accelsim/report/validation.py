@@ -21,14 +21,19 @@ def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x * 100:+.1f}%"
 
 
+REPORT_FILES = ("report.md", "predicted_vs_measured.png", "error_by_family.png", "roofline.png")
+"""What :func:`write_report` writes into its folder."""
+
+
 def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str,
                  refused: Sequence[Refused] = (), split: str = "record") -> Path:
     arch = chip.name
     out.mkdir(parents=True, exist_ok=True)
+    path, scatter, by_family, roofline = (out / name for name in REPORT_FILES)
     plots = [
-        plot_predicted_vs_measured(comparisons, out / "predicted_vs_measured.png"),
-        plot_error_by_family(comparisons, out / "error_by_family.png"),
-        plot_roofline_points(comparisons, chip, out / "roofline.png"),
+        plot_predicted_vs_measured(comparisons, scatter),
+        plot_error_by_family(comparisons, by_family),
+        plot_roofline_points(comparisons, chip, roofline),
     ]
     held = {id(c): holds_out(c.measurement, split) for c in comparisons}
     sides = {True: [c for c in comparisons if held[id(c)]], False: [c for c in comparisons if not held[id(c)]]}
@@ -70,7 +75,6 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
             config += f" (at {c.clock_hz / 1e6:.0f} MHz, the SM clock read while it was timed)"
         lines.append(f"| {c.measurement.id} | {'held-out' if held[id(c)] else 'train'} | "
                      f"{c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | {_pct(c.error)} | {config} |")
-    path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
