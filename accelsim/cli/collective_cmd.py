@@ -4,6 +4,7 @@ printed like nccl-tests."""
 from __future__ import annotations
 
 import argparse
+import re
 import time
 
 from accelsim.arch.model import load_arch
@@ -17,8 +18,8 @@ from accelsim.units import UnitError, format_quantity, parse_quantity
 def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--system", help="system name or config path (node, cluster, torus, multislice) for --collective")
     p.add_argument("--collective", metavar="KIND", help=", ".join(KINDS))
-    p.add_argument("--bytes", metavar="SIZE", help="buffer size as nccl-tests counts it, e.g. '64 MiB'")
-    p.add_argument("--sweep-bytes", metavar="MIN:MAX", help="sizes from MIN to MAX, doubling (e.g. 8B:8GiB)")
+    p.add_argument("--bytes", metavar="SIZE", help="buffer size as nccl-tests counts it, e.g. '64 MiB', or nccl-tests' own 64M (powers of 1024)")
+    p.add_argument("--sweep-bytes", metavar="MIN:MAX", help="sizes from MIN to MAX, doubling (e.g. 8B:8GiB, or nccl-tests' 8:8G)")
     p.add_argument("--algorithm", default="auto",
                    help="auto (default), " + ", ".join(sorted(ALGORITHMS)) + "; NAME/PROTOCOL (ring/ll) fixes the NCCL protocol")
     p.add_argument("--ranks", type=int, help="use the first N ranks of the system (default: all)")
@@ -70,11 +71,22 @@ def parse_group(text: str, size: int) -> list[int]:
     return ranks
 
 
+NCCL_TESTS_SIZE = re.compile(r"(\d{1,20})\s*([KMGT]?)", re.IGNORECASE)
+"""A size as nccl-tests' ``-b`` / ``-e`` take it: bytes, or K, M, G (and T) as powers of 1024."""
+
+
 def parse_size(text: str, option: str) -> float:
-    try:
-        value = parse_quantity(text.strip(), "bytes")
-    except UnitError as exc:
-        raise InputError(str(exc), source=option) from None
+    """A size with a unit (``64 MiB``, ``1 GB``), or as nccl-tests writes it (``8``,
+    ``64M`` = 64 MiB)."""
+    plain = NCCL_TESTS_SIZE.fullmatch(text.strip())
+    if plain:
+        count = int(plain[1]) * 1024 ** " KMGT".index(plain[2].upper() or " ")
+        value = float(min(count, 2**54))  # past 8 PiB is refused below (and would overflow a float)
+    else:
+        try:
+            value = parse_quantity(text.strip(), "bytes")
+        except UnitError as exc:
+            raise InputError(f"{exc}; or nccl-tests' 8, 64K, 8G (powers of 1024)", source=option) from None
     if not 1 <= value <= 2**53 or not float(value).is_integer():  # 2^53: 8 PiB, where floats stop counting bytes
         raise InputError(f"size must be a whole number of bytes from 1 B to 8 PiB, got {text!r}", source=option)
     return value
