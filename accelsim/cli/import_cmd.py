@@ -22,7 +22,9 @@ from accelsim.system.trace import SystemTrace, check_trace, save_system_trace
 
 def register_chakra(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chakra", help="MLCommons Chakra execution traces (JSON form of et_def.proto), one file per rank")
-    p.add_argument("files", nargs="+", metavar="FILE", help="one trace per rank, in rank order")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="one trace per rank, or a folder of them: ranks follow the numbers in the file names "
+                        "(rank0.json ... rank11.json) when every name has its own, else the order given")
     p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="system trace to write")
     p.add_argument("--group", action="append", default=[], metavar="NAME=RANKS",
                    help="ranks of a process group that nodes name in pg_name, e.g. tp0=0-3 (repeatable)")
@@ -30,9 +32,10 @@ def register_chakra(sub: argparse._SubParsersAction) -> None:
 
 
 def run_chakra(args: argparse.Namespace) -> int:
-    from accelsim.importers.chakra import import_chakra, parse_group_option
+    from accelsim.importers.chakra import import_chakra, parse_group_option, rank_files
 
-    check_output_file(args.output, "-o", inputs=args.files)
+    files, renumbered = rank_files(args.files)
+    check_output_file(args.output, "-o", inputs=files)
     groups: dict[str, list[int]] = {}
     for text in args.group:
         name, ranks = parse_group_option(text)
@@ -40,15 +43,18 @@ def run_chakra(args: argparse.Namespace) -> int:
             raise InputError(f"process group {name!r} is given twice", source="--group")
         if len(set(ranks)) != len(ranks):
             raise InputError(f"process group {name!r} names a rank twice: {text!r}", source="--group")
-        past = [r for r in ranks if r >= len(args.files)]
+        past = [r for r in ranks if r >= len(files)]
         if past:
-            raise InputError(f"process group {name!r} names rank {past[0]}, but there are {len(args.files)} rank "
-                             f"files (ranks 0-{len(args.files) - 1})", source="--group")
+            raise InputError(f"process group {name!r} names rank {past[0]}, but there are {len(files)} rank "
+                             f"files (ranks 0-{len(files) - 1})", source="--group")
         groups[name] = ranks
-    with op_limits(" ".join(args.files)):
-        trace = import_chakra(args.files, groups)
-    write_imported(trace, args.output, " ".join(args.files),
+    with op_limits(" ".join(map(str, files))):
+        trace = import_chakra(files, groups)
+    write_imported(trace, args.output, " ".join(map(str, files)),
                    " (give one file per rank, in rank order, and every --group's ranks)")
+    if renumbered:
+        print(f"ranks from the file names: {', '.join(f'{r}={f.name}' for r, f in enumerate(files[:4]))}"
+              + (f", ... {len(files) - 1}={files[-1].name}" if len(files) > 4 else ""))
     return 0
 
 

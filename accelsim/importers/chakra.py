@@ -1,6 +1,6 @@
 """MLCommons Chakra execution traces (the JSON form of ``et_def.proto``) as a system trace.
 
-One file per rank, given in rank order. A file holds Chakra ``Node`` messages in any
+One file per rank (see :func:`rank_files` for which is which). A file holds Chakra ``Node`` messages in any
 of the JSON shapes tools write: a stream of concatenated JSON objects (what
 ``chakra_jsonizer`` writes with protobuf's ``MessageToJson``: a ``GlobalMetadata``
 object first, then one object per node, camelCase keys, 64-bit integers as strings,
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,39 @@ HOST_NODES = ("METADATA_NODE", "INVALID_NODE", "STORAGE_NODE", "BATCH_NODE", "CH
 """Node types that take no device time (storage I/O is not modelled)."""
 DEFAULT_PROCESS_GROUP = "0"
 """PyTorch's default process group, every rank (ASTRA-sim reads it so too)."""
+
+
+RANK_NUMBER = re.compile(r"\d+")
+
+
+def rank_files(args: Sequence[str | Path]) -> tuple[list[Path], bool]:
+    """The rank files ``import chakra`` was given, in rank order, and whether that order
+    came from the files' names. A folder stands for the ``.json`` files in it. When every
+    file's name holds a number (its last one: ``et_rank_12.json``, ``chakra.3.json``) and
+    no two hold the same, ranks follow those numbers: a shell glob lists ``rank10`` before
+    ``rank2``. Otherwise the files are ranks in the order given; a folder's files must
+    be numbered, since a listing has no order of its own."""
+    paths: list[Path] = []
+    folders = []
+    for arg in args:
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".json" and p.is_file())
+            if not found:
+                raise InputError("no .json files in this folder: expected one Chakra trace per rank", source=str(path))
+            folders.append(str(path))
+            paths.extend(found)
+        else:
+            paths.append(path)
+    numbers = [RANK_NUMBER.findall(p.name) for p in paths]
+    last = [int(found[-1]) if found else None for found in numbers]
+    if None not in last and len(set(last)) == len(last):
+        order = sorted(range(len(paths)), key=lambda i: last[i])
+        return [paths[i] for i in order], order != list(range(len(paths))) or bool(folders)
+    if folders:
+        raise InputError("cannot tell which file is which rank: give each file its rank number in its name "
+                         "(rank0.json, rank1.json, ...), or list the files in rank order", source=folders[0])
+    return paths, False
 
 
 def import_chakra(paths: Sequence[str | Path], groups: Mapping[str, list[int]] | None = None,
