@@ -335,6 +335,8 @@ def ring_volume(kind: str, m: int, size_bytes: float) -> tuple[float, int]:
         return 2 * (m - 1) / m * size_bytes, 2 * (m - 1)
     if kind in ("all-gather", "reduce-scatter"):
         return (m - 1) / m * size_bytes, m - 1
+    if kind == "broadcast":  # a pipelined chain: every rank but the last forwards the buffer
+        return size_bytes, m - 1
     raise InputError(f"no ring {kind} here", source="--algorithm")
 
 

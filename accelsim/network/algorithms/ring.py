@@ -1,5 +1,5 @@
-"""Rings: bidirectional and unidirectional over any group, NCCL's multi-channel ring
-across the nodes of a cluster, and broadcast as a pipelined chain."""
+"""Rings: bidirectional and unidirectional over any group, and NCCL's multi-channel ring
+across the nodes of a cluster (broadcast: :mod:`.broadcast`)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ def ring(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     the group's box (:mod:`.torus`). Across nodes of a cluster: NCCL's ring, its node
     crossings spread over every NIC (one channel per NIC), when every node holds the same
     GPUs of the group. Across slices: hierarchical (:mod:`.hierarchical`). Any other
-    group: one ring in group order. Broadcast: a pipelined chain from ``ranks[0]``."""
+    group: one ring in group order. Broadcast from ``ranks[0]``: :mod:`.broadcast`."""
     needs(req, RING_KINDS, "ring")
     if req.kind == "broadcast":
-        return chain_broadcast(topo, req, proto)
+        from accelsim.network.algorithms.broadcast import broadcast
+
+        return broadcast(topo, req, proto)
     parts = by_domain(topo, req.ranks)
     if len(parts) > 1 and topo.kind == "multislice" and same_local_layout(topo, parts):
         from accelsim.network.algorithms.hierarchical import hierarchical
@@ -36,7 +38,7 @@ def ring(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
 
         return torus_ring(topo, req, proto)
     if len(parts) > 1 and topo.kind == "cluster" and same_local_layout(topo, parts):
-        return best_protocol(topo, lambda p: _cluster_ring(topo, req, p)) if proto is None else _cluster_ring(topo, req, proto)
+        return best_protocol(topo, lambda p: cluster_ring(topo, req, p)) if proto is None else cluster_ring(topo, req, proto)
     return _flat(topo, req, proto, bidirectional=True, name="ring")
 
 
@@ -56,7 +58,7 @@ def _flat(topo: Topology, req: Request, proto: Protocol | None, *, bidirectional
     return best_protocol(topo, build) if proto is None else build(proto)
 
 
-def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
+def cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     """NCCL's ring across nodes: as many channels as NICs, each a unidirectional ring that
     crosses the node's GPUs and leaves it from a different one, through that GPU's NIC
     (channel ``c`` enters at the GPU after its exit GPU and walks round to it; its exit
@@ -82,15 +84,3 @@ def _cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + crossing
     remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
     return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto, partial=not req.whole)
-
-
-def chain_broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
-    """Pipelined chain from the first rank: every link of the chain carries the buffer once."""
-    if len(req.ranks) < 2:
-        raise InputError("broadcast needs at least 2 ranks", source="--ranks")
-
-    def build(p: Protocol | None) -> Plan:
-        streams = [(a, b, req.size_bytes) for a, b in zip(req.ranks, req.ranks[1:])]
-        return plan("ring", topo, [[phase(topo, streams, len(req.ranks) - 1, p)]], p)
-
-    return best_protocol(topo, build) if proto is None else build(proto)
