@@ -456,3 +456,31 @@ def load_spec(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[BaseMod
     raw = load_raw(name_or_path)
     raw = apply_overrides(raw, [parse_override(o) for o in overrides])
     return validate(raw), raw
+
+
+def is_calibration(data: dict[str, Any]) -> bool:
+    """Does a config file's own mapping make it a calibration of the config it extends:
+    an ``uncertainty`` section or a fitted value, as ``accelsim calibrate`` writes (no
+    published config holds either)?"""
+    def fitted(node: Any) -> bool:
+        if isinstance(node, dict):
+            return node.get("basis") == "fitted" or any(fitted(v) for v in node.values())
+        return isinstance(node, list) and any(fitted(v) for v in node)
+
+    return "extends" in data and ("uncertainty" in data or fitted(data))
+
+
+def measured_config(name_or_path: str) -> str:
+    """The config whose measurements a config is checked against: itself, or for a
+    calibration overlay (:func:`is_calibration`, whatever its name) the config it extends,
+    followed up through overlays of overlays."""
+    path = find_config(name_or_path)
+    seen = {path.resolve()}
+    while True:
+        data, _ = read_yaml(path)
+        if not is_calibration(data):
+            return str(data.get("name", path.stem))
+        path = find_config(str(data["extends"]), referenced_from=str(path), field="extends")
+        if path.resolve() in seen:
+            raise InputError("'extends' forms a cycle", source=str(path), field="extends")
+        seen.add(path.resolve())

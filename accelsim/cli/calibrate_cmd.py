@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from accelsim.arch.loader import load_raw, parse_override
+from accelsim.arch.loader import load_raw, measured_config, parse_override
 from accelsim.arch.model import config_files, load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
@@ -103,9 +103,10 @@ def check_jobs(jobs: int, flag: str = "--jobs") -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     check_jobs(args.jobs)
     chip = load_chip(args.arch, args.overrides)
-    if chip.name.endswith("-calibrated"):
+    published = measured_config(args.arch)
+    if published != chip.name:
         raise InputError(f"{chip.name!r} is a calibrated overlay; calibrate the published config it extends "
-                         f"({chip.name.removesuffix('-calibrated')!r})", source="--arch")
+                         f"({published!r})", source="--arch")
     if args.bands_only:
         for given, option in ((args.fit, "--fit"), (args.scope, "--scope"),
                               (args.split_by != SPLITS[0], "--split-by"), (args.method != METHODS[0], "--method")):
@@ -133,6 +134,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
                          f"{unit}, about {HELD_OUT_PER_TEN} in 10); a fit needs training records: give more",
                          source="--measurements")
     output = check_output_file(args.output, "-o", inputs=_input_files(args, records))
+    overlay_name(args.arch, args.output)
     args.fit_date = fit_date()
     print(f"calibrating {chip.name} on {len(records)} records ...")
     cases = prepare(records, args.arch, args.overrides, jobs=args.jobs)
@@ -155,6 +157,7 @@ def _input_files(args: argparse.Namespace, records) -> list:
 def _write_bands(args: argparse.Namespace, chip, records) -> int:
     """``--bands-only``: the config as given, every record predicted, residual bands written."""
     output = check_output_file(args.output, "-o", inputs=_input_files(args, records))
+    overlay_name(args.arch, args.output)
     args.fit_date = fit_date()
     print(f"predicting {len(records)} records on {chip.name} (--bands-only: nothing is fitted) ...")
     families = {}
@@ -169,7 +172,7 @@ def _write_bands(args: argparse.Namespace, chip, records) -> int:
     bands = _bands(cases, log_errors, lambda family, count: (
         f"residuals of every {family} record, none fitted: accelsim calibrate --bands-only on {count} records "
         f"({', '.join(sorted({m.file for m in families[family]}))}{_excluded(args)}); {args.fit_date}"))
-    overlay = _overlay_head(args.arch, "with the uncertainty bands of its residuals (nothing fitted)")
+    overlay = _overlay_head(args.arch, "with the uncertainty bands of its residuals (nothing fitted)", args.output)
     _given(args, None, overlay)
     overlay["uncertainty"] = bands
     header = (f"# Written by `accelsim calibrate --bands-only`: {chip.name} as published"
@@ -216,20 +219,31 @@ def _source(args, result) -> str:
             f"{len(result.held_out)} held out{split}{method}; {args.fit_date}")
 
 
-def _overlay_head(arch: str, what: str) -> dict:
+def overlay_name(arch: str, output: str) -> str:
+    """The overlay's ``name``: its file's stem, as every config is named (``-o
+    calibrated/my-h100.yaml`` makes ``my-h100``, which ``--arch my-h100`` then reports)."""
+    _, spec = load_arch_and_spec(arch)
+    name = Path(output).name.removesuffix(".yaml").removesuffix(".yml")
+    if name == spec.name:
+        raise InputError(f"the overlay would be named {name!r}, as the config it extends; name the file "
+                         f"otherwise (e.g. {spec.name}-calibrated.yaml)", source="-o")
+    return name
+
+
+def _overlay_head(arch: str, what: str, output: str) -> dict:
     _, spec = load_arch_and_spec(arch)
     return {
         "schema_version": 1,
         "kind": "chip",
         "extends": spec.name,
-        "name": f"{spec.name}-calibrated",
+        "name": overlay_name(arch, output),
         "display_name": f"{spec.display_name} (calibrated)",
         "description": f"{spec.name} {what}.",
     }
 
 
 def _overlay(args, chip, result) -> dict:
-    overlay = _overlay_head(args.arch, "with its calibratable parameters fitted by accelsim calibrate")
+    overlay = _overlay_head(args.arch, "with its calibratable parameters fitted by accelsim calibrate", args.output)
     note = f"train MAPE {mape(result.start_train_errors):.1%} -> {mape(result.train_errors):.1%}; " + (
         f"held-out MAPE {mape(result.start_held_out_errors):.1%} -> {mape(result.held_out_errors):.1%}"
         if len(result.held_out) else "no held-out records")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from accelsim.arch.loader import measured_config
 from accelsim.arch.model import load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs, select
@@ -41,7 +42,7 @@ def run_validate(args: argparse.Namespace) -> int:
     chip = load_chip(args.arch, args.overrides)
     if args.split_by is None:
         args.split_by = fitted_split(args.arch, args.overrides)
-    measured_on = chip.name.removesuffix("-calibrated")
+    measured_on = measured_config(args.arch)
     records = select(args.measurements, measured_on, args.exclude)
     refused: list = []
     comparisons = compare([_on(r, args.arch) for r in records], overrides=args.overrides, refused=refused,

@@ -75,8 +75,9 @@ def test_calibrate_then_validate(cli, measurements, tmp_path):
 
 def test_source_date_epoch_makes_the_overlay_byte_identical(cli, measurements, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(365 * 86400))  # 1971-01-01
-    outputs = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
+    outputs = [tmp_path / "a" / "fit.yaml", tmp_path / "b" / "fit.yaml"]  # one name: the overlay is named so
     for overlay in outputs:
+        overlay.parent.mkdir()
         assert cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
                    "-o", str(overlay)).code == 0
     text = outputs[0].read_text()
