@@ -76,6 +76,9 @@ PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
     "launch_overhead": lambda c: c.launch_overhead_s,
     "cores.program_overhead": lambda c: c.program_overhead_s,
     "hbm.latency": lambda c: c.hbm.latency_s,
+    "shared_cache.latency": lambda c: c.shared_cache.latency_s if c.shared_cache else None,
+    "local_memory.latency": lambda c: c.local.latency_s,
+    "local_memory.fill_bandwidth_bytes_per_cycle": lambda c: c.local.fill_bandwidth_bytes_per_cycle,
     "hbm.queueing_latency": lambda c: c.hbm.queueing_latency_s,
     "hbm.queueing_unmixed_share": lambda c: c.hbm.queueing_unmixed_share,
     "hbm.turnaround_loss": lambda c: c.hbm.turnaround_loss,
@@ -91,12 +94,19 @@ DEFAULT_PARAMETERS = (
     Parameter("cores.program_overhead", 0.0, 5e-6, "seconds"),
 )
 FITTABLE_PARAMETERS = (*DEFAULT_PARAMETERS, Parameter("hbm.queueing_latency", 0.0, 5e-6, "seconds"),
-                       Parameter("hbm.queueing_unmixed_share", 0.0, 1.0), Parameter("hbm.turnaround_loss", 0.0, 0.5))
+                       Parameter("hbm.queueing_unmixed_share", 0.0, 1.0), Parameter("hbm.turnaround_loss", 0.0, 0.5),
+                       Parameter("hbm.latency", 50e-9, 3e-6, "seconds"),
+                       Parameter("shared_cache.latency", 20e-9, 1e-6, "seconds"),
+                       Parameter("local_memory.latency", 1e-9, 200e-9, "seconds"),
+                       Parameter("local_memory.fill_bandwidth_bytes_per_cycle", 8.0, 1024.0))
 """What ``--fit`` may name: the defaults; HBM queueing, which only kernels bound by loads
 in flight at a high HBM load see (``validation/stream_occupancy/``), and the share of it
-read-only traffic sees (only a set with read-only and mixed kernels tells it); and the turnaround
+read-only traffic sees (only a set with read-only and mixed kernels tells it); the turnaround
 loss, which only a set with both read-only or write-only and mixed kernels can tell
-apart from ``hbm.efficiency``."""
+apart from ``hbm.efficiency``; and the latencies and a core's port bandwidth, which only
+kernels bound by loads in flight or by few programs (pointer chases, decode steps, small
+grids) tell apart. Every field ``calibratable_paths()`` lists but ``interconnect.latency``
+(which no kernel waits: collectives fit with ``calibrate --system``)."""
 
 
 def is_held_out(record_id: str) -> bool:
