@@ -29,8 +29,9 @@ from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
 from accelsim.validate.calibrate import is_held_out
 from accelsim.validate.collectives import (
-    PARAMETERS, CollectiveMeasurement, fit, load_measurements, log_errors, predict, split, with_values,
+    PARAMETERS, CollectiveMeasurement, fit, fitted_leaves, load_measurements, log_errors, predict, split, with_values,
 )
+from accelsim.validate.collectives import overlay as node_overlay
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENTS = ROOT / "validation" / "collectives" / "all_reduce.json"
@@ -59,13 +60,7 @@ def refit(records: list[CollectiveMeasurement]) -> None:
               f"(validation/collectives/all_reduce.json: nccl-tests all-reduce on 8x H100, 1 KiB to 16 GiB, and a "
               f"maintainer's ring figure); {len(held)} held out; {today}")
     note = (f"train MAPE {before[0]:.1%} -> {after[0]:.1%}; held-out MAPE {before[1]:.1%} -> {after[1]:.1%}")
-    values = {}
-    for p in PARAMETERS:
-        if p.path in result.values:
-            text = format_quantity(result.values[p.path], p.unit) if p.unit else round(result.values[p.path], 4)
-            start = format_quantity(result.start[p.path], p.unit) if p.unit else result.start[p.path]
-            values[p.path] = {"value": text, "basis": "fitted", "source": source,
-                              "note": f"value before fitting {start}; {note}"}
+    values = fitted_leaves(result, PARAMETERS, source, note)
     for system, extra in (("dgx-h100", ""), ("dgx-h200", " (fitted on DGX H100: same NVLink 4 and NVSwitch)")):
         _write_overlay(system, values, extra)
     print(f"fitted {', '.join(result.values)} in {result.evaluations} evaluations; {note}", file=sys.stderr)
@@ -73,19 +68,8 @@ def refit(records: list[CollectiveMeasurement]) -> None:
 
 def _write_overlay(system: str, values: dict, extra: str) -> None:
     spec = load_arch(system)
-    collectives: dict = {}
-    for path, leaf in values.items():
-        node = collectives
-        parts = path.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = leaf
-    overlay = {
-        "schema_version": 1, "kind": "node", "extends": system, "name": f"{system}-calibrated",
-        "display_name": f"{spec.display_name} (calibrated collectives)",
-        "description": f"{system} with its NCCL model fitted on nccl-tests all-reduce records{extra}.",
-        "collectives": collectives,
-    }
+    overlay = node_overlay(system, spec.display_name, values, name=f"{system}-calibrated",
+                           description=f"{system} with its NCCL model fitted on nccl-tests all-reduce records{extra}.")
     header = (f"# Written by `python validation/report_collectives.py --fit`: the NCCL model of {system}\n"
               f"# fitted on DGX H100 nccl-tests records. Published numbers stay in the config this extends.\n")
     path = CALIBRATED / f"{system}-calibrated.yaml"

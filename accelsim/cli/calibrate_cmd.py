@@ -42,7 +42,9 @@ MAX_EPOCH_S = 253402300799
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="fit calibratable parameters to measurements; write an overlay config")
-    p.add_argument("--arch", required=True, help="the published chip config to start from")
+    p.add_argument("--arch", help="the published chip config to start from (kernel measurements)")
+    p.add_argument("--system", help="a published node config whose NCCL model (its collectives section) to fit to "
+                                    "collective measurements instead (nccl-tests runs: accelsim import nccl-tests)")
     p.add_argument("--measurements", nargs="+", required=True, metavar="PATH",
                    help="measurement files or folders (docs/measurement-format.md)")
     p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
@@ -102,6 +104,13 @@ def check_jobs(jobs: int, flag: str = "--jobs") -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     check_jobs(args.jobs)
+    if (args.arch is None) == (args.system is None):
+        raise InputError("give --arch CHIP (kernel measurements) or --system NODE (collective measurements), one of "
+                         "them", source="calibrate")
+    if args.system is not None:
+        from accelsim.cli.calibrate_collectives import run_calibrate_system
+
+        return run_calibrate_system(args)
     chip = load_chip(args.arch, args.overrides)
     published = measured_config(args.arch)
     if published != chip.name:

@@ -98,11 +98,55 @@ def run_hlo(args: argparse.Namespace) -> int:
     return 0
 
 
-IMPORTERS = [register_chakra, register_hlo]
+def register_nccl_tests(sub: argparse._SubParsersAction) -> None:
+    from accelsim.network.collectives import KINDS
+
+    p = sub.add_parser("nccl-tests", help="nccl-tests output (all_reduce_perf ...) as collective measurements for "
+                                          "accelsim calibrate --system")
+    p.add_argument("files", nargs="+", metavar="LOG", help="what nccl-tests printed, one or more tests per file")
+    p.add_argument("--system", required=True, help="the node config the runs were on (e.g. dgx-h100)")
+    p.add_argument("-o", "--output", required=True, metavar="RECORDS.json", help="collective records to write")
+    p.add_argument("--collective", choices=KINDS, help="the test, for logs older than nccl-tests 2.13 (which do not "
+                                                       "print '# Collective test starting')")
+    p.add_argument("--ranks", type=int, metavar="N", help="ranks per test, where the log lists each process as rank 0 "
+                                                          "(nccl-tests built without MPI)")
+    p.add_argument("--algorithm", choices=("auto", "ring", "nvls"), default="auto",
+                   help="what NCCL ran: auto (its own choice, the default), ring (NCCL_ALGO=Ring or NVLS off), nvls")
+    p.set_defaults(run=run_nccl_tests)
+
+
+def run_nccl_tests(args: argparse.Namespace) -> int:
+    import json
+
+    from accelsim.arch.model import load_arch
+    from accelsim.files import write_text_atomic
+    from accelsim.importers.nccl_tests import records
+
+    if args.ranks is not None and not 2 <= args.ranks <= MAX_RANKS:
+        raise InputError(f"expected 2 to {MAX_RANKS} ranks, got {args.ranks}", source="--ranks")
+    check_output_file(args.output, "-o", inputs=args.files)
+    system = load_arch(args.system).name
+    found = records(args.files, system, args.collective, args.algorithm, args.ranks)
+    doc = {"format": "accelsim collective measurements", "version": 1,
+           "fields": {"time_out_of_place_us / time_in_place_us": "nccl-tests columns",
+                      "algorithm": "what ran: auto (NCCL's choice), ring (NCCL_ALGO=Ring or NVLS off), nvls"},
+           "records": found}
+    write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n", "-o")
+    tests = sorted({(r["collective"], r["ranks"]) for r in found})
+    print(f"wrote {args.output}: {len(found)} records ({', '.join(f'{k} over {n} ranks' for k, n in tests)}) "
+          f"on {system}")
+    return 0
+
+
+MAX_RANKS = 1 << 20
+"""As many ranks as a system may have."""
+
+IMPORTERS = [register_chakra, register_hlo, register_nccl_tests]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="convert other tools' traces (Chakra, ...) to a system trace")
+    p = sub.add_parser("import", help="convert other tools' traces (Chakra, HLO) to a system trace, or nccl-tests "
+                                      "output to collective measurements")
     formats = p.add_subparsers(dest="import_format", required=True, parser_class=type(p), metavar="FORMAT")
     for add in IMPORTERS:
         add(formats)

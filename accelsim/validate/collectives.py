@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,20 +57,129 @@ class CollectiveMeasurement:
 
 
 def load_measurements(path: Path) -> list[CollectiveMeasurement]:
+    """Every record of a collectives file (``validation/collectives/*.json``: ``records``
+    with ``system``, ``size_bytes``, and nccl-tests' times or a bus bandwidth)."""
     doc = read_json_file(path, "collective measurements")
-    if not isinstance(doc, dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
         raise InputError("expected a JSON object with a 'records' list", source=str(path))
+    return [_collectives_record(r, str(path), k) for k, r in enumerate(doc["records"])]
+
+
+def _field(r: dict, name: str, kind, source: str, where: str, positive: bool = True):
+    value = r.get(name)
+    if kind is str:
+        if not isinstance(value, str) or not value:
+            raise InputError("expected a non-empty string", source=source, field=f"{where}.{name}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or (positive and value <= 0) or (kind is int and value != int(value)):
+        raise InputError(f"expected a positive {'whole number' if kind is int else 'number'}, got {value!r}",
+                         source=source, field=f"{where}.{name}")
+    return kind(value)
+
+
+def _kind(r: dict, name: str, source: str, where: str) -> str:
+    kind = _field(r, name, str, source, where)
+    if kind not in BUS_FACTORS:
+        raise InputError(f"unknown collective {kind!r}; expected one of: {', '.join(BUS_FACTORS)}", source=source,
+                         field=f"{where}.{name}")
+    return kind
+
+
+def _collectives_record(r: Any, source: str, k: int) -> CollectiveMeasurement:
+    where = f"records[{k}]"
+    if not isinstance(r, dict):
+        raise InputError("expected a record object", source=source, field=where)
+    collective, ranks = _kind(r, "collective", source, where), _field(r, "ranks", int, source, where)
+    size = _field(r, "size_bytes", float, source, where)
+    if "time_out_of_place_us" in r:
+        time_s = min(_field(r, "time_out_of_place_us", float, source, where),
+                     _field(r, "time_in_place_us", float, source, where)) * 1e-6
+    else:
+        time_s = size * BUS_FACTORS[collective](ranks) / (_field(r, "busbw_GBps", float, source, where) * 1e9)
+    algorithm = r.get("algorithm", "auto")
+    if algorithm not in ALGORITHMS_RAN:
+        raise InputError(f"expected one of {', '.join(ALGORITHMS_RAN)}, got {algorithm!r}", source=source,
+                         field=f"{where}.algorithm")
+    return CollectiveMeasurement(id=_field(r, "id", str, source, where), system=_field(r, "system", str, source, where),
+                                 collective=collective, ranks=ranks, size_bytes=size, algorithm=algorithm,
+                                 time_s=time_s, source=str(r.get("source", source)), tool=str(r.get("tool", "nccl-tests")),
+                                 fit=r.get("fit", True) is not False)
+
+
+ALGORITHMS_RAN = ("auto", "ring", "nvls")
+"""What a record says ran: NCCL's choice, a ring (NVLS off or ``NCCL_ALGO=Ring``), NVLS."""
+
+
+def read_collective_records(paths: Sequence[str | Path], system: str, chip: str) -> list[CollectiveMeasurement]:
+    """The records of ``system`` in ``paths`` (files, or folders of ``*.json``): collectives
+    files (their ``system`` field names it; ``accelsim import nccl-tests`` writes them) and
+    measurement-format files of the ``collective`` family (``validation/measure_collectives.py``;
+    their ``device.arch`` is the system's ``chip``, each record's ranks its group)."""
+    from accelsim.validate.compare import measurement_files
+
     out = []
-    for r in doc.get("records", []):
-        size = float(r["size_bytes"])
-        if "time_out_of_place_us" in r:
-            time_s = min(r["time_out_of_place_us"], r["time_in_place_us"]) * 1e-6
+    for path in measurement_files(paths):
+        doc = read_json_file(path, "collective measurements")
+        if isinstance(doc, dict) and doc.get("kind") == "measurements":
+            if doc.get("family") != "collective":
+                continue
+            device = doc.get("device")
+            if not isinstance(device, dict) or device.get("arch") != chip:
+                continue
+            records = doc.get("records")
+            if not isinstance(records, list):
+                raise InputError("expected a list of records", source=str(path), field="records")
+            out.extend(_measured_record(r, system, str(path), k) for k, r in enumerate(records))
+        elif isinstance(doc, dict) and isinstance(doc.get("records"), list):
+            out.extend(m for m in load_measurements(path) if m.system == system)
         else:
-            time_s = size * BUS_FACTORS[r["collective"]](r["ranks"]) / (r["busbw_GBps"] * 1e9)
-        out.append(CollectiveMeasurement(id=r["id"], system=r["system"], collective=r["collective"], ranks=r["ranks"],
-                                         size_bytes=size, algorithm=r["algorithm"], time_s=time_s, source=r["source"],
-                                         tool=r.get("tool", "nccl-tests"), fit=r.get("fit", True) is not False))
+            raise InputError("not a collectives file (a 'records' list) nor a measurement file of the 'collective' "
+                             "family", source=str(path))
     return out
+
+
+def _measured_record(r: Any, system: str, source: str, k: int) -> CollectiveMeasurement:
+    where = f"records[{k}]"
+    if not isinstance(r, dict) or not isinstance(r.get("params"), dict):
+        raise InputError("expected a record with a 'params' object", source=source, field=where)
+    params = r["params"]
+    return CollectiveMeasurement(
+        id=_field(r, "id", str, source, where), system=system, collective=_kind(params, "collective", source, where),
+        ranks=_field(params, "ranks", int, source, f"{where}.params"),
+        size_bytes=_field(params, "bytes", float, source, f"{where}.params"), algorithm="auto",
+        time_s=_field(r, "latency_s", float, source, where), source=f"{source}: {r.get('source', '')}".rstrip(": "),
+        tool=str(r.get("implementation", "")))
+
+
+def overlay(system: str, display_name: str, values: dict[str, dict], *, name: str, description: str) -> dict:
+    """A node overlay that ``extends`` ``system`` with ``values`` (``collectives`` paths
+    such as ``protocols.ll.base_latency``, each a ``{value, basis, source, note}`` leaf)."""
+    collectives: dict = {}
+    for path, leaf in values.items():
+        node = collectives
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = leaf
+    return {"schema_version": 1, "kind": "node", "extends": system, "name": name,
+            "display_name": f"{display_name} (calibrated collectives)", "description": description,
+            "collectives": collectives}
+
+
+def fitted_leaves(result: "CollectiveFit", parameters: Sequence["TuningParameter"], source: str,
+                  note: str) -> dict[str, dict]:
+    """The overlay leaves of what ``result`` moved, values written as ``--set`` takes them."""
+    from accelsim.units import format_quantity
+
+    leaves = {}
+    for p in parameters:
+        if p.path in result.values:
+            text = format_quantity(result.values[p.path], p.unit) if p.unit else round(result.values[p.path], 4)
+            start = format_quantity(result.start[p.path], p.unit) if p.unit else result.start[p.path]
+            leaves[p.path] = {"value": text, "basis": "fitted", "source": source,
+                              "note": f"value before fitting {start}; {note}"}
+    return leaves
 
 
 @dataclass(frozen=True)

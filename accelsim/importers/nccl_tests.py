@@ -1,0 +1,106 @@
+"""nccl-tests output (``all_reduce_perf`` and friends, as printed) as collective records.
+
+A log holds one or more tests, each opened by ``# Collective test starting: X_perf``
+(nccl-tests 2.13 and later; for older logs ``--collective`` names it), its ranks listed in
+``#  Rank  N Group ...`` lines, then one row per size::
+
+    #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+             1024           256     float     sum      -1    18.72    0.05    0.10      0    18.31    0.06    0.10      0
+
+The out-of-place and in-place times (the 6th and 10th columns; 4th and 8th in logs
+without ``redop`` and ``root``) become a record of the form of
+``validation/collectives/*.json``, which ``accelsim calibrate --system`` reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from accelsim.errors import InputError, read_text_file
+
+PROGRAMS = {"all_reduce_perf": "all-reduce", "all_gather_perf": "all-gather", "reduce_scatter_perf": "reduce-scatter",
+            "broadcast_perf": "broadcast", "alltoall_perf": "all-to-all", "sendrecv_perf": "send-recv"}
+"""nccl-tests binaries and the collective each times (reduce, gather, scatter and hypercube
+have no counterpart here)."""
+START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
+RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
+TIME_COLUMNS = {13: (5, 9), 11: (3, 7)}
+"""Tokens in a result row -> (out-of-place, in-place) time columns."""
+
+
+def read_log(path: str | Path, collective: str | None = None, ranks: int | None = None) -> list[dict]:
+    """Every test of one log: ``{collective, ranks, device, rows: [(bytes, out-of-place us, in-place us)]}``."""
+    source = str(path)
+    tests: list[dict] = []
+    current: dict | None = None
+    for number, line in enumerate(read_text_file(path, "nccl-tests output").splitlines(), 1):
+        text = line.strip()
+        start = START.match(text)
+        if start:
+            program = start[1].rsplit("/", 1)[-1]
+            if program not in PROGRAMS:
+                raise InputError(f"{program} has no counterpart here; expected one of: {', '.join(PROGRAMS)}",
+                                 source=source, field=f"line {number}")
+            current = {"collective": collective or PROGRAMS[program], "ranks": set(), "device": "", "rows": [],
+                       "line": number}
+            tests.append(current)
+            continue
+        rank = RANK.match(text)
+        if rank:
+            if current is None:
+                current = {"collective": collective, "ranks": set(), "device": "", "rows": [], "line": number}
+                tests.append(current)
+            current["ranks"].add(int(rank[1]))
+            current["device"] = current["device"] or rank[2].strip()
+            continue
+        tokens = text.split()
+        if not tokens or text.startswith("#") or not tokens[0].isdigit():
+            continue
+        columns = TIME_COLUMNS.get(len(tokens))
+        if current is None or columns is None:
+            raise InputError("expected a result row of nccl-tests (size count type [redop root] time algbw busbw "
+                             "#wrong time algbw busbw #wrong) after its '# Using devices' lines", source=source,
+                             field=f"line {number}")
+        try:
+            times = [float(tokens[c]) for c in columns]
+        except ValueError:
+            raise InputError(f"expected times in columns {columns[0] + 1} and {columns[1] + 1}", source=source,
+                             field=f"line {number}") from None
+        if int(tokens[0]) > 0 and all(t > 0 for t in times):
+            current["rows"].append((int(tokens[0]), *times))
+    tests = [t for t in tests if t["rows"]]
+    if not tests:
+        raise InputError("no nccl-tests results: expected '# Using devices' lines and rows of sizes and times",
+                         source=source)
+    for test in tests:
+        if test["collective"] is None:
+            raise InputError("the log does not say which test ran (no '# Collective test starting' line): give "
+                             "--collective", source=source, field=f"line {test['line']}")
+        test["ranks"] = ranks or len(test["ranks"])
+        if test["ranks"] < 2:
+            raise InputError("the log lists fewer than 2 ranks (a build without MPI lists every process as rank 0): "
+                             "give --ranks", source=source, field=f"line {test['line']}")
+    return tests
+
+
+def records(paths: Sequence[str | Path], system: str, collective: str | None = None, algorithm: str = "auto",
+            ranks: int | None = None) -> list[dict]:
+    """The collective records of the logs ``paths``, measured on ``system``."""
+    out = []
+    for path in paths:
+        for k, test in enumerate(read_log(path, collective, ranks)):
+            for size, out_of_place, in_place in test["rows"]:
+                out.append({
+                    "id": f"{Path(path).stem}-{k}-{test['collective']}-{test['ranks']}r-{size}B",
+                    "system": system, "collective": test["collective"], "ranks": test["ranks"], "size_bytes": size,
+                    "algorithm": algorithm, "time_out_of_place_us": out_of_place, "time_in_place_us": in_place,
+                    "source": f"{path} (nccl-tests, {test['ranks']} ranks"
+                              + (f" of {test['device']}" if test["device"] else "") + ")",
+                    "tool": "nccl-tests",
+                })
+    ids = [r["id"] for r in out]
+    if len(set(ids)) != len(ids):
+        raise InputError("two logs of one name give the same sizes; rename one", source=str(paths[0]))
+    return out

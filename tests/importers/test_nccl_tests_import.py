@@ -1,0 +1,102 @@
+"""``accelsim import nccl-tests``: nccl-tests' printed tables as collective records, read
+back as ``validation/collectives/*.json`` records are (a round trip through the DGX H100
+records), older logs with ``--collective``, non-MPI logs with ``--ranks``, and bad logs as
+one line naming the file and line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from accelsim.errors import InputError
+from accelsim.importers.nccl_tests import read_log
+from accelsim.validate.collectives import load_measurements, read_collective_records
+
+HEAD = """# nccl-tests version 2.17.6 nccl-headers=22501 nccl-library=22501
+# Collective test starting: {program}
+# nThread 1 nGpus 1 minBytes 8 maxBytes 17179869184 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1
+#
+# Using devices
+{ranks}#
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+"""
+
+
+def rank_lines(n, same=False):
+    return "".join(f"#  Rank {0 if same else r:2d} Group  0 Pid {100 + r:6d} on node1 device {r:2d} [0000:{r:02x}:00] "
+                   f"NVIDIA H100 80GB HBM3\n" for r in range(n))
+
+
+def log_of(records, program="all_reduce_perf", ranks=8, same=False):
+    rows = "".join(f"{int(r.size_bytes):12d} {int(r.size_bytes) // 4:13d}     float     sum      -1 "
+                   f"{r['oop']:8.2f}   0.00   0.00      0 {r['ip']:8.2f}   0.00   0.00      0\n" for r in records)
+    return HEAD.format(program=program, ranks=rank_lines(ranks, same)) + rows + "# Avg bus bandwidth    : 1.0\n"
+
+
+class Row(dict):
+    size_bytes = 0
+
+
+def dgx_h100_rows():
+    doc = json.loads(Path("validation/collectives/all_reduce.json").read_text())
+    rows = []
+    for r in doc["records"]:
+        if r["system"] == "dgx-h100" and r["algorithm"] == "auto" and "time_out_of_place_us" in r:
+            row = Row(oop=r["time_out_of_place_us"], ip=r["time_in_place_us"])
+            row.size_bytes = r["size_bytes"]
+            rows.append(row)
+    return rows
+
+
+def test_a_log_reads_back_as_the_published_records_do(cli, tmp_path):
+    rows = dgx_h100_rows()
+    assert len(rows) >= 25
+    log = tmp_path / "dgx.log"
+    log.write_text(log_of(rows))
+    out = tmp_path / "dgx.json"
+    result = cli("import", "nccl-tests", str(log), "--system", "dgx-h100", "-o", str(out))
+    assert result.code == 0, result.err
+    assert f"{len(rows)} records (all-reduce over 8 ranks) on dgx-h100" in result.out
+    ours = sorted((m.size_bytes, m.time_s) for m in read_collective_records([out], "dgx-h100", "h100-sxm"))
+    published = sorted((m.size_bytes, m.time_s) for m in load_measurements(Path("validation/collectives/all_reduce.json"))
+                       if m.system == "dgx-h100" and m.algorithm == "auto" and m.tool == "nccl-tests"
+                       and m.size_bytes in {r.size_bytes for r in rows})
+    assert [s for s, _ in ours] == [s for s, _ in published]
+    assert [t for _, t in ours] == pytest.approx([t for _, t in published], rel=1e-4)
+
+
+def test_an_older_log_needs_the_collective_and_a_non_mpi_one_the_ranks(tmp_path):
+    rows = dgx_h100_rows()[:3]
+    old = tmp_path / "old.log"
+    old.write_text(log_of(rows).replace("# Collective test starting: all_reduce_perf\n", ""))
+    with pytest.raises(InputError, match="give --collective"):
+        read_log(old)
+    assert read_log(old, collective="all-reduce")[0]["ranks"] == 8
+    single = tmp_path / "single.log"
+    single.write_text(log_of(rows, same=True))
+    with pytest.raises(InputError, match="give --ranks"):
+        read_log(single)
+    assert read_log(single, ranks=8)[0]["ranks"] == 8
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda t: t.replace("all_reduce_perf", "reduce_perf"), "reduce_perf has no counterpart"),
+    (lambda t: t.replace("     float     sum      -1 ", "     float     sum ", 1), "line 17: expected a result row"),
+    (lambda t: t.replace("      0 ", "      0 oops ", 1), "line 17: expected a result row"),
+    (lambda t: "\n".join(line for line in t.splitlines() if not line.strip()[:1].isdigit()), "no nccl-tests results"),
+])
+def test_bad_logs_are_one_line_naming_the_line(tmp_path, change, says):
+    log = tmp_path / "bad.log"
+    log.write_text(change(log_of(dgx_h100_rows()[:3])))
+    with pytest.raises(InputError, match=says):
+        read_log(log)
+
+
+def test_the_command_refuses_bad_options_in_one_line(cli, tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(log_of(dgx_h100_rows()[:3]))
+    for extra, says in ((("--ranks", "1"), "--ranks: expected 2"), (("-o", str(log)), "-o:")):
+        args = ["import", "nccl-tests", str(log), "--system", "dgx-h100", "-o", str(tmp_path / "x.json"), *extra]
+        result = cli(*args)
+        assert result.code == 2 and says in result.err and result.err.count("\n") == 1
