@@ -403,7 +403,7 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             display_name=spec.display_name,
             chip=_referenced(spec.chip, "chip", Chip, overrides, referrer),
             shape=tuple(spec.shape),
-            wraparound=tuple(spec.wraparound.value),
+            wraparound=schema.wrapped_axes(spec.wraparound.value, spec.shape),
         )
         torus.links_per_neighbour()  # refused here, so every command that loads the torus says so
         return torus

@@ -520,20 +520,38 @@ class ClusterSpec(_ConfigFile):
     network: ScaleOutNetwork
 
 
+WRAP_RULES = ("axes of 16", "full cubes")
+"""How a TPU generation wraps a slice's axes, as its documentation states the rule:
+v5e and v6e close an axis into a ring when it has 16 chips; v4 and v5p close every axis
+of a slice made of whole 4x4x4 cubes (every axis a multiple of 4) and none of a smaller one."""
+
+
+def wrapped_axes(wraparound: list[bool] | str, shape: list[int] | tuple[int, ...]) -> tuple[bool, ...]:
+    """Per axis of ``shape``: does it close into a ring (a list as given, or a rule of
+    :data:`WRAP_RULES` applied to the shape)?"""
+    if wraparound == "axes of 16":
+        return tuple(n == 16 for n in shape)
+    if wraparound == "full cubes":
+        whole = all(n % 4 == 0 for n in shape)
+        return tuple(whole for _ in shape)
+    return tuple(wraparound)
+
+
 class TorusSpec(_ConfigFile):
     """A TPU slice: chips on a 2D or 3D torus of ICI links."""
 
     kind: Literal["torus"]
     chip: str
     shape: list[PositiveInt]
-    wraparound: Cited[list[bool]]
-    """Per axis: whether the axis closes into a ring."""
+    wraparound: Cited[list[bool] | Literal["axes of 16", "full cubes"]]
+    """Per axis: whether the axis closes into a ring; or the generation's rule
+    (:data:`WRAP_RULES`), so that a what-if slice shape wraps as that generation would."""
 
     @model_validator(mode="after")
     def _axes_agree(self) -> "TorusSpec":
         if not 1 <= len(self.shape) <= 3:
             raise ValueError(f"'shape' must have 1 to 3 axes, got {len(self.shape)}")
-        if len(self.wraparound.value) != len(self.shape):
+        if isinstance(self.wraparound.value, list) and len(self.wraparound.value) != len(self.shape):
             raise ValueError(
                 f"'wraparound' has {len(self.wraparound.value)} entries but 'shape' has "
                 f"{len(self.shape)} axes"
