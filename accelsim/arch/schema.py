@@ -24,6 +24,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    field_validator,
     model_validator,
 )
 
@@ -546,6 +547,15 @@ class TorusSpec(_ConfigFile):
     wraparound: Cited[list[bool] | Literal["axes of 16", "full cubes"]]
     """Per axis: whether the axis closes into a ring; or the generation's rule
     (:data:`WRAP_RULES`), so that a what-if slice shape wraps as that generation would."""
+
+    @field_validator("wraparound", mode="before")
+    @classmethod
+    def _known_rule(cls, value: Any) -> Any:
+        given = value.get("value") if isinstance(value, dict) else value
+        if isinstance(given, str) and given not in WRAP_RULES:
+            raise ValueError(f"expected a list of booleans, one per axis, or a rule: {', '.join(WRAP_RULES)}; "
+                             f"got {given!r}")
+        return value
 
     @model_validator(mode="after")
     def _axes_agree(self) -> "TorusSpec":

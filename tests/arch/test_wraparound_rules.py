@@ -35,7 +35,8 @@ def test_a_list_still_says_it_axis_by_axis_and_must_match_the_shape():
     assert load_arch("tpu-v5p-4x4x4", ["wraparound=[true,true,false]"]).wraparound == (True, True, False)
     with pytest.raises(InputError, match="'wraparound' has 2 entries but 'shape' has 3"):
         load_arch("tpu-v5p-4x4x4", ["wraparound=[true,true]"])
-    with pytest.raises(InputError, match="wraparound"):
+    with pytest.raises(InputError, match="wraparound: expected a list of booleans, one per axis, or a rule: axes "
+                                         "of 16, full cubes; got 'axes of 8'"):
         load_arch("tpu-v5p-4x4x4", ["wraparound=axes of 8"])
 
 
