@@ -1070,10 +1070,12 @@ def choose_device(requested: str, estimate_only: bool) -> str:
     if requested == "cuda" and (estimate_only or torch.cuda.is_available()):
         return "cuda"
     if requested == "cuda":
-        sys.exit("measure_gpu.py: error: --device cuda but torch sees no GPU")
+        print("measure_gpu.py: error: --device cuda but torch sees no GPU", file=sys.stderr)
+        sys.exit(2)
     if torch.cuda.is_available():
         return "cuda"
-    print("no GPU visible to torch: measuring the CPU at tiny sizes", flush=True)
+    print(f"no GPU visible to torch: {'the plan for' if estimate_only else 'measuring'} the CPU at tiny sizes",
+          flush=True)
     return "cpu"
 
 

@@ -127,3 +127,13 @@ def test_a_kernel_that_misses_outputs_fails_its_check(monkeypatch):
     check = measure_gpu.run_check("copy", {"bytes": 2**20}, device)
     assert check["passed"] is False
     assert check["rel_error"] > 0
+
+
+def test_asking_for_a_gpu_where_torch_sees_none_is_exit_2(capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_:
+        measure_gpu.choose_device("cuda", estimate_only=False)
+    assert exit_.value.code == 2 and "torch sees no GPU" in capsys.readouterr().err
+    assert measure_gpu.choose_device("cuda", estimate_only=True) == "cuda"
