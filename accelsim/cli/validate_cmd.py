@@ -10,6 +10,7 @@ from accelsim.arch.model import load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs, select
 from accelsim.cli.simulate_cmd import load_chip
+from accelsim.errors import InputError
 from accelsim.files import check_output_dir
 from accelsim.validate.calibrate import SPLITS
 from accelsim.validate.compare import compare, measurement_files
@@ -17,7 +18,9 @@ from accelsim.validate.compare import compare, measurement_files
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="compare predictions with measurements; write a report")
-    p.add_argument("--arch", required=True, help="chip config (published or calibrated)")
+    p.add_argument("--arch", help="chip config (published or calibrated), for kernel measurements")
+    p.add_argument("--system", help="node config (published or calibrated), for collective measurements (nccl-tests "
+                                    "runs: accelsim import nccl-tests)")
     p.add_argument("--measurements", nargs="+", required=True, metavar="PATH")
     p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
                    help="leave out records whose implementation contains TEXT (repeatable)")
@@ -37,6 +40,11 @@ def run_validate(args: argparse.Namespace) -> int:
         write_report,
     )
     check_jobs(args.jobs)
+    if (args.arch is None) == (args.system is None):
+        raise InputError("give --arch CHIP (kernel measurements) or --system NODE (collective measurements), one of "
+                         "them", source="validate")
+    if args.system is not None:
+        return run_validate_system(args)
     out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
                            writes=REPORT_FILES)
     chip = load_chip(args.arch, args.overrides)
@@ -67,3 +75,39 @@ def fitted_split(arch: str, overrides) -> str:
 def _on(record, arch: str):
     """The record, to be predicted on ``arch`` (e.g. a calibrated overlay of its chip)."""
     return replace(record, arch=arch)
+
+
+def run_validate_system(args: argparse.Namespace) -> int:
+    """``validate --system``: every collective record of the node, predicted with its NCCL model."""
+    from accelsim.arch.model import Node, load_arch
+    from accelsim.network import build_topology
+    from accelsim.report.collectives import REPORT_FILES, CollectiveComparison, write_collective_report
+    from accelsim.validate.collectives import predict, read_collective_records
+
+    if args.split_by not in (None, "record"):
+        raise InputError("collective records are held out by their ids only", source="--split-by")
+    out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
+                           writes=REPORT_FILES)
+    node = load_arch(args.system, args.overrides)
+    if not isinstance(node, Node):
+        raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; collective records are compared on the "
+                         f"node they were measured on", source="--system")
+    measured_on = measured_config(args.system)
+    records = [m for m in read_collective_records(args.measurements, measured_on, node.chip.name)
+               if not any(text in m.tool for text in args.exclude)]
+    if not records:
+        raise InputError(f"no collective records of {measured_on!r} (collectives files naming it as 'system', or "
+                         f"measurement files of family 'collective' measured on {node.chip.name!r})"
+                         + (" after --exclude" if args.exclude else ""), source="--measurements")
+    topo = build_topology(node)
+    comparisons = []
+    for m in records:
+        r = predict(topo, m)
+        comparisons.append(CollectiveComparison(m, r.latency_s, r.algorithm, r.protocol, r.busbw_bytes_per_s))
+    header = (f"{len(records)} collective records measured on `{measured_on}`, predicted with `{args.system}`"
+              + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
+              + " (NCCL's own choice where the record says `auto`, a ring where it says NCCL ran one). Train and "
+                "held-out as `accelsim calibrate --system` splits them (a hash of each record's id).")
+    path = write_collective_report(comparisons, node.name, out, header)
+    print(f"wrote {path} ({len(comparisons)} records)")
+    return 0
