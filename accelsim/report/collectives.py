@@ -114,12 +114,7 @@ def plot_busbw(comparisons: Sequence[CollectiveComparison], path: Path) -> Path:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)
 
 
 def plot_scatter(comparisons: Sequence[CollectiveComparison], path: Path) -> Path:
@@ -135,6 +130,10 @@ def plot_scatter(comparisons: Sequence[CollectiveComparison], path: Path) -> Pat
                     label="+-10%")
     ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high), xlabel="measured time (s)",
            ylabel="predicted time (s)")
+    return _save(fig, ax, path)
+
+
+def _save(fig, ax, path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
