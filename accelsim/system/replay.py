@@ -34,6 +34,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import simpy
 
 from accelsim.arch import model
@@ -174,8 +175,9 @@ class ReplayResult:
     events: int
     sim_wall_s: float
     segments: tuple[Segment, ...] = ()
-    link_counters: tuple[tuple[int, float], ...] = ()
-    """(time ps, bytes/s over all links) after every reallocation, with a timeline."""
+    link_counters: tuple[tuple[int, float, float, float], ...] = ()
+    """After every reallocation, with a timeline: (time ps, bytes/s over all links, over the
+    scale-out links (NICs, DCN), the busiest link's share of its bandwidth)."""
 
     def _mean(self, name: str) -> float:
         return sum(getattr(d, name) for d in self.devices) / len(self.devices)
@@ -480,9 +482,18 @@ class _Replay:
         # many groups' phases start at the same instants: one reallocation for each instant
         self.pool = FluidResources(self.env, {n: self.topo.links[n].bandwidth_bytes_per_s for n in sorted(used)},
                                    coalesce_starts=True)
-        self.link_counters: list[tuple[int, float]] = []
+        self.link_counters: list[tuple[int, float, float, float]] = []
         if options.timeline:
-            self.pool.observer = lambda now, pool: self.link_counters.append((now, sum(pool.rates().values())))
+            names = sorted(used)
+            capacity = np.array([self.topo.links[n].bandwidth_bytes_per_s for n in names])
+            scale_out = np.array([self.topo.links[n].scale_out for n in names])
+
+            def observe(now: int, pool: FluidResources) -> None:
+                load = np.fromiter(pool.rates().values(), float, len(names))  # the pool's order: sorted(used)
+                self.link_counters.append((now, float(load.sum()), float(load[scale_out].sum()),
+                                           float((load / capacity).max(initial=0.0))))
+
+            self.pool.observer = observe
 
     def _add_class(self, prog: _Compiled, devices: list[int]) -> None:
         n = len(prog.program.ops)

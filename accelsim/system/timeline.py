@@ -1,7 +1,8 @@
 """Chrome trace-event JSON (Perfetto) for a system replay: a process per replayed device
 class (one device, or the interchangeable devices folded with it), a track per stream
-plus a ``comm`` track for data moving on links, and a counter of the load on all links
-(each link a byte crosses counts it)."""
+plus a ``comm`` track for data moving on links, and counters of the load on all links
+(each link a byte crosses counts it), on the scale-out links (NICs, DCN) where there are
+any, and of the busiest link's share of its bandwidth (where the fabric saturates)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,18 @@ def chrome_trace(result: ReplayResult) -> dict[str, Any]:
         })
     if result.link_counters:
         events.append({"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "links"}})
-    for now_ps, rate in result.link_counters:
+    scale_out = any(out for _, _, out, _ in result.link_counters)
+    for now_ps, rate, out, busiest in result.link_counters:
         # every link a byte crosses counts it (a two-hop route twice), at wire load (link
         # efficiency included): how busy the links are, not the payload rate
-        events.append({"ph": "C", "pid": 0, "name": "link load GB/s (sum over links)", "ts": now_ps * _US_PER_PS,
+        ts = now_ps * _US_PER_PS
+        events.append({"ph": "C", "pid": 0, "name": "link load GB/s (sum over links)", "ts": ts,
                        "args": {"value": rate * 1e-9}})
+        if scale_out:
+            events.append({"ph": "C", "pid": 0, "name": "scale-out load GB/s (sum over NIC / DCN links)", "ts": ts,
+                           "args": {"value": out * 1e-9}})
+        events.append({"ph": "C", "pid": 0, "name": "busiest link (% of its bandwidth)", "ts": ts,
+                       "args": {"value": round(busiest * 100, 6)}})
     summary = result.summary()
     summary.pop("devices")
     summary.pop("sim_wall_s", None)  # the file holds results only: the same inputs, the same bytes
