@@ -132,11 +132,17 @@ def plot_predicted_vs_measured(comparisons: Sequence[Comparison], path: Path) ->
 
 def plot_roofline_points(comparisons: Sequence[Comparison], chip: Chip, path: Path) -> Path:
     """Each kernel at its arithmetic intensity: measured (filled) and predicted (hollow)
-    throughput, under the chip's roof (bf16 matrix peak, datasheet HBM bandwidth)."""
+    throughput, under the chip's roofs (datasheet HBM bandwidth, then the matrix peak of
+    each dtype the records use that the matrix unit has; bf16 when none does)."""
     fig, ax = plt.subplots(figsize=(7, 5))
     points = [c for c in comparisons if c.flops > 0 and c.hbm_bytes > 0]
     intensity = [c.flops / c.hbm_bytes for c in points] or [1.0]
-    draw_roof(ax, chip, [min(intensity) / 4, max(intensity) * 4], color="black", linewidth=1)
+    rates = chip.matrix.flops_per_cycle_per_core
+    dtypes = sorted({str(c.measurement.params.get("dtype")) for c in points} & set(rates),
+                    key=lambda d: rates[d]) or ["bf16"]
+    for dtype, style in zip(dtypes, ("-", "--", ":", "-.") * len(dtypes)):
+        draw_roof(ax, chip, [min(intensity) / 4, max(intensity) * 4], dtype, color="black", linewidth=1,
+                  linestyle=style)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, family in enumerate(sorted({c.measurement.family for c in points})):
         items = [c for c in points if c.measurement.family == family]
