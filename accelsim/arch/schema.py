@@ -524,7 +524,8 @@ class ClusterSpec(_ConfigFile):
 WRAP_RULES = ("axes of 16", "full cubes")
 """How a TPU generation wraps a slice's axes, as its documentation states the rule:
 v5e and v6e close an axis into a ring when it has 16 chips; v4 and v5p close every axis
-of a slice made of whole 4x4x4 cubes (every axis a multiple of 4) and none of a smaller one."""
+of a 3D slice made of whole 4x4x4 cubes (every axis a multiple of 4) and none of a smaller
+one (nor of a 1D or 2D what-if shape)."""
 
 
 def wrapped_axes(wraparound: list[bool] | str, shape: list[int] | tuple[int, ...]) -> tuple[bool, ...]:
@@ -533,7 +534,7 @@ def wrapped_axes(wraparound: list[bool] | str, shape: list[int] | tuple[int, ...
     if wraparound == "axes of 16":
         return tuple(n == 16 for n in shape)
     if wraparound == "full cubes":
-        whole = all(n % 4 == 0 for n in shape)
+        whole = len(shape) == 3 and all(n % 4 == 0 for n in shape)
         return tuple(whole for _ in shape)
     return tuple(wraparound)
 

@@ -26,6 +26,7 @@ def test_the_committed_slices_wrap_as_they_did(name, wraps):
     ("tpu-v5p-4x4x4", "[2,2,4]", (False, False, False)),  # smaller than a cube: no wraparound
     ("tpu-v5p-4x4x4", "[4,4,12]", (True, True, True)),
     ("tpu-v5p-4x4x4", "[4,4,6]", (False, False, False)),
+    ("tpu-v5p-4x4x4", "[8]", (False,)),  # not a cube at all
 ])
 def test_a_what_if_shape_wraps_as_the_generation_would(name, shape, wraps):
     assert load_arch(name, [f"shape={shape}"]).wraparound == wraps

@@ -40,9 +40,31 @@ def broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
             and box(topo, parts[topo.domain(req.ranks[0])]) is not None:
         return _protocols(topo, proto, lambda p: _across_slices(topo, req, parts, p))
     if topo.kind in ("torus", "multislice") and box(topo, req.ranks) is not None:
-        return _protocols(topo, proto, lambda p: plan("ring", topo, _torus_lanes(topo, req.ranks, req.size_bytes, p,
-                                                                                 req.whole), p, partial=not req.whole))
+        return _protocols(topo, proto, lambda p: _on_torus(topo, req, p))
     return _protocols(topo, proto, lambda p: _chain(topo, req, p))
+
+
+def _on_torus(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
+    """Per-axis chains with equal parts per axis, or, where the axes differ (a line beside
+    a closed ring, say), the split that finishes soonest of equal parts and every split in
+    tenths; or the single chain through the group, where it is faster still (a box of two
+    chips along one axis and long closed rings along the others)."""
+    from accelsim.network.algorithms.torus import axes_differ, share_candidates
+    from accelsim.network.simulate import run_plans
+
+    spans = box(topo, req.ranks)
+    axes = [a for a, values in enumerate(spans) if len(values) > 1]
+    candidates = share_candidates(len(axes)) if axes_differ(topo, spans, req.ranks[0], axes) else [None]
+
+    def build(shares, whole: bool) -> Plan:
+        if shares == "chain":
+            return _chain(topo, req, proto)
+        return plan("ring", topo, _torus_lanes(topo, req.ranks, req.size_bytes, proto, whole, shares), proto,
+                    partial=not whole)
+
+    candidates.append("chain")
+    times = [run_plans(topo, [build(c, False)])[0] for c in candidates]  # ties keep the first
+    return build(candidates[times.index(min(times))], req.whole)
 
 
 def _protocols(topo: Topology, proto: Protocol | None, build) -> Plan:
@@ -55,25 +77,27 @@ def _chain(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
 
 
 def _torus_lanes(topo: Topology, ranks: tuple[int, ...] | list[int], size_bytes: float, proto: Protocol | None,
-                 whole: bool = False) -> list[list[Phase]]:
-    """Per-axis chains over the box ``ranks`` from ``ranks[0]``: one lane per spanned axis.
-    Unless ``whole``, only the lines through the root are planned: the others are copies
-    on their own links, each fed by a chip of the line before."""
+                 whole: bool = False, shares: list[float] | None = None) -> list[list[Phase]]:
+    """Per-axis chains over the box ``ranks`` from ``ranks[0]``: one lane per spanned axis,
+    lane ``p`` carrying ``shares[p]`` of the buffer (equal parts by default). Unless
+    ``whole``, only the lines through the root are planned: the others are copies on their
+    own links, each fed by a chip of the line before."""
     from accelsim.network.algorithms.torus import closes
 
     spans = box(topo, ranks)
     root = ranks[0]
     axes = [a for a, values in enumerate(spans) if len(values) > 1]
     lanes = []
-    for p in range(len(axes)):
+    for p, share in enumerate(shares or [1 / len(axes)] * len(axes)):
+        if share <= 0:
+            continue
         lane, holders = [], [root]
         for axis in axes[p:] + axes[:p]:
             sources = holders if whole else [root]
             lines = [axis_line(topo, spans, h, axis) for h in sources]
             streams, steps = [], 0
             for line, holder in zip(lines, sources):
-                more, steps = _line_streams(line, line.index(holder), size_bytes / len(axes),
-                                            closes(topo, line, axis))
+                more, steps = _line_streams(line, line.index(holder), size_bytes * share, closes(topo, line, axis))
                 streams += more
             lane.append(phase(topo, streams, steps, proto))
             holders = [r for line in lines for r in line]

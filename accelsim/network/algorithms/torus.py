@@ -41,10 +41,7 @@ def torus_ring(topo: Topology, req: Request, proto: Protocol | None = None) -> P
     axes = [a for a, values in enumerate(spans) if len(values) > 1]
     if not axes:
         raise InputError("the group has a single chip; there is nothing to communicate", source="--group")
-    lines = [axis_line(topo, spans, req.ranks[0], a) for a in axes]
-    kinds = {(len(line), closes(topo, line, a), topo.links[topo.route(line[0], line[1])[0]].bandwidth_bytes_per_s)
-             for a, line in zip(axes, lines)}
-    if len(kinds) > 1:
+    if axes_differ(topo, spans, req.ranks[0], axes):
         return _unlike_axes_plan(topo, spans, req, axes, proto)
     return _split_plan(topo, spans, req, axes, [1 / len(axes)] * len(axes), proto, req.whole)
 
@@ -157,22 +154,36 @@ def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: lis
     (one axis wrapped came out slower than none)."""
     from accelsim.network.simulate import run_plans
 
-    def splits(n: int, left: int):
-        if n == 1:
-            yield (left,)
-            return
-        for k in range(left + 1):
-            for rest in splits(n - 1, left - k):
-                yield (k, *rest)
-
-    equal = [1 / len(axes)] * len(axes)  # not on the grid for three axes, and often best there
-    candidates = [equal] + [[k / SHARE_STEPS for k in split] for split in splits(len(axes), SHARE_STEPS)]
     best = None
-    for shares in candidates:  # deterministic order: ties keep the first
+    for shares in share_candidates(len(axes)):  # deterministic order: ties keep the first
         ps = run_plans(topo, [_split_plan(topo, spans, req, axes, shares, proto)])[0]
         if best is None or ps < best[0]:
             best = (ps, shares)
     return best[1]
+
+
+def share_candidates(n: int) -> list[list[float]]:
+    """Splits of a buffer over ``n`` parts to try: equal parts (not on the grid for three
+    axes, and often best there), then every split in tenths."""
+
+    def splits(parts: int, left: int):
+        if parts == 1:
+            yield (left,)
+            return
+        for k in range(left + 1):
+            for rest in splits(parts - 1, left - k):
+                yield (k, *rest)
+
+    return [[1 / n] * n] + [[k / SHARE_STEPS for k in split] for split in splits(n, SHARE_STEPS)]
+
+
+def axes_differ(topo: Topology, spans: list[list[int]], base: int, axes: list[int]) -> bool:
+    """Do the box's axes differ in length, wraparound or link bandwidth (so that equal
+    parts per axis may not be best)?"""
+    lines = [axis_line(topo, spans, base, a) for a in axes]
+    kinds = {(len(line), closes(topo, line, a), topo.links[topo.route(line[0], line[1])[0]].bandwidth_bytes_per_s)
+             for a, line in zip(axes, lines)}
+    return len(kinds) > 1
 
 
 def axis_phases(topo: Topology, spans: list[list[int]], base: int, kind: str, part_bytes: float,
