@@ -118,15 +118,19 @@ def register_nccl_tests(sub: argparse._SubParsersAction) -> None:
 def run_nccl_tests(args: argparse.Namespace) -> int:
     import json
 
-    from accelsim.arch.model import load_arch
+    from accelsim.arch.model import Node, load_arch
     from accelsim.files import write_text_atomic
     from accelsim.importers.nccl_tests import records
 
     if args.ranks is not None and not 2 <= args.ranks <= MAX_RANKS:
         raise InputError(f"expected 2 to {MAX_RANKS} ranks, got {args.ranks}", source="--ranks")
     check_output_file(args.output, "-o", inputs=args.files)
-    system = load_arch(args.system).name
-    found = records(args.files, system, args.collective, args.algorithm, args.ranks)
+    node = load_arch(args.system)
+    if not isinstance(node, Node):
+        raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; collective records are fitted and "
+                         f"compared on a node (calibrate / validate --system NODE): give the node the runs were on",
+                         source="--system")
+    found = records(args.files, node.name, args.collective, args.algorithm, args.ranks, node.gpus)
     doc = {"format": "accelsim collective measurements", "version": 1,
            "fields": {"time_out_of_place_us / time_in_place_us": "nccl-tests columns",
                       "algorithm": "what ran: auto (NCCL's choice), ring (NCCL_ALGO=Ring or NVLS off), nvls"},
@@ -134,7 +138,7 @@ def run_nccl_tests(args: argparse.Namespace) -> int:
     write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n", "-o")
     tests = sorted({(r["collective"], r["ranks"]) for r in found})
     print(f"wrote {args.output}: {len(found)} records ({', '.join(f'{k} over {n} ranks' for k, n in tests)}) "
-          f"on {system}")
+          f"on {node.name}")
     return 0
 
 

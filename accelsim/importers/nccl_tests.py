@@ -21,9 +21,14 @@ from pathlib import Path
 from accelsim.errors import InputError, read_text_file
 
 PROGRAMS = {"all_reduce_perf": "all-reduce", "all_gather_perf": "all-gather", "reduce_scatter_perf": "reduce-scatter",
-            "broadcast_perf": "broadcast", "alltoall_perf": "all-to-all", "sendrecv_perf": "send-recv"}
-"""nccl-tests binaries and the collective each times (reduce, gather, scatter and hypercube
-have no counterpart here)."""
+            "broadcast_perf": "broadcast", "alltoall_perf": "all-to-all", "sendrecv_perf": "collective-permute"}
+"""nccl-tests binaries and the collective each times (``sendrecv_perf``: every rank sends
+to the next and receives from the one before, a collective-permute here; reduce, gather,
+scatter and hypercube have no counterpart)."""
+MAX_BYTES = 2**53
+"""Where floats stop counting bytes (8 PiB)."""
+MAX_US = 86400e6
+"""A day, in microseconds: the longest time a record may hold."""
 START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
 TIME_COLUMNS = {13: (5, 9), 11: (3, 7)}
@@ -43,8 +48,10 @@ def read_log(path: str | Path, collective: str | None = None, ranks: int | None 
             if program not in PROGRAMS:
                 raise InputError(f"{program} has no counterpart here; expected one of: {', '.join(PROGRAMS)}",
                                  source=source, field=f"line {number}")
-            current = {"collective": collective or PROGRAMS[program], "ranks": set(), "device": "", "rows": [],
-                       "line": number}
+            if collective is not None and collective != PROGRAMS[program]:
+                raise InputError(f"the log ran {program} ({PROGRAMS[program]}), not --collective {collective}",
+                                 source=source, field=f"line {number}")
+            current = {"collective": PROGRAMS[program], "ranks": set(), "device": "", "rows": [], "line": number}
             tests.append(current)
             continue
         rank = RANK.match(text)
@@ -68,8 +75,13 @@ def read_log(path: str | Path, collective: str | None = None, ranks: int | None 
         except ValueError:
             raise InputError(f"expected times in columns {columns[0] + 1} and {columns[1] + 1}", source=source,
                              field=f"line {number}") from None
-        if int(tokens[0]) > 0 and all(t > 0 for t in times):
-            current["rows"].append((int(tokens[0]), *times))
+        size = int(tokens[0])
+        if size > MAX_BYTES or not all(0 <= t <= MAX_US for t in times):  # NaN fails both comparisons
+            raise InputError(f"expected a size up to 8 PiB and times from 0 to a day, got {size} B, "
+                             f"{tokens[columns[0]]} and {tokens[columns[1]]} us", source=source, field=f"line {number}")
+        if size > 0 and all(t > 0 for t in times):
+            variant = tokens[2:4] if len(tokens) == 13 else tokens[2:3]  # type and reduction op (nccl-tests -d / -o)
+            current["rows"].append((size, *times, "-".join(variant)))
     tests = [t for t in tests if t["rows"]]
     if not tests:
         raise InputError("no nccl-tests results: expected '# Using devices' lines and rows of sizes and times",
@@ -86,21 +98,28 @@ def read_log(path: str | Path, collective: str | None = None, ranks: int | None 
 
 
 def records(paths: Sequence[str | Path], system: str, collective: str | None = None, algorithm: str = "auto",
-            ranks: int | None = None) -> list[dict]:
-    """The collective records of the logs ``paths``, measured on ``system``."""
+            ranks: int | None = None, most_ranks: int | None = None) -> list[dict]:
+    """The collective records of the logs ``paths``, measured on ``system`` (whose
+    ``most_ranks`` GPUs bound a test's ranks)."""
     out = []
     for path in paths:
         for k, test in enumerate(read_log(path, collective, ranks)):
-            for size, out_of_place, in_place in test["rows"]:
+            if most_ranks is not None and test["ranks"] > most_ranks:
+                raise InputError(f"the test ran over {test['ranks']} ranks, more than {system}'s {most_ranks} GPUs",
+                                 source=str(path), field=f"line {test['line']}")
+            for size, out_of_place, in_place, variant in test["rows"]:
                 out.append({
-                    "id": f"{Path(path).stem}-{k}-{test['collective']}-{test['ranks']}r-{size}B",
+                    "id": f"{Path(path).stem}-{k}-{test['collective']}-{test['ranks']}r-{size}B-{variant}",
                     "system": system, "collective": test["collective"], "ranks": test["ranks"], "size_bytes": size,
                     "algorithm": algorithm, "time_out_of_place_us": out_of_place, "time_in_place_us": in_place,
                     "source": f"{path} (nccl-tests, {test['ranks']} ranks"
                               + (f" of {test['device']}" if test["device"] else "") + ")",
                     "tool": "nccl-tests",
                 })
-    ids = [r["id"] for r in out]
-    if len(set(ids)) != len(ids):
-        raise InputError("two logs of one name give the same sizes; rename one", source=str(paths[0]))
+    seen: set[str] = set()
+    for r in out:
+        if r["id"] in seen:
+            raise InputError(f"two rows give {r['id']!r}: logs of one name (rename one), or a test that repeats a "
+                             f"size with the same type and operation", source=r["source"].split(" (")[0])
+        seen.add(r["id"])
     return out

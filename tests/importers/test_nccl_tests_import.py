@@ -100,3 +100,49 @@ def test_the_command_refuses_bad_options_in_one_line(cli, tmp_path):
         args = ["import", "nccl-tests", str(log), "--system", "dgx-h100", "-o", str(tmp_path / "x.json"), *extra]
         result = cli(*args)
         assert result.code == 2 and says in result.err and result.err.count("\n") == 1
+
+
+def test_sendrecv_is_a_permute_and_all_types_and_ops_are_kept_apart(tmp_path):
+    rows = dgx_h100_rows()[:3]
+    log = tmp_path / "sr.log"
+    log.write_text(log_of(rows, program="sendrecv_perf"))
+    [test] = read_log(log)
+    assert test["collective"] == "collective-permute"
+    both = tmp_path / "all.log"  # nccl-tests -d all: each size once per type
+    text = log_of(rows)
+    both.write_text(text + "".join(line.replace(" float ", "  half ") + "\n" for line in text.splitlines()
+                                   if line.strip()[:1].isdigit()))
+    from accelsim.importers.nccl_tests import records
+
+    found = records([both], "dgx-h100")
+    assert len(found) == 6 and len({r["id"] for r in found}) == 6
+
+
+def with_first_row(text: str, column: int, value: str) -> str:
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if line.strip()[:1].isdigit())
+    tokens = lines[k].split()
+    tokens[column] = value
+    lines[k] = " ".join(tokens)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("column, value, says", [(5, "inf", "times from 0 to a day"), (9, "nan", "times from 0 to a day"),
+                                                 (0, "9" * 19, "up to 8 PiB")])
+def test_impossible_rows_are_refused(tmp_path, column, value, says):
+    log = tmp_path / "bad.log"
+    log.write_text(with_first_row(log_of(dgx_h100_rows()[:3]), column, value))
+    with pytest.raises(InputError, match=says):
+        read_log(log)
+
+
+def test_the_node_bounds_the_ranks_and_the_log_names_its_test(cli, tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(log_of(dgx_h100_rows()[:3], ranks=16))
+    for args, says in ((("--system", "dgx-h100"), "over 16 ranks, more than dgx-h100's 8 GPUs"),
+                       (("--system", "h100-ib-cluster"), "is a cluster; collective records are fitted"),
+                       (("--system", "dgx-h100", "--collective", "all-gather", "--ranks", "8"),
+                        "the log ran all_reduce_perf (all-reduce), not --collective all-gather")):
+        result = cli("import", "nccl-tests", str(log), *args, "-o", str(tmp_path / "x.json"))
+        assert result.code == 2 and says in result.err and result.err.count("\n") == 1, (args, result.err)
+        assert not (tmp_path / "x.json").exists()
