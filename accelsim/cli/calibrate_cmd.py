@@ -11,7 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from accelsim.arch.loader import load_raw, measured_config, parse_override
+from accelsim.arch.loader import (
+    builtin_names, find_config, is_calibration, load_raw, measured_config, parse_override, read_yaml,
+)
 from accelsim.arch.model import config_files, load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
@@ -151,8 +153,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
                  family=args.scope[0] if args.scope else None, method=args.method, split=args.split_by,
                  progress=lambda line: print(line, file=sys.stderr, flush=True))
     result = with_final_configs(result, args.arch, args.overrides, jobs=args.jobs)
-    overlay = _overlay(args, chip, result)
-    write_text_atomic(output, _header(result) + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
+    write_overlay(output, _header(result), _overlay(args, chip, result))
     _print_summary(result, output)
     return 0
 
@@ -187,7 +188,7 @@ def _write_bands(args: argparse.Namespace, chip, records) -> int:
     header = (f"# Written by `accelsim calibrate --bands-only`: {chip.name} as published"
               f"{' with the --set values below' if args.overrides else ''}, nothing fitted,\n"
               f"# and the band of its residuals on the records given, per kernel family.\n")
-    write_text_atomic(output, header + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
+    write_overlay(output, header, overlay)
     for family, band in bands.items():
         print(f"  {family}: p05 {band['p05']:+.1%}, p95 {band['p95']:+.1%} ({band['records']} records)")
     if thin:
@@ -232,11 +233,26 @@ def overlay_name(arch: str, output: str) -> str:
     """The overlay's ``name``: its file's stem, as every config is named (``-o
     calibrated/my-h100.yaml`` makes ``my-h100``, which ``--arch my-h100`` then reports)."""
     _, spec = load_arch_and_spec(arch)
-    name = Path(output).name.removesuffix(".yaml").removesuffix(".yml")
+    path = Path(output)
+    if path.suffix.lower() != ".yaml" or not path.stem:
+        raise InputError(f"expected NAME.yaml (configs are found by their name), got {output!r}", source="-o")
+    name = path.stem
     if name == spec.name:
         raise InputError(f"the overlay would be named {name!r}, as the config it extends; name the file "
                          f"otherwise (e.g. {spec.name}-calibrated.yaml)", source="-o")
+    if name in builtin_names() and not is_calibration(read_yaml(find_config(name))[0]):
+        raise InputError(f"{name!r} is a published config's name: the overlay would pass for it; name the overlay "
+                         f"otherwise (e.g. {spec.name}-calibrated.yaml)", source="-o")
     return name
+
+
+def write_overlay(output: Path, header: str, overlay: dict) -> None:
+    """Write a calibration overlay, refusing one that holds nothing fitted (no fitted value,
+    no uncertainty band): it would be the published config under another name."""
+    if not is_calibration(overlay):
+        raise InputError("the fit moved nothing and no uncertainty band was written: no overlay to write (the records "
+                         "do not determine the parameters asked for)", source="-o")
+    write_text_atomic(output, header + yaml.safe_dump(overlay, sort_keys=False, width=100), "-o")
 
 
 def _overlay_head(arch: str, what: str, output: str) -> dict:

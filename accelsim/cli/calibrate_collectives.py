@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 
-import yaml
-
 from accelsim.arch.loader import measured_config
 from accelsim.arch.model import Node, config_files, load_arch
 from accelsim.errors import InputError
-from accelsim.files import check_output_file, write_text_atomic
+from accelsim.files import check_output_file
 from accelsim.validate.calibrate import mape
 from accelsim.validate.collectives import (
     PARAMETERS, fit, fitted_leaves, log_errors, overlay, read_collective_records, split,
@@ -41,7 +39,7 @@ def chosen(paths: list[str]):
 
 
 def run_calibrate_system(args: argparse.Namespace) -> int:
-    from accelsim.cli.calibrate_cmd import fit_date, overlay_name
+    from accelsim.cli.calibrate_cmd import fit_date, overlay_name, write_overlay
 
     for attr, flag in KERNEL_ONLY:
         if getattr(args, attr):
@@ -89,7 +87,7 @@ def run_calibrate_system(args: argparse.Namespace) -> int:
                       description=f"{node.name} with its NCCL model fitted by accelsim calibrate --system.")
     header = (f"# Written by `accelsim calibrate --system`: the NCCL model of {node.name} fitted on collective\n"
               f"# measurements, with what each value was fitted on. Published numbers stay in the config this extends.\n")
-    write_text_atomic(output, header + yaml.safe_dump(written, sort_keys=False, width=100), "-o")
+    write_overlay(output, header, written)
     print(f"fitted {', '.join(result.values) or 'nothing'} in {result.evaluations} evaluations")
     for path, value in result.values.items():
         print(f"  collectives.{path}: {result.start[path]:.4g} -> {value:.4g}")

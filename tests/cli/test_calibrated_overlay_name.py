@@ -45,3 +45,34 @@ def test_every_committed_config_is_told_apart_by_what_it_holds():
         calibration = path.parent.name == "calibrated"
         assert is_calibration(read_yaml(path)[0]) is calibration, path
         assert (measured_config(str(path)) != path.stem) is calibration, path
+
+
+def test_odd_overlay_file_names_are_refused(cli, tmp_path):
+    for name, says in ((".yaml", "expected NAME.yaml"), ("x.yml", "expected NAME.yaml"), ("x", "expected NAME.yaml"),
+                       ("dgx-h200.yaml", "'dgx-h200' is a published config's name"),
+                       ("h100-sxm.yaml", "'h100-sxm' is a published config's name")):
+        out = tmp_path / name
+        result = cli("calibrate", "--arch", "a100-sxm4-80gb", "--measurements", REFERENCE, "--bands-only", "-o", str(out))
+        assert result.code == 2 and says in result.err and result.err.count("\n") == 1, (name, result.err)
+        assert not out.exists()
+    upper = tmp_path / "Mine.YAML"
+    assert cli("calibrate", "--arch", "a100-sxm4-80gb", "--measurements", REFERENCE, "--bands-only",
+               "-o", str(upper)).code == 0
+    assert yaml.safe_load(upper.read_text())["name"] == "Mine"
+
+
+def test_an_overlay_with_nothing_fitted_is_not_written(tmp_path):
+    """It would be the published config under another name, and not a calibration."""
+    import pytest
+
+    from accelsim.cli.calibrate_cmd import write_overlay
+    from accelsim.errors import InputError
+
+    out = tmp_path / "nothing.yaml"
+    empty = {"schema_version": 1, "kind": "node", "extends": "dgx-h100", "name": "nothing", "collectives": {}}
+    with pytest.raises(InputError, match="the fit moved nothing"):
+        write_overlay(out, "# header\n", empty)
+    assert not out.exists()
+    empty["collectives"] = {"nvls_latency": {"value": "80 us", "basis": "fitted", "source": "a fit"}}
+    write_overlay(out, "# header\n", empty)
+    assert measured_config(str(out)) == "dgx-h100"
