@@ -82,8 +82,9 @@ def rank_files(args: Sequence[str | Path]) -> tuple[list[Path], bool]:
     came from the files' names. A folder stands for the ``.json`` files in it. When every
     file's name holds a number (its last one: ``et_rank_12.json``, ``chakra.3.json``) and
     no two hold the same, ranks follow those numbers: a shell glob lists ``rank10`` before
-    ``rank2``. Otherwise the files are ranks in the order given; a folder's files must
-    be numbered, since a listing has no order of its own."""
+    ``rank2``. Names that hold as many numbers each (``rank3_iter5.json``) use the last
+    place where they all differ. Otherwise the files are ranks in the order given; a
+    folder's files must be numbered, since a listing has no order of its own."""
     paths: list[Path] = []
     folders = []
     for arg in args:
@@ -96,15 +97,31 @@ def rank_files(args: Sequence[str | Path]) -> tuple[list[Path], bool]:
             paths.extend(found)
         else:
             paths.append(path)
-    numbers = [RANK_NUMBER.findall(p.name) for p in paths]
-    last = [int(found[-1]) if found else None for found in numbers]
-    if None not in last and len(set(last)) == len(last):
-        order = sorted(range(len(paths)), key=lambda i: last[i])
+    ranks = _rank_numbers([p.name for p in paths])
+    if ranks is not None:
+        order = sorted(range(len(paths)), key=lambda i: ranks[i])
         return [paths[i] for i in order], order != list(range(len(paths))) or bool(folders)
     if folders:
         raise InputError("cannot tell which file is which rank: give each file its rank number in its name "
                          "(rank0.json, rank1.json, ...), or list the files in rank order", source=folders[0])
     return paths, False
+
+
+def _rank_numbers(names: list[str]) -> list[int] | None:
+    """Each name's rank: the last number in it where every name's differs (``rank3.json``),
+    or, when the names hold as many numbers each, the last place where they all differ
+    (``rank3_iter5.json``, ``rank10_iter5.json``); None when no place tells them apart."""
+    numbers = [[int(n) for n in RANK_NUMBER.findall(name)] for name in names]
+    if not all(numbers):
+        return None
+    places = [-1]
+    if len({len(found) for found in numbers}) == 1:
+        places = list(range(-1, -len(numbers[0]) - 1, -1))
+    for place in places:
+        ranks = [found[place] for found in numbers]
+        if len(set(ranks)) == len(ranks):
+            return ranks
+    return None
 
 
 def import_chakra(paths: Sequence[str | Path], groups: Mapping[str, list[int]] | None = None,

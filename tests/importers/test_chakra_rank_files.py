@@ -66,3 +66,12 @@ def test_the_cli_imports_a_glob_and_a_folder_alike_and_replays(cli, tmp_path):
     assert json.loads(b.read_text())["programs"] == programs
     replay = cli("replay", str(a), "--system", "h100-ib-cluster", "--set", "nodes=2")
     assert replay.code == 0, replay.err
+
+
+@pytest.mark.parametrize("name", [lambda r: f"rank{r}_iter5.json", lambda r: f"rank{r}.v2.json",
+                                  lambda r: f"run7_rank{r}_step100.json"])
+def test_names_with_more_numbers_use_the_place_where_they_differ(tmp_path, name):
+    folder = write_pipeline(tmp_path / "et", name=name)
+    globbed = sorted(str(p) for p in folder.iterdir())
+    files, renumbered = rank_files(globbed)
+    assert renumbered and [f.name for f in files] == [name(r) for r in range(RANKS)]
