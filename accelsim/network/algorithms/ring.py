@@ -80,7 +80,9 @@ def cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
             for k in range(1, len(senders)):  # from the GPU after the exit round to the exit
                 a, b = senders[(exit_index + k) % len(senders)], senders[(exit_index + k + 1) % len(senders)]
                 forwarded[a, b] += volume / len(channels)
-            crossing.append((senders[exit_index], receivers[entry], volume / len(channels)))
+            if req.kind != "broadcast" or not req.whole or topo.domain(req.ranks[0]) != domains[(j + 1) % len(domains)]:
+                # (a broadcast's chains end before they would cross back into the root's node)
+                crossing.append((senders[exit_index], receivers[entry], volume / len(channels)))
     streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + crossing
     remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
     return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto, partial=not req.whole)
