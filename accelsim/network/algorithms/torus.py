@@ -154,12 +154,22 @@ def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: lis
     (one axis wrapped came out slower than none)."""
     from accelsim.network.simulate import run_plans
 
+    # each part's phases once, for the whole buffer; a share of it scales their bytes (its
+    # streams' rate caps and step latencies do not change)
+    whole_parts = [axis_phases(topo, spans, req.ranks[0], req.kind, req.size_bytes, axes[p:] + axes[:p], proto)
+                   for p in range(len(axes))]
     best = None
     for shares in share_candidates(len(axes)):  # deterministic order: ties keep the first
-        ps = run_plans(topo, [_split_plan(topo, spans, req, axes, shares, proto)])[0]
+        lanes = [_scaled(phases, share) for phases, share in zip(whole_parts, shares) if share > 0]
+        ps = run_plans(topo, [plan("torus-ring", topo, lanes, proto, partial=True)])[0]
         if best is None or ps < best[0]:
             best = (ps, shares)
     return best[1]
+
+
+def _scaled(phases: list[Phase], share: float) -> list[Phase]:
+    return [dataclasses.replace(ph, transfers=tuple(dataclasses.replace(t, bytes=t.bytes * share)
+                                                    for t in ph.transfers)) for ph in phases]
 
 
 def share_candidates(n: int) -> list[list[float]]:
