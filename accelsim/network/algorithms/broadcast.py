@@ -11,7 +11,9 @@
   axis, part ``p`` spreading along the axes in the order ``p, p+1, ...`` (first along
   the root's line, then along every line through the chips that hold it), so every axis
   works from the start. On a closed ring half of a part goes each way round; on a line
-  (no wraparound) the chain runs from the holder to both ends.
+  (no wraparound) the chain runs from the holder to both ends. Where the axes differ, the
+  split that finishes soonest (equal parts, or any in tenths) is taken, or one chain
+  through the group where that is faster still.
 * Across the slices of a multislice: the torus broadcast inside the root's slice, then
   every chip of it sends its ``1 / k`` of the buffer to the chips at its place in the
   other slices (a chain per rail over DCN), then an all-gather inside each other slice:
