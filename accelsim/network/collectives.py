@@ -187,6 +187,11 @@ def best_protocol(topo: Topology, build: Callable[[Protocol | None], Plan], prot
     return min(plans, key=lambda plan: estimate_s(topo, plan))
 
 
+def with_protocol(topo: Topology, build: Callable[[Protocol | None], Plan], proto: Protocol | None) -> Plan:
+    """``build(proto)`` for a protocol asked for, else the plan :func:`best_protocol` picks."""
+    return best_protocol(topo, build) if proto is None else build(proto)
+
+
 def estimate_s(topo: Topology, plan: Plan) -> float:
     """Time of ``plan`` alone, from its loads (no simulation): per phase, its latency plus
     the busiest link's load over its capacity or the slowest rate-capped stream. Lanes

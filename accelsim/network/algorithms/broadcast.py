@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.collectives import Phase, Plan, Request, Stream, best_protocol, phase, plan
+from accelsim.network.collectives import Phase, Plan, Request, Stream, phase, plan, with_protocol
 from accelsim.network.groups import axis_line, box, by_domain, rails, same_local_layout
 from accelsim.network.topology import Topology
 
@@ -37,13 +37,13 @@ def broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     if len(parts) > 1 and topo.kind == "cluster" and same_local_layout(topo, parts):
         from accelsim.network.algorithms.ring import cluster_ring
 
-        return _protocols(topo, proto, lambda p: cluster_ring(topo, req, p))
+        return with_protocol(topo, lambda p: cluster_ring(topo, req, p), proto)
     if len(parts) > 1 and topo.kind == "multislice" and same_local_layout(topo, parts) \
             and box(topo, parts[topo.domain(req.ranks[0])]) is not None:
-        return _protocols(topo, proto, lambda p: _across_slices(topo, req, parts, p))
+        return with_protocol(topo, lambda p: _across_slices(topo, req, parts, p), proto)
     if topo.kind in ("torus", "multislice") and box(topo, req.ranks) is not None:
-        return _protocols(topo, proto, lambda p: _on_torus(topo, req, p))
-    return _protocols(topo, proto, lambda p: _chain(topo, req, p))
+        return with_protocol(topo, lambda p: _on_torus(topo, req, p), proto)
+    return with_protocol(topo, lambda p: _chain(topo, req, p), proto)
 
 
 def _on_torus(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
@@ -51,26 +51,17 @@ def _on_torus(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     a closed ring, say), the split that finishes soonest of equal parts and every split in
     tenths; or the single chain through the group, where it is faster still (a box of two
     chips along one axis and long closed rings along the others)."""
-    from accelsim.network.algorithms.torus import axes_differ, share_candidates
-    from accelsim.network.simulate import run_plans
+    from accelsim.network.algorithms.torus import axes_differ, fastest, share_candidates
 
     spans = box(topo, req.ranks)
     axes = [a for a, values in enumerate(spans) if len(values) > 1]
-    candidates = share_candidates(len(axes)) if axes_differ(topo, spans, req.ranks[0], axes) else [None]
+    splits = share_candidates(len(axes)) if axes_differ(topo, spans, req.ranks[0], axes) else [None]
 
-    def build(shares, whole: bool) -> Plan:
-        if shares == "chain":
-            return _chain(topo, req, proto)
-        return plan("ring", topo, _torus_lanes(topo, req.ranks, req.size_bytes, proto, whole, shares), proto,
-                    partial=not whole)
+    def chains(shares: list[float] | None):
+        return lambda whole: plan("ring", topo, _torus_lanes(topo, req.ranks, req.size_bytes, proto, whole, shares),
+                                  proto, partial=not whole)
 
-    candidates.append("chain")
-    times = [run_plans(topo, [build(c, False)])[0] for c in candidates]  # ties keep the first
-    return build(candidates[times.index(min(times))], req.whole)
-
-
-def _protocols(topo: Topology, proto: Protocol | None, build) -> Plan:
-    return best_protocol(topo, build) if proto is None else build(proto)
+    return fastest(topo, [*map(chains, splits), lambda whole: _chain(topo, req, proto)])(req.whole)
 
 
 def _chain(topo: Topology, req: Request, proto: Protocol | None) -> Plan:

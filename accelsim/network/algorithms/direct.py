@@ -8,7 +8,7 @@ from collections import Counter
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
-    Phase, Plan, Request, Transfer, best_protocol, merged_phase, needs, phase, plan, register,
+    Phase, Plan, Request, Transfer, merged_phase, needs, phase, plan, register, with_protocol,
 )
 from accelsim.network.groups import box, by_domain, same_local_layout
 from accelsim.network.topology import Topology, slice_prefix, torus_link
@@ -153,4 +153,4 @@ def _best(topo: Topology, name: str, phases, proto: Protocol | None, partial: bo
     def build(p: Protocol | None) -> Plan:
         return plan(name, topo, [phases(p)], p, partial)
 
-    return best_protocol(topo, build) if proto is None else build(proto)
+    return with_protocol(topo, build, proto)

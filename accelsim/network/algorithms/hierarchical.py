@@ -7,7 +7,7 @@ import dataclasses
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
-    Phase, Plan, Request, best_protocol, needs, phase, plan, register, ring_streams, ring_volume,
+    Phase, Plan, Request, needs, phase, plan, register, ring_streams, ring_volume, with_protocol,
 )
 from accelsim.network.groups import box, by_domain, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.topology import Topology
@@ -53,7 +53,7 @@ def hierarchical(topo: Topology, req: Request, proto: Protocol | None = None) ->
                 lanes.append(across + tail)
         return plan("hierarchical", topo, lanes, p, partial)
 
-    return best_protocol(topo, build) if proto is None else build(proto)
+    return with_protocol(topo, build, proto)
 
 
 def _inner_parts(topo: Topology, inner: list[int]) -> list[tuple[list[int] | None, float]]:

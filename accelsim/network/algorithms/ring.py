@@ -8,7 +8,7 @@ from collections import Counter
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
-    Plan, Request, Stream, best_protocol, needs, phase, plan, register, ring_streams, ring_volume,
+    Plan, Request, Stream, needs, phase, plan, register, ring_streams, ring_volume, with_protocol,
 )
 from accelsim.network.groups import box, by_domain, nic_channels, same_local_layout
 from accelsim.network.topology import Topology
@@ -38,7 +38,7 @@ def ring(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
 
         return torus_ring(topo, req, proto)
     if len(parts) > 1 and topo.kind == "cluster" and same_local_layout(topo, parts):
-        return best_protocol(topo, lambda p: cluster_ring(topo, req, p)) if proto is None else cluster_ring(topo, req, proto)
+        return with_protocol(topo, lambda p: cluster_ring(topo, req, p), proto)
     return _flat(topo, req, proto, bidirectional=True, name="ring")
 
 
@@ -55,7 +55,7 @@ def _flat(topo: Topology, req: Request, proto: Protocol | None, *, bidirectional
         streams = ring_streams(list(req.ranks), volume, bidirectional)
         return plan(name, topo, [[phase(topo, streams, steps, p)]], p)
 
-    return best_protocol(topo, build) if proto is None else build(proto)
+    return with_protocol(topo, build, proto)
 
 
 def cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:

@@ -68,8 +68,8 @@ def _unlike_axes_plan(topo: Topology, spans: list[list[int]], req: Request, axes
         return lambda whole: _time_reversed(build(whole), ends_ps)
 
     searched_rs, searched_ag = searched("reduce-scatter"), searched("all-gather")
-    reduce_scatter = _fastest(topo, [searched_rs, backwards(searched_ag)])
-    all_gather = _fastest(topo, [searched_ag, backwards(searched_rs)])
+    reduce_scatter = fastest(topo, [searched_rs, backwards(searched_ag)])
+    all_gather = fastest(topo, [searched_ag, backwards(searched_rs)])
     if req.kind == "reduce-scatter":
         return reduce_scatter(req.whole)
     if req.kind == "all-gather":
@@ -79,10 +79,10 @@ def _unlike_axes_plan(topo: Topology, spans: list[list[int]], req: Request, axes
     def staged(whole: bool) -> Plan:
         return _then(reduce_scatter(whole), rs_ends_ps, all_gather(whole))
 
-    return _fastest(topo, [searched("all-reduce"), staged])(req.whole)
+    return fastest(topo, [searched("all-reduce"), staged])(req.whole)
 
 
-def _fastest(topo: Topology, candidates: list[Callable[[bool], Plan]]) -> Callable[[bool], Plan]:
+def fastest(topo: Topology, candidates: list[Callable[[bool], Plan]]) -> Callable[[bool], Plan]:
     """The candidate (a plan as a function of ``whole``) whose representative plan
     simulates soonest; ties keep the first."""
     from accelsim.network.simulate import run_plans

@@ -6,7 +6,7 @@ import math
 
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.collectives import Plan, Request, Stream, best_protocol, needs, phase, plan, register
+from accelsim.network.collectives import Plan, Request, Stream, needs, phase, plan, register, with_protocol
 from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.topology import Topology
 
@@ -32,7 +32,7 @@ def double_binary_tree(topo: Topology, req: Request, proto: Protocol | None = No
         up, down = tree_streams(ranks, req.size_bytes)
         return plan("tree", topo, [[phase(topo, up, depth, p), phase(topo, down, depth, p)]], p)
 
-    return best_protocol(topo, build) if proto is None else build(proto)
+    return with_protocol(topo, build, proto)
 
 
 def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], proto: Protocol | None) -> Plan:
@@ -108,4 +108,4 @@ def halving_doubling(topo: Topology, req: Request, proto: Protocol | None = None
             phases += [exchange(p, 1 << k, req.size_bytes * 2**k / n) for k in range(levels)]
         return plan("halving-doubling", topo, [phases], p)
 
-    return best_protocol(topo, build) if proto is None else build(proto)
+    return with_protocol(topo, build, proto)
