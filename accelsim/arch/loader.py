@@ -375,6 +375,13 @@ def _fields_of(annotation: Any) -> dict[str, Any] | _AnyKey | None:
     return None
 
 
+def put(tree: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    """``tree[path[0]][path[1]]... = value``, making the mappings on the way."""
+    for part in path[:-1]:
+        tree = tree.setdefault(part, {})
+    tree[path[-1]] = value
+
+
 def _set_path(data: dict[str, Any], override: Override, *, cited: bool) -> None:
     node: Any = data
     for part in override.path[:-1]:

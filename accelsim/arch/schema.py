@@ -545,7 +545,7 @@ class TorusSpec(_ConfigFile):
     kind: Literal["torus"]
     chip: str
     shape: list[PositiveInt]
-    wraparound: Cited[list[bool] | Literal["axes of 16", "full cubes"]]
+    wraparound: Cited[list[bool] | Literal[WRAP_RULES]]
     """Per axis: whether the axis closes into a ring; or the generation's rule
     (:data:`WRAP_RULES`), so that a what-if slice shape wraps as that generation would."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from accelsim.arch.loader import (
-    builtin_names, find_config, is_calibration, load_raw, measured_config, parse_override, read_yaml,
+    builtin_names, find_config, is_calibration, load_raw, measured_config, parse_override, put, read_yaml,
 )
 from accelsim.arch.model import config_files, load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
@@ -114,10 +114,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
         return run_calibrate_system(args)
     chip = load_chip(args.arch, args.overrides)
-    published = measured_config(args.arch)
-    if published != chip.name:
-        raise InputError(f"{chip.name!r} is a calibrated overlay; calibrate the published config it extends "
-                         f"({published!r})", source="--arch")
+    refuse_overlay(args.arch, chip.name, "--arch")
     if args.bands_only:
         for given, option in ((args.fit, "--fit"), (args.scope, "--scope"),
                               (args.split_by != SPLITS[0], "--split-by"), (args.method != METHODS[0], "--method")):
@@ -229,6 +226,14 @@ def _source(args, result) -> str:
             f"{len(result.held_out)} held out{split}{method}; {args.fit_date}")
 
 
+def refuse_overlay(name_or_path: str, name: str, flag: str) -> None:
+    """A calibration overlay is not calibrated again: its published config is."""
+    published = measured_config(name_or_path)
+    if published != name:
+        raise InputError(f"{name!r} is a calibrated overlay; calibrate the published config it extends "
+                         f"({published!r})", source=flag)
+
+
 def overlay_name(arch: str, output: str) -> str:
     """The overlay's ``name``: its file's stem, as every config is named (``-o
     calibrated/my-h100.yaml`` makes ``my-h100``, which ``--arch my-h100`` then reports)."""
@@ -284,11 +289,7 @@ def _overlay(args, chip, result) -> dict:
             for family in args.scope:
                 overlay.setdefault("family_values", {}).setdefault(family, {})[path] = dict(leaf)
             continue
-        node = overlay
-        parts = path.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = leaf
+        put(overlay, path.split("."), leaf)
     _given(args, result, overlay)
     errors = result.held_out_errors if len(result.held_out_errors) else result.train_errors
     cases = result.held_out if len(result.held_out_errors) else result.train

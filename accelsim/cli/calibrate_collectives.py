@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-from accelsim.arch.loader import measured_config
-from accelsim.arch.model import Node, config_files, load_arch
+from accelsim.arch.model import config_files
 from accelsim.errors import InputError
 from accelsim.files import check_output_file
 from accelsim.validate.calibrate import mape
 from accelsim.validate.collectives import (
-    PARAMETERS, fit, fitted_leaves, log_errors, overlay, read_collective_records, split,
+    PARAMETERS, fit, fitted_leaves, load_node, log_errors, node_records, overlay, split,
 )
 from accelsim.validate.compare import measurement_files
 
@@ -39,32 +38,21 @@ def chosen(paths: list[str]):
 
 
 def run_calibrate_system(args: argparse.Namespace) -> int:
-    from accelsim.cli.calibrate_cmd import fit_date, overlay_name, write_overlay
+    from accelsim.cli.calibrate_cmd import fit_date, overlay_name, refuse_overlay, write_overlay
 
     for attr, flag in KERNEL_ONLY:
         if getattr(args, attr):
             raise InputError(f"{flag} applies to kernel calibration (--arch)", source=flag)
     if args.split_by != "record":
         raise InputError("collective records are held out by their ids only", source="--split-by")
-    node = load_arch(args.system, args.overrides)
-    if not isinstance(node, Node):
-        raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; the NCCL model to fit is a node's "
-                         f"'collectives' section: calibrate the node on one node's measurements", source="--system")
+    node = load_node(args.system, args.overrides)
     if node.collectives is None:
         raise InputError(f"{node.name!r} has no 'collectives' section (an NCCL model) to fit", source="--system")
-    published = measured_config(args.system)
-    if published != node.name:
-        raise InputError(f"{node.name!r} is a calibrated overlay; calibrate the published config it extends "
-                         f"({published!r})", source="--system")
+    refuse_overlay(args.system, node.name, "--system")
     parameters = [p for p in chosen(args.fit) if p.get(node.collectives) is not None]
     if not parameters:
         raise InputError(f"{node.name!r} has none of the fields named", source="--fit")
-    measured = read_collective_records(args.measurements, node.name, node.chip.name)
-    records = [m for m in measured if m.fit and not any(text in m.tool for text in args.exclude)]
-    if not records:
-        raise InputError(f"no collective records of {node.name!r} (collectives files naming it as 'system', or "
-                         f"measurement files of family 'collective' measured on {node.chip.name!r})"
-                         + (" after --exclude" if args.exclude else ""), source="--measurements")
+    records = node_records(args.measurements, node, node.name, args.exclude, fitted_only=True)
     train, held_out = split(records)
     if not train:
         raise InputError(f"all {len(records)} records fall in the held-out split (a hash of each id, about 3 in 10); "

@@ -12,7 +12,7 @@ from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import ALGORITHMS, KINDS
-from accelsim.units import UnitError, format_quantity, parse_quantity
+from accelsim.units import MAX_EXACT_BYTES, UnitError, format_quantity, parse_quantity
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -81,13 +81,13 @@ def parse_size(text: str, option: str) -> float:
     plain = NCCL_TESTS_SIZE.fullmatch(text.strip())
     if plain:
         count = int(plain[1]) * 1024 ** " KMGT".index(plain[2].upper() or " ")
-        value = float(min(count, 2**54))  # past 8 PiB is refused below (and would overflow a float)
+        value = float(min(count, 2 * MAX_EXACT_BYTES))  # past 8 PiB is refused below (and would overflow a float)
     else:
         try:
             value = parse_quantity(text.strip(), "bytes")
         except UnitError as exc:
             raise InputError(f"{exc}; or nccl-tests' 8, 64K, 8G (powers of 1024)", source=option) from None
-    if not 1 <= value <= 2**53 or not float(value).is_integer():  # 2^53: 8 PiB, where floats stop counting bytes
+    if not 1 <= value <= MAX_EXACT_BYTES or not float(value).is_integer():
         raise InputError(f"size must be a whole number of bytes from 1 B to 8 PiB, got {text!r}", source=option)
     return value
 

@@ -100,6 +100,7 @@ def run_hlo(args: argparse.Namespace) -> int:
 
 def register_nccl_tests(sub: argparse._SubParsersAction) -> None:
     from accelsim.network.collectives import KINDS
+    from accelsim.validate.collectives import ALGORITHMS_RAN
 
     p = sub.add_parser("nccl-tests", help="nccl-tests output (all_reduce_perf ...) as collective measurements for "
                                           "accelsim calibrate --system")
@@ -110,7 +111,7 @@ def register_nccl_tests(sub: argparse._SubParsersAction) -> None:
                                                        "print '# Collective test starting')")
     p.add_argument("--ranks", type=int, metavar="N", help="ranks per test, where the log lists each process as rank 0 "
                                                           "(nccl-tests built without MPI)")
-    p.add_argument("--algorithm", choices=("auto", "ring", "nvls"), default="auto",
+    p.add_argument("--algorithm", choices=ALGORITHMS_RAN, default="auto",
                    help="what NCCL ran: auto (its own choice, the default), ring (NCCL_ALGO=Ring or NVLS off), nvls")
     p.set_defaults(run=run_nccl_tests)
 
@@ -118,18 +119,15 @@ def register_nccl_tests(sub: argparse._SubParsersAction) -> None:
 def run_nccl_tests(args: argparse.Namespace) -> int:
     import json
 
-    from accelsim.arch.model import Node, load_arch
+    from accelsim.arch.model import MAX_SYSTEM_CHIPS
     from accelsim.files import write_text_atomic
     from accelsim.importers.nccl_tests import records
+    from accelsim.validate.collectives import load_node
 
-    if args.ranks is not None and not 2 <= args.ranks <= MAX_RANKS:
-        raise InputError(f"expected 2 to {MAX_RANKS} ranks, got {args.ranks}", source="--ranks")
+    if args.ranks is not None and not 2 <= args.ranks <= MAX_SYSTEM_CHIPS:
+        raise InputError(f"expected 2 to {MAX_SYSTEM_CHIPS} ranks, got {args.ranks}", source="--ranks")
     check_output_file(args.output, "-o", inputs=args.files)
-    node = load_arch(args.system)
-    if not isinstance(node, Node):
-        raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; collective records are fitted and "
-                         f"compared on a node (calibrate / validate --system NODE): give the node the runs were on",
-                         source="--system")
+    node = load_node(args.system)
     found = records(args.files, node.name, args.collective, args.algorithm, args.ranks, node.gpus)
     doc = {"format": "accelsim collective measurements", "version": 1,
            "fields": {"time_out_of_place_us / time_in_place_us": "nccl-tests columns",
@@ -141,9 +139,6 @@ def run_nccl_tests(args: argparse.Namespace) -> int:
           f"on {node.name}")
     return 0
 
-
-MAX_RANKS = 1 << 20
-"""As many ranks as a system may have."""
 
 IMPORTERS = [register_chakra, register_hlo, register_nccl_tests]
 

@@ -79,26 +79,17 @@ def _on(record, arch: str):
 
 def run_validate_system(args: argparse.Namespace) -> int:
     """``validate --system``: every collective record of the node, predicted with its NCCL model."""
-    from accelsim.arch.model import Node, load_arch
     from accelsim.network import build_topology
     from accelsim.report.collectives import REPORT_FILES, CollectiveComparison, write_collective_report
-    from accelsim.validate.collectives import predict, read_collective_records
+    from accelsim.validate.collectives import load_node, node_records, predict
 
     if args.split_by not in (None, "record"):
         raise InputError("collective records are held out by their ids only", source="--split-by")
     out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
                            writes=REPORT_FILES)
-    node = load_arch(args.system, args.overrides)
-    if not isinstance(node, Node):
-        raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; collective records are compared on the "
-                         f"node they were measured on", source="--system")
+    node = load_node(args.system, args.overrides)
     measured_on = measured_config(args.system)
-    records = [m for m in read_collective_records(args.measurements, measured_on, node.chip.name)
-               if not any(text in m.tool for text in args.exclude)]
-    if not records:
-        raise InputError(f"no collective records of {measured_on!r} (collectives files naming it as 'system', or "
-                         f"measurement files of family 'collective' measured on {node.chip.name!r})"
-                         + (" after --exclude" if args.exclude else ""), source="--measurements")
+    records = node_records(args.measurements, node, measured_on, args.exclude)
     topo = build_topology(node)
     comparisons = []
     for m in records:

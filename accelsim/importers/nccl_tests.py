@@ -19,24 +19,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from accelsim.errors import InputError, read_text_file
+from accelsim.units import MAX_EXACT_BYTES
+from accelsim.validate.compare import MAX_MEASURED_S
 
 PROGRAMS = {"all_reduce_perf": "all-reduce", "all_gather_perf": "all-gather", "reduce_scatter_perf": "reduce-scatter",
             "broadcast_perf": "broadcast", "alltoall_perf": "all-to-all", "sendrecv_perf": "collective-permute"}
 """nccl-tests binaries and the collective each times (``sendrecv_perf``: every rank sends
 to the next and receives from the one before, a collective-permute here; reduce, gather,
 scatter and hypercube have no counterpart)."""
-MAX_BYTES = 2**53
-"""Where floats stop counting bytes (8 PiB)."""
-MAX_US = 86400e6
-"""A day, in microseconds: the longest time a record may hold."""
 START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 RANK = re.compile(r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
 TIME_COLUMNS = {13: (5, 9), 11: (3, 7)}
 """Tokens in a result row -> (out-of-place, in-place) time columns."""
 
 
+def _test(collective: str | None, line: int) -> dict:
+    return {"collective": collective, "ranks": set(), "device": "", "rows": [], "line": line}
+
+
 def read_log(path: str | Path, collective: str | None = None, ranks: int | None = None) -> list[dict]:
-    """Every test of one log: ``{collective, ranks, device, rows: [(bytes, out-of-place us, in-place us)]}``."""
+    """Every test of one log: ``{collective, ranks, device, rows, line}``, each row
+    ``(bytes, out-of-place us, in-place us, type and operation)``."""
     source = str(path)
     tests: list[dict] = []
     current: dict | None = None
@@ -51,13 +54,13 @@ def read_log(path: str | Path, collective: str | None = None, ranks: int | None 
             if collective is not None and collective != PROGRAMS[program]:
                 raise InputError(f"the log ran {program} ({PROGRAMS[program]}), not --collective {collective}",
                                  source=source, field=f"line {number}")
-            current = {"collective": PROGRAMS[program], "ranks": set(), "device": "", "rows": [], "line": number}
+            current = _test(PROGRAMS[program], number)
             tests.append(current)
             continue
         rank = RANK.match(text)
         if rank:
             if current is None:
-                current = {"collective": collective, "ranks": set(), "device": "", "rows": [], "line": number}
+                current = _test(collective, number)
                 tests.append(current)
             current["ranks"].add(int(rank[1]))
             current["device"] = current["device"] or rank[2].strip()
@@ -76,7 +79,7 @@ def read_log(path: str | Path, collective: str | None = None, ranks: int | None 
             raise InputError(f"expected times in columns {columns[0] + 1} and {columns[1] + 1}", source=source,
                              field=f"line {number}") from None
         size = int(tokens[0])
-        if size > MAX_BYTES or not all(0 <= t <= MAX_US for t in times):  # NaN fails both comparisons
+        if size > MAX_EXACT_BYTES or not all(0 <= t <= MAX_MEASURED_S * 1e6 for t in times):  # NaN fails both
             raise InputError(f"expected a size up to 8 PiB and times from 0 to a day, got {size} B, "
                              f"{tokens[columns[0]]} and {tokens[columns[1]]} us", source=source, field=f"line {number}")
         if size > 0 and all(t > 0 for t in times):

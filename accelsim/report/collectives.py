@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from accelsim.report.roofline import draw_identity  # noqa: E402
 from accelsim.units import format_quantity  # noqa: E402
 from accelsim.validate.calibrate import is_held_out  # noqa: E402
 from accelsim.validate.collectives import CollectiveMeasurement  # noqa: E402
@@ -123,13 +124,8 @@ def plot_scatter(comparisons: Sequence[CollectiveComparison], path: Path) -> Pat
     for (kind, ranks, ran), items in _groups(comparisons).items():
         ax.scatter([c.measurement.time_s for c in items], [c.predicted_s for c in items], s=14,
                    label=f"{kind}, {ranks} ranks, {ran}")
-    values = [v for c in comparisons for v in (c.measurement.time_s, c.predicted_s)] or [1e-6, 1e-3]
-    low, high = min(values) / 1.5, max(values) * 1.5
-    ax.plot([low, high], [low, high], color="black", linewidth=1)
-    ax.fill_between([low, high], [low * 0.9, high * 0.9], [low * 1.1, high * 1.1], color="grey", alpha=0.2,
-                    label="+-10%")
-    ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high), xlabel="measured time (s)",
-           ylabel="predicted time (s)")
+    draw_identity(ax, [v for c in comparisons for v in (c.measurement.time_s, c.predicted_s)])
+    ax.set(xlabel="measured time (s)", ylabel="predicted time (s)")
     return _save(fig, ax, path)
 
 

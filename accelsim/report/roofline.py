@@ -44,6 +44,15 @@ def draw_roof(ax, chip: Chip, x_range: Sequence[float], dtype: str = "bf16", **s
     ax.plot([x_range[0], ridge, right], [x_range[0] * bandwidth, peak, peak], label=f"{chip.name} roof ({dtype})", **style)
 
 
+def draw_identity(ax, values: Sequence[float]) -> None:
+    """Predicted = measured, with a +-10% band, on log-log axes spanning ``values``."""
+    low, high = min(values or [1e-6]) / 1.5, max(values or [1e-3]) * 1.5
+    ax.plot([low, high], [low, high], color="black", linewidth=1)
+    ax.fill_between([low, high], [low * 0.9, high * 0.9], [low * 1.1, high * 1.1], color="grey", alpha=0.2,
+                    label="+-10%")
+    ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high))
+
+
 def finish_log_log(fig, ax, path: Path, xlabel: str, ylabel: str, dpi: int = 120) -> Path:
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.arch.model import Chip  # noqa: E402
-from accelsim.report.roofline import draw_roof, finish_log_log  # noqa: E402
+from accelsim.report.roofline import draw_identity, draw_roof, finish_log_log  # noqa: E402
 from accelsim.validate.calibrate import holds_out  # noqa: E402
 from accelsim.validate.compare import Comparison, Refused, config_rankings, kernel_rows, summarise  # noqa: E402
 
@@ -112,14 +112,7 @@ def plot_predicted_vs_measured(comparisons: Sequence[Comparison], path: Path) ->
     for family in families:
         items = [c for c in comparisons if c.measurement.family == family]
         ax.scatter([c.measurement.latency_s for c in items], [c.predicted_s for c in items], label=family, s=18)
-    values = [v for c in comparisons for v in (c.measurement.latency_s, c.predicted_s)] or [1e-6, 1e-3]
-    low, high = min(values) / 1.5, max(values) * 1.5
-    ax.plot([low, high], [low, high], color="black", linewidth=1)
-    ax.fill_between([low, high], [low * 0.9, high * 0.9], [low * 1.1, high * 1.1], color="grey", alpha=0.2, label="+-10%")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(low, high)
-    ax.set_ylim(low, high)
+    draw_identity(ax, [v for c in comparisons for v in (c.measurement.latency_s, c.predicted_s)])
     ax.set_xlabel("measured latency (s)")
     ax.set_ylabel("predicted latency (s)")
     ax.legend(fontsize=8)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.arch.collective_tuning import CollectiveTuning
+from accelsim.arch.loader import put
 from accelsim.arch.model import Node
 from accelsim.errors import InputError, read_json_file
 from accelsim.network import build_topology, simulate_collective
@@ -111,6 +112,32 @@ ALGORITHMS_RAN = ("auto", "ring", "nvls")
 """What a record says ran: NCCL's choice, a ring (NVLS off or ``NCCL_ALGO=Ring``), NVLS."""
 
 
+def load_node(system: str, overrides: Sequence[str] = ()) -> Node:
+    """The node ``--system`` names: collective records are fitted and compared on the node
+    they were measured on (its NCCL model), so any other kind of system is refused."""
+    from accelsim.arch.model import load_arch
+
+    node = load_arch(system, overrides)
+    if not isinstance(node, Node):
+        raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; collective records are fitted and "
+                         f"compared on a node (its NCCL model): give the node the runs were on", source="--system")
+    return node
+
+
+def node_records(paths: Sequence[str | Path], node: Node, measured_on: str, exclude: Sequence[str] = (),
+                 fitted_only: bool = False) -> list[CollectiveMeasurement]:
+    """The records of ``measured_on`` (the node, or the one a calibrated node extends) in
+    ``paths``, less those whose tool contains an ``exclude`` text (and, with
+    ``fitted_only``, the cross-checks a record marks ``fit: false``); refused when none is left."""
+    records = [m for m in read_collective_records(paths, measured_on, node.chip.name)
+               if (m.fit or not fitted_only) and not any(text in m.tool for text in exclude)]
+    if not records:
+        raise InputError(f"no collective records of {measured_on!r} (collectives files naming it as 'system', or "
+                         f"measurement files of family 'collective' measured on {node.chip.name!r})"
+                         + (" after --exclude" if exclude else ""), source="--measurements")
+    return records
+
+
 def read_collective_records(paths: Sequence[str | Path], system: str, chip: str) -> list[CollectiveMeasurement]:
     """The records of ``system`` in ``paths`` (files, or folders of ``*.json``): collectives
     files (their ``system`` field names it; ``accelsim import nccl-tests`` writes them) and
@@ -157,11 +184,7 @@ def overlay(system: str, display_name: str, values: dict[str, dict], *, name: st
     such as ``protocols.ll.base_latency``, each a ``{value, basis, source, note}`` leaf)."""
     collectives: dict = {}
     for path, leaf in values.items():
-        node = collectives
-        parts = path.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = leaf
+        put(collectives, path.split("."), leaf)
     return {"schema_version": 1, "kind": "node", "extends": system, "name": name,
             "display_name": f"{display_name} (calibrated collectives)", "description": description,
             "collectives": collectives}

@@ -47,7 +47,7 @@ def test_measure_collectives_files_are_read_for_the_nodes_chip(tmp_path):
 def test_what_cannot_be_fitted_is_one_line(cli, tmp_path):
     out = tmp_path / "x.yaml"
     for args, says in (
-        (("--system", "h100-ib-cluster"), "is a cluster; the NCCL model to fit is a node's"),
+        (("--system", "h100-ib-cluster"), "is a cluster; collective records are fitted and compared on a node"),
         (("--system", "dgx-a100"), "no collective records of 'dgx-a100'"),
         (("--system", "dgx-h100", "--fit", "collectives.foo"), "not a calibratable collectives field"),
         (("--system", "dgx-h100", "--scope", "gemm"), "--scope applies to kernel calibration"),
