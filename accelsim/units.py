@@ -158,6 +158,9 @@ PS_PER_S = 10**12
 MAX_EXACT_BYTES = 2**53
 """8 PiB: the largest byte count a float still counts exactly, so the most a size may hold."""
 
+MAX_MEASURED_S = 86400.0
+"""A day: no kernel or collective measurement takes longer; a larger value is a unit slip."""
+
 MAX_SIMULATED_PS = 2**62
 """The simulated clock's range (about 53 days): integer picoseconds that numpy's int64
 holds with room to add; a time past it is an input out of scale, not a result."""

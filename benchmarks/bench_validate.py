@@ -15,7 +15,7 @@ import argparse
 import time
 from pathlib import Path
 
-from accelsim.study.runner import default_workers
+from accelsim.workers import default_workers
 from accelsim.validate.compare import compare, read_measurements
 
 REFERENCE = Path(__file__).resolve().parent.parent / "validation" / "reference"

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from accelsim.errors import InputError
-from accelsim.study.runner import default_workers
+from accelsim.workers import default_workers
 from accelsim.validate.compare import Comparison, compare, read_measurements, summarise
 
 ROOT = Path(__file__).resolve().parent.parent

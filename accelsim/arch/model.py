@@ -20,6 +20,7 @@ from accelsim.arch import schema
 from accelsim.arch.collective_tuning import CollectiveTuning, resolve_collectives
 from accelsim.arch.loader import apply_overrides, load_raw, parse_override, validate
 from accelsim.errors import InputError
+from accelsim.families import FAMILIES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -313,14 +314,11 @@ def with_family_chips(arch: Arch, raw, spec, own: Sequence) -> Arch:
 def _family_chips(raw, spec: schema.ChipSpec, own: Sequence) -> dict[str, Chip]:
     """Each ``family_values`` family's chip: the config with that family's values set, then
     the ``--set`` overrides (a what-if still applies to every family)."""
-    from accelsim.families import FAMILIES  # the families import this module
-
     out = {}
     for family, values in spec.family_values.items():
         where = f"family_values.{family}"
-        if family not in FAMILIES:
-            raise InputError(f"unknown kernel family; expected one of: {', '.join(FAMILIES)}",
-                             source=str(raw.path), field=where)
+        if family not in FAMILIES:  # the registry's names: no family module is imported
+            raise FAMILIES.unknown(family, source=str(raw.path), field=where)
         try:
             scoped = [parse_override(f"{path}={value.value}") for path, value in values.items()]
             variant = validate(apply_overrides(apply_overrides(raw, scoped), own))

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from accelsim.trace.kernel import PrintableText
+from accelsim.text import PrintableText
 from accelsim.units import parse_quantity
 
 SCHEMA_VERSION = 1

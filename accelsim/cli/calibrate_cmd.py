@@ -20,7 +20,7 @@ from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
 from accelsim.families import FAMILIES
 from accelsim.files import check_output_file, write_text_atomic
-from accelsim.study.runner import MAX_WORKERS
+from accelsim.workers import MAX_WORKERS
 from accelsim.validate.calibrate import (
     DEFAULT_PARAMETERS,
     FITTABLE_PARAMETERS,

@@ -12,6 +12,7 @@ from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import ALGORITHMS, KINDS
+from accelsim.results import CollectiveResult
 from accelsim.units import MAX_EXACT_BYTES, UnitError, format_quantity, parse_quantity
 
 
@@ -44,7 +45,7 @@ def run_collective(args: argparse.Namespace) -> int:
     results = [simulate_collective(topo, args.collective, s, args.algorithm, args.ranks, group) for s in sizes]
     wall_s = time.perf_counter() - started
     if args.json:
-        rows = [dict(r.as_dict(), system=topo.name) for r in results]
+        rows = [r.to_json() for r in results]
         print_json(rows[0] if args.bytes else rows)
     elif args.bytes:
         print_one(results[0], topo.name)
@@ -107,7 +108,7 @@ def sweep_sizes(text: str) -> list[float]:
     return sizes
 
 
-def print_one(r, system: str) -> None:
+def print_one(r: CollectiveResult, system: str) -> None:
     rows = [
         ("collective", f"{r.kind} over {r.ranks} ranks on {system}"),
         ("size", format_quantity(r.size_bytes, "bytes")),
@@ -119,7 +120,7 @@ def print_one(r, system: str) -> None:
     print(table(("", ""), rows).split("\n", 2)[2])
 
 
-def print_sweep(results, system: str, wall_s: float) -> None:
+def print_sweep(results: list[CollectiveResult], system: str, wall_s: float) -> None:
     first = results[0]
     print(f"# {first.kind} over {first.ranks} ranks on {system}")
     rows = [

@@ -61,12 +61,13 @@ def run_demo(args: argparse.Namespace) -> int:
         config = family.resolve_config(params, config_given, chip)
         sim = run_config(family, params, config, chip, timeline=True).sim
         write_json(out / timeline, chrome_trace(sim))
-        points.append(RooflinePoint(label, chip.name, sim.flops, sim.hbm_bytes, sim.latency_s))
+        r = sim.result()
+        points.append(RooflinePoint(label, chip.name, r.flops, r.hbm_bytes, r.latency_s))
         rows.append((
-            chip.name, label, format_quantity(sim.latency_s, "seconds"), sim.bound,
-            format_quantity(sim.flops / sim.latency_s, "flops_per_s"),
-            format_quantity(sim.hbm_bytes / sim.latency_s, "bytes_per_s"),
-            f"{sim.sim_wall_s * 1e3:.0f} ms",
+            chip.name, label, format_quantity(r.latency_s, "seconds"), r.bound,
+            format_quantity(r.achieved_flops_per_s, "flops_per_s"),
+            format_quantity(r.achieved_hbm_bytes_per_s, "bytes_per_s"),
+            f"{r.sim_wall_s * 1e3:.0f} ms",
         ))
     print(table(("CHIP", "KERNEL", "LATENCY", "BOUND", "COMPUTE", "HBM BW", "SIMULATED IN"), rows))
     plot = plot_roofline(chips, points, out / ROOFLINE)
@@ -84,10 +85,10 @@ def replay_example(out: Path) -> int:
     trace = load_system_trace(SYSTEM_TRACE)
     result = replay(trace, load_arch(SYSTEM), base_dir=SYSTEM_TRACE.parent, options=ReplayOptions(timeline=True))
     write_json(out / SYSTEM_TIMELINE, system_chrome_trace(result))
-    s = result.summary()
-    row = (SYSTEM, "transformer step dp2 x tp4 (from XLA HLO)", format_quantity(result.step_time_s, "seconds"),
-           format_quantity(s["compute_s"], "seconds"), format_quantity(s["exposed_comm_s"], "seconds"),
-           f"{result.sim_wall_s * 1e3:.0f} ms")
+    step = result.result()
+    row = (SYSTEM, "transformer step dp2 x tp4 (from XLA HLO)", format_quantity(step.step_time_s, "seconds"),
+           format_quantity(step.compute_s, "seconds"), format_quantity(step.exposed_comm_s, "seconds"),
+           f"{step.sim_wall_s * 1e3:.0f} ms")
     print()
     print(table(("SYSTEM", "TRACE", "STEP TIME", "COMPUTE", "EXPOSED COMM", "SIMULATED IN"), [row]))
     return 1

@@ -11,12 +11,8 @@ from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
 from accelsim.files import check_output_file, write_json
 from accelsim.network.collectives import get_algorithm
-from accelsim.system.replay import (
-    ReplayOptions,
-    ReplayResult,
-    parse_roofline_overhead,
-    replay,
-)
+from accelsim.results import StepResult
+from accelsim.system.replay import ReplayOptions, parse_roofline_overhead, replay
 from accelsim.system.timeline import chrome_trace
 from accelsim.system.trace import load_system_trace
 from accelsim.units import format_quantity
@@ -76,23 +72,22 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.timeline:
         write_json(args.timeline, chrome_trace(result), "--timeline")
     if args.json:
-        print_json(result.summary())
+        print_json(result.result().to_json())
     else:
-        print_result(result)
+        print_result(result.result())
     return 0
 
 
-def print_result(r: ReplayResult) -> None:
-    s = r.summary()
-    seconds = lambda key: format_quantity(s[key], "seconds")  # noqa: E731
+def print_result(r: StepResult) -> None:
+    seconds = lambda value: format_quantity(value, "seconds")  # noqa: E731
     rows = [
-        ("trace", f"{r.trace} ({s['ops']} ops on {s['num_devices']} devices)"),
+        ("trace", f"{r.trace} ({r.ops} ops on {len(r.devices)} devices)"),
         ("system", r.system),
-        ("step time", format_quantity(r.step_time_s, "seconds")),
-        ("compute", f"{seconds('compute_s')} per device (mean)"),
-        ("communication", f"{seconds('comm_s')}: {seconds('exposed_comm_s')} exposed, "
-                          f"{seconds('overlapped_comm_s')} overlapped"),
-        ("idle", seconds("idle_s")),
+        ("step time", seconds(r.step_time_s)),
+        ("compute", f"{seconds(r.compute_s)} per device (mean)"),
+        ("communication", f"{seconds(r.comm_s)}: {seconds(r.exposed_comm_s)} exposed, "
+                          f"{seconds(r.overlapped_comm_s)} overlapped"),
+        ("idle", seconds(r.idle_s)),
         ("collectives", f"{r.comm_instances} played" + (
             f", {r.comm_groups_folded} groups folded into them" if r.comm_groups_folded else "")),
     ]
@@ -100,5 +95,5 @@ def print_result(r: ReplayResult) -> None:
         rows.append(("busiest links" if link is r.links[0] else "",
                      f"{link.link}  {link.utilization:.0%}  ({format_quantity(link.bytes, 'bytes')})"))
     rows.append(("simulated in", f"{r.sim_wall_s * 1e3:.1f} ms, {r.events} events, "
-                                 f"{len(r.classes)} replayed device classes"))
+                                 f"{r.replayed_classes} replayed device classes"))
     print(table(("", ""), rows).split("\n", 2)[2])

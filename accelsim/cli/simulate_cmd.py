@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 
 from accelsim.arch.model import Chip, config_files, load_arch
 from accelsim.cli import collective_cmd
@@ -17,6 +18,7 @@ from accelsim.families import get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import best_config, run_config, split_params
 from accelsim.files import check_output_file, write_json
+from accelsim.results import KernelResult
 from accelsim.trace.kernel import load_trace
 from accelsim.units import format_quantity
 
@@ -89,16 +91,17 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise InputError("give a kernel trace file or --kernel FAMILY", source="simulate")
     if args.timeline:
         write_json(args.timeline, chrome_trace(sim), "--timeline")
-    summary = sim.summary()
-    if not [o for o in args.overrides if not o.strip().startswith("uncertainty.")]:
-        add_interval(summary, chip, family_name)  # a what-if chip was never measured: no interval
-    summary["sim_wall_s"] = time.perf_counter() - started if searched else summary["sim_wall_s"]
-    if searched:
-        summary["configs_searched"] = searched
+    result = sim.result()
+    interval = latency_interval(result.latency_s, chip, family_name)
+    what_if = [o for o in args.overrides if not o.strip().startswith("uncertainty.")]
+    if interval and not what_if:  # a what-if chip was never measured: no interval
+        result = replace(result, latency_s_p05=interval[0], latency_s_p95=interval[1])
+    if searched:  # the whole search, not only the winner's replay
+        result = replace(result, sim_wall_s=time.perf_counter() - started, configs_searched=searched)
     if args.json:
-        print_json(summary)
+        print_json(result.to_json())
     else:
-        print_summary(summary)
+        print_summary(result)
         scoped = chip.local.max_per_program_bytes
         if chip.family == "tpu" and sim.local_memory_bytes > scoped:
             print(f"note: a grid step holds {format_quantity(sim.local_memory_bytes, 'bytes')} of VMEM, over the "
@@ -107,42 +110,42 @@ def run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_interval(summary: dict, chip: Chip, family: str | None) -> None:
-    """``latency_s_p05`` / ``latency_s_p95`` from the chip's calibrated held-out residuals
-    for this kernel family, when it has them. Residuals are ``predicted / measured - 1``,
-    so the measured latency lies in ``predicted / (1 + residual)``. Not for a chip changed
-    by ``--set``: the residuals were measured on the chip as fitted."""
-    if family in chip.uncertainty:
-        p05, p95 = chip.uncertainty[family]
-        summary["latency_s_p05"] = summary["latency_s"] / (1 + p95)
-        summary["latency_s_p95"] = summary["latency_s"] / (1 + p05)
+def latency_interval(latency_s: float, chip: Chip, family: str | None) -> tuple[float, float] | None:
+    """``(latency_s_p05, latency_s_p95)`` from the chip's calibrated held-out residuals for
+    this kernel family, when it has them. Residuals are ``predicted / measured - 1``, so
+    the measured latency lies in ``predicted / (1 + residual)``. Not for a chip changed by
+    ``--set``: the residuals were measured on the chip as fitted."""
+    if family not in chip.uncertainty:
+        return None
+    p05, p95 = chip.uncertainty[family]
+    return latency_s / (1 + p95), latency_s / (1 + p05)
 
 
-def print_summary(s: dict) -> None:
+def print_summary(r: KernelResult) -> None:
+    interval = "" if r.latency_s_p05 is None else (
+        f" (90% interval {format_quantity(r.latency_s_p05, 'seconds')} .. {format_quantity(r.latency_s_p95, 'seconds')})")
     rows = [
-        ("kernel", s["kernel"]),
-        ("arch", s["arch"]),
-        ("latency", format_quantity(s["latency_s"], "seconds") + (
-            f" (90% interval {format_quantity(s['latency_s_p05'], 'seconds')} .. "
-            f"{format_quantity(s['latency_s_p95'], 'seconds')})" if "latency_s_p05" in s else "")),
-        ("bound", s["bound"]),
-        ("achieved compute", format_quantity(s["achieved_flops_per_s"], "flops_per_s")),
-        ("achieved HBM bandwidth", format_quantity(s["achieved_hbm_bytes_per_s"], "bytes_per_s")),
-        ("flops", f"{s['flops']:.4g}"),
-        ("HBM bytes", format_quantity(s["hbm_bytes"], "bytes")),
-        ("programs", f"{s['programs']} ({s['programs_per_core']} per core, limited by {s['occupancy_limit']})"),
+        ("kernel", r.kernel),
+        ("arch", r.arch),
+        ("latency", format_quantity(r.latency_s, "seconds") + interval),
+        ("bound", r.bound),
+        ("achieved compute", format_quantity(r.achieved_flops_per_s, "flops_per_s")),
+        ("achieved HBM bandwidth", format_quantity(r.achieved_hbm_bytes_per_s, "bytes_per_s")),
+        ("flops", f"{r.flops:.4g}"),
+        ("HBM bytes", format_quantity(r.hbm_bytes, "bytes")),
+        ("programs", f"{r.programs} ({r.programs_per_core} per core, limited by {r.occupancy_limit})"),
     ]
-    if s.get("kernels", 1) > 1:
-        rows.append(("kernels", f"{s['kernels']}, one after another ({format_quantity(s['launch_overhead_s'], 'seconds')} "
+    if r.kernels > 1:
+        rows.append(("kernels", f"{r.kernels}, one after another ({format_quantity(r.launch_overhead_s, 'seconds')} "
                                 "of launches in the latency)"))
-    if s.get("shared_cache_hit_rate") is not None:
-        rows.append(("L2/CMEM hit rate", f"{s['shared_cache_hit_rate']:.1%}"))
-    if s.get("hbm_queueing_s") is not None:
-        rows.append(("HBM queueing", format_quantity(s["hbm_queueing_s"], "seconds") + " per load"))
-    rows.append(("utilization", ", ".join(f"{k} {v:.0%}" for k, v in s["utilization"].items())))
-    if s["config"]:
-        rows.append(("config", " ".join(f"{k}={v}" for k, v in s["config"].items())))
-    if "configs_searched" in s:
-        rows.append(("configs searched", str(s["configs_searched"])))
-    rows.append(("simulated in", f"{s['sim_wall_s'] * 1e3:.1f} ms, {s['events']} events"))
+    if r.shared_cache_hit_rate is not None:
+        rows.append(("L2/CMEM hit rate", f"{r.shared_cache_hit_rate:.1%}"))
+    if r.hbm_queueing_s is not None:
+        rows.append(("HBM queueing", format_quantity(r.hbm_queueing_s, "seconds") + " per load"))
+    rows.append(("utilization", ", ".join(f"{k} {v:.0%}" for k, v in r.utilization.items())))
+    if r.config:
+        rows.append(("config", " ".join(f"{k}={v}" for k, v in r.config.items())))
+    if r.configs_searched is not None:
+        rows.append(("configs searched", str(r.configs_searched)))
+    rows.append(("simulated in", f"{r.sim_wall_s * 1e3:.1f} ms, {r.events} events"))
     print(table(("", ""), rows).split("\n", 2)[2])

@@ -11,7 +11,8 @@ from accelsim.errors import InputError
 from accelsim.files import check_output_dir
 from accelsim.study.plan import plan_sweep
 from accelsim.study.journal import JOURNAL_NAME
-from accelsim.study.runner import default_workers, require_ray
+from accelsim.study.runner import require_ray
+from accelsim.workers import default_workers
 from accelsim.study.sweep import OUTPUT_FILES, input_files, run_sweep
 
 

@@ -39,6 +39,7 @@ from accelsim.engine.programs import (
 )
 from accelsim.engine.reuse import absorbed_write_bytes, cache_hit_bytes
 from accelsim.errors import InputError
+from accelsim.results import KernelResult
 from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, Resources, check_gpu_grid
 from accelsim.units import PS_PER_S, check_simulated_ps
 
@@ -60,7 +61,7 @@ class Segment:
 
 @dataclass
 class KernelSimulation:
-    """Everything one replay produced; :meth:`summary` is the ``--json`` contract."""
+    """Everything one replay produced; :meth:`result` is what it found in the shared schema."""
 
     arch: str
     kernel: str
@@ -93,30 +94,20 @@ class KernelSimulation:
         """Kernels the trace launches one after another, each paying the launch."""
         return len(self.per_kernel_s) if self.per_kernel_s else 1
 
+    def result(self) -> KernelResult:
+        """What the replay found, in the shared results schema."""
+        return KernelResult(
+            arch=self.arch, kernel=self.kernel, latency_s=self.latency_s, launch_overhead_s=self.launch_overhead_s,
+            flops=self.flops, hbm_bytes=self.hbm_bytes, bound=self.bound, utilization=self.utilization,
+            config=self.config, programs=self.programs, programs_per_core=self.programs_per_core,
+            occupancy_limit=self.occupancy_limit, shared_cache_hit_rate=self.shared_cache_hit_rate,
+            sim_wall_s=self.sim_wall_s, events=self.events, local_memory_bytes=self.local_memory_bytes,
+            hbm_queueing_s=self.hbm_queueing_s, per_kernel_s=tuple(self.per_kernel_s) if self.per_kernel_s else None,
+        )
+
     def summary(self) -> dict:
-        queueing = {} if self.hbm_queueing_s is None else {"hbm_queueing_s": self.hbm_queueing_s}
-        queueing |= {} if self.kernels == 1 else {"kernels": self.kernels, "per_kernel_s": self.per_kernel_s}
-        return {
-            "arch": self.arch,
-            "kernel": self.kernel,
-            "latency_s": self.latency_s,
-            "launch_overhead_s": self.launch_overhead_s,
-            "flops": self.flops,
-            "hbm_bytes": self.hbm_bytes,
-            "achieved_flops_per_s": self.flops / self.latency_s,
-            "achieved_hbm_bytes_per_s": self.hbm_bytes / self.latency_s,
-            "bound": self.bound,
-            "utilization": self.utilization,
-            "config": self.config,
-            "programs": self.programs,
-            "programs_per_core": self.programs_per_core,
-            "occupancy_limit": self.occupancy_limit,
-            "shared_cache_hit_rate": self.shared_cache_hit_rate,
-            "sim_wall_s": self.sim_wall_s,
-            "events": self.events,
-            "local_memory_bytes": self.local_memory_bytes,
-            **queueing,
-        }
+        """The ``--json`` form of :meth:`result`."""
+        return self.result().to_json()
 
 
 # ---------------------------------------------------------------- occupancy

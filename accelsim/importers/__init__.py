@@ -1,4 +1,55 @@
 """Trace importers: other tools' outputs (XLA HLO text, MLCommons Chakra execution
-traces) as accelsim system traces. Each importer is one module with one entry point
-(``import_hlo``, ``import_chakra``) and one ``accelsim import`` subcommand
-(:mod:`accelsim.cli.import_cmd`)."""
+traces) as accelsim system traces, one ``accelsim import NAME`` subcommand each.
+
+An importer is one module that defines an :class:`Importer` (its options, the files it
+reads, and the conversion to a :class:`~accelsim.system.trace.SystemTrace`) and one line
+here that registers it; the CLI adds ``-o``, checks the output path against the inputs,
+validates and writes the trace. (``accelsim import nccl-tests`` turns logs into collective
+measurements, not a trace: it is :mod:`accelsim.cli.import_cmd`'s own.)
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from accelsim.registry import Registry
+
+if TYPE_CHECKING:
+    from accelsim.system.trace import SystemTrace
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an importer made: the trace, and lines to print after the CLI's summary."""
+
+    trace: SystemTrace
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Importer:
+    """One ``accelsim import NAME`` format."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    """Its inputs and options (the CLI adds ``-o``)."""
+    inputs: Callable[[argparse.Namespace], Sequence[str | Path]]
+    """Checks the options and names the files it imports (errors about what it built name
+    them), before any is read."""
+    convert: Callable[[argparse.Namespace], Imported]
+    configs: Callable[[argparse.Namespace], Sequence[str | Path]] = lambda args: ()
+    """Config files it also reads (the output may not overwrite them either)."""
+    what_if: bool = False
+    """It takes ``--set PATH=VALUE`` overrides (``args.overrides``) of the config it reads."""
+    hint: str = ""
+    """Added to the error when what it built is not a valid trace."""
+
+
+IMPORTERS: Registry[Importer] = Registry("importer")
+IMPORTERS.register_lazy("chakra", "accelsim.importers.chakra:IMPORTER")
+IMPORTERS.register_lazy("hlo", "accelsim.importers.hlo:IMPORTER")

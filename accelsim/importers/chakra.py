@@ -38,6 +38,7 @@ leading object with nothing but ``version`` and ``attr`` is the ``GlobalMetadata
 
 from __future__ import annotations
 
+import argparse
 import heapq
 import json
 import re
@@ -52,6 +53,7 @@ from accelsim.errors import (
     reject_duplicate_keys,
     reject_json_constant,
 )
+from accelsim.importers import Imported, Importer
 from accelsim.system.trace import Op, Program, SystemTrace, expand_devices
 
 NODE_TYPES = ("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE",
@@ -413,3 +415,47 @@ def parse_group_option(text: str) -> tuple[str, list[int]]:
         return name, expand_devices([int(r) if r.strip().isdigit() else r.strip() for r in ranks.split(",")])
     except ValueError:
         raise InputError(f"expected NAME=RANKS like 'tp0=0-3,8', got {text!r}", source="--group") from None
+
+
+# ------------------------------------------------------------------ accelsim import chakra
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="one trace per rank, or a folder of them: ranks follow the numbers in the file names "
+                        "(rank0.json ... rank11.json) when every name has its own, else the order given")
+    p.add_argument("--group", action="append", default=[], metavar="NAME=RANKS",
+                   help="ranks of a process group that nodes name in pg_name, e.g. tp0=0-3 (repeatable)")
+
+
+def _group_options(texts: Sequence[str], files: int) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = {}
+    for text in texts:
+        name, ranks = parse_group_option(text)
+        if name in groups:
+            raise InputError(f"process group {name!r} is given twice", source="--group")
+        if len(set(ranks)) != len(ranks):
+            raise InputError(f"process group {name!r} names a rank twice: {text!r}", source="--group")
+        past = [r for r in ranks if r >= files]
+        if past:
+            raise InputError(f"process group {name!r} names rank {past[0]}, but there are {files} rank "
+                             f"files (ranks 0-{files - 1})", source="--group")
+        groups[name] = ranks
+    return groups
+
+
+def _convert(args: argparse.Namespace) -> Imported:
+    files, renumbered = rank_files(args.files)
+    trace = import_chakra(files, _group_options(args.group, len(files)))
+    if not renumbered:
+        return Imported(trace)
+    order = (f"ranks from the file names: {', '.join(f'{r}={f.name}' for r, f in enumerate(files[:4]))}"
+             + (f", ... {len(files) - 1}={files[-1].name}" if len(files) > 4 else ""))
+    return Imported(trace, (order,))
+
+
+IMPORTER = Importer(
+    name="chakra", help="MLCommons Chakra execution traces (JSON form of et_def.proto), one file per rank",
+    add_arguments=_add_arguments, inputs=lambda args: rank_files(args.files)[0], convert=_convert,
+    hint=" (give one file per rank, in rank order, and every --group's ranks)",
+)

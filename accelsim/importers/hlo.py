@@ -23,6 +23,7 @@ See ``docs/import-hlo.md`` for what is counted how.
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections import Counter
 from collections.abc import Collection, Mapping
@@ -30,7 +31,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from accelsim.arch.model import config_files, load_arch
 from accelsim.errors import InputError, read_text_file
+from accelsim.importers import Imported, Importer
 from accelsim.importers.hlo_cost import FREE, Cost, CostModel, async_wrapped
 from accelsim.importers.hlo_groups import (
     Groups,
@@ -48,6 +51,8 @@ from accelsim.importers.hlo_text import (
     Shape,
     parse_module,
 )
+from accelsim.network import build_topology
+from accelsim.system.replay import chip_of
 from accelsim.system.trace import Op, Program, SystemTrace
 
 DEFAULT_MAX_OPS = 20_000
@@ -785,3 +790,43 @@ def describe_counts(counts: dict[str, int]) -> str:
     """One line for the CLI: what was estimated or skipped."""
     return ", ".join(f"{k} x{v}" for k, v in counts.items()) or "none"
 
+
+# ------------------------------------------------------------------ accelsim import hlo
+
+
+MAX_UNROLLED_OPS = 1_000_000
+"""The most ops ``--max-ops`` may unroll loops into: a trace of a million ops replays in
+minutes; past that, loops are folded into scaled ops."""
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO module text")
+    p.add_argument("--system", required=True, help="system the trace is for: the module's devices must fit it")
+    p.add_argument("--max-ops", type=int, default=None, metavar="N",
+                   help="unroll while loops up to N ops in all, fold them into scaled ops beyond (default: 20000)")
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    if args.max_ops is not None and not 1 <= args.max_ops <= MAX_UNROLLED_OPS:
+        raise InputError(f"expected an op count from 1 to {MAX_UNROLLED_OPS:,}, got {args.max_ops}", source="--max-ops")
+    return [args.file]
+
+
+def _convert(args: argparse.Namespace) -> Imported:
+    system = load_arch(args.system, args.overrides)
+    chip = chip_of(system)
+    rates = {"matrix": set(chip.matrix.flops_per_cycle_per_core), "vector": set(chip.vector.flops_per_cycle_per_core)}
+    table = chip.matrix.flops_per_cycle_per_core
+    peak = chip.matrix_flops_per_s("bf16" if "bf16" in table else max(table, key=table.get))
+    links = chip.link_bandwidth_bytes_per_s or chip.hbm.bandwidth_bytes_per_s  # a chip without scale-up links
+    branch_rates = BranchRates(flop_s=1 / peak, byte_s=1 / chip.hbm.bandwidth_bytes_per_s, comm_byte_s=1 / links)
+    trace = import_hlo(args.file, system_devices=build_topology(system).ranks, system=args.system,
+                       unit_dtypes=rates, max_ops=args.max_ops or DEFAULT_MAX_OPS, rates=branch_rates)
+    return Imported(trace, (f"estimated or skipped: {describe_counts(trace.metadata['importer_counts'])}",))
+
+
+IMPORTER = Importer(
+    name="hlo", help="scheduled XLA HLO text (jit(f).lower(...).compile().as_text() or an HLO dump)",
+    add_arguments=_add_arguments, inputs=_inputs, convert=_convert, configs=lambda args: config_files(args.system),
+    what_if=True,
+)

@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from accelsim.errors import InputError, read_text_file
-from accelsim.units import MAX_EXACT_BYTES
-from accelsim.validate.compare import MAX_MEASURED_S
+from accelsim.units import MAX_EXACT_BYTES, MAX_MEASURED_S
 
 PROGRAMS = {"all_reduce_perf": "all-reduce", "all_gather_perf": "all-gather", "reduce_scatter_perf": "reduce-scatter",
             "broadcast_perf": "broadcast", "alltoall_perf": "all-to-all", "sendrecv_perf": "collective-permute"}

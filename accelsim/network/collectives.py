@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from accelsim.arch.collective_tuning import CollectiveTuning, Protocol
 from accelsim.errors import InputError
 from accelsim.network.topology import Topology
+from accelsim.registry import Registry
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast", "all-to-all", "send-recv", "collective-permute")
 
@@ -109,20 +110,35 @@ class Request:
     whole: bool = False
     """Plan every part of the collective, not one of its identical parts (see
     :attr:`Plan.partial`): needed when other traffic may run on another part's links."""
+    time_plans: PlanTimer | None = field(default=None, compare=False, repr=False)
+    """How an algorithm that chooses among candidate plans by their time (the torus
+    splits) times them; :func:`~accelsim.network.simulate.plan_for` gives it. Not part
+    of what is asked: requests equal but for it are equal."""
+
+
+PlanTimer = Callable[[Sequence[Plan]], list[int]]
+"""Plays plans at once from time 0 on the topology's links and gives when each ends
+(integer picoseconds). The one view of the simulator a planner gets, so that planning
+depends on no simulator (ASTRA-sim's planners see a network API, not a network)."""
+
+
+def plan_timer(req: Request) -> PlanTimer:
+    """The request's timer, for an algorithm that searches among plans by their time."""
+    if req.time_plans is None:
+        raise ValueError("this algorithm times candidate plans: plan the request with "
+                         "accelsim.network.plan_for, or give it time_plans")
+    return req.time_plans
 
 
 Builder = Callable[[Topology, Request, "Protocol | None"], Plan]
-ALGORITHMS: dict[str, Builder] = {}
+ALGORITHMS: Registry[Builder] = Registry("algorithm")
 """Name -> plan builder. A builder raises InputError when it does not apply; given no
 protocol on a system with an NCCL model it uses the one :func:`best_protocol` picks."""
 
 
 def register(name: str) -> Callable[[Builder], Builder]:
-    def add(fn: Builder) -> Builder:
-        ALGORITHMS[name] = fn
-        return fn
-
-    return add
+    """``@register("ring")`` adds a plan builder to :data:`ALGORITHMS`."""
+    return ALGORITHMS.decorator(name)
 
 
 def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
@@ -132,8 +148,7 @@ def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
         raise InputError(f"auto chooses the protocol too; give NAME/PROTOCOL (e.g. ring/{proto}) or auto, got {name!r}",
                          source="--algorithm")
     if algorithm not in ALGORITHMS:
-        raise InputError(f"unknown algorithm {algorithm!r}; known: auto, {', '.join(sorted(ALGORITHMS))}",
-                         source="--algorithm")
+        raise ALGORITHMS.unknown(algorithm, source="--algorithm", also=("auto",))
     if slash and not proto:
         raise InputError(f"expected NAME or NAME/PROTOCOL, got {name!r}", source="--algorithm")
     builder = ALGORITHMS[algorithm]

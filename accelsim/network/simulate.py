@@ -9,9 +9,9 @@ results are exact and deterministic.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import simpy
 
@@ -19,33 +19,12 @@ import accelsim.network.algorithms  # noqa: F401  (registers the algorithms)
 from accelsim.engine.fluid import Flow, FluidResources
 from accelsim.errors import InputError
 from accelsim.network.auto import auto_candidates
-from accelsim.network.collectives import ALGORITHMS, BUS_FACTORS, Phase, Plan, Request, check_kind, estimate_s, get_algorithm
+from accelsim.network.collectives import (
+    ALGORITHMS, BUS_FACTORS, Phase, Plan, PlanTimer, Request, check_kind, estimate_s, get_algorithm,
+)
 from accelsim.network.topology import Topology
+from accelsim.results import CollectiveResult
 from accelsim.units import ps_to_seconds, seconds_to_ps
-
-
-@dataclass(frozen=True, kw_only=True)
-class CollectiveResult:
-    """One collective's time and its nccl-tests figures of merit."""
-
-    kind: str
-    algorithm: str
-    protocol: str
-    size_bytes: float
-    ranks: int
-    latency_s: float
-    algbw_bytes_per_s: float
-    busbw_bytes_per_s: float
-    phases: int
-    """Phases in the plan (each a latency wait and a set of flows)."""
-
-    def as_dict(self) -> dict:
-        return {
-            "collective": self.kind, "algorithm": self.algorithm, "protocol": self.protocol,
-            "size_bytes": self.size_bytes, "ranks": self.ranks, "latency_s": self.latency_s,
-            "algbw_bytes_per_s": self.algbw_bytes_per_s, "busbw_bytes_per_s": self.busbw_bytes_per_s,
-            "phases": self.phases,
-        }
 
 
 def run_plans(topo: Topology, plans: Sequence[Plan]) -> list[int]:
@@ -63,6 +42,11 @@ def run_plans(topo: Topology, plans: Sequence[Plan]) -> list[int]:
         env.process(waiter(i, play_plan(env, pool, plan)))
     env.run()
     return finished
+
+
+def timer(topo: Topology) -> PlanTimer:
+    """What the planners time candidate plans with on ``topo``: :func:`run_plans`."""
+    return functools.partial(run_plans, topo)
 
 
 def links_of(plan: Plan) -> set[str]:
@@ -119,6 +103,7 @@ def plan_for(topo: Topology, request: Request, algorithm: str = "auto") -> Plan:
     hit = topo._plans.get(key)
     if hit is None:
         check_request(topo, request)
+        request = dataclasses.replace(request, time_plans=timer(topo))
         if request.whole:  # the algorithm and protocol the part's plan chose, every part
             part = plan_for(topo, dataclasses.replace(request, whole=False), algorithm)
             hit = _every_part(topo, request, part) if part.partial else part
@@ -175,7 +160,7 @@ def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None
         members = tuple(int(r) for r in group)
     else:
         members = tuple(range(check_ranks(topo.name, topo.ranks, ranks)))
-    request = Request(kind=kind, size_bytes=float(size_bytes), ranks=members)
+    request = Request(kind=kind, size_bytes=float(size_bytes), ranks=members, time_plans=timer(topo))
     check_request(topo, request)
     return request
 
@@ -197,14 +182,14 @@ def simulate_collective(topo: Topology, kind: str, size_bytes: float, algorithm:
     """One collective alone on the topology, over the first ``ranks`` ranks or ``group``."""
     request = make_request(topo, kind, size_bytes, ranks, group)
     plan = plan_for(topo, request, algorithm)
-    return result_of(plan, kind, size_bytes, len(request.ranks), run_plans(topo, [plan])[0])
+    return result_of(plan, kind, size_bytes, len(request.ranks), run_plans(topo, [plan])[0], topo.name)
 
 
-def result_of(plan: Plan, kind: str, size_bytes: float, n: int, finished_ps: int) -> CollectiveResult:
+def result_of(plan: Plan, kind: str, size_bytes: float, n: int, finished_ps: int, system: str) -> CollectiveResult:
     latency_s = ps_to_seconds(finished_ps)
     algbw = size_bytes / latency_s
     return CollectiveResult(
         kind=kind, algorithm=plan.algorithm, protocol=plan.protocol, size_bytes=size_bytes, ranks=n,
         latency_s=latency_s, algbw_bytes_per_s=algbw, busbw_bytes_per_s=algbw * BUS_FACTORS[kind](n),
-        phases=sum(len(lane) for lane in plan.lanes),
+        phases=sum(len(lane) for lane in plan.lanes), system=system,
     )

@@ -36,7 +36,8 @@ from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.base import Family
 from accelsim.families.search import fitting_space, rank_key, run_config
-from accelsim.study.runner import describe, mapped
+from accelsim.study.runner import describe
+from accelsim.workers import mapped
 from accelsim.study.spec import Scalar, load_validated
 from accelsim.trace.kernel import KernelTrace
 

@@ -8,13 +8,10 @@ any order); the caller orders them.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -23,6 +20,7 @@ from accelsim.study.archs import resolve_point
 from accelsim.study.journal import Row
 from accelsim.study.space import Point
 from accelsim.study.workloads import Job, run_job
+from accelsim.workers import worker_pool
 
 
 @dataclass(frozen=True)
@@ -87,42 +85,6 @@ def run_processes(tasks: Sequence[Task], jobs: Sequence[Job], workers: int) -> I
                 task = next(queue, None)
                 if task is not None:
                     pending.add(pool.submit(_worker_task, task))
-
-
-THREADED_MODULES = ("jax", "torch", "triton")
-"""Libraries that start threads of their own (capture loads them). Forking a process that
-runs threads can deadlock the child, so with one of them loaded, workers start from a
-clean server process instead (slower to start: each imports accelsim afresh)."""
-
-
-MAX_WORKERS = 1024
-"""The most local worker processes a command may ask for (``--jobs``, ``--workers``)."""
-
-
-def worker_pool(workers: int, initializer, initargs: tuple) -> ProcessPoolExecutor:
-    """Local worker processes, each set up once by ``initializer(*initargs)``."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(), initializer=initializer,
-                               initargs=initargs)
-
-
-@contextmanager
-def mapped(fn, items: Sequence, workers: int, initializer, initargs: tuple) -> Iterator:
-    """``fn`` over ``items``, in order: in ``workers`` processes (each set up by
-    ``initializer(*initargs)``) when more than one worker and item, else here, lazily."""
-    if workers > 1 and len(items) > 1:  # no more processes than items (a fork pool starts them all at once)
-        with worker_pool(min(workers, len(items)), initializer, initargs) as pool:
-            yield pool.map(fn, items)
-    else:
-        initializer(*initargs)
-        yield map(fn, items)
-
-
-def worker_context() -> multiprocessing.context.BaseContext:
-    """How to start worker processes: fork, or a fork server once a threaded library is loaded."""
-    threaded = any(name in sys.modules for name in THREADED_MODULES)
-    if threaded and "forkserver" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("forkserver")
-    return multiprocessing.get_context()
 
 
 def require_ray():
@@ -192,7 +154,3 @@ class Progress:
             self._rich.stop()
         elif self.enabled and self.tty:
             self.stream.write("\n")
-
-
-def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))

@@ -21,7 +21,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -375,14 +375,8 @@ def run_job(job: Job, arch: Arch) -> dict[str, Any]:
 
 
 def kernel_metrics(sim: KernelSimulation, searched: int | None = None) -> dict[str, Any]:
-    """A kernel simulation's ``--json`` summary, flattened for a table row."""
-    out = {k: v for k, v in sim.summary().items() if k not in ("utilization", "config", "arch", "kernel", "per_kernel_s")}
-    out.update({f"utilization.{k}": v for k, v in sim.utilization.items()})
-    out.update({f"per_kernel_s.{i}": v for i, v in enumerate(sim.per_kernel_s or ())})  # a trace of several kernels
-    out["config"] = " ".join(f"{k}={v}" for k, v in sim.config.items())
-    if searched is not None:
-        out["configs_searched"] = searched
-    return out
+    """A kernel simulation's result as a table row (:meth:`~accelsim.results.KernelResult.row`)."""
+    return replace(sim.result(), configs_searched=searched).row()
 
 
 def _kernel_sim(family_name: str, params: dict[str, Any], chip: Chip) -> tuple[KernelSimulation, int | None]:
@@ -408,9 +402,7 @@ def _collective(body: CollectiveWorkload | Step, arch: Arch, topologies: dict) -
     kind, size, algorithm, ranks = _collective_args(body)
     if "topo" not in topologies:
         topologies["topo"] = build_topology(arch)
-    result = simulate_collective(topologies["topo"], kind, size, algorithm, ranks)
-    return {"latency_s": result.latency_s, "algbw_bytes_per_s": result.algbw_bytes_per_s,
-            "busbw_bytes_per_s": result.busbw_bytes_per_s, "algorithm": result.algorithm, "bound": "network"}
+    return simulate_collective(topologies["topo"], kind, size, algorithm, ranks).row()
 
 
 def _run_collective(job: Job, arch: Arch) -> dict[str, Any]:
@@ -461,16 +453,10 @@ def _run_sequence(job: Job, arch: Arch) -> dict[str, Any]:
 
 def _run_system_trace(job: Job, arch: Arch) -> dict[str, Any]:
     path = job.path(job.body.system_trace)
-    result = replay(_system_trace(str(path)), arch, base_dir=path.parent,
+    replayed = replay(_system_trace(str(path)), arch, base_dir=path.parent,
                     options=ReplayOptions(algorithm=job.body.algorithm,
                                           roofline_overhead_s=_roofline_overhead(job.body)))
-    s = result.summary()
-    out = {k: s[k] for k in SYSTEM_TRACE_METRICS if k in s}
-    out["latency_s"] = s["step_time_s"]
-    # the larger of the two, as a roofline would say it: with perfect overlap the step
-    # could not be shorter than either
-    out["bound"] = "network" if s["comm_s"] > s["compute_s"] else "compute"
-    return out
+    return replayed.result().row()
 
 
 RUNNERS: dict[str, Callable[[Job, Arch], dict[str, Any]]] = {

@@ -15,7 +15,8 @@ from pathlib import Path
 from accelsim.arch.model import Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
 from accelsim.errors import InputError
-from accelsim.families import Family, get_family
+from accelsim.families import get_family
+from accelsim.families.base import Family
 from accelsim.families.search import run_given, split_params
 from accelsim.system.trace import Op
 from accelsim.trace.kernel import load_trace

@@ -44,6 +44,7 @@ from accelsim.errors import InputError
 from accelsim.network import build_topology, link_loads, links_of, plan_for, play_plan
 from accelsim.network.collectives import BUS_FACTORS, Plan, Request, estimate_s
 from accelsim.network.topology import Topology
+from accelsim.results import DeviceStats, LinkStats, StepResult
 from accelsim.system.costs import CostModel, OpCost
 from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, SystemTrace, group_index
 from accelsim.units import UnitError, parse_quantity, ps_to_seconds, seconds_to_ps
@@ -115,34 +116,6 @@ stays with the compute kernels, as the memory controllers interleave them)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class DeviceStats:
-    """One device's step: ``compute_s`` with any compute op running, ``comm_s`` with any
-    of its collectives or transfers moving data, ``overlapped_comm_s`` both at once,
-    ``exposed_comm_s = comm_s - overlapped_comm_s``, ``idle_s`` neither (waiting for
-    peers or dependencies, or done before the step ends)."""
-
-    device: int
-    program: str
-    finish_s: float
-    compute_s: float
-    comm_s: float
-    overlapped_comm_s: float
-    exposed_comm_s: float
-    idle_s: float
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class LinkStats:
-    link: str
-    bytes: float
-    utilization: float
-    """Bytes carried / (capacity x step time)."""
-
-
-@dataclass(frozen=True, kw_only=True)
 class Segment:
     """One span on a timeline track (for Perfetto)."""
 
@@ -179,31 +152,18 @@ class ReplayResult:
     """After every reallocation, with a timeline: (time ps, bytes/s over all links, over the
     scale-out links (NICs, DCN), the busiest link's share of its bandwidth)."""
 
-    def _mean(self, name: str) -> float:
-        return sum(getattr(d, name) for d in self.devices) / len(self.devices)
+    def result(self) -> StepResult:
+        """What the replay found, in the shared results schema."""
+        return StepResult(
+            trace=self.trace, system=self.system, step_time_s=self.step_time_s, devices=self.devices,
+            links=self.links, replayed_classes=len(self.classes), ops=self.ops, comm_instances=self.comm_instances,
+            comm_groups_folded=self.comm_groups_folded, kernels_simulated=self.kernels_simulated,
+            events=self.events, sim_wall_s=self.sim_wall_s,
+        )
 
     def summary(self) -> dict:
-        """Stable keys for ``--json``. Aggregates are means over devices."""
-        return {
-            "trace": self.trace,
-            "system": self.system,
-            "step_time_s": self.step_time_s,
-            "compute_s": self._mean("compute_s"),
-            "comm_s": self._mean("comm_s"),
-            "exposed_comm_s": self._mean("exposed_comm_s"),
-            "overlapped_comm_s": self._mean("overlapped_comm_s"),
-            "idle_s": self._mean("idle_s"),
-            "num_devices": len(self.devices),
-            "replayed_classes": len(self.classes),
-            "ops": self.ops,
-            "comm_instances": self.comm_instances,
-            "comm_groups_folded": self.comm_groups_folded,
-            "kernels_simulated": self.kernels_simulated,
-            "devices": [d.as_dict() for d in self.devices],
-            "links": [l.__dict__.copy() for l in self.links],
-            "sim_wall_s": self.sim_wall_s,
-            "events": self.events,
-        }
+        """The ``--json`` form of :meth:`result` (stable keys, docs/replay.md)."""
+        return self.result().to_json()
 
 
 # ------------------------------------------------------------------ compiled programs

@@ -37,6 +37,7 @@ from pydantic import (
 
 from accelsim.errors import InputError, checked, read_json_file
 from accelsim.files import write_text_atomic
+from accelsim.text import PrintableText
 
 TRACE_SCHEMA_VERSION = 1
 
@@ -216,16 +217,6 @@ class Resources(_Strict):
     registers_per_thread: PosInt | None = None
     tensor_memory_bytes: NonNegInt = 0
     """GPU: tensor memory (Blackwell's TMEM) one program's accumulators hold."""
-
-
-def _printable(name: str) -> str:
-    if not name.isprintable():
-        raise ValueError(f"expected printable text, got {name!r}")  # it is echoed to terminals
-    return name
-
-
-PrintableText = Annotated[str, AfterValidator(_printable)]
-"""Text that is echoed to terminals (names): no control characters or lone surrogates."""
 
 
 class Kernel(_Strict):

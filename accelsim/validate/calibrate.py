@@ -30,6 +30,7 @@ from accelsim.families.search import best_config
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import format_quantity
 from accelsim.validate.compare import Measurement, chip_for, record_errors, simulated_for
+from accelsim.workers import mapped, worker_pool
 
 HELD_OUT_PER_TEN = 3
 MIN_INTERVAL_RECORDS = 3
@@ -182,8 +183,6 @@ def prepare(measurements: Sequence[Measurement], arch: str, base_overrides: Sequ
             jobs: int = 1) -> list[Case]:
     """Each record's case: its named config, or the one ``config=auto`` picks; in ``jobs``
     worker processes when more than one (the same cases, in order)."""
-    from accelsim.study.runner import mapped
-
     with mapped(_prepare_one, measurements, jobs, _init_prepare, (arch, tuple(base_overrides))) as cases:
         return list(cases)
 
@@ -244,8 +243,6 @@ class Evaluator:
         self.index = {id(c): i for i, c in enumerate(cases)}
         self.pool = None
         if jobs > 1:
-            from accelsim.study.runner import worker_pool
-
             self.pool = worker_pool(min(jobs, len(cases)), _init_worker, (list(cases), arch))
 
     def __call__(self, cases: Sequence[Case], overrides: Sequence[str]) -> np.ndarray:

@@ -23,6 +23,8 @@ from accelsim.errors import InputError, read_json_file
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import best_config, run_config
+from accelsim.units import MAX_MEASURED_S
+from accelsim.workers import mapped
 
 
 @dataclass(frozen=True)
@@ -300,10 +302,6 @@ def _mapping(value, path: Path, field: str) -> dict:
     return dict(value)
 
 
-MAX_MEASURED_S = 86400.0
-"""A day: no kernel or collective measurement takes longer; a larger value is a unit slip."""
-
-
 def _finite_number(value: Any) -> bool:
     """A finite JSON number (an integer of any size is: ``math.isfinite`` would overflow
     converting a huge one)."""
@@ -379,8 +377,6 @@ def compare(measurements: Sequence[Measurement], *, overrides: Sequence[str] = (
     """Predict every record. With ``refused`` given, records whose named config the simulator
     rejects are appended there instead of failing the whole comparison. ``jobs`` worker
     processes predict records in parallel (the same predictions, in the same order)."""
-    from accelsim.study.runner import mapped
-
     with mapped(_worker_attempt, measurements, jobs, _init_worker, (tuple(overrides), search)) as outcomes:
         return _collect(measurements, outcomes, refused)
 

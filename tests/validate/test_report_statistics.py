@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from accelsim.cli.simulate_cmd import add_interval
+from accelsim.cli.simulate_cmd import latency_interval
 from accelsim.validate.calibrate import Case, intervals, is_held_out
 from accelsim.validate.compare import Comparison, Measurement, kendall_tau, summarise
 
@@ -79,9 +79,7 @@ def test_interval_holds_the_measured_latency_given_the_prediction(residuals):
     assert p05 == pytest.approx(np.percentile(residuals, 5)) and p95 == pytest.approx(np.percentile(residuals, 95))
     assert p05 <= p95
     predicted = 2e-4
-    summary = {"latency_s": predicted}
-    add_interval(summary, SimpleNamespace(uncertainty={"gemm": (p05, p95)}), "gemm")
-    low, high = summary["latency_s_p05"], summary["latency_s_p95"]
+    low, high = latency_interval(predicted, SimpleNamespace(uncertainty={"gemm": (p05, p95)}), "gemm")
     assert low <= high
     measured = [predicted / (1 + r) for r in residuals]
     inside = [low * (1 - 1e-12) <= m <= high * (1 + 1e-12) for m in measured]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.collectives import Phase, Plan, Request, Stream, phase, plan, with_protocol
+from accelsim.network.collectives import Phase, Plan, Request, Stream, phase, plan, plan_timer, with_protocol
 from accelsim.network.groups import axis_line, box, by_domain, rails, same_local_layout
 from accelsim.network.topology import Topology
 
@@ -61,7 +61,7 @@ def _on_torus(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
         return lambda whole: plan("ring", topo, _torus_lanes(topo, req.ranks, req.size_bytes, proto, whole, shares),
                                   proto, partial=not whole)
 
-    return fastest(topo, [*map(chains, splits), lambda whole: _chain(topo, req, proto)])(req.whole)
+    return fastest(plan_timer(req), [*map(chains, splits), lambda whole: _chain(topo, req, proto)])(req.whole)
 
 
 def _chain(topo: Topology, req: Request, proto: Protocol | None) -> Plan:

@@ -7,7 +7,9 @@ from collections.abc import Callable
 
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.collectives import Phase, Plan, Request, phase, plan, ring_streams, ring_volume
+from accelsim.network.collectives import (
+    Phase, Plan, PlanTimer, Request, phase, plan, plan_timer, ring_streams, ring_volume,
+)
 from accelsim.network.groups import axis_line, axis_lines, box, product
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds, seconds_to_ps
@@ -58,46 +60,43 @@ def _unlike_axes_plan(topo: Topology, spans: list[list[int]], req: Request, axes
     then the all-gather (:func:`_then`; the concurrent one had taken 5% longer than the
     two one after the other). Each keeps whichever candidate simulates soonest."""
 
+    time_plans = plan_timer(req)
+
     def searched(kind: str) -> Callable[[bool], Plan]:
         kind_req = dataclasses.replace(req, kind=kind)
         shares = _best_shares(topo, spans, kind_req, axes, proto)
         return lambda whole: _split_plan(topo, spans, kind_req, axes, shares, proto, whole)
 
     def backwards(build: Callable[[bool], Plan]) -> Callable[[bool], Plan]:
-        ends_ps = _lane_ends_ps(topo, build(False))
+        ends_ps = _lane_ends_ps(time_plans, build(False))
         return lambda whole: _time_reversed(build(whole), ends_ps)
 
     searched_rs, searched_ag = searched("reduce-scatter"), searched("all-gather")
-    reduce_scatter = fastest(topo, [searched_rs, backwards(searched_ag)])
-    all_gather = fastest(topo, [searched_ag, backwards(searched_rs)])
+    reduce_scatter = fastest(time_plans, [searched_rs, backwards(searched_ag)])
+    all_gather = fastest(time_plans, [searched_ag, backwards(searched_rs)])
     if req.kind == "reduce-scatter":
         return reduce_scatter(req.whole)
     if req.kind == "all-gather":
         return all_gather(req.whole)
-    rs_ends_ps = _lane_ends_ps(topo, reduce_scatter(False))
+    rs_ends_ps = _lane_ends_ps(time_plans, reduce_scatter(False))
 
     def staged(whole: bool) -> Plan:
         return _then(reduce_scatter(whole), rs_ends_ps, all_gather(whole))
 
-    return fastest(topo, [searched("all-reduce"), staged])(req.whole)
+    return fastest(time_plans, [searched("all-reduce"), staged])(req.whole)
 
 
-def fastest(topo: Topology, candidates: list[Callable[[bool], Plan]]) -> Callable[[bool], Plan]:
+def fastest(time_plans: PlanTimer, candidates: list[Callable[[bool], Plan]]) -> Callable[[bool], Plan]:
     """The candidate (a plan as a function of ``whole``) whose representative plan
-    simulates soonest; ties keep the first."""
-    from accelsim.network.simulate import run_plans
-
-    times = [run_plans(topo, [build(False)])[0] for build in candidates]
+    ends soonest played alone; ties keep the first."""
+    times = [time_plans([build(False)])[0] for build in candidates]
     return candidates[times.index(min(times))]
 
 
-def _lane_ends_ps(topo: Topology, plan_: Plan) -> list[int]:
-    """When each lane of ``plan_``, played alone, ends (picoseconds from its start).
-    :func:`~accelsim.network.simulate.run_plans` plays its lanes, each made a plan of
-    its own, at once exactly as it plays the plan, and reports when each one ends."""
-    from accelsim.network.simulate import run_plans
-
-    return run_plans(topo, [dataclasses.replace(plan_, lanes=(lane,)) for lane in plan_.lanes])
+def _lane_ends_ps(time_plans: PlanTimer, plan_: Plan) -> list[int]:
+    """When each lane of ``plan_``, played alone, ends (picoseconds from its start): its
+    lanes, each made a plan of its own, played at once exactly as the plan plays them."""
+    return time_plans([dataclasses.replace(plan_, lanes=(lane,)) for lane in plan_.lanes])
 
 
 def _time_reversed(plan_: Plan, ends_ps: list[int]) -> Plan:
@@ -152,8 +151,7 @@ def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: lis
     wraparound, bandwidth): a part's biggest phases are on its first axis (its last, for
     an all-gather), and equal parts left fast axes idle while slow ones were overloaded
     (one axis wrapped came out slower than none)."""
-    from accelsim.network.simulate import run_plans
-
+    time_plans = plan_timer(req)
     # each part's phases once, for the whole buffer; a share of it scales their bytes (its
     # streams' rate caps and step latencies do not change)
     whole_parts = [axis_phases(topo, spans, req.ranks[0], req.kind, req.size_bytes, axes[p:] + axes[:p], proto)
@@ -161,7 +159,7 @@ def _best_shares(topo: Topology, spans: list[list[int]], req: Request, axes: lis
     best = None
     for shares in share_candidates(len(axes)):  # deterministic order: ties keep the first
         lanes = [_scaled(phases, share) for phases, share in zip(whole_parts, shares) if share > 0]
-        ps = run_plans(topo, [plan("torus-ring", topo, lanes, proto, partial=True)])[0]
+        ps = time_plans([plan("torus-ring", topo, lanes, proto, partial=True)])[0]
         if best is None or ps < best[0]:
             best = (ps, shares)
     return best[1]

@@ -1,0 +1,245 @@
+"""What a simulation returns: one versioned schema for a kernel on a chip, a collective on
+a system and a replayed step, shared by ``simulate``, ``replay``, sweeps and validation.
+
+Each result is a frozen record whose field names carry their units. ``to_json()`` is the
+``--json`` contract (keys documented in README.md, docs/replay.md and docs/collectives.md,
+led by ``schema_version``); ``row()`` flattens a result into the scalar metrics of a sweep
+table and journal. The CLI renders results from their fields, never by string key.
+
+:data:`SCHEMA_VERSION` changes when a key is renamed or removed or its meaning changes;
+adding a key keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelResult:
+    """One kernel trace replayed on one chip."""
+
+    arch: str
+    kernel: str
+    latency_s: float
+    launch_overhead_s: float
+    """The part of ``latency_s`` that is launch cost."""
+    flops: float
+    hbm_bytes: float
+    bound: str
+    """The resource busiest over the kernel."""
+    utilization: Mapping[str, float]
+    """Per resource: busy time over ``latency_s``."""
+    config: Mapping[str, Any]
+    programs: int
+    programs_per_core: int
+    occupancy_limit: str
+    shared_cache_hit_rate: float | None
+    sim_wall_s: float
+    """The simulator's own wall time (the one output that differs run to run)."""
+    events: int
+    local_memory_bytes: int
+    hbm_queueing_s: float | None = None
+    """GPU with ``hbm.queueing_latency``: what each HBM load waited on top of the latency."""
+    per_kernel_s: tuple[float, ...] | None = None
+    """A trace of several kernels: each one's time, launch left out."""
+    latency_s_p05: float | None = None
+    latency_s_p95: float | None = None
+    """The 90% interval from the chip's held-out residuals for the kernel's family."""
+    configs_searched: int | None = None
+    """``config=auto``: configs the search simulated (or bounded)."""
+
+    @property
+    def kernels(self) -> int:
+        return len(self.per_kernel_s) if self.per_kernel_s else 1
+
+    @property
+    def achieved_flops_per_s(self) -> float:
+        return self.flops / self.latency_s
+
+    @property
+    def achieved_hbm_bytes_per_s(self) -> float:
+        return self.hbm_bytes / self.latency_s
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "schema_version": SCHEMA_VERSION,
+            "arch": self.arch,
+            "kernel": self.kernel,
+            "latency_s": self.latency_s,
+            "launch_overhead_s": self.launch_overhead_s,
+            "flops": self.flops,
+            "hbm_bytes": self.hbm_bytes,
+            "achieved_flops_per_s": self.achieved_flops_per_s,
+            "achieved_hbm_bytes_per_s": self.achieved_hbm_bytes_per_s,
+            "bound": self.bound,
+            "utilization": dict(self.utilization),
+            "config": dict(self.config),
+            "programs": self.programs,
+            "programs_per_core": self.programs_per_core,
+            "occupancy_limit": self.occupancy_limit,
+            "shared_cache_hit_rate": self.shared_cache_hit_rate,
+            "sim_wall_s": self.sim_wall_s,
+            "events": self.events,
+            "local_memory_bytes": self.local_memory_bytes,
+        }
+        if self.hbm_queueing_s is not None:
+            out["hbm_queueing_s"] = self.hbm_queueing_s
+        if self.kernels > 1:
+            out |= {"kernels": self.kernels, "per_kernel_s": list(self.per_kernel_s or ())}
+        if self.latency_s_p05 is not None:
+            out |= {"latency_s_p05": self.latency_s_p05, "latency_s_p95": self.latency_s_p95}
+        if self.configs_searched is not None:
+            out["configs_searched"] = self.configs_searched
+        return out
+
+    def row(self) -> dict[str, Any]:
+        """The scalars of :meth:`to_json`, per-resource and per-kernel values as columns
+        of their own (``utilization.hbm``, ``per_kernel_s.0``), the config as one text."""
+        nested = ("schema_version", "utilization", "config", "arch", "kernel", "per_kernel_s", "configs_searched")
+        out = {k: v for k, v in self.to_json().items() if k not in nested}
+        out.update({f"utilization.{k}": v for k, v in self.utilization.items()})
+        out.update({f"per_kernel_s.{i}": v for i, v in enumerate(self.per_kernel_s or ())})
+        out["config"] = " ".join(f"{k}={v}" for k, v in self.config.items())
+        if self.configs_searched is not None:
+            out["configs_searched"] = self.configs_searched
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveResult:
+    """One collective alone on a system, with its nccl-tests figures of merit."""
+
+    kind: str
+    algorithm: str
+    protocol: str
+    size_bytes: float
+    ranks: int
+    latency_s: float
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    phases: int
+    """Phases in the plan (each a latency wait and a set of flows)."""
+    system: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "collective": self.kind, "algorithm": self.algorithm, "protocol": self.protocol,
+            "size_bytes": self.size_bytes, "ranks": self.ranks, "latency_s": self.latency_s,
+            "algbw_bytes_per_s": self.algbw_bytes_per_s, "busbw_bytes_per_s": self.busbw_bytes_per_s,
+            "phases": self.phases, "system": self.system,
+        }
+
+    def row(self) -> dict[str, Any]:
+        return {"latency_s": self.latency_s, "algbw_bytes_per_s": self.algbw_bytes_per_s,
+                "busbw_bytes_per_s": self.busbw_bytes_per_s, "algorithm": self.algorithm, "bound": "network"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceStats:
+    """One device's step: ``compute_s`` with any compute op running, ``comm_s`` with any
+    of its collectives or transfers moving data, ``overlapped_comm_s`` both at once,
+    ``exposed_comm_s = comm_s - overlapped_comm_s``, ``idle_s`` neither (waiting for
+    peers or dependencies, or done before the step ends)."""
+
+    device: int
+    program: str
+    finish_s: float
+    compute_s: float
+    comm_s: float
+    overlapped_comm_s: float
+    exposed_comm_s: float
+    idle_s: float
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkStats:
+    link: str
+    bytes: float
+    utilization: float
+    """Bytes carried / (capacity x step time)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepResult:
+    """A system trace replayed on a system: the step and, per device and link, where its
+    time and bytes went. Aggregates (``compute_s``, ...) are means over devices."""
+
+    trace: str
+    system: str
+    step_time_s: float
+    devices: tuple[DeviceStats, ...]
+    links: tuple[LinkStats, ...]
+    """Links that carried data, busiest first."""
+    replayed_classes: int
+    ops: int
+    comm_instances: int
+    comm_groups_folded: int
+    kernels_simulated: int
+    events: int
+    sim_wall_s: float
+
+    def _mean(self, name: str) -> float:
+        return sum(getattr(d, name) for d in self.devices) / len(self.devices)
+
+    @property
+    def compute_s(self) -> float:
+        return self._mean("compute_s")
+
+    @property
+    def comm_s(self) -> float:
+        return self._mean("comm_s")
+
+    @property
+    def exposed_comm_s(self) -> float:
+        return self._mean("exposed_comm_s")
+
+    @property
+    def overlapped_comm_s(self) -> float:
+        return self._mean("overlapped_comm_s")
+
+    @property
+    def idle_s(self) -> float:
+        return self._mean("idle_s")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "trace": self.trace,
+            "system": self.system,
+            "step_time_s": self.step_time_s,
+            "compute_s": self.compute_s,
+            "comm_s": self.comm_s,
+            "exposed_comm_s": self.exposed_comm_s,
+            "overlapped_comm_s": self.overlapped_comm_s,
+            "idle_s": self.idle_s,
+            "num_devices": len(self.devices),
+            "replayed_classes": self.replayed_classes,
+            "ops": self.ops,
+            "comm_instances": self.comm_instances,
+            "comm_groups_folded": self.comm_groups_folded,
+            "kernels_simulated": self.kernels_simulated,
+            "devices": [d.as_dict() for d in self.devices],
+            "links": [asdict(link) for link in self.links],
+            "sim_wall_s": self.sim_wall_s,
+            "events": self.events,
+        }
+
+    def row(self) -> dict[str, Any]:
+        """The step's scalars for a sweep table: ``latency_s`` is the step time, and
+        ``bound`` the larger of compute and communication, as a roofline would say it (with
+        perfect overlap the step could not be shorter than either)."""
+        return {
+            "compute_s": self.compute_s, "comm_s": self.comm_s, "exposed_comm_s": self.exposed_comm_s,
+            "overlapped_comm_s": self.overlapped_comm_s, "idle_s": self.idle_s,
+            "kernels_simulated": self.kernels_simulated, "events": self.events, "sim_wall_s": self.sim_wall_s,
+            "latency_s": self.step_time_s, "bound": "network" if self.comm_s > self.compute_s else "compute",
+        }

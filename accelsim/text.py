@@ -1,0 +1,17 @@
+"""Text fields that accelsim echoes to terminals (names in configs and traces)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+
+def _printable(name: str) -> str:
+    if not name.isprintable():
+        raise ValueError(f"expected printable text, got {name!r}")  # it is echoed to terminals
+    return name
+
+
+PrintableText = Annotated[str, AfterValidator(_printable)]
+"""Text that is echoed to terminals (names): no control characters or lone surrogates."""
