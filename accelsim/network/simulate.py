@@ -154,7 +154,8 @@ def check_request(topo: Topology, request: Request) -> None:
 
 def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None = None,
                  group: Sequence[int] | None = None) -> Request:
-    """The request for the first ``ranks`` ranks (all by default), or for ``group``."""
+    """The request for the first ``ranks`` ranks (all by default), or for ``group``, timed
+    on ``topo`` where its algorithm searches (:func:`timer`)."""
     check_kind(kind)
     if group is not None:
         members = tuple(int(r) for r in group)
