@@ -121,6 +121,8 @@ def read_text_file(path: str | Path, what: str, hint: str = "a compressed or bin
     or bytes that are not UTF-8 (a compressed or binary file; ``hint`` says what to do)
     become one-line :class:`InputError` s naming the file."""
     path = Path(path)
+    if "\0" in str(path):  # no file system holds such a name (open() would raise ValueError)
+        raise InputError(f"cannot read {what}: the path holds a NUL byte", source=shown(str(path)))
     try:
         if path.exists() and not path.is_dir() and not path.is_file():
             raise InputError(f"cannot read {what}: not a regular file (a pipe, device or socket)", source=str(path))
@@ -136,6 +138,14 @@ def read_text_file(path: str | Path, what: str, hint: str = "a compressed or bin
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {what}: not UTF-8 text (byte {exc.start}; {hint})",
                          source=str(path)) from None
+
+
+def check_path_text(text: str) -> str:
+    """A file path as an input names it: printable text (no NUL byte, which no file system
+    holds in a name, and no control characters, which would be echoed to terminals)."""
+    if not text.isprintable():
+        raise ValueError(f"expected a file path (printable text), got {shown(text)}")
+    return text
 
 
 def reject_json_constant(name: str) -> None:

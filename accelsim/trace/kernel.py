@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from accelsim.errors import InputError, checked, read_json_file
+from accelsim.errors import InputError, check_path_text, checked, read_json_file, shown
 from accelsim.files import write_text_atomic
 
 TRACE_SCHEMA_VERSION = 1
@@ -226,6 +226,8 @@ def _printable(name: str) -> str:
 
 PrintableText = Annotated[str, AfterValidator(_printable)]
 """Text that is echoed to terminals (names): no control characters or lone surrogates."""
+PathText = Annotated[str, AfterValidator(check_path_text)]
+"""A file path an input names: printable text (a NUL byte is in no file's name)."""
 
 
 class Kernel(_Strict):
