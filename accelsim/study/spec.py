@@ -39,6 +39,9 @@ Value = Scalar | list[Scalar]
 MAX_POINTS = 100_000
 """Points one sweep may have (and values one range may give): each is a simulation, so
 more would run for hours; checked before any list is built."""
+MAX_RUNS = MAX_POINTS
+"""Runs one sweep may have: its points times its workloads, each workload counted once
+per combination of its ``vars`` (before they are expanded)."""
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
