@@ -537,7 +537,8 @@ class ClusterSpec(_ConfigFile):
     @model_validator(mode="after")
     def _fabric_size(self) -> "ClusterSpec":
         nics = self.network.nics_per_node.value
-        if nics * self.nodes.value > MAX_CLUSTER_NICS:
+        # more nodes than that: the system's chip count refuses them (a node has a GPU at least)
+        if self.nodes.value <= MAX_CLUSTER_NICS < nics * self.nodes.value:
             raise ValueError(f"network.nics_per_node: the cluster would have {nics * self.nodes.value:,} NICs "
                              f"({self.nodes.value:,} nodes x {nics}); accelsim models at most {MAX_CLUSTER_NICS:,}")
         return self
