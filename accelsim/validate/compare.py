@@ -19,7 +19,7 @@ from typing import Any
 
 from accelsim.arch.model import Chip, load_arch
 from accelsim.engine.chip import KernelSimulation
-from accelsim.errors import InputError, read_json_file
+from accelsim.errors import InputError, read_json_file, shown
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import best_config, run_config
@@ -273,9 +273,9 @@ def _kernel_device_s(record: dict, path: Path, field: str) -> tuple[tuple[str, f
     value = record["kernel_device_s"]
     if not isinstance(value, list) or not value or not all(
             isinstance(k, dict) and set(k) == {"name", "device_s"} and isinstance(k["name"], str)
-            and _finite_number(k["device_s"]) and 0 < k["device_s"] <= MAX_MEASURED_S for k in value):
-        raise InputError(f"expected a list of {{name, device_s}} with device_s in seconds above 0 and at most "
-                         f"{MAX_MEASURED_S:g} (a day)", source=str(path), field=field)
+            and is_measured_time(k["device_s"]) for k in value):
+        raise InputError(f"expected a list of {{name, device_s}} with device_s in seconds, {MEASURED_RANGE}",
+                         source=str(path), field=field)
     return tuple((k["name"], float(k["device_s"])) for k in value)
 
 
@@ -302,6 +302,17 @@ def _mapping(value, path: Path, field: str) -> dict:
 
 MAX_MEASURED_S = 86400.0
 """A day: no kernel or collective measurement takes longer; a larger value is a unit slip."""
+MIN_MEASURED_S = 1e-9
+"""A nanosecond, about one clock cycle of any accelerator (they run at 1 to 2 GHz): nothing
+is timed faster (a kernel launch alone takes microseconds). A smaller time is a unit slip
+or a damaged file, and would be reported as an error of +inf% or a bandwidth of inf GB/s."""
+MEASURED_RANGE = "at least 1e-09 s (a nanosecond, about a clock cycle) and at most 86400 s (a day)"
+
+
+def is_measured_time(seconds: Any) -> bool:
+    """A time a measurement can hold: a finite number from :data:`MIN_MEASURED_S` to
+    :data:`MAX_MEASURED_S` (seconds)."""
+    return _finite_number(seconds) and MIN_MEASURED_S <= seconds <= MAX_MEASURED_S
 
 
 def _finite_number(value: Any) -> bool:
@@ -313,10 +324,10 @@ def _finite_number(value: Any) -> bool:
 
 
 def _latency(value, path: Path, field: str) -> float:
-    """A measured latency: a finite number of seconds above zero, up to a day."""
-    if not _finite_number(value) or not 0 < value <= MAX_MEASURED_S:
-        raise InputError(f"expected a latency in seconds above 0 and at most {MAX_MEASURED_S:g} (a day), "
-                         f"got {value!r}", source=str(path), field=field)
+    """A measured latency in seconds (:func:`is_measured_time`)."""
+    if not is_measured_time(value):
+        raise InputError(f"expected a latency in seconds, {MEASURED_RANGE}, got {shown(value)}", source=str(path),
+                         field=field)
     return float(value)
 
 
