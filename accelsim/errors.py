@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import reprlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,14 +17,50 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+MAX_SHOWN_CHARS = 80
+"""The most an error line echoes of one offending value: enough to recognise it, never
+the whole of a value of 300 kB (an echo is a pointer to the input, not a copy of it)."""
+MAX_LINE_CHARS = 300
+"""An error line is cut to this length when it would run longer (a list of the choices
+expected, a value no echo site has shortened): it still reads as one line, and the file,
+field and what went wrong come first."""
+
+
+def _echo_repr() -> reprlib.Repr:
+    echo = reprlib.Repr()
+    echo.maxlevel, echo.maxstring, echo.maxlong, echo.maxother = 3, MAX_SHOWN_CHARS - 2, 40, MAX_SHOWN_CHARS
+    echo.maxlist = echo.maxtuple = echo.maxdict = echo.maxset = echo.maxfrozenset = echo.maxdeque = 4
+    return echo
+
+
+_ECHO = _echo_repr()
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` as an error line echoes it: nested and long values cut (``'aaa...aaa'``,
+    ``[1, 2, 3, 4, ...]``) to at most :data:`MAX_SHOWN_CHARS` characters, without building the
+    whole repr first (a value of nested aliases expands to gigabytes)."""
+    try:
+        text = _ECHO.repr(value)
+    except ValueError:  # an integer past Python's 4300-digit conversion limit
+        return f"an integer of {value.bit_length():,} bits" if isinstance(value, int) else type(value).__name__
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 3] + "..."
+
+
+def shown_text(text: str) -> str:
+    """``text`` itself (no quotes) cut as :func:`shown` cuts a value: a name or path echoed bare."""
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS // 2 - 2] + "..." + text[-(MAX_SHOWN_CHARS // 2 - 1):]
+
+
 def format_path(path: Sequence[object]) -> str:
-    """``("hbm", "bandwidth")`` -> ``hbm.bandwidth``; list indices as ``[i]``."""
+    """``("hbm", "bandwidth")`` -> ``hbm.bandwidth``; list indices as ``[i]``; a key of a
+    huge mapping cut (:func:`shown_text`)."""
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            out += ("." if out else "") + shown_text(str(part))
     return out
 
 
@@ -49,8 +86,8 @@ class InputError(Exception):
         if where and self.line is not None:
             where += f":{self.line}"
         parts = [p for p in (where, self.field) if p]
-        text = ": ".join(parts + [self.message])
-        return " ".join(text.split())
+        text = " ".join(": ".join(parts + [self.message]).split())
+        return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS - 4] + " ..."
 
     def __str__(self) -> str:
         return self.one_line()
@@ -84,6 +121,8 @@ def read_text_file(path: str | Path, what: str, hint: str = "a compressed or bin
     or bytes that are not UTF-8 (a compressed or binary file; ``hint`` says what to do)
     become one-line :class:`InputError` s naming the file."""
     path = Path(path)
+    if "\0" in str(path):  # no file system holds such a name (open() would raise ValueError)
+        raise InputError(f"cannot read {what}: the path holds a NUL byte", source=shown(str(path)))
     try:
         if path.exists() and not path.is_dir() and not path.is_file():
             raise InputError(f"cannot read {what}: not a regular file (a pipe, device or socket)", source=str(path))
@@ -99,6 +138,14 @@ def read_text_file(path: str | Path, what: str, hint: str = "a compressed or bin
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {what}: not UTF-8 text (byte {exc.start}; {hint})",
                          source=str(path)) from None
+
+
+def check_path_text(text: str) -> str:
+    """A file path as an input names it: printable text (no NUL byte, which no file system
+    holds in a name, and no control characters, which would be echoed to terminals)."""
+    if not text.isprintable():
+        raise ValueError(f"expected a file path (printable text), got {shown(text)}")
+    return text
 
 
 def reject_json_constant(name: str) -> None:

@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from accelsim.errors import check_path_text
+
 
 def _printable(name: str) -> str:
     if not name.isprintable():
@@ -15,3 +17,5 @@ def _printable(name: str) -> str:
 
 PrintableText = Annotated[str, AfterValidator(_printable)]
 """Text that is echoed to terminals (names): no control characters or lone surrogates."""
+PathText = Annotated[str, AfterValidator(check_path_text)]
+"""A file path an input names: printable text (a NUL byte is in no file's name)."""

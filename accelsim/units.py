@@ -160,6 +160,25 @@ MAX_EXACT_BYTES = 2**53
 
 MAX_MEASURED_S = 86400.0
 """A day: no kernel or collective measurement takes longer; a larger value is a unit slip."""
+MIN_MEASURED_S = 1e-9
+"""A nanosecond, about one clock cycle of any accelerator (they run at 1 to 2 GHz): nothing
+is timed faster (a kernel launch alone takes microseconds). A smaller time is a unit slip
+or a damaged file, and would be reported as an error of +inf% or a bandwidth of inf GB/s."""
+MEASURED_RANGE = "at least 1e-09 s (a nanosecond, about a clock cycle) and at most 86400 s (a day)"
+
+
+def is_finite_number(value) -> bool:
+    """A finite JSON number (an integer of any size is: ``math.isfinite`` would overflow
+    converting a huge one)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def is_measured_time(seconds) -> bool:
+    """A time a measurement can hold: a finite number from :data:`MIN_MEASURED_S` to
+    :data:`MAX_MEASURED_S` (seconds)."""
+    return is_finite_number(seconds) and MIN_MEASURED_S <= seconds <= MAX_MEASURED_S
 
 MAX_SIMULATED_PS = 2**62
 """The simulated clock's range (about 53 days): integer picoseconds that numpy's int64

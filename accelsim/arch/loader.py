@@ -9,6 +9,7 @@ looks like a path is read as a file.
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from accelsim.arch import schema
-from accelsim.errors import InputError, format_path, read_text_file
+from accelsim.errors import InputError, format_path, read_text_file, shown, shown_text
 
 Path_ = tuple[object, ...]
 
@@ -74,16 +75,18 @@ def find_config(name_or_path: str, *, referenced_from: str | None = None, field:
         if path.is_file():
             return path
         if path.is_dir():
-            raise InputError(f"{str(path)!r} is a folder; expected a config file", source=referenced_from, field=field)
-        raise InputError(f"no such config file {str(path)!r}", source=referenced_from, field=field)
+            raise InputError(f"{shown(str(path))} is a folder; expected a config file", source=referenced_from, field=field)
+        raise InputError(f"no such config file {shown(str(path))}", source=referenced_from, field=field)
     if not name_or_path.strip():
         raise InputError("the config name is empty; expected a chip or system name (see 'accelsim arch list') "
                          "or a file path", source=referenced_from, field=field)
     index = _builtin_index()
     if name_or_path in index:
         return index[name_or_path]
+    names = builtin_names()
+    nearest = difflib.get_close_matches(name_or_path, names, n=len(names), cutoff=0.0)  # the line is cut at its end
     raise InputError(
-        f"unknown config {name_or_path!r}; expected a file path or one of: {', '.join(builtin_names())}",
+        f"unknown config {shown(name_or_path)}; expected a file path or one of (nearest first): {', '.join(nearest)}",
         source=referenced_from,
         field=field,
     )
@@ -131,10 +134,15 @@ def _parse_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
         ) from None
     except ValueError as exc:  # an integer past Python's 4300-digit conversion limit
         raise InputError(f"a value cannot be read: {exc}", source=str(path)) from None
+    except RecursionError:
+        raise InputError("nested too deeply to read", source=str(path)) from None
     if not isinstance(data, dict):
         raise InputError("expected a YAML mapping at the top level", source=str(path), line=1)
     lines: dict[Path_, int] = {}
-    _collect_lines(node, (), lines, set(), str(path))
+    try:
+        _collect_lines(node, (), lines, set(), str(path))
+    except RecursionError:
+        raise InputError("nested too deeply to read", source=str(path)) from None
     return data, lines
 
 
@@ -151,7 +159,7 @@ def _collect_lines(node: yaml.Node, prefix: Path_, out: dict[Path_, int], seen: 
         for key, value in node.value:
             path = prefix + (key.value,)
             if key.value in keys:  # YAML keeps the last silently: a typo'd copy would win unseen
-                raise InputError(f"key {key.value!r} appears twice in this mapping", source=source,
+                raise InputError(f"key {shown(key.value)} appears twice in this mapping", source=source,
                                  line=key.start_mark.line + 1, field=path)
             keys.add(key.value)
             out[path] = key.start_mark.line + 1
@@ -185,13 +193,21 @@ class RawConfig:
         return str(self.path), None
 
 
+MAX_EXTENDS_DEPTH = 64
+"""Files one ``extends`` chain may hold (published configs use 2 or 3)."""
+
+
 def load_raw(name_or_path: str, *, _chain: tuple[Path, ...] = (), _referrer: str | None = None) -> RawConfig:
     """Read a config and everything it ``extends``, merged (later files win)."""
     path = find_config(name_or_path, referenced_from=_referrer, field="extends" if _referrer else None)
     resolved = path.resolve()
     if resolved in _chain:
         cycle = " -> ".join(p.name for p in _chain + (resolved,))
-        raise InputError(f"'extends' forms a cycle: {cycle}", source=str(path), field="extends")
+        raise InputError(f"'extends' forms a cycle: {shown_text(cycle)}", source=str(path), field="extends")
+    if len(_chain) >= MAX_EXTENDS_DEPTH:
+        raise InputError(f"'extends' chains more than {MAX_EXTENDS_DEPTH} files (from {_chain[0].name}); a what-if "
+                         "overlay extends a published config, an overlay of an overlay at most a few",
+                         source=_referrer, field="extends")
     data, lines = read_yaml(path)
     origins = {p: (str(path), line) for p, line in lines.items()}
     parent_name = data.pop("extends", None)
@@ -265,16 +281,47 @@ def parse_override(text: str) -> Override:
     key, sep, raw_value = text.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
-        raise InputError(f"expected PATH=VALUE (e.g. hbm.bandwidth='8 TB/s'), got {text!r}", source="--set")
+        raise InputError(f"expected PATH=VALUE (e.g. hbm.bandwidth='8 TB/s'), got {shown(text)}", source="--set")
     try:
-        value = yaml.safe_load(raw_value) if raw_value.strip() else None
+        value = _override_value(raw_value, key) if raw_value.strip() else None
     except yaml.YAMLError:
         value = raw_value.strip()
     except ValueError as exc:  # an integer past Python's 4300-digit conversion limit
         raise InputError(f"the value cannot be read: {exc}", source="--set", field=key) from None
     if value is None:
-        raise InputError(f"missing value after '=' in {text!r}", source="--set", field=key)
+        raise InputError(f"missing value after '=' in {shown(text)}", source="--set", field=key)
     return Override(tuple(key.split(".")), value, text)
+
+
+def _override_value(text: str, key: str) -> Any:
+    """An override's value as YAML (safe loader), refusing aliases (``*name``) as config
+    files do: nested aliases expand exponentially (9 levels exhaust the memory)."""
+    loader = _SAFE_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _holds_alias(node):
+            raise InputError("YAML aliases (*name) are not supported in a value; write the value out",
+                             source="--set", field=key)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _holds_alias(root: yaml.Node) -> bool:
+    """Is a list or mapping node reached twice below ``root`` (an alias)? Walked without recursion."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            continue
+        if id(node) in seen:
+            return True
+        seen.add(id(node))
+        stack.extend(node.value if isinstance(node, yaml.SequenceNode) else (v for _, v in node.value))
+    return False
 
 
 def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
@@ -290,7 +337,7 @@ def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
             head = override.path[0]
             if len(override.path) > 1 and data.get(head) is None and isinstance(_fields_of(
                     _annotation_at(model, override.path[:1])), dict):
-                raise InputError(f"{data.get('name', 'the config')!r} has no {head!r} section to set a field of "
+                raise InputError(f"{shown(data.get('name', 'the config'))} has no {shown(head)} section to set a field of "
                                  f"(add the whole section: --set '{head}={{...}}')", source="--set",
                                  field=format_path(override.path))
         _set_path(data, override, cited=cited)
@@ -320,7 +367,7 @@ def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) 
         fields = _fields_of(current)
         if fields is None:
             raise InputError(
-                f"cannot set below {format_path(path[:i])!r}, which is not a section (in {text!r})",
+                f"cannot set below {format_path(path[:i])!r}, which is not a section (in {shown(text)})",
                 source="--set",
                 field=format_path(path),
             )
@@ -329,7 +376,7 @@ def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) 
             continue
         if part not in fields:
             raise InputError(
-                f"unknown {'key' if isinstance(fields, _Keys) else 'field'} {part!r}; expected one of: "
+                f"unknown {'key' if isinstance(fields, _Keys) else 'field'} {shown(part)}; expected one of: "
                 f"{', '.join(fields)}",
                 source="--set",
                 field=format_path(path),
@@ -384,10 +431,13 @@ def put(tree: dict[str, Any], path: Sequence[str], value: Any) -> None:
 
 def _set_path(data: dict[str, Any], override: Override, *, cited: bool) -> None:
     node: Any = data
-    for part in override.path[:-1]:
+    for depth, part in enumerate(override.path[:-1]):
         if _is_cited(node.get(part)):
             node[part] = node[part]["value"]
         node = node.setdefault(part, {})
+        if not isinstance(node, dict):  # an earlier override (or the file) gave the section a plain value
+            raise InputError(f"cannot set below {format_path(override.path[:depth + 1])!r}, which holds "
+                             f"{shown(node)}, not a section", source="--set", field=format_path(override.path))
     last = override.path[-1]
     if cited:
         node[last] = {"value": override.value, "basis": "override", "source": f"--set {override.text}"}
@@ -404,7 +454,7 @@ def validate(raw: RawConfig) -> BaseModel:
     if not isinstance(kind, str) or kind not in MODELS:
         file, line = raw.locate(("kind",))
         raise InputError(
-            f"expected 'kind' to be one of: {', '.join(MODELS)}; got {kind!r}",
+            f"expected 'kind' to be one of: {', '.join(MODELS)}; got {shown(kind)}",
             source=file,
             line=line,
             field="kind",
@@ -430,7 +480,7 @@ def _located(exc: ValidationError, raw: RawConfig, model: type[BaseModel]) -> In
     else:
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if kind not in ("value_error", "assertion_error") and "input" in error:
-            message += f" (got {error['input']!r})"
+            message += f" (got {shown(error['input'])})"
     overridden = [k for k, origin in raw.origins.items() if origin[0] == OVERRIDE_SOURCE]
     inside = [k for k in overridden if k[:len(loc)] == loc]  # an override within the failing section
     named = inside or (overridden if line is None else [])  # line None: nothing the file wrote is at fault

@@ -502,9 +502,23 @@ class NodeSpec(_ConfigFile):
         return self
 
 
+MAX_NICS_PER_NODE = 64
+"""Scale-out NICs one node may have: the densest nodes have one or two per GPU (8 to 16
+for 8 GPUs); each is simulated as a pair of links."""
+MAX_CLUSTER_NICS = 1 << 20
+"""NICs of a whole cluster (nodes x NICs per node): as many as the chips accelsim models,
+so the fabric is never larger than the system it serves."""
+
+
+def _nic_count(v: int) -> int:
+    if v > MAX_NICS_PER_NODE:
+        raise ValueError(f"must be at most {MAX_NICS_PER_NODE} NICs per node, got {v:,}")
+    return v
+
+
 class ScaleOutNetwork(_Strict):
     fabric: Literal["infiniband", "roce", "efa"]
-    nics_per_node: Cited[PositiveInt]
+    nics_per_node: Cited[Annotated[PositiveInt, AfterValidator(_nic_count)]]
     nic_bandwidth: Cited[BytesPerS]
     """Per NIC, per direction."""
     switch_latency: Cited[Seconds] = calibratable()
@@ -519,6 +533,15 @@ class ClusterSpec(_ConfigFile):
     node: str
     nodes: Cited[PositiveInt]
     network: ScaleOutNetwork
+
+    @model_validator(mode="after")
+    def _fabric_size(self) -> "ClusterSpec":
+        nics = self.network.nics_per_node.value
+        # more nodes than that: the system's chip count refuses them (a node has a GPU at least)
+        if self.nodes.value <= MAX_CLUSTER_NICS < nics * self.nodes.value:
+            raise ValueError(f"network.nics_per_node: the cluster would have {nics * self.nodes.value:,} NICs "
+                             f"({self.nodes.value:,} nodes x {nics}); accelsim models at most {MAX_CLUSTER_NICS:,}")
+        return self
 
 
 WRAP_RULES = ("axes of 16", "full cubes")

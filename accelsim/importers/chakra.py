@@ -52,6 +52,8 @@ from accelsim.errors import (
     read_text_file,
     reject_duplicate_keys,
     reject_json_constant,
+    shown,
+    shown_text,
 )
 from accelsim.importers import Imported, Importer
 from accelsim.system.trace import Op, Program, SystemTrace, expand_devices
@@ -218,6 +220,10 @@ def _list(node: Mapping, field: str, where: str, source: str) -> list:
     return value
 
 
+MAX_PROTO_INT = 2**64
+"""Chakra's integers are protobuf int64 / uint64: a number past 64 bits is not one."""
+
+
 def _int(value: Any, where: str, source: str, minimum: int | None = None) -> int:
     try:
         if isinstance(value, bool):
@@ -225,8 +231,10 @@ def _int(value: Any, where: str, source: str, minimum: int | None = None) -> int
         if isinstance(value, float) and not value.is_integer():
             raise ValueError
         number = int(value)
+        if not -MAX_PROTO_INT < number < MAX_PROTO_INT:
+            raise ValueError
     except (TypeError, ValueError, OverflowError):
-        raise InputError(f"expected an integer, got {value!r}", source=source, field=where) from None
+        raise InputError(f"expected a 64-bit integer, got {shown(value)}", source=source, field=where) from None
     if minimum is not None and number < minimum:
         raise InputError(f"expected an integer of at least {minimum}, got {number}", source=source, field=where)
     return number
@@ -237,7 +245,7 @@ def _enum(value: Any, names: tuple[str, ...], where: str, source: str) -> str:
         return value
     if isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).isdigit() and int(value) < len(names):
         return names[int(value)]
-    raise InputError(f"unknown value {value!r}; expected one of: {', '.join(names)}", source=source, field=where)
+    raise InputError(f"unknown value {shown(value)}; expected one of: {', '.join(names)}", source=source, field=where)
 
 
 _VALUE_KEYS = ("int64_val", "uint64_val", "int32_val", "uint32_val", "sint64_val", "sint32_val", "fixed64_val",
@@ -251,10 +259,14 @@ def _attrs(node: Mapping, where: str, source: str) -> dict[str, Any]:
         if not isinstance(attr, Mapping):
             raise InputError(f"expected an attribute object, got {type(attr).__name__}", source=source,
                              field=f"{where}.attr[{i}]")
+        name = attr.get("name")
+        if not isinstance(name, str):
+            raise InputError(f"expected the attribute's name (a string), got {shown(name)}", source=source,
+                             field=f"{where}.attr[{i}].name")
         for key in _VALUE_KEYS:
             value = _get(attr, key)
             if value is not None:
-                out[attr.get("name")] = value
+                out[name] = value
                 break
     return out
 
@@ -372,7 +384,8 @@ def _group(pg_name: Any, groups: Mapping[str, list[int]], n: int, where: str, so
         return list(groups[str(pg_name)])
     if str(pg_name) in ("", DEFAULT_PROCESS_GROUP):
         return list(range(n))
-    raise InputError(f"process group {pg_name!r} has no ranks; pass --group {pg_name}=RANKS (e.g. 0-3)",
+    raise InputError(f"process group {shown(pg_name)} has no ranks; pass --group {shown_text(str(pg_name))}=RANKS "
+                     "(e.g. 0-3)",
                      source=source, field=f"{where}.attr.pg_name")
 
 
@@ -414,7 +427,7 @@ def parse_group_option(text: str) -> tuple[str, list[int]]:
             raise ValueError
         return name, expand_devices([int(r) if r.strip().isdigit() else r.strip() for r in ranks.split(",")])
     except ValueError:
-        raise InputError(f"expected NAME=RANKS like 'tp0=0-3,8', got {text!r}", source="--group") from None
+        raise InputError(f"expected NAME=RANKS like 'tp0=0-3,8', got {shown(text)}", source="--group") from None
 
 
 # ------------------------------------------------------------------ accelsim import chakra

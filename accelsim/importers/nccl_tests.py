@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from accelsim.errors import InputError, read_text_file
-from accelsim.units import MAX_EXACT_BYTES, MAX_MEASURED_S
+from accelsim.errors import InputError, read_text_file, shown, shown_text
+from accelsim.units import MAX_EXACT_BYTES, is_measured_time
 
 PROGRAMS = {"all_reduce_perf": "all-reduce", "all_gather_perf": "all-gather", "reduce_scatter_perf": "reduce-scatter",
             "broadcast_perf": "broadcast", "alltoall_perf": "all-to-all", "sendrecv_perf": "collective-permute"}
@@ -77,10 +77,11 @@ def read_log(path: str | Path, collective: str | None = None, ranks: int | None 
         except ValueError:
             raise InputError(f"expected times in columns {columns[0] + 1} and {columns[1] + 1}", source=source,
                              field=f"line {number}") from None
-        size = int(tokens[0])
-        if size > MAX_EXACT_BYTES or not all(0 <= t <= MAX_MEASURED_S * 1e6 for t in times):  # NaN fails both
-            raise InputError(f"expected a size up to 8 PiB and times from 0 to a day, got {size} B, "
-                             f"{tokens[columns[0]]} and {tokens[columns[1]]} us", source=source, field=f"line {number}")
+        size = int(tokens[0]) if len(tokens[0]) <= 20 else MAX_EXACT_BYTES + 1  # past 8 PiB, and past int()'s limit
+        if size > MAX_EXACT_BYTES or not all(t == 0 or is_measured_time(t * 1e-6) for t in times):  # NaN fails
+            raise InputError(f"expected a size up to 8 PiB and times of 0 (not run) or from 0.001 us (about a clock "
+                             f"cycle) to a day, got {shown_text(tokens[0])} B, {shown_text(tokens[columns[0]])} and "
+                             f"{shown_text(tokens[columns[1]])} us", source=source, field=f"line {number}")
         if size > 0 and all(t > 0 for t in times):
             variant = tokens[2:4] if len(tokens) == 13 else tokens[2:3]  # type and reduction op (nccl-tests -d / -o)
             current["rows"].append((size, *times, "-".join(variant)))
@@ -121,7 +122,7 @@ def records(paths: Sequence[str | Path], system: str, collective: str | None = N
     seen: set[str] = set()
     for r in out:
         if r["id"] in seen:
-            raise InputError(f"two rows give {r['id']!r}: logs of one name (rename one), or a test that repeats a "
+            raise InputError(f"two rows give {shown(r['id'])}: logs of one name (rename one), or a test that repeats a "
                              f"size with the same type and operation", source=r["source"].split(" (")[0])
         seen.add(r["id"])
     return out

@@ -16,7 +16,7 @@ from accelsim.errors import InputError
 from accelsim.study.archs import kind_of, resolve_point, validate_point
 from accelsim.study.space import Point, sweep_points, varied_names
 from accelsim.study.spec import LoadedSpec, load_sweep_spec
-from accelsim.study.workloads import Job, check_job, check_job_on, check_metrics, expand_jobs
+from accelsim.study.workloads import Job, check_job, check_job_on, check_metrics, check_runs, expand_jobs
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ def plan_sweep(path: str | Path) -> SweepPlan:
     check_metrics(spec)
     kinds = _base_kinds(spec)
     points = sweep_points(spec)
+    check_runs(spec, len(points))
     jobs = expand_jobs(spec)
     for job in jobs:
         check_job(job, spec, kinds)

@@ -28,7 +28,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from accelsim.arch.loader import read_yaml
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
+from accelsim.trace.kernel import PathText
 
 Scalar = int | float | str | bool
 Value = Scalar | list[Scalar]
@@ -38,6 +39,9 @@ Value = Scalar | list[Scalar]
 MAX_POINTS = 100_000
 """Points one sweep may have (and values one range may give): each is a simulation, so
 more would run for hours; checked before any list is built."""
+MAX_RUNS = MAX_POINTS
+"""Runs one sweep may have: its points times its workloads, each workload counted once
+per combination of its ``vars`` (before they are expanded)."""
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -113,7 +117,7 @@ class KernelWorkload(_Strict):
 
 
 class TraceWorkload(_Strict):
-    trace: str
+    trace: PathText
 
 
 class CollectiveWorkload(_Strict):
@@ -124,7 +128,7 @@ class CollectiveWorkload(_Strict):
 
 
 class SystemTraceWorkload(_Strict):
-    system_trace: str
+    system_trace: PathText
     algorithm: str = "auto"
     roofline_overhead: str = "0 us"
     """A fixed cost added to every roofline compute op (``replay --roofline-overhead``)."""
@@ -187,7 +191,8 @@ class WorkloadSpec(_Strict):
 class SweepSpec(_Strict):
     """A validated sweep spec. ``source`` is the file it came from."""
 
-    base: str | list[str]
+    base: PathText | list[PathText]
+    """A config name or file (names are printable text too)."""
     parameters: dict[str, ParameterSpec] = Field(default_factory=dict)
     sampling: Annotated[Literal["grid"] | SamplingSpec, Field(union_mode="left_to_right")] = "grid"
 
@@ -278,6 +283,11 @@ def _workload(item: dict[str, Any], index: int, path: Path, lines: dict) -> Work
         isinstance(k, str) and isinstance(v, list) and v for k, v in variables.items()
     ):
         raise _error("expected a mapping of variable name -> non-empty list of values", loc + ("vars",), path, lines)
+    for var, values in variables.items():
+        for k, value in enumerate(values):
+            if not isinstance(value, Scalar):
+                raise _error(f"expected a number, text or true/false, got {shown(value)}", loc + ("vars", var, k),
+                             path, lines)
     model = _validate(WORKLOAD_KINDS[kind], body, loc, path, lines)
     return WorkloadSpec(kind=kind, name=name, vars=variables, body=model, index=index)
 
@@ -296,7 +306,7 @@ def _validate(model: type[BaseModel], data: Any, prefix: tuple, path: Path, line
         else:
             message = error["msg"].removeprefix("Value error, ")
             if kind != "value_error" and "input" in error:
-                message += f" (got {error['input']!r})"
+                message += f" (got {shown(error['input'])})"
         raise _error(message, loc, path, lines) from None
 
 

@@ -39,6 +39,7 @@ from accelsim.network.simulate import check_ranks
 from accelsim.network.topology import collective_tuning
 from accelsim.study.space import substitute
 from accelsim.study.spec import (
+    MAX_RUNS,
     WORKLOAD_KINDS,
     CollectiveWorkload,
     KernelWorkload,
@@ -99,6 +100,21 @@ class Job:
 
 
 # ------------------------------------------------------------------ expansion
+
+
+def count_jobs(spec: LoadedSpec) -> int:
+    """How many jobs :func:`expand_jobs` would give, counted without building them."""
+    return sum(math.prod(len(values) for values in w.vars.values()) for w in spec.workloads)
+
+
+def check_runs(spec: LoadedSpec, points: int) -> None:
+    """Refuse a sweep of more than :data:`MAX_RUNS` runs (``points`` x the jobs) before its
+    workloads are expanded."""
+    jobs = count_jobs(spec)
+    if points * jobs > MAX_RUNS:
+        raise spec.error(f"the sweep would have {points * jobs:,} runs ({points:,} points x {jobs:,} workloads, each "
+                         f"workload once per combination of its vars); a sweep may have at most {MAX_RUNS:,}",
+                         ("workloads",))
 
 
 def expand_jobs(spec: LoadedSpec) -> list[Job]:

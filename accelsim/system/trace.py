@@ -28,12 +28,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from accelsim.arch.model import MAX_SYSTEM_CHIPS
 from accelsim.errors import InputError, checked, read_json_file
 from accelsim.files import write_text_atomic
-from accelsim.trace.kernel import MAX_AMOUNT, Dtype, PrintableText, error_message
+from accelsim.trace.kernel import MAX_AMOUNT, Dtype, PathText, PrintableText, error_message
 
 SYSTEM_TRACE_SCHEMA_VERSION = 1
 
@@ -51,6 +51,18 @@ NonNegInt = Annotated[int, Field(strict=True, ge=0)]
 NonNegNumber = Annotated[float, Field(strict=True, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)]
 """Numbers are written as numbers: ``1e12`` or ``1000000``, never the string ``"1e12"``."""
 DeviceId = NonNegInt
+MIN_BYTES = 0.125
+"""The least data an op moves, when it moves any: one bit. A byte count of 1e-300 is no
+size, and the flows sharing a link would divide by it."""
+
+
+def _whole_bits(count: float) -> float:
+    if 0 < count < MIN_BYTES:
+        raise ValueError(f"expected 0 or at least {MIN_BYTES} bytes (one bit), got {count:g}")
+    return count
+
+
+ByteCount = Annotated[NonNegNumber, AfterValidator(_whole_bits)]
 
 
 class _Strict(BaseModel):
@@ -78,12 +90,12 @@ class Op(_Strict):
     duration_s: NonNegNumber | None = None
     """Compute: a measured duration, in seconds (0: an instant op)."""
     flops: NonNegNumber | None = None
-    bytes: NonNegNumber | None = None
+    bytes: ByteCount | None = None
     """Compute: HBM bytes read and written (roofline). Communication: the buffer size."""
     dtype: Dtype = "bf16"
     unit: Literal["matrix", "vector"] = "matrix"
     """Roofline compute: which unit's peak the flops run at."""
-    kernel_trace: str | None = None
+    kernel_trace: PathText | None = None
     """Path of a kernel trace (relative to the system trace file)."""
     family: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)

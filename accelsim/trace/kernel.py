@@ -35,9 +35,9 @@ from pydantic import (
     model_validator,
 )
 
-from accelsim.errors import InputError, checked, read_json_file
+from accelsim.errors import InputError, check_path_text, checked, read_json_file, shown
 from accelsim.files import write_text_atomic
-from accelsim.text import PrintableText
+from accelsim.text import PathText, PrintableText
 
 TRACE_SCHEMA_VERSION = 1
 
@@ -63,6 +63,14 @@ engine's arithmetic is 64-bit, and products of such counts must stay inside it."
 MAX_PROGRAMS = 2**24
 """Programs of one kernel the engine simulates (about 16.8 million; a 15-million-program
 kernel takes some 35 s and 9 GB here). Beyond that, a larger block is the way."""
+
+MAX_STEP_ENTRIES = 2**26
+"""Work one kernel trace may describe: over every program, the entries of the steps it
+runs (a step, and each of its transfers and computes; a repeated step counts once, as
+the engine handles its iterations together). The engine's time and memory grow with
+it (about 0.25 us and 110 bytes per entry here): 2^26, some 67 million, is the budget of
+:data:`MAX_PROGRAMS` programs of a few entries each (a 9 MB trace of one 10,000-step
+template on 2,000 programs took 162 s and 14.5 GB)."""
 
 NonNegInt = Annotated[int, Field(strict=True, ge=0, le=MAX_COUNT)]
 PosInt = Annotated[int, Field(strict=True, gt=0, le=MAX_COUNT)]
@@ -499,7 +507,32 @@ def parse_trace(data: Any, source: str) -> KernelTrace:
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         raise InputError(error_message(error), source=source, field=_user_loc(error["loc"]) or None) from None
+    check_work(trace, source)
     return checked(check_blocks, trace, source)
+
+
+def step_entries(trace: KernelTrace) -> int:
+    """The work a trace describes (:data:`MAX_STEP_ENTRIES`), counted from the templates and
+    how many programs run each, before anything is expanded per program."""
+    per_template = [sum(1 + len(step.transfers) + len(step.compute) for step in template.steps)
+                    for template in trace.templates]
+    chosen = trace.program_template
+    if isinstance(chosen, list):
+        runs = np.bincount(np.asarray(chosen, dtype=np.int64), minlength=len(per_template))
+        return int(np.dot(runs, np.asarray(per_template, dtype=np.int64)))
+    names = [template.name for template in trace.templates]
+    return trace.num_programs * per_template[names.index(chosen) if chosen is not None else 0]
+
+
+def check_work(trace: KernelTrace, source: str) -> None:
+    """Refuse a trace that describes more work than :data:`MAX_STEP_ENTRIES`, before any of it
+    is done (the block checks, too, run per program and step)."""
+    entries = step_entries(trace)
+    if entries > MAX_STEP_ENTRIES:
+        raise InputError(f"the trace describes {entries:,} step entries ({trace.num_programs:,} programs x the steps, "
+                         f"transfers and computes of their templates); accelsim simulates at most "
+                         f"{MAX_STEP_ENTRIES:,} (2^26) in one kernel: use a repeat for a loop, or fewer programs",
+                         source=source)
 
 
 def error_message(error: dict) -> str:

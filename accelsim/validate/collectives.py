@@ -24,10 +24,11 @@ import numpy as np
 from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.loader import put
 from accelsim.arch.model import Node
-from accelsim.errors import InputError, read_json_file
+from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import BUS_FACTORS
 from accelsim.validate.calibrate import coordinate_descent, is_held_out, loss
+from accelsim.units import MEASURED_RANGE, is_measured_time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,9 +75,19 @@ def _field(r: dict, name: str, kind, source: str, where: str, positive: bool = T
         return value
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
             or (positive and value <= 0) or (kind is int and value != int(value)):
-        raise InputError(f"expected a positive {'whole number' if kind is int else 'number'}, got {value!r}",
+        raise InputError(f"expected a positive {'whole number' if kind is int else 'number'}, got {shown(value)}",
                          source=source, field=f"{where}.{name}")
     return kind(value)
+
+
+def _time(r: dict, name: str, unit_s: float, source: str, where: str) -> float:
+    """A record's time field ``name`` (in units of ``unit_s`` seconds), in seconds: a time
+    a measurement can hold (:func:`~accelsim.units.is_measured_time`)."""
+    value = _field(r, name, float, source, where)
+    if not is_measured_time(value * unit_s):
+        raise InputError(f"expected {MEASURED_RANGE}, got {shown(r[name])}{'' if unit_s == 1 else ' us'}",
+                         source=source, field=f"{where}.{name}")
+    return value * unit_s
 
 
 def _kind(r: dict, name: str, source: str, where: str) -> str:
@@ -94,10 +105,12 @@ def _collectives_record(r: Any, source: str, k: int) -> CollectiveMeasurement:
     collective, ranks = _kind(r, "collective", source, where), _field(r, "ranks", int, source, where)
     size = _field(r, "size_bytes", float, source, where)
     if "time_out_of_place_us" in r:
-        time_s = min(_field(r, "time_out_of_place_us", float, source, where),
-                     _field(r, "time_in_place_us", float, source, where)) * 1e-6
+        time_s = min(_time(r, name, 1e-6, source, where) for name in ("time_out_of_place_us", "time_in_place_us"))
     else:
         time_s = size * BUS_FACTORS[collective](ranks) / (_field(r, "busbw_GBps", float, source, where) * 1e9)
+        if not is_measured_time(time_s):
+            raise InputError(f"size_bytes / busbw_GBps gives a time of {time_s:.3g} s; expected {MEASURED_RANGE}",
+                             source=source, field=f"{where}.busbw_GBps")
     algorithm = r.get("algorithm", "auto")
     if algorithm not in ALGORITHMS_RAN:
         raise InputError(f"expected one of {', '.join(ALGORITHMS_RAN)}, got {algorithm!r}", source=source,
@@ -175,7 +188,7 @@ def _measured_record(r: Any, system: str, source: str, k: int) -> CollectiveMeas
         id=_field(r, "id", str, source, where), system=system, collective=_kind(params, "collective", source, where),
         ranks=_field(params, "ranks", int, source, f"{where}.params"),
         size_bytes=_field(params, "bytes", float, source, f"{where}.params"), algorithm="auto",
-        time_s=_field(r, "latency_s", float, source, where), source=f"{source}: {r.get('source', '')}".rstrip(": "),
+        time_s=_time(r, "latency_s", 1, source, where), source=f"{source}: {r.get('source', '')}".rstrip(": "),
         tool=str(r.get("implementation", "")))
 
 

@@ -19,11 +19,11 @@ from typing import Any
 
 from accelsim.arch.model import Chip, load_arch
 from accelsim.engine.chip import KernelSimulation
-from accelsim.errors import InputError, read_json_file
+from accelsim.errors import InputError, read_json_file, shown
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import best_config, run_config
-from accelsim.units import MAX_MEASURED_S
+from accelsim.units import MEASURED_RANGE, is_finite_number, is_measured_time
 from accelsim.workers import mapped
 
 
@@ -207,7 +207,7 @@ def _check_informational(record: dict, path: Path, where: str) -> None:
     numbers of 0 or more, ``measured`` a boolean."""
     for key in ("flops", "bytes"):
         value = record.get(key)
-        if value is not None and (not _finite_number(value) or value < 0):
+        if value is not None and (not is_finite_number(value) or value < 0):
             raise InputError(f"expected a number of 0 or more, got {json.dumps(value)}", source=str(path),
                              field=f"{where}.{key}")
     if "measured" in record and not isinstance(record["measured"], bool):
@@ -259,7 +259,7 @@ def _ran_at_clock(record: dict, arch: str, path: Path, field: str, checked: set)
         return None
     value = record["sm_clock_mhz"]
     if not (isinstance(value, dict) and set(value) == {"median", "min", "max", "readings"}
-            and all(_finite_number(value[k]) and 1 <= value[k] <= MAX_CLOCK_MHZ for k in ("median", "min", "max"))
+            and all(is_finite_number(value[k]) and 1 <= value[k] <= MAX_CLOCK_MHZ for k in ("median", "min", "max"))
             and isinstance(value["readings"], int) and not isinstance(value["readings"], bool) and value["readings"] > 0
             and value["min"] <= value["median"] <= value["max"]):
         raise InputError(f"expected {{median, min, max, readings}}: SM clocks in MHz from 1 to {MAX_CLOCK_MHZ:g} with "
@@ -275,9 +275,9 @@ def _kernel_device_s(record: dict, path: Path, field: str) -> tuple[tuple[str, f
     value = record["kernel_device_s"]
     if not isinstance(value, list) or not value or not all(
             isinstance(k, dict) and set(k) == {"name", "device_s"} and isinstance(k["name"], str)
-            and _finite_number(k["device_s"]) and 0 < k["device_s"] <= MAX_MEASURED_S for k in value):
-        raise InputError(f"expected a list of {{name, device_s}} with device_s in seconds above 0 and at most "
-                         f"{MAX_MEASURED_S:g} (a day)", source=str(path), field=field)
+            and is_measured_time(k["device_s"]) for k in value):
+        raise InputError(f"expected a list of {{name, device_s}} with device_s in seconds, {MEASURED_RANGE}",
+                         source=str(path), field=field)
     return tuple((k["name"], float(k["device_s"])) for k in value)
 
 
@@ -302,19 +302,13 @@ def _mapping(value, path: Path, field: str) -> dict:
     return dict(value)
 
 
-def _finite_number(value: Any) -> bool:
-    """A finite JSON number (an integer of any size is: ``math.isfinite`` would overflow
-    converting a huge one)."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _latency(value, path: Path, field: str) -> float:
-    """A measured latency: a finite number of seconds above zero, up to a day."""
-    if not _finite_number(value) or not 0 < value <= MAX_MEASURED_S:
-        raise InputError(f"expected a latency in seconds above 0 and at most {MAX_MEASURED_S:g} (a day), "
-                         f"got {value!r}", source=str(path), field=field)
+    """A measured latency in seconds (:func:`is_measured_time`)."""
+    if not is_measured_time(value):
+        raise InputError(f"expected a latency in seconds, {MEASURED_RANGE}, got {shown(value)}", source=str(path),
+                         field=field)
     return float(value)
 
 

@@ -160,3 +160,13 @@ def test_a_citation_without_its_value_is_refused(write_yaml, given):
     with pytest.raises(InputError, match=r"hbm\.bandwidth: gives a (source|basis) but no value") as exc:
         load_arch(str(path))
     assert exc.value.line == 4
+
+
+def test_a_chain_of_overlays_too_long_names_a_file(write_yaml):
+    for i in range(70):
+        write_yaml(f"c{i}.yaml", f"extends: c{i + 1}.yaml\n")
+    write_yaml("c70.yaml", "extends: h100-sxm\n")
+    with pytest.raises(InputError) as exc:
+        load_arch(str(write_yaml("top.yaml", "extends: c0.yaml\n")))
+    assert exc.value.source.endswith("c62.yaml") and exc.value.field == "extends"
+    assert "'extends' chains more than 64 files (from top.yaml)" in exc.value.message

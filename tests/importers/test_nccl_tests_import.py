@@ -127,8 +127,9 @@ def with_first_row(text: str, column: int, value: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("column, value, says", [(5, "inf", "times from 0 to a day"), (9, "nan", "times from 0 to a day"),
-                                                 (0, "9" * 19, "up to 8 PiB")])
+@pytest.mark.parametrize("column, value, says", [(5, "inf", "to a day"), (9, "nan", "to a day"),
+                                                 (5, "1e-300", "from 0.001 us"), (9, "0.0000001", "from 0.001 us"),
+                                                 (0, "9" * 19, "up to 8 PiB"), (0, "9" * 5000, "up to 8 PiB")])
 def test_impossible_rows_are_refused(tmp_path, column, value, says):
     log = tmp_path / "bad.log"
     log.write_text(with_first_row(log_of(dgx_h100_rows()[:3]), column, value))

@@ -161,3 +161,20 @@ def test_a_kernel_trace_the_chip_cannot_run_is_named_not_the_system_trace(cli, t
     result = cli("replay", str(tmp_path / "step.json"), "--system", "dgx-h100")
     assert result.code == 2 and result.err.count("\n") == 1, result.err
     assert result.err.startswith(f"accelsim: error: {tmp_path / 'grid4.json'}: kernel.grid: expected at most 3 axes")
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: op(d, 1).update(bytes=5e-324), "programs[0].ops[1].bytes: expected 0 or at least 0.125 bytes"),
+    (lambda d: op(d, 0).update(bytes=1e-300), "programs[0].ops[0].bytes: expected 0 or at least 0.125 bytes"),
+    (lambda d: op(d, 0).update(flops=None, bytes=None, kernel_trace="k\x00.json"),
+     "programs[0].ops[0].kernel_trace: expected a file path (printable text), got 'k\\x00.json'"),
+], ids=["subnormal-collective", "subnormal-roofline", "nul-path"])
+def test_sizes_no_op_can_have_and_paths_no_file_can_have(change, expected):
+    assert expected in error_of(change)
+
+
+def test_a_bit_is_the_least_an_op_moves():
+    data = copy.deepcopy(GOOD)
+    op(data, 1).update(bytes=0.125)
+    op(data, 0).update(bytes=0)
+    assert parse_system_trace(data, "t.json").programs[0].ops[1].bytes == 0.125

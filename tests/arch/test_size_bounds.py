@@ -1,0 +1,24 @@
+"""Sizes a config or ``--set`` gives are bounded before anything is built: a cluster's
+NICs per node (1e6 took over 100 s and 5 GB to build, 1e23 never finished) and its NICs
+in all."""
+
+import pytest
+
+from accelsim.arch.model import load_arch
+from accelsim.errors import InputError
+
+
+@pytest.mark.parametrize("nics", ["65", "1000000", "100000000000000000000000"])
+def test_nics_per_node_past_the_limit(nics):
+    with pytest.raises(InputError) as exc:
+        load_arch("h100-ib-cluster", [f"network.nics_per_node={nics}"])
+    assert exc.value.source == "--set" and exc.value.field == "network.nics_per_node"
+    assert exc.value.message == f"must be at most 64 NICs per node, got {int(nics):,}"
+
+
+def test_the_whole_fabric_is_bounded_by_its_estimate():
+    assert load_arch("h100-ib-cluster", ["network.nics_per_node=64", "nodes=16384"]).nics_per_node == 64
+    with pytest.raises(InputError) as exc:
+        load_arch("h100-ib-cluster", ["network.nics_per_node=64", "nodes=16385"])
+    assert "the cluster would have 1,048,640 NICs (16,385 nodes x 64); accelsim models at most 1,048,576" \
+        in exc.value.message
