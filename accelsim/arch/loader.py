@@ -83,13 +83,33 @@ def find_config(name_or_path: str, *, referenced_from: str | None = None, field:
     index = _builtin_index()
     if name_or_path in index:
         return index[name_or_path]
-    names = builtin_names()
-    nearest = difflib.get_close_matches(name_or_path, names, n=len(names), cutoff=0.0)  # the line is cut at its end
+    nearest = nearest_names(name_or_path)
+    every = f"'accelsim arch list' shows all {len(builtin_names())}"
     raise InputError(
-        f"unknown config {shown(name_or_path)}; expected a file path or one of (nearest first): {', '.join(nearest)}",
+        f"unknown config {shown(name_or_path)}; did you mean {', '.join(nearest)}? ({every}; a file path works too)"
+        if nearest else f"unknown config {shown(name_or_path)}; expected a file path or a built-in name ({every})",
         source=referenced_from,
         field=field,
     )
+
+
+SUGGESTED = 4
+"""Names an unknown config name's error suggests, at most."""
+
+
+def nearest_names(name: str) -> list[str]:
+    """The built-in names (an alias as ``alias (name)``) closest to a mistyped one: by
+    spelling (difflib's ratio, case ignored), then those that contain it (``v5p``)."""
+    index = _builtin_index()
+    by_lower = {key.lower(): key for key in sorted(index)}
+    typed = name.strip().lower()
+    close = difflib.get_close_matches(typed, list(by_lower), n=SUGGESTED, cutoff=0.6)
+    containing = [key for key in by_lower if typed and typed in key]
+    shown: dict[Path, str] = {}  # one suggestion per config, under the name closest to what was typed
+    for key in dict.fromkeys([*close, *containing]):
+        path = index[by_lower[key]]
+        shown.setdefault(path, by_lower[key] if path.stem == by_lower[key] else f"{by_lower[key]} ({path.stem})")
+    return list(shown.values())[:SUGGESTED]
 
 
 # ---------------------------------------------------------------- YAML with line numbers

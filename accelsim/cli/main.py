@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from accelsim.errors import InputError
 
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="accelsim",
         description="Architecture-level simulator for ML accelerators (GPUs and TPUs).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     arch_cmd.register(sub)
     simulate_cmd.register(sub)
@@ -44,9 +47,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def installed_version() -> str:
+    """The version pip installed; a checkout run without installing says so."""
+    try:
+        return metadata.version("accelsim")
+    except metadata.PackageNotFoundError:
+        return "(not installed: run from a source checkout)"
+
+
+ASSIGNMENT_OPTIONS = {"--param": "K=V", "--set": "PATH=VALUE"}
+
+
+def check_assignments(argv: Sequence[str]) -> None:
+    """``--param M 1024``: the ``=`` forgotten. argparse would take ``1024`` for a positional
+    argument and complain about that instead ("give a trace file or --kernel, not both")."""
+    for i, token in enumerate(argv[:-1]):
+        form = ASSIGNMENT_OPTIONS.get(token)
+        value = argv[i + 1]
+        if form is None or "=" in value:
+            continue
+        after = argv[i + 2] if i + 2 < len(argv) and not argv[i + 2].startswith("-") else None
+        fix = f" (write {token} {shlex.quote(f'{value}={after}')})" if after is not None else ""
+        raise InputError(f"expected {form}, got {value!r}: the '=' is missing{fix}", source=token)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        check_assignments(argv)
         args = parser.parse_args(argv)
         return int(args.run(args) or 0)
     except InputError as exc:
