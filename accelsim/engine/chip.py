@@ -43,6 +43,19 @@ from accelsim.results import KernelResult
 from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, Resources, check_gpu_grid
 from accelsim.units import PS_PER_S, check_simulated_ps
 
+@dataclass(eq=False)
+class _Cohort(Flow):
+    """A flow of ``count`` programs; ``tag``: where they run."""
+
+    count: int = 1
+    tag: object = None
+
+
+def _start(pool: FluidResources, flows: list[Flow], on_done) -> None:
+    for event in pool.start_many(flows):
+        event.callbacks.append(lambda e: on_done(e.value))
+
+
 LATENCY_BOUND_BELOW = 0.5
 """If no resource is busier than this fraction of the kernel time, the kernel is
 called latency-bound (too few programs, too shallow a pipeline, or launch cost)."""
@@ -776,11 +789,10 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         flows = []
         for chosen in _groups(keys):
             ids = members[chosen]
-            flows.append(Flow(
+            flows.append(_Cohort(
                 name=f"programs {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"program {ids[0]}",
                 demand=dict(zip(resources, demand_rows[rows[chosen]].sum(axis=0).tolist())),
                 max_rate=1.0 / _after_startup(float(seconds[chosen].mean()), waited),
-                on_done=finished,
                 count=len(ids),
                 tag=core_of[chosen],
             ))
@@ -792,9 +804,9 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
             if timeline:
                 segments.append(Segment("kernel start", "startup: program overhead + first load's latency",
                                         env.now, env.now + waited_ps, {"programs": take}))
-            env.timeout(waited_ps).callbacks.append(lambda _e: pool.start_many(flows))
+            env.timeout(waited_ps).callbacks.append(lambda _e: _start(pool, flows, finished))
         else:
-            pool.start_many(flows)
+            _start(pool, flows, finished)
 
     single: list[_ProgramTimeLists] = []  # made on the first program dispatched alone
 
@@ -809,18 +821,17 @@ def _simulate_gpu(trace: KernelTrace, chip: Chip, timeline: bool, memo: ReplayMe
         core_of = cores.place(1)
         residents = int(cores.resident[core_of[0]])
         seconds = single[0].seconds(row, residents)
-        flow = Flow(
+        flow = _Cohort(
             name=f"program {i}",
             demand=dict(zip(resources, demand_rows[row].tolist())),
             max_rate=1.0 / seconds,
-            on_done=finished,
             count=1,
             tag=core_of,
         )
         if rerate:
             track(flow, np.array([row]), np.array([seconds]))
             placed.append(core_of)
-        pool.start_many([flow])
+        _start(pool, [flow], finished)
 
     dispatch()
     env.run()
@@ -969,7 +980,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         for k in np.unique(kernel_of[mine]).tolist():
             ours = kernel_of[mine] == k
             rows = mine[ours]
-            waves[k].append(Flow(
+            waves[k].append(_Cohort(
                 name=f"TensorCore {core}" + (f", kernel {k}" if kernels > 1 else ""),
                 demand={"matrix": float(costs.matrix_s[rows].sum()),
                         "vector": float(costs.vector_s[rows].sum()),
@@ -992,9 +1003,7 @@ def _simulate_tpu(trace: KernelTrace, chip: Chip, timeline: bool, costs: Program
         if k == kernels:
             return
         pending[0] = len(waves[k])
-        for flow in waves[k]:
-            flow.on_done = lambda f, k=k: done(f, k)
-        pool.start_many(waves[k])
+        _start(pool, waves[k], lambda f, k=k: done(f, k))
 
     def done(flow: Flow, k: int) -> None:
         if timeline:

@@ -8,10 +8,19 @@ transfers of collectives.
 A :class:`Flow` is an amount of *work* (1.0 = all of it) with a demand per unit of
 work on each resource it uses (bytes, or core-seconds) and a ``max_rate``: how fast
 it could finish if it had every resource to itself (work per second). Rates follow
-dominant-resource max-min fairness (progressive filling): flows on a saturated
-resource get equal shares of it unless limited elsewhere, and what one flow cannot
-use goes to the others. Rates are recomputed only when a flow starts or ends, so
-the cost is a few events per flow.
+dominant-resource max-min fairness (:func:`~accelsim.engine.fair_share.max_min_rates`)
+and are recomputed only when a flow starts or ends, so the cost is a few events per flow.
+
+Starting a flow returns a SimPy event that succeeds, with the flow as its value, when
+the flow's work is done, as SimPy's resources hand out events::
+
+    def program(env, pool):
+        yield pool.start(Flow("load", {"hbm": 1e6}, max_rate=1e3))
+        ...  # the flow is done: env.now is its end
+
+The pool processes a flow's event at its end itself (its waiters run then, in the order of
+the flows' slots), before it reallocates: flows its waiters start at that instant join
+the one reallocation that the ends cause (:meth:`FluidResources.start_many`).
 """
 
 from __future__ import annotations
@@ -24,18 +33,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from accelsim.engine.fair_share import EPS, max_min_rates
 from accelsim.units import PS_PER_S, check_simulated_ps
 
-_EPS = 1e-12
 CEIL_SLACK = 1e-15
 """Relative (and absolute, in ps) float noise ignored when rounding a time up: a few
 ulps, so an early end it allows is under a thousandth of a picosecond per second."""
-
-
-TIE_SLACK = 1e-12
-"""Relative difference under which two resources' saturation levels are one level (float
-noise of sums in another order); freezing a flow at the lower of the two never takes
-more than a resource's capacity."""
 
 
 def _wait_ps(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
@@ -44,14 +47,24 @@ def _wait_ps(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
     than the exact fluid schedule, which bounds are made for."""
     left = np.full(len(remaining), np.inf)
     np.divide(remaining * PS_PER_S, rate, out=left, where=rate > 0)
-    left[remaining <= _EPS] = 0.0
+    left[remaining <= EPS] = 0.0
     # up, but not past float noise (a time of 2e12 * (1 + 1e-16) ps is 2e12 ps)
     return np.ceil(left * (1 - CEIL_SLACK) - CEIL_SLACK)
 
 
 def _ceil_ps(left_ps: float) -> int:
-    """:meth:`FluidResources._time_left_ps`'s rounding, for one time."""
+    """:func:`_wait_ps`'s rounding, for one time."""
     return math.ceil(left_ps * (1 - CEIL_SLACK) - CEIL_SLACK)
+
+
+def _succeed_now(event: simpy.Event, value: object) -> None:
+    """Succeed ``event`` and run its callbacks now, as ``simpy.Environment.step`` does when
+    it pops an event: its waiters act within the pool's own event, before it reallocates."""
+    event._ok = True
+    event._value = value
+    callbacks, event.callbacks = event.callbacks, None
+    for callback in callbacks:
+        callback(event)
 
 
 @dataclass(eq=False)
@@ -67,42 +80,89 @@ class Flow:
     name: str
     demand: Mapping[str, float]
     max_rate: float
-    on_done: Callable[["Flow"], None] | None = None
-    count: int = 1
-    """How many identical programs (or transfers) this flow stands for."""
-    tag: object = None
-    """Free for the owner (e.g. which core group a cohort runs on)."""
     remaining: float = 1.0
     rate: float = 0.0
     started_ps: int = 0
     finished_ps: int | None = None
+    done: simpy.Event | None = field(default=None, repr=False)
+    """Succeeds (with the flow) when its work is done; made by :meth:`FluidResources.start`."""
     slot: int = field(default=-1, repr=False)
     """The pool's row for it while it runs (-1 otherwise)."""
+
+
+class _Rows:
+    """The running flows as arrays, one row (a *slot*) per flow, so that an event costs a
+    few numpy operations however many flows run. Slots are handed out lowest first."""
+
+    def __init__(self, resources: int) -> None:
+        self.flows: list[Flow | None] = []
+        self.free: list[int] = []
+        """Slots not in use, the next to hand out last."""
+        self.demand = np.zeros((0, resources))
+        self.remaining = np.zeros(0)
+        self.rate = np.zeros(0)
+        """Idle slots have rate 0 (every allocation zeroes them, and no time passes between
+        a flow's end and the next allocation)."""
+        self.max_rate = np.zeros(0)
+        self.active = np.zeros(0, dtype=bool)
+        self.version = np.zeros(0, dtype=np.int64)
+        """Bumped whenever a slot's flow starts or changes pace: a free-running end time of
+        an older version is stale."""
+        self.t0 = np.zeros(0, dtype=np.int64)
+        """Free-running: when the slot's progress was last written down (``rem0``)."""
+        self.rem0 = np.zeros(0)
+
+    def take(self) -> int:
+        if self.free:
+            return self.free.pop()
+        slot = len(self.flows)
+        grow = max(16, slot)
+        self.flows.extend([None] * grow)
+        self.free.extend(range(slot + grow - 1, slot, -1))
+        self.demand = np.vstack([self.demand, np.zeros((grow, self.demand.shape[1]))])
+        for attr in ("remaining", "rate", "max_rate", "rem0"):
+            setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(grow)]))
+        self.t0 = np.concatenate([self.t0, np.zeros(grow, dtype=np.int64)])
+        self.version = np.concatenate([self.version, np.zeros(grow, dtype=np.int64)])
+        self.active = np.concatenate([self.active, np.zeros(grow, dtype=bool)])
+        return slot
+
+    def release(self, slot: int) -> None:
+        self.remaining[slot] = 0.0
+        self.rate[slot] = 0.0
+        self.active[slot] = False
+        self.flows[slot] = None
+        self.version[slot] += 1
+        self.free.append(slot)
+        if len(self.free) == len(self.flows):
+            # Idle: hand out slots from 0 again, as to a new pool. A slot orders flows that
+            # end in the same picosecond, so what runs next (a kernel after a barrier) then
+            # does not depend on the order flows before it happened to free theirs.
+            self.free.sort(reverse=True)
 
 
 class FluidResources:
     """A set of shared resources (capacity per second each) and the flows using them.
 
-    Flow state is kept as arrays (one row per slot) so that an event costs a few
-    numpy operations however many flows are running.
+    ``coalesce_starts``: flows started at one instant by separate callers (say, the lanes
+    of many collectives whose latency waits end together) join one reallocation, made by
+    an event queued after those already due at that instant, instead of one each. Rates
+    between the start and that event are not meaningful (no time passes); the allocation
+    made is the one the last start would have made.
+
+    ``free_running``: while no resource is contended (every flow at its own ``max_rate``),
+    keep each flow's end time in a heap and the resources' load as a running sum, so that
+    a flow's start or end costs a few scalar operations instead of a reallocation over
+    every flow; the first start that contends a resource brings every flow's progress up
+    to date and hands back to the allocation. Worth it where most events happen
+    uncontended (the programs of a kernel); not used with an ``observer``. The end times
+    are those the allocation would give, up to float rounding of the progress in between.
+
+    Both are shortcuts: off, every start reallocates and every event reallocates.
     """
 
     def __init__(self, env: simpy.Environment, capacities: Mapping[str, float], *,
                  coalesce_starts: bool = False, free_running: bool = False) -> None:
-        """``coalesce_starts``: flows started at one instant by separate callers (say, the
-        lanes of many collectives whose latency waits end together) join one
-        reallocation, made by an event queued after those already due at that instant,
-        instead of one each. Rates between the start and that event are not meaningful
-        (no time passes); the allocation made is the one the last start would have made.
-
-        ``free_running``: while no resource is contended (every flow at its own
-        ``max_rate``), keep each flow's end time in a heap and the resources' load as a
-        running sum, so that a flow's start or end costs a few scalar operations instead
-        of a reallocation over every flow; the first start that contends a resource
-        brings every flow's progress up to date and hands back to the allocation. Worth
-        it where most events happen uncontended (the programs of a kernel); not used with
-        an ``observer``. The end times are those the allocation would give, up to float
-        rounding of the progress in between."""
         for name, cap in capacities.items():
             if not cap > 0:
                 raise ValueError(f"resource {name!r} needs a positive capacity, got {cap!r}")
@@ -113,15 +173,10 @@ class FluidResources:
         self._capacity = np.array([capacities[n] for n in self._names], dtype=float)
         self._used = np.zeros(len(self._names))
         self.events = 0
+        """Timers scheduled (one per reallocation that leaves flows running)."""
         self.observer: Callable[[int, "FluidResources"], None] | None = None
         """Called after every reallocation with (now_ps, self): for timelines."""
-        self._slots: list[Flow | None] = []
-        self._free_slots: list[int] = []
-        self._demand = np.zeros((0, len(self._names)))
-        self._remaining = np.zeros(0)
-        self._rate = np.zeros(0)
-        self._max_rate = np.zeros(0)
-        self._active = np.zeros(0, dtype=bool)
+        self._rows = _Rows(len(self._names))
         self._generation = 0
         self._last_ps = 0
         self._in_callbacks = False
@@ -130,157 +185,137 @@ class FluidResources:
         self._flush_pending = False
         self._free_running = free_running
         self._free = False
-        """Free-running now: rates are every flow's max_rate; progress since ``_t0`` (from
-        ``_rem0``) is implicit, ends are in ``_heap`` and the load is ``_load``."""
-        self._t0 = np.zeros(0, dtype=np.int64)
-        self._rem0 = np.zeros(0)
+        """Free-running now: rates are every flow's max_rate; progress since ``t0`` (from
+        ``rem0``) is implicit, ends are in ``_heap`` and the load is ``_load``."""
         self._heap: list[tuple[int, int, int]] = []  # (end ps, slot, version)
-        self._version = np.zeros(0, dtype=np.int64)
-        """Per slot, bumped whenever its flow starts or changes pace: a heap entry of an
-        older version is stale and skipped."""
         self._load = np.zeros(len(self._names))
 
     # ------------------------------------------------------------ public
 
-    def start(self, flow: Flow) -> None:
-        """Add a flow now; its ``on_done`` is called when its work is done."""
-        self.start_many([flow])
+    def start(self, flow: Flow) -> simpy.Event:
+        """Add a flow now; the returned event (also ``flow.done``) succeeds, with the flow
+        as its value, when its work is done."""
+        return self.start_many([flow])[0]
 
-    def start_many(self, flows: list[Flow]) -> None:
-        """Add several flows at once (one reallocation)."""
-        rows = []
-        for flow in flows:
-            if not self._index.keys() >= flow.demand.keys():
-                unknown = [name for name in flow.demand if name not in self._index]
-                raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
-            if not flow.max_rate > 0:
-                raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
-            rows.append(self._row(flow.demand))
+    def start_many(self, flows: list[Flow]) -> list[simpy.Event]:
+        """Add several flows at once (one reallocation); their completion events in order.
+        Flows started by the waiters of flows that end join those ends' reallocation."""
+        rows = [self._checked_row(flow) for flow in flows]
         if not self._free:
             self._advance()
-        now = self.env.now
         for flow, (columns, amounts) in zip(flows, rows):
-            slot = self._take_slot()
-            self._slots[slot] = flow
-            flow.slot = slot
-            self._version[slot] += 1
-            if not isinstance(columns, slice):
-                self._demand[slot] = 0.0
-            self._demand[slot, columns] = amounts
-            self._remaining[slot] = 1.0
-            self._max_rate[slot] = flow.max_rate
-            self._active[slot] = True
-            flow.started_ps = now
-            if self._free:
-                self._rate[slot] = flow.max_rate
-                self._t0[slot], self._rem0[slot] = now, 1.0
-                self._load += flow.max_rate * self._demand[slot]
-                heapq.heappush(self._heap, (now + _ceil_ps(PS_PER_S / flow.max_rate), slot, int(self._version[slot])))
-        if self._in_callbacks:
-            return
-        if not self._coalesce:
-            self._reschedule()
-        elif not self._flush_pending:
-            self._flush_pending = True
-            flush = self.env.event()
-            flush.callbacks.append(lambda _e: self._flush())
-            flush.succeed()
+            self._add(flow, columns, amounts)
+        if not self._in_callbacks:
+            if not self._coalesce:
+                self._reschedule()
+            elif not self._flush_pending:
+                self._flush_pending = True
+                flush = self.env.event()
+                flush.callbacks.append(lambda _e: self._flush())
+                flush.succeed()
+        return [flow.done for flow in flows]
 
     def set_max_rates(self, flows: list[Flow], rates: list[float]) -> None:
         """Change running flows' ``max_rate`` from now on (say, a program whose SM's other
         residents have finished): their progress so far stands, what is left goes at the
-        new pace. Inside ``on_done`` callbacks it joins their reallocation."""
+        new pace. Within the completion callbacks of an instant it joins its reallocation."""
         if not flows:
             return
         for flow, rate in zip(flows, rates):
             if not rate > 0:
                 raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
-            if flow.slot < 0 or self._slots[flow.slot] is not flow:
+            if flow.slot < 0 or self._rows.flows[flow.slot] is not flow:
                 raise ValueError(f"flow {flow.name!r} is not running")
             flow.max_rate = rate
         slots = np.fromiter((flow.slot for flow in flows), dtype=np.int64, count=len(flows))
         paces = np.asarray(rates, dtype=float)
         if self._free:
-            # bring these flows' progress to now, then restart their clocks at the new paces
-            now = self.env.now
-            rem0 = self._rem0[slots]
-            left = np.maximum(rem0 - self._rate[slots] * (now - self._t0[slots]) / PS_PER_S, 0.0)
-            demand = self._demand[slots]
-            self._used += (rem0 - left) @ demand
-            self._load += (paces - self._max_rate[slots]) @ demand
-            self._t0[slots], self._rem0[slots], self._rate[slots] = now, left, paces
-            self._version[slots] += 1
-            for end, slot, version in zip((now + _wait_ps(left, paces)).astype(np.int64).tolist(), slots.tolist(),
-                                          self._version[slots].tolist()):
-                heapq.heappush(self._heap, (end, slot, version))
+            self._repace_free(slots, paces)
         else:
             self._advance()
-        self._max_rate[slots] = paces
-        if self._in_callbacks:
-            return
-        self._reschedule()
+        self._rows.max_rate[slots] = paces
+        if not self._in_callbacks:
+            self._reschedule()
 
     @property
     def used(self) -> dict[str, float]:
         """Total demand served per resource so far."""
         return dict(zip(self._names, self._used.tolist()))
 
-    def snapshot(self) -> list[Flow]:
-        """The running flows, each with ``remaining`` and ``rate`` filled in as of now
-        (the pool's own state is not changed)."""
-        now = self.env.now
-        out = []
-        for slot in np.flatnonzero(self._active).tolist():
-            flow = self._slots[slot]
-            rate = float(self._rate[slot])
-            if self._free:
-                start, left = int(self._t0[slot]), float(self._rem0[slot])
-            else:
-                start, left = self._last_ps, float(self._remaining[slot])
-            flow.remaining, flow.rate = max(left - rate * (now - start) / PS_PER_S, 0.0), rate
-            out.append(flow)
-        return out
-
     def used_array(self) -> np.ndarray:
         """:attr:`used` as an array over the resources in capacity order (a copy)."""
         return self._used.copy()
 
+    def snapshot(self) -> list[Flow]:
+        """The running flows, each with ``remaining`` and ``rate`` filled in as of now
+        (the pool's own state is not changed)."""
+        now, rows = self.env.now, self._rows
+        out = []
+        for slot in np.flatnonzero(rows.active).tolist():
+            flow = rows.flows[slot]
+            rate = float(rows.rate[slot])
+            if self._free:
+                start, left = int(rows.t0[slot]), float(rows.rem0[slot])
+            else:
+                start, left = self._last_ps, float(rows.remaining[slot])
+            flow.remaining, flow.rate = max(left - rate * (now - start) / PS_PER_S, 0.0), rate
+            out.append(flow)
+        return out
+
     def book(self, used: np.ndarray, events: int) -> None:
         """Count demand served and events on top of those replayed: work whose replay the
         owner skipped because it repeats, exactly, work already replayed (an idle pool)."""
-        if self._active.any():
+        if self._rows.active.any():
             raise RuntimeError("booking skipped work needs an idle pool")
         self._used += used
         self.events += events
 
     def rates(self) -> dict[str, float]:
         """Current use of each resource per second."""
-        total = (self._rate * self._active) @ self._demand
+        rows = self._rows
+        total = (rows.rate * rows.active) @ rows.demand
         return dict(zip(self._names, total.tolist()))
 
-    # ------------------------------------------------------------ internals
+    # ------------------------------------------------------------ starting flows
 
-    def _row(self, demand: Mapping[str, float]) -> tuple[list[int] | slice, list[float]]:
+    def _checked_row(self, flow: Flow) -> tuple[list[int] | slice, list[float]]:
         """A flow's demand as (columns, amounts) of its row over every resource (zero
         where it uses none): a transfer on a pool of thousands of links names a few."""
+        demand = flow.demand
         if list(demand) == self._names:  # a kernel's flows name every resource, in order
-            return slice(None), list(demand.values())
-        return [self._index[name] for name in demand], list(demand.values())
+            columns: list[int] | slice = slice(None)
+        elif self._index.keys() >= demand.keys():
+            columns = [self._index[name] for name in demand]
+        else:
+            unknown = [name for name in demand if name not in self._index]
+            raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
+        if not flow.max_rate > 0:
+            raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
+        return columns, list(demand.values())
 
-    def _take_slot(self) -> int:
-        if self._free_slots:
-            return self._free_slots.pop()
-        slot = len(self._slots)
-        grow = max(16, slot)
-        self._slots.extend([None] * grow)
-        self._free_slots.extend(range(slot + grow - 1, slot, -1))
-        self._demand = np.vstack([self._demand, np.zeros((grow, len(self._names)))])
-        for attr in ("_remaining", "_rate", "_max_rate", "_rem0"):
-            setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(grow)]))
-        self._t0 = np.concatenate([self._t0, np.zeros(grow, dtype=np.int64)])
-        self._version = np.concatenate([self._version, np.zeros(grow, dtype=np.int64)])
-        self._active = np.concatenate([self._active, np.zeros(grow, dtype=bool)])
-        return slot
+    def _add(self, flow: Flow, columns: list[int] | slice, amounts: list[float]) -> None:
+        rows, now = self._rows, self.env.now
+        slot = rows.take()
+        rows.flows[slot] = flow
+        flow.slot = slot
+        flow.started_ps = now
+        flow.done = self.env.event()
+        rows.version[slot] += 1
+        if not isinstance(columns, slice):
+            rows.demand[slot] = 0.0
+        rows.demand[slot, columns] = amounts
+        rows.remaining[slot] = 1.0
+        rows.max_rate[slot] = flow.max_rate
+        rows.active[slot] = True
+        if self._free:
+            rows.rate[slot] = flow.max_rate
+            rows.t0[slot], rows.rem0[slot] = now, 1.0
+            self._load += flow.max_rate * rows.demand[slot]
+            alone_ps = PS_PER_S / flow.max_rate
+            check_simulated_ps(now + alone_ps)
+            heapq.heappush(self._heap, (now + _ceil_ps(alone_ps), slot, int(rows.version[slot])))
+
+    # ------------------------------------------------------------ the allocation
 
     def _advance(self) -> None:
         """Move every flow's progress to now at its current rate."""
@@ -288,102 +323,33 @@ class FluidResources:
         self._last_ps = self.env.now
         if dt <= 0:
             return
-        # idle slots have rate 0 (every allocation zeroes them, and no time passes
-        # between a flow's end and the next allocation)
-        done = np.minimum(self._rate * dt, self._remaining)
-        self._remaining -= done
-        self._used += done @ self._demand
+        rows = self._rows
+        done = np.minimum(rows.rate * dt, rows.remaining)
+        rows.remaining -= done
+        self._used += done @ rows.demand
 
     def _allocate(self) -> None:
-        """Dominant-resource max-min fairness by progressive filling.
-
-        Every unfrozen flow runs at ``level * weight``, where ``weight`` makes its
-        largest share of any resource equal to ``level``. The level rises until a
-        resource saturates (the flows using it freeze there) or flows reach their own
-        ``max_rate`` (they freeze at it); repeat with what is left.
-        """
-        active = np.nonzero(self._active)[0]
-        self._rate[:] = 0.0
+        """Every running flow's rate (:func:`~accelsim.engine.fair_share.max_min_rates`);
+        while nothing is contended, each at its own pace (and free-running, if allowed)."""
+        rows = self._rows
+        active = np.nonzero(rows.active)[0]
+        rows.rate[:] = 0.0
         if active.size == 0:
             return
-        demand = self._demand.take(active, axis=0)
-        max_rate = self._max_rate.take(active)
+        demand = rows.demand.take(active, axis=0)
+        max_rate = rows.max_rate.take(active)
         load = max_rate @ demand
         if (load <= self._capacity).all():
-            self._rate[active] = max_rate  # nothing is contended: every flow at its own pace
+            rows.rate[active] = max_rate  # nothing is contended: every flow at its own pace
             if self._free_running and self.observer is None:
                 self._enter_free(active, load)
             return
-        # only the resources some flow uses: a pool of many links with few in use at once
-        # costs what those few do (unused columns never bottleneck or weigh)
-        used = np.flatnonzero(demand.any(axis=0))
-        capacity = self._capacity[used]
-        demand = demand[:, used]
-        dominant = (demand / capacity).max(axis=1)
-        rate = np.where(dominant > 0, 0.0, max_rate)  # a flow using nothing shared runs free
-        unfrozen = dominant > 0
-        weight = np.divide(1.0, dominant, out=np.zeros_like(dominant), where=unfrozen)
-        free = capacity - rate @ demand
-        cap_level = np.divide(max_rate, weight, out=np.full_like(max_rate, np.inf), where=unfrozen)
-        # each resource's load from the unfrozen flows; a freeze changes it only in the
-        # columns the frozen flows use, so only those are summed again (exactly, so a
-        # resource whose flows are all frozen has no load left, not float residue)
-        load = (weight * unfrozen) @ demand
-        while unfrozen.any():
-            with np.errstate(divide="ignore", invalid="ignore"):
-                levels = np.where(load > _EPS, free / load, np.inf)
-            level = levels.min()
-            capped = unfrozen & (cap_level <= level)
-            if capped.any():
-                freeze = capped
-                rate[freeze] = max_rate[freeze]
-            else:
-                # every resource that saturates at this level at once (a symmetric
-                # collective has thousands of links in a few classes): freezing them
-                # one by one would find the same level for each of the others
-                bottlenecks = np.flatnonzero(levels <= level * (1 + TIE_SLACK))
-                freeze = unfrozen & (demand[:, bottlenecks] > 0).any(axis=1)
-                rate[freeze] = level * weight[freeze]
-            frozen_demand = demand[freeze]
-            free = np.maximum(free - rate[freeze] @ frozen_demand, 0.0)
-            unfrozen &= ~freeze
-            touched = np.flatnonzero(frozen_demand.any(axis=0))
-            load[touched] = (weight * unfrozen) @ demand[:, touched]
-        self._rate[active] = rate
-
-    def _time_left_ps(self, slots: np.ndarray) -> np.ndarray:
-        """Picoseconds the flows in ``slots`` need at their current rates (:func:`_wait_ps`)."""
-        return _wait_ps(self._remaining.take(slots), self._rate.take(slots))
+        rows.rate[active] = max_min_rates(demand, max_rate, self._capacity)
 
     def _flush(self) -> None:
         """The coalesced reallocation, unless a timer's has made it already."""
         if self._flush_pending:
             self._reschedule()
-
-    def _enter_free(self, active: np.ndarray, load: np.ndarray) -> None:
-        """Start free-running from the progress the arrays hold now."""
-        self._free = True
-        self._load = load.copy()
-        now = self.env.now
-        self._t0[active] = now
-        self._rem0[active] = self._remaining[active]
-        ends = now + self._time_left_ps(active)
-        if ends.size:
-            check_simulated_ps(float(ends.max()))
-        self._heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist(),
-                                self._version[active].tolist()))  # a sorted list is a heap
-
-    def _leave_free(self) -> None:
-        """Bring every flow's progress up to date in the arrays; the allocation takes over."""
-        active = np.nonzero(self._active)[0]
-        elapsed = (self.env.now - self._t0[active]) / PS_PER_S
-        rem0 = self._rem0[active]
-        done = np.minimum(self._rate[active] * elapsed, rem0)
-        self._remaining[active] = rem0 - done
-        self._used += done @ self._demand[active]
-        self._last_ps = self.env.now
-        self._free = False
-        self._heap = []
 
     def _reschedule(self) -> None:
         self._flush_pending = False
@@ -395,16 +361,16 @@ class FluidResources:
         if self.observer is not None:
             self.observer(self.env.now, self)
         if self._free:
-            heap, version = self._heap, self._version
+            heap, version = self._heap, self._rows.version
             while heap and heap[0][2] != version[heap[0][1]]:  # stale: the flow changed pace
                 heapq.heappop(heap)
             if heap:
                 self._schedule(heap[0][0] - self.env.now)
             return
-        active = np.nonzero(self._active)[0]
+        active = np.nonzero(self._rows.active)[0]
         if active.size == 0:
             return
-        left = self._time_left_ps(active)
+        left = _wait_ps(self._rows.remaining.take(active), self._rows.rate.take(active))
         soonest = left.min()
         if not np.isfinite(soonest):
             raise RuntimeError("fluid flows can make no progress (all rates are zero)")
@@ -420,47 +386,86 @@ class FluidResources:
         event.callbacks.append(lambda _e: self._on_timer(generation))
         self.events += 1
 
+    # ------------------------------------------------------------ free-running
+
+    def _enter_free(self, active: np.ndarray, load: np.ndarray) -> None:
+        """Start free-running from the progress the arrays hold now."""
+        rows = self._rows
+        self._free = True
+        self._load = load.copy()
+        now = self.env.now
+        rows.t0[active] = now
+        rows.rem0[active] = rows.remaining[active]
+        ends = now + _wait_ps(rows.remaining.take(active), rows.rate.take(active))
+        if ends.size:
+            check_simulated_ps(float(ends.max()))
+        self._heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist(),
+                                rows.version[active].tolist()))  # a sorted list is a heap
+
+    def _leave_free(self) -> None:
+        """Bring every flow's progress up to date in the arrays; the allocation takes over."""
+        rows = self._rows
+        active = np.nonzero(rows.active)[0]
+        elapsed = (self.env.now - rows.t0[active]) / PS_PER_S
+        rem0 = rows.rem0[active]
+        done = np.minimum(rows.rate[active] * elapsed, rem0)
+        rows.remaining[active] = rem0 - done
+        self._used += done @ rows.demand[active]
+        self._last_ps = self.env.now
+        self._free = False
+        self._heap = []
+
+    def _repace_free(self, slots: np.ndarray, paces: np.ndarray) -> None:
+        """Bring these flows' progress to now, then restart their clocks at new paces."""
+        rows, now = self._rows, self.env.now
+        rem0 = rows.rem0[slots]
+        left = np.maximum(rem0 - rows.rate[slots] * (now - rows.t0[slots]) / PS_PER_S, 0.0)
+        demand = rows.demand[slots]
+        self._used += (rem0 - left) @ demand
+        self._load += (paces - rows.max_rate[slots]) @ demand
+        rows.t0[slots], rows.rem0[slots], rows.rate[slots] = now, left, paces
+        rows.version[slots] += 1
+        ends = now + _wait_ps(left, paces)
+        check_simulated_ps(float(ends.max()))
+        for end, slot, version in zip(ends.astype(np.int64).tolist(), slots.tolist(),
+                                      rows.version[slots].tolist()):
+            heapq.heappush(self._heap, (end, slot, version))
+
+    # ------------------------------------------------------------ ends
+
+    def _due_slots(self) -> list[int]:
+        """The slots whose flows end now, in slot order."""
+        if not self._free:
+            self._advance()
+            return self._due.tolist()
+        now, version, due = self.env.now, self._rows.version, []
+        while self._heap and self._heap[0][0] <= now:
+            _, slot, at = heapq.heappop(self._heap)
+            if at == version[slot]:
+                due.append(slot)
+        due.sort()  # slot order, as the allocation's timers take them
+        return due
+
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
             return
-        now = self.env.now
-        if self._free:
-            due = []
-            while self._heap and self._heap[0][0] <= now:
-                _, slot, version = heapq.heappop(self._heap)
-                if version == self._version[slot]:
-                    due.append(slot)
-            due.sort()  # slot order, as the allocation's timers take them
-        else:
-            self._advance()
-            due = self._due.tolist()
+        rows, now = self._rows, self.env.now
         done = []
-        for slot in due:
-            flow = self._slots[slot]
+        for slot in self._due_slots():
+            flow = rows.flows[slot]
             if self._free:  # all of what was left at the last hand-over is served by now
-                self._used += self._demand[slot] * self._rem0[slot]
-                self._load -= self._max_rate[slot] * self._demand[slot]
+                self._used += rows.demand[slot] * rows.rem0[slot]
+                self._load -= rows.max_rate[slot] * rows.demand[slot]
             else:
-                self._used += self._demand[slot] * self._remaining[slot]
-            flow.remaining, flow.rate, flow.finished_ps = 0.0, float(self._rate[slot]), now
-            self._remaining[slot] = 0.0
-            self._rate[slot] = 0.0  # idle slots have rate 0 (see _advance)
-            self._active[slot] = False
-            self._slots[slot] = None
+                self._used += rows.demand[slot] * rows.remaining[slot]
+            flow.remaining, flow.rate, flow.finished_ps = 0.0, float(rows.rate[slot]), now
             flow.slot = -1
-            self._version[slot] += 1
-            self._free_slots.append(slot)
+            rows.release(slot)
             done.append(flow)
-        if len(self._free_slots) == len(self._slots):
-            # Idle: hand out slots from 0 again, as to a new pool. A slot orders flows that
-            # end in the same picosecond, so what runs next (a kernel after a barrier) then
-            # does not depend on the order flows before it happened to free theirs.
-            self._free_slots.sort(reverse=True)
-        self._in_callbacks = True  # flows started by callbacks join one reallocation
+        self._in_callbacks = True  # flows started by the waiters join one reallocation
         try:
             for flow in done:
-                if flow.on_done:
-                    flow.on_done(flow)
+                _succeed_now(flow.done, flow)
         finally:
             self._in_callbacks = False
         self._reschedule()

@@ -75,23 +75,14 @@ def play_plan(env: simpy.Environment, pool: FluidResources, plan: Plan) -> simpy
 
 def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> simpy.Event:
     """Start one flow per transfer; the returned event fires when the last one ends."""
-    done = env.event()
-    left = [len(phase.transfers)]
-
-    def on_done(_flow: Flow) -> None:
-        left[0] -= 1
-        if left[0] == 0:
-            done.succeed()
-
     flows = []
     for t in phase.transfers:
         demand = t.link_loads()
         alone = min(pool.capacities[link] / amount for link, amount in demand.items())
         if math.isfinite(t.max_bytes_per_s):
             alone = min(alone, t.max_bytes_per_s / t.bytes)
-        flows.append(Flow(name="->".join(t.links[:2]), demand=demand, max_rate=alone, on_done=on_done))
-    pool.start_many(flows)
-    return done
+        flows.append(Flow(name="->".join(t.links[:2]), demand=demand, max_rate=alone))
+    return simpy.AllOf(env, pool.start_many(flows))
 
 
 def plan_for(topo: Topology, request: Request, algorithm: str = "auto") -> Plan:

@@ -31,14 +31,15 @@ def replay(capacities, flows, chained, free_running):
     for k, parent in enumerate(chained):
         follow.setdefault(f"f{parent}", []).append(k)
 
-    def done(flow):
+    def done(event):
+        flow = event.value
         ends[flow.name] = flow.finished_ps
         for k in follow.get(flow.name, []):
-            pool.start(Flow(f"{flow.name}+{k}", {"a": 1.0 + k}, max_rate=2.0, on_done=done))
+            pool.start(Flow(f"{flow.name}+{k}", {"a": 1.0 + k}, max_rate=2.0)).callbacks.append(done)
 
     def launch(name, demand, rate, at):
         yield env.timeout(at)
-        pool.start(Flow(name, demand, max_rate=rate, on_done=done))
+        pool.start(Flow(name, demand, max_rate=rate)).callbacks.append(done)
 
     for name, demand, rate, at in flows:
         env.process(launch(name, demand, rate, at))
