@@ -190,7 +190,7 @@ def test_set_values_go_into_the_overlay_so_it_predicts_what_the_fit_did(cli, mea
     fitted = re.search(r"train\s+MAPE \S+ -> (\S+) ", result.out)[1]
     report = tmp_path / "v"
     assert cli("validate", "--arch", str(overlay), "--measurements", str(measurements), "-o", str(report)).code == 0
-    assert re.search(r"\| train \| elementwise \| \d+ \| (\S+) \|", (report / "report.md").read_text())[1] == fitted
+    assert re.search(r"\| fitted \| elementwise \| \d+ \| (\S+) \|", (report / "report.md").read_text())[1] == fitted
 
 
 def test_records_all_held_out_are_refused_before_any_work(cli, tmp_path):

@@ -66,10 +66,10 @@ def test_calibrate_and_validate_split_by_kernel(cli, tmp_path):
     text = (out / "report.md").read_text()
     labels: dict[str, set[str]] = {}
     for m in read_measurements([path]):
-        row = re.search(rf"\| {re.escape(m.id)} \| (train|held-out) \|", text)
+        row = re.search(rf"\| {re.escape(m.id)} \| (fitted|held-out) \|", text)
         labels.setdefault(kernel_key(m), set()).add(row.group(1))
     assert all(len(sides) == 1 for sides in labels.values())
-    assert {"train", "held-out"} == set().union(*labels.values())
+    assert {"fitted", "held-out"} == set().union(*labels.values())
 
 
 def test_an_unknown_split_is_bad_input(cli, tmp_path):
