@@ -37,6 +37,7 @@ from accelsim.validate.calibrate import (
     with_final_configs,
 )
 from accelsim.validate.compare import read_measurements
+from accelsim.validate.levels import refuse_kernel_level
 
 MAX_EPOCH_S = 253402300799
 """9999-12-31T23:59:59Z, the last second a date of four digits names (SOURCE_DATE_EPOCH)."""
@@ -48,7 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--system", help="a published node config whose NCCL model (its collectives section) to fit to "
                                     "collective measurements instead (nccl-tests runs: accelsim import nccl-tests)")
     p.add_argument("--measurements", nargs="+", required=True, metavar="PATH",
-                   help="measurement files or folders (docs/measurement-format.md)")
+                   help="measurement files or folders (docs/measurement-format.md); a fit takes microbenchmark-level "
+                        "records only (elementwise STREAM kernels, copies): kernel-level ones are for validate and "
+                        "--bands-only")
     p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
                    help="leave out records whose implementation contains TEXT (repeatable)")
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
@@ -134,8 +137,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
             raise InputError(f"the values would hold for {scoped} kernels only, but records of "
                              f"{', '.join(others)} were given (use --exclude or pass only {scoped} files)",
                              source="--scope")
-    if args.bands_only:
+    if args.bands_only:  # fits nothing: a band of residuals is a check, kernel records included
         return _write_bands(args, chip, records)
+    refuse_kernel_level(records)
     if all(holds_out(m, args.split_by) for m in records):
         unit = "record's id" if args.split_by == "record" else "record's kernel (--split-by kernel)"
         raise InputError(f"all {len(records)} records fall in the held-out split (it is chosen by a hash of each "

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from dataclasses import replace
 
 from accelsim.arch.loader import measured_config
-from accelsim.arch.model import load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
-from accelsim.cli.calibrate_cmd import check_jobs, select
+from accelsim.cli.calibrate_cmd import check_jobs, chosen_parameters, select
 from accelsim.cli.simulate_cmd import load_chip
 from accelsim.errors import InputError
 from accelsim.files import check_output_dir
 from accelsim.validate.calibrate import SPLITS
 from accelsim.validate.compare import compare, measurement_files
+from accelsim.validate.fit_status import fit_record
+from accelsim.validate.leave_one_out import leave_one_source_out
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes predicting records in parallel (default 1; the report is the same)")
     p.add_argument("--split-by", choices=SPLITS, default=None,
-                   help="how the report labels records train or held-out, as calibrate --split-by split them "
-                        "(record or kernel; default: what the calibrated config says it was fitted with, else record)")
+                   help="how the report labels records of files a fit used fitted or held-out, as calibrate --split-by "
+                        "split them (record or kernel; default: what the calibrated config says it was fitted with)")
+    p.add_argument("--leave-one-source-out", action="store_true",
+                   help="also fit the --fit parameters on the microbenchmark-level records of every source but one, "
+                        "and predict that source's records with them, for each source in turn (one fit per source)")
+    p.add_argument("--fit", action="append", default=[], metavar="PATH",
+                   help="with --leave-one-source-out: the parameters to fit (as calibrate --fit; default: calibrate's)")
     add_set_option(p)
     p.set_defaults(run=run_validate)
 
@@ -45,31 +53,44 @@ def run_validate(args: argparse.Namespace) -> int:
                          "them", source="validate")
     if args.system is not None:
         return run_validate_system(args)
+    if args.fit and not args.leave_one_source_out:
+        raise InputError("--fit names what --leave-one-source-out fits; give both or neither", source="--fit")
+    parameters = chosen_parameters(args.fit)
     out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
                            writes=REPORT_FILES)
     chip = load_chip(args.arch, args.overrides)
-    if args.split_by is None:
-        args.split_by = fitted_split(args.arch, args.overrides)
+    fitted = fit_record(args.arch)
+    if args.split_by is not None:
+        fitted = replace(fitted, split=args.split_by)
     measured_on = measured_config(args.arch)
-    records = select(args.measurements, measured_on, args.exclude)
+    records = [_on(r, args.arch) for r in select(args.measurements, measured_on, args.exclude)]
     refused: list = []
-    comparisons = compare([_on(r, args.arch) for r in records], overrides=args.overrides, refused=refused,
-                          jobs=args.jobs)
+    comparisons = compare(records, overrides=args.overrides, refused=refused, jobs=args.jobs)
+    left_out = leave_one_source_out(records, args.arch, parameters, args.overrides, args.jobs,
+                                    progress=lambda line: print(line, file=sys.stderr, flush=True)) \
+        if args.leave_one_source_out else ()
     header = (f"{len(records)} records measured on `{measured_on}`, predicted with `{args.arch}`"
               + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
               + " (config=auto unless the record names its config).")
-    if args.split_by != SPLITS[0]:
-        header += f" Train and held-out as `accelsim calibrate --split-by {args.split_by}` splits them."
-    path = write_report(comparisons, chip, out, header, refused, split=args.split_by)
+    if fitted.files:
+        header += (f" Its fitted values were fitted on {', '.join(f'`{f}`' for f in sorted(fitted.files))}"
+                   f" (split by {fitted.split}).")
+    header += f" Regenerate: `{command_line(args)}`."
+    path = write_report(comparisons, chip, out, header, refused, status=fitted.status, leave_one_out=left_out)
     print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
     return 0
 
 
-def fitted_split(arch: str, overrides) -> str:
-    """The split a calibrated config was fitted with: ``kernel`` when its fitted values'
-    sources say ``--split-by kernel`` (calibrate writes that), else ``record``."""
-    _, spec = load_arch_and_spec(arch, overrides)
-    return "kernel" if "(--split-by kernel)" in spec.model_dump_json() else SPLITS[0]
+def command_line(args: argparse.Namespace) -> str:
+    """The ``accelsim validate`` command that writes this report (what its header says)."""
+    parts = ["accelsim validate --arch", args.arch, "--measurements", *args.measurements]
+    parts += [f"--exclude {shlex.quote(text)}" for text in args.exclude]
+    parts += [f"--set {shlex.quote(o)}" for o in args.overrides]
+    if args.split_by is not None:
+        parts += ["--split-by", args.split_by]
+    if args.leave_one_source_out:
+        parts += ["--leave-one-source-out", *(f"--fit {p}" for p in args.fit)]
+    return " ".join([*parts, "-o", args.output])
 
 
 def _on(record, arch: str):

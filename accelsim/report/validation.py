@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -11,41 +12,58 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from accelsim.arch.loader import measured_config  # noqa: E402
 from accelsim.arch.model import Chip  # noqa: E402
 from accelsim.report.roofline import draw_identity, draw_roof, finish_log_log  # noqa: E402
-from accelsim.validate.calibrate import holds_out  # noqa: E402
-from accelsim.validate.compare import Comparison, Refused, config_rankings, kernel_rows, summarise  # noqa: E402
+from accelsim.validate.compare import (  # noqa: E402
+    Comparison, Measurement, Refused, config_rankings, kernel_rows, summarise,
+)
+from accelsim.validate.fit_status import STATUSES  # noqa: E402
+from accelsim.validate.grouping import implementation_key, source_key  # noqa: E402
+from accelsim.validate.leave_one_out import LeftOutSource  # noqa: E402
 
 
 def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x * 100:+.1f}%"
 
 
-REPORT_FILES = ("report.md", "predicted_vs_measured.png", "error_by_family.png", "roofline.png")
-"""What :func:`write_report` writes into its folder."""
+REPORT_FILES = ("report.md", "records.json", "predicted_vs_measured.png", "error_by_family.png", "roofline.png")
+"""What :func:`write_report` writes into its folder: the report, every record's comparison
+as data (what ``validation/accuracy_headline.py`` reads), and three plots."""
+RECORDS_KIND = "validation-records"
+
+
+def never_fitted(m: Measurement) -> str:
+    """The status of every record on a config no fit touched (:mod:`accelsim.validate.fit_status`)."""
+    return STATUSES[0]
 
 
 def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str,
-                 refused: Sequence[Refused] = (), split: str = "record") -> Path:
+                 refused: Sequence[Refused] = (), status: Callable[[Measurement], str] = never_fitted,
+                 leave_one_out: Sequence[LeftOutSource] = ()) -> Path:
+    """``report.md``, ``records.json`` and the plots of ``comparisons`` on ``chip``; ``status``
+    says of each record whether a fit of the config touched it (:data:`STATUSES`), so that
+    every table keeps never-fitted records apart from fitted and held-out ones."""
     arch = chip.name
     out.mkdir(parents=True, exist_ok=True)
-    path, scatter, by_family, roofline = (out / name for name in REPORT_FILES)
+    path, records_path, scatter, by_family, roofline = (out / name for name in REPORT_FILES)
     plots = [
         plot_predicted_vs_measured(comparisons, scatter),
         plot_error_by_family(comparisons, by_family),
         plot_roofline_points(comparisons, chip, roofline),
     ]
-    held = {id(c): holds_out(c.measurement, split) for c in comparisons}
-    sides = {True: [c for c in comparisons if held[id(c)]], False: [c for c in comparisons if not held[id(c)]]}
+    statuses = {id(c): status(c.measurement) for c in comparisons}
     lines = [f"# Validation: {arch}", "", header, "",
-             "Error = predicted / measured - 1 (negative: predicted faster than measured).", "",
-             "## Summary", "",
-             "| set | family | records | MAPE | median abs | p90 abs | mean signed |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-    for name, items in (("all", list(comparisons)), ("train", sides[False]), ("held-out", sides[True])):
-        for s in summarise(items, key=lambda c: (c.measurement.family,)):
-            lines.append(f"| {name} | {s.group[0]} | {s.count} | {s.mape:.1%} | {s.median_abs:.1%} | "
-                         f"{s.p90_abs:.1%} | {_pct(s.mean_signed)} |")
+             "Error = predicted / measured - 1 (negative: predicted faster than measured). Status: *never fitted* "
+             "(no value of the config was fitted on the record: the honest numbers), *held-out* (its file was "
+             "fitted on, the record held out), *fitted* (a value was fitted on it), *derived* (a published value "
+             "of its chip was derived from it).", ""]
+    lines += _summary_section(comparisons, statuses)
+    lines += _breakdown_section("By implementation", "implementation", comparisons, statuses,
+                                lambda c: (c.measurement.family, implementation_key(c.measurement)))
+    lines += _breakdown_section("By source", "source", comparisons, statuses,
+                                lambda c: (c.measurement.family, source_key(c.measurement)))
+    lines += _leave_one_out_section(leave_one_out)
     rankings = config_rankings(comparisons)
     lines += ["", "## Config rankings", ""]
     if rankings:
@@ -65,18 +83,73 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
     lines += [f"| {c.measurement.id} | {c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | "
               f"{_pct(c.error)} | {c.bound} |" for c in worst]
     lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
-    lines += ["", "## Every record", "", "| record | split | measured | predicted | error | config |",
-              "| --- | --- | ---: | ---: | ---: | --- |"]
+    lines += ["", "## Every record", "", "| record | status | implementation | measured | predicted | error | config |",
+              "| --- | --- | --- | ---: | ---: | ---: | --- |"]
     for c in comparisons:
         config = " ".join(f"{k}={v}" for k, v in c.config.items())
         if c.measurement.conditions:  # how the device ran, applied to the chip (a locked clock)
             config += " (at " + ", ".join(c.measurement.conditions) + ")"
         if c.at_read_clock:
             config += f" (at {c.clock_hz / 1e6:.0f} MHz, the SM clock read while it was timed)"
-        lines.append(f"| {c.measurement.id} | {'held-out' if held[id(c)] else 'train'} | "
+        lines.append(f"| {c.measurement.id} | {statuses[id(c)]} | {implementation_key(c.measurement)} | "
                      f"{c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | {_pct(c.error)} | {config} |")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_records(records_path, comparisons, statuses, arch, header)
     return path
+
+
+def write_records(path: Path, comparisons: Sequence[Comparison], statuses: dict[int, str], arch: str,
+                  header: str) -> None:
+    """Every record's comparison as data: what ``validation/accuracy_headline.py`` tabulates."""
+    data = {"schema_version": 1, "kind": RECORDS_KIND, "config": arch, "header": header, "records": [
+        {"measured_on": measured_config(c.measurement.arch), "id": c.measurement.id, "family": c.measurement.family,
+         "implementation": implementation_key(c.measurement), "source": source_key(c.measurement),
+         "status": statuses[id(c)], "measured_s": c.measurement.latency_s, "predicted_s": c.predicted_s,
+         "error": c.error} for c in comparisons]}
+    path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def _summary_section(comparisons: Sequence[Comparison], statuses: dict[int, str]) -> list[str]:
+    lines = ["## Summary", "", "| set | family | records | MAPE | median abs | p90 abs | mean signed |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    sets = [("all", list(comparisons))] + [(s, [c for c in comparisons if statuses[id(c)] == s]) for s in STATUSES]
+    for name, items in sets:
+        for s in summarise(items, key=lambda c: (c.measurement.family,)):
+            lines.append(f"| {name} | {s.group[0]} | {s.count} | {s.mape:.1%} | {s.median_abs:.1%} | "
+                         f"{s.p90_abs:.1%} | {_pct(s.mean_signed)} |")
+    return lines
+
+
+def _breakdown_section(title: str, what: str, comparisons: Sequence[Comparison], statuses: dict[int, str],
+                       key: Callable[[Comparison], tuple[str, str]]) -> list[str]:
+    """Per status, family and ``what`` (an implementation or a source): records, MAPE, worst."""
+    lines = ["", f"## {title}", "", f"| status | family | {what} | records | MAPE | median abs | mean signed | worst |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for status in STATUSES:
+        items = [c for c in comparisons if statuses[id(c)] == status]
+        for s in summarise(items, key=key):
+            lines.append(f"| {status} | {s.group[0]} | {s.group[1]} | {s.count} | {s.mape:.1%} | {s.median_abs:.1%} | "
+                         f"{_pct(s.mean_signed)} | {s.worst.measurement.id} ({_pct(s.worst.error)}) |")
+    return lines
+
+
+def _leave_one_out_section(results: Sequence[LeftOutSource]) -> list[str]:
+    """Each source's records predicted with the values fitted on every other source's
+    microbenchmark-level records (``validate --leave-one-source-out``)."""
+    if not results:
+        return []
+    lines = ["", "## Leave one source out", "",
+             "Each source's records, predicted with the config as given and with the values fitted "
+             "(`--fit`) on the microbenchmark-level records of every other source; none of the source's own records "
+             "was fitted on.", "",
+             "| left out | records | fitted on | fitted values | MAPE as given | MAPE fitted without it | mean signed |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: |"]
+    for r in results:
+        fitted_on = f"{r.train_records} records of {', '.join(r.train_sources)}" if r.train_records else "nothing (no other source has microbenchmark records)"
+        values = ", ".join(r.overrides) or "-"
+        lines.append(f"| {r.source} | {len(r.comparisons)} | {fitted_on} | {values} | {r.mape_given:.1%} | "
+                     f"{r.mape_fitted:.1%} | {_pct(r.mean_signed_fitted)} |")
+    return lines
 
 
 def _kernel_section(comparisons: Sequence[Comparison]) -> list[str]:

@@ -126,8 +126,15 @@ def kernel_key(m: Measurement) -> str:
     return f"{m.family}|{m.implementation}|{params}"
 
 
+NO_SPLIT = "none"
+"""Hold nothing out: a fit on every record given (leave-one-source-out holds out whole sources instead)."""
+
+
 def holds_out(m: Measurement, split: str = "record") -> bool:
-    """Whether ``m`` falls in the held-out split under ``split`` (:data:`SPLITS`)."""
+    """Whether ``m`` falls in the held-out split under ``split`` (:data:`SPLITS`, or
+    :data:`NO_SPLIT`)."""
+    if split == NO_SPLIT:
+        return False
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     return is_held_out(m.id if split == "record" else kernel_key(m))

@@ -55,6 +55,9 @@ class Measurement:
     as back-to-back or event-bracketed calls have it (the simulator's latency, launch
     overhead included); ``device``, kernel execution alone (a profiler's device time,
     launch gaps excluded), compared with the simulated latency less its launch overhead."""
+    informs: tuple[str, ...] = ()
+    """Config paths of its chip whose published value was derived from this record (the H200
+    STREAM ``init`` record set ``hbm.efficiency``): the record checks nothing there."""
 
 
     def overrides_on(self, overrides: Sequence[str]) -> tuple[str, ...]:
@@ -178,6 +181,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 kernel_device_s=_kernel_device_s(record, path, f"records[{i}].kernel_device_s"),
                 latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
                                            f"records[{i}].latency_kind"),
+                informs=_informs(record, path, f"records[{i}].informs"),
             ))
     return out
 
@@ -279,6 +283,14 @@ def _kernel_device_s(record: dict, path: Path, field: str) -> tuple[tuple[str, f
         raise InputError(f"expected a list of {{name, device_s}} with device_s in seconds, {MEASURED_RANGE}",
                          source=str(path), field=field)
     return tuple((k["name"], float(k["device_s"])) for k in value)
+
+
+def _informs(record: dict, path: Path, field: str) -> tuple[str, ...]:
+    """A record's ``informs``: the config paths its chip's published values were derived at."""
+    value = record.get("informs", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and CONDITION_PATH.fullmatch(v) for v in value):
+        raise InputError("expected a list of config paths (e.g. [\"hbm.efficiency\"])", source=str(path), field=field)
+    return tuple(value)
 
 
 def _latency_kind(value, path: Path, field: str) -> str:

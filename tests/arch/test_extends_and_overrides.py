@@ -115,9 +115,9 @@ def test_per_program_local_memory_above_capacity_is_refused(cli):
 
 
 def test_calibrating_an_overlay_is_refused(cli):
-    result = cli("calibrate", "--arch", "a100-sxm4-80gb-calibrated", "--measurements", "validation/reference",
+    result = cli("calibrate", "--arch", "a100-sxm4-40gb-calibrated", "--measurements", "validation/reference",
                  "--fit", "hbm.efficiency", "-o", "never.yaml")
-    assert result.code == 2 and "calibrate the published config it extends ('a100-sxm4-80gb')" in result.err
+    assert result.code == 2 and "calibrate the published config it extends ('a100-sxm4-40gb')" in result.err
 
 
 def test_a_bad_set_reaching_a_systems_chip_keeps_the_path_as_written(cli):

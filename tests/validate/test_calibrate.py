@@ -20,18 +20,18 @@ from accelsim.validate.calibrate import (
     with_final_configs,
 )
 from accelsim.validate.compare import kendall_tau, read_measurements
-from tests.synthetic_measurements import write_rmsnorm
+from tests.synthetic_measurements import write_stream
 
 TRUTH = ["hbm.efficiency=0.7", "launch_overhead=6 us"]
-SHAPES = [(rows, cols) for rows in (512, 1024, 4096, 16384) for cols in (1024, 4096, 8192)]
+SIZES = [(elements, inputs, outputs) for elements in (2**16, 2**20, 2**22, 2**24) for inputs, outputs in ((1, 1), (2, 1), (0, 1))]
 FIT = ("hbm.efficiency", "launch_overhead")
 
 
 @pytest.fixture(scope="module")
 def measurements(tmp_path_factory):
-    """rmsnorm 'measured' on an H100 whose HBM efficiency and launch cost we know."""
-    path = tmp_path_factory.mktemp("m") / "rmsnorm.json"
-    write_rmsnorm(path, TRUTH, SHAPES)
+    """STREAM kernels 'measured' on an H100 whose HBM efficiency and launch cost we know."""
+    path = tmp_path_factory.mktemp("m") / "elementwise.json"
+    write_stream(path, TRUTH, SIZES)
     return path
 
 
@@ -62,14 +62,14 @@ def test_calibrate_then_validate(cli, measurements, tmp_path):
     assert data["extends"] == "h100-sxm"
     assert data["hbm"]["efficiency"]["basis"] == "fitted"
     assert "training records" in data["hbm"]["efficiency"]["source"]
-    assert data["uncertainty"]["rmsnorm"]["records"] >= 3
-    summary = json.loads(cli("simulate", "--arch", str(overlay), "--kernel", "rmsnorm", "--param", "rows=4096",
-                             "--param", "cols=4096", "--json").out)
+    assert data["uncertainty"]["elementwise"]["records"] >= 3
+    summary = json.loads(cli("simulate", "--arch", str(overlay), "--kernel", "elementwise", "--param",
+                             "elements=16777216", "--param", "dtype=fp32", "--json").out)
     assert summary["latency_s_p05"] <= summary["latency_s_p95"]
     report_dir = tmp_path / "report"
     assert cli("validate", "--arch", str(overlay), "--measurements", str(measurements), "-o", str(report_dir)).code == 0
     text = (report_dir / "report.md").read_text()
-    assert "held-out" in text and "rmsnorm" in text
+    assert "held-out" in text and "elementwise" in text
     assert (report_dir / "predicted_vs_measured.png").exists()
 
 
@@ -97,17 +97,17 @@ def test_bad_source_date_epoch_is_refused_before_the_fit(cli, measurements, tmp_
 
 
 def test_a_scoped_fit_starts_from_the_value_the_chip_gives_that_family(cli, measurements, tmp_path):
-    """A config that already scopes hbm.efficiency to rmsnorm: refitting it for rmsnorm
+    """A config that already scopes hbm.efficiency to elementwise: refitting it for elementwise
     starts there (and its prior stays near it), not at the chip-wide value. (Named as the
     records' chip: calibrate refuses *-calibrated overlays.)"""
     base = tmp_path / "scoped.yaml"
-    base.write_text("extends: h100-sxm\nname: h100-sxm\nfamily_values:\n  rmsnorm:\n"
+    base.write_text("extends: h100-sxm\nname: h100-sxm\nfamily_values:\n  elementwise:\n"
                     "    hbm.efficiency: {value: 0.66, basis: fitted, source: test}\n")
     overlay = tmp_path / "refit.yaml"
     result = cli("calibrate", "--arch", str(base), "--measurements", str(measurements), "--fit", "hbm.efficiency",
-                 "--scope", "rmsnorm", "-o", str(overlay))
+                 "--scope", "elementwise", "-o", str(overlay))
     assert result.code == 0, result.err
-    fitted = yaml.safe_load(overlay.read_text())["family_values"]["rmsnorm"]["hbm.efficiency"]
+    fitted = yaml.safe_load(overlay.read_text())["family_values"]["elementwise"]["hbm.efficiency"]
     assert "value before fitting 0.66" in fitted["note"]
 
 
@@ -118,7 +118,7 @@ def test_final_errors_use_the_configs_picked_on_the_fitted_chip(measurements, tm
     data = json.loads(measurements.read_text())
     for record in data["records"]:
         record.pop("config")
-    bare = tmp_path / "rmsnorm.json"
+    bare = tmp_path / "elementwise.json"
     bare.write_text(json.dumps(data))
     records = read_measurements([str(bare)])
     stale = prepare(records, "h100-sxm", ["cores.count=4"])  # picked on another chip
@@ -190,7 +190,7 @@ def test_set_values_go_into_the_overlay_so_it_predicts_what_the_fit_did(cli, mea
     fitted = re.search(r"train\s+MAPE \S+ -> (\S+) ", result.out)[1]
     report = tmp_path / "v"
     assert cli("validate", "--arch", str(overlay), "--measurements", str(measurements), "-o", str(report)).code == 0
-    assert re.search(r"\| train \| rmsnorm \| \d+ \| (\S+) \|", (report / "report.md").read_text())[1] == fitted
+    assert re.search(r"\| fitted \| elementwise \| \d+ \| (\S+) \|", (report / "report.md").read_text())[1] == fitted
 
 
 def test_records_all_held_out_are_refused_before_any_work(cli, tmp_path):

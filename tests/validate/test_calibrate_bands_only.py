@@ -13,7 +13,7 @@ from accelsim.arch.model import load_arch
 from accelsim.families import get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import autotune
-from tests.synthetic_measurements import write_rmsnorm
+from tests.synthetic_measurements import write_rmsnorm, write_stream
 
 SHAPES = [(rows, cols) for rows in (512, 4096, 16384) for cols in (1024, 8192)]
 
@@ -73,7 +73,7 @@ def test_a_band_needs_three_records_of_a_family(cli, tmp_path):
 
 
 @pytest.mark.parametrize("mode", [["--bands-only"], ["--fit", "hbm.efficiency"]])
-def test_the_output_may_not_be_the_chip_config_it_reads(cli, measurements, monkeypatch, mode):
+def test_the_output_may_not_be_the_chip_config_it_reads(cli, tmp_path, monkeypatch, mode):
     """--arch names a config; -o at that config's file (or one it extends) would overwrite a
     published config."""
     from accelsim.arch.loader import find_config
@@ -83,7 +83,8 @@ def test_the_output_may_not_be_the_chip_config_it_reads(cli, measurements, monke
         raise AssertionError("must not write")
 
     monkeypatch.setattr(calibrate_cmd, "write_text_atomic", no_write)
-    path, _ = measurements
+    path = tmp_path / "elementwise.json"  # microbenchmark-level: a fit may use them
+    write_stream(path, [], [(2**n, 1, 1) for n in (16, 18, 20, 22, 24)])
     result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(path), *mode,
                  "-o", str(find_config("h100-sxm")))
     assert result.code == 2 and "also an input" in result.err

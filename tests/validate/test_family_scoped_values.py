@@ -11,7 +11,7 @@ import yaml
 
 from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
-from tests.validate.test_calibrate import measurements  # noqa: F401  (synthetic rmsnorm records)
+from tests.validate.test_calibrate import measurements  # noqa: F401  (synthetic STREAM records)
 
 OVERLAY = {
     "extends": "h100-sxm", "name": "h100-scoped", "display_name": "test",
@@ -77,21 +77,21 @@ def test_bad_family_values_are_located(tmp_path, family, path, value, expected):
 
 
 def test_calibrate_scope_writes_family_values(cli, measurements, tmp_path):  # noqa: F811
-    out = tmp_path / "rmsnorm-scoped.yaml"
+    out = tmp_path / "stream-scoped.yaml"
     result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
-                 "--scope", "rmsnorm", "-o", str(out))
+                 "--scope", "elementwise", "-o", str(out))
     assert result.code == 0, result.err
     data = yaml.safe_load(out.read_text())
     assert "hbm" not in data
-    fitted = data["family_values"]["rmsnorm"]["hbm.efficiency"]
+    fitted = data["family_values"]["elementwise"]["hbm.efficiency"]
     assert fitted["basis"] == "fitted" and fitted["value"] < 0.85  # published 0.9; the records say less
     chip = load_arch(str(out))
     assert chip.hbm.efficiency == load_arch("h100-sxm").hbm.efficiency
-    assert chip.for_family("rmsnorm").hbm.efficiency == pytest.approx(fitted["value"])
+    assert chip.for_family("elementwise").hbm.efficiency == pytest.approx(fitted["value"])
 
 
 @pytest.mark.parametrize(("scope", "expected"), [
-    ("gemm", "--scope: the values would hold for gemm kernels only, but records of rmsnorm were given"),
+    ("gemm", "--scope: the values would hold for gemm kernels only, but records of elementwise were given"),
     ("conv", "--scope: unknown kernel family 'conv'"),
 ])
 def test_calibrate_scope_must_match_the_records(cli, measurements, tmp_path, scope, expected):  # noqa: F811
@@ -104,15 +104,15 @@ def test_calibrate_scope_must_match_the_records(cli, measurements, tmp_path, sco
 
 
 def test_calibrate_scope_repeated_writes_the_values_for_each_family(cli, measurements, tmp_path):  # noqa: F811
-    out = tmp_path / "norms-scoped.yaml"
+    out = tmp_path / "streams-scoped.yaml"
     result = cli("calibrate", "--arch", "h100-sxm", "--measurements", str(measurements), "--fit", "hbm.efficiency",
-                 "--scope", "rmsnorm", "--scope", "layernorm", "-o", str(out))
+                 "--scope", "elementwise", "--scope", "copy", "-o", str(out))
     assert result.code == 0, result.err
     text = out.read_text()
     assert "&id" not in text  # two plain copies, not a YAML alias
     data = yaml.safe_load(text)
     values = data["family_values"]
-    assert values["rmsnorm"] == values["layernorm"]
+    assert values["elementwise"] == values["copy"]
     chip = load_arch(str(out))
-    assert chip.for_family("layernorm").hbm.efficiency == chip.for_family("rmsnorm").hbm.efficiency
-    assert chip.for_family("layernorm").hbm.efficiency != chip.hbm.efficiency
+    assert chip.for_family("copy").hbm.efficiency == chip.for_family("elementwise").hbm.efficiency
+    assert chip.for_family("copy").hbm.efficiency != chip.hbm.efficiency

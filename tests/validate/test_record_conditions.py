@@ -104,13 +104,18 @@ def test_conditions_the_command_line_contradicts_fail_as_the_records(tmp_path, c
     data = json.loads(path.read_text())
     data["records"][1]["conditions"] = {"local_memory.max_per_program": "228 KiB"}
     path.write_text(json.dumps(data))
+    stream = tmp_path / "stream.json"  # calibrate fits on microbenchmark-level records only
+    stream.write_text(json.dumps({**data, "family": "elementwise", "records": [
+        {"id": r["id"], "family": "elementwise", "params": {"elements": 2**24, "dtype": "fp32"},
+         "latency_s": r["latency_s"], **({"conditions": r["conditions"]} if "conditions" in r else {})}
+        for r in data["records"]]}))
     out = tmp_path / "out"
-    for command in (("validate", "-o", str(out)),
-                    ("calibrate", "--fit", "launch_overhead", "-o", str(tmp_path / "fit.yaml"))):
+    for command, measured in ((("validate", "-o", str(out)), path),
+                              (("calibrate", "--fit", "launch_overhead", "-o", str(tmp_path / "fit.yaml")), stream)):
         result = cli(*command, "--arch", "h100-sxm", "--set", "local_memory.capacity=227.5 KiB",
-                     "--measurements", str(path))
+                     "--measurements", str(measured))
         assert result.code == 2, (command, result.out)
-        assert str(path) in result.err and "record 'locked': conditions" in result.err
+        assert str(measured) in result.err and "record 'locked': conditions" in result.err
         assert "\n" not in result.err.strip()
     assert not out.exists() and not (tmp_path / "fit.yaml").exists()
 

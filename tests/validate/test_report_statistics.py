@@ -5,6 +5,7 @@ interval a prediction's measured latency falls in."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -90,14 +91,22 @@ def test_interval_holds_the_measured_latency_given_the_prediction(residuals):
         assert high < predicted
 
 
-def test_report_split_column_is_the_calibration_split(tmp_path):
+def test_report_status_column_is_the_calibration_split(tmp_path):
+    """Records of a file a fit used are fitted or held out by the calibration split; the
+    others were never fitted."""
     from accelsim.arch.model import load_arch
     from accelsim.report.validation import write_report
+    from accelsim.validate.fit_status import FitRecord
 
     comparisons = [_comparison(f"gemm-{i}", "gemm", 1e-4, 1.1e-4) for i in range(20)]
-    text = write_report(comparisons, load_arch("h100-sxm"), tmp_path, "test").read_text()
+    comparisons += [replace(c, measurement=replace(c.measurement, id=f"other-{i}", file="other"))
+                    for i, c in enumerate(comparisons[:3])]
+    text = write_report(comparisons, load_arch("h100-sxm"), tmp_path, "test",
+                        status=FitRecord(frozenset({"test"})).status).read_text()
     rows = text.split("## Every record")[1].splitlines()[4:]
-    split = {cells[1].strip(): cells[2].strip() for cells in (r.split("|") for r in rows if r.startswith("|"))}
-    assert split == {f"gemm-{i}": "held-out" if is_held_out(f"gemm-{i}") else "train" for i in range(20)}
+    status = {cells[1].strip(): cells[2].strip() for cells in (r.split("|") for r in rows if r.startswith("|"))}
+    assert status == {**{f"gemm-{i}": "held-out" if is_held_out(f"gemm-{i}") else "fitted" for i in range(20)},
+                      **{f"other-{i}": "never fitted" for i in range(3)}}
     held = sum(is_held_out(f"gemm-{i}") for i in range(20))
-    assert f"| held-out | gemm | {held} |" in text and f"| train | gemm | {20 - held} |" in text
+    assert f"| held-out | gemm | {held} |" in text and f"| fitted | gemm | {20 - held} |" in text
+    assert "| never fitted | gemm | 3 |" in text

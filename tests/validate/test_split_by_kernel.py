@@ -38,12 +38,18 @@ def test_the_kernel_key_ignores_the_config_but_not_the_implementation():
     assert kernel_key(a) != kernel_key(measurement(1024, 1024, CONFIGS[0], implementation="other"))
 
 
+STREAM_CONFIGS = [{"block_elements": elements, "num_warps": warps} for elements in (256, 1024, 4096) for warps in (4, 8)]
+STREAM_SIZES = [2**n for n in range(16, 28)]
+
+
 def test_calibrate_and_validate_split_by_kernel(cli, tmp_path):
-    records = [{"id": m.id, "family": "rmsnorm", "implementation": "sweep", "params": m.params, "config": m.config,
-                "latency_s": 2e-5 * (1 + i % 3) * m.params["rows"] * m.params["cols"] / 2**24, "source": "test"}
-               for i, m in enumerate(measurement(r, c, cfg) for r, c in SHAPES for cfg in CONFIGS)]
-    path = tmp_path / "rmsnorm.json"
-    path.write_text(json.dumps({"schema_version": 1, "kind": "measurements", "family": "rmsnorm",
+    """A STREAM kernel swept over its launch configs (calibrate fits microbenchmark-level records only)."""
+    records = [{"id": f"stream-{n}-be{cfg['block_elements']}-w{cfg['num_warps']}", "family": "elementwise",
+                "implementation": "sweep", "params": {"elements": n, "dtype": "fp32", "inputs": 1, "outputs": 1},
+                "config": cfg, "latency_s": 2e-5 * (1 + i % 3) * n / 2**24, "source": "test"}
+               for i, (n, cfg) in enumerate((n, cfg) for n in STREAM_SIZES for cfg in STREAM_CONFIGS)]
+    path = tmp_path / "elementwise.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "measurements", "family": "elementwise",
                                 "device": {"name": "synthetic", "arch": "h100-sxm"},
                                 "provenance": {"date": None, "command": "test", "versions": {}, "clocks": None,
                                                "source": "synthetic"},
@@ -60,10 +66,10 @@ def test_calibrate_and_validate_split_by_kernel(cli, tmp_path):
     text = (out / "report.md").read_text()
     labels: dict[str, set[str]] = {}
     for m in read_measurements([path]):
-        row = re.search(rf"\| {re.escape(m.id)} \| (train|held-out) \|", text)
+        row = re.search(rf"\| {re.escape(m.id)} \| (fitted|held-out) \|", text)
         labels.setdefault(kernel_key(m), set()).add(row.group(1))
     assert all(len(sides) == 1 for sides in labels.values())
-    assert {"train", "held-out"} == set().union(*labels.values())
+    assert {"fitted", "held-out"} == set().union(*labels.values())
 
 
 def test_an_unknown_split_is_bad_input(cli, tmp_path):

@@ -5,13 +5,24 @@ intervals")."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import pytest
 import yaml
 
-OVERLAY = Path(__file__).resolve().parents[2] / "arch_configs" / "calibrated" / "a100-sxm4-80gb-calibrated.yaml"
+OVERLAY_TEXT = """\
+extends: a100-sxm4-80gb
+name: a100-banded
+uncertainty:
+  rmsnorm: {p05: -0.0525, p95: -0.0174, records: 4, source: test}
+"""
+"""A calibrated overlay's band for one family (what calibrate writes), nothing else."""
 RMSNORM = ("--kernel", "rmsnorm", "--param", "rows=2048", "--param", "cols=4096", "--param", "dtype=bf16", "--json")
+
+
+@pytest.fixture
+def overlay(tmp_path) -> str:
+    path = tmp_path / "a100-banded.yaml"
+    path.write_text(OVERLAY_TEXT)
+    return str(path)
 
 
 def _simulate(cli, arch, *args):
@@ -20,25 +31,25 @@ def _simulate(cli, arch, *args):
     return json.loads(result.out)
 
 
-def test_interval_from_the_families_held_out_residuals(cli):
-    band = yaml.safe_load(OVERLAY.read_text())["uncertainty"]["rmsnorm"]
-    summary = _simulate(cli, "a100-sxm4-80gb-calibrated", *RMSNORM)
+def test_interval_from_the_families_held_out_residuals(cli, overlay):
+    band = yaml.safe_load(OVERLAY_TEXT)["uncertainty"]["rmsnorm"]
+    summary = _simulate(cli, overlay, *RMSNORM)
     assert summary["latency_s_p05"] == pytest.approx(summary["latency_s"] / (1 + band["p95"]))
     assert summary["latency_s_p95"] == pytest.approx(summary["latency_s"] / (1 + band["p05"]))
 
 
-@pytest.mark.parametrize("arch, args", [
-    ("a100-sxm4-80gb", RMSNORM),  # published config: nothing fitted, no residuals
-    ("a100-sxm4-80gb-calibrated", ("--kernel", "copy", "--param", "bytes=1048576", "--json")),  # no copy residuals
+@pytest.mark.parametrize("banded, args", [
+    (False, RMSNORM),  # published config: nothing fitted, no residuals
+    (True, ("--kernel", "copy", "--param", "bytes=1048576", "--json")),  # no copy residuals
 ])
-def test_no_interval_without_residuals(cli, arch, args):
-    summary = _simulate(cli, arch, *args)
+def test_no_interval_without_residuals(cli, overlay, banded, args):
+    summary = _simulate(cli, overlay if banded else "a100-sxm4-80gb", *args)
     assert "latency_s_p05" not in summary and "latency_s_p95" not in summary
 
 
-def test_no_interval_for_a_what_if_chip(cli):
+def test_no_interval_for_a_what_if_chip(cli, overlay):
     """The residuals were measured on the chip as fitted, not on one with twice its HBM."""
-    summary = _simulate(cli, "a100-sxm4-80gb-calibrated", *RMSNORM, "--set", "hbm.bandwidth=4 TB/s")
+    summary = _simulate(cli, overlay, *RMSNORM, "--set", "hbm.bandwidth=4 TB/s")
     assert "latency_s_p05" not in summary and "latency_s_p95" not in summary
-    kept = _simulate(cli, "a100-sxm4-80gb-calibrated", *RMSNORM, "--set", "uncertainty.rmsnorm.p05=-0.2")
+    kept = _simulate(cli, overlay, *RMSNORM, "--set", "uncertainty.rmsnorm.p05=-0.2")
     assert kept["latency_s_p95"] == pytest.approx(kept["latency_s"] / 0.8)
