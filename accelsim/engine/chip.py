@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.engine.cohorts import CoreSlots
 from accelsim.engine.gpu import GpuEngine
 from accelsim.engine.occupancy import gpu_occupancies, gpu_occupancy
@@ -49,12 +49,13 @@ class ChipEngine(Protocol):
         """The reuse model's hits, for a search to share between bound and replay (or None)."""
 
 
-ENGINES: dict[str, ChipEngine] = {"gpu": GpuEngine(), "tpu": TpuEngine()}
-"""The engine of each chip kind."""
+ENGINES: dict[type[Chip], ChipEngine] = {GpuChip: GpuEngine(), TpuChip: TpuEngine()}
+"""The engine of each chip kind: a new kind of chip is a :class:`~accelsim.arch.model.Chip`
+subclass and its engine here."""
 
 
 def engine_for(chip: Chip) -> ChipEngine:
-    return ENGINES[chip.family]
+    return ENGINES[type(chip)]
 
 
 def shared_cache_hits(trace: KernelTrace, chip: Chip) -> np.ndarray | None:

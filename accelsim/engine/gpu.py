@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import GpuChip
 from accelsim.engine.cohorts import CoreSlots, cohort_keys, groups
 from accelsim.engine.fluid import Flow
 from accelsim.engine.gpu_bound import gpu_lower_bound_s
@@ -50,7 +50,7 @@ from accelsim.units import PS_PER_S, check_simulated_ps, ps_to_seconds
 # ---------------------------------------------------------------- what the replay sees
 
 
-def shared_cache_hits(trace: KernelTrace, chip: Chip) -> np.ndarray:
+def shared_cache_hits(trace: KernelTrace, chip: GpuChip) -> np.ndarray:
     """Per program, two rows: bytes of its HBM-level reads that the GPU's shared cache (L2)
     serves, and bytes of its writes the L2 absorbs (written again before leaving it,
     :func:`~accelsim.engine.reuse.absorbed_write_bytes`): the reuse model at the kernel's
@@ -102,7 +102,7 @@ class GpuKernel:
     def rows(self, programs: np.ndarray) -> np.ndarray:
         return programs if self.run_of is None else self.run_of[programs]
 
-    def memo_key(self, chip: Chip, caps: dict[str, float], kernel_starts: list[int] | None) -> bytes:
+    def memo_key(self, chip: GpuChip, caps: dict[str, float], kernel_starts: list[int] | None) -> bytes:
         return replay_key(chip, self.per_cores, self.resources, caps, self.times, self.demand_rows, self.group_key,
                           kernel_starts, self.run_starts if self.run_of is not None else None, self.programs)
 
@@ -113,7 +113,7 @@ class GpuKernel:
         return np.union1d(changes if self.run_of is None else self.run_starts[changes], self.barriers)
 
 
-def prepare_gpu(trace: KernelTrace, chip: Chip, costs: ProgramCosts, hits: np.ndarray,
+def prepare_gpu(trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hits: np.ndarray,
                 runs_from: int | None) -> tuple[GpuKernel, dict[str, float], np.ndarray, dict]:
     """The replay's view of the trace, the resources' capacities, each program's HBM bytes
     past the L2, and what the result reports of the L2 and HBM queueing."""
@@ -155,7 +155,7 @@ def prepare_gpu(trace: KernelTrace, chip: Chip, costs: ProgramCosts, hits: np.nd
 # ---------------------------------------------------------------- the replay
 
 
-def simulate_gpu(trace: KernelTrace, chip: Chip, *, timeline: bool = False, memo: ReplayMemo | None = None,
+def simulate_gpu(trace: KernelTrace, chip: GpuChip, *, timeline: bool = False, memo: ReplayMemo | None = None,
                  hits: np.ndarray | None = None, costs: ProgramCosts | None = None,
                  shortcuts: Shortcuts = Shortcuts()) -> KernelSimulation:
     """Replay a kernel trace on a GPU; ``memo``: replays already made by the same search."""
@@ -458,14 +458,14 @@ class GpuDispatch:
 class GpuEngine:
     """The chip engine's strategy for GPUs (:class:`~accelsim.engine.chip.ChipEngine`)."""
 
-    def simulate(self, trace: KernelTrace, chip: Chip, *, timeline: bool, replays: ReplayMemo | None,
+    def simulate(self, trace: KernelTrace, chip: GpuChip, *, timeline: bool, replays: ReplayMemo | None,
                  hits: np.ndarray | None, costs: ProgramCosts | None, shortcuts: Shortcuts) -> KernelSimulation:
         check_gpu_grid(trace, chip.name)
         return simulate_gpu(trace, chip, timeline=timeline, memo=replays, hits=hits, costs=costs, shortcuts=shortcuts)
 
-    def lower_bound_s(self, trace: KernelTrace, chip: Chip, costs: ProgramCosts, hits: np.ndarray | None,
+    def lower_bound_s(self, trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hits: np.ndarray | None,
                       shortcuts: Shortcuts) -> float:
         return gpu_lower_bound_s(trace, chip, costs, hits, shortcuts=shortcuts)
 
-    def shared_cache_hits(self, trace: KernelTrace, chip: Chip) -> np.ndarray:
+    def shared_cache_hits(self, trace: KernelTrace, chip: GpuChip) -> np.ndarray:
         return shared_cache_hits(trace, chip)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import GpuChip
 from accelsim.engine.cohorts import cohort_keys, groups
 from accelsim.engine.occupancy import gpu_occupancies
 from accelsim.engine.program_times import at_rows, gpu_program_times, instruction_streams
@@ -15,7 +15,7 @@ from accelsim.engine.shortcuts import Shortcuts, kernel_runs
 from accelsim.trace.kernel import KernelTrace
 
 
-def gpu_lower_bound_s(trace: KernelTrace, chip: Chip, costs: ProgramCosts, hits: np.ndarray | None = None, *,
+def gpu_lower_bound_s(trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hits: np.ndarray | None = None, *,
                       shortcuts: Shortcuts = Shortcuts()) -> float:
     """A cheap bound that a GPU replay never goes below, for pruning searches: every
     resource's total demand at its full capacity, and bounds on programs alone on an SM: the slowest cohort key's fastest program, every program's time alone

@@ -3,17 +3,17 @@ which resource limits it."""
 
 from __future__ import annotations
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import GpuChip
 from accelsim.errors import InputError
 from accelsim.trace.kernel import KernelTrace, Resources
 
 
-def gpu_occupancy(trace: KernelTrace, chip: Chip) -> tuple[int, str]:
+def gpu_occupancy(trace: KernelTrace, chip: GpuChip) -> tuple[int, str]:
     """Resident programs per SM of the trace's first kernel and the limit that sets it."""
     return gpu_occupancies(trace, chip)[0]
 
 
-def gpu_occupancies(trace: KernelTrace, chip: Chip) -> list[tuple[int, str]]:
+def gpu_occupancies(trace: KernelTrace, chip: GpuChip) -> list[tuple[int, str]]:
     """Per kernel of the trace (``kernel.kernel_resources``), in launch order: resident
     programs per SM and the limit that sets it."""
     return [_occupancy(res, chip, resources_field(i)) for i, res in enumerate(trace.resources_by_kernel)]
@@ -24,9 +24,8 @@ def resources_field(kernel: int) -> str:
     return "kernel.resources" if kernel == 0 else f"kernel.kernel_resources[{kernel - 1}]"
 
 
-def _occupancy(res: Resources, chip: Chip, field: str) -> tuple[int, str]:
+def _occupancy(res: Resources, chip: GpuChip, field: str) -> tuple[int, str]:
     occ, lm = chip.occupancy, chip.local
-    assert occ is not None
     if res.local_memory_bytes > lm.max_per_program_bytes:
         raise InputError(
             f"a program needs {res.local_memory_bytes} bytes of {chip.name} local memory; "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import TpuChip
 from accelsim.engine.fluid import Flow
 from accelsim.engine.occupancy import resources_field
 from accelsim.engine.programs import ProgramCosts, grid_coordinate, kernel_index, program_costs
@@ -29,7 +29,7 @@ from accelsim.errors import InputError
 from accelsim.trace.kernel import KernelTrace
 
 
-def tpu_core_assignment(trace: KernelTrace, chip: Chip) -> tuple[np.ndarray, int]:
+def tpu_core_assignment(trace: KernelTrace, chip: TpuChip) -> tuple[np.ndarray, int]:
     """Which TensorCore runs each program, and how many cores the kernel uses."""
     n = trace.num_programs
     semantics = trace.kernel.dimension_semantics or []
@@ -42,14 +42,14 @@ def tpu_core_assignment(trace: KernelTrace, chip: Chip) -> tuple[np.ndarray, int
     return (coordinate * cores) // size, cores
 
 
-def tpu_capacities(chip: Chip, cores: int, costs: ProgramCosts) -> dict[str, float]:
+def tpu_capacities(chip: TpuChip, cores: int, costs: ProgramCosts) -> dict[str, float]:
     """Capacities for a kernel on ``cores`` TensorCores: a TensorCore that is its own
     device (not megacore) sees its share of the chip's HBM."""
     return capacities(chip, cores, 1.0 if chip.megacore else 1.0 / chip.num_cores,
                       float(costs.read_bytes.sum()), float(costs.write_bytes.sum()))
 
 
-def check_vmem(trace: KernelTrace, chip: Chip) -> None:
+def check_vmem(trace: KernelTrace, chip: TpuChip) -> None:
     for i, res in enumerate(trace.resources_by_kernel):
         if res.local_memory_bytes > chip.local.capacity_bytes:
             raise InputError(
@@ -77,7 +77,7 @@ class StepCosts:
     copy_bytes_per_s: float
 
     @classmethod
-    def of(cls, chip: Chip, costs: ProgramCosts, caps: dict[str, float]) -> StepCosts:
+    def of(cls, chip: TpuChip, costs: ProgramCosts, caps: dict[str, float]) -> StepCosts:
         clock = chip.clock_hz
         copy_bw = min(chip.local.fill_bandwidth_bytes_per_cycle * clock, caps["hbm"])
         compute = np.maximum(costs.matrix_s + costs.vector_s,
@@ -86,7 +86,7 @@ class StepCosts:
         return cls(compute, hbm, hbm / copy_bw, copy_bw)
 
 
-def pipeline_seconds(chip: Chip, costs: ProgramCosts, steps: StepCosts, mine: np.ndarray, kernel_of: np.ndarray,
+def pipeline_seconds(chip: TpuChip, costs: ProgramCosts, steps: StepCosts, mine: np.ndarray, kernel_of: np.ndarray,
                      double_buffered: bool) -> np.ndarray:
     """Each of one core's grid steps ``mine`` (in order): its time in the core's pipeline.
 
@@ -106,7 +106,7 @@ def pipeline_seconds(chip: Chip, costs: ProgramCosts, steps: StepCosts, mine: np
             + np.where(last, costs.drain_bytes[mine] / steps.copy_bytes_per_s, 0.0))
 
 
-def core_shares(trace: KernelTrace, chip: Chip, costs: ProgramCosts, steps: StepCosts,
+def core_shares(trace: KernelTrace, chip: TpuChip, costs: ProgramCosts, steps: StepCosts,
                 core_of: np.ndarray, cores: int) -> list[list[CoreShare]]:
     """Per kernel of the trace, a flow per TensorCore that runs some of its grid steps
     (``core_of`` each step, on ``cores``: :func:`tpu_core_assignment`)."""
@@ -176,7 +176,7 @@ class KernelSequence:
             self._start(self.kernel + 1)
 
 
-def simulate_tpu(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
+def simulate_tpu(trace: KernelTrace, chip: TpuChip, *, timeline: bool = False,
                  costs: ProgramCosts | None = None) -> KernelSimulation:
     """Replay a kernel trace on a TPU."""
     costs = costs if costs is not None else program_costs(trace, chip)
@@ -197,7 +197,7 @@ def simulate_tpu(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
     )
 
 
-def tpu_lower_bound_s(trace: KernelTrace, chip: Chip, costs: ProgramCosts) -> float:
+def tpu_lower_bound_s(trace: KernelTrace, chip: TpuChip, costs: ProgramCosts) -> float:
     """A cheap bound that a TPU replay never goes below: the matrix, vector and HBM work
     at their full capacity, and the launch."""
     caps = tpu_capacities(chip, tpu_core_assignment(trace, chip)[1], costs)
@@ -209,12 +209,12 @@ def tpu_lower_bound_s(trace: KernelTrace, chip: Chip, costs: ProgramCosts) -> fl
 class TpuEngine:
     """The chip engine's strategy for TPUs (:class:`~accelsim.engine.chip.ChipEngine`)."""
 
-    def simulate(self, trace: KernelTrace, chip: Chip, *, timeline: bool, replays, hits, costs: ProgramCosts | None,
+    def simulate(self, trace: KernelTrace, chip: TpuChip, *, timeline: bool, replays, hits, costs: ProgramCosts | None,
                  shortcuts) -> KernelSimulation:
         return simulate_tpu(trace, chip, timeline=timeline, costs=costs)
 
-    def lower_bound_s(self, trace: KernelTrace, chip: Chip, costs: ProgramCosts, hits, shortcuts) -> float:
+    def lower_bound_s(self, trace: KernelTrace, chip: TpuChip, costs: ProgramCosts, hits, shortcuts) -> float:
         return tpu_lower_bound_s(trace, chip, costs)
 
-    def shared_cache_hits(self, trace: KernelTrace, chip: Chip) -> None:
+    def shared_cache_hits(self, trace: KernelTrace, chip: TpuChip) -> None:
         return None  # CMEM is not used by Pallas kernels
