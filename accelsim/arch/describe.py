@@ -135,7 +135,7 @@ def summary_row(arch: model.Arch) -> dict[str, str]:
     if isinstance(arch, model.Chip):
         dtype = "bf16" if "bf16" in arch.matrix.flops_per_cycle_per_core else next(iter(arch.matrix.flops_per_cycle_per_core))
         return {
-            "kind": f"chip/{arch.family}",
+            "kind": f"chip/{arch.kind}",
             "summary": (
                 f"{arch.num_cores} {core_noun(arch)} @ {format_quantity(arch.clock_hz, 'hz')}, "
                 f"{format_quantity(arch.matrix_flops_per_s(dtype), 'flops_per_s')} {dtype}, "

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Union
+from typing import ClassVar, Union
 
 from accelsim.arch import schema
 from accelsim.arch.collective_tuning import CollectiveTuning, resolve_collectives
@@ -117,19 +117,21 @@ class Links:
 
 @dataclass(frozen=True, kw_only=True)
 class Chip:
+    """A chip of either kind: a :class:`GpuChip` or a :class:`TpuChip` (its type is its
+    kind, also named by ``kind``; a config's ``family`` field). "Family" elsewhere means a
+    kernel family."""
+
+    kind: ClassVar[str]
     name: str
     display_name: str
     vendor: str
-    family: str
     clock_hz: float
     num_cores: int
     core_kind: str
-    megacore: bool
     program_overhead_s: float
     matrix: MatrixUnit
     vector: VectorUnit
     local: LocalMemory
-    occupancy: Occupancy | None
     shared_cache: MemoryLevel | None
     hbm: MemoryLevel
     launch_overhead_s: float
@@ -145,12 +147,8 @@ class Chip:
 
     def staged_buffers(self, num_stages: int) -> int:
         """Shared-memory buffers a Triton-style pipeline of ``num_stages`` keeps per staged
-        operand: ``num_stages`` where the MMA reads shared memory asynchronously (Hopper,
-        Blackwell: one buffer stays with the running MMA), ``num_stages - 1`` (at least one)
-        on other NVIDIA GPUs, whose MMA takes its operands from registers (Triton's pipeliner:
-        ``docs/engine.md``); ``num_stages`` elsewhere (not checked for other compilers)."""
-        if self.family == "gpu" and self.vendor == "nvidia" and not self.matrix.asynchronous:
-            return max(1, num_stages - 1)
+        operand: ``num_stages`` here (not checked for other compilers than Triton's NVIDIA
+        pipeliner, :meth:`GpuChip.staged_buffers`)."""
         return num_stages
 
     def matrix_flops_per_s(self, dtype: str) -> float:
@@ -168,6 +166,53 @@ class Chip:
     def link_bandwidth_bytes_per_s(self) -> float:
         """All of the chip's scale-up links together, one direction."""
         return self.links.count * self.links.bandwidth_per_link_bytes_per_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuChip(Chip):
+    """A GPU: programs (CTAs) resident on SMs up to its occupancy limits."""
+
+    kind: ClassVar[str] = "gpu"
+    occupancy: Occupancy
+
+    @staticmethod
+    def kind_fields(spec: schema.ChipSpec) -> dict:
+        occ = spec.occupancy
+        return {"occupancy": Occupancy(
+            max_warps_per_core=occ.max_warps_per_core.value,
+            max_programs_per_core=occ.max_programs_per_core.value,
+            registers_per_core=occ.registers_per_core.value,
+            max_registers_per_thread=occ.max_registers_per_thread.value,
+            warp_size=occ.warp_size,
+            register_allocation_unit=occ.register_allocation_unit.value if occ.register_allocation_unit else 1,
+        )}
+
+    def staged_buffers(self, num_stages: int) -> int:
+        """Shared-memory buffers a Triton-style pipeline of ``num_stages`` keeps per staged
+        operand: ``num_stages`` where the MMA reads shared memory asynchronously (Hopper,
+        Blackwell: one buffer stays with the running MMA), ``num_stages - 1`` (at least one)
+        on other NVIDIA GPUs, whose MMA takes its operands from registers (Triton's pipeliner:
+        ``docs/engine.md``); ``num_stages`` elsewhere (not checked for other compilers)."""
+        if self.vendor == "nvidia" and not self.matrix.asynchronous:
+            return max(1, num_stages - 1)
+        return num_stages
+
+
+@dataclass(frozen=True, kw_only=True)
+class TpuChip(Chip):
+    """A TPU: grid steps in sequence on each TensorCore."""
+
+    kind: ClassVar[str] = "tpu"
+    megacore: bool = False
+    """Two TensorCores that are one device, splitting a grid's first ``parallel`` axis."""
+
+    @staticmethod
+    def kind_fields(spec: schema.ChipSpec) -> dict:
+        return {"megacore": spec.cores.megacore}
+
+
+CHIP_KINDS: dict[str, type[Chip]] = {kind.kind: kind for kind in (GpuChip, TpuChip)}
+"""Each chip kind's type, by the name a config's ``family`` field gives it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -433,16 +478,16 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
 
 
 def _resolve_chip(spec: schema.ChipSpec) -> Chip:
-    mu, vu, lm, occ = spec.matrix_unit, spec.vector_unit, spec.local_memory, spec.occupancy
-    return Chip(
+    mu, vu, lm = spec.matrix_unit, spec.vector_unit, spec.local_memory
+    kind = CHIP_KINDS[spec.family]
+    return kind(
+        **kind.kind_fields(spec),
         name=spec.name,
         display_name=spec.display_name,
         vendor=spec.vendor,
-        family=spec.family,
         clock_hz=spec.clock.value,
         num_cores=spec.cores.count.value,
         core_kind=spec.cores.kind,
-        megacore=spec.cores.megacore,
         program_overhead_s=spec.cores.program_overhead.value,
         matrix=MatrixUnit(
             units_per_core=mu.units_per_core.value,
@@ -468,16 +513,6 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             latency_s=lm.latency.value,
             tensor_memory_bytes=lm.tensor_memory.value if lm.tensor_memory else 0.0,
         ),
-        occupancy=Occupancy(
-            max_warps_per_core=occ.max_warps_per_core.value,
-            max_programs_per_core=occ.max_programs_per_core.value,
-            registers_per_core=occ.registers_per_core.value,
-            max_registers_per_thread=occ.max_registers_per_thread.value,
-            warp_size=occ.warp_size,
-            register_allocation_unit=occ.register_allocation_unit.value if occ.register_allocation_unit else 1,
-        )
-        if occ
-        else None,
         shared_cache=_memory_level(spec.shared_cache) if spec.shared_cache else None,
         hbm=_memory_level(spec.hbm),
         launch_overhead_s=spec.launch_overhead.value,

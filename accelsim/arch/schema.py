@@ -16,6 +16,7 @@ lists them. The resolved form used by the simulator lives in :mod:`accelsim.arch
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
 from pydantic import (
@@ -401,26 +402,52 @@ class ChipSpec(_ConfigFile):
 
     @model_validator(mode="after")
     def _family_sections(self) -> "ChipSpec":
-        if self.family == "gpu" and self.occupancy is None:
-            raise ValueError("field 'occupancy' is required for family 'gpu'")
-        if self.family == "tpu" and self.vector_unit.shape is None:
-            raise ValueError("field 'vector_unit.shape' is required for family 'tpu'")
-        expected = 3 if self.family == "gpu" else 2
-        if len(self.matrix_unit.shape.value) != expected:
-            what = "[m, n, k] (the MMA granule)" if self.family == "gpu" else "[rows, cols] (the MXU)"
-            raise ValueError(f"'matrix_unit.shape': expected {expected} entries {what} on a {self.family.upper()}, "
-                             f"got {self.matrix_unit.shape.value}")
+        rules = CHIP_KIND_RULES[self.family]
+        if _field_at(self, rules.required) is None:
+            raise ValueError(f"field {rules.required!r} is required for family {self.family!r}")
+        if len(self.matrix_unit.shape.value) != rules.matrix_entries:
+            raise ValueError(f"'matrix_unit.shape': expected {rules.matrix_entries} entries {rules.matrix_shape} on a "
+                             f"{self.family.upper()}, got {self.matrix_unit.shape.value}")
         if self.vector_unit.shape is not None and len(self.vector_unit.shape.value) != 2:
             raise ValueError(f"'vector_unit.shape': expected 2 entries [sublanes, lanes], got "
                              f"{self.vector_unit.shape.value}")
-        if self.cores.megacore and self.family != "tpu":
-            raise ValueError("'cores.megacore' applies to TPUs only")
-        if self.hbm.queueing_latency is not None and self.family != "gpu":
-            raise ValueError("'hbm.queueing_latency' applies to GPUs only (the TPU engine does not model it)")
-        if self.hbm.queueing_unmixed_share is not None and self.family != "gpu":
-            raise ValueError("'hbm.queueing_unmixed_share' applies to GPUs only (the TPU engine does not model "
-                             "queueing)")
+        for other in CHIP_KIND_RULES.values():
+            if other is rules:
+                continue
+            for path, message in other.only.items():  # another kind's field, set
+                if _field_at(self, path) not in (None, False):
+                    raise ValueError(message)
         return self
+
+
+@dataclass(frozen=True)
+class ChipKindRules:
+    """What a chip config of one kind (its ``family``) must give and alone may give."""
+
+    required: str
+    """A field (dotted path) this kind needs."""
+    matrix_entries: int
+    matrix_shape: str
+    """What ``matrix_unit.shape``'s entries are."""
+    only: dict[str, str]
+    """Fields (dotted paths) only this kind may set, and the error when another does."""
+
+
+CHIP_KIND_RULES: dict[str, ChipKindRules] = {
+    "gpu": ChipKindRules(
+        required="occupancy", matrix_entries=3, matrix_shape="[m, n, k] (the MMA granule)",
+        only={"hbm.queueing_latency": "'hbm.queueing_latency' applies to GPUs only (the TPU engine does not model it)",
+              "hbm.queueing_unmixed_share": "'hbm.queueing_unmixed_share' applies to GPUs only (the TPU engine does "
+                                            "not model queueing)"}),
+    "tpu": ChipKindRules(required="vector_unit.shape", matrix_entries=2, matrix_shape="[rows, cols] (the MXU)",
+                         only={"cores.megacore": "'cores.megacore' applies to TPUs only"}),
+}
+
+
+def _field_at(spec: Any, path: str) -> Any:
+    for name in path.split("."):
+        spec = getattr(spec, name)
+    return spec
 
 
 # ---------------------------------------------------------------- systems

@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import replace
 
-from accelsim.arch.model import Chip, config_files, load_arch
+from accelsim.arch.model import Chip, TpuChip, config_files, load_arch
 from accelsim.cli import collective_cmd
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
@@ -103,7 +103,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     else:
         print_summary(result)
         scoped = chip.local.max_per_program_bytes
-        if chip.family == "tpu" and sim.local_memory_bytes > scoped:
+        if isinstance(chip, TpuChip) and sim.local_memory_bytes > scoped:
             print(f"note: a grid step holds {format_quantity(sim.local_memory_bytes, 'bytes')} of VMEM, over the "
                   f"{format_quantity(scoped, 'bytes')} a pallas_call gets by default (local_memory.max_per_program): "
                   f"the kernel needs vmem_limit_bytes of at least that", file=sys.stderr)

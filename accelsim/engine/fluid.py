@@ -34,7 +34,7 @@ import numpy as np
 import simpy
 
 from accelsim.engine.fair_share import EPS, max_min_rates
-from accelsim.units import PS_PER_S, check_simulated_ps
+from accelsim.units import MAX_SIMULATED_PS, PS_PER_S, check_simulated_ps
 
 CEIL_SLACK = 1e-15
 """Relative (and absolute, in ps) float noise ignored when rounding a time up: a few
@@ -55,16 +55,6 @@ def _wait_ps(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
 def _ceil_ps(left_ps: float) -> int:
     """:func:`_wait_ps`'s rounding, for one time."""
     return math.ceil(left_ps * (1 - CEIL_SLACK) - CEIL_SLACK)
-
-
-def _succeed_now(event: simpy.Event, value: object) -> None:
-    """Succeed ``event`` and run its callbacks now, as ``simpy.Environment.step`` does when
-    it pops an event: its waiters act within the pool's own event, before it reallocates."""
-    event._ok = True
-    event._value = value
-    callbacks, event.callbacks = event.callbacks, None
-    for callback in callbacks:
-        callback(event)
 
 
 @dataclass(eq=False)
@@ -141,6 +131,94 @@ class _Rows:
             self.free.sort(reverse=True)
 
 
+class _FreeRun:
+    """Free-running bookkeeping: while nothing is contended every flow runs at its own
+    ``max_rate`` from where it was at ``rows.t0`` (``rows.rem0`` left), its end waits in a
+    heap (entries of an older version of its slot are stale) and each resource's load is a
+    running sum."""
+
+    def __init__(self, rows: _Rows, resources: int) -> None:
+        self.rows = rows
+        self.on = False
+        self.heap: list[tuple[int, int, int]] = []  # (end ps, slot, version)
+        self.load = np.zeros(resources)
+
+    def enter(self, active: np.ndarray, load: np.ndarray, now: int) -> None:
+        """Start free-running from the progress the arrays hold now."""
+        rows = self.rows
+        self.on = True
+        self.load = load.copy()
+        rows.t0[active] = now
+        rows.rem0[active] = rows.remaining[active]
+        ends = now + _wait_ps(rows.remaining.take(active), rows.rate.take(active))
+        if ends.size:
+            check_simulated_ps(float(ends.max()))
+        self.heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist(),
+                               rows.version[active].tolist()))  # a sorted list is a heap
+
+    def leave(self, now: int) -> np.ndarray:
+        """Write every flow's progress into the arrays; the demand served since the last
+        hand-over."""
+        rows = self.rows
+        active = np.nonzero(rows.active)[0]
+        elapsed = (now - rows.t0[active]) / PS_PER_S
+        rem0 = rows.rem0[active]
+        done = np.minimum(rows.rate[active] * elapsed, rem0)
+        rows.remaining[active] = rem0 - done
+        self.on = False
+        self.heap = []
+        return done @ rows.demand[active]
+
+    def add(self, slot: int, max_rate: float, now: int) -> None:
+        rows = self.rows
+        rows.rate[slot] = max_rate
+        rows.t0[slot], rows.rem0[slot] = now, 1.0
+        self.load += max_rate * rows.demand[slot]
+        alone_ps = PS_PER_S / max_rate
+        if not now + alone_ps <= MAX_SIMULATED_PS:
+            check_simulated_ps(now + alone_ps)
+        heapq.heappush(self.heap, (now + _ceil_ps(alone_ps), slot, int(rows.version[slot])))
+
+    def repace(self, slots: np.ndarray, paces: np.ndarray, now: int) -> np.ndarray:
+        """Bring these flows' progress to now, then restart their clocks at new paces; the
+        demand they served since their last hand-over."""
+        rows = self.rows
+        rem0 = rows.rem0[slots]
+        left = np.maximum(rem0 - rows.rate[slots] * (now - rows.t0[slots]) / PS_PER_S, 0.0)
+        demand = rows.demand[slots]
+        served = (rem0 - left) @ demand
+        self.load += (paces - rows.max_rate[slots]) @ demand
+        rows.t0[slots], rows.rem0[slots], rows.rate[slots] = now, left, paces
+        rows.version[slots] += 1
+        ends = now + _wait_ps(left, paces)
+        check_simulated_ps(float(ends.max()))
+        for end, slot, version in zip(ends.astype(np.int64).tolist(), slots.tolist(), rows.version[slots].tolist()):
+            heapq.heappush(self.heap, (end, slot, version))
+        return served
+
+    def next_end(self) -> int | None:
+        heap, version = self.heap, self.rows.version
+        while heap and heap[0][2] != version[heap[0][1]]:  # stale: the flow changed pace
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def due(self, now: int) -> list[int]:
+        """The slots whose flows end now, in slot order (as the allocation's timers take them)."""
+        version, due = self.rows.version, []
+        while self.heap and self.heap[0][0] <= now:
+            _, slot, at = heapq.heappop(self.heap)
+            if at == version[slot]:
+                due.append(slot)
+        due.sort()
+        return due
+
+    def finish(self, slot: int) -> np.ndarray:
+        """A flow ends: all of what was left at the last hand-over is served by now."""
+        rows = self.rows
+        self.load -= rows.max_rate[slot] * rows.demand[slot]
+        return rows.demand[slot] * rows.rem0[slot]
+
+
 class FluidResources:
     """A set of shared resources (capacity per second each) and the flows using them.
 
@@ -184,11 +262,7 @@ class FluidResources:
         self._coalesce = coalesce_starts
         self._flush_pending = False
         self._free_running = free_running
-        self._free = False
-        """Free-running now: rates are every flow's max_rate; progress since ``t0`` (from
-        ``rem0``) is implicit, ends are in ``_heap`` and the load is ``_load``."""
-        self._heap: list[tuple[int, int, int]] = []  # (end ps, slot, version)
-        self._load = np.zeros(len(self._names))
+        self._free = _FreeRun(self._rows, len(self._names))
 
     # ------------------------------------------------------------ public
 
@@ -201,7 +275,7 @@ class FluidResources:
         """Add several flows at once (one reallocation); their completion events in order.
         Flows started by the waiters of flows that end join those ends' reallocation."""
         rows = [self._checked_row(flow) for flow in flows]
-        if not self._free:
+        if not self._free.on:
             self._advance()
         for flow, (columns, amounts) in zip(flows, rows):
             self._add(flow, columns, amounts)
@@ -229,8 +303,8 @@ class FluidResources:
             flow.max_rate = rate
         slots = np.fromiter((flow.slot for flow in flows), dtype=np.int64, count=len(flows))
         paces = np.asarray(rates, dtype=float)
-        if self._free:
-            self._repace_free(slots, paces)
+        if self._free.on:
+            self._used += self._free.repace(slots, paces, self.env.now)
         else:
             self._advance()
         self._rows.max_rate[slots] = paces
@@ -254,7 +328,7 @@ class FluidResources:
         for slot in np.flatnonzero(rows.active).tolist():
             flow = rows.flows[slot]
             rate = float(rows.rate[slot])
-            if self._free:
+            if self._free.on:
                 start, left = int(rows.t0[slot]), float(rows.rem0[slot])
             else:
                 start, left = self._last_ps, float(rows.remaining[slot])
@@ -307,13 +381,8 @@ class FluidResources:
         rows.remaining[slot] = 1.0
         rows.max_rate[slot] = flow.max_rate
         rows.active[slot] = True
-        if self._free:
-            rows.rate[slot] = flow.max_rate
-            rows.t0[slot], rows.rem0[slot] = now, 1.0
-            self._load += flow.max_rate * rows.demand[slot]
-            alone_ps = PS_PER_S / flow.max_rate
-            check_simulated_ps(now + alone_ps)
-            heapq.heappush(self._heap, (now + _ceil_ps(alone_ps), slot, int(rows.version[slot])))
+        if self._free.on:
+            self._free.add(slot, flow.max_rate, now)
 
     # ------------------------------------------------------------ the allocation
 
@@ -342,7 +411,7 @@ class FluidResources:
         if (load <= self._capacity).all():
             rows.rate[active] = max_rate  # nothing is contended: every flow at its own pace
             if self._free_running and self.observer is None:
-                self._enter_free(active, load)
+                self._free.enter(active, load, self.env.now)
             return
         rows.rate[active] = max_min_rates(demand, max_rate, self._capacity)
 
@@ -353,19 +422,19 @@ class FluidResources:
 
     def _reschedule(self) -> None:
         self._flush_pending = False
-        if self._free and not (self._load <= self._capacity).all():
-            self._leave_free()
-        if not self._free:
+        free = self._free
+        if free.on and not (free.load <= self._capacity).all():
+            self._used += free.leave(self.env.now)
+            self._last_ps = self.env.now
+        if not free.on:
             self._allocate()  # may start free-running
         self._generation += 1
         if self.observer is not None:
             self.observer(self.env.now, self)
-        if self._free:
-            heap, version = self._heap, self._rows.version
-            while heap and heap[0][2] != version[heap[0][1]]:  # stale: the flow changed pace
-                heapq.heappop(heap)
-            if heap:
-                self._schedule(heap[0][0] - self.env.now)
+        if free.on:
+            end = free.next_end()
+            if end is not None:
+                self._schedule(end - self.env.now)
             return
         active = np.nonzero(self._rows.active)[0]
         if active.size == 0:
@@ -386,76 +455,22 @@ class FluidResources:
         event.callbacks.append(lambda _e: self._on_timer(generation))
         self.events += 1
 
-    # ------------------------------------------------------------ free-running
-
-    def _enter_free(self, active: np.ndarray, load: np.ndarray) -> None:
-        """Start free-running from the progress the arrays hold now."""
-        rows = self._rows
-        self._free = True
-        self._load = load.copy()
-        now = self.env.now
-        rows.t0[active] = now
-        rows.rem0[active] = rows.remaining[active]
-        ends = now + _wait_ps(rows.remaining.take(active), rows.rate.take(active))
-        if ends.size:
-            check_simulated_ps(float(ends.max()))
-        self._heap = sorted(zip(ends.astype(np.int64).tolist(), active.tolist(),
-                                rows.version[active].tolist()))  # a sorted list is a heap
-
-    def _leave_free(self) -> None:
-        """Bring every flow's progress up to date in the arrays; the allocation takes over."""
-        rows = self._rows
-        active = np.nonzero(rows.active)[0]
-        elapsed = (self.env.now - rows.t0[active]) / PS_PER_S
-        rem0 = rows.rem0[active]
-        done = np.minimum(rows.rate[active] * elapsed, rem0)
-        rows.remaining[active] = rem0 - done
-        self._used += done @ rows.demand[active]
-        self._last_ps = self.env.now
-        self._free = False
-        self._heap = []
-
-    def _repace_free(self, slots: np.ndarray, paces: np.ndarray) -> None:
-        """Bring these flows' progress to now, then restart their clocks at new paces."""
-        rows, now = self._rows, self.env.now
-        rem0 = rows.rem0[slots]
-        left = np.maximum(rem0 - rows.rate[slots] * (now - rows.t0[slots]) / PS_PER_S, 0.0)
-        demand = rows.demand[slots]
-        self._used += (rem0 - left) @ demand
-        self._load += (paces - rows.max_rate[slots]) @ demand
-        rows.t0[slots], rows.rem0[slots], rows.rate[slots] = now, left, paces
-        rows.version[slots] += 1
-        ends = now + _wait_ps(left, paces)
-        check_simulated_ps(float(ends.max()))
-        for end, slot, version in zip(ends.astype(np.int64).tolist(), slots.tolist(),
-                                      rows.version[slots].tolist()):
-            heapq.heappush(self._heap, (end, slot, version))
-
     # ------------------------------------------------------------ ends
-
-    def _due_slots(self) -> list[int]:
-        """The slots whose flows end now, in slot order."""
-        if not self._free:
-            self._advance()
-            return self._due.tolist()
-        now, version, due = self.env.now, self._rows.version, []
-        while self._heap and self._heap[0][0] <= now:
-            _, slot, at = heapq.heappop(self._heap)
-            if at == version[slot]:
-                due.append(slot)
-        due.sort()  # slot order, as the allocation's timers take them
-        return due
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
             return
         rows, now = self._rows, self.env.now
         done = []
-        for slot in self._due_slots():
+        if self._free.on:
+            due = self._free.due(now)
+        else:
+            self._advance()
+            due = self._due.tolist()
+        for slot in due:
             flow = rows.flows[slot]
-            if self._free:  # all of what was left at the last hand-over is served by now
-                self._used += rows.demand[slot] * rows.rem0[slot]
-                self._load -= rows.max_rate[slot] * rows.demand[slot]
+            if self._free.on:
+                self._used += self._free.finish(slot)
             else:
                 self._used += rows.demand[slot] * rows.remaining[slot]
             flow.remaining, flow.rate, flow.finished_ps = 0.0, float(rows.rate[slot]), now
@@ -465,7 +480,14 @@ class FluidResources:
         self._in_callbacks = True  # flows started by the waiters join one reallocation
         try:
             for flow in done:
-                _succeed_now(flow.done, flow)
+                # succeed the flow's event and run its callbacks now, as
+                # simpy.Environment.step does when it pops an event: its waiters act
+                # within this event, before the reallocation below
+                event = flow.done
+                event._ok, event._value = True, flow
+                callbacks, event.callbacks = event.callbacks, None
+                for callback in callbacks:
+                    callback(event)
         finally:
             self._in_callbacks = False
         self._reschedule()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, TpuChip
 from accelsim.errors import InputError
 from accelsim.trace.kernel import DTYPE_BYTES, GRID_VARS, Compute, KernelTrace, Step
 
@@ -166,7 +166,7 @@ def executed_matrix_flops(chip: Chip, shape: list[int]) -> float:
     up to the unit's granule (GPU MMA [m, n, k]; TPU: rows stream in groups of the VPU's
     sublanes, n and k fill the MXU's columns and rows)."""
     m, n, k = shape
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         rows, cols = chip.matrix.shape[:2]
         sublanes = chip.vector.shape[0] if chip.vector.shape else 8
         granule = (sublanes, cols, rows)

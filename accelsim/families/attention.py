@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
@@ -116,7 +116,7 @@ def kv_split(seq_kv: int, split: int, block_n: int) -> tuple[int, int]:
 def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
     p = _problem(params)
     d = p["head_dim"]
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         rows = p["seq_q"] * p["group"] if p["decode"] else p["seq_q"]
         return {"block_m": min(512, _round8(rows)), "block_n": min(512 if not p["decode"] else 2048, p["seq_kv"]),
                 "num_stages": 2, "num_warps": 4, "split_kv": 1}
@@ -134,7 +134,7 @@ def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
 def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     p = _problem(params)
     out = []
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         # decode packs a KV group's query heads as rows: a block of just those (a whole
         # number of sublane groups) runs the softmax on no padding
         rows = (128, 256, 512, 1024) if not p["decode"] else sorted({_round8(p["seq_q"] * p["group"]), 128, 256})
@@ -156,19 +156,19 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     return [c for c in out if fits(check, params, c, chip)]
 
 
-def _local_bytes(p: dict[str, Any], config: dict[str, Any], family: str, buffers: int | None = None) -> int:
+def _local_bytes(p: dict[str, Any], config: dict[str, Any], kind: str, buffers: int | None = None) -> int:
     """GPU: the resident tiles plus ``buffers`` of each staged one (:meth:`Chip.staged_buffers`,
     default ``num_stages``); TPU: its double-buffered blocks and scratch."""
     d, size = p["head_dim"], DTYPE_BYTES[p["dtype"]]
     bm, bn = config["block_m"], config["block_n"]
     stages = config["num_stages"] if buffers is None else buffers
-    if family == "tpu" and p["backward"]:
+    if kind == "tpu" and p["backward"]:
         # double-buffered Q, dO, K, V and the two (rows, 1) fp32 statistics (a lane tile
         # each), the dkv kernel's dK and dV outputs (double-buffered) and fp32
         # accumulators (the larger kernel), and the fp32 S/P, dP and dS of one block
         inputs = 2 * ((2 * bm + 2 * bn) * d * size + 2 * bm * 128 * 4)
         return int(inputs + 2 * 2 * bn * d * size + 2 * bn * d * 4 + 3 * bm * bn * 4)
-    if family == "tpu":
+    if kind == "tpu":
         blocks = 2 * (bm * d + 2 * bn * d + bm * d) * size
         return int(blocks + bm * d * 4 + 2 * bm * 128 * 4 + bm * bn * 4)
     if p["backward"]:
@@ -203,7 +203,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
     if config["split_kv"] > 1:
-        if not (p["decode"] and chip.family == "gpu"):
+        if not (p["decode"] and isinstance(chip, GpuChip)):
             raise InputError("split_kv applies to GPU decode (seq_q * heads per KV head <= 64, seq_q <= 16, "
                              "forward) only", source="--param", field="split_kv")
         chunk, used = kv_split(p["seq_kv"], config["split_kv"], config["block_n"])
@@ -211,7 +211,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             raise InputError(f"split_kv={config['split_kv']} leaves some splits without keys: seq_kv={p['seq_kv']} "
                              f"in blocks of {config['block_n']} gives at most {used} splits of {chunk} keys",
                              source="--param", field="split_kv")
-    need = _local_bytes(p, config, chip.family, chip.staged_buffers(config["num_stages"]))
+    need = _local_bytes(p, config, chip.kind, chip.staged_buffers(config["num_stages"]))
     limit, limit_field = local_limit(chip)
     combine = _combine_local_bytes(config["split_kv"], p["seq_q"])
     if config["split_kv"] > 1 and combine > limit:
@@ -223,7 +223,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
                          f"{chip.name} allows {int(limit)} ({limit_field})", source="--param", field="block_m")
     # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
     # spills 1.1 KB a thread compiled for sm_90)
-    needed = _registers_needed(p, config) if chip.family == "gpu" else 0
+    needed = _registers_needed(p, config) if isinstance(chip, GpuChip) else 0
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
                          "spill); use more warps or smaller blocks", source="--param", field="num_warps")
@@ -266,7 +266,7 @@ def useful_flops(params: dict[str, Any]) -> float:
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     p = _problem(params)
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
     buffers = chip.staged_buffers(config["num_stages"])
     if p["backward"]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, TpuChip
 from accelsim.errors import InputError
 from accelsim.trace.kernel import MAX_COUNT
 from accelsim.trace.kernel import KernelTrace
@@ -115,7 +115,7 @@ def parse_assignments(items: Sequence[str], source: str) -> dict[str, str]:
 def local_limit(chip: Chip) -> tuple[float, str]:
     """Local memory one program may use, and the config field it comes from: a TPU core's
     whole VMEM (one program at a time), a GPU's per-block shared-memory limit."""
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         return chip.local.capacity_bytes, "local_memory.capacity"
     return chip.local.max_per_program_bytes, "local_memory.max_per_program"
 

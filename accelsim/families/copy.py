@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
@@ -48,7 +48,7 @@ CONFIG = (
 
 
 def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         return {"block_bytes": TPU_BLOCK_BYTES}
     return {"block_bytes": GPU_BLOCK_BYTES, "num_warps": 4}
 
@@ -56,7 +56,7 @@ def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
 def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     """GPU: 16 KiB to 1 MiB per program with 4, 8 or 16 warps; TPU: 512 KiB to 8 MiB blocks.
     The default config first."""
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         candidates = [{"block_bytes": 2**k * 2**10} for k in range(9, 14)]
     else:
         candidates = [{"block_bytes": 2**k * 2**10, "num_warps": w} for k in range(4, 11) for w in (4, 8, 16)]
@@ -71,7 +71,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     block = config.get("block_bytes")
     if not isinstance(block, int) or block < 1:
         raise InputError("expected a positive integer", source="--param", field="block_bytes")
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         if block % TPU_BLOCK_GRANULE_BYTES:
             raise InputError(f"expected a multiple of {TPU_BLOCK_GRANULE_BYTES} (one 8x128 tile of 32-bit words), "
                              f"got {block}", source="--param", field="block_bytes")
@@ -88,7 +88,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
 
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
-    return _build_tpu(params, config) if chip.family == "tpu" else _build_gpu(params, config, chip)
+    return _build_tpu(params, config) if isinstance(chip, TpuChip) else _build_gpu(params, config, chip)
 
 
 def _metadata(params, config) -> dict[str, Any]:

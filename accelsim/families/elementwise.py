@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
@@ -76,7 +76,7 @@ def _tpu_granule(params: dict[str, Any]) -> int:
 
 
 def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         granule = _tpu_granule(params)
         blocks = max(1, TPU_TARGET_BLOCK_BYTES // (granule * _size(params)))
         return {"block_elements": blocks * granule}
@@ -87,7 +87,7 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     """GPU: 1 to 32 warps with 1 to 16 elements per thread; TPU: 1/4 to 4 times the default
     block. The default config first."""
     default = default_config(params, chip)
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         candidates = [{"block_elements": default["block_elements"] * 2**k // 4} for k in range(5)]
     else:
         candidates = [{"block_elements": w * chip.occupancy.warp_size * e, "num_warps": w}
@@ -105,7 +105,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     block = config.get("block_elements")
     if not isinstance(block, int) or block < 1:
         raise InputError("expected a positive integer", source="--param", field="block_elements")
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         if config.get("local_memory_bytes"):
             raise InputError("applies to GPUs only (a Pallas kernel's VMEM is its double-buffered blocks)",
                              source="--param", field="local_memory_bytes")
@@ -151,7 +151,7 @@ def _registers(params: dict[str, Any], per_thread: int) -> int:
 
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
-    return _build_tpu(params, config) if chip.family == "tpu" else _build_gpu(params, config, chip)
+    return _build_tpu(params, config) if isinstance(chip, TpuChip) else _build_gpu(params, config, chip)
 
 
 def _name(params: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families.base import DTYPES, Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
@@ -81,7 +81,7 @@ def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
     deep) until the SMs are that full. Stages are dropped (down to 2) where the chip's
     shared memory cannot hold them."""
     m, n, k, batch, dtype = _problem(params)
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         mxu = chip.matrix.shape[0]
         return {"block_m": min(512, _round_up(m, 8)), "block_n": min(512, _round_up(n, mxu)),
                 "block_k": min(512, _round_up(k, mxu)), "group_m": 1, "split_k": 1, "num_stages": 2, "num_warps": 4}
@@ -124,7 +124,7 @@ def fit_defaults(params: dict[str, Any], config: dict[str, Any], given: set[str]
     """A split-K the user did not give follows the tile they did: the default's split was
     chosen for its own (smaller) tile, and a 128x128 tile on a 512^3 GEMM ran split in two
     without being asked (5.32 us; 6.36 us unsplit)."""
-    if "split_k" in given or chip.family == "tpu" or not {"block_m", "block_n"} & given:
+    if "split_k" in given or isinstance(chip, TpuChip) or not {"block_m", "block_n"} & given:
         return config
     m, n, k, batch, _ = _problem(params)
     tiles = batch * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"])
@@ -134,7 +134,7 @@ def fit_defaults(params: dict[str, Any], config: dict[str, Any], given: set[str]
 def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     m, n, k, _, dtype = _problem(params)
     out = []
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         for bm in (128, 256, 512, 1024):
             for bn in (128, 256, 512, 1024):
                 for bk in (128, 256, 512, 1024, 2048):
@@ -175,14 +175,14 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     return out
 
 
-def _local_bytes(config: dict[str, Any], dtype: str, family: str, buffers: int | None = None) -> int:
+def _local_bytes(config: dict[str, Any], dtype: str, kind: str, buffers: int | None = None) -> int:
     """GPU: the staged A and B tiles, ``buffers`` of each (:meth:`Chip.staged_buffers`;
     a pair's program stages its share of B); TPU: ``num_stages`` (double-buffered) A, B
     and C blocks plus the fp32 accumulator scratch."""
     bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
     stages = config["num_stages"] if buffers is None else buffers
     tiles = (bm * bk + bk * -(-bn // config.get("pair", 1))) * DTYPE_BYTES[dtype] * stages
-    if family == "tpu":
+    if kind == "tpu":
         return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[OUT_DTYPE[dtype]]))
     return int(tiles)
 
@@ -197,12 +197,12 @@ def _registers_per_thread(config: dict[str, Any], in_tensor_memory: bool = False
 
 def accumulates_in_tensor_memory(chip: Chip, dtype: str) -> bool:
     """Blackwell's MMAs accumulate in tensor memory (fp32 GEMMs run on the CUDA cores)."""
-    return chip.family == "gpu" and chip.local.tensor_memory_bytes > 0 and dtype != "fp32"
+    return isinstance(chip, GpuChip) and chip.local.tensor_memory_bytes > 0 and dtype != "fp32"
 
 
 def max_cluster(chip: Chip) -> int:
     """Programs one L2 read can feed at once (the GPU's TMA multicast); 1 without it."""
-    return chip.shared_cache.multicast if chip.family == "gpu" and chip.shared_cache is not None else 1
+    return chip.shared_cache.multicast if isinstance(chip, GpuChip) and chip.shared_cache is not None else 1
 
 
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
@@ -210,14 +210,14 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
         if not isinstance(config.get(key), int) or config[key] < 1:
             raise InputError("expected a positive integer", source="--param", field=key)
     split, k = config["split_k"], params["K"]
-    if chip.family == "gpu" and (split - 1) * math.ceil(k / split) >= k:
+    if isinstance(chip, GpuChip) and (split - 1) * math.ceil(k / split) >= k:
         raise InputError(f"split_k={split} leaves some of its K slices empty (K={k}, ceil(K/split_k) each); "
                          f"use fewer splits", source="--param", field="split_k")
     dtype = params["dtype"]
-    on_vector_units = chip.family == "gpu" and dtype == "fp32"
+    on_vector_units = isinstance(chip, GpuChip) and dtype == "fp32"
     if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", source="--param", field="dtype")
-    need = _local_bytes(config, dtype, chip.family, chip.staged_buffers(config["num_stages"]))
+    need = _local_bytes(config, dtype, chip.kind, chip.staged_buffers(config["num_stages"]))
     limit, limit_field = local_limit(chip)
     if need > limit:
         raise InputError(
@@ -241,7 +241,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if not isinstance(pair, int) or pair < 1:
         raise InputError("expected a positive integer", source="--param", field="pair")
     if pair > 1:
-        most = chip.matrix.pair if chip.family == "gpu" else 1
+        most = chip.matrix.pair if isinstance(chip, GpuChip) else 1
         if pair > most:
             raise InputError(f"{chip.name} cannot span one MMA over {pair} programs (matrix_unit.pair: {most})",
                              source="--param", field="pair")
@@ -258,13 +258,13 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             raise InputError(f"the {config['block_m']}x{config['block_n']} fp32 accumulator does not fit in "
                              f"{chip.name}'s {int(chip.local.tensor_memory_bytes)} bytes of tensor memory; use "
                              f"smaller blocks", source="--param", field="block_n")
-    elif chip.family == "gpu" and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
+    elif isinstance(chip, GpuChip) and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
         raise InputError("the accumulator does not fit in registers; use more warps or smaller blocks",
                          source="--param", field="num_warps")
 
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         return _build_tpu(params, config)
     return _build_gpu(params, config, accumulates_in_tensor_memory(chip, params["dtype"]),
                       chip.staged_buffers(config["num_stages"]))
@@ -412,7 +412,7 @@ def quick_bound(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> f
     overhead, so the busiest core needs at least (all matrix work at the unit's rate +
     all steps' overheads) / cores, plus the launch. GPU: 0 (the trace bound orders GPU
     configs)."""
-    if chip.family != "tpu":
+    if not isinstance(chip, TpuChip):
         return 0.0
     m, n, k, b, dtype = _problem(params)
     steps = b * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"]) * math.ceil(k / config["block_k"])

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.arch.model import Chip
+from accelsim.arch.model import Chip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families.base import Family, Param, fits
 from accelsim.families.pallas_rule import Operand, pallas_trace
@@ -245,7 +245,7 @@ def _liger_num_warps(elements: int) -> int:
 
 def default_config(op: RowOp, params: dict[str, Any], chip: Chip) -> dict[str, Any]:
     rows, cols = params["rows"], params["cols"]
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         return {"block_rows": _tpu_default_rows(op, params, chip)}
     width = _next_pow2(cols)
     block_rows = min(max(1, MIN_ELEMENTS_PER_PROGRAM // width), _next_pow2(rows))
@@ -270,7 +270,7 @@ def config_space(op: RowOp, params: dict[str, Any], chip: Chip) -> list[dict[str
     warps; the default config first."""
     rows = params["rows"]
     candidates = [default_config(op, params, chip)]
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         candidates += [{"block_rows": min(b, rows)} for b in (8, 16, 32, 64, 128, 256, 512, 1024)]
     else:
         candidates += [{"block_rows": b, "num_warps": w}
@@ -286,7 +286,7 @@ def check(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip)
     block_rows = config.get("block_rows")
     if not isinstance(block_rows, int) or block_rows < 1:
         raise InputError("expected a positive integer", source="--param", field="block_rows")
-    if chip.family == "tpu":
+    if isinstance(chip, TpuChip):
         _check_tpu(op, params, block_rows, chip)
         return
     warps = config.get("num_warps")
@@ -316,7 +316,7 @@ def _check_tpu(op: RowOp, params: dict[str, Any], block_rows: int, chip: Chip) -
 
 
 def build(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
-    return _build_tpu(op, params, config) if chip.family == "tpu" else _build_gpu(op, params, config, chip)
+    return _build_tpu(op, params, config) if isinstance(chip, TpuChip) else _build_gpu(op, params, config, chip)
 
 
 def _metadata(op: RowOp, params, config) -> dict[str, Any]:

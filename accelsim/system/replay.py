@@ -38,7 +38,7 @@ import numpy as np
 import simpy
 
 from accelsim.arch import model
-from accelsim.arch.model import Arch, Chip
+from accelsim.arch.model import Arch, Chip, GpuChip
 from accelsim.engine.fluid import FluidResources
 from accelsim.errors import InputError
 from accelsim.network import build_topology, link_loads, links_of, plan_for, play_plan
@@ -94,7 +94,7 @@ def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float | N
     """(SM share, HBM share) collectives take from compute; the HBM share is ``None`` where
     each collective takes its own (:meth:`_Replay._hbm_share`: GPUs without
     ``--comm-hbm-fraction``)."""
-    if chip.family == "gpu":
+    if isinstance(chip, GpuChip):
         sm = min(1.0, NCCL_CHANNELS_ESTIMATE / chip.num_cores)
         hbm = None
     else:
@@ -892,7 +892,7 @@ class _Replay:
             self._instance_done(inst)
             return
         inst.started_ps = self.env.now
-        inst.hbm_share = self._hbm_share(inst, plan) if self.chip.family == "gpu" else 0.0
+        inst.hbm_share = self._hbm_share(inst, plan) if isinstance(self.chip, GpuChip) else 0.0
         for c in sorted({c for c, _ in inst.members}):
             self._set_comm(self.classes[c], +1, inst.hbm_share)
         process = play_plan(self.env, self.pool, plan)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from accelsim.engine.chip import simulate_kernel
+from accelsim.engine.chip import PLAIN, Shortcuts, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.units import MAX_SIMULATED_PS, PS_PER_S, seconds_to_ps
 
@@ -54,3 +54,27 @@ def test_a_launch_overhead_past_the_clock_is_refused(cli):
     result = cli("simulate", "--arch", "h100-sxm", "--kernel", "rmsnorm", "--param", "rows=64", "--param", "cols=64",
                  "--set", "launch_overhead=1e30 s")
     assert result.code == 2 and "outside the simulator's clock" in result.err
+
+
+@pytest.mark.parametrize("shortcuts", [Shortcuts(), PLAIN], ids=["shortcuts", "plain"])
+def test_a_tiny_port_bandwidth_is_refused_not_overflowed(shortcuts):
+    """Issue 29: a 16M-element add on an A100 whose SM port moves 6.4e-11 bytes per cycle
+    takes months; its flows' ends (and the waves fast-forward would add) pass the clock."""
+    from accelsim.arch.model import load_arch
+    from accelsim.families import get_family
+    from accelsim.families.search import split_params
+
+    chip = load_arch("a100-sxm4-80gb", ["local_memory.fill_bandwidth_bytes_per_cycle=6.4e-11"])
+    family = get_family("elementwise")
+    values, given, _ = split_params(family, {"elements": "16777216", "dtype": "fp32", "inputs": "2"})
+    trace = family.build(values, family.resolve_config(values, given, chip), chip)
+    with pytest.raises(InputError, match="outside the simulator's clock"):
+        simulate_kernel(trace, chip, shortcuts=shortcuts)
+
+
+def test_cli_one_line_for_a_tiny_port_bandwidth(cli):
+    result = cli("simulate", "--arch", "a100-sxm4-80gb", "--kernel", "elementwise", "--param", "elements=16777216",
+                 "--param", "dtype=fp32", "--param", "inputs=2",
+                 "--set", "local_memory.fill_bandwidth_bytes_per_cycle=6.4e-11")
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert "outside the simulator's clock" in result.err

@@ -74,4 +74,4 @@ def test_uncontended_flows_never_reallocate():
     for i in range(50):
         pool.start(Flow(f"f{i}", {"hbm": 10.0}, max_rate=1.0 + i))
     env.run()
-    assert pool._free and pool.used["hbm"] == 500.0
+    assert pool._free.on and pool.used["hbm"] == 500.0

@@ -80,7 +80,7 @@ def compulsory_bytes(case: Case) -> float:
 
 
 def datasheet_peak_flops_per_s(chip: Chip, dtype: str) -> float:
-    if chip.family == "gpu" and dtype == "fp32":
+    if chip.kind == "gpu" and dtype == "fp32":
         return chip.vector_flops_per_s("fp32")
     return chip.matrix_flops_per_s(dtype)
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-import accelsim.engine.chip as engine
 from accelsim.arch.model import load_arch
-from accelsim.engine.chip import latency_lower_bound_s, simulate_kernel
+from accelsim.engine.chip import Shortcuts, latency_lower_bound_s, simulate_kernel
 from accelsim.errors import InputError
 from accelsim.trace.kernel import KernelTrace
 
@@ -73,14 +72,13 @@ def test_the_lower_bound_holds():
     assert latency_lower_bound_s(t, chip) <= simulate_kernel(t, chip).latency_s
 
 
-def test_identical_waves_are_not_fast_forwarded_across_a_kernel_start(monkeypatch):
+def test_identical_waves_are_not_fast_forwarded_across_a_kernel_start():
     """Two kernels of identical programs: the second's first wave waits its startup, so
     adding its waves at the first kernel's period (as an earlier version did) was wrong."""
     chip = load_arch("h100-sxm")
     t = trace(132 * 4, 132 * 4, tensors=("A",))
     fast = simulate_kernel(t, chip)
-    monkeypatch.setattr(engine, "FAST_FORWARD_WAVES", False)
-    slow = simulate_kernel(t, chip)
+    slow = simulate_kernel(t, chip, shortcuts=Shortcuts(fast_forward_waves=False))
     assert fast.per_kernel_s == slow.per_kernel_s and fast.latency_s == slow.latency_s
 
 

@@ -7,7 +7,12 @@ import pytest
 
 from accelsim.arch.model import load_arch
 from accelsim.engine import chip as engine
-from accelsim.engine.chip import simulate_kernel
+from accelsim.engine.chip import Shortcuts, simulate_kernel
+from accelsim.engine.programs import program_costs
+from accelsim.engine.shortcuts import program_runs
+
+
+EVERY_PROGRAM = Shortcuts(runs_from=None)
 
 
 def weighted_trace(kernel_trace, weights, warps=4):
@@ -27,16 +32,15 @@ def same(a, b):
 
 
 @pytest.mark.parametrize("chip_name", ["h100-sxm", "h200-sxm-calibrated"])  # the second queues at HBM
-def test_runs_give_the_per_program_result(monkeypatch, kernel_trace, chip_name):
+def test_runs_give_the_per_program_result(kernel_trace, chip_name):
     chip = load_arch(chip_name)
     weights = [1] * 9000 + [3] * 5000 + [1] * 7001 + [2]  # runs, and a last program alone
     trace = weighted_trace(kernel_trace, weights)
-    assert len(engine._program_runs(*_inputs(trace, chip))[0]) == 4
+    assert len(program_runs(*_inputs(trace, chip))[0]) == 4
     by_run = simulate_kernel(trace, chip)
     assert (by_run.hbm_queueing_s or 0) > 0 or chip_name == "h100-sxm"
-    monkeypatch.setattr(engine, "RUNS_FROM", 10**9)
-    assert len(engine._program_runs(*_inputs(trace, chip))[0]) == len(weights)
-    same(simulate_kernel(trace, chip), by_run)
+    assert len(program_runs(*_inputs(trace, chip), runs_from=None)[0]) == len(weights)
+    same(simulate_kernel(trace, chip, shortcuts=EVERY_PROGRAM), by_run)
 
 
 def test_a_memo_keeps_kernels_with_the_same_runs_in_other_places_apart(kernel_trace):
@@ -50,16 +54,16 @@ def test_a_memo_keeps_kernels_with_the_same_runs_in_other_places_apart(kernel_tr
 
 
 def _inputs(trace, chip):
-    costs = engine.program_costs(trace, chip)
+    costs = program_costs(trace, chip)
     hits, absorbed = engine.shared_cache_hits(trace, chip)
     return costs, hits, absorbed
 
 
-def test_the_lower_bound_is_the_per_program_one(monkeypatch, kernel_trace):
+def test_the_lower_bound_is_the_per_program_one(kernel_trace):
     chip = load_arch("h100-sxm")
     trace = weighted_trace(kernel_trace, [1] * 6000 + [7] * 3000 + [1] * 5000 + [2], warps=64)
     hits = engine.shared_cache_hits(trace, chip)
     by_run = (engine.latency_lower_bound_s(trace, chip), engine.latency_lower_bound_s(trace, chip, hits))
-    monkeypatch.setattr(engine, "RUNS_FROM", 10**9)
-    assert (engine.latency_lower_bound_s(trace, chip), engine.latency_lower_bound_s(trace, chip, hits)) == by_run
+    assert (engine.latency_lower_bound_s(trace, chip, shortcuts=EVERY_PROGRAM),
+            engine.latency_lower_bound_s(trace, chip, hits, shortcuts=EVERY_PROGRAM)) == by_run
     assert by_run[1] <= simulate_kernel(trace, chip).latency_s

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelsim.arch.model import load_arch
-from accelsim.engine import chip as engine
-from accelsim.engine.chip import simulate_kernel
+from accelsim.engine.chip import PLAIN, Shortcuts, simulate_kernel
 from accelsim.trace.kernel import KernelTrace
 
 CHIPS = {name: load_arch(name) for name in ("h100-sxm", "h200-sxm-calibrated")}
@@ -41,12 +40,8 @@ def test_shortcuts_do_not_change_results(runs, warps, chip, cut, boundary):
     weights = [w for w, count in runs for _ in range(count)]
     starts = [max(1, int(cut * (len(weights) - 1)))] if boundary and len(weights) > 1 else []
     trace = trace_of(weights, warps, starts)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "RUNS_FROM", 16)  # runs on small kernels too
-        fast = simulate_kernel(trace, CHIPS[chip])
-        patch.setattr(engine, "RUNS_FROM", 10**9)
-        patch.setattr(engine, "FAST_FORWARD_WAVES", False)
-        slow = simulate_kernel(trace, CHIPS[chip])
+    fast = simulate_kernel(trace, CHIPS[chip], shortcuts=Shortcuts(runs_from=16))  # runs on small kernels too
+    slow = simulate_kernel(trace, CHIPS[chip], shortcuts=PLAIN)
     assert fast.latency_s == slow.latency_s
     assert fast.events == slow.events
     assert fast.utilization == pytest.approx(slow.utilization, rel=1e-9, abs=1e-12)

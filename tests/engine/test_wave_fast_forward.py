@@ -7,17 +7,14 @@ from __future__ import annotations
 import pytest
 
 from accelsim.arch.model import load_arch
-from accelsim.engine import chip as engine
-from accelsim.engine.chip import simulate_kernel
+from accelsim.engine.chip import Shortcuts, simulate_kernel
 from accelsim.engine.fluid import FluidResources
 
 
 def replayed_and_forwarded(monkeypatch, trace, chip):
     """The kernel simulated with every wave replayed, then with the fast-forward, and how
     many times the fast-forward booked skipped waves."""
-    monkeypatch.setattr(engine, "FAST_FORWARD_WAVES", False)
-    slow = simulate_kernel(trace, chip)
-    monkeypatch.setattr(engine, "FAST_FORWARD_WAVES", True)
+    slow = simulate_kernel(trace, chip, shortcuts=Shortcuts(fast_forward_waves=False))
     booked = []
     real_book = FluidResources.book
 

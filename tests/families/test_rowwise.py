@@ -82,7 +82,7 @@ def test_one_pass_bytes_and_flops_are_exact(chips, name, arch, rows, cols, dtype
         assert totals[stat, "write"] == rows * 4
     # GPU programs each read the parameters (the L2 serves repeats); a Pallas block with a
     # constant index is copied once.
-    param_reads = trace.num_programs if chip.family == "gpu" else 1
+    param_reads = trace.num_programs if chip.kind == "gpu" else 1
     for weight in {"layernorm": ("W", "B"), "rmsnorm": ("W",), "softmax": ()}[name]:
         assert totals[weight, "read"] == param_reads * cols * size
 

@@ -1,0 +1,179 @@
+"""A GPU program's time on an SM, split so that co-resident programs can share it
+(:class:`ProgramTimes`), and the HBM queueing delay a kernel runs at."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsim.arch.model import Chip
+from accelsim.engine.programs import ProgramCosts, kernel_index
+from accelsim.trace.kernel import KernelTrace
+
+@dataclass(frozen=True)
+class ProgramTimes:
+    """What one program needs on an SM, split so that co-resident programs can share it:
+    ``exposed`` latency and overhead it always pays, ``sm`` seconds of the SM's busiest
+    unit (matrix, vector, local memory, its port), which co-residents divide, ``chain``
+    seconds its own instruction streams need when their matrix and vector work wait on
+    each other, and ``latency_bound`` seconds its pipeline needs to keep loads in flight."""
+
+    exposed: np.ndarray
+    sm: np.ndarray
+    chain: np.ndarray
+    latency_bound: np.ndarray
+    serial: bool
+    """No pipelining (depth 1): latency, transfer and compute add up."""
+    startup: np.ndarray
+    """The part of ``exposed`` that moves no data: the program's overhead and its first
+    load's latency, unloaded (no HBM queueing). A kernel's first programs wait it with
+    nothing else running, so it holds up the whole chip (:mod:`accelsim.engine.gpu`)."""
+
+    def seconds(self, programs: np.ndarray, residents: np.ndarray | int = 1) -> np.ndarray:
+        """Time of each of ``programs`` when ``residents`` programs share its SM."""
+        exposed, sm = self.exposed[programs], self.sm[programs]
+        if self.serial:
+            return exposed + residents * sm
+        return exposed + np.maximum.reduce([residents * sm, self.chain[programs], self.latency_bound[programs]])
+
+    def as_lists(self) -> ProgramTimeLists:
+        return ProgramTimeLists(self.exposed.tolist(), self.sm.tolist(), self.chain.tolist(),
+                                 self.latency_bound.tolist(), self.serial)
+
+
+@dataclass(frozen=True)
+class ProgramTimeLists:
+    """:class:`ProgramTimes` as Python floats, for one program at a time."""
+
+    exposed: list[float]
+    sm: list[float]
+    chain: list[float]
+    latency_bound: list[float]
+    serial: bool
+
+    def seconds(self, program: int, residents: int) -> float:
+        if self.serial:
+            return self.exposed[program] + residents * self.sm[program]
+        return self.exposed[program] + max(residents * self.sm[program], self.chain[program],
+                                           self.latency_bound[program])
+
+
+def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
+    """Independent instruction streams of one program on an SM: its warps spread over
+    the SM's sub-partitions, one tensor core each (a Hopper warpgroup is one stream).
+    While one stream waits on its softmax, another's MMAs keep the tensor cores busy.
+    One number for the trace, or one per program where its kernels' warps differ."""
+    per_kernel = [max(1, res.warps // chip.matrix.units_per_core) for res in trace.resources_by_kernel]
+    if len(set(per_kernel)) == 1:
+        return per_kernel[0]
+    return np.asarray(per_kernel)[kernel_index(trace)]
+
+
+def at_rows(values: int | np.ndarray, rows: np.ndarray) -> int | np.ndarray:
+    """``values`` (one number, or one per program as :func:`instruction_streams` gives
+    them) at ``rows``."""
+    return values if np.isscalar(values) else values[rows]
+
+
+def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int = 1, *,
+                      queue_s: float = 0.0) -> ProgramTimes:
+    """Per-program seconds on an SM. Matrix and vector units are separate pipes: the
+    SM's busiest unit bounds throughput, and one program's own matrix and vector work
+    overlap only across its ``streams`` (:func:`instruction_streams`). ``queue_s`` is
+    the HBM queueing delay (:func:`hbm_queueing_s`): a read from HBM waits it on top of
+    the latency (stores do not wait: a program retires with its stores in flight)."""
+    clock = chip.clock_hz
+    compute = costs.matrix_s + costs.vector_s
+    local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
+    local = costs.local_bytes / local_bandwidth
+    global_bytes = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
+    port_bandwidth = chip.local.fill_bandwidth_bytes_per_cycle * clock
+    port = global_bytes / port_bandwidth
+    hit_fraction = np.divide(hits, costs.read_bytes, out=np.zeros_like(hits), where=costs.read_bytes > 0)
+    cache_latency = chip.shared_cache.latency_s if chip.shared_cache else chip.hbm.latency_s
+    latency = hit_fraction * cache_latency + (1 - hit_fraction) * (chip.hbm.latency_s + queue_s)
+    reads = costs.read_iterations
+    latency = np.where(reads > 0, latency, 0.0)
+    # on an idle chip the first load finds no queue
+    startup = np.where(reads > 0, latency - (1 - hit_fraction) * queue_s, 0.0) + chip.program_overhead_s
+    if depth <= 1:
+        # no overlap: each read waits its latency, then transfer and compute in turn
+        return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
+                            np.zeros_like(port), np.zeros_like(port), True, startup)
+    # Pipeline fill and drain: the first loads (after one latency) and the last stores
+    # move at the core's port bandwidth with nothing to overlap them. In between, later
+    # loads overlap compute while `depth - 1` are in flight (Little's law).
+    edge_bytes = costs.fill_bytes + costs.drain_bytes
+    in_flight = depth - 1
+    return ProgramTimes(
+        exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + chip.program_overhead_s,
+        sm=np.maximum.reduce([
+            costs.matrix_s, costs.vector_s,
+            (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
+        ]),
+        chain=compute / streams,
+        latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
+        serial=False,
+        startup=startup,
+    )
+
+
+QUEUE_SAMPLE = 4096
+"""Programs (evenly spaced in launch order) whose mean time sets the kernel's HBM load."""
+
+
+def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int | np.ndarray,
+                   per_core: int,
+                   totals: dict[str, float], caps: dict[str, float], mix: float) -> float:
+    """The HBM queueing delay a kernel runs at: the fixed point of ``q = Q m u(q)^2``, with
+    ``Q`` the chip's ``hbm.queueing_latency``, ``m`` the ``mix`` of its HBM traffic
+    (:meth:`~accelsim.arch.model.MemoryLevel.queueing_mix`: loads wait behind the bus's
+    turns between reads and writes, so read-only and write-only traffic queue only by
+    ``hbm.queueing_unmixed_share``) and
+    ``u(q)`` the HBM utilization of the kernel's steady state when every HBM access waits
+    ``q`` more: its resident programs finish at ``resident / mean program time`` per
+    second (Little's law), no faster than its busiest shared resource allows, and each
+    moves the mean HBM bytes (the mean time over :data:`QUEUE_SAMPLE` programs spread
+    over the launch; program times are linear in ``q`` before the maximum in
+    :meth:`ProgramTimes.seconds`). One delay for the whole kernel: a steady-state model,
+    not a per-moment one."""
+    n = costs.num_programs
+    most = chip.hbm.queueing_latency_s * mix
+    if not totals.get("hbm") or n == 0 or most <= 0:
+        return 0.0
+    sample = np.unique(np.linspace(0, n - 1, min(n, QUEUE_SAMPLE)).round().astype(np.int64))
+    some = costs.take(sample)
+    streams = at_rows(streams, sample)
+    unloaded = gpu_program_times(chip, some, hits[sample], depth, streams)
+    per_second = gpu_program_times(chip, some, hits[sample], depth, streams, queue_s=1.0)
+    residents = min(per_core, math.ceil(n / chip.num_cores))
+    concurrent = min(n, chip.num_cores * per_core)
+    exposed = unloaded.exposed
+    exposed_per_s = per_second.exposed - exposed
+    fixed = residents * unloaded.sm
+    if not unloaded.serial:
+        chain = unloaded.chain
+        bound = unloaded.latency_bound
+        bound_per_s = per_second.latency_bound - bound
+    resource_rate = min((caps[r] * n / total for r, total in totals.items() if total > 0 and r in caps),
+                        default=math.inf)
+    bytes_per_program = totals["hbm"] / n
+
+    def excess(q: float) -> float:
+        if unloaded.serial:
+            seconds = exposed + q * exposed_per_s + fixed
+        else:
+            seconds = exposed + q * exposed_per_s + np.maximum.reduce([fixed, chain, bound + q * bound_per_s])
+        rate = min(concurrent / float(seconds.mean()), resource_rate)
+        u = min(1.0, rate * bytes_per_program / caps["hbm"])
+        return most * u * u - q
+
+    low, high = 0.0, most
+    if excess(high) >= 0:
+        return high
+    for _ in range(40):  # excess falls as q grows: bisection
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+    return 0.5 * (low + high)
