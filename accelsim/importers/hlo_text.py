@@ -454,12 +454,20 @@ def _check_references(computations: dict[str, Computation], source: str
             if comp.name not in unordered and any(n in names and n not in earlier for n in _needs(inst)):
                 unordered.append(comp.name)
             earlier.add(inst.name)
+            _check_calls_named(inst, source)
             for called in inst.called():
                 if called not in computations:
                     raise InputError(f"instruction {shown(inst.name)} calls undefined computation {shown(called)}",
                                      source=source, line=inst.line)
                 edges.append((called, inst))
     return unordered, calls
+
+
+def _check_calls_named(inst: Instruction, source: str) -> None:
+    """A conditional names its branches (the importer runs the costliest)."""
+    if inst.opcode == "conditional" and not inst.called():
+        raise InputError(f"instruction {shown(inst.name)}: a conditional names its branches (branch_computations="
+                         "... or true_computation=... and false_computation=...)", source=source, line=inst.line)
 
 
 def _in_dependency_order(comp: Computation, source: str) -> Computation:
