@@ -11,6 +11,7 @@ same examples run every time (tests/conftest.py)."""
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -19,10 +20,16 @@ from hypothesis import strategies as st
 MAX_ERROR_LINE = 300
 
 
+CAMPAIGN_EXAMPLES = "ACCELSIM_FUZZ_EXAMPLES"
+"""Set it (``ACCELSIM_FUZZ_EXAMPLES=500 python -m pytest tests -k fuzz``) for a campaign:
+that many examples per test, drawn afresh each run instead of the suite's fixed few."""
+
+
 def fuzz_settings(examples: int):
     """Few examples, no deadline (a shared 2-core machine), and the function-scoped
     ``cli`` / ``tmp_path`` fixtures reused across examples (each example writes its own file)."""
-    return settings(max_examples=examples, deadline=None,
+    campaign = int(os.environ.get(CAMPAIGN_EXAMPLES, "0"))
+    return settings(max_examples=campaign or examples, deadline=None, derandomize=not campaign,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large])
 
@@ -129,3 +136,17 @@ def mutated_text(draw, text: str, max_edits: int = 3) -> str:
             lines = lines[:k + 1]
             lines[-1] = lines[-1][:draw(st.integers(0, len(lines[-1])))]
     return "\n".join(lines)
+
+
+def assert_within_peaks(simulated: dict, chip) -> None:
+    """A simulated kernel (``simulate --json``) takes at least its flops at the chip's
+    fastest unit's peak and its HBM bytes at the HBM's peak (no efficiency applied), and
+    reports a finite, positive latency."""
+    import math
+
+    latency = simulated["latency_s"]
+    assert math.isfinite(latency) and latency > 0
+    peak = max([chip.matrix_flops_per_s(d) for d in chip.matrix.flops_per_cycle_per_core]
+               + [chip.vector_flops_per_s(d) for d in chip.vector.flops_per_cycle_per_core])
+    bound = max(simulated["flops"] / peak, simulated["hbm_bytes"] / chip.hbm.bandwidth_bytes_per_s)
+    assert latency >= bound * (1 - 1e-9), (latency, bound)

@@ -77,9 +77,15 @@ def _non_negative(v: float) -> float:
     return v
 
 
+MIN_EFFICIENCY = 1e-3
+"""The least fraction of its peak a unit, memory or link may be given: below a thousandth
+a peak is not derated but replaced (give the slower peak itself); and at 1e-25 a rate
+falls out of the engine's scale (bytes and picoseconds) without being refused."""
+
+
 def _fraction(v: float) -> float:
-    if not 0 < v <= 1:
-        raise ValueError(f"must be a fraction in (0, 1], got {shown(v)}")
+    if not MIN_EFFICIENCY <= v <= 1:
+        raise ValueError(f"must be a fraction from {MIN_EFFICIENCY:g} to 1, got {shown(v)}")
     return v
 
 

@@ -45,7 +45,7 @@ def test_a_quantity_computed_in_base_units(h100):
 
 
 @pytest.mark.parametrize("text, field, message", [
-    ("hbm.efficiency=2", "hbm.efficiency", "must be a fraction in (0, 1], got 2.0"),
+    ("hbm.efficiency=2", "hbm.efficiency", "must be a fraction from 0.001 to 1, got 2.0"),
     ("hbm.foo=1", "hbm.foo", "unknown field 'foo'; expected one of: name, capacity"),
     ("clock=[1, 2]", "clock", "expected a frequency with a unit"),
     ("hbm=3", "hbm", "'hbm' is a section; set one of its fields"),
