@@ -20,10 +20,11 @@ T = TypeVar("T")
 MAX_SHOWN_CHARS = 80
 """The most an error line echoes of one offending value: enough to recognise it, never
 the whole of a value of 300 kB (an echo is a pointer to the input, not a copy of it)."""
-MAX_LINE_CHARS = 300
+MAX_LINE_CHARS = 283
 """An error line is cut to this length when it would run longer (a list of the choices
 expected, a value no echo site has shortened): it still reads as one line, and the file,
-field and what went wrong come first."""
+field and what went wrong come first. With the CLI's ``accelsim: error: `` before it, the
+printed line stays within 300 characters."""
 
 
 def _echo_repr() -> reprlib.Repr:

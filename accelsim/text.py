@@ -6,12 +6,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from accelsim.errors import check_path_text
+from accelsim.errors import check_path_text, shown
 
 
 def _printable(name: str) -> str:
     if not name.isprintable():
-        raise ValueError(f"expected printable text, got {name!r}")  # it is echoed to terminals
+        raise ValueError(f"expected printable text, got {shown(name)}")  # it is echoed to terminals
     return name
 
 

@@ -377,18 +377,21 @@ def _cited(annotation: Any) -> bool:
     return any(_cited(arg) for arg in get_args(annotation))
 
 
-def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) -> None:
+def check_override_path(model: type[BaseModel], path: Sequence[str], text: str,
+                        source: str | None = OVERRIDE_SOURCE) -> None:
+    """Does ``path`` name a field of ``model`` that an override may set? An InputError
+    located in ``source`` if not."""
     current: Any = model
     if path and path[0] == "family_values":
-        raise InputError("family_values are per-family values a calibration wrote; a --set of the path itself "
-                         "(e.g. cores.program_overhead) sets it for every family, over them", source="--set",
+        raise InputError("family_values are per-family values a calibration wrote; an override of the path itself "
+                         "(e.g. cores.program_overhead) sets it for every family, over them", source=source,
                          field=format_path(path))
     for i, part in enumerate(path):
         fields = _fields_of(current)
         if fields is None:
             raise InputError(
                 f"cannot set below {format_path(path[:i])!r}, which is not a section (in {shown(text)})",
-                source="--set",
+                source=source,
                 field=format_path(path),
             )
         if isinstance(fields, _AnyKey):
@@ -398,14 +401,14 @@ def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) 
             raise InputError(
                 f"unknown {'key' if isinstance(fields, _Keys) else 'field'} {shown(part)}; expected one of: "
                 f"{', '.join(fields)}",
-                source="--set",
+                source=source,
                 field=format_path(path),
             )
         current = fields[part]
     if isinstance(current, type) and issubclass(current, BaseModel) and not issubclass(current, schema.Cited):
         raise InputError(
             f"{format_path(path)!r} is a section; set one of its fields: {', '.join(current.model_fields)}",
-            source="--set",
+            source=source,
             field=format_path(path),
         )
 
@@ -463,6 +466,65 @@ def _set_path(data: dict[str, Any], override: Override, *, cited: bool) -> None:
         node[last] = {"value": override.value, "basis": "override", "source": f"--set {override.text}"}
     else:
         node[last] = override.value
+
+
+# ---------------------------------------------------------------- typed overrides
+
+
+def with_values(spec: BaseModel, overrides: Sequence[Override]) -> BaseModel:
+    """``spec`` (a validated config) with each override's value set at its path: typed, as
+    the schema types that field, and every section on the way validated again with its new
+    contents (its own checks run), all overrides at once (later ones win on a path). A cited
+    field set whole gets the override's citation; setting a key below a cited field keeps
+    only the value, as the YAML overlay does. Nothing is read again from a file. Raises an
+    :class:`InputError` whose field is the override's path and that names no source: the
+    caller knows where the values came from (the CLI's ``--set``, a calibration step)."""
+    tree: dict[str, Any] = {}
+    for override in overrides:
+        check_override_path(type(spec), override.path, override.text, source=None)
+        node = tree
+        for part in override.path[:-1]:
+            below = node.get(part)
+            node[part] = node = below if isinstance(below, dict) else {}
+        node[override.path[-1]] = _Leaf(override)
+    return _rebuilt(spec, tree, ())
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    override: Override
+
+
+def _rebuilt(node: Any, tree: dict[str, Any], at: tuple[str, ...]) -> Any:
+    """``node`` with the values of ``tree`` (path part -> subtree or :class:`_Leaf`) set below it."""
+    if isinstance(node, schema.Cited):
+        return type(node).model_validate({"value": _rebuilt(node.value, tree, at), "basis": "override"})
+    if isinstance(node, dict):
+        return {**node, **{key: _new_child(node.get(key), sub, (*at, key), cited=False) for key, sub in tree.items()}}
+    if not isinstance(node, BaseModel):
+        raise InputError(f"cannot set below {format_path(at)!r}, which holds {shown(node)}, not a section",
+                         field=format_path((*at, next(iter(tree)))))
+    fields = type(node).model_fields
+    updates = {key: _new_child(getattr(node, key), sub, (*at, key), cited=_cited(fields[key].annotation))
+               for key, sub in tree.items()}
+    try:
+        return type(node).model_validate({**{k: getattr(node, k) for k in node.model_fields_set}, **updates})
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        if error["type"] not in ("value_error", "assertion_error") and "input" in error:
+            message += f" (got {shown(error['input'])})"
+        raise InputError(message, field=format_path((*at, *_user_loc(error["loc"])))) from None
+
+
+def _new_child(child: Any, sub: Any, at: tuple[str, ...], *, cited: bool) -> Any:
+    if not isinstance(sub, _Leaf):
+        if child is None:
+            raise InputError(f"the config has no {format_path(at)!r} section to set a field of (set the whole "
+                             "section)", field=format_path((*at, next(iter(sub)))))
+        return _rebuilt(child, sub, at)
+    override = sub.override
+    return {"value": override.value, "basis": "override", "source": override.text} if cited else override.value
 
 
 # ---------------------------------------------------------------- validation

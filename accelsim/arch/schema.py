@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from accelsim.errors import shown
 from accelsim.text import PrintableText
 from accelsim.units import parse_quantity
 
@@ -51,9 +52,9 @@ enough below the float maximum that peaks (rate x cores x clock) stay finite."""
 
 def _positive(v: float) -> float:
     if not v > 0:
-        raise ValueError(f"must be greater than zero, got {v!r}")
+        raise ValueError(f"must be greater than zero, got {shown(v)}")
     if v > LARGEST:
-        raise ValueError(f"must be at most {LARGEST:g}, got {v!r}")
+        raise ValueError(f"must be at most {LARGEST:g}, got {shown(v)}")
     return v
 
 
@@ -63,9 +64,9 @@ def _at_least_one(unit: str):
 
     def check(v: float) -> float:
         if not v >= 1:
-            raise ValueError(f"must be at least 1 {unit}, got {v!r} {unit}")
+            raise ValueError(f"must be at least 1 {unit}, got {shown(v)} {unit}")
         if v > LARGEST:
-            raise ValueError(f"must be at most {LARGEST:g} {unit}, got {v!r} {unit}")
+            raise ValueError(f"must be at most {LARGEST:g} {unit}, got {shown(v)} {unit}")
         return v
 
     return check
@@ -73,25 +74,31 @@ def _at_least_one(unit: str):
 
 def _non_negative(v: float) -> float:
     if v < 0:
-        raise ValueError(f"must not be negative, got {v!r}")
+        raise ValueError(f"must not be negative, got {shown(v)}")
     return v
 
 
+MIN_EFFICIENCY = 1e-3
+"""The least fraction of its peak a unit, memory or link may be given: below a thousandth
+a peak is not derated but replaced (give the slower peak itself); and at 1e-25 a rate
+falls out of the engine's scale (bytes and picoseconds) without being refused."""
+
+
 def _fraction(v: float) -> float:
-    if not 0 < v <= 1:
-        raise ValueError(f"must be a fraction in (0, 1], got {v!r}")
+    if not MIN_EFFICIENCY <= v <= 1:
+        raise ValueError(f"must be a fraction from {MIN_EFFICIENCY:g} to 1, got {shown(v)}")
     return v
 
 
 def _share(v: float) -> float:
     if not 0 <= v <= 1:
-        raise ValueError(f"must be a fraction in [0, 1], got {v!r}")
+        raise ValueError(f"must be a fraction in [0, 1], got {shown(v)}")
     return v
 
 
 def _loss(v: float) -> float:
     if not 0 <= v < 1:
-        raise ValueError(f"must be a fraction in [0, 1), got {v!r}")
+        raise ValueError(f"must be a fraction in [0, 1), got {shown(v)}")
     return v
 
 
@@ -99,11 +106,17 @@ class Dimension(str):
     """Marks a quantity field with its dimension (a key of :data:`accelsim.units.UNITS`)."""
 
 
+class InBaseUnit(float):
+    """A quantity as a number in its dimension's base unit (seconds, bytes, B/s, Hz): what
+    code that computes one gives (a calibration step's value), where a config file or a
+    ``--set`` writes the unit (a bare number there is refused as a likely slip)."""
+
+
 def _quantity(dimension: str, check=_positive):
     return Annotated[
         float,
         Dimension(dimension),
-        BeforeValidator(lambda v: parse_quantity(v, dimension)),
+        BeforeValidator(lambda v: float(v) if isinstance(v, InBaseUnit) else parse_quantity(v, dimension)),
         AfterValidator(check),
     ]
 
@@ -116,7 +129,7 @@ PositiveInt = Annotated[int, Field(strict=True), AfterValidator(_positive)]
 def _not_bool(v: Any) -> Any:
     """YAML's ``true`` is not a number (pydantic would read it as 1.0)."""
     if isinstance(v, bool):
-        raise ValueError(f"expected a number, got {v!r}")
+        raise ValueError(f"expected a number, got {shown(v)}")
     return v
 
 
@@ -605,7 +618,7 @@ class TorusSpec(_ConfigFile):
         given = value.get("value") if isinstance(value, dict) else value
         if isinstance(given, str) and given not in WRAP_RULES:
             raise ValueError(f"expected a list of booleans, one per axis, or a rule: {', '.join(WRAP_RULES)}; "
-                             f"got {given!r}")
+                             f"got {shown(given)}")
         return value
 
     @model_validator(mode="after")

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 
 DTYPE_BITS: dict[str, int] = {
     "pred": 8, "s1": 1, "u1": 1, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8,
@@ -210,7 +210,7 @@ class _Cursor:
 
     def fail(self, expected: str) -> InputError:
         got = self.text[self.pos:self.pos + 30] or "end of line"
-        return InputError(f"expected {expected}, got {got!r}", source=self.source, line=self.line)
+        return InputError(f"expected {expected}, got {shown(got)}", source=self.source, line=self.line)
 
     def skip_ws(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
@@ -234,7 +234,7 @@ class _Cursor:
             raise self.fail("'(' , '{' or '['")
         end = matching(self.text, self.pos)
         if end < 0:
-            raise self.fail(f"a closing {_CLOSE[self.text[self.pos]]!r}")
+            raise self.fail(f"a closing {shown(_CLOSE[self.text[self.pos]])}")
         inner = self.text[self.pos + 1:end]
         self.pos = end + 1
         return inner
@@ -324,7 +324,7 @@ def parse_instruction(text: str, source: str, line: int) -> Instruction:
     for part in split_top(rest.lstrip(",")):
         key, sep, value = part.partition("=")
         if not sep:
-            raise InputError(f"expected key=value attributes, got {part[:30]!r}", source=source, line=line)
+            raise InputError(f"expected key=value attributes, got {shown(part[:30])}", source=source, line=line)
         attrs[key.strip()] = value.strip()
     return Instruction(name, opcode, shape, operands, attrs, is_root, line, literal)
 
@@ -383,11 +383,11 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
             continue
         if stripped.startswith("}"):
             if not body:
-                raise InputError(f"computation {current!r} has no instructions", source=source, line=open_line)
+                raise InputError(f"computation {shown(current)} has no instructions", source=source, line=open_line)
             if current in computations:
-                raise InputError(f"computation {current!r} is defined twice", source=source, line=open_line)
+                raise InputError(f"computation {shown(current)} is defined twice", source=source, line=open_line)
             if current_entry and entry is not None:
-                raise InputError(f"a second ENTRY computation ({current!r}; the first is {entry!r})", source=source,
+                raise InputError(f"a second ENTRY computation ({shown(current)}; the first is {shown(entry)})", source=source,
                                  line=open_line)
             _check_unique_names(body, source)
             computations[current] = Computation(current, tuple(body), current_entry)
@@ -405,7 +405,7 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
         raise InputError("truncated HLO: this instruction never closes its brackets or quotes", source=source,
                          line=pending_line)
     if current is not None:
-        raise InputError(f"truncated HLO: computation {current!r} is not closed with '}}'", source=source,
+        raise InputError(f"truncated HLO: computation {shown(current)} is not closed with '}}'", source=source,
                          line=open_line)
     if entry is None:
         if not computations:
@@ -422,7 +422,7 @@ def _check_unique_names(body: list[Instruction], source: str) -> None:
     seen: set[str] = set()
     for inst in body:
         if inst.name in seen:
-            raise InputError(f"instruction {inst.name!r} is defined twice in its computation", source=source,
+            raise InputError(f"instruction {shown(inst.name)} is defined twice in its computation", source=source,
                              line=inst.line)
         seen.add(inst.name)
 
@@ -449,17 +449,25 @@ def _check_references(computations: dict[str, Computation], source: str
         for inst in comp.instructions:
             for operand in inst.operands:
                 if operand not in names:
-                    raise InputError(f"instruction {inst.name!r} uses undefined operand {operand!r}",
+                    raise InputError(f"instruction {shown(inst.name)} uses undefined operand {shown(operand)}",
                                      source=source, line=inst.line)
             if comp.name not in unordered and any(n in names and n not in earlier for n in _needs(inst)):
                 unordered.append(comp.name)
             earlier.add(inst.name)
+            _check_calls_named(inst, source)
             for called in inst.called():
                 if called not in computations:
-                    raise InputError(f"instruction {inst.name!r} calls undefined computation {called!r}",
+                    raise InputError(f"instruction {shown(inst.name)} calls undefined computation {shown(called)}",
                                      source=source, line=inst.line)
                 edges.append((called, inst))
     return unordered, calls
+
+
+def _check_calls_named(inst: Instruction, source: str) -> None:
+    """A conditional names its branches (the importer runs the costliest)."""
+    if inst.opcode == "conditional" and not inst.called():
+        raise InputError(f"instruction {shown(inst.name)}: a conditional names its branches (branch_computations="
+                         "... or true_computation=... and false_computation=...)", source=source, line=inst.line)
 
 
 def _in_dependency_order(comp: Computation, source: str) -> Computation:
@@ -486,7 +494,7 @@ def _in_dependency_order(comp: Computation, source: str) -> Computation:
                 order.append(node)
             elif state[nxt] == 1:
                 inst = comp.instructions[nxt]
-                raise InputError(f"instruction {inst.name!r} depends on itself (a cycle of operands)",
+                raise InputError(f"instruction {shown(inst.name)} depends on itself (a cycle of operands)",
                                  source=source, line=inst.line)
             elif state[nxt] == 0:
                 state[nxt] = 1
@@ -503,7 +511,7 @@ def _check_call_graph(calls: dict[str, list[tuple[str, Instruction]]], source: s
         state[name] = 1
         for called, inst in calls[name]:
             if state.get(called) == 1:
-                raise InputError(f"computation {called!r} calls itself (through {inst.name!r})",
+                raise InputError(f"computation {shown(called)} calls itself (through {shown(inst.name)})",
                                  source=source, line=inst.line)
             if called not in state:
                 visit(called)

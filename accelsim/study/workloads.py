@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from accelsim.arch.model import Arch, Chip, chip_of
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families import get_family
 from accelsim.families.search import run_given, split_params
 from accelsim.network import build_topology, simulate_collective
@@ -173,10 +173,10 @@ def _memory_term(spec: LoadedSpec, w: WorkloadSpec, i: int, variables: dict[str,
     except UnitError as exc:
         raise spec.error(str(exc), loc + ("bytes",)) from None
     if not nbytes >= 0:
-        raise spec.error(f"expected bytes of 0 or more, got {term.bytes!r}", loc + ("bytes",))
+        raise spec.error(f"expected bytes of 0 or more, got {shown(term.bytes)}", loc + ("bytes",))
     for name in term.per:
         if name not in variables or not isinstance(variables[name], (int, float)) or isinstance(variables[name], bool):
-            raise spec.error(f"{name!r} is not a numeric variable of this workload", loc + ("per",))
+            raise spec.error(f"{shown(name)} is not a numeric variable of this workload", loc + ("per",))
     return nbytes, tuple(term.per)
 
 
@@ -217,7 +217,7 @@ def _check_collective(job: Job, base_kinds: dict[str, str]) -> None:
     _collective_args(job.body)
     chips = [name for name, kind in base_kinds.items() if kind == "chip"]
     if chips:
-        raise InputError(f"a collective runs on a system (node, cluster, torus); {chips[0]!r} is a chip",
+        raise InputError(f"a collective runs on a system (node, cluster, torus); {shown(chips[0])} is a chip",
                          source="collective")
 
 
@@ -244,7 +244,7 @@ def _check_system_trace(job: Job, base_kinds: dict[str, str]) -> None:
         get_algorithm(job.body.algorithm)
     chips = [name for name, kind in base_kinds.items() if kind == "chip"]
     if chips:
-        raise InputError(f"a system trace runs on a system (node, cluster, torus); {chips[0]!r} is a chip",
+        raise InputError(f"a system trace runs on a system (node, cluster, torus); {shown(chips[0])} is a chip",
                          source="system_trace")
 
 
@@ -339,7 +339,7 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        raise InputError(f"expected one value, got a list {value!r} (use 'vars' to expand a workload)", source="params")
+        raise InputError(f"expected one value, got a list {shown(value)} (use 'vars' to expand a workload)", source="params")
     return str(value)
 
 
@@ -350,12 +350,12 @@ def _collective_args(body: CollectiveWorkload | Step) -> tuple[str, float, str, 
     except UnitError as exc:
         raise InputError(str(exc), source="bytes") from None
     if not size >= 1 or not size.is_integer():
-        raise InputError(f"expected a whole number of bytes, at least 1, got {body.bytes!r}", source="bytes")
+        raise InputError(f"expected a whole number of bytes, at least 1, got {shown(body.bytes)}", source="bytes")
     if body.algorithm != "auto":
         get_algorithm(body.algorithm)  # an unknown name fails here, before the sweep
     ranks = body.ranks
     if ranks is not None and not isinstance(ranks, int):
-        raise InputError(f"expected an integer number of ranks, got {ranks!r}", source="ranks")
+        raise InputError(f"expected an integer number of ranks, got {shown(ranks)}", source="ranks")
     return body.collective, size, body.algorithm, ranks
 
 
@@ -485,5 +485,5 @@ def check_metrics(spec: LoadedSpec) -> None:
     for i, name in enumerate(spec.spec.metrics):
         if name in METRICS or (name.startswith("utilization.") and len(name) > len("utilization.")):
             continue
-        raise spec.error(f"unknown metric {name!r}; expected utilization.<resource>, utilization.* or one of: "
+        raise spec.error(f"unknown metric {shown(name)}; expected utilization.<resource>, utilization.* or one of: "
                          f"{', '.join(METRICS)}", ("metrics", i))

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from accelsim.arch.model import MAX_SYSTEM_CHIPS
-from accelsim.errors import InputError, checked, read_json_file
+from accelsim.errors import InputError, checked, read_json_file, shown
 from accelsim.files import write_text_atomic
 from accelsim.trace.kernel import MAX_AMOUNT, Dtype, PathText, PrintableText, error_message
 
@@ -129,7 +129,7 @@ class Op(_Strict):
     @model_validator(mode="after")
     def _fields_fit_kind(self) -> "Op":
         if self.kind not in OP_KINDS:
-            raise ValueError(f"kind: unknown op kind {self.kind!r}; expected one of: {', '.join(OP_KINDS)}")
+            raise ValueError(f"kind: unknown op kind {shown(self.kind)}; expected one of: {', '.join(OP_KINDS)}")
         if self.kind == "compute":
             self._check_compute()
         elif self.kind == "done":
@@ -233,9 +233,9 @@ def expand_devices(entries: list[int | str]) -> list[int]:
             continue
         first, sep, last = entry.partition("-")
         if not (sep and _ascii_digits(first) and _ascii_digits(last)) or int(first) > int(last):
-            raise ValueError(f"expected a device id or an inclusive range like '0-7', got {entry!r}")
+            raise ValueError(f"expected a device id or an inclusive range like '0-7', got {shown(entry)}")
         if int(last) >= MAX_DEVICES:
-            raise ValueError(f"device {int(last)} in {entry!r} is past the {MAX_DEVICES:,} devices a trace may name")
+            raise ValueError(f"device {int(last)} in {shown(entry)} is past the {MAX_DEVICES:,} devices a trace may name")
         out.extend(range(int(first), int(last) + 1))
     return out
 
@@ -270,20 +270,20 @@ def _check_program(program: Program, where: str, devices: set[int], owner: dict[
     index: dict[str, int] = {}
     for i, op in enumerate(program.ops):
         if op.name in index:
-            raise ValueError(f"{where}.ops[{i}].name: duplicate op name {op.name!r}")
+            raise ValueError(f"{where}.ops[{i}].name: duplicate op name {shown(op.name)}")
         index[op.name] = i
     for i, op in enumerate(program.ops):
         at = f"{where}.ops[{i}]"
         for field in ("deps", "ctrl_deps"):
             for dep in getattr(op, field):
                 if dep not in index:
-                    raise ValueError(f"{at}.{field}: unknown op {dep!r}")
+                    raise ValueError(f"{at}.{field}: unknown op {shown(dep)}")
         if op.kind == "done":
             target = index.get(op.start)
             if target is None:
-                raise ValueError(f"{at}.start: unknown op {op.start!r}")
+                raise ValueError(f"{at}.start: unknown op {shown(op.start)}")
             if not program.ops[target].is_async:
-                raise ValueError(f"{at}.start: {op.start!r} is not an async op")
+                raise ValueError(f"{at}.start: {shown(op.start)} is not an async op")
         _check_comm_op(op, at, devices, owner, n, checked)
     cycle = find_cycle(program)
     if cycle:
@@ -407,7 +407,7 @@ def parse_system_trace(data: Any, source: str) -> SystemTrace:
     version = data.get("schema_version")
     if type(version) is not int or version != SYSTEM_TRACE_SCHEMA_VERSION:
         raise InputError(
-            f"unsupported schema_version {version!r}; this accelsim reads system traces of version "
+            f"unsupported schema_version {shown(version)}; this accelsim reads system traces of version "
             f"{SYSTEM_TRACE_SCHEMA_VERSION}",
             source=source, field="schema_version",
         )

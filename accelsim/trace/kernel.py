@@ -104,7 +104,7 @@ def _check_block_index(entry: int | str) -> int | str:
     if isinstance(entry, str):
         terms = index_terms(entry)
         if not terms:
-            raise ValueError(f"expected an integer, a variable or a sum like 'k0+k', got {entry!r}")
+            raise ValueError(f"expected an integer, a variable or a sum like 'k0+k', got {shown(entry)}")
     return entry
 
 
@@ -128,7 +128,7 @@ def index_terms(entry: str) -> list[int | str]:
 
 def _identifier(name: str) -> str:
     if not name.isidentifier():
-        raise ValueError(f"expected an identifier (letters, digits, _), got {name!r}")
+        raise ValueError(f"expected an identifier (letters, digits, _), got {shown(name)}")
     return name
 
 
@@ -287,10 +287,10 @@ class KernelTrace(_Strict):
             raise ValueError("template names must be unique")
         family = self.metadata.get("family")
         if family is not None and not isinstance(family, str):  # the one metadata key the simulator reads
-            raise ValueError(f"metadata.family: expected a kernel family name (a string), got {family!r}")
+            raise ValueError(f"metadata.family: expected a kernel family name (a string), got {shown(family)}")
         for var, values in self.program_vars.items():
             if var in GRID_VARS:
-                raise ValueError(f"program_vars.{var}: {var!r} is reserved for the grid coordinate")
+                raise ValueError(f"program_vars.{var}: {shown(var)} is reserved for the grid coordinate")
             if len(values) != n:
                 raise ValueError(f"program_vars.{var}: expected {n} values (one per program), got {len(values)}")
             if values and max(abs(min(values)), abs(max(values))) > MAX_COUNT:
@@ -300,7 +300,7 @@ class KernelTrace(_Strict):
         if pt is None and len(self.templates) > 1:
             raise ValueError("program_template: required when there is more than one template")
         if isinstance(pt, str) and pt not in names:
-            raise ValueError(f"program_template: unknown template {pt!r}; expected one of: {', '.join(names)}")
+            raise ValueError(f"program_template: unknown template {shown(pt)}; expected one of: {', '.join(names)}")
         if isinstance(pt, list):
             if len(pt) != n:
                 raise ValueError(f"program_template: expected {n} entries (one per program), got {len(pt)}")
@@ -322,14 +322,14 @@ class KernelTrace(_Strict):
                 where = f"templates[{ti}].steps[{si}]"
                 local = known | ({step.loop_var} if step.loop_var else set())
                 if isinstance(step.repeat, str) and step.repeat not in known:
-                    raise ValueError(f"{where}.repeat: unknown variable {step.repeat!r}")
+                    raise ValueError(f"{where}.repeat: unknown variable {shown(step.repeat)}")
                 for xi, transfer in enumerate(step.transfers):
                     if transfer.tensor not in self.tensors:
-                        raise ValueError(f"{where}.transfers[{xi}].tensor: unknown tensor {transfer.tensor!r}")
+                        raise ValueError(f"{where}.transfers[{xi}].tensor: unknown tensor {shown(transfer.tensor)}")
                     for index in transfer.block:
                         for term in index_terms(index) if isinstance(index, str) else ():
                             if isinstance(term, str) and term not in local:
-                                raise ValueError(f"{where}.transfers[{xi}].block: unknown variable {term!r}")
+                                raise ValueError(f"{where}.transfers[{xi}].block: unknown variable {shown(term)}")
                 for ci, compute in enumerate(step.compute):
                     if compute.unit == "matrix" and compute.shape is not None and len(compute.shape) != 3:
                         raise ValueError(f"{where}.compute[{ci}].shape: expected [m, n, k]")
@@ -379,10 +379,10 @@ def _check_block_size(transfer: Transfer, tensor: Tensor, at: str, runs) -> None
     if len(transfer.block) > len(tensor.shape):
         axes = len(tensor.shape)
         raise ValueError(f"{at}.block: expected at most {axes} {'index' if axes == 1 else 'indices'}, one per axis "
-                         f"of tensor {transfer.tensor!r} (shape {tensor.shape}), got {len(transfer.block)}")
+                         f"of tensor {shown(transfer.tensor)} (shape {tensor.shape}), got {len(transfer.block)}")
     size = _tensor_bytes(tensor)
     if transfer.bytes > size and runs():
-        raise ValueError(f"{at}.bytes: expected at most {size:,}, the whole of tensor {transfer.tensor!r} "
+        raise ValueError(f"{at}.bytes: expected at most {size:,}, the whole of tensor {shown(transfer.tensor)} "
                          f"(shape {tensor.shape}, {tensor.dtype}), got {transfer.bytes:,}")
 
 
@@ -403,10 +403,10 @@ def _check_block_indices(transfer: Transfer, tensor: Tensor, at: str, step: Step
         reached = (low, None, None) if isinstance(entry, int) else _out_of_range(entry, step, length, *members())
         if reached is not None:
             value, program, iteration = reached
-            place = "" if program is None else f" ({entry!r} in program {program}" + (
+            place = "" if program is None else f" ({shown(entry)} in program {program}" + (
                 f", {step.loop_var} = {iteration})" if iteration is not None else ")")
             raise ValueError(f"{at}.block[{axis}]: expected a block index from 0 to {length - 1} (tensor "
-                             f"{transfer.tensor!r} has {length} elements along axis {axis}), got {value}{place}")
+                             f"{shown(transfer.tensor)} has {length} elements along axis {axis}), got {value}{place}")
 
 
 def _index_range(entry: int | str, loop_var: str | None, last_iteration: int,
@@ -498,7 +498,7 @@ def parse_trace(data: Any, source: str) -> KernelTrace:
     version = data.get("schema_version")
     if type(version) is not int or version != TRACE_SCHEMA_VERSION:
         raise InputError(
-            f"unsupported schema_version {version!r}; this accelsim reads version {TRACE_SCHEMA_VERSION}",
+            f"unsupported schema_version {shown(version)}; this accelsim reads version {TRACE_SCHEMA_VERSION}",
             source=source,
             field="schema_version",
         )
@@ -549,13 +549,13 @@ def error_message(error: dict) -> str:
         words = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than",
                  "less_than": "less than"}[error["type"]]
         if isinstance(bound, (int, float)) and not isinstance(bound, bool):
-            shown = f"{bound:g}" if isinstance(bound, float) else str(bound)
-            message = f"expected a number {words} {shown}, got {error['input']!r}"
+            limit = f"{bound:g}" if isinstance(bound, float) else str(bound)
+            message = f"expected a number {words} {limit}, got {shown(error['input'])}"
     if error["type"].endswith("_type"):
         given = error["input"]
-        shown = ("a list" if isinstance(given, list) else "an object" if isinstance(given, dict)
-                 else json.dumps(given, default=repr))
-        message += f", got {shown if len(shown) <= 40 else shown[:37] + '...'}"
+        as_json = ("a list" if isinstance(given, list) else "an object" if isinstance(given, dict)
+                   else json.dumps(given, default=repr))
+        message += f", got {as_json if len(as_json) <= 40 else as_json[:37] + '...'}"
     return message
 
 

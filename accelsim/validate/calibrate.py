@@ -17,18 +17,21 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 
-from accelsim.arch.model import Chip, load_arch
+from accelsim.arch.loader import Override, load_raw, parse_override, validate, with_values
+from accelsim.arch.model import Chip, load_arch, resolve
+from accelsim.arch.schema import InBaseUnit
 from accelsim.engine.chip import simulate_kernel
 from accelsim.families import get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import best_config
 from accelsim.trace.kernel import KernelTrace
-from accelsim.units import format_quantity
+from accelsim.units import format_quantity, parse_quantity
 from accelsim.validate.compare import Measurement, chip_for, record_errors, simulated_for
 from accelsim.workers import mapped, worker_pool
 
@@ -61,8 +64,17 @@ class Parameter:
     unit: str | None = None  # a dimension of accelsim.units, or None for plain numbers
 
     def override(self, value: float) -> str:
-        text = format_quantity(value, self.unit) if self.unit else f"{value:.6g}"
-        return f"{self.path}={text}"
+        """``path=value`` as the overlay writes it (and a report shows it)."""
+        return f"{self.path}={self.written(value)}"
+
+    def written(self, value: float) -> str:
+        return format_quantity(value, self.unit) if self.unit else f"{value:.6g}"
+
+    def as_written(self, value: float) -> float:
+        """The number the overlay will hold for ``value`` (it writes 4 to 6 digits): what
+        each evaluation simulates, so that the overlay predicts what the fit saw."""
+        text = self.written(value)
+        return InBaseUnit(parse_quantity(text, self.unit)) if self.unit else float(text)
 
     def current(self, chip: Chip) -> float | None:
         return PARAMETER_READERS[self.path](chip)
@@ -225,37 +237,80 @@ def _log_error(case: Case, chip: Chip) -> float:
     return math.log(simulated_for(case.measurement, simulate_kernel(case.trace, chip)) / case.measurement.latency_s)
 
 
+class FitChips:
+    """The chips a fit evaluates: ``arch`` read and validated once, with ``base_overrides``
+    (the command's ``--set``); each evaluation's values, then each record's conditions and
+    the clock it ran at (:meth:`Measurement.overrides_on`), are applied to that spec object
+    (:func:`~accelsim.arch.loader.with_values`), as ``load_arch`` applies them to the file
+    (the same chips, several times faster). One chip per record conditions for the values
+    seen last."""
+
+    def __init__(self, arch: str, base_overrides: Sequence[str] = ()) -> None:
+        self.arch, self.base_overrides = arch, tuple(base_overrides)
+        self.spec = validate(load_raw(arch))
+        self.base = [parse_override(text) for text in base_overrides]
+        self.key: tuple | None = None
+        self.chips: dict[tuple[str, ...], Chip] = {}
+
+    def chip(self, measurement: Measurement, values: Mapping[str, float]) -> Chip:
+        key = tuple(values.items())
+        if key != self.key:
+            self.key, self.chips = key, {}
+        conditions = measurement.overrides_on(self.base_overrides)[len(self.base_overrides):]
+        if conditions not in self.chips:
+            self.chips[conditions] = self._chip([
+                *self.base, *(Override(tuple(path.split(".")), value, f"{path} (calibration)")
+                              for path, value in values.items()),
+                *(parse_override(text) for text in conditions)])
+        return self.chips[conditions]
+
+    def _chip(self, overrides: Sequence[Override]) -> Chip:
+        chip = resolve(with_values(self.spec, overrides))
+        if not self.spec.family_values:
+            return chip
+        return replace(chip, family_chips=MappingProxyType({
+            family: resolve(with_values(with_values(self.spec, [
+                Override(tuple(path.split(".")), value.value, f"family_values.{family}.{path}")
+                for path, value in scoped.items()]), overrides))
+            for family, scoped in self.spec.family_values.items()}))
+
+
+def fit_errors(chips: FitChips, cases: Sequence[Case], values: Mapping[str, float]) -> np.ndarray:
+    """Log errors of ``cases`` on the chips of a fit with ``values``."""
+    return np.array([_log_error(c, chips.chip(c.measurement, values)) for c in cases])
+
+
 _WORKER: dict = {}
-"""A calibration worker process's cases, arch and the chip of the overrides it saw last."""
+"""A calibration worker process's cases and the chips of its fit (:class:`FitChips`)."""
 
 
-def _init_worker(cases: Sequence[Case], arch: str) -> None:
-    _WORKER.update(cases=cases, arch=arch, key=None, chips={})
+def _init_worker(cases: Sequence[Case], arch: str, base_overrides: tuple[str, ...]) -> None:
+    _WORKER.update(cases=cases, chips=FitChips(arch, base_overrides))
 
 
-def _worker_error(task: tuple[int, tuple[str, ...]]) -> float:
-    index, overrides = task
-    if _WORKER["key"] != overrides:  # the chips of the overrides seen last (one per record conditions)
-        _WORKER.update(key=overrides, chips={})
+def _worker_error(task: tuple[int, tuple[tuple[str, float], ...]]) -> float:
+    index, values = task
     case = _WORKER["cases"][index]
-    return _log_error(case, chip_for(case.measurement, _WORKER["arch"], overrides, _WORKER["chips"]))
+    return _log_error(case, _WORKER["chips"].chip(case.measurement, dict(values)))
 
 
 class Evaluator:
-    """:func:`errors` for subsets of ``cases``, here or spread over ``jobs`` worker processes
-    (each case simulated whole in one worker: the same numbers, in the same order)."""
+    """The log errors of subsets of ``cases`` on ``arch`` with ``base_overrides`` and a fit's
+    values (path -> number, as the overlay writes it), here or spread over ``jobs`` worker
+    processes (each case simulated whole in one worker: the same numbers, in the same
+    order); :func:`errors` with the values as overrides, without their text."""
 
-    def __init__(self, cases: Sequence[Case], arch: str, jobs: int = 1) -> None:
-        self.arch = arch
+    def __init__(self, cases: Sequence[Case], arch: str, jobs: int = 1, base_overrides: Sequence[str] = ()) -> None:
+        self.chips = FitChips(arch, base_overrides)
         self.index = {id(c): i for i, c in enumerate(cases)}
         self.pool = None
         if jobs > 1:
-            self.pool = worker_pool(min(jobs, len(cases)), _init_worker, (list(cases), arch))
+            self.pool = worker_pool(min(jobs, len(cases)), _init_worker, (list(cases), arch, tuple(base_overrides)))
 
-    def __call__(self, cases: Sequence[Case], overrides: Sequence[str]) -> np.ndarray:
+    def __call__(self, cases: Sequence[Case], values: Mapping[str, float]) -> np.ndarray:
         if self.pool is None or len(cases) < 2:
-            return errors(cases, self.arch, overrides)
-        tasks = [(self.index[id(c)], tuple(overrides)) for c in cases]
+            return fit_errors(self.chips, cases, values)
+        tasks = [(self.index[id(c)], tuple(values.items())) for c in cases]
         return np.array(list(self.pool.map(_worker_error, tasks)))
 
     def close(self) -> None:
@@ -306,7 +361,7 @@ def fit(
     bounds (the Gauss-Newton steps stop by themselves)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
-    evaluate = Evaluator(cases, arch, jobs)
+    evaluate = Evaluator(cases, arch, jobs, base_overrides)
     try:
         return _fit(cases, arch, parameters, sweeps, base_overrides, evaluate, progress, family, method, split)
     finally:
@@ -327,16 +382,17 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
     active = [p for p in parameters if p.path in start]
     evaluations = 0
 
-    def overrides_for(values: dict[str, float]) -> list[str]:
+    def applied(values: dict[str, float]) -> dict[str, float]:
+        """What an evaluation simulates: each value as the overlay will hold it."""
         by_path = {p.path: p for p in active}
-        return [*base_overrides, *(by_path[k].override(v) for k, v in values.items())]
+        return {k: by_path[k].as_written(v) for k, v in values.items()}
 
     def train_loss(values: dict[str, float]) -> float:
         nonlocal evaluations
         evaluations += 1
-        return loss(evaluate(train, overrides_for(values))) + prior_loss(values, start)
+        return loss(evaluate(train, applied(values))) + prior_loss(values, start)
 
-    skipped = [p.path for p in active if not _sensitive(p, active, start, train, evaluate, overrides_for)]
+    skipped = [p.path for p in active if not _sensitive(p, active, start, train, evaluate, applied)]
     free = [p for p in active if p.path not in skipped]
     began = time.monotonic()
 
@@ -351,7 +407,7 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
         def train_residuals(values: dict[str, float]) -> np.ndarray:
             nonlocal evaluations
             evaluations += 1
-            return np.concatenate([evaluate(train, overrides_for(values)), prior_residuals(values, start)])
+            return np.concatenate([evaluate(train, applied(values)), prior_residuals(values, start)])
 
         def report_step(step: int, best: float) -> None:
             if progress is not None:
@@ -364,7 +420,7 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
         values = coordinate_descent(train_loss, free, values, 1, on_step=report, bracket=POLISH_BRACKET)
     # a parameter the search left where it started was not fitted
     fitted = {p.path: values[p.path] for p in free if not math.isclose(values[p.path], start[p.path], rel_tol=1e-3)}
-    final = overrides_for(values)
+    final = applied(values)
     data_loss = loss(evaluate(train, final))
     held_by_prior = []
     for p in free:
@@ -372,7 +428,7 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
             continue
         step = math.sqrt(PRIOR_FACTOR)
         moved = [min(p.high, max(p.low, values[p.path] * f)) for f in (step, 1 / step)]
-        rises = [(loss(evaluate(train, overrides_for({**values, p.path: v}))) - data_loss,
+        rises = [(loss(evaluate(train, applied({**values, p.path: v}))) - data_loss,
                   prior_loss({**values, p.path: v}, start) - prior_loss(values, start)) for v in moved]
         if all(data_rise < abs(prior_rise) for data_rise, prior_rise in rises):
             held_by_prior.append(p.path)
@@ -387,23 +443,23 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
         held_out=held_out,
         train_errors=evaluate(train, final),
         held_out_errors=evaluate(held_out, final) if held_out else np.array([]),
-        start_train_errors=evaluate(train, list(base_overrides)),
-        start_held_out_errors=evaluate(held_out, list(base_overrides)) if held_out else np.array([]),
+        start_train_errors=evaluate(train, {}),
+        start_held_out_errors=evaluate(held_out, {}) if held_out else np.array([]),
         evaluations=evaluations,
-        overrides=[o for o in final if o not in base_overrides],
+        overrides=[p.override(values[p.path]) for p in active if p.override(values[p.path]) not in base_overrides],
         held_by_prior=held_by_prior,
         at_bound=at_bound,
     )
 
 
-def _sensitive(p: Parameter, active: Sequence[Parameter], values: dict, cases, evaluate, overrides_for) -> bool:
+def _sensitive(p: Parameter, active: Sequence[Parameter], values: dict, cases, evaluate, applied) -> bool:
     """Does moving the parameter across its range change any training prediction, with the
     others where they start or, failing that, at their high ends (a share of an HBM
     queueing that starts at zero matters only once the queueing does)?"""
     others_high = {**values, **{q.path: q.high for q in active if q.path != p.path}}
     for point in (values, others_high):
-        low = evaluate(cases, overrides_for({**point, p.path: p.low + 0.1 * (p.high - p.low)}))
-        high = evaluate(cases, overrides_for({**point, p.path: p.high}))
+        low = evaluate(cases, applied({**point, p.path: p.low + 0.1 * (p.high - p.low)}))
+        high = evaluate(cases, applied({**point, p.path: p.high}))
         if np.max(np.abs(high - low)) > 1e-3:
             return True
     return False

@@ -93,7 +93,7 @@ def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cach
                 raise
             given = f" with {' '.join(overrides)}" if overrides else ""
             raise ConditionsError(_refused_conditions(exc, f"its conditions on {arch}{given}"), source=measurement.file,
-                                  field=f"record {measurement.id!r}: conditions") from None
+                                  field=f"record {shown(measurement.id)}: conditions") from None
     return cache[key]
 
 
@@ -156,13 +156,13 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 raise InputError("expected a record object", source=str(path), field=f"records[{i}]")
             record_id = record.get("id")
             if not isinstance(record_id, str) or not record_id.strip():  # the split hashes it: never a default
-                raise InputError(f"expected a record id (a non-empty string), got {record_id!r}", source=str(path),
+                raise InputError(f"expected a record id (a non-empty string), got {shown(record_id)}", source=str(path),
                                  field=f"records[{i}].id")
             if record_id in ids:  # the held-out split and the reports key records by id
-                raise InputError(f"duplicate record id {record_id!r}", source=str(path), field=f"records[{i}].id")
+                raise InputError(f"duplicate record id {shown(record_id)}", source=str(path), field=f"records[{i}].id")
             ids.add(record_id)
             if (arch, record_id) in seen:  # a file given twice, or under a folder also given
-                raise InputError(f"record id {record_id!r} of {arch} is also in {seen[arch, record_id]} (a file "
+                raise InputError(f"record id {shown(record_id)} of {arch} is also in {seen[arch, record_id]} (a file "
                                  "given twice?)", source=str(path), field=f"records[{i}].id")
             seen[arch, record_id] = str(path)
             _check_informational(record, path, f"records[{i}]")
@@ -302,7 +302,7 @@ def _latency_kind(value, path: Path, field: str) -> str:
 
 def _known_family(family, path: Path, field: str) -> str:
     if family not in FILE_FAMILIES:
-        raise InputError(f"unknown family {family!r}; expected one of: {', '.join(FILE_FAMILIES)}",
+        raise InputError(f"unknown family {shown(family)}; expected one of: {', '.join(FILE_FAMILIES)}",
                          source=str(path), field=field)
     return family
 
@@ -348,7 +348,7 @@ def record_errors(measurement: Measurement, what: str = "") -> Iterator[None]:
         if exc.source not in (None, "--param", measurement.file):
             raise
         field = ".".join(part for part in (what, exc.field or "") if part)
-        where = f"record {measurement.id!r}" + (f": {field}" if field else "")
+        where = f"record {shown(measurement.id)}" + (f": {field}" if field else "")
         raise InputError(exc.message, source=measurement.file, field=where) from None
 
 

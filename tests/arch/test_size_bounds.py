@@ -22,3 +22,13 @@ def test_the_whole_fabric_is_bounded_by_its_estimate():
         load_arch("h100-ib-cluster", ["network.nics_per_node=64", "nodes=16385"])
     assert "the cluster would have 1,048,640 NICs (16,385 nodes x 64); accelsim models at most 1,048,576" \
         in exc.value.message
+
+
+@pytest.mark.parametrize("path", ["hbm.efficiency", "shared_cache.efficiency", "matrix_unit.efficiency"])
+def test_an_efficiency_that_replaces_the_peak(path):
+    """Found by fuzzing: an efficiency of 9e-31 made a copy kernel come out faster than
+    HBM's peak allows (its time fell out of the engine's scale unrefused)."""
+    with pytest.raises(InputError) as exc:
+        load_arch("h100-sxm", [f"{path}=9e-31"])
+    assert exc.value.field == path and exc.value.message == "must be a fraction from 0.001 to 1, got 9e-31"
+    assert load_arch("h100-sxm", [f"{path}=0.001"])

@@ -92,7 +92,8 @@ def test_an_imported_op_past_the_formats_limits_is_the_inputs_fault(cli, tmp_pat
     chakra = tmp_path / "rank0.json"
     chakra.write_text(json.dumps({"nodes": [{"id": 1, "name": "r", "type": 7, "attr": [
         {"name": "comm_type", "int64_val": 0}, {"name": "comm_size", "int64_val": "9" * 34}]}]}))
-    one_line_error(cli("import", "chakra", str(chakra), "-o", str(tmp_path / "c.json")), str(chakra), "comm_size")
+    one_line_error(cli("import", "chakra", str(chakra), "-o", str(tmp_path / "c.json")), str(chakra),
+                   "attr.comm_size", "64-bit integer")
     assert not (tmp_path / "h.json").exists() and not (tmp_path / "c.json").exists()
 
 

@@ -122,3 +122,21 @@ def test_nesting_too_deep_to_walk_names_the_file(tmp_path):
     with pytest.raises(InputError, match="nested too deeply") as info:
         import_hlo(path)
     assert info.value.source == str(path)
+
+
+def test_a_conditional_that_names_no_branch(tmp_path):
+    """Found by fuzzing: a conditional whose branch attribute is garbled named no
+    computation, and choosing its costliest branch raised on an empty list."""
+    text = """HloModule m
+%b (x: f32[4]) -> f32[4] {
+  ROOT %x = f32[4]{0} parameter(0)
+}
+ENTRY %main (p: pred[], v: f32[4]) -> f32[4] {
+  %p = pred[] parameter(0)
+  %v = f32[4]{0} parameter(1)
+  ROOT %c = f32[4]{0} conditional(%p, %v, %v), 0 false_computation=%b
+}
+"""
+    with pytest.raises(InputError) as exc:
+        parse_module(text, "m.hlo")
+    assert exc.value.line == 8 and "instruction 'c': a conditional names its branches" in exc.value.message

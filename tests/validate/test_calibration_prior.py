@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from accelsim.units import parse_quantity
 from accelsim.validate import calibrate
 from accelsim.validate.calibrate import LOSS_SCALE, PRIOR_FACTOR, loss, prior_loss
 
@@ -30,16 +29,13 @@ def test_a_parameter_that_buys_little_fit_stays_near_its_published_value(monkeyp
     left (+-1% in alternate records) a per-program overhead would cancel only at its 5 us
     bound, fifty times its published 100 ns. Without the prior the overhead runs to the
     bound for that 1%; with it, it stays within a factor of two."""
-    def errors(cases, arch, overrides):
-        values = dict(o.split("=") for o in overrides)
-        values = {path: parse_quantity(text, "seconds") if path.endswith("overhead") else float(text)
-                  for path, text in values.items()}
+    def errors(chips, cases, values):
         overhead = values.get("cores.program_overhead", 1e-7)
         left = 0.01 * (1 - math.log(overhead / 1e-7) / math.log(50))
         signs = np.array([(-1) ** i for i in range(len(cases))])
         return math.log(0.6 / values.get("matrix_unit.efficiency", 0.85)) + left * signs
 
-    monkeypatch.setattr(calibrate, "errors", errors)
+    monkeypatch.setattr(calibrate, "fit_errors", errors)
     records = [f"record-{i}" for i in range(40) if not calibrate.is_held_out(f"record-{i}")][:6]
     cases = [calibrate.Case(SimpleNamespace(id=r, family="gemm"), None, {}) for r in records]
     fitted = ("matrix_unit.efficiency", "cores.program_overhead")

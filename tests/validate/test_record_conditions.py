@@ -60,7 +60,7 @@ def test_calibration_sees_the_same_predictions(tmp_path, jobs):
     assert errors(cases, "h100-sxm", []) == pytest.approx(expected)
     evaluate = Evaluator(cases, "h100-sxm", jobs)
     try:
-        assert evaluate(cases, []) == pytest.approx(expected)
+        assert evaluate(cases, {}) == pytest.approx(expected)
     finally:
         evaluate.close()
 

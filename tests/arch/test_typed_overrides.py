@@ -1,0 +1,65 @@
+"""Overrides applied to the validated spec object (``with_values``): the same config as
+the YAML path gives (``--set`` on the file's mappings), every section on the way checked
+again, errors located by field path and naming no source (the caller says where the
+values came from), and numbers in base units where code computes them."""
+
+import pytest
+
+from accelsim.arch.loader import Override, apply_overrides, load_raw, parse_override, validate, with_values
+from accelsim.arch.model import resolve
+from accelsim.arch.schema import InBaseUnit
+from accelsim.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def h100():
+    raw = load_raw("h100-sxm")
+    return raw, validate(raw)
+
+
+@pytest.mark.parametrize("texts", [
+    ["hbm.efficiency=0.8", "launch_overhead=5.5 us", "clock=1500 MHz"],
+    ["vector_unit.flops_per_cycle_per_core.fp32=100"],
+    ["cores.program_overhead=0.1 us", "hbm.queueing_latency=300 ns", "cores.count=66"],
+    ["matrix_unit.efficiency=0.5", "matrix_unit.efficiency=0.6"],
+])
+def test_the_same_chip_as_the_yaml_path(h100, texts):
+    raw, spec = h100
+    overrides = [parse_override(t) for t in texts]
+    assert resolve(with_values(spec, overrides)) == resolve(validate(apply_overrides(raw, overrides)))
+
+
+def test_a_cited_field_set_whole_carries_the_overrides_citation(h100):
+    _, spec = h100
+    changed = with_values(spec, [Override(("hbm", "bandwidth"), "8 TB/s", "what-if")])
+    assert changed.hbm.bandwidth.value == 8e12 and changed.hbm.bandwidth.basis == "override"
+    assert changed.hbm.bandwidth.source == "what-if" and changed.hbm.capacity == spec.hbm.capacity
+
+
+def test_a_quantity_computed_in_base_units(h100):
+    _, spec = h100
+    changed = with_values(spec, [Override(("launch_overhead",), InBaseUnit(3e-6), "fit")])
+    assert resolve(changed).launch_overhead_s == 3e-6
+    with pytest.raises(InputError, match="got the bare number 3e-06 \\(no unit\\)"):
+        with_values(spec, [Override(("launch_overhead",), 3e-6, "fit")])
+
+
+@pytest.mark.parametrize("text, field, message", [
+    ("hbm.efficiency=2", "hbm.efficiency", "must be a fraction from 0.001 to 1, got 2.0"),
+    ("hbm.foo=1", "hbm.foo", "unknown field 'foo'; expected one of: name, capacity"),
+    ("clock=[1, 2]", "clock", "expected a frequency with a unit"),
+    ("hbm=3", "hbm", "'hbm' is a section; set one of its fields"),
+])
+def test_errors_carry_the_field_path_and_no_source(h100, text, field, message):
+    _, spec = h100
+    with pytest.raises(InputError) as exc:
+        with_values(spec, [parse_override(text)])
+    assert exc.value.source is None and exc.value.field == field and message in exc.value.message
+    assert "--set" not in exc.value.one_line()
+
+
+def test_the_spec_given_is_left_as_it_was(h100):
+    _, spec = h100
+    before = spec.model_dump()
+    with_values(spec, [parse_override("hbm.efficiency=0.5"), parse_override("clock=1 GHz")])
+    assert spec.model_dump() == before
