@@ -13,7 +13,7 @@ from accelsim.cli.output import print_json, table
 from accelsim.engine.chip import simulate_kernel
 from accelsim.engine.timeline import chrome_trace
 from accelsim.errors import InputError
-from accelsim.families import get_family
+from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import best_config, run_config, split_params
 from accelsim.files import check_output_file, write_json
@@ -90,6 +90,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.timeline:
         write_json(args.timeline, chrome_trace(sim), "--timeline")
     summary = sim.summary()
+    if family_name in FAMILIES:
+        summary["config"] = FAMILIES[family_name].shown_config(summary["config"], chip)
     if not [o for o in args.overrides if not o.strip().startswith("uncertainty.")]:
         add_interval(summary, chip, family_name)  # a what-if chip was never measured: no interval
     summary["sim_wall_s"] = time.perf_counter() - started if searched else summary["sim_wall_s"]

@@ -374,12 +374,14 @@ def run_job(job: Job, arch: Arch) -> dict[str, Any]:
     return RUNNERS[job.kind](job, arch)
 
 
-def kernel_metrics(sim: KernelSimulation, searched: int | None = None) -> dict[str, Any]:
-    """A kernel simulation's ``--json`` summary, flattened for a table row."""
+def kernel_metrics(sim: KernelSimulation, searched: int | None = None,
+                   config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A kernel simulation's ``--json`` summary, flattened for a table row; ``config``: the
+    config as shown, where not the simulation's own (a TPU's, without GPU-only fields)."""
     out = {k: v for k, v in sim.summary().items() if k not in ("utilization", "config", "arch", "kernel", "per_kernel_s")}
     out.update({f"utilization.{k}": v for k, v in sim.utilization.items()})
     out.update({f"per_kernel_s.{i}": v for i, v in enumerate(sim.per_kernel_s or ())})  # a trace of several kernels
-    out["config"] = " ".join(f"{k}={v}" for k, v in sim.config.items())
+    out["config"] = " ".join(f"{k}={v}" for k, v in (sim.config if config is None else config).items())
     if searched is not None:
         out["configs_searched"] = searched
     return out
@@ -393,8 +395,9 @@ def _kernel_sim(family_name: str, params: dict[str, Any], chip: Chip) -> tuple[K
 
 def _run_kernel(job: Job, arch: Arch) -> dict[str, Any]:
     started = time.perf_counter()
-    sim, searched = _kernel_sim(job.body.kernel, job.body.params, chip_of(arch))
-    metrics = kernel_metrics(sim, searched)
+    chip = chip_of(arch)
+    sim, searched = _kernel_sim(job.body.kernel, job.body.params, chip)
+    metrics = kernel_metrics(sim, searched, get_family(job.body.kernel).shown_config(sim.config, chip))
     if searched:  # as simulate reports it: the whole search, not only the winner's replay
         metrics["sim_wall_s"] = time.perf_counter() - started
     return metrics
