@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.arch.model import Chip  # noqa: E402
+from accelsim.report.figure import in_default_style  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ def finish_log_log(fig, ax, path: Path, xlabel: str, ylabel: str, dpi: int = 120
     return path
 
 
+@in_default_style
 def plot_roofline(chips: Sequence[Chip], points: Sequence[RooflinePoint], path: Path, dtype: str = "bf16") -> Path:
     """One roof per chip (peak ``dtype`` matrix throughput and datasheet HBM bandwidth),
     with each kernel's achieved throughput at its arithmetic intensity."""

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.arch.model import Chip  # noqa: E402
+from accelsim.report.figure import in_default_style  # noqa: E402
 from accelsim.report.roofline import draw_identity, draw_roof, finish_log_log  # noqa: E402
 from accelsim.validate.calibrate import holds_out  # noqa: E402
 from accelsim.validate.compare import Comparison, Refused, config_rankings, kernel_rows, summarise  # noqa: E402
@@ -25,6 +26,7 @@ REPORT_FILES = ("report.md", "predicted_vs_measured.png", "error_by_family.png",
 """What :func:`write_report` writes into its folder."""
 
 
+@in_default_style
 def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str,
                  refused: Sequence[Refused] = (), split: str = "record") -> Path:
     arch = chip.name
