@@ -17,6 +17,7 @@ from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import best_config, run_config, split_params
 from accelsim.files import check_output_file, write_json
+from accelsim.report.peaks import roofline_figures
 from accelsim.trace.kernel import load_trace
 from accelsim.units import format_quantity
 
@@ -80,16 +81,19 @@ def run_simulate(args: argparse.Namespace) -> int:
             search = best_config(family, params, chip)
             searched = search.searched
             best = search.best
+            trace = best.trace
             # the search ran without a timeline: replay the winner only if one is asked for
             sim = run_config(family, params, best.config, chip, timeline=True).sim if args.timeline else best.sim
         else:
             config = family.resolve_config(params, config_given, chip)
-            sim = run_config(family, params, config, chip, timeline=bool(args.timeline)).sim
+            run = run_config(family, params, config, chip, timeline=bool(args.timeline))
+            trace, sim = run.trace, run.sim
     else:
         raise InputError("give a kernel trace file or --kernel FAMILY", source="simulate")
     if args.timeline:
         write_json(args.timeline, chrome_trace(sim), "--timeline")
     summary = sim.summary()
+    summary |= roofline_figures(summary, trace, chip)
     if family_name in FAMILIES:
         summary["config"] = FAMILIES[family_name].shown_config(summary["config"], chip)
     if not [o for o in args.overrides if not o.strip().startswith("uncertainty.")]:
@@ -128,8 +132,13 @@ def print_summary(s: dict) -> None:
             f" (90% interval {format_quantity(s['latency_s_p05'], 'seconds')} .. "
             f"{format_quantity(s['latency_s_p95'], 'seconds')})" if "latency_s_p05" in s else "")),
         ("bound", s["bound"]),
-        ("achieved compute", format_quantity(s["achieved_flops_per_s"], "flops_per_s")),
-        ("achieved HBM bandwidth", format_quantity(s["achieved_hbm_bytes_per_s"], "bytes_per_s")),
+        ("achieved compute", f"{format_quantity(s['achieved_flops_per_s'], 'flops_per_s')} "
+                             f"({s['flops_fraction_of_peak']:.1%} of the {format_quantity(s['peak_flops_per_s'], 'flops_per_s')} "
+                             f"{s['peak_flops_of']} peak)"),
+        ("achieved HBM bandwidth", f"{format_quantity(s['achieved_hbm_bytes_per_s'], 'bytes_per_s')} "
+                                   f"({s['hbm_fraction_of_peak']:.1%} of {format_quantity(s['peak_hbm_bytes_per_s'], 'bytes_per_s')})"),
+        ("arithmetic intensity", _intensity(s["arithmetic_intensity_flops_per_byte"])
+         + f" (the chip's ridge point: {_intensity(s['ridge_point_flops_per_byte'])})"),
         ("flops", f"{s['flops']:.4g}"),
         ("HBM bytes", format_quantity(s["hbm_bytes"], "bytes")),
         ("programs", f"{s['programs']} ({s['programs_per_core']} per core, limited by {s['occupancy_limit']})"),
@@ -148,3 +157,7 @@ def print_summary(s: dict) -> None:
         rows.append(("configs searched", str(s["configs_searched"])))
     rows.append(("simulated in", f"{s['sim_wall_s'] * 1e3:.1f} ms, {s['events']} events"))
     print(table(("", ""), rows).split("\n", 2)[2])
+
+
+def _intensity(flops_per_byte: float | None) -> str:
+    return "no HBM traffic" if flops_per_byte is None else f"{flops_per_byte:.4g} flop/byte"
