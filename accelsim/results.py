@@ -13,7 +13,7 @@ adding a key keeps it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -52,6 +52,11 @@ class KernelResult:
     """The 90% interval from the chip's held-out residuals for the kernel's family."""
     configs_searched: int | None = None
     """``config=auto``: configs the search simulated (or bounded)."""
+    roofline: Mapping[str, Any] | None = None
+    """``simulate``: the kernel under the chip's roofs (``peak_flops_per_s``, ``peak_flops_of``,
+    ``flops_fraction_of_peak``, ``peak_hbm_bytes_per_s``, ``hbm_fraction_of_peak``,
+    ``arithmetic_intensity_flops_per_byte``, ``ridge_point_flops_per_byte``:
+    :func:`accelsim.report.peaks.roofline_figures`)."""
 
     @property
     def kernels(self) -> int:
@@ -91,6 +96,8 @@ class KernelResult:
             out["hbm_queueing_s"] = self.hbm_queueing_s
         if self.kernels > 1:
             out |= {"kernels": self.kernels, "per_kernel_s": list(self.per_kernel_s or ())}
+        if self.roofline is not None:
+            out |= dict(self.roofline)
         if self.latency_s_p05 is not None:
             out |= {"latency_s_p05": self.latency_s_p05, "latency_s_p95": self.latency_s_p95}
         if self.configs_searched is not None:
@@ -101,7 +108,7 @@ class KernelResult:
         """The scalars of :meth:`to_json`, per-resource and per-kernel values as columns
         of their own (``utilization.hbm``, ``per_kernel_s.0``), the config as one text."""
         nested = ("schema_version", "utilization", "config", "arch", "kernel", "per_kernel_s", "configs_searched")
-        out = {k: v for k, v in self.to_json().items() if k not in nested}
+        out = {k: v for k, v in replace(self, roofline=None).to_json().items() if k not in nested}
         out.update({f"utilization.{k}": v for k, v in self.utilization.items()})
         out.update({f"per_kernel_s.{i}": v for i, v in enumerate(self.per_kernel_s or ())})
         out["config"] = " ".join(f"{k}={v}" for k, v in self.config.items())

@@ -41,6 +41,7 @@ UNITS: dict[str, str] = {
     "accelsim.registry": "foundation",
     "accelsim.workers": "foundation",
     "accelsim.results": "foundation",
+    "accelsim.figures": "foundation",
     "accelsim.families.": "families",
     "accelsim.families": "registries",
 }

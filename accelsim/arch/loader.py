@@ -543,9 +543,14 @@ def validate(raw: RawConfig) -> BaseModel:
         )
     model = MODELS[kind]
     try:
-        return model.model_validate(raw.data)
+        spec = model.model_validate(raw.data)
     except ValidationError as exc:
         raise _located(exc, raw, model) from None
+    if isinstance(spec, schema.ChipSpec):
+        from accelsim.arch.peak import with_derived_peak  # it reads the config that gives the peak with load_raw
+
+        spec = with_derived_peak(spec, raw)
+    return spec
 
 
 def _located(exc: ValidationError, raw: RawConfig, model: type[BaseModel]) -> InputError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -71,3 +72,36 @@ def _project_root(file: Path) -> Path:
         if (parent / "pyproject.toml").exists():
             return parent
     return file.resolve().parent
+
+
+LANGUAGES = {"triton": ("triton",), "pallas": ("jax.experimental.pallas", "jax._src.pallas")}
+"""Each kernel language and the modules whose objects say a kernel is written in it."""
+
+
+def languages_used(fn: Callable[..., Any]) -> set[str]:
+    """The kernel languages the module defining ``fn`` uses: the modules and objects (a
+    ``@triton.jit`` kernel, ``pl.pallas_call``) it holds, and those held by the modules its
+    functions come from (a runner that imports its kernel from a sibling file)."""
+    namespaces = [getattr(fn, "__globals__", {})]
+    namespaces += [value.__globals__ for value in list(namespaces[0].values())
+                   if isinstance(value, types.FunctionType) and value.__globals__ is not namespaces[0]]
+    found = set()
+    for namespace in namespaces:
+        for value in list(namespace.values()):
+            name = value.__name__ if isinstance(value, types.ModuleType) else type(value).__module__
+            owner = getattr(value, "__module__", None) or ""
+            for language, prefixes in LANGUAGES.items():
+                if any(n == p or n.startswith(p + ".") for n in (name, owner) for p in prefixes):
+                    found.add(language)
+    return found
+
+
+def check_language(fn: Callable[..., Any], tool: str, source: str) -> None:
+    """Where capture found no kernel of ``tool``'s language, or failed to run: if the file
+    holds a kernel of the other language only, say so (Pallas capture of a Triton kernel
+    fails with "0 active drivers", Triton capture of a Pallas kernel finds no launch)."""
+    used = languages_used(fn)
+    other = ({"triton", "pallas"} - {tool}).pop()
+    if other in used and tool not in used:
+        raise InputError(f"this is a {other.capitalize()} kernel, not a {tool.capitalize()} one: capture it with "
+                         f"'accelsim capture {other}'", source=source)

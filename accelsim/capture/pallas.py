@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from accelsim.arrays import unique_rows
-from accelsim.capture.common import load_function, typed_params
+from accelsim.capture.common import check_language, load_function, typed_params
 from accelsim.errors import InputError
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.trace.kernel import Compute, KernelTrace, check_programs
@@ -71,6 +71,7 @@ def capture_pallas(path: str, function: str, params: Mapping[str, str], *, launc
     except InputError:
         raise
     except Exception as exc:  # the user's function failed while tracing
+        check_language(fn, "pallas", path)
         hint = (f"; {function}() is traced, not run: it cannot turn results into numbers or check them "
                 "(do that outside the function capture traces)"
                 if type(exc).__name__ in ("TracerArrayConversionError", "ConcretizationTypeError",
@@ -80,6 +81,7 @@ def capture_pallas(path: str, function: str, params: Mapping[str, str], *, launc
         raise InputError(f"tracing {function}() called sys.exit({exc.code!r})", source=path) from None
     calls = list(find_pallas_calls(closed.jaxpr))
     if not calls:
+        check_language(fn, "pallas", path)
         raise InputError(f"{function}() launched no pallas_call", source=path)
     if launch is None and len(calls) > 1:
         raise InputError(f"{function}() launched {len(calls)} pallas_calls; choose one with --launch N", source=path)

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.capture.common import load_function, typed_params
+from accelsim.capture.common import check_language, load_function, typed_params
 from accelsim.capture.triton_compile import KernelCall
 from accelsim.errors import InputError
 from accelsim.families.rowwise import (
@@ -118,6 +118,7 @@ def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact
                 cause = _input_error_in(exc)
                 if cause is not None:
                     raise InputError(cause.message, source=source) from None
+                check_language(fn, "triton", source)
                 hint = ("; the kernel had been launched: capture skips loop iterations, so its outputs are not "
                         "the kernel's results; check them outside the function capture runs"
                         if recorder.launches else "")
@@ -125,6 +126,7 @@ def capture_triton(path: str, function: str, params: Mapping[str, str], *, exact
             except SystemExit as exc:  # not a success: no trace was captured
                 raise InputError(f"running it called sys.exit({exc.code!r})", source=source) from None
     if recorder.launches == 0:
+        check_language(fn, "triton", source)
         raise InputError("no Triton kernel was launched", source=source)
     if recorder.launches > 1:
         raise InputError(f"{recorder.launches} Triton kernels were launched; capture needs exactly one", source=source)

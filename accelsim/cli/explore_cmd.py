@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from accelsim.capture.triton_compile import check_compile_target
@@ -84,8 +85,9 @@ def run_explore(args: argparse.Namespace) -> int:
         if config or auto:
             raise InputError("explore searches the config; give problem parameters only", source="--param",
                              field=next(iter(config), "config"))
-        ranked = explore_family(family, params, chip, space, jobs=args.jobs,
-                                chip_source=(args.arch, tuple(args.overrides)))
+        ranked = [replace(c, config=family.shown_config(c.config, chip))
+                  for c in explore_family(family, params, chip, space, jobs=args.jobs,
+                                          chip_source=(args.arch, tuple(args.overrides)))]
         title = f"{family.name} " + " ".join(f"{k}={v}" for k, v in params.items())
     wall = time.perf_counter() - started
     ran = [c for c in ranked if c.sim is not None]

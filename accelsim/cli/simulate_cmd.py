@@ -14,10 +14,11 @@ from accelsim.cli.output import print_json, table
 from accelsim.engine.chip import simulate_kernel
 from accelsim.engine.timeline import chrome_trace
 from accelsim.errors import InputError
-from accelsim.families import get_family
+from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import best_config, run_config, split_params
 from accelsim.files import check_output_file, write_json
+from accelsim.report.peaks import roofline_figures
 from accelsim.results import KernelResult
 from accelsim.trace.kernel import load_trace
 from accelsim.units import format_quantity
@@ -82,16 +83,21 @@ def run_simulate(args: argparse.Namespace) -> int:
             search = best_config(family, params, chip)
             searched = search.searched
             best = search.best
+            trace = best.trace
             # the search ran without a timeline: replay the winner only if one is asked for
             sim = run_config(family, params, best.config, chip, timeline=True).sim if args.timeline else best.sim
         else:
             config = family.resolve_config(params, config_given, chip)
-            sim = run_config(family, params, config, chip, timeline=bool(args.timeline)).sim
+            run = run_config(family, params, config, chip, timeline=bool(args.timeline))
+            trace, sim = run.trace, run.sim
     else:
         raise InputError("give a kernel trace file or --kernel FAMILY", source="simulate")
     if args.timeline:
         write_json(args.timeline, chrome_trace(sim), "--timeline")
     result = sim.result()
+    result = replace(result, roofline=roofline_figures(result, trace, chip))
+    if family_name in FAMILIES:
+        result = replace(result, config=FAMILIES[family_name].shown_config(result.config, chip))
     interval = latency_interval(result.latency_s, chip, family_name)
     what_if = [o for o in args.overrides if not o.strip().startswith("uncertainty.")]
     if interval and not what_if:  # a what-if chip was never measured: no interval
@@ -129,8 +135,7 @@ def print_summary(r: KernelResult) -> None:
         ("arch", r.arch),
         ("latency", format_quantity(r.latency_s, "seconds") + interval),
         ("bound", r.bound),
-        ("achieved compute", format_quantity(r.achieved_flops_per_s, "flops_per_s")),
-        ("achieved HBM bandwidth", format_quantity(r.achieved_hbm_bytes_per_s, "bytes_per_s")),
+        *_roofline_rows(r),
         ("flops", f"{r.flops:.4g}"),
         ("HBM bytes", format_quantity(r.hbm_bytes, "bytes")),
         ("programs", f"{r.programs} ({r.programs_per_core} per core, limited by {r.occupancy_limit})"),
@@ -149,3 +154,25 @@ def print_summary(r: KernelResult) -> None:
         rows.append(("configs searched", str(r.configs_searched)))
     rows.append(("simulated in", f"{r.sim_wall_s * 1e3:.1f} ms, {r.events} events"))
     print(table(("", ""), rows).split("\n", 2)[2])
+
+
+def _roofline_rows(r: KernelResult) -> list[tuple[str, str]]:
+    """Achieved compute and HBM bandwidth as shares of the chip's peaks, and the kernel's
+    arithmetic intensity beside the chip's ridge point."""
+    compute = format_quantity(r.achieved_flops_per_s, "flops_per_s")
+    bandwidth = format_quantity(r.achieved_hbm_bytes_per_s, "bytes_per_s")
+    if r.roofline is None:
+        return [("achieved compute", compute), ("achieved HBM bandwidth", bandwidth)]
+    roof = r.roofline
+    return [
+        ("achieved compute", f"{compute} ({roof['flops_fraction_of_peak']:.1%} of the "
+                             f"{format_quantity(roof['peak_flops_per_s'], 'flops_per_s')} {roof['peak_flops_of']} peak)"),
+        ("achieved HBM bandwidth", f"{bandwidth} ({roof['hbm_fraction_of_peak']:.1%} of "
+                                   f"{format_quantity(roof['peak_hbm_bytes_per_s'], 'bytes_per_s')})"),
+        ("arithmetic intensity", _intensity(roof["arithmetic_intensity_flops_per_byte"])
+         + f" (the chip's ridge point: {_intensity(roof['ridge_point_flops_per_byte'])})"),
+    ]
+
+
+def _intensity(flops_per_byte: float | None) -> str:
+    return "no HBM traffic" if flops_per_byte is None else f"{flops_per_byte:.4g} flop/byte"

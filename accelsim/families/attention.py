@@ -850,4 +850,6 @@ FAMILY = Family(
     config_space=config_space,
     build=build,
     check=check,
+    powers_of_two_on_gpu=("block_m", "block_n", "num_warps"),
+    gpu_only=("num_warps",),
 )

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.arch.model import Chip, TpuChip
+from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.trace.kernel import MAX_COUNT
 from accelsim.trace.kernel import KernelTrace
@@ -112,6 +112,21 @@ def parse_assignments(items: Sequence[str], source: str) -> dict[str, str]:
     return out
 
 
+def check_powers_of_two(config: Mapping[str, Any], fields: Sequence[str], source: str = "--param") -> None:
+    """Refuse a value Triton would not compile: every dimension of a Triton block tensor and
+    the range of ``tl.arange`` must be a power of two, and so must ``num_warps`` (triton
+    3.9.0: ``_utils.validate_block_shape``, "Shape element {i} must be a power of 2", run
+    for every ``tl.block_type``; ``language/semantic.py``, ``arange``: "arange's range must
+    be a power of 2"; ``backends/nvidia/compiler.py`` ``CUDAOptions.__post_init__`` and
+    ``backends/amd/compiler.py`` ``HIPOptions.__post_init__``: "num_warps must be a power
+    of 2"). ``num_stages``, ``group_m`` and split counts are loop and grid arithmetic, free."""
+    for name in fields:
+        value = config.get(name)
+        if isinstance(value, int) and (value < 1 or value & (value - 1)):
+            raise InputError(f"expected a power of two on a GPU (Triton's block sizes and num_warps must be), "
+                             f"got {value}", source=source, field=name)
+
+
 def local_limit(chip: Chip) -> tuple[float, str]:
     """Local memory one program may use, and the config field it comes from: a TPU core's
     whole VMEM (one program at a time), a GPU's per-block shared-memory limit."""
@@ -149,6 +164,16 @@ class Family:
     fit_defaults: Callable[[dict[str, Any], dict[str, Any], set[str], Chip], dict[str, Any]] | None = None
     """``(params, config, given, chip)``: the config with the defaults of what the user did
     not give (not in ``given``) made to suit what they did (a GEMM's split-K for their tile)."""
+    powers_of_two_on_gpu: tuple[str, ...] = ()
+    """Config fields a GPU kernel of this family, a Triton kernel, needs as powers of two:
+    see :func:`check_powers_of_two`."""
+    gpu_only: tuple[str, ...] = ()
+    """Config fields that mean something on a GPU only (warps, launch swizzle, split-K,
+    clusters): left out where a TPU config is shown (:meth:`shown_config`)."""
+
+    def shown_config(self, config: Mapping[str, Any], chip: Chip) -> dict[str, Any]:
+        """``config`` as printed for ``chip``: without the GPU-only fields on a TPU."""
+        return {k: v for k, v in config.items() if isinstance(chip, GpuChip) or k not in self.gpu_only}
 
     def parse_config(self, given: Mapping[str, Any], source: str = "--param") -> dict[str, Any]:
         """The config values given, each converted and checked (type, choices, minimum);
@@ -161,6 +186,8 @@ class Family:
         this family's kernels run on (``chip`` with the family's values)."""
         chip = chip.for_family(self.name)
         values = self.parse_config(given)
+        if isinstance(chip, GpuChip):
+            check_powers_of_two({k: v for k, v in values.items() if k in given}, self.powers_of_two_on_gpu)
         config = dict(self.default_config(params, chip))
         config.update({k: v for k, v in values.items() if k in given})
         if self.fit_defaults and given:

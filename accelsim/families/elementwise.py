@@ -254,4 +254,5 @@ FAMILY = Family(
     config_space=config_space,
     build=build,
     check=check,
+    gpu_only=("num_warps",),
 )

@@ -484,4 +484,6 @@ FAMILY = Family(
     config_space=config_space,
     build=build,
     check=check,
+    powers_of_two_on_gpu=("block_m", "block_n", "block_k", "num_warps"),
+    gpu_only=("group_m", "split_k", "num_warps", "cluster", "pair"),
 )

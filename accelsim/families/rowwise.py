@@ -478,6 +478,7 @@ def _family(op: RowOp) -> Family:
         config_space=partial(config_space, op),
         build=partial(build, op),
         check=partial(check, op),
+        gpu_only=("num_warps",),
     )
 
 

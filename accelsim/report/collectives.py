@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from accelsim.figures import in_default_style  # noqa: E402
 from accelsim.report.roofline import draw_identity  # noqa: E402
 from accelsim.units import format_quantity  # noqa: E402
 from accelsim.validate.calibrate import is_held_out  # noqa: E402
@@ -50,6 +51,7 @@ def _max(items: Sequence[CollectiveComparison]) -> str:
     return f"{max(abs(c.error) for c in items):.1%}" if items else "-"
 
 
+@in_default_style
 def write_collective_report(comparisons: Sequence[CollectiveComparison], system: str, out: Path, header: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path, by_size, scatter = (out / name for name in REPORT_FILES)

@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.arch.model import Chip  # noqa: E402
+from accelsim.figures import in_default_style  # noqa: E402
+from accelsim.report.peaks import unit_peak  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,7 @@ class RooflinePoint:
 def draw_roof(ax, chip: Chip, x_range: Sequence[float], dtype: str = "bf16", **style) -> None:
     """The chip's roof: HBM bandwidth up to the ridge, then the ``dtype`` matrix peak
     (fp32 vector peak if the matrix unit has no such rate)."""
-    if dtype in chip.matrix.flops_per_cycle_per_core:
-        peak = chip.matrix_flops_per_s(dtype)
-    else:
-        peak = chip.vector_flops_per_s("fp32")
+    peak = unit_peak(chip, dtype)[0]
     bandwidth = chip.hbm.bandwidth_bytes_per_s
     ridge = peak / bandwidth
     right = max(x_range[1], ridge * 2)
@@ -66,6 +65,7 @@ def finish_log_log(fig, ax, path: Path, xlabel: str, ylabel: str, dpi: int = 120
     return path
 
 
+@in_default_style
 def plot_roofline(chips: Sequence[Chip], points: Sequence[RooflinePoint], path: Path, dtype: str = "bf16") -> Path:
     """One roof per chip (peak ``dtype`` matrix throughput and datasheet HBM bandwidth),
     with each kernel's achieved throughput at its arithmetic intensity."""

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.arch.loader import measured_config  # noqa: E402
 from accelsim.arch.model import Chip  # noqa: E402
+from accelsim.figures import in_default_style  # noqa: E402
 from accelsim.report.roofline import draw_identity, draw_roof, finish_log_log  # noqa: E402
 from accelsim.validate.compare import (  # noqa: E402
     Comparison, Measurement, Refused, config_rankings, kernel_rows, summarise,
@@ -38,6 +39,7 @@ def never_fitted(m: Measurement) -> str:
     return STATUSES[0]
 
 
+@in_default_style
 def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str,
                  refused: Sequence[Refused] = (), status: Callable[[Measurement], str] = never_fitted,
                  leave_one_out: Sequence[LeftOutSource] = ()) -> Path:

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
+from accelsim.figures import in_default_style
 from accelsim.study.plan import SweepPlan
 from accelsim.study.space import quantity
 from accelsim.study.summary import pareto_front, pareto_points
@@ -124,6 +125,7 @@ def _panels(count: int, width: float, height: float):
     return fig, list(axes.flat[:count])
 
 
+@in_default_style
 def plot_vs_param(plan: SweepPlan, recs: Sequence[Record], metric: str, param: str, path: Path) -> Path | None:
     """``metric`` against ``param``: one line per workload if only ``param`` varies, else one
     panel per workload with a line per setting of the other parameters (or points, if too many)."""
@@ -166,6 +168,7 @@ def plot_vs_param(plan: SweepPlan, recs: Sequence[Record], metric: str, param: s
     return path
 
 
+@in_default_style
 def plot_heatmap(plan: SweepPlan, recs: Sequence[Record], metric: str, path: Path) -> Path | None:
     """``metric`` over the two varied parameters (grid only), one panel per workload; each
     cell shows the value and the bound."""
@@ -213,6 +216,7 @@ def _sort_key(r: Record, name: str) -> tuple:
     return (0, number, r.point.index) if number is not None else (1, 0.0, r.point.index)
 
 
+@in_default_style
 def plot_pareto(plan: SweepPlan, recs: Sequence[Record], path: Path) -> Path | None:
     pareto = plan.spec.spec.pareto
     if pareto is None:
@@ -250,6 +254,7 @@ def plot_all(plan: SweepPlan, recs: Sequence[Record], metrics: Sequence[str], fo
     return [f"{folder.name}/{p.name}" for p in written if p is not None]
 
 
+@in_default_style
 def plot_ranking(title: str, labels: Sequence[str], latencies: Sequence[float], bounds: Sequence[str],
                  path: Path, shown: int = 40) -> Path:
     """Predicted latency of ranked configs (fastest at the top), coloured by bound."""

@@ -115,10 +115,11 @@ def run_ray(tasks: Sequence[Task], jobs: Sequence[Job], address: str) -> Iterato
 class Progress:
     """A one-line progress bar on a terminal (rich if installed), a line per 10% otherwise."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr, enabled: bool = True) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True) -> None:
+        stream = sys.stderr if stream is None else stream  # the stderr of now, not of when this module loaded
         self.total, self.done, self.stream, self.enabled = total, 0, stream, enabled and total > 0
         self.started = time.perf_counter()
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
         self._rich = None
         self._last_decile = -1
         if self.enabled and self.tty:

@@ -390,9 +390,13 @@ def run_job(job: Job, arch: Arch) -> dict[str, Any]:
     return RUNNERS[job.kind](job, arch)
 
 
-def kernel_metrics(sim: KernelSimulation, searched: int | None = None) -> dict[str, Any]:
-    """A kernel simulation's result as a table row (:meth:`~accelsim.results.KernelResult.row`)."""
-    return replace(sim.result(), configs_searched=searched).row()
+def kernel_metrics(sim: KernelSimulation, searched: int | None = None,
+                   config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A kernel simulation's result as a table row (:meth:`~accelsim.results.KernelResult.row`);
+    ``config``: the config as shown, where not the simulation's own (a TPU's, without GPU-only
+    fields)."""
+    result = replace(sim.result(), configs_searched=searched)
+    return (result if config is None else replace(result, config=config)).row()
 
 
 def _kernel_sim(family_name: str, params: dict[str, Any], chip: Chip) -> tuple[KernelSimulation, int | None]:
@@ -403,8 +407,9 @@ def _kernel_sim(family_name: str, params: dict[str, Any], chip: Chip) -> tuple[K
 
 def _run_kernel(job: Job, arch: Arch) -> dict[str, Any]:
     started = time.perf_counter()
-    sim, searched = _kernel_sim(job.body.kernel, job.body.params, chip_of(arch))
-    metrics = kernel_metrics(sim, searched)
+    chip = chip_of(arch)
+    sim, searched = _kernel_sim(job.body.kernel, job.body.params, chip)
+    metrics = kernel_metrics(sim, searched, get_family(job.body.kernel).shown_config(sim.config, chip))
     if searched:  # as simulate reports it: the whole search, not only the winner's replay
         metrics["sim_wall_s"] = time.perf_counter() - started
     return metrics

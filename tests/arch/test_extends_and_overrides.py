@@ -52,7 +52,8 @@ def test_set_on_a_dtype_entry():
 
 
 def test_set_a_list():
-    assert load_arch("h100-sxm", ["matrix_unit.shape=[128, 64, 32]"]).matrix.shape == (128, 64, 32)
+    given_peak = "matrix_unit.flops_per_cycle_per_core.bf16=4096"  # a GPU's shape alone is refused (test_matrix_peak)
+    assert load_arch("h100-sxm", ["matrix_unit.shape=[128, 64, 32]", given_peak]).matrix.shape == (128, 64, 32)
     assert load_arch("tpu-v5e", ["matrix_unit.shape=[256, 256]"]).matrix.shape == (256, 256)
 
 

@@ -85,7 +85,7 @@ def test_timeline_is_chrome_trace_json(cli, tmp_path):
         (("--kernel", "nosuch",), "unknown kernel family 'nosuch'"),
         (("--kernel", "gemm", "--param", "M1024"), "expected K=V"),
         ((), "give a kernel trace file or --kernel"),
-        (("--kernel", "gemm", "--param", "M=8", "--param", "N=8", "--param", "K=8", "--param", "block_m=1000000"),
+        (("--kernel", "gemm", "--param", "M=8", "--param", "N=8", "--param", "K=8", "--param", "block_m=1048576"),
          "local memory"),
     ],
 )
