@@ -293,6 +293,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
+OPTIONAL_PARAMS = ("impl",)
+"""Params a record may add to its family's: ``impl``, the implementation of a family that
+models several (``fa3``, ``cudnn``, ``cublas``, ``deepgemm``): lower-case letters, digits and dashes."""
+IMPL_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+
 ARRAY_COUNTS = ("inputs", "outputs")
 """``elementwise`` params that may be 0 (a fill reads nothing; a read-only pass writes nothing)."""
 
@@ -303,10 +308,13 @@ def validate_params(family: str, params: Any) -> list[str]:
         return ["params: expected an object"]
     expected = FAMILY_PARAMS[family]
     errors = []
-    if set(params) != set(expected):
+    if set(params) - set(OPTIONAL_PARAMS) != set(expected):
         missing = sorted(set(expected) - set(params))
-        extra = sorted(set(params) - set(expected))
+        extra = sorted(set(params) - set(expected) - set(OPTIONAL_PARAMS))
         errors.append(f"params: expected keys {list(expected)} (missing {missing}, unknown {extra})")
+    if "impl" in params and not (isinstance(params["impl"], str) and IMPL_NAME.fullmatch(params["impl"])):
+        errors.append(f"params.impl: expected an implementation name (lower-case letters, digits, dashes), "
+                      f"got {params['impl']!r}")
     for key, value in params.items():
         if key not in expected:
             continue
@@ -393,6 +401,10 @@ def validate_record(record: Any, family: str) -> list[str]:
             and isinstance(v, str | int | float) and not isinstance(v, bool) and "#" not in str(v)
             and "\n" not in str(v) for k, v in conditions.items())):
         errors.append("conditions: expected an object of config paths and values (e.g. {\"clock\": \"1500 MHz\"})")
+    informs = record.get("informs")
+    if "informs" in record and not (isinstance(informs, list) and all(
+            isinstance(v, str) and CONDITION_PATH.fullmatch(v) for v in informs)):
+        errors.append("informs: expected a list of config paths (the published values derived from the record)")
     clock = record.get("sm_clock_mhz")
     if "sm_clock_mhz" in record and not clock_reading_ok(clock):
         errors.append("sm_clock_mhz: expected {median, min, max, readings}: clocks in MHz from 1 to 1e6 with "
