@@ -19,16 +19,17 @@ SCHEMA_VERSION = 1
 KIND = "microbenchmarks"
 
 VALUE_FIELDS = ("latency_s", "latency_cycles", "bytes_per_s", "flops_per_s", "clock_hz", "capacity_bytes")
-"""A record's figures, each with its unit in its name; a benchmark says which it has."""
+"""A record's figures, each with its unit in its name; a benchmark says which it has
+(``latency_s`` beside a bandwidth or a throughput: the timed call it was derived from)."""
 
 BENCHMARKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # name: (parameters every record names, figures it may give (at least one))
     "load_latency": (("working_set_bytes",), ("latency_s", "latency_cycles")),
     "read_bandwidth": (("programs_per_sm", "bytes_in_flight_per_sm"), ("bytes_per_s", "latency_s")),
-    "cache_bandwidth": (("working_set_bytes",), ("bytes_per_s",)),
+    "cache_bandwidth": (("working_set_bytes",), ("bytes_per_s", "latency_s")),
     "stream_bandwidth": (("kernel",), ("bytes_per_s",)),
     "cache_capacity": (("level",), ("capacity_bytes",)),
-    "mma_throughput": (("dtype", "shape"), ("flops_per_s",)),
+    "mma_throughput": (("dtype", "shape"), ("flops_per_s", "latency_s")),
     "mma_latency": (("dtype", "shape"), ("latency_s", "latency_cycles")),
     "async_copy_latency": (("mechanism", "bytes"), ("latency_s", "latency_cycles")),
     "shared_memory_bandwidth": (("programs_per_sm",), ("bytes_per_s",)),
