@@ -293,11 +293,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
-OPTIONAL_PARAMS = ("impl",)
-"""Params a record may add to its family's: ``impl``, the implementation of a family that
-models several (``fa3``, ``cudnn``, ``cublas``, ``deepgemm``): lower-case letters, digits and dashes."""
-IMPL_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
-
 ARRAY_COUNTS = ("inputs", "outputs")
 """``elementwise`` params that may be 0 (a fill reads nothing; a read-only pass writes nothing)."""
 
@@ -308,13 +303,10 @@ def validate_params(family: str, params: Any) -> list[str]:
         return ["params: expected an object"]
     expected = FAMILY_PARAMS[family]
     errors = []
-    if set(params) - set(OPTIONAL_PARAMS) != set(expected):
+    if set(params) != set(expected):
         missing = sorted(set(expected) - set(params))
-        extra = sorted(set(params) - set(expected) - set(OPTIONAL_PARAMS))
+        extra = sorted(set(params) - set(expected))
         errors.append(f"params: expected keys {list(expected)} (missing {missing}, unknown {extra})")
-    if "impl" in params and not (isinstance(params["impl"], str) and IMPL_NAME.fullmatch(params["impl"])):
-        errors.append(f"params.impl: expected an implementation name (lower-case letters, digits, dashes), "
-                      f"got {params['impl']!r}")
     for key, value in params.items():
         if key not in expected:
             continue

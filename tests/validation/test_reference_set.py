@@ -42,7 +42,7 @@ def test_records_are_sourced_measurements(path):
     for record in data["records"]:
         assert record["source"].strip(), record["id"]
         assert record["measured"] is True
-        assert tuple(k for k in record["params"] if k not in fmt.OPTIONAL_PARAMS) == fmt.FAMILY_PARAMS[data["family"]]
+        assert tuple(record["params"]) == fmt.FAMILY_PARAMS[data["family"]]
         assert record["latency_s"] > 0
         assert record["flops"] == fmt.nominal_flops(data["family"], record["params"])
         assert record["bytes"] == fmt.min_bytes(data["family"], record["params"])
@@ -174,11 +174,3 @@ def test_records_a_published_value_came_from_say_so():
                 leaf = leaf[part]
             assert leaf["basis"] == "derived", (arch, path)
 
-
-def test_a_record_may_name_its_implementation_in_params():
-    record = {"id": "x", "family": "gemm", "implementation": "DeepGEMM", "params": {
-        "M": 64, "N": 64, "K": 64, "dtype": "fp8", "batch": 1, "impl": "deepgemm"}, "latency_s": 1e-5,
-        "samples_s": [], "flops": 0, "bytes": 0, "measured": True, "source": "s", "notes": ""}
-    assert fmt.validate_record(record, "gemm") == []
-    assert fmt.validate_record({**record, "params": {**record["params"], "impl": "Deep GEMM"}}, "gemm") == [
-        "params.impl: expected an implementation name (lower-case letters, digits, dashes), got 'Deep GEMM'"]
