@@ -1,29 +1,44 @@
 #!/usr/bin/env python3
-"""Measure the memory system's own numbers, for chip configs to cite: load latency by pointer
-chasing, and read bandwidth against the bytes each SM keeps in flight.
+"""Measure the hardware's own numbers, for chip configs to cite: load latency by pointer
+chasing, read bandwidth against the bytes each SM keeps in flight, MMA throughput and latency,
+launch and CTA costs, and the SM clock under matrix load.
 
     python3 validation/measure_micro.py --out "$OUT/h200-sxm/micro" --budget-s 20
     TRITON_INTERPRET=1 python3 validation/measure_micro.py --device cpu --quick --out /tmp/micro
 
 ``measure_gpu.py`` runs this as its ``micro`` suite, last. It writes one file,
-``<out>/microbenchmarks.json`` (``kind: microbenchmarks``): these are not kernel-family
-records, so ``accelsim validate`` and ``calibrate`` pass over the file. Two benchmarks:
+``<out>/microbenchmarks.json`` in the microbenchmark format (``microbenchmark_format.py``,
+``kind: microbenchmarks``: the schema of the published microbenchmarks in
+``validation/reference/<arch>/microbenchmarks.json``), which ``accelsim validate`` and
+``calibrate`` pass over. The benchmarks:
 
 * ``load_latency``: one program follows a random cycle through a working set of 128-byte
   lines (each line holds the index of the next), so every load waits for the one before;
   seconds per load over working sets from 64 KiB (L1/L2) to 1 GiB (HBM, TLB misses
-  included). What ``hbm.latency`` and ``shared_cache.latency`` cite (the H200 config
-  inherits the H100 PCIe's figure for want of this one).
+  included). What ``hbm.latency`` and ``shared_cache.latency`` cite.
 * ``read_bandwidth``: ``programs_per_sm x SMs`` programs each stream a contiguous share of
   a 1 GiB fp32 array in loads of ``block_elements`` (Triton ``num_stages=1``: one load in
   flight per program), so ``bytes_in_flight_per_sm`` is set by the launch; bytes per second
-  against it are Little's law measured: where bandwidth stops rising is the loaded latency
-  (the H200 STREAM kernels reach 57-81% of the datasheet, docs/accuracy.md).
+  against it are Little's law measured: where bandwidth stops rising is the loaded latency.
+* ``cache_bandwidth``: the same read over a working set that fits the L2 (read ``repeats``
+  times) or does not: the L2's bandwidth beside HBM's.
+* ``mma_throughput``: every SM runs programs whose loop is ``acc = dot(a, b, acc)`` on
+  operands held in registers (a GEMM's main loop without its loads), so flops per second are
+  the tensor cores' rate at that tile and dtype (``shape`` is the tile, ``m128n128k64``);
+  ``clock_under_load`` is the SM clock NVML read meanwhile (where it can be read).
+* ``mma_latency``: one program of one warp chains ``dot`` on a 16x16x16 tile, each on the
+  accumulator of the last: seconds per dependent MMA.
+* ``launch_overhead``: back-to-back launches of an empty one-program kernel between two
+  events, per launch; ``cta_cost``: what each further empty program adds on an SM (the
+  difference of two grid sizes, per program per SM).
+
+Not measured (Triton exposes neither): TMA and ``cp.async`` latency and shared-memory
+bandwidth; the published figures are the reference for those.
 
 Correct first: the chase's end point is compared with the same walk done on the host (a
-short walk), the read kernel's sum with ``torch.sum``. Timing: CUDA events (or
-``time.perf_counter`` on the CPU), after a warm-up call, median of the reps. Needs torch and
-triton (never accelsim).
+short walk), the read kernels' sums with ``torch.sum``, the MMA loop's result with the
+host's product times the iterations. Timing: CUDA events (or ``time.perf_counter`` on the
+CPU), after a warm-up call, median of the reps. Needs torch and triton (never accelsim).
 """
 
 from __future__ import annotations
@@ -42,8 +57,9 @@ sys.path.insert(0, str(HERE))
 import torch  # noqa: E402
 
 import measure_gpu as lib  # noqa: E402  (device description and versions)
+import microbenchmark_format as micro_fmt  # noqa: E402
 from measurement_format import write_json_atomic  # noqa: E402
-from provenance import command_line, now_utc, read_gpu_state, suite_parser  # noqa: E402
+from provenance import ClockSampler, command_line, now_utc, nvml_sm_clock, read_gpu_state, suite_parser  # noqa: E402
 
 STARTED = time.monotonic()
 LINE_BYTES = 128
@@ -51,11 +67,18 @@ LINE_BYTES = 128
 LINE_INT64 = LINE_BYTES // 8
 PLANS = {
     "gpu": {"working_sets": [2**16, 2**20, 2**23, 2**25, 2**26, 2**28, 2**30], "steps": 4096, "reps": 3,
-            "read_bytes": 2**30, "programs_per_sm": [1, 2, 4, 8, 16], "blocks": [1024, 4096], "read_reps": 10},
+            "read_bytes": 2**30, "programs_per_sm": [1, 2, 4, 8, 16], "blocks": [1024, 4096], "read_reps": 10,
+            "cache_sets": [(2**23, 64), (2**30, 1)], "mma": [("fp16", 128, 128, 64), ("bf16", 128, 128, 64),
+                                                              ("fp8", 128, 128, 128)],
+            "mma_iters": 4096, "mma_programs_per_sm": 2, "chain_iters": 4096, "launches": 200, "cta_grids": (1, 64)},
     "gpu-quick": {"working_sets": [2**20, 2**28], "steps": 2048, "reps": 3,
-                  "read_bytes": 2**28, "programs_per_sm": [1, 4], "blocks": [1024], "read_reps": 5},
+                  "read_bytes": 2**28, "programs_per_sm": [1, 4], "blocks": [1024], "read_reps": 5,
+                  "cache_sets": [(2**23, 16)], "mma": [("bf16", 128, 128, 64)], "mma_iters": 1024,
+                  "mma_programs_per_sm": 2, "chain_iters": 1024, "launches": 50, "cta_grids": (1, 16)},
     "cpu": {"working_sets": [2**12, 2**14], "steps": 64, "reps": 2,
-            "read_bytes": 2**16, "programs_per_sm": [1, 2], "blocks": [256], "read_reps": 2},
+            "read_bytes": 2**16, "programs_per_sm": [1, 2], "blocks": [256], "read_reps": 2,
+            "cache_sets": [(2**14, 2)], "mma": [("fp16", 16, 16, 16)], "mma_iters": 2, "mma_programs_per_sm": 1,
+            "chain_iters": 2, "launches": 2, "cta_grids": (1, 2)},
 }
 PLANS["cpu-quick"] = PLANS["cpu"]
 PER_CASE_S = {"gpu": 1.5, "cpu": 3.0}
@@ -87,6 +110,34 @@ def _kernels():
         tl.store(out_ptr + pid, tl.sum(acc, axis=0))
 
     return chase, read
+
+
+@functools.cache
+def _compute_kernels():
+    """The MMA loop and the empty kernel."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def mma_loop(a_ptr, b_ptr, out_ptr, iters, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        # operands loaded once, then only the tensor cores work: acc += a @ b, iters times
+        rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+        b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+        for _ in range(iters):
+            acc = tl.dot(a, b, acc)
+        base = tl.program_id(0).to(tl.int64) * BM * BN
+        tl.store(out_ptr + base + rm[:, None] * BN + rn[None, :], acc)
+
+    @triton.jit
+    def empty(x_ptr):
+        pass
+
+    return mma_loop, empty
+
+
+TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8": "float8_e4m3fn"}
 
 
 def chase_array(working_set: int, seed: int) -> torch.Tensor:
@@ -170,6 +221,119 @@ def measure_read(programs_per_sm: int, block: int, plan: dict, device, on_gpu: b
             "notes": "bytes in flight counts one load of block_elements per program (num_stages=1)"}
 
 
+def measure_cache_read(working_set: int, repeats: int, plan: dict, device, on_gpu: bool, sms: int) -> dict:
+    """Bytes per second reading a working set ``repeats`` times (each program its own share,
+    four loads of 1024 elements in flight per program): an L2-sized set read again and again
+    is the L2's bandwidth, a set far larger than the L2 read once is HBM's."""
+    _, read = _kernels()
+    block = min(1024, working_set // 4 // (4 * sms)) or 1
+    programs = 4 * sms
+    chunk = (working_set // 4 // programs) // block * block
+    if chunk == 0:
+        raise ValueError(f"a {working_set}-byte working set does not fill {programs} programs of {block}")
+    x = torch.rand(programs * chunk, dtype=torch.float32, device=device.torch_device)
+    out = torch.zeros(programs, dtype=torch.float32, device=device.torch_device)
+
+    def run():
+        for _ in range(repeats):
+            read[(programs,)](x, out, chunk, BLOCK=block, num_warps=4, num_stages=1)
+
+    run()
+    if not math.isclose(float(out.double().sum()), float(x.double().sum()), rel_tol=1e-3):
+        raise RuntimeError("cache read kernel's sum differs from torch.sum")
+    samples = timed(run, plan["read_reps"], on_gpu)
+    nbytes = programs * chunk * 4 * repeats
+    latency = statistics.median(samples)
+    return {"id": f"cache-bandwidth-{working_set}B-x{repeats}", "benchmark": "cache_bandwidth",
+            "params": {"working_set_bytes": programs * chunk * 4, "repeats": repeats, "programs": programs,
+                       "block_elements": block, "dtype": "fp32"},
+            "latency_s": latency, "samples_s": samples, "bytes_per_s": nbytes / latency,
+            "notes": "each repeat a launch reading the whole working set once; bytes_per_s counts every repeat"}
+
+
+def measure_mma(dtype: str, tile: tuple[int, int, int], plan: dict, device, on_gpu: bool, sms: int,
+                clocks: ClockSampler) -> list[dict]:
+    """Tensor-core throughput of the MMA loop on every SM, and the clock read meanwhile."""
+    mma_loop, _ = _compute_kernels()
+    bm, bn, bk = tile
+    torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
+    a = (torch.rand(bm, bk, device=device.torch_device) - 0.5).to(torch_dtype)
+    b = (torch.rand(bk, bn, device=device.torch_device) - 0.5).to(torch_dtype)
+    programs = plan["mma_programs_per_sm"] * sms
+    out = torch.empty(programs * bm * bn, dtype=torch.float32, device=device.torch_device)
+    check_iters = 2
+    mma_loop[(programs,)](a, b, out, check_iters, BM=bm, BN=bn, BK=bk, num_warps=4)
+    expected = (a.double() @ b.double()) * check_iters
+    if not torch.allclose(out[:bm * bn].view(bm, bn).double().cpu(), expected.cpu(), rtol=2e-2, atol=2e-2):
+        raise RuntimeError("MMA loop's result differs from the host's product")
+    iters = plan["mma_iters"]
+    with clocks.during() as readings:
+        samples = timed(lambda: mma_loop[(programs,)](a, b, out, iters, BM=bm, BN=bn, BK=bk, num_warps=4),
+                        plan["reps"], on_gpu)
+    latency = statistics.median(samples)
+    flops = 2.0 * bm * bn * bk * iters * programs
+    shape = f"m{bm}n{bn}k{bk}"
+    records = [{"id": f"mma-throughput-{dtype}-{shape}", "benchmark": "mma_throughput",
+                "params": {"dtype": dtype, "shape": shape, "accumulator": "fp32", "programs": programs,
+                           "iterations": iters, "num_warps": 4},
+                "latency_s": latency, "samples_s": samples, "flops_per_s": flops / latency,
+                "notes": "operands in registers, acc = dot(a, b, acc) in a loop: the tensor cores' rate at this tile"}]
+    if readings:
+        records.append({"id": f"clock-under-load-mma-{dtype}-{shape}", "benchmark": "clock_under_load",
+                        "params": {"load": f"mma_throughput {dtype} {shape}", "statistic": "median",
+                                   "readings": len(readings)},
+                        "clock_hz": statistics.median(readings) * 1e6, "samples_s": [],
+                        "notes": f"NVML SM clock every 5 ms while the MMA loop ran: {min(readings):.0f} to "
+                                 f"{max(readings):.0f} MHz"})
+    return records
+
+
+def measure_mma_latency(plan: dict, device, on_gpu: bool) -> dict:
+    """Seconds per dependent 16x16x16 fp16 MMA: one program of one warp, each dot on the last's accumulator."""
+    mma_loop, _ = _compute_kernels()
+    a = (torch.rand(16, 16, device=device.torch_device) - 0.5).to(torch.float16)
+    b = (torch.rand(16, 16, device=device.torch_device) - 0.5).to(torch.float16)
+    out = torch.empty(256, dtype=torch.float32, device=device.torch_device)
+    iters = plan["chain_iters"]
+    samples = [s / iters for s in timed(lambda: mma_loop[(1,)](a, b, out, iters, BM=16, BN=16, BK=16, num_warps=1),
+                                        plan["reps"], on_gpu)]
+    return {"id": "mma-latency-fp16-m16n16k16", "benchmark": "mma_latency",
+            "params": {"dtype": "fp16", "shape": "m16n16k16", "accumulator": "fp32", "iterations": iters,
+                       "num_warps": 1},
+            "latency_s": statistics.median(samples), "samples_s": samples,
+            "notes": "seconds per dot of a dependent chain (one warp); includes the loop's own instructions"}
+
+
+def measure_launches(plan: dict, device, on_gpu: bool, sms: int) -> list[dict]:
+    """An empty kernel launched back to back: seconds per launch of one program, and what each
+    further program adds per SM (the difference of two grids, ``cta_grids`` programs per SM)."""
+    _, empty = _compute_kernels()
+    x = torch.zeros(1, device=device.torch_device)
+    launches = plan["launches"]
+
+    def per_launch(programs: int) -> list[float]:
+        def run():
+            for _ in range(launches):
+                empty[(programs,)](x)
+        return [s / launches for s in timed(run, plan["reps"], on_gpu)]
+
+    one = per_launch(1)
+    small, large = (n * sms for n in plan["cta_grids"])
+    at_small, at_large = statistics.median(per_launch(small)), statistics.median(per_launch(large))
+    per_program_on_sm = max(at_large - at_small, 0.0) * sms / (large - small)
+    records = [{"id": "launch-overhead-1", "benchmark": "launch_overhead", "params": {"programs": 1, "launches": launches},
+                "latency_s": statistics.median(one), "samples_s": one,
+                "notes": "an empty one-program Triton kernel launched back to back between two events, per launch"}]
+    if per_program_on_sm > 0:
+        records.append({"id": f"cta-cost-{plan['cta_grids'][0]}-{plan['cta_grids'][1]}", "benchmark": "cta_cost",
+                        "params": {"programs_per_sm": plan["cta_grids"][1], "from_programs_per_sm": plan["cta_grids"][0],
+                                   "launches": launches},
+                        "latency_s": per_program_on_sm, "samples_s": [],
+                        "notes": f"(per-launch time at {large} programs - at {small}) x SMs / {large - small}: what "
+                                 "one more empty program costs an SM (launch and retirement)"})
+    return records
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     return suite_parser(__doc__.split("\n\n")[0], "output folder for microbenchmarks.json").parse_args(argv)
 
@@ -184,8 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     sms = device.info.get("multiprocessors") or CPU_CORES_STANDIN
     deadline = STARTED + args.budget_s - 2.0 if args.budget_s is not None else math.inf
     per_case = PER_CASE_S["gpu" if on_gpu else "cpu"]
+    source = f"validation/measure_micro.py on {device.info['name']}, {now_utc()}"
     data = {
-        "kind": "microbenchmarks", "schema_version": 1, "device": device.info,
+        "kind": micro_fmt.KIND, "schema_version": micro_fmt.SCHEMA_VERSION, "device": device.info,
         "provenance": {"date": now_utc(), "command": command_line(argv), "versions": lib.library_versions(device),
                        "clocks": {"before": read_gpu_state() if on_gpu else None},
                        "source": "accelsim validation/measure_micro.py",
@@ -194,29 +359,51 @@ def main(argv: list[str] | None = None) -> int:
         "records": [], "skipped": [],
     }
     path = args.out / "microbenchmarks.json"
-    cases = [("latency", size, None) for size in plan["working_sets"]]
-    cases += [("read", pps, block) for block in plan["blocks"] for pps in plan["programs_per_sm"]]
+    clocks = ClockSampler(nvml_sm_clock(lib.pci_bus_id(device)) if on_gpu else None)
+    cases = [(f"latency {size}", lambda size=size: [measure_latency(size, plan, device, on_gpu)])
+             for size in plan["working_sets"]]
+    cases += [(f"read {pps} x {block}", lambda pps=pps, block=block: [measure_read(pps, block, plan, device, on_gpu, sms)])
+              for block in plan["blocks"] for pps in plan["programs_per_sm"]]
+    cases += [(f"cache {size} x {repeats}",
+               lambda size=size, repeats=repeats: [measure_cache_read(size, repeats, plan, device, on_gpu, sms)])
+              for size, repeats in plan["cache_sets"]]
+    cases += [(f"mma {dtype} {bm}x{bn}x{bk}", lambda dtype=dtype, tile=(bm, bn, bk):
+               measure_mma(dtype, tile, plan, device, on_gpu, sms, clocks)) for dtype, bm, bn, bk in plan["mma"]]
+    cases += [("mma latency", lambda: [measure_mma_latency(plan, device, on_gpu)]),
+              ("launches", lambda: measure_launches(plan, device, on_gpu, sms))]
     print(f"micro: {device.info['name']} ({scale}), {len(cases)} cases -> {path}", flush=True)
-    for name, a, b in cases:
-        label = f"{name} {a}" + (f" x {b}" if b else "")
+    for label, measure in cases:
         if time.monotonic() + per_case > deadline:
             data["skipped"].append({"id": label, "reason": "time budget"})
             continue
         try:
-            record = (measure_latency(a, plan, device, on_gpu) if name == "latency"
-                      else measure_read(a, b, plan, device, on_gpu, sms))
+            records = measure()
+            problems = [p for r in records for p in micro_fmt.validate_record(
+                {**r, "measured": True, "source": data["provenance"]["source"]})]
+            if problems:
+                raise ValueError(f"not a valid microbenchmark record: {problems[0]}")
         except Exception as exc:  # noqa: BLE001 - one failed case is recorded and skipped
             data["skipped"].append({"id": label, "reason": f"{type(exc).__name__}: {exc}"[:300]})
             print(f"  {label}: skipped ({type(exc).__name__})", flush=True)
             continue
-        data["records"].append(record)
-        shown = (f"{record['latency_s'] * 1e9:.0f} ns per load" if name == "latency"
-                 else f"{record['bytes_per_s'] / 1e9:.0f} GB/s")
-        print(f"  {label}: {shown}", flush=True)
+        for record in records:
+            data["records"].append({**record, "measured": True, "source": source})
+            print(f"  {label}: {shown(record)}", flush=True)
         write_json_atomic(path, data)  # after every case: a run stopped early keeps what it measured
     data["provenance"]["clocks"]["after"] = read_gpu_state() if on_gpu else None
     write_json_atomic(path, data)
     return 0
+
+
+def shown(record: dict) -> str:
+    """A record's figure as the log prints it."""
+    if "bytes_per_s" in record:
+        return f"{record['bytes_per_s'] / 1e9:.0f} GB/s"
+    if "flops_per_s" in record:
+        return f"{record['flops_per_s'] / 1e12:.1f} TFLOP/s"
+    if "clock_hz" in record:
+        return f"{record['clock_hz'] / 1e6:.0f} MHz"
+    return f"{record['latency_s'] * 1e9:.0f} ns"
 
 
 if __name__ == "__main__":

@@ -393,6 +393,10 @@ def validate_record(record: Any, family: str) -> list[str]:
             and isinstance(v, str | int | float) and not isinstance(v, bool) and "#" not in str(v)
             and "\n" not in str(v) for k, v in conditions.items())):
         errors.append("conditions: expected an object of config paths and values (e.g. {\"clock\": \"1500 MHz\"})")
+    informs = record.get("informs")
+    if "informs" in record and not (isinstance(informs, list) and all(
+            isinstance(v, str) and CONDITION_PATH.fullmatch(v) for v in informs)):
+        errors.append("informs: expected a list of config paths (the published values derived from the record)")
     clock = record.get("sm_clock_mhz")
     if "sm_clock_mhz" in record and not clock_reading_ok(clock):
         errors.append("sm_clock_mhz: expected {median, min, max, readings}: clocks in MHz from 1 to 1e6 with "

@@ -76,7 +76,8 @@ def run_validate(args: argparse.Namespace) -> int:
         header += (f" Its fitted values were fitted on {', '.join(f'`{f}`' for f in sorted(fitted.files))}"
                    f" (split by {fitted.split}).")
     header += f" Regenerate: `{command_line(args)}`."
-    path = write_report(comparisons, chip, out, header, refused, status=fitted.status, leave_one_out=left_out)
+    path = write_report(comparisons, chip, out, header, refused, status=fitted.status, leave_one_out=left_out,
+                        overrides=args.overrides)
     print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
     return 0
 

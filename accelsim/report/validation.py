@@ -42,10 +42,11 @@ def never_fitted(m: Measurement) -> str:
 @in_default_style
 def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, header: str,
                  refused: Sequence[Refused] = (), status: Callable[[Measurement], str] = never_fitted,
-                 leave_one_out: Sequence[LeftOutSource] = ()) -> Path:
-    """``report.md``, ``records.json`` and the plots of ``comparisons`` on ``chip``; ``status``
-    says of each record whether a fit of the config touched it (:data:`STATUSES`), so that
-    every table keeps never-fitted records apart from fitted and held-out ones."""
+                 leave_one_out: Sequence[LeftOutSource] = (), overrides: Sequence[str] = ()) -> Path:
+    """``report.md``, ``records.json`` and the plots of ``comparisons`` on ``chip`` (with
+    ``overrides``); ``status`` says of each record whether a fit of the config touched it
+    (:data:`STATUSES`), so that every table keeps never-fitted records apart from fitted and
+    held-out ones."""
     arch = chip.name
     out.mkdir(parents=True, exist_ok=True)
     path, records_path, scatter, by_family, roofline = (out / name for name in REPORT_FILES)
@@ -96,14 +97,15 @@ def write_report(comparisons: Sequence[Comparison], chip: Chip, out: Path, heade
         lines.append(f"| {c.measurement.id} | {statuses[id(c)]} | {implementation_key(c.measurement)} | "
                      f"{c.measurement.latency_s * 1e6:.1f} us | {c.predicted_s * 1e6:.1f} us | {_pct(c.error)} | {config} |")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    write_records(records_path, comparisons, statuses, arch, header)
+    write_records(records_path, comparisons, statuses, arch, overrides, header)
     return path
 
 
 def write_records(path: Path, comparisons: Sequence[Comparison], statuses: dict[int, str], arch: str,
-                  header: str) -> None:
+                  overrides: Sequence[str], header: str) -> None:
     """Every record's comparison as data: what ``validation/accuracy_headline.py`` tabulates."""
-    data = {"schema_version": 1, "kind": RECORDS_KIND, "config": arch, "header": header, "records": [
+    data = {"schema_version": 1, "kind": RECORDS_KIND, "config": arch, "overrides": list(overrides),
+            "header": header, "records": [
         {"measured_on": measured_config(c.measurement.arch), "id": c.measurement.id, "family": c.measurement.family,
          "implementation": implementation_key(c.measurement), "source": source_key(c.measurement),
          "status": statuses[id(c)], "measured_s": c.measurement.latency_s, "predicted_s": c.predicted_s,
@@ -147,7 +149,8 @@ def _leave_one_out_section(results: Sequence[LeftOutSource]) -> list[str]:
              "| left out | records | fitted on | fitted values | MAPE as given | MAPE fitted without it | mean signed |",
              "| --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for r in results:
-        fitted_on = f"{r.train_records} records of {', '.join(r.train_sources)}" if r.train_records else "nothing (no other source has microbenchmark records)"
+        fitted_on = (f"{r.train_records} records of {', '.join(r.train_sources)}" if r.train_records
+                     else "nothing (no other source has microbenchmark records)")
         values = ", ".join(r.overrides) or "-"
         lines.append(f"| {r.source} | {len(r.comparisons)} | {fitted_on} | {values} | {r.mape_given:.1%} | "
                      f"{r.mape_fitted:.1%} | {_pct(r.mean_signed_fitted)} |")

@@ -27,6 +27,8 @@ def _record(implementation: str = "", source: str = "", **params) -> Measurement
     ("layer_norm forward (liger)", "liger"),
     ("gpu-benches gpu-stream 'init' kernel (CUDA, fp64 A[i] = 0.23)", "gpu-stream"),
     ("attention forward (Triton)", "triton"),
+    ("jnp.matmul (XLA) of the JAX Pallas TPU guide, bf16", "xla"),
+    ("Pallas TPU blocked matmul of the JAX guide (grid (M/bm, N/bn, K/bk))", "pallas"),
     ("torch.nn.functional.scaled_dot_product_attention (default backend choice)", "sdpa"),
     ("My Own Kernel (v2), tuned", "my own kernel"),
     ("", "unnamed"),

@@ -9,9 +9,12 @@ import pytest
 
 import build_reference
 import measurement_format as fmt
+import microbenchmark_format as micro_fmt
 
 REFERENCE = Path(__file__).resolve().parents[2] / "validation" / "reference"
-FILES = sorted(REFERENCE.glob("*/*.json"))
+MICRO_FILES = sorted(REFERENCE.glob(f"*/{build_reference.MICRO}.json"))
+FILES = sorted(set(REFERENCE.glob("*/*.json")) - set(MICRO_FILES))
+"""Kernel-family files; ``MICRO_FILES``: the microbenchmark files beside them."""
 
 
 def _load(path):
@@ -57,7 +60,7 @@ def test_rebuilding_reproduces_the_committed_files(tmp_path):
         pytest.skip("shared/reference/public_measurements.json is not beside this checkout")
     assert build_reference.main(["--input", str(source), "--out", str(tmp_path)]) == 0
     rebuilt = sorted(p.relative_to(tmp_path) for p in tmp_path.glob("*/*.json"))
-    assert rebuilt == [p.relative_to(REFERENCE) for p in FILES]
+    assert rebuilt == sorted(p.relative_to(REFERENCE) for p in FILES + MICRO_FILES)
     for relative in rebuilt:
         assert _load(tmp_path / relative) == _load(REFERENCE / relative), relative
 
@@ -75,7 +78,7 @@ def test_added_measurements_are_sourced_and_all_converted():
     converted, left_out = build_reference.convert_all(records)
     assert len(converted) + sum(left_out.values()) == len(records)
     assert all("1024^3" in reason for _, reason in left_out), left_out
-    committed = {r["id"] for p in FILES for r in _load(p)["records"]}
+    committed = {r["id"] for p in FILES + MICRO_FILES for r in _load(p)["records"]}
     assert {c.record["id"] for c in converted} <= committed
 
 
@@ -139,3 +142,35 @@ def test_rebuilding_removes_only_files_it_wrote(tmp_path):
     source.write_text('[{"category": "gemm"}]')
     assert build_reference.main(["--input", str(source), "--added", str(empty_added), "--out", str(tmp_path)]) == 2
     assert keep.exists()
+
+
+def test_microbenchmarks_are_their_own_kind_with_sources():
+    """gpu-benches' pointer chases, cache bandwidths and capacities and the stencil kernels,
+    per chip: valid microbenchmark files, every record sourced and its figures unit-named."""
+    assert {p.parent.name for p in MICRO_FILES} >= {"h100-pcie", "h200-sxm", "a100-sxm4-80gb", "a100-sxm4-40gb"}
+    for path in MICRO_FILES:
+        data = _load(path)
+        assert micro_fmt.validate_file(data) == [], path
+        assert data["device"]["arch"] == path.parent.name
+        for record in data["records"]:
+            assert record["source"].strip() and record["notes"].strip(), record["id"]
+    chases = [r for p in MICRO_FILES for r in _load(p)["records"] if r["benchmark"] == "load_latency"]
+    assert len(chases) == 25 and all(r["latency_s"] == pytest.approx(
+        r["latency_cycles"] / (r["params"]["clock_mhz_assumed"] * 1e6)) for r in chases)
+
+
+def test_records_a_published_value_came_from_say_so():
+    """The H200 STREAM init record set h200-sxm's HBM efficiency: it checks nothing there."""
+    informs = {(p.parent.name, r["id"]): tuple(r["informs"]) for p in FILES for r in _load(p)["records"]
+               if "informs" in r}
+    assert informs == build_reference.DERIVED_VALUES
+    import yaml
+
+    for (arch, _), paths in informs.items():
+        config = yaml.safe_load((REFERENCE.parents[1] / "arch_configs" / "gpu" / f"{arch}.yaml").read_text())
+        for path in paths:
+            leaf = config
+            for part in path.split("."):
+                leaf = leaf[part]
+            assert leaf["basis"] == "derived", (arch, path)
+

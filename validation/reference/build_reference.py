@@ -9,7 +9,7 @@ every (device, kernel family) it can convert, ``validation/reference/<arch>/<fam
 in the format of ``docs/measurement-format.md``: the same files ``measure_gpu.py`` writes,
 so that one comparison reads both.
 
-Only kernel measurements on devices that have an accelsim config are converted. Every
+Kernel measurements and microbenchmarks on devices that have an accelsim config are converted. Every
 record keeps its ``source`` and ``notes``; where the source gives a throughput, not a time,
 ``latency_s`` is derived from it with the format's own flop or byte count and the notes
 say so. Every input record that is left out is counted under a reason, printed at the end
@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 import measurement_format as fmt  # noqa: E402  (validation/measurement_format.py)
+import microbenchmark_format as micro_fmt  # noqa: E402  (validation/microbenchmark_format.py)
 
 ADDED = HERE / "added_measurements.yaml"
 """Public measurements compiled in this repository beyond the shared file, in its record schema
@@ -71,10 +72,16 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA H100 (vLLM PR #49363)": "h100-sxm",
     "Google TPU v5e (JAX Pallas TPU guide)": "tpu-v5e",
     "NVIDIA H200 (TileOPs GQA decode doc)": "h200-sxm",
+    # microbenchmark records (gpu-benches' gpu-latency, gpu-cache and gpu-l2-cache runs)
+    "NVIDIA H100 PCIe (114 SMs)": "h100-pcie",
+    "NVIDIA H100 PCIe (114 SMs @1755MHz)": "h100-pcie",
+    "NVIDIA H100 PCIe": "h100-pcie",
+    "NVIDIA H200": "h200-sxm",
+    "NVIDIA A100-SXM4-80GB (108 SMs @1410MHz)": "a100-sxm4-80gb",
+    "NVIDIA A100-SXM4-40GB": "a100-sxm4-40gb",
 }
-"""Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 stream runs,
-MI325X/MI355X, Gaudi) have no config and their records are left out; A100 40GB maps only for its STREAM runs
-(its latency runs are config sources, not records)."""
+"""Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 runs,
+MI325X/MI355X, Gaudi) have no config and their records are left out."""
 
 HARDWARE_NOTES: dict[str, str] = {
     "NVIDIA A100 SXM": (
@@ -98,7 +105,23 @@ HARDWARE_NOTES: dict[str, str] = {
         "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
         "same 4.8 TB/s HBM3e), as arch_configs/gpu/h200-sxm.yaml already does for this repository's data"
     ),
+    "NVIDIA H200": (
+        "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
+        "same 4.8 TB/s HBM3e), as arch_configs/gpu/h200-sxm.yaml already does for this repository's data"
+    ),
 }
+
+DERIVED_VALUES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("a100-sxm4-80gb", "elementwise-fp64-0in1out-134217730--gpu-stream-init"): ("hbm.efficiency",),
+    ("a100-sxm4-80gb", "gemm-bf16-1024x10240x5120--mamf"): ("matrix_unit.efficiency",),
+    ("h200-sxm", "elementwise-fp64-0in1out-134217730--gpu-stream-init"): ("hbm.efficiency",),
+    ("b200", "gemm-bf16-1792x16128x3072--mamf"): ("matrix_unit.efficiency",),
+    ("b200", "gemm-fp8-15360x4096x3072--mamf"): ("matrix_unit.efficiency",),
+    ("mi300x", "gemm-bf16-10240x15360x8192--mamf"): ("matrix_unit.efficiency",),
+}
+"""Records a published value of their chip's config was derived from (the config's
+``source`` quotes them), written as the record's ``informs``: ``validate`` counts them as
+touched by a fit, never in a headline (``docs/accuracy.md``)."""
 
 GPU_STREAM_ELEMENTS = 128 * 1024 * 1024 + 2
 """gpu-stream/main.cu: ``max_buffer_size = 128l * 1024 * 1024 + 2`` doubles per array (read at the
@@ -413,7 +436,7 @@ def convert_gpu_stream(raw: dict) -> Outcome:
     match = re.match(r"STREAM-like '(\w+)'", raw["workload"])
     kernel = match.group(1) if match else ""
     if kernel not in GPU_STREAM_ARRAYS:
-        return LeftOut("STREAM-like stencil kernel: its neighbour reads hit in L1, which the elementwise family does not model")
+        return None  # a stencil: a microbenchmark record (convert_stream_stencil)
     arch = _arch_or_reason(raw)
     if isinstance(arch, LeftOut):
         return arch
@@ -434,8 +457,103 @@ def convert_gpu_stream(raw: dict) -> Outcome:
     return Converted(arch, "elementwise", record)
 
 
+MICRO = "microbenchmarks"
+"""The pseudo-family of converted microbenchmark records: ``<arch>/microbenchmarks.json``
+(validation/microbenchmark_format.py), not a kernel family."""
+KIB = 1024
+
+
+def _micro(benchmark: str, params: dict, *, tag: str, raw: dict, notes: list[str], **figures) -> dict:
+    """A microbenchmark record: the source's notes verbatim, then ours; ``figures`` by unit-named field."""
+    hardware_note = HARDWARE_NOTES.get(raw["hardware"])
+    joined = " ".join(n if n.endswith(".") else n + "." for n in [raw["notes"].strip(), *notes, hardware_note] if n)
+    return {"id": f"{benchmark.replace('_', '-')}-{tag}", "benchmark": benchmark, "params": params,
+            **{k: float(f"{v:.12g}") for k, v in figures.items()}, "samples_s": [], "measured": True,
+            "source": raw["source"], "notes": joined, "hardware": raw["hardware"]}
+
+
+def convert_pointer_chase(raw: dict) -> Outcome:
+    """gpu-benches gpu-latency: cycles per dependent load over a working set (one warp)."""
+    if raw["category"] != "microbenchmark" or not raw["workload"].startswith("pointer-chase"):
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    par = raw["parameters"]
+    clock_hz = par["clock_MHz_assumed"] * 1e6
+    params = {"working_set_bytes": par["working_set_kB"] * KIB, "level": par["level_interpretation"],
+              "clock_mhz_assumed": par["clock_MHz_assumed"]}
+    notes = [f"latency_s derived from {raw['value']:g} cycles at the source's assumed {par['clock_MHz_assumed']} MHz",
+             "working_set_bytes = the source's kB x 1024"]
+    return Converted(arch, MICRO, _micro("load_latency", params, tag=f"{params['working_set_bytes']}B", raw=raw,
+                                         notes=notes, latency_cycles=raw["value"], latency_s=raw["value"] / clock_hz))
+
+
+def convert_cache_bandwidth(raw: dict) -> Outcome:
+    """gpu-benches gpu-cache (one block per SM re-reading its own buffer: L1, else L2) and
+    gpu-l2-cache (512 kB per block over a growing total: L2, then HBM): bytes per second."""
+    if raw["category"] != "microbenchmark" or not raw["workload"].startswith(("gpu-cache:", "gpu-l2-cache:")):
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    par = raw["parameters"]
+    per_block = raw["workload"].startswith("gpu-cache:")
+    size = (par["dataset_kB"] if per_block else par["total_dataset_kB"]) * KIB
+    params = {"working_set_bytes": size, "scope": "per block (one block per SM)" if per_block else "whole grid",
+              "kernel": "gpu-cache" if per_block else "gpu-l2-cache"}
+    notes = ["bytes_per_s = the source's GB/s x 1e9", "working_set_bytes = the source's kB x 1024"]
+    return Converted(arch, MICRO, _micro("cache_bandwidth", params, tag=f"{params['kernel']}-{size}B", raw=raw,
+                                         notes=notes, bytes_per_s=raw["value"] * 1e9))
+
+
+def convert_cache_capacity(raw: dict) -> Outcome:
+    if raw["category"] != "microbenchmark" or not raw["workload"].startswith("L1 capacity"):
+        return None
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    return Converted(arch, MICRO, _micro("cache_capacity", {"level": "L1"}, tag="l1", raw=raw,
+                                         notes=["capacity_bytes = the source's kB x 1024"],
+                                         capacity_bytes=raw["value"] * KIB))
+
+
+def convert_stream_stencil(raw: dict) -> Outcome:
+    """gpu-stream's 3pt and 5pt stencils: STREAM-like kernels whose neighbour reads hit in L1,
+    which the elementwise family does not model, so a bandwidth figure, not a kernel record."""
+    if raw["category"] != "microbenchmark" or not raw["workload"].startswith("STREAM-like"):
+        return None
+    match = re.match(r"STREAM-like '(\w+)'", raw["workload"])
+    kernel = match.group(1) if match else ""
+    if kernel in GPU_STREAM_ARRAYS:
+        return None  # a kernel record (convert_gpu_stream)
+    arch = _arch_or_reason(raw)
+    if isinstance(arch, LeftOut):
+        return arch
+    params = {"kernel": kernel, "block_size": raw["parameters"]["blockSize"],
+              "occupancy_pct": raw["parameters"]["occupancy_pct"]}
+    return Converted(arch, MICRO, _micro("stream_bandwidth", params, tag=f"gpu-stream-{kernel}", raw=raw,
+                                         notes=["bytes_per_s = the source's GB/s x 1e9"],
+                                         bytes_per_s=raw["value"] * 1e9))
+
+
+def convert_clock_under_load(raw: dict) -> Outcome:
+    """An SM clock read while a microbenchmark kept the chip busy (``added_measurements.yaml``)."""
+    arch = _added_source(raw, category="microbenchmark", marker="clock under load", field="metric", unit="MHz",
+                         what="clock under load")
+    if not isinstance(arch, str):
+        return arch
+    params = {"load": raw["parameters"]["load"], "statistic": raw["parameters"]["statistic"]}
+    return Converted(arch, MICRO, _micro("clock_under_load", params, tag=slugify_tag(params["statistic"]), raw=raw,
+                                         notes=["clock_hz = the source's MHz x 1e6"], clock_hz=raw["value"] * 1e6))
+
+
+def slugify_tag(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
 CATEGORY_REASONS = {
-    "microbenchmark": "cache or memory latency, cache bandwidth or cache capacity: calibration figures for the arch configs, not a kernel family",
+    "microbenchmark": "a microbenchmark the converters do not recognise",
     "collective": "the measurement format has no collective family yet",
     "tpu": "whole-model training throughput, not a kernel",
     "vendor_spec": "vendor specification or clock reading, not a kernel measurement",
@@ -459,6 +577,8 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
         convert_mamf, convert_vllm_linear, convert_pallas_guide_matmul, convert_tileops_decode,
         convert_fixed_shape_gemm, convert_flash_attention_chart,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
+        convert_pointer_chase, convert_cache_bandwidth, convert_cache_capacity, convert_stream_stencil,
+        convert_clock_under_load,
     ]
     converted, left_out = [], Counter()
     for raw in records:
@@ -468,10 +588,16 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
         if outcome is None:
             outcome = LeftOut(CATEGORY_REASONS.get(raw["category"], "not a kernel measurement"))
         if isinstance(outcome, Converted):
-            converted.append(outcome)
+            converted.append(_with_informs(outcome))
         else:
             left_out[(raw["category"], outcome.reason)] += 1
     return converted, left_out
+
+
+def _with_informs(item: Converted) -> Converted:
+    """The record with ``informs`` where a published value of its chip came from it (:data:`DERIVED_VALUES`)."""
+    paths = DERIVED_VALUES.get((item.arch, item.record["id"]))
+    return Converted(item.arch, item.family, {**item.record, "informs": list(paths)}) if paths else item
 
 
 def _config_of(arch: str) -> tuple[str, str]:
@@ -492,9 +618,9 @@ def build_files(converted: list[Converted], input_sha256: str) -> dict[Path, dic
         records.sort(key=lambda r: r["id"])
         display_name, kind = _config_of(arch)
         files[Path(arch) / f"{family}.json"] = {
-            "schema_version": fmt.SCHEMA_VERSION,
-            "kind": fmt.KIND,
-            "family": family,
+            "schema_version": micro_fmt.SCHEMA_VERSION if family == MICRO else fmt.SCHEMA_VERSION,
+            "kind": micro_fmt.KIND if family == MICRO else fmt.KIND,
+            **({} if family == MICRO else {"family": family}),
             "device": {
                 "name": display_name,
                 "arch": arch,
@@ -578,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         return _bad(f"a record the converters cannot read ({type(exc).__name__}: {exc})")
     files = build_files(converted, hashlib.sha256(raw_bytes + added_bytes).hexdigest())
     for relative, data in files.items():  # every file checked before anything is written or removed
-        problems = fmt.validate_measurement_file(data)
+        problems = (micro_fmt.validate_file if data["kind"] == micro_fmt.KIND else fmt.validate_measurement_file)(data)
         if problems:
             return _bad(f"{relative}: {problems[0]}")
     for stale in args.out.glob("*/*.json"):  # files this script wrote before, and only those
