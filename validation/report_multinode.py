@@ -45,19 +45,6 @@ def _size(n: float) -> str:
     return f"{n / GIB:g} GiB" if n >= GIB else f"{n / MIB:g} MiB" if n >= MIB else f"{n / 1024:g} KiB"
 
 
-CALIBRATED = ROOT / "arch_configs" / "calibrated"
-
-
-def calibrated_node(system: str, overrides: tuple[str, ...]) -> str | None:
-    """The overlay of a cluster's node fitted on one node (its NCCL model: NVLS efficiency,
-    protocol latencies), when the record keeps the system's own node and one exists."""
-    if any(o.startswith("node=") for o in overrides):
-        return None
-    node = getattr(load_arch(system, list(overrides)), "node", None)
-    overlay = CALIBRATED / f"{node.name}-calibrated.yaml" if node is not None else None
-    return f"{node.name}-calibrated" if overlay is not None and overlay.exists() else None
-
-
 def compare(records: list[dict]) -> list[dict]:
     topologies: dict[tuple, object] = {}
 
@@ -73,12 +60,9 @@ def compare(records: list[dict]) -> list[dict]:
         overrides = tuple(r.get("overrides", ()))
         result = run(r, overrides)
         measured = measured_busbw(r)
-        fitted = calibrated_node(r["system"], overrides)
-        with_fit = run(r, (*overrides, f"node={fitted}")).busbw_bytes_per_s if fitted else None
         rows.append({"record": r, "measured": measured, "predicted": result.busbw_bytes_per_s,
                      "ran": f"{result.algorithm}/{result.protocol}" if result.protocol else result.algorithm,
-                     "error": result.busbw_bytes_per_s / measured - 1,
-                     "fitted_node": fitted, "with_fit_error": None if with_fit is None else with_fit / measured - 1})
+                     "error": result.busbw_bytes_per_s / measured - 1})
     return rows
 
 
@@ -90,14 +74,13 @@ def render(rows: list[dict], seconds: float) -> str:
         "[`validation/collectives/multinode.json`](../../collectives/multinode.json), each with its source and",
         "notes; none was fitted on. Predicted: the published system config made the measured machine by the",
         "record's `overrides`, with the algorithm NCCL ran where the source forces one, else `auto`. Error =",
-        "predicted / measured - 1 on bus bandwidth (nccl-tests' definition). \"Node fit\": the same with the",
-        "cluster's node replaced by its overlay fitted on one node (`dgx-h100-calibrated`: NVLS efficiency",
-        "0.68 where the published node has NCCL's 0.85, and fitted protocol latencies), where one exists.",
+        "predicted / measured - 1 on bus bandwidth (nccl-tests' definition). A cluster's node is its plain name,",
+        "the node's NCCL model fitted on one DGX H100 (`dgx-h100` is `dgx-h100-calibrated`; docs/collectives.md).",
         "",
         "## Per series",
         "",
-        "| series | system, overrides | tool | records | sizes | mean error | max abs error | mean error, node fit |",
-        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: |",
+        "| series | system, overrides | tool | records | sizes | mean error | max abs error |",
+        "| --- | --- | --- | ---: | --- | ---: | ---: |",
     ]
     series: dict[str, list[dict]] = {}
     for row in rows:
@@ -107,10 +90,8 @@ def render(rows: list[dict], seconds: float) -> str:
         errors = [i["error"] for i in items]
         sizes = sorted(i["record"]["size_bytes"] for i in items)
         span = _size(sizes[0]) if len(sizes) == 1 else f"{_size(sizes[0])} - {_size(sizes[-1])}"
-        fitted = [i["with_fit_error"] for i in items if i["with_fit_error"] is not None]
-        fit_text = f"{sum(fitted) / len(fitted):+.1%}" if fitted else "-"
         lines.append(f"| {name} | {r['system']} {' '.join(r.get('overrides', ()))} | {r['tool']} | {len(items)} | "
-                     f"{span} | {sum(errors) / len(errors):+.1%} | {max(abs(e) for e in errors):.1%} | {fit_text} |")
+                     f"{span} | {sum(errors) / len(errors):+.1%} | {max(abs(e) for e in errors):.1%} |")
     lines += ["", "## Every record", "",
               "| record | ranks | size | NCCL ran | measured busbw | predicted busbw | model ran | error |",
               "| --- | ---: | ---: | --- | ---: | ---: | --- | ---: |"]
