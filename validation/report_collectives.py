@@ -38,6 +38,7 @@ from accelsim.validate.collectives import overlay as node_overlay
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENTS = ROOT / "validation" / "collectives" / "all_reduce.json"
+MULTINODE = ROOT / "validation" / "collectives" / "multinode.json"
 CALIBRATED = ROOT / "arch_configs" / "calibrated"
 DOCS = {ROOT / "docs" / "collectives.md": "collectives-accuracy", ROOT / "docs" / "accuracy.md": "collectives-accuracy"}
 KIB, MIB, GIB = 2**10, 2**20, 2**30
@@ -194,6 +195,51 @@ def _max(values: list[float]) -> str:
     return f"{max(values):.1%}" if values else "-"
 
 
+def systems_table(records: list[CollectiveMeasurement]) -> str:
+    """Every system with measurements (nodes and clusters, as their plain names give them):
+    whether any of its records was fitted, how many, MAPE and worst error on bus bandwidth.
+    A system none of whose records was fitted is marked "never fitted"."""
+    topologies: dict[tuple, object] = {}
+    by_system: dict[str, list[tuple[CollectiveMeasurement, float]]] = {}
+    for m in records:
+        key = (m.system, m.overrides)
+        if key not in topologies:
+            topologies[key] = build_topology(load_arch(m.system, list(m.overrides)))
+        predicted = predict(topologies[key], m).busbw_bytes_per_s
+        by_system.setdefault(m.system, []).append((m, predicted / m.busbw_bytes_per_s - 1))
+    lines = ["| system | fitted | records | MAPE | worst | MAPE, records no fit touched |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for system, items in sorted(by_system.items(), key=lambda kv: (any(_was_fitted(m) for m, _ in kv[1]), kv[0])):
+        fitted = [m for m, _ in items if _was_fitted(m)]
+        what = "never fitted" if not fitted else (
+            "its NCCL model, train split" if system == FITTED else "fabric latency, train split"
+            if system in FABRIC_FITTED else "link and NVLS efficiency, one record each")
+        untouched = [abs(e) for m, e in items if not _was_fitted(m)]
+        every = [abs(e) for _, e in items]
+        worst = max(items, key=lambda item: abs(item[1]))
+        lines.append(f"| {system} | {what} | {len(items)} | {sum(every) / len(every):.1%} | {worst[1]:+.1%} "
+                     f"({_size(worst[0].size_bytes)}) | "
+                     f"{f'{sum(untouched) / len(untouched):.1%} ({len(untouched)})' if untouched else '-'} |")
+    return "\n".join(lines)
+
+
+FABRIC_FITTED = ("gcp-a3-mega", "aws-p6-b200")
+"""Cloud presets whose fabric step latency was fitted on their own series
+(``validation/report_multinode.py --fit-fabric``)."""
+
+
+def _was_fitted(m: CollectiveMeasurement) -> bool:
+    """Did a fit use this record: DGX H100's training split, a cloud preset's fabric
+    training split, or a record a published value was derived from?"""
+    if m.id in DERIVED_FROM:
+        return True
+    if not m.fit or is_held_out(m.id):
+        return False
+    if m.system == FITTED:
+        return FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]
+    return m.system in FABRIC_FITTED
+
+
 # ------------------------------------------------------------------ TPU: the scaling book
 
 
@@ -235,6 +281,7 @@ def tpu_rows(sizes=(1 * MIB, 64 * MIB, 256 * MIB, 1 * GIB)) -> tuple[str, float]
 
 def report(records: list[CollectiveMeasurement]) -> str:
     table, errors = nccl_table(records)
+    systems = systems_table(records + load_measurements(MULTINODE))
     tpu, worst = tpu_rows()
     pub = load_arch(published(FITTED)).collectives
     cal = load_arch(FITTED).collectives
@@ -257,7 +304,14 @@ choice with NVLS enabled, `ring` = NVLS disabled, `nvls` = NCCL reported NVLS; t
 run with `auto` (and `ring` where NVLS was off), so choosing the wrong algorithm counts as
 error.
 
-**Where it stands**
+**Every system with measurements** (all-reduce and reduce-scatter records of
+`validation/collectives/all_reduce.json` and `multinode.json`, each system as its plain name
+gives it; error on bus bandwidth; "MAPE, records no fit touched" leaves out every record a
+fit used):
+
+{systems}
+
+**Where it stands, single nodes**
 
 {floors_table(errors)}
 
