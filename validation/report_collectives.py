@@ -1,15 +1,17 @@
 """Collectives against published measurements: nccl-tests all-reduce on 8x H100 / H200 /
-B200, and the JAX scaling book's ICI all-gather model on TPU tori.
+B200 / A100, and the JAX scaling book's ICI all-gather model on TPU tori.
 
     python validation/report_collectives.py              # print the tables (markdown)
     python validation/report_collectives.py --fit        # refit, write the calibrated overlays
     python validation/report_collectives.py --write-docs # also put the tables into the docs
 
-``--fit`` fits the NCCL model of ``dgx-h100`` (``accelsim.validate.collectives``) on the
-training split of the DGX H100 records from 1 KiB up, and writes
-``arch_configs/calibrated/dgx-h100-calibrated.yaml`` and, with the same values (same
-NVLink 4 links and third-generation NVSwitch), ``dgx-h200-calibrated.yaml``. No H200 or
-B200 record is used in fitting: H200 is the cross-system check.
+``--fit`` fits the NCCL model of ``dgx-h100-published`` (``accelsim.validate.collectives``)
+on the training split of the DGX H100 records from 1 KiB up, and writes an overlay for
+every NVSwitch node (:data:`NODES`): DGX H100 with the fitted values, the others with what
+of them carries (``accelsim.network.nccl_tables.CARRIES``: latencies to every node,
+bandwidth figures within NCCL's architecture class, so DGX H200 takes them all, DGX B200
+and DGX A100 the latencies only). Each overlay is the node's plain name (``aliases``), the
+published figures stay under ``<node>-published``. No H200, B200 or A100 record is fitted.
 """
 
 from __future__ import annotations
@@ -25,16 +27,18 @@ import yaml
 
 from accelsim.arch.model import load_arch
 from accelsim.network import build_topology, simulate_collective
+from accelsim.network.nccl_tables import CARRIES, carries_to
 from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
 from accelsim.validate.calibrate import is_held_out
 from accelsim.validate.collectives import (
-    PARAMETERS, CollectiveMeasurement, fit, fitted_leaves, load_measurements, log_errors, predict, split, with_values,
+    PARAMETERS, CollectiveMeasurement, fit, fitted_leaves, load_measurements, log_errors, predict, split,
 )
 from accelsim.validate.collectives import overlay as node_overlay
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENTS = ROOT / "validation" / "collectives" / "all_reduce.json"
+MULTINODE = ROOT / "validation" / "collectives" / "multinode.json"
 CALIBRATED = ROOT / "arch_configs" / "calibrated"
 DOCS = {ROOT / "docs" / "collectives.md": "collectives-accuracy", ROOT / "docs" / "accuracy.md": "collectives-accuracy"}
 KIB, MIB, GIB = 2**10, 2**20, 2**30
@@ -42,7 +46,13 @@ FIT_RANGE = (KIB, 16 * GIB)
 
 
 def fit_cases(records: list[CollectiveMeasurement]) -> list[CollectiveMeasurement]:
-    return [m for m in records if m.system == "dgx-h100" and m.fit and FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]]
+    return [m for m in records if m.system == FITTED and m.fit and FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]]
+
+
+FITTED = "dgx-h100"
+NODES = ("dgx-h100", "dgx-h200", "dgx-b200", "dgx-a100")
+"""Nodes whose plain name is an overlay written by ``--fit``: the fitted one and the nodes
+its values carry to (none of them has small-message nccl-tests of its own)."""
 
 
 # ------------------------------------------------------------------ fitting and overlays
@@ -50,7 +60,7 @@ def fit_cases(records: list[CollectiveMeasurement]) -> list[CollectiveMeasuremen
 
 def refit(records: list[CollectiveMeasurement]) -> None:
     cases = fit_cases(records)
-    node = load_arch("dgx-h100")
+    node = load_arch(published(FITTED))
     result = fit(cases, node)
     train, held = split(cases)
     before = (_mape(log_errors(train, node)), _mape(log_errors(held, node)))
@@ -61,17 +71,41 @@ def refit(records: list[CollectiveMeasurement]) -> None:
               f"maintainer's ring figure); {len(held)} held out; {today}")
     note = (f"train MAPE {before[0]:.1%} -> {after[0]:.1%}; held-out MAPE {before[1]:.1%} -> {after[1]:.1%}")
     values = fitted_leaves(result, PARAMETERS, source, note)
-    for system, extra in (("dgx-h100", ""), ("dgx-h200", " (fitted on DGX H100: same NVLink 4 and NVSwitch)")):
-        _write_overlay(system, values, extra)
+    generation = node.collectives.generation
+    for system in NODES:
+        target = load_arch(published(system)).collectives
+        carried = {path: leaf if system == FITTED else {**leaf, "source": f"carried from DGX H100 ({CARRIES[path]}): "
+                                                                           f"{leaf['source']}"}
+                   for path, leaf in values.items()
+                   if system == FITTED or (carries_to(path, generation, target.generation)
+                                           and _present(target, path))}
+        _write_overlay(system, carried, generation, target.generation)
     print(f"fitted {', '.join(result.values)} in {result.evaluations} evaluations; {note}", file=sys.stderr)
 
 
-def _write_overlay(system: str, values: dict, extra: str) -> None:
-    spec = load_arch(system)
-    overlay = node_overlay(system, spec.display_name, values, name=f"{system}-calibrated",
-                           description=f"{system} with its NCCL model fitted on nccl-tests all-reduce records{extra}.")
-    header = (f"# Written by `python validation/report_collectives.py --fit`: the NCCL model of {system}\n"
-              f"# fitted on DGX H100 nccl-tests records. Published numbers stay in the config this extends.\n")
+def published(system: str) -> str:
+    """The config of a node's published figures (its plain name is the fitted overlay)."""
+    return f"{system}-published"
+
+
+def _present(tuning, path: str) -> bool:
+    return next(p for p in PARAMETERS if p.path == path).get(tuning) is not None
+
+
+def _write_overlay(system: str, values: dict, fitted_generation: str, generation: str) -> None:
+    spec = load_arch(published(system))
+    if system == FITTED:
+        how = "fitted on its nccl-tests all-reduce records"
+    elif generation == fitted_generation:
+        how = f"fitted on DGX H100 nccl-tests (same NCCL class, {generation}: every fitted value carries)"
+    else:
+        how = (f"NCCL's latencies fitted on DGX H100 nccl-tests (NCCL's latency table is one for every GPU); its "
+               f"bandwidth figures stay its own ({generation}, not {fitted_generation})")
+    overlay = node_overlay(published(system), spec.display_name.removesuffix(" (published figures)"), values,
+                           name=f"{system}-calibrated", description=f"{system} with its NCCL model {how}.")
+    overlay = {**overlay, "aliases": [system]}
+    header = (f"# Written by `python validation/report_collectives.py --fit`: the NCCL model of {system}, {how}.\n"
+              f"# `{system}` names this overlay (aliases); the published figures stay in the config it extends.\n")
     path = CALIBRATED / f"{system}-calibrated.yaml"
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(header + yaml.safe_dump(overlay, sort_keys=False, width=100), encoding="utf-8")
@@ -103,8 +137,8 @@ never counted as checks (B200 has no curve to fit, so each value comes from one 
 def _role(m: CollectiveMeasurement) -> str:
     if m.id in DERIVED_FROM:
         return "config derived from it"
-    if m.system != "dgx-h100":
-        return f"cross-system, {m.tool}"
+    if m.system != FITTED:
+        return f"never fitted, {m.tool}"
     if not m.fit:
         return "cross-check, never fitted"
     if not FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]:
@@ -112,13 +146,9 @@ def _role(m: CollectiveMeasurement) -> str:
     return "held out" if is_held_out(m.id) else "train"
 
 
-def carried_fit(system: str):
-    """``system`` with the DGX H100 fit's values in place of its own (the what-if use:
-    calibrate on one system, predict another without refitting)."""
-    fitted = load_arch(str(CALIBRATED / "dgx-h100-calibrated.yaml")).collectives
-    node = load_arch(system)
-    return with_values(node, {p.path: p.get(fitted) for p in PARAMETERS
-                              if p.get(fitted) is not None and p.get(node.collectives) is not None})
+def _published_or_none(system: str) -> str | None:
+    """The published-figures config of ``system``, where its plain name is an overlay."""
+    return published(system) if (ROOT / "arch_configs" / "systems" / f"{published(system)}.yaml").exists() else None
 
 
 def nccl_table(records: list[CollectiveMeasurement]) -> tuple[str, dict]:
@@ -129,37 +159,23 @@ def nccl_table(records: list[CollectiveMeasurement]) -> tuple[str, dict]:
             topos[name] = build_topology(load_arch(name))
         return topos[name]
 
-    def carried(system):
-        key = ("carried", system)
-        if key not in topos:
-            topos[key] = build_topology(carried_fit(system))
-        return topos[key]
-
-    lines = ["| system | GPUs | size | NCCL ran | measured busbw | published config | calibrated | model ran | role |",
+    lines = ["| system | GPUs | size | NCCL ran | measured busbw | published figures | plain name | model ran | role |",
              "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |"]
     errors: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for m in records:
-        published = predict(topo(m.system), m)
-        overlay = CALIBRATED / f"{m.system}-calibrated.yaml"
-        calibrated_name = str(overlay) if overlay.exists() else None  # a path: --fit may just have written it
-        cal = predict(topo(calibrated_name), m) if calibrated_name else None
         measured = m.busbw_bytes_per_s
-        err_pub = published.busbw_bytes_per_s / measured - 1
-        row = [m.system, str(m.ranks), _size(m.size_bytes), m.algorithm, f"{measured / 1e9:.2f} GB/s",
-               f"{published.busbw_bytes_per_s / 1e9:.2f} ({err_pub:+.1%})"]
-        if cal is not None:
-            err = cal.busbw_bytes_per_s / measured - 1
-            row += [f"{cal.busbw_bytes_per_s / 1e9:.2f} ({err:+.1%})", f"{cal.algorithm}/{cal.protocol}"]
-            errors.setdefault((m.system, _role(m)), []).append((m.size_bytes, err))
-        else:  # no overlay of its own: the DGX H100 fit carried over, and the published config
-            moved = predict(carried(m.system), m)
-            err = moved.busbw_bytes_per_s / measured - 1
-            row += [f"{moved.busbw_bytes_per_s / 1e9:.2f} ({err:+.1%}), H100 fit", f"{published.algorithm}/{published.protocol}"]
-            errors.setdefault((m.system + " (published)", _role(m)), []).append((m.size_bytes, err_pub))
-            # nothing of the carried config came from this system's records
-            errors.setdefault((m.system + " (DGX H100 fit carried)", f"cross-system, {m.tool}"), []).append(
-                (m.size_bytes, err))
-        lines.append("| " + " | ".join(row + [_role(m)]) + " |")
+        plain = predict(topo(m.system), m)
+        err = plain.busbw_bytes_per_s / measured - 1
+        figures = _published_or_none(m.system)
+        pub = predict(topo(figures), m) if figures else None
+        pub_text = f"{pub.busbw_bytes_per_s / 1e9:.2f} ({pub.busbw_bytes_per_s / measured - 1:+.1%})" if pub else "-"
+        lines.append("| " + " | ".join([m.system, str(m.ranks), _size(m.size_bytes), m.algorithm,
+                                         f"{measured / 1e9:.2f} GB/s", pub_text,
+                                         f"{plain.busbw_bytes_per_s / 1e9:.2f} ({err:+.1%})",
+                                         f"{plain.algorithm}/{plain.protocol}", _role(m)]) + " |")
+        errors.setdefault((m.system, _role(m)), []).append((m.size_bytes, err))
+        if pub is not None:
+            errors.setdefault((figures, _role(m)), []).append((m.size_bytes, pub.busbw_bytes_per_s / measured - 1))
     return "\n".join(lines), errors
 
 
@@ -177,6 +193,51 @@ def floors_table(errors: dict) -> str:
 
 def _max(values: list[float]) -> str:
     return f"{max(values):.1%}" if values else "-"
+
+
+def systems_table(records: list[CollectiveMeasurement]) -> str:
+    """Every system with measurements (nodes and clusters, as their plain names give them):
+    whether any of its records was fitted, how many, MAPE and worst error on bus bandwidth.
+    A system none of whose records was fitted is marked "never fitted"."""
+    topologies: dict[tuple, object] = {}
+    by_system: dict[str, list[tuple[CollectiveMeasurement, float]]] = {}
+    for m in records:
+        key = (m.system, m.overrides)
+        if key not in topologies:
+            topologies[key] = build_topology(load_arch(m.system, list(m.overrides)))
+        predicted = predict(topologies[key], m).busbw_bytes_per_s
+        by_system.setdefault(m.system, []).append((m, predicted / m.busbw_bytes_per_s - 1))
+    lines = ["| system | fitted | records | MAPE | worst | MAPE, records no fit touched |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for system, items in sorted(by_system.items(), key=lambda kv: (any(_was_fitted(m) for m, _ in kv[1]), kv[0])):
+        fitted = [m for m, _ in items if _was_fitted(m)]
+        what = "never fitted" if not fitted else (
+            "its NCCL model, train split" if system == FITTED else "fabric latency, train split"
+            if system in FABRIC_FITTED else "link and NVLS efficiency, one record each")
+        untouched = [abs(e) for m, e in items if not _was_fitted(m)]
+        every = [abs(e) for _, e in items]
+        worst = max(items, key=lambda item: abs(item[1]))
+        lines.append(f"| {system} | {what} | {len(items)} | {sum(every) / len(every):.1%} | {worst[1]:+.1%} "
+                     f"({_size(worst[0].size_bytes)}) | "
+                     f"{f'{sum(untouched) / len(untouched):.1%} ({len(untouched)})' if untouched else '-'} |")
+    return "\n".join(lines)
+
+
+FABRIC_FITTED = ("gcp-a3-mega", "aws-p6-b200")
+"""Cloud presets whose fabric step latency was fitted on their own series
+(``validation/report_multinode.py --fit-fabric``)."""
+
+
+def _was_fitted(m: CollectiveMeasurement) -> bool:
+    """Did a fit use this record: DGX H100's training split, a cloud preset's fabric
+    training split, or a record a published value was derived from?"""
+    if m.id in DERIVED_FROM:
+        return True
+    if not m.fit or is_held_out(m.id):
+        return False
+    if m.system == FITTED:
+        return FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]
+    return m.system in FABRIC_FITTED
 
 
 # ------------------------------------------------------------------ TPU: the scaling book
@@ -220,30 +281,37 @@ def tpu_rows(sizes=(1 * MIB, 64 * MIB, 256 * MIB, 1 * GIB)) -> tuple[str, float]
 
 def report(records: list[CollectiveMeasurement]) -> str:
     table, errors = nccl_table(records)
+    systems = systems_table(records + load_measurements(MULTINODE))
     tpu, worst = tpu_rows()
-    overlay = CALIBRATED / "dgx-h100-calibrated.yaml"
-    cal = load_arch(str(overlay)).collectives if overlay.exists() else None
-    fitted = ""
-    if cal is not None:
-        pub = load_arch("dgx-h100").collectives
-        fitted = "\n".join(
-            f"| `collectives.{p.path}` | {_fmt(p, p.get(pub))} | {_fmt(p, p.get(cal))} |" for p in PARAMETERS)
-        fitted = "| parameter | published (NCCL's figure or estimate) | fitted on DGX H100 |\n| --- | ---: | ---: |\n" + fitted
+    pub = load_arch(published(FITTED)).collectives
+    cal = load_arch(FITTED).collectives
+    fitted = "\n".join(
+        f"| `collectives.{p.path}` | {_fmt(p, p.get(pub))} | {_fmt(p, p.get(cal))} | {CARRIES[p.path]} |"
+        for p in PARAMETERS)
+    fitted = ("| parameter | published (NCCL's figure or estimate) | fitted on DGX H100 | carries to |\n"
+              "| --- | ---: | ---: | --- |\n" + fitted)
     return f"""Generated by `python validation/report_collectives.py` (measurements:
 `validation/collectives/all_reduce.json`, each record with its source). Error = predicted /
-measured - 1 on bus bandwidth. "Published config" is `dgx-*` as committed (NCCL's own
-tuning-table latencies, link efficiency 0.82 from an NVIDIA maintainer's figure);
-"calibrated" is `dgx-*-calibrated` (the NCCL model fitted on the DGX H100 training split;
-the H200 overlay carries the same values); for a system without an overlay (B200, GB200 NVL72) that
-column carries the DGX H100 fit's values into its config ("H100 fit": what a what-if
-study calibrated on H100 would predict), and "model ran" is the published config's
-choice. The measured time of an nccl-tests row is the
-faster of its out-of-place and in-place columns (the 4 KiB out-of-place run took 23.6 us
-against 16.5 us in place). "NCCL ran": `auto` = NCCL's own choice with NVLS enabled, `ring`
-= NVLS disabled, `nvls` = NCCL reported NVLS; the model is run with `auto` (and `ring` where
-NVLS was off), so choosing the wrong algorithm counts as error.
+measured - 1 on bus bandwidth. "Published figures" is `dgx-*-published` (NCCL's own
+tuning-table latencies, link efficiency 0.82 from an NVIDIA maintainer's figure); "plain
+name" is what `dgx-*` gives: the NCCL model fitted on the DGX H100 training split, carried
+to the other nodes by NCCL's own split (latencies to every node, bandwidth figures within
+an architecture class: all of it to DGX H200, the latencies to DGX B200 and DGX A100;
+GB200 NVL72 extends DGX B200). Only DGX H100 records were fitted. The measured time of an
+nccl-tests row is the faster of its out-of-place and in-place columns (the 4 KiB
+out-of-place run took 23.6 us against 16.5 us in place). "NCCL ran": `auto` = NCCL's own
+choice with NVLS enabled, `ring` = NVLS disabled, `nvls` = NCCL reported NVLS; the model is
+run with `auto` (and `ring` where NVLS was off), so choosing the wrong algorithm counts as
+error.
 
-**Where it stands**
+**Every system with measurements** (all-reduce and reduce-scatter records of
+`validation/collectives/all_reduce.json` and `multinode.json`, each system as its plain name
+gives it; error on bus bandwidth; "MAPE, records no fit touched" leaves out every record a
+fit used):
+
+{systems}
+
+**Where it stands, single nodes**
 
 {floors_table(errors)}
 

@@ -23,6 +23,8 @@ class Protocol:
     max_bandwidth_per_rank_bytes_per_s: float | None
     base_latency_s: float
     step_latency_s: float
+    net_step_latency_s: float | None = None
+    """A step across the scale-out network (NCCL's NET ``hwLat``); None: ``step_latency_s``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +32,8 @@ class CollectiveTuning:
     """What NCCL achieves on a node's links (see ``docs/collectives.md``)."""
 
     link_efficiency: float
+    generation: str | None = None
+    """NCCL's architecture class (``ampere``, ``hopper``, ``blackwell``), when the config says."""
     protocols: Mapping[str, Protocol]
     nvls_efficiency: float | None
     nvls_latency_s: float | None
@@ -45,11 +49,13 @@ def resolve_collectives(spec: schema.NodeCollectives | None) -> CollectiveTuning
             max_bandwidth_per_rank_bytes_per_s=p.max_bandwidth_per_rank.value if p.max_bandwidth_per_rank else None,
             base_latency_s=p.base_latency.value,
             step_latency_s=p.step_latency.value,
+            net_step_latency_s=p.net_step_latency.value if p.net_step_latency else None,
         )
         for name, p in sorted(spec.protocols.items())
     }
     return CollectiveTuning(
         link_efficiency=spec.link_efficiency.value,
+        generation=spec.generation,
         protocols=MappingProxyType(protocols),
         nvls_efficiency=spec.nvls_efficiency.value if spec.nvls_efficiency else None,
         nvls_latency_s=spec.nvls_latency.value if spec.nvls_latency else None,

@@ -489,11 +489,19 @@ class Protocol(_Strict):
     """Fixed cost of one collective with this protocol (kernel start, synchronisation)."""
     step_latency: Cited[Seconds] = calibratable()
     """Cost of one algorithm step over NVLink, hop included (NCCL's ``hwLat``)."""
+    net_step_latency: Cited[Seconds] | None = calibratable(default=None)
+    """Cost of a step that crosses the scale-out network, before the fabric's own
+    latency (NCCL's ``hwLat`` of NET, which replaces the NVLink one on such steps). None:
+    the NVLink step latency, with the fabric latency added."""
 
 
 class NodeCollectives(_Strict):
     """How NCCL moves data on the node: achievable link bandwidth, its protocols, NVLS."""
 
+    generation: Literal["ampere", "hopper", "blackwell"] | None = None
+    """NCCL's architecture class for the node's GPUs (its ``compCapIndex``): which of
+    NCCL's per-architecture tables apply (``accelsim.network.nccl_tables``), and which
+    nodes a fit's bandwidth figures carry to (``docs/collectives.md``)."""
     link_efficiency: Cited[Fraction] = calibratable()
     """Fraction of the nominal NVLink bandwidth that a bulk transfer achieves (packet
     headers, flow control)."""
@@ -557,7 +565,8 @@ def _nic_count(v: int) -> int:
 
 
 class ScaleOutNetwork(_Strict):
-    fabric: Literal["infiniband", "roce", "efa"]
+    fabric: Literal["infiniband", "roce", "efa", "gpudirect-tcpx", "gpudirect-tcpxo"]
+    """The transport NCCL's network plugin runs on (its latency is ``switch_latency``)."""
     nics_per_node: Cited[Annotated[PositiveInt, AfterValidator(_nic_count)]]
     nic_bandwidth: Cited[BytesPerS]
     """Per NIC, per direction."""

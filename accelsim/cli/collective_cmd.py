@@ -44,14 +44,30 @@ def run_collective(args: argparse.Namespace) -> int:
     group = parse_group(args.group, topo.ranks) if args.group is not None else None
     results = [simulate_collective(topo, args.collective, s, args.algorithm, args.ranks, group) for s in sizes]
     wall_s = time.perf_counter() - started
+    note = promoted_note(args.system, topo.name)
     if args.json:
-        rows = [r.to_json() for r in results]
+        rows = [dict(r.to_json(), **({"system_note": note} if note else {})) for r in results]
         print_json(rows[0] if args.bytes else rows)
-    elif args.bytes:
+        return 0
+    if note:
+        print(f"# {note}")
+    if args.bytes:
         print_one(results[0], topo.name)
     else:
         print_sweep(results, topo.name, wall_s)
     return 0
+
+
+def promoted_note(given: str, resolved: str) -> str:
+    """Where a plain system name gives its fitted overlay (``dgx-h100`` is
+    ``dgx-h100-calibrated``), say so, and name the config of the published figures."""
+    if given == resolved or given.endswith((".yaml", ".yml")) or "/" in given:
+        return ""
+    from accelsim.arch.loader import measured_config
+
+    return (f"{given} is {resolved}: its NCCL model fitted on nccl-tests, or carried from a fitted node "
+            f"(docs/collectives.md); the published "
+            f"figures alone are {measured_config(given)}")
 
 
 def parse_group(text: str, size: int) -> list[int]:

@@ -44,13 +44,15 @@ def run_nccl_tests(args: argparse.Namespace) -> int:
     from accelsim.arch.model import MAX_SYSTEM_CHIPS
     from accelsim.files import write_text_atomic
     from accelsim.importers.nccl_tests import records
-    from accelsim.validate.collectives import load_node
+    from accelsim.arch.loader import measured_config
+    from accelsim.validate.collectives import load_node, machine_of
 
     if args.ranks is not None and not 2 <= args.ranks <= MAX_SYSTEM_CHIPS:
         raise InputError(f"expected 2 to {MAX_SYSTEM_CHIPS} ranks, got {args.ranks}", source="--ranks")
     check_output_file(args.output, "-o", inputs=args.files)
     node = load_node(args.system)
-    found = records(args.files, node.name, args.collective, args.algorithm, args.ranks, node.gpus)
+    machine = machine_of(measured_config(args.system))  # records name the machine: dgx-h100, not its overlay
+    found = records(args.files, machine, args.collective, args.algorithm, args.ranks, node.gpus)
     doc = {"format": "accelsim collective measurements", "version": 1,
            "fields": {"time_out_of_place_us / time_in_place_us": "nccl-tests columns",
                       "algorithm": "what ran: auto (NCCL's choice), ring (NCCL_ALGO=Ring or NVLS off), nvls"},
@@ -58,7 +60,7 @@ def run_nccl_tests(args: argparse.Namespace) -> int:
     write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n", "-o")
     tests = sorted({(r["collective"], r["ranks"]) for r in found})
     print(f"wrote {args.output}: {len(found)} records ({', '.join(f'{k} over {n} ranks' for k, n in tests)}) "
-          f"on {node.name}")
+          f"on {machine}")
     return 0
 
 

@@ -22,8 +22,8 @@ from accelsim.validate.leave_one_out import leave_one_source_out
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="compare predictions with measurements; write a report")
     p.add_argument("--arch", help="chip config (published or calibrated), for kernel measurements")
-    p.add_argument("--system", help="node config (published or calibrated), for collective measurements (nccl-tests "
-                                    "runs: accelsim import nccl-tests)")
+    p.add_argument("--system", help="node or cluster config (published or calibrated), for collective measurements "
+                                    "(nccl-tests runs: accelsim import nccl-tests)")
     p.add_argument("--measurements", nargs="+", required=True, metavar="PATH")
     p.add_argument("--exclude", action="append", default=[], metavar="TEXT",
                    help="leave out records whose implementation contains TEXT (repeatable)")
@@ -100,27 +100,33 @@ def _on(record, arch: str):
 
 
 def run_validate_system(args: argparse.Namespace) -> int:
-    """``validate --system``: every collective record of the node, predicted with its NCCL model."""
+    """``validate --system``: every collective record of the node or cluster, predicted with
+    its NCCL model (each record on the machine its ``overrides`` make, e.g. its node count)."""
+    from accelsim.arch.model import load_arch
     from accelsim.network import build_topology
     from accelsim.report.collectives import REPORT_FILES, CollectiveComparison, write_collective_report
-    from accelsim.validate.collectives import load_node, node_records, predict
+    from accelsim.validate.collectives import load_system, machine_of, node_records, predict
 
     if args.split_by not in (None, "record"):
         raise InputError("collective records are held out by their ids only", source="--split-by")
     out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
                            writes=REPORT_FILES)
-    node = load_node(args.system, args.overrides)
-    measured_on = measured_config(args.system)
-    records = node_records(args.measurements, node, measured_on, args.exclude)
-    topo = build_topology(node)
+    system = load_system(args.system, args.overrides)
+    measured_on = machine_of(measured_config(args.system))
+    records = node_records(args.measurements, system, measured_on, args.exclude)
+    topologies = {}
     comparisons = []
     for m in records:
-        r = predict(topo, m)
+        if m.overrides not in topologies:
+            topologies[m.overrides] = build_topology(load_arch(args.system, [*args.overrides, *m.overrides]))
+        r = predict(topologies[m.overrides], m)
         comparisons.append(CollectiveComparison(m, r.latency_s, r.algorithm, r.protocol, r.busbw_bytes_per_s))
     header = (f"{len(records)} collective records measured on `{measured_on}`, predicted with `{args.system}`"
+              + (f" (`{system.name}`)" if system.name != args.system else "")
               + (f" and `--set {' '.join(args.overrides)}`" if args.overrides else "")
-              + " (NCCL's own choice where the record says `auto`, a ring where it says NCCL ran one). Train and "
-                "held-out as `accelsim calibrate --system` splits them (a hash of each record's id).")
-    path = write_collective_report(comparisons, node.name, out, header)
+              + " (NCCL's own choice where the record says `auto`, a ring where it says NCCL ran one; a record's "
+                "own `overrides` make the measured machine). Train and held-out as `accelsim calibrate --system` "
+                "splits them (a hash of each record's id).")
+    path = write_collective_report(comparisons, system.name, out, header)
     print(f"wrote {path} ({len(comparisons)} records)")
     return 0

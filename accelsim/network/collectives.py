@@ -265,8 +265,9 @@ def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol
     ``remote_steps`` (default: all) cross between nodes or slices.
 
     A step costs the slowest route's link latencies; with a protocol, its
-    ``step_latency``, plus for the remote steps the NIC / DCN latency of the slowest
-    route (NCCL: nsteps x intraLat + nInterSteps x interLat). A rank's streams share the
+    ``step_latency``, except that a remote step costs the protocol's
+    ``net_step_latency`` (where given) plus the NIC / DCN latency of the slowest route
+    (NCCL: (nsteps - nInterSteps) x intraLat + nInterSteps x interLat). A rank's streams share the
     protocol's per-rank rate limit in proportion to their bytes, so they finish together
     when it binds (equal shares halved a ring's big NVLink stream beside its small NIC
     stream)."""
@@ -278,7 +279,7 @@ def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol
         local = max((topo.route_latency_s(r) for r, c in zip(routes, crosses) if not c), default=0.0)
         latency = remote_steps * remote + (steps - remote_steps) * local
     else:
-        latency = steps * proto.step_latency_s + remote_steps * remote
+        latency = steps * proto.step_latency_s + remote_steps * (remote + _net_step_extra_s(proto))
     sent: Counter[int] = Counter()
     for s, _, nbytes in streams:
         sent[s] += max(nbytes, 0.0)
@@ -290,6 +291,12 @@ def phase(topo: Topology, streams: Sequence[Stream], steps: int, proto: Protocol
     return Phase(transfers=tuple(transfers), latency_s=latency)
 
 
+def _net_step_extra_s(proto: Protocol) -> float:
+    """What a step across the network costs beyond an NVLink step, before the fabric's
+    latency: NCCL's NET step latency in place of its NVLink one, where the config gives it."""
+    return 0.0 if proto.net_step_latency_s is None else proto.net_step_latency_s - proto.step_latency_s
+
+
 def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], steps: int, proto: Protocol | None) -> Phase:
     """Like :func:`phase` for direct patterns with many peers per rank: each rank's
     streams of one size become one transfer over all their routes (links repeated), so a
@@ -299,6 +306,7 @@ def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], step
     the cap over all the rank's streams, not over its merged transfers."""
     transfers = []
     step = 0.0
+    crosses = False
     size = topo.domain_size
     for src, peers in sends.items():
         groups: dict[tuple[bool, float], list[str]] = {}
@@ -309,6 +317,7 @@ def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], step
                 continue
             total += nbytes
             remote = dst // size != domain
+            crosses = crosses or remote
             for share, route in topo.routes(src, dst):  # half each way round at a tie
                 groups.setdefault((remote, nbytes * share), []).extend(route)
                 latency = topo.route_latency_s(route) if proto is None else topo.scale_out_latency_s(route)
@@ -316,7 +325,7 @@ def merged_phase(topo: Topology, sends: dict[int, list[tuple[int, float]]], step
         for (_, nbytes), links in sorted(groups.items()):
             transfers.append(_transfer(topo, tuple(links), nbytes, proto, total / nbytes))
     if proto is not None:
-        step += proto.step_latency_s
+        step += proto.step_latency_s + (_net_step_extra_s(proto) if crosses else 0.0)
     return Phase(transfers=tuple(transfers), latency_s=steps * step)
 
 

@@ -119,6 +119,11 @@ class Op(_Strict):
     communicator: str | None = Field(default=None, min_length=1)
     """Collectives: ops on one group match in issue order per communicator (NCCL's, or a
     process group's name); default: one communicator per group."""
+    sm_budget: Annotated[int, Field(strict=True, ge=1, le=1024)] | None = None
+    """Communication: SMs the collective's kernels hold while it runs (NCCL: about one per
+    channel; DeepEP's MoE kernels: their ``num_sms``); None: the replay's
+    ``comm_sm_fraction``. Recorded for the replay to take from compute
+    (``accelsim.network.moe``); the replay does not read it yet."""
 
     # done
     start: str | None = None
@@ -138,7 +143,7 @@ class Op(_Strict):
             if self.is_async:
                 raise ValueError("async: only communication ops are async (a done op waits)")
             self._forbid("bytes", "groups", "pairs", "peer", "peer_offset", "tag", "communicator", "duration_s", "flops",
-                         "kernel_trace", "family")
+                         "kernel_trace", "family", "sm_budget")
         else:
             self._check_comm()
         return self
@@ -157,7 +162,7 @@ class Op(_Strict):
             raise ValueError("params: only for a family compute op")
         if self.is_async:
             raise ValueError("async: only communication ops are async")
-        self._forbid("groups", "pairs", "peer", "peer_offset", "tag", "communicator", "start")
+        self._forbid("groups", "pairs", "peer", "peer_offset", "tag", "communicator", "start", "sm_budget")
 
     def _check_comm(self) -> None:
         if self.bytes is None:

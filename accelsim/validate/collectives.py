@@ -23,7 +23,7 @@ import numpy as np
 
 from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.loader import put
-from accelsim.arch.model import Node
+from accelsim.arch.model import Cluster, Node
 from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import BUS_FACTORS
@@ -47,6 +47,8 @@ class CollectiveMeasurement:
     """What measured it: ``nccl-tests``, ``torch.distributed`` or ``maintainer statement``."""
     fit: bool = True
     """False: never fitted (a cross-check: other GPU counts, approximate figures)."""
+    overrides: tuple[str, ...] = ()
+    """``--set`` overrides that make ``system`` the measured machine (a cluster's node count)."""
 
     @property
     def busbw_bytes_per_s(self) -> float:
@@ -54,8 +56,9 @@ class CollectiveMeasurement:
 
     @property
     def simulated_algorithm(self) -> str:
-        """``ring`` where NVLS was off; NCCL's own choice is compared with ``auto``."""
-        return "ring" if self.algorithm == "ring" else "auto"
+        """``ring`` where NVLS was off (``ring/ll128`` where the protocol was pinned too);
+        NCCL's own choice is compared with ``auto``."""
+        return self.algorithm if self.algorithm.startswith("ring") else "auto"
 
 
 def load_measurements(path: Path) -> list[CollectiveMeasurement]:
@@ -115,14 +118,33 @@ def _collectives_record(r: Any, source: str, k: int) -> CollectiveMeasurement:
     if algorithm not in ALGORITHMS_RAN:
         raise InputError(f"expected one of {', '.join(ALGORITHMS_RAN)}, got {algorithm!r}", source=source,
                          field=f"{where}.algorithm")
+    overrides = r.get("overrides", [])
+    if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o for o in overrides):
+        raise InputError("expected a list of PATH=VALUE overrides", source=source, field=f"{where}.overrides")
     return CollectiveMeasurement(id=_field(r, "id", str, source, where), system=_field(r, "system", str, source, where),
                                  collective=collective, ranks=ranks, size_bytes=size, algorithm=algorithm,
                                  time_s=time_s, source=str(r.get("source", source)), tool=str(r.get("tool", "nccl-tests")),
-                                 fit=r.get("fit", True) is not False)
+                                 fit=r.get("fit", True) is not False, overrides=tuple(overrides))
 
 
-ALGORITHMS_RAN = ("auto", "ring", "nvls")
-"""What a record says ran: NCCL's choice, a ring (NVLS off or ``NCCL_ALGO=Ring``), NVLS."""
+ALGORITHMS_RAN = ("auto", "ring", "nvls", "ring/ll128")
+"""What a record says ran: NCCL's choice, a ring (NVLS off or ``NCCL_ALGO=Ring``), NVLS,
+ring/LL128 (``NCCL_ALGO=Ring NCCL_PROTO=LL128``)."""
+
+
+def load_system(system: str, overrides: Sequence[str] = ()) -> Node | Cluster:
+    """The node or cluster ``--system`` names, for comparing collective records on it."""
+    from accelsim.arch.model import load_arch
+
+    arch = load_arch(system, overrides)
+    if not isinstance(arch, Node | Cluster):
+        raise InputError(f"{arch.name!r} is a {type(arch).__name__.lower()}; collective records are compared on a "
+                         f"GPU node or cluster (its NCCL model)", source="--system")
+    return arch
+
+
+def system_chip(system: Node | Cluster) -> str:
+    return (system.node if isinstance(system, Cluster) else system).chip.name
 
 
 def load_node(system: str, overrides: Sequence[str] = ()) -> Node:
@@ -137,16 +159,29 @@ def load_node(system: str, overrides: Sequence[str] = ()) -> Node:
     return node
 
 
-def node_records(paths: Sequence[str | Path], node: Node, measured_on: str, exclude: Sequence[str] = (),
+PUBLISHED_SUFFIX = "-published"
+"""Names the published figures of a system whose plain name is its fitted overlay
+(``dgx-h100-published``; ``dgx-h100`` is ``dgx-h100-calibrated``, see
+``docs/collectives.md``): records name the machine, the plain name."""
+
+
+def machine_of(config: str) -> str:
+    """The machine a system config models, as records name it: ``config`` less
+    :data:`PUBLISHED_SUFFIX`."""
+    return config.removesuffix(PUBLISHED_SUFFIX)
+
+
+def node_records(paths: Sequence[str | Path], node: Node | Cluster, measured_on: str, exclude: Sequence[str] = (),
                  fitted_only: bool = False) -> list[CollectiveMeasurement]:
-    """The records of ``measured_on`` (the node, or the one a calibrated node extends) in
-    ``paths``, less those whose tool contains an ``exclude`` text (and, with
-    ``fitted_only``, the cross-checks a record marks ``fit: false``); refused when none is left."""
-    records = [m for m in read_collective_records(paths, measured_on, node.chip.name)
+    """The records of ``measured_on`` (the node, or the one a calibrated node extends; its
+    :func:`machine_of`) in ``paths``, less those whose tool contains an ``exclude`` text (and,
+    with ``fitted_only``, the cross-checks a record marks ``fit: false``); refused when none is left."""
+    measured_on = machine_of(measured_on)
+    records = [m for m in read_collective_records(paths, measured_on, system_chip(node))
                if (m.fit or not fitted_only) and not any(text in m.tool for text in exclude)]
     if not records:
         raise InputError(f"no collective records of {measured_on!r} (collectives files naming it as 'system', or "
-                         f"measurement files of family 'collective' measured on {node.chip.name!r})"
+                         f"measurement files of family 'collective' measured on {system_chip(node)!r})"
                          + (" after --exclude" if exclude else ""), source="--measurements")
     return records
 

@@ -12,7 +12,7 @@ from accelsim.arch.loader import builtin_names, nearest_names
     ("h100-sxm5", "h100-sxm"),   # a letter too many
     ("H100", "h100 (h100-sxm)"),  # an alias, case aside
     ("v5p", "tpu-v5p"),           # part of a name
-    ("dgx h100", "dgx-h100"),
+    ("dgx h100", "dgx-h100 (dgx-h100-calibrated)"),  # the plain name is the fitted overlay's alias
 ])
 def test_the_nearest_name_comes_first(typed, first):
     assert nearest_names(typed)[0] == first

@@ -49,7 +49,7 @@ def test_every_committed_config_is_told_apart_by_what_it_holds():
 
 def test_odd_overlay_file_names_are_refused(cli, tmp_path):
     for name, says in ((".yaml", "expected NAME.yaml"), ("x.yml", "expected NAME.yaml"), ("x", "expected NAME.yaml"),
-                       ("dgx-h200.yaml", "'dgx-h200' is a published config's name"),
+                       ("dgx-h200-published.yaml", "'dgx-h200-published' is a published config's name"),
                        ("h100-sxm.yaml", "'h100-sxm' is a published config's name")):
         out = tmp_path / name
         result = cli("calibrate", "--arch", "a100-sxm4-80gb", "--measurements", REFERENCE, "--bands-only", "-o", str(out))
@@ -69,10 +69,10 @@ def test_an_overlay_with_nothing_fitted_is_not_written(tmp_path):
     from accelsim.errors import InputError
 
     out = tmp_path / "nothing.yaml"
-    empty = {"schema_version": 1, "kind": "node", "extends": "dgx-h100", "name": "nothing", "collectives": {}}
+    empty = {"schema_version": 1, "kind": "node", "extends": "dgx-h100-published", "name": "nothing", "collectives": {}}
     with pytest.raises(InputError, match="the fit moved nothing"):
         write_overlay(out, "# header\n", empty)
     assert not out.exists()
     empty["collectives"] = {"nvls_latency": {"value": "80 us", "basis": "fitted", "source": "a fit"}}
     write_overlay(out, "# header\n", empty)
-    assert measured_config(str(out)) == "dgx-h100"
+    assert measured_config(str(out)) == "dgx-h100-published"

@@ -107,9 +107,9 @@ def test_metadata_family_must_be_a_name(cli, tmp_path):
 
 
 def test_a_config_that_references_itself_is_a_cycle(cli, tmp_path):
-    node = (ROOT / "arch_configs" / "systems" / "dgx-h100.yaml").read_text()
+    node = (ROOT / "arch_configs" / "systems" / "dgx-h100-published.yaml").read_text()
     path = tmp_path / "loop.yaml"
-    path.write_text(node.replace("name: dgx-h100", "name: loop").replace("chip: h100-sxm", f"chip: {path}"))
+    path.write_text(node.replace("name: dgx-h100-published", "name: loop").replace("chip: h100-sxm", f"chip: {path}"))
     one_line_error(cli("arch", "show", str(path)), "chip", "forms a cycle")
 
 

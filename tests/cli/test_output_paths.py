@@ -127,7 +127,7 @@ def test_an_output_over_the_config_given_is_refused(cli, tmp_path):
     chip = tmp_path / "chip.yaml"
     shutil.copy(ROOT / "arch_configs" / "gpu" / "h100-sxm.yaml", chip)
     system = tmp_path / "node.yaml"
-    shutil.copy(ROOT / "arch_configs" / "systems" / "dgx-h100.yaml", system)
+    shutil.copy(ROOT / "arch_configs" / "systems" / "dgx-h100-published.yaml", system)
     (system.parent / "h100-sxm.yaml").write_text(chip.read_text())  # the chip the node names, beside it
     before = chip.read_bytes(), system.read_bytes()
     for args in [
@@ -159,7 +159,7 @@ def test_an_output_over_a_config_given_by_name_is_refused(cli, tmp_path, monkeyp
     loader._builtin_index.cache_clear()
     try:
         chip = tmp_path / "configs" / "gpu" / "h100-sxm.yaml"
-        node = tmp_path / "configs" / "systems" / "dgx-h100.yaml"
+        node = tmp_path / "configs" / "systems" / "dgx-h100-published.yaml"  # what dgx-h100 extends
         before = chip.read_bytes(), node.read_bytes()
         measurements = str(ROOT / "validation" / "reference" / "h100-sxm" / "gemm.json")
         for args in [

@@ -213,8 +213,8 @@ def test_a_point_whose_system_is_too_large_is_refused_at_its_parameter(spec_file
 
 
 @pytest.mark.parametrize("workload, expected", [
-    ("{collective: all-reduce, bytes: 1 MiB, ranks: 0}", "ranks must be between 2 and 8 on 'dgx-h100', got 0"),
-    ("{collective: all-reduce, bytes: 1 MiB, ranks: 9}", "ranks must be between 2 and 8 on 'dgx-h100', got 9"),
+    ("{collective: all-reduce, bytes: 1 MiB, ranks: 0}", "ranks must be between 2 and 8 on 'dgx-h100-calibrated', got 0"),
+    ("{collective: all-reduce, bytes: 1 MiB, ranks: 9}", "ranks must be between 2 and 8 on 'dgx-h100-calibrated', got 9"),
     ("{collective: all-reduce, bytes: 1 MiB, algorithm: ring/bogus}", "unknown protocol 'bogus'; known: ll, ll128"),
     ("{sequence: [{collective: all-gather, bytes: 1024, ranks: 64}]}", "step 0: --ranks: ranks must be between 2"),
 ])
@@ -266,7 +266,7 @@ ALL_REDUCE = {"name": "ar", "kind": "all-reduce", "bytes": 1048576}
     ([ALL_REDUCE], 8, ", algorithm: bogus", "unknown algorithm 'bogus'"),
     ([ALL_REDUCE], 8, ", algorithm: ring/bogus", "point 0 (dgx-h100, no overrides): step: --algorithm: unknown "
                                                   "protocol 'bogus'"),
-    ([ALL_REDUCE], 16, "", "step.json: num_devices: the trace has 16 devices; 'dgx-h100' has 8"),
+    ([ALL_REDUCE], 16, "", "step.json: num_devices: the trace has 16 devices; 'dgx-h100-calibrated' has 8"),
 ])
 def test_a_system_trace_a_replay_would_refuse_is_refused_up_front(spec_file, tmp_path, ops, devices, extra, expected):
     _system_trace(tmp_path / "step.json", ops, devices)

@@ -66,7 +66,7 @@ def test_a_trace_bigger_than_the_system_is_refused(cli, tmp_path):
     path = tmp_path / "big.json"
     path.write_text(json.dumps(dict(TRACE, num_devices=16)))
     result = cli("replay", str(path), "--system", "dgx-h100")
-    assert result.code == 2 and "num_devices: the trace has 16 devices; 'dgx-h100' has 8" in result.err
+    assert result.code == 2 and "num_devices: the trace has 16 devices; 'dgx-h100-calibrated' has 8" in result.err
 
 
 @pytest.mark.parametrize("collectives", [True, False])

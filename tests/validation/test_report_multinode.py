@@ -17,10 +17,10 @@ import report_multinode as rm  # noqa: E402
 RECORDS = json.loads(rm.RECORDS.read_text(encoding="utf-8"))["records"]
 
 
-def test_every_record_cites_its_source_and_is_never_fitted():
+def test_every_record_cites_its_source_and_only_cloud_fabrics_are_fitted():
     assert len(RECORDS) >= 20
     for r in RECORDS:
-        assert r["source"] and r["fit"] is False
+        assert r["source"] and (r["fit"] is False or r["system"] in ("gcp-a3-mega", "aws-p6-b200"))
         assert r["ranks"] > 8  # more than one node's GPUs
 
 

@@ -1,0 +1,213 @@
+"""MoE expert-parallel all-to-all: who sends what to whom, and how it moves.
+
+A MoE layer's dispatch sends each token to the ranks holding the experts its router
+picked; combine sends the expert outputs back the same way (the transpose). The traffic
+is a per-pair byte matrix: read from a file, or the expected matrix of a router that
+picks ``top_k`` of ``experts`` spread evenly over the ranks, optionally node-limited
+(DeepSeek-V3's group-limited gating: each token first keeps ``node_limit`` of the nodes,
+then picks its experts among theirs). Expected values, not one random draw, so the
+result is deterministic and is what a long run averages to.
+
+Three ways to move it (:data:`MODES`):
+
+* ``nccl``: NCCL's all-to-all (``ncclSend`` / ``ncclRecv`` per pair): every pair's bytes
+  on its route, a token once per destination rank.
+* ``deepep``: DeepEP's normal kernels (github.com/deepseek-ai/DeepEP, ``csrc/kernels``
+  intranode and internode): within a node over NVLink; across nodes a token goes once per
+  destination node over RDMA, to the GPU with the sender's local index there (its rail),
+  which forwards it over NVLink to the destination GPUs of that node. The two legs are
+  pipelined (chunks), so they share one phase.
+* ``deepep-ll``: DeepEP's low-latency kernels: every (token, expert) selection straight to
+  its expert's rank (no deduplication, no forwarding), RDMA across nodes.
+
+Each carries an SM budget (how many SMs the kernels hold while they run; DeepEP V1 uses
+20 for normal kernels by default, NCCL a channel's worth per channel), recorded in the
+result so that a replay can take them from compute (``docs/collectives.md``); the
+transfer times here do not depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from accelsim.errors import InputError, read_json_file
+from accelsim.network.collectives import Plan, Stream, phase, plan
+from accelsim.network.simulate import run_plans
+from accelsim.network.topology import Topology
+from accelsim.units import ps_to_seconds
+
+MODES = ("nccl", "deepep", "deepep-ll")
+MAX_MATRIX_RANKS = 1024
+"""Largest matrix read from a file (a million pairs)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Routing:
+    """A router's choices, per rank: ``tokens`` each of ``token_bytes``."""
+
+    tokens: int
+    token_bytes: float
+    top_k: int
+    experts: int
+    node_limit: int | None = None
+    """Nodes a token may use (DeepSeek-V3: 4); None: any."""
+
+    def check(self, ranks: int, ranks_per_node: int) -> None:
+        if self.experts % ranks:
+            raise InputError(f"{self.experts} experts do not spread evenly over {ranks} ranks", field="experts")
+        if not 1 <= self.top_k <= self.experts:
+            raise InputError(f"top_k must be 1 to {self.experts}, got {self.top_k}", field="top_k")
+        nodes = ranks // ranks_per_node
+        if self.node_limit is not None and not 1 <= self.node_limit:
+            raise InputError(f"node_limit must be at least 1, got {self.node_limit}", field="node_limit")
+        allowed = min(self.node_limit or nodes, nodes) * self.experts // nodes
+        if self.top_k > allowed:
+            raise InputError(f"top_k {self.top_k} exceeds the {allowed} experts a token may reach", field="top_k")
+
+
+def _miss(allowed: int, away: int, k: int) -> float:
+    """Chance that none of ``k`` experts picked uniformly among ``allowed`` lies in a set of ``away``."""
+    return math.comb(allowed - away, k) / math.comb(allowed, k) if allowed - away >= k else 0.0
+
+
+def hit_chances(r: Routing, ranks: int, ranks_per_node: int) -> tuple[float, float]:
+    """(chance a token reaches a given rank, chance it reaches a given node)."""
+    r.check(ranks, ranks_per_node)
+    nodes = ranks // ranks_per_node
+    kept = min(r.node_limit or nodes, nodes)
+    node_chosen = kept / nodes
+    allowed = kept * r.experts // nodes
+    per_rank, per_node = r.experts // ranks, r.experts // nodes
+    return node_chosen * (1 - _miss(allowed, per_rank, r.top_k)), node_chosen * (1 - _miss(allowed, per_node, r.top_k))
+
+
+def expected_matrix(r: Routing, ranks: int, ranks_per_node: int) -> np.ndarray:
+    """Bytes rank ``i`` sends rank ``j`` in a dispatch (a token once per destination rank)."""
+    rank_hit, _ = hit_chances(r, ranks, ranks_per_node)
+    return np.full((ranks, ranks), r.tokens * rank_hit * r.token_bytes)
+
+
+def load_matrix(path: str | Path, ranks: int) -> np.ndarray:
+    """A ``{"bytes": [[...], ...]}`` file: ``ranks`` rows of ``ranks`` non-negative byte counts."""
+    doc = read_json_file(Path(path), "traffic matrix")
+    rows = doc.get("bytes") if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or len(rows) != ranks or len(rows) > MAX_MATRIX_RANKS:
+        raise InputError(f"expected 'bytes': a list of {ranks} rows (at most {MAX_MATRIX_RANKS})", source=str(path),
+                         field="bytes")
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != ranks or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in row):
+            raise InputError(f"expected {ranks} non-negative finite byte counts", source=str(path), field=f"bytes[{i}]")
+    return np.array(rows, dtype=float)
+
+
+def matrix_text(matrix: np.ndarray) -> str:
+    """A matrix in the file form :func:`load_matrix` reads."""
+    return json.dumps({"bytes": matrix.tolist()})
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoeResult:
+    mode: str
+    latency_s: float
+    ranks: int
+    sm_budget: int
+    """SMs the kernels hold while they run (compute on the same GPU gets the rest)."""
+    nvlink_bytes_per_rank: float
+    network_bytes_per_rank: float
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "latency_s": self.latency_s, "ranks": self.ranks, "sm_budget": self.sm_budget,
+                "nvlink_bytes_per_rank": self.nvlink_bytes_per_rank,
+                "network_bytes_per_rank": self.network_bytes_per_rank}
+
+
+DEFAULT_SM_BUDGET = {"nccl": 16, "deepep": 20, "deepep-ll": 16}
+"""SMs held when the caller gives none: NCCL's channels on one NVSwitch node (16, one SM
+each); DeepEP V1's ``Buffer.num_sms`` default for normal kernels (20, ``deep_ep/buffer.py``);
+its low-latency kernels use whatever SMs they are launched on (16 here, an estimate)."""
+
+
+def _streams_direct(topo: Topology, matrix: np.ndarray) -> list[Stream]:
+    n = len(matrix)
+    return [(i, j, float(matrix[i, j])) for i in range(n) for j in range(n) if i != j and matrix[i, j] > 0]
+
+
+def _streams_deepep(topo: Topology, r: Routing, ranks: int) -> list[Stream]:
+    """Normal kernels: NVLink within a node; across nodes one RDMA send per (token, node)
+    to the sender's rail GPU there, which forwards to the node's destination GPUs."""
+    g = topo.domain_size
+    rank_hit, node_hit = hit_chances(r, ranks, g)
+    per_rank = r.tokens * rank_hit * r.token_bytes
+    per_node = r.tokens * node_hit * r.token_bytes
+    forwarded: dict[tuple[int, int], float] = {}
+    streams: list[Stream] = []
+    for src in range(ranks):
+        home, local = divmod(src, g)
+        for node in range(ranks // g):
+            if node == home:
+                streams += [(src, node * g + k, per_rank) for k in range(g) if node * g + k != src]
+                continue
+            relay = node * g + local
+            streams.append((src, relay, per_node))
+            for k in range(g):
+                dst = node * g + k
+                if dst != relay:
+                    forwarded[relay, dst] = forwarded.get((relay, dst), 0.0) + per_rank
+    return streams + [(a, b, nbytes) for (a, b), nbytes in sorted(forwarded.items())]
+
+
+def _streams_low_latency(topo: Topology, r: Routing, ranks: int) -> list[Stream]:
+    """Every (token, expert) selection to its expert's rank: top_k / ranks of the tokens x
+    top_k selections land on each rank, local ones included."""
+    r.check(ranks, topo.domain_size)
+    per_pair = r.tokens * r.top_k / ranks * r.token_bytes
+    return [(i, j, per_pair) for i in range(ranks) for j in range(ranks) if i != j]
+
+
+def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None) -> Plan:
+    """The plan of one dispatch (or combine: the same traffic, transposed) in ``mode``."""
+    if mode not in MODES:
+        raise InputError(f"unknown MoE all-to-all mode {mode!r}; known: {', '.join(MODES)}", field="mode")
+    ranks = len(matrix) if matrix is not None else topo.ranks
+    if ranks > topo.ranks:
+        raise InputError(f"the matrix has {ranks} ranks; {topo.name!r} has {topo.ranks}", field="bytes")
+    simple = topo.tuning.protocols["simple"] if topo.tuning is not None else None
+    if mode == "nccl":
+        if matrix is None:
+            matrix = expected_matrix(routing, ranks, topo.domain_size)
+        streams = _streams_direct(topo, matrix)
+    elif routing is None:
+        raise InputError(f"{mode} needs the router's choices (tokens, top_k, experts), not a matrix", field="mode")
+    elif mode == "deepep":
+        streams = _streams_deepep(topo, routing, ranks)
+    else:
+        streams = _streams_low_latency(topo, routing, ranks)
+    return plan(mode, topo, [[phase(topo, streams, 1, simple)]], simple)
+
+
+def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None,
+                 sm_budget: int | None = None) -> MoeResult:
+    """One dispatch alone on ``topo``: its time, its SM budget and the bytes each rank puts
+    on NVLink and on the network (the busiest rank's)."""
+    p = moe_plan(topo, mode, routing=routing, matrix=matrix)
+    budget = DEFAULT_SM_BUDGET[mode] if sm_budget is None else sm_budget
+    if budget < 1:
+        raise InputError(f"an SM budget is at least 1, got {budget}", field="sm_budget")
+    nvlink: dict[int, float] = {}
+    network: dict[int, float] = {}
+    for lane in p.lanes:
+        for ph in lane:
+            for t in ph.transfers:
+                first = t.links[0]
+                src = first.split("->")[0]
+                bucket = network if topo.links[first].scale_out else nvlink
+                bucket[src] = bucket.get(src, 0.0) + t.bytes
+    return MoeResult(mode=mode, latency_s=ps_to_seconds(run_plans(topo, [p])[0]), ranks=topo.ranks,
+                     sm_budget=budget, nvlink_bytes_per_rank=max(nvlink.values(), default=0.0),
+                     network_bytes_per_rank=max(network.values(), default=0.0))

@@ -1,0 +1,92 @@
+"""NCCL's own tuning constants, per architecture class, as its source states them.
+
+NCCL rates every (algorithm, protocol) pair as ``base latency + steps x hop latency +
+bytes / bandwidth`` (``ncclTopoTuneModel`` in ``src/graph/tuning.cc``). Its latencies are
+one table for every GPU (``baseLatencies``; ``hwLatencies`` per link kind: NVLink, PCI,
+network); its bandwidth limits are per architecture class (``compCapIndex``: Volta,
+Ampere, Hopper, Blackwell): ``llMaxBws``, ``perChMaxRingLL128Bws``, ``nvlsEfficiency``,
+and the NVLink bandwidth per channel of ``src/graph/topo.h``. The node configs start from
+these figures (a test keeps them equal) and a fit on one node carries to the others by
+the same split (:data:`CARRIES`): latencies to every node, bandwidth figures to nodes of
+the same class.
+
+All figures from NCCL 2.30.7 (github.com/NVIDIA/nccl @ 5067397c, ``src/graph/tuning.cc``
+and ``src/graph/topo.h``); the ring latencies are unchanged since 2.20.3 (@ b6475625),
+where the configs first cited them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+SOURCE = "NCCL 2.30.7 (github.com/NVIDIA/nccl @ 5067397c) src/graph/tuning.cc"
+
+US = 1e-6
+GB = 1e9
+
+RING_BASE_LATENCY_S = MappingProxyType({"ll": 6.6 * US, "ll128": 14.0 * US, "simple": 8.4 * US})
+"""``baseLatencies`` of Ring (LL, LL128, Simple): the fixed cost of a ring collective."""
+TREE_BASE_LATENCY_S = MappingProxyType({"ll": 6.8 * US, "ll128": 14.0 * US, "simple": 8.4 * US})
+RING_NVLINK_STEP_S = MappingProxyType({"ll": 0.6 * US, "ll128": 1.9 * US, "simple": 3.4 * US})
+"""``hwLatencies[NVLINK][Ring]``: one ring step over NVLink."""
+RING_NET_STEP_S = MappingProxyType({"ll": 2.7 * US, "ll128": 4.0 * US, "simple": 14.0 * US})
+"""``hwLatencies[NET][Ring]``: one ring step across the network, before the plugin's own
+latency (``latencyInter``: 0 for NCCL's InfiniBand and socket transports,
+``src/transport/net_ib/init.cc`` and ``net_socket.cc``)."""
+NVLS_NVLINK_LATENCY_S = 25.0 * US
+"""``hwLatencies[NVLINK][NVLS][Simple]`` (23 us in 2.20 to 2.27)."""
+NET_OVERHEAD_S = 1.0 * US
+"""``getNetOverhead`` on Intel CPUs (2 us on AMD), x3 for Simple: the least an intra-node
+step of a ring that spans nodes costs."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Generation:
+    """NCCL's figures for one architecture class on one NVSwitch node."""
+
+    name: str
+    nvlink_channel_bytes_per_s: float
+    """``SMxx_NVLINK_BW``: what NCCL's topology search counts per NVLink link."""
+    ll_max_bytes_per_s: float
+    """``llMaxBws[class][one node]``: ring/LL bus bandwidth limit on one node."""
+    ll128_channel_bytes_per_s: float
+    """``perChMaxRingLL128Bws[class][one node]``: ring/LL128 limit per channel."""
+    nvls_efficiency: float | None
+    """``nvlsEfficiency`` (no NVLS before Hopper)."""
+
+
+GENERATIONS = MappingProxyType({
+    "ampere": Generation(name="ampere", nvlink_channel_bytes_per_s=20.0 * GB, ll_max_bytes_per_s=87.7 * GB,
+                         ll128_channel_bytes_per_s=20.0 * GB, nvls_efficiency=None),
+    "hopper": Generation(name="hopper", nvlink_channel_bytes_per_s=20.6 * GB, ll_max_bytes_per_s=141.0 * GB,
+                         ll128_channel_bytes_per_s=36.7 * GB, nvls_efficiency=0.85),
+    "blackwell": Generation(name="blackwell", nvlink_channel_bytes_per_s=40.1 * GB, ll_max_bytes_per_s=282.0 * GB,
+                            ll128_channel_bytes_per_s=40.0 * GB, nvls_efficiency=0.74),
+})
+
+LL128_CHANNELS = 8
+"""Channels the configs size LL128's per-rank cap with (an estimate: NCCL's ring search
+finds 8 to 24 on one NVSwitch node; with the fitted cap this matters little)."""
+
+LATENCY_PATHS = ("protocols.ll.base_latency", "protocols.ll128.base_latency", "protocols.simple.base_latency",
+                 "protocols.ll.step_latency", "protocols.ll128.step_latency", "protocols.simple.step_latency",
+                 "nvls_latency")
+BANDWIDTH_PATHS = ("link_efficiency", "protocols.ll128.max_bandwidth_per_rank", "nvls_efficiency")
+
+CARRIES = MappingProxyType({**{p: "every node" for p in LATENCY_PATHS},
+                            **{p: "same generation" for p in BANDWIDTH_PATHS}})
+"""Where a value fitted on one node carries: NCCL's latency table is the same for every
+GPU, so a fitted latency (what NCCL's launch, protocol and hop really cost) carries to
+every node that has no measurements of its own; its bandwidth tables are per
+architecture class, so a fitted efficiency or cap carries only within the class (DGX
+H100 to DGX H200, not to DGX B200, whose NVLink 5 reaches a smaller share of its rate)."""
+
+
+def carries_to(path: str, fitted_generation: str | None, generation: str | None) -> bool:
+    """Does a value fitted at ``path`` on a node of ``fitted_generation`` carry to a node of
+    ``generation`` (:data:`CARRIES`)?"""
+    rule = CARRIES.get(path)
+    if rule == "every node":
+        return True
+    return rule == "same generation" and fitted_generation is not None and fitted_generation == generation
