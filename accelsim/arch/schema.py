@@ -257,7 +257,7 @@ class LocalMemory(_Strict):
     tensor_memory: Cited[Bytes] | None = None
     """GPU: tensor memory per SM where matrix operations accumulate (Blackwell's TMEM);
     absent: accumulators live in registers."""
-    bulk_copy_latency: Cited[Seconds] | None = calibratable(default=None)
+    bulk_copy_latency: Cited[Seconds] | None = None
     """GPU with a tensor memory accelerator (Hopper's and Blackwell's TMA): what a bulk tensor
     copy (``cp.async.bulk.tensor``) takes on top of a plain load's latency from the same level,
     for a program whose loads a TMA producer issues (trace ``kernel.execution.loads: tma``).
