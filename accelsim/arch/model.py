@@ -34,6 +34,9 @@ class MatrixUnit:
     """Programs one MMA can span, each holding its share of B (Blackwell's 2-SM MMA)."""
     asynchronous: bool = False
     """The MMA reads shared memory asynchronously (wgmma, tcgen05): see :meth:`Chip.staged_buffers`."""
+    instruction_shape: tuple[int, int, int] | None = None
+    """The largest [m, n, k] one asynchronous MMA instruction covers; its operands are read
+    from shared memory per instruction (None: each block operand once)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +57,8 @@ class LocalMemory:
     latency_s: float
     tensor_memory_bytes: float = 0.0
     """Blackwell's TMEM per SM, where MMAs accumulate (0: accumulators in registers)."""
+    bulk_copy_latency_s: float = 0.0
+    """What a TMA bulk tensor copy takes beyond a plain load's latency (0: no TMA)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -497,6 +502,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             chained_efficiency=(mu.chained_efficiency or mu.efficiency).value,
             pair=mu.pair.value if mu.pair else 1,
             asynchronous=bool(mu.asynchronous.value) if mu.asynchronous else False,
+            instruction_shape=tuple(mu.instruction_shape.value) if mu.instruction_shape else None,
         ),
         vector=VectorUnit(
             shape=tuple(vu.shape.value) if vu.shape else None,
@@ -512,6 +518,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             fill_bandwidth_bytes_per_cycle=lm.fill_bandwidth_bytes_per_cycle.value,
             latency_s=lm.latency.value,
             tensor_memory_bytes=lm.tensor_memory.value if lm.tensor_memory else 0.0,
+            bulk_copy_latency_s=lm.bulk_copy_latency.value if lm.bulk_copy_latency else 0.0,
         ),
         shared_cache=_memory_level(spec.shared_cache) if spec.shared_cache else None,
         hbm=_memory_level(spec.hbm),

@@ -225,6 +225,14 @@ class MatrixUnit(_Strict):
     """GPU: how many programs, on neighbouring SMs, one MMA can span, each holding its
     share of the B operand in its own shared memory (Blackwell's ``tcgen05.mma``
     ``cta_group::2``: 2); absent: 1, every program holds all of its B."""
+    instruction_shape: Cited[list[PositiveInt]] | None = None
+    """GPU with an asynchronous MMA: the largest [m, n, k] one MMA instruction covers (Hopper
+    ``wgmma`` m64n256k16 for 16-bit inputs: [64, 256, 16]; Blackwell ``tcgen05.mma``: [128,
+    256, 16]). An instruction reads its A and B operands from shared memory itself, so a
+    block operation of [m, n, k] reads B once per instruction row (``ceil(m / 64)`` times on
+    Hopper) and A once per instruction column (``ceil(n / 256)``): the per-shape cost that
+    makes narrow-N MMAs shared-memory-bound (``docs/engine.md``, "Hopper and Blackwell SM
+    mechanisms"). Absent: each block operand is read once."""
     asynchronous: Cited[bool] | None = None
     """GPU: the MMA reads its operands from shared memory while the program goes on
     (Hopper's ``wgmma.mma_async``, Blackwell's ``tcgen05.mma``), so a Triton-style
@@ -263,6 +271,11 @@ class LocalMemory(_Strict):
     tensor_memory: Cited[Bytes] | None = None
     """GPU: tensor memory per SM where matrix operations accumulate (Blackwell's TMEM);
     absent: accumulators live in registers."""
+    bulk_copy_latency: Cited[Seconds] | None = None
+    """GPU with a tensor memory accelerator (Hopper's and Blackwell's TMA): what a bulk tensor
+    copy (``cp.async.bulk.tensor``) takes on top of a plain load's latency from the same level,
+    for a program whose loads a TMA producer issues (trace ``kernel.execution.loads: tma``).
+    Absent: 0."""
 
     @model_validator(mode="after")
     def _per_program_within_capacity(self) -> "LocalMemory":
@@ -421,6 +434,9 @@ class ChipSpec(_ConfigFile):
         if len(self.matrix_unit.shape.value) != rules.matrix_entries:
             raise ValueError(f"'matrix_unit.shape': expected {rules.matrix_entries} entries {rules.matrix_shape} on a "
                              f"{self.family.upper()}, got {self.matrix_unit.shape.value}")
+        shape = self.matrix_unit.instruction_shape
+        if shape is not None and (self.family != "gpu" or len(shape.value) != 3):
+            raise ValueError(f"'matrix_unit.instruction_shape': expected [m, n, k] on a GPU, got {shape.value}")
         if self.vector_unit.shape is not None and len(self.vector_unit.shape.value) != 2:
             raise ValueError(f"'vector_unit.shape': expected 2 entries [sublanes, lanes], got "
                              f"{self.vector_unit.shape.value}")

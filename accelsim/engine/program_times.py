@@ -65,6 +65,9 @@ def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
     the SM's sub-partitions, one tensor core each (a Hopper warpgroup is one stream).
     While one stream waits on its softmax, another's MMAs keep the tensor cores busy.
     One number for the trace, or one per program where its kernels' warps differ."""
+    execution = trace.kernel.execution
+    if execution is not None and execution.consumers is not None:
+        return execution.consumers  # warp-specialized: the consumer warpgroups issue the work
     per_kernel = [max(1, res.warps // chip.matrix.units_per_core) for res in trace.resources_by_kernel]
     if len(set(per_kernel)) == 1:
         return per_kernel[0]
@@ -94,21 +97,26 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     hit_fraction = np.divide(hits, costs.read_bytes, out=np.zeros_like(hits), where=costs.read_bytes > 0)
     cache_latency = chip.shared_cache.latency_s if chip.shared_cache else chip.hbm.latency_s
     latency = hit_fraction * cache_latency + (1 - hit_fraction) * (chip.hbm.latency_s + queue_s)
+    latency = latency + costs.extra_load_latency_s
     reads = costs.read_iterations
     latency = np.where(reads > 0, latency, 0.0)
+    # a persistent CTA's later units (costs.follows) were launched and prefetched already
+    overhead = np.where(costs.follows > 0, 0.0, chip.program_overhead_s)
     # on an idle chip the first load finds no queue
-    startup = np.where(reads > 0, latency - (1 - hit_fraction) * queue_s, 0.0) + chip.program_overhead_s
+    startup = np.where(reads > 0, latency - (1 - hit_fraction) * queue_s, 0.0) + overhead
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
-        return ProgramTimes(reads * latency + chip.program_overhead_s, compute + np.maximum(port, local),
+        return ProgramTimes(reads * latency + overhead, compute + np.maximum(port, local),
                             np.zeros_like(port), np.zeros_like(port), True, startup)
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
     # loads overlap compute while `depth - 1` are in flight (Little's law).
-    edge_bytes = costs.fill_bytes + costs.drain_bytes
+    fill_exposed = np.where(costs.follows > 0, 0.0, costs.fill_bytes)
+    edge_bytes = fill_exposed + costs.drain_bytes * (1.0 - costs.drain_hidden)
+    first_latency = np.where(costs.follows > 0, 0.0, latency)
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=latency + edge_bytes / min(port_bandwidth, local_bandwidth) + chip.program_overhead_s,
+        exposed=first_latency + edge_bytes / min(port_bandwidth, local_bandwidth) + overhead,
         sm=np.maximum.reduce([
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from accelsim.arch.model import Chip, TpuChip
+from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.trace.kernel import DTYPE_BYTES, GRID_VARS, Compute, KernelTrace, Step
 
@@ -151,6 +151,16 @@ class ProgramCosts:
     """Bytes the first iteration with reads brings in: the pipeline prologue."""
     drain_bytes: np.ndarray
     """Bytes the last iteration with writes sends out: the pipeline epilogue."""
+    follows: np.ndarray
+    """1 where the program is a persistent CTA's work unit after its first (trace
+    ``kernel.execution.persistent_ctas``): its first loads were prefetched while the unit
+    before computed, and its CTA was launched already; 0 elsewhere."""
+    drain_hidden: np.ndarray
+    """1 where a following unit's epilogue overlaps another consumer's main loop
+    (``kernel.execution.epilogue: overlapped``); 0 elsewhere."""
+    extra_load_latency_s: np.ndarray
+    """What each of the program's loads takes beyond a plain load's latency: the chip's
+    ``local_memory.bulk_copy_latency`` where a TMA producer issues them, else 0."""
 
     @property
     def num_programs(self) -> int:
@@ -202,6 +212,19 @@ def is_chained(step: Step) -> bool:
     return "matrix" in units[first_vector:]
 
 
+def operand_reads(chip: Chip, m: int, n: int) -> tuple[int, int]:
+    """How often a ``[m, n, k]`` block operation reads its A and B operands from local
+    memory. An asynchronous MMA instruction (Hopper's wgmma, Blackwell's tcgen05) reads both
+    of its operands from shared memory itself: with instructions of at most ``[mi, ni, ki]``
+    (``matrix_unit.instruction_shape``) the block runs ``ceil(m / mi)`` rows of
+    instructions, each reading all of B, and ``ceil(n / ni)`` columns, each reading all of
+    A. Without an instruction shape each operand is read once."""
+    shape = chip.matrix.instruction_shape if isinstance(chip, GpuChip) else None
+    if shape is None:
+        return 1, 1
+    return -(-n // shape[1]), -(-m // shape[0])
+
+
 def _vector_rate(chip: Chip, dtype: str) -> float:
     table = chip.vector.flops_per_cycle_per_core
     per_cycle = table.get(dtype, table.get("fp32"))
@@ -222,7 +245,8 @@ def _compute_cost(chip: Chip, compute: Compute, chained: bool = False) -> tuple[
         if compute.pair > chip.matrix.pair:
             raise InputError(f"chip {chip.name!r} cannot span one MMA over {compute.pair} programs "
                              f"(matrix_unit.pair is {chip.matrix.pair})", field="compute.pair")
-        operand_bytes = compute.count * (m * k + k * n / compute.pair) * DTYPE_BYTES[compute.dtype]
+        a_reads, b_reads = operand_reads(chip, m, n)
+        operand_bytes = compute.count * (m * k * a_reads + k * n / compute.pair * b_reads) * DTYPE_BYTES[compute.dtype]
         return seconds, 0.0, operand_bytes, useful
     if compute.unit == "vector":
         useful = compute.flops if compute.useful else 0.0
@@ -280,4 +304,21 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             for key, value in per_iter.items():
                 if value:
                     acc[key][members] += reps * value
-    return ProgramCosts(template=template_of, fill_bytes=np.maximum(fill, 0.0), drain_bytes=drain, **acc)
+    return ProgramCosts(template=template_of, fill_bytes=np.maximum(fill, 0.0), drain_bytes=drain,
+                        **execution_arrays(trace, chip), **acc)
+
+
+def execution_arrays(trace: KernelTrace, chip: Chip) -> dict[str, np.ndarray]:
+    """Per program, what the trace's ``kernel.execution`` changes (:class:`ProgramCosts`'s
+    ``follows``, ``drain_hidden`` and ``extra_load_latency_s``)."""
+    n = trace.num_programs
+    execution = trace.kernel.execution
+    if execution is None or not isinstance(chip, GpuChip):
+        zeros = np.zeros(n)
+        return {"follows": zeros, "drain_hidden": zeros, "extra_load_latency_s": zeros}
+    follows = np.zeros(n)
+    if execution.persistent_ctas is not None:
+        follows[execution.persistent_ctas:] = 1.0
+    hidden = follows if execution.epilogue == "overlapped" else np.zeros(n)
+    extra = chip.local.bulk_copy_latency_s if execution.loads == "tma" else 0.0
+    return {"follows": follows, "drain_hidden": hidden, "extra_load_latency_s": np.full(n, extra)}

@@ -167,6 +167,10 @@ class Family:
     powers_of_two_on_gpu: tuple[str, ...] = ()
     """Config fields a GPU kernel of this family, a Triton kernel, needs as powers of two:
     see :func:`check_powers_of_two`."""
+    compiled_by_triton: Callable[[dict[str, Any], Chip], bool] = lambda params, chip: True
+    """``(params, chip)``: whether the kernel these params choose is a Triton kernel, whose
+    block sizes must be powers of two (a library's own kernels need not be: FlashAttention-3
+    runs 176-column K/V blocks, DeepGEMM 112-column tiles)."""
     gpu_only: tuple[str, ...] = ()
     """Config fields that mean something on a GPU only (warps, launch swizzle, split-K,
     clusters): left out where a TPU config is shown (:meth:`shown_config`)."""
@@ -186,7 +190,7 @@ class Family:
         this family's kernels run on (``chip`` with the family's values)."""
         chip = chip.for_family(self.name)
         values = self.parse_config(given)
-        if isinstance(chip, GpuChip):
+        if isinstance(chip, GpuChip) and self.compiled_by_triton(params, chip):
             check_powers_of_two({k: v for k, v in values.items() if k in given}, self.powers_of_two_on_gpu)
         config = dict(self.default_config(params, chip))
         config.update({k: v for k, v in values.items() if k in given})

@@ -43,6 +43,14 @@ OUT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp
 OUT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int32": 4}
 ACC_BYTES = 4
 
+IMPL_NAMES = ("cublas", "cutlass", "deepgemm", "triton")
+IMPL_HELP = {
+    "cublas": "cuBLAS, warp-specialized persistent TMA kernels on Hopper/Blackwell",
+    "cutlass": "CUTLASS 3.x cooperative or ping-pong kernels",
+    "deepgemm": "DeepGEMM fp8 with block scaling and its own config heuristic",
+    "triton": "the Triton tutorial kernel",
+}
+
 PARAMS = (
     Param("M", int, help="rows of A and C (all groups together for grouped GEMM)"),
     Param("N", int, help="columns of B and C"),
@@ -50,6 +58,12 @@ PARAMS = (
     Param("dtype", str, "bf16", DTYPES, "input dtype"),
     Param("batch", int, 1, help="independent GEMMs of the same shape"),
     Param("groups", int, 1, help="grouped GEMM: M is split evenly over this many groups, each with its own B"),
+    Param("impl", str, "default", ("default", *IMPL_NAMES),
+          help="implementation: " + "; ".join(f"{name}: {what}" for name, what in IMPL_HELP.items())
+          + " (default: triton on GPUs, the Pallas blocked matmul on TPUs)"),
+    Param("layout", str, "contiguous", ("contiguous", "masked"),
+          help="grouped GEMM (groups > 1): the groups' rows concatenated (contiguous) or one padded batch "
+               "per group (masked, every row valid); picks DeepGEMM's heuristic"),
 )
 CONFIG = (
     Param("block_m", int), Param("block_n", int), Param("block_k", int),
@@ -62,6 +76,15 @@ CONFIG = (
     Param("pair", int, help="GPU: programs one MMA spans (Blackwell's 2-SM MMA): consecutive programs down M "
                             "split their B tile, each loading and holding its half (1, or up to the chip's "
                             "matrix_unit.pair; default 1)"),
+    Param("schedule", str, choices=("cooperative", "pingpong"),
+          help="cutlass, cublas: warp-specialized kernel schedule (two consumer warpgroups on one tile, or on "
+               "alternate tiles)"),
+    Param("multicast", str, choices=("A", "B"),
+          help="GPU with clusters: the operand a cluster's one L2 read feeds (B: programs down M share their B "
+               "tile, as cuBLAS's 2x1 clusters; A: programs across N share their A tile, as DeepGEMM may pick; "
+               "default B)"),
+    Param("persistent_ctas", int, help="cutlass, cublas, deepgemm: persistent CTAs walking the output tiles "
+                                       "(default: one per SM; DeepGEMM: as many as its waves need)"),
 )
 
 
@@ -72,8 +95,8 @@ def _problem(params: dict[str, Any]) -> tuple[int, int, int, int, str]:
     return params["M"] // groups, params["N"], params["K"], batch * groups, params["dtype"]
 
 
-def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
-    """The config a GEMM runs when none is given. GPUs: the Triton tutorial's large tiles
+def triton_default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """The config the Triton-style GEMM runs when none is given. GPUs: the Triton tutorial's large tiles
     (128x256x64, 4 stages, 8 warps for 16-bit inputs; 128x128x32, 3 stages for fp32) when
     their output tiles fill at least 3/4 of the SMs; else, as library heuristics do for
     skinny and small problems (decode GEMVs), the largest of 128x128, 64x128 and 64x64 that
@@ -131,7 +154,7 @@ def fit_defaults(params: dict[str, Any], config: dict[str, Any], given: set[str]
     return {**config, "split_k": _default_split_k(tiles, k, DEFAULT_FILL * chip.num_cores)}
 
 
-def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
+def triton_config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
     m, n, k, _, dtype = _problem(params)
     out = []
     if isinstance(chip, TpuChip):
@@ -234,7 +257,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
         if cluster > most:
             raise InputError(f"{chip.name} cannot multicast a read to {cluster} programs (at most {most})",
                              source="--param", field="cluster")
-        if config["group_m"] % cluster:
+        if config.get("multicast", "B") == "B" and config["group_m"] % cluster:
             raise InputError(f"cluster={cluster} pairs consecutive programs down M: group_m must be a multiple of it",
                              source="--param", field="group_m")
     pair = config.get("pair", 1)
@@ -263,11 +286,49 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
                          source="--param", field="num_warps")
 
 
-def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
+def triton_build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     if isinstance(chip, TpuChip):
         return _build_tpu(params, config)
     return _build_gpu(params, config, accumulates_in_tensor_memory(chip, params["dtype"]),
                       chip.staged_buffers(config["num_stages"]))
+
+
+# ---------------------------------------------------------------- implementations
+
+
+
+def implementation(params: dict[str, Any], chip: Chip):
+    """The :class:`~accelsim.families.gemm_impls.base.GemmImpl` that ``params["impl"]`` names on
+    ``chip`` (``default``: the Triton-style kernel, as before implementations were named; TPUs
+    run the Pallas blocked matmul)."""
+    from accelsim.families.gemm_impls import cublas, cutlass, deepgemm, triton  # they build on this module
+
+    name = params.get("impl", "default")
+    if isinstance(chip, TpuChip):
+        if name not in ("default", "triton"):
+            raise InputError(f"{chip.name} runs the Pallas blocked matmul; impl={name} is a GPU library",
+                             source="--param", field="impl")
+        return triton.IMPL
+    return {"default": triton.IMPL, "cublas": cublas.IMPL, "cutlass": cutlass.IMPL, "deepgemm": deepgemm.IMPL,
+            "triton": triton.IMPL}[name]
+
+
+def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
+    """The config the implementation runs when none is given (its heuristic, where public)."""
+    return implementation(params, chip).default_config(params, chip)
+
+
+def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
+    """The configs ``config=auto`` searches: the implementation's kernels that fit."""
+    return implementation(params, chip).config_space(params, chip)
+
+
+def check_config(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
+    implementation(params, chip).check(params, config, chip)
+
+
+def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
+    return implementation(params, chip).build(params, config, chip)
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -333,7 +394,8 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
         k_span = k - (split - 1) * k_per_split if ls else k_per_split
         template_of[chosen] = len(templates)
         templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
-                                       in_bytes, out_dtype, split, config.get("cluster", 1), pair, pad))
+                                       in_bytes, out_dtype, split, config.get("cluster", 1), pair, pad,
+                                       config.get("multicast", "B")))
     program_vars = {
         "pid_m": np.tile(pid_m, split * b).tolist(),
         "pid_n": np.tile(pid_n, split * b).tolist(),
@@ -372,9 +434,12 @@ def _mma(rows, cols, depth, bm, bn, bk, dtype, pair=1, useful=True) -> Compute:
 
 
 def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split, cluster=1,
-                  pair=1, padding=False) -> Template:
+                  pair=1, padding=False, multicast="B") -> Template:
     """One program's steps; ``padding``: a 2-SM pair's partner past the last tile row
-    (its share of B and a masked MMA; no A, no store)."""
+    (its share of B and a masked MMA; no A, no store). A cluster multicasts its B tile, or
+    with ``multicast="A"`` its A tile: the L2 serves one read for the cluster's programs
+    (which programs pair up is not traced: only the L2's demand changes)."""
+    a_shared, b_shared = (cluster, 1) if multicast == "A" else (1, cluster)
     full, rest = divmod(k_span, bk)
     b_cols, b_block = (cols, "pid_n") if pair == 1 else (-(-cols // pair), "b_part")
     steps = []
@@ -387,9 +452,10 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
             loop_var="k",
             transfers=[
                 *([] if padding else
-                  [Transfer(tensor="A", block=["batch", "pid_m", k_index], bytes=int(rows * depth * in_bytes))]),
+                  [Transfer(tensor="A", block=["batch", "pid_m", k_index], bytes=int(rows * depth * in_bytes),
+                            multicast=a_shared)]),
                 Transfer(tensor="B", block=["batch", k_index, b_block], bytes=int(depth * b_cols * in_bytes),
-                         multicast=cluster),
+                         multicast=b_shared),
             ],
             compute=[_mma(rows, cols, depth, bm, bn, bk, dtype, pair, useful=not padding)],
         ))
@@ -483,7 +549,8 @@ FAMILY = Family(
     quick_bound=quick_bound,
     config_space=config_space,
     build=build,
-    check=check,
+    check=check_config,
     powers_of_two_on_gpu=("block_m", "block_n", "block_k", "num_warps"),
+    compiled_by_triton=lambda params, chip: implementation(params, chip).name == "triton",
     gpu_only=("group_m", "split_k", "num_warps", "cluster", "pair"),
 )

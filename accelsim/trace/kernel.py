@@ -227,6 +227,34 @@ class Resources(_Strict):
     """GPU: tensor memory (Blackwell's TMEM) one program's accumulators hold."""
 
 
+class Execution(_Strict):
+    """How a GPU runs a trace's programs beyond what their steps say: the Hopper and Blackwell
+    SM mechanisms of ``docs/engine.md`` ("Hopper and Blackwell SM mechanisms"). Absent: every
+    program is a CTA of its own whose threads issue their loads and MMAs in turn."""
+
+    loads: Literal["threads", "tma"] = "threads"
+    """Who issues a program's loads: its own threads (``ld``/``cp.async``), or a producer
+    warp through the tensor memory accelerator (``cp.async.bulk.tensor``), whose copies take
+    the chip's ``local_memory.bulk_copy_latency`` on top of a load's latency."""
+    consumers: PosInt | None = None
+    """Warp specialization: the consumer warpgroups that issue a program's MMAs and vector
+    work, each one instruction stream; the producer warps that issue its loads are not
+    streams (CUTLASS's warp-specialized kernels, FlashAttention-3: 2). Absent: the
+    program's warps over the matrix units."""
+    persistent_ctas: PosInt | None = None
+    """Persistent kernels: the programs are work units (output tiles) that this many CTAs
+    walk in launch order (a tile scheduler hands CTA ``c`` the units ``c``, ``c + ctas``,
+    ...). The first ``ctas`` units each start a CTA; a later unit follows another on its CTA
+    and finds its first loads already issued (a producer prefetches them while the unit
+    before computes), so it pays neither the CTA's launch (``cores.program_overhead``) nor
+    its first load's latency, nor the fill at the port. Absent: one CTA per program."""
+    epilogue: Literal["exposed", "overlapped"] = "exposed"
+    """Persistent kernels: a following unit's epilogue (its last stores). ``exposed``: the
+    consumers drain their accumulators before the next unit's MMAs start (cooperative
+    kernels); ``overlapped``: another consumer's main loop runs meanwhile (ping-pong
+    kernels), so the drain costs the unit nothing."""
+
+
 class Kernel(_Strict):
     name: PrintableText
     grid: list[PosInt] = Field(min_length=1, max_length=6)
@@ -242,6 +270,8 @@ class Kernel(_Strict):
     """Several kernels run back to back in one trace (a backward pass's kernels): the launch
     positions where a new kernel begins. Every program before one finishes before any
     program from it starts; on a TPU the pipeline starts anew there."""
+    execution: Execution | None = None
+    """GPU: warp specialization, TMA loads, persistent work units (:class:`Execution`)."""
     kernel_resources: list[Resources] | None = None
     """With ``kernel_starts``: what one program of each later kernel holds, one entry per
     entry of ``kernel_starts`` (the first kernel's programs hold ``resources``). A

@@ -79,6 +79,7 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA H200": "h200-sxm",
     "NVIDIA A100-SXM4-80GB (108 SMs @1410MHz)": "a100-sxm4-80gb",
     "NVIDIA A100-SXM4-40GB": "a100-sxm4-40gb",
+    "NVIDIA H800 SXM5 (DeepGEMM README)": "h100-sxm",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out."""
@@ -100,6 +101,10 @@ HARDWARE_NOTES: dict[str, str] = {
         "the doc says 'H200' with a 700 W power limit, the SXM part's; mapped to h200-sxm. Its SM clock was "
         "locked at 1500 MHz, below the config's 1.83 GHz: the record says so (conditions: clock), so it is "
         "predicted at 1500 MHz; HBM's clock (3201 MHz) was not lowered"
+    ),
+    "NVIDIA H800 SXM5 (DeepGEMM README)": (
+        "H800 SXM5 mapped to h100-sxm: the same GH100 with 132 SMs, the same clocks, tensor-core peaks, 50 MB L2 "
+        "and 80 GB of HBM3 at 3.35 TB/s; what differs (NVLink, 400 GB/s, and FP64) does not touch a GEMM"
     ),
     "NVIDIA H200 (HBM3e, 4.8 TB/s spec)": (
         "source names the card 'H200' without its form factor; mapped to h200-sxm (the NVL card has the "
@@ -202,11 +207,16 @@ def convert_mamf(raw: dict) -> Outcome:
     par = raw["parameters"]
     M, N, K = (int(x) for x in par["best_shape_MxNxK"].split("x"))
     dtype = {"bf16": "bf16", "fp8_e4m3fn": "fp8"}[par["dtype"]]
-    params = {"M": M, "N": N, "K": K, "dtype": dtype, "batch": 1}
+    params = {"M": M, "N": N, "K": K, "dtype": dtype, "batch": 1} | (
+        {"impl": "cublas"} if raw["hardware"] in CUBLAS_KERNELS_MAPPED else {})
     latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
     notes = [how + " = 2*M*N*K", f"torch {par['torch']}", f"source's theoretical peak {par['theoretical_TFLOPS']} TFLOP/s"]
     return Converted(arch, "gemm", _record("gemm", params, tag="mamf", implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
 
+
+CUBLAS_KERNELS_MAPPED = frozenset(("NVIDIA H100 SXM",))
+"""mamf-finder devices whose records name ``impl: cublas`` (torch.mm runs cuBLAS): those whose
+cuBLAS model has been checked (the Hopper SMs); the others keep the family's default."""
 
 CUBLAS_BENCH_DTYPES = (
     (r"FP16 in / FP32 accumulate", "fp16", "cublas"),
@@ -229,7 +239,8 @@ def convert_fixed_shape_gemm(raw: dict) -> Outcome:
             break
     else:
         return LeftOut("GEMM whose dtype the converter does not recognise")
-    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": dtype, "batch": 1}
+    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": dtype, "batch": 1} | (
+        {"impl": "cublas"} if tag == "cublas" else {})
     latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
     notes = [how + " = 2*M*N*K", f"the source's time_ms {par['time_ms']} is rounded to 3 decimals, so the throughput is used"]
     return Converted(arch, "gemm", _record("gemm", params, tag=tag, implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
@@ -242,11 +253,28 @@ def convert_vllm_linear(raw: dict) -> Outcome:
     if not isinstance(arch, str):
         return arch
     par = raw["parameters"]
-    params = fmt.gemm_params(par["M"], par["N"], par["K"], par["dtype"])
+    params = {**fmt.gemm_params(par["M"], par["N"], par["K"], par["dtype"]), "impl": "cublas"}
     latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
     notes = [how + " = 2*M*N*K", f"shape of {par['model']} at tensor parallelism {par['tp']}"]
     return Converted(arch, "gemm", _record("gemm", params, tag="vllm-linear", implementation=raw["workload"],
                                            latency_s=latency, raw=raw, notes=notes))
+
+
+def convert_deepgemm(raw: dict) -> Outcome:
+    """DeepGEMM's README tables: fp8 block-scaled GEMMs (normal, grouped contiguous, grouped
+    masked with every row valid) and their TFLOP/s, kernel time from the profiler."""
+    arch = _added_source(raw, category="gemm", marker="DeepGEMM", field="workload", unit="TFLOP/s", what="DeepGEMM")
+    if not isinstance(arch, str):
+        return arch
+    par = raw["parameters"]
+    groups = par["groups"]
+    params = {**fmt.gemm_params(groups * par["M_per_group"], par["N"], par["K"], par["dtype"]), "groups": groups,
+              "impl": "deepgemm"} | ({"layout": "masked"} if par["layout"] == "masked" else {})
+    latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
+    notes = [how + " = 2*M*N*K with M all groups' rows", "latency_s is the kernel's device time (latency_kind: device)"]
+    tag = "deepgemm" if par["layout"] == "normal" else f"deepgemm-{par['layout']}-g{groups}"
+    return Converted(arch, "gemm", _record("gemm", params, tag=tag, implementation=raw["workload"], latency_s=latency,
+                                           raw=raw, notes=notes, latency_kind="device"))
 
 
 PALLAS_GUIDE_FLOOR_SIZE = 4096
@@ -574,7 +602,7 @@ def _bandwidth_note_lookup(records: list[dict]) -> Callable[[dict], str]:
 def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
-        convert_mamf, convert_vllm_linear, convert_pallas_guide_matmul, convert_tileops_decode,
+        convert_mamf, convert_vllm_linear, convert_deepgemm, convert_pallas_guide_matmul, convert_tileops_decode,
         convert_fixed_shape_gemm, convert_flash_attention_chart,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
         convert_pointer_chase, convert_cache_bandwidth, convert_cache_capacity, convert_stream_stencil,

@@ -1,0 +1,56 @@
+"""``impl=cublas``: cuBLAS / cuBLASLt GEMMs, the default on NVIDIA GPUs (what
+``torch.matmul`` and ``F.linear`` run).
+
+cuBLAS is closed: what is assumed, from NVIDIA's public descriptions. On Hopper and
+Blackwell its GEMMs are warp-specialized persistent kernels fed by TMA, as CUTLASS 3.x
+builds them (the cuBLAS 12.x release notes and NVIDIA's "cuBLAS 12.0 on Hopper" blog:
+"the cuBLAS library ... uses ... Hopper's TMA and warp-group MMA"; kernels named
+``sm90_xmma_gemm_..._warpspecialized_cooperative_...``, ``nvjet_sm90_...`` in profiles), so a
+cuBLAS kernel is simulated as :mod:`.cutlass` simulates CUTLASS's, over the same tiles and
+both schedules, with 2x1 clusters. Which kernel its heuristics pick is not public:
+``config=auto`` takes the fastest the model finds (the assumption is that cuBLAS's heuristics
+and its own autotuned tables find the fastest of its kernels), and the default config (no
+search) takes the tile that needs the fewest waves of output tiles over the SMs, the larger
+tile on a tie, cooperative. fp32 inputs run on the CUDA cores (SGEMM) and every GEMM on chips
+without TMA (Ampere) in CUTLASS 2.x-style multistage kernels: the Triton-style trace of
+the ``gemm`` family.
+
+Left out: cuBLAS's split-K and stream-K kernels for small output grids, its GEMV kernels for
+M = 1 (the tile kernels model them, within a few percent on the decode records), and
+heuristic choices the model cannot see (a kernel other than the fastest).
+"""
+
+from __future__ import annotations
+
+import math
+
+from accelsim.arch.model import Chip
+from accelsim.families import gemm
+from accelsim.families.gemm_impls import cutlass
+from accelsim.families.gemm_impls.base import Config, GemmImpl, Params, warp_specialized
+
+
+def default_config(params: Params, chip: Chip) -> Config:
+    if not warp_specialized(chip) or params["dtype"] == "fp32":
+        return gemm.triton_default_config(params, chip)
+    m, n, _, batch, _ = gemm._problem(params)
+    best, best_key = None, None
+    for bm, bn in cutlass.TILES:
+        config = cutlass.warp_specialized_config(params, chip, bm, bn, "cooperative" if bm >= 128 else "pingpong")
+        if config is None:
+            continue
+        waves = math.ceil(batch * math.ceil(m / bm) * math.ceil(n / bn) / chip.num_cores)
+        key = (waves, -bm * bn)
+        if best_key is None or key < best_key:
+            best, best_key = config, key
+    return best if best is not None else gemm.triton_default_config(params, chip)
+
+
+IMPL = GemmImpl(
+    name="cublas",
+    description="cuBLAS (warp-specialized persistent TMA kernels on Hopper/Blackwell; multistage on Ampere)",
+    default_config=default_config,
+    config_space=cutlass.config_space,
+    build=cutlass.build,
+    check=cutlass.check,
+)

@@ -1,0 +1,113 @@
+"""``impl=cutlass``: CUTLASS 3.x warp-specialized GEMM kernels for Hopper and Blackwell
+(``KernelTmaWarpSpecializedCooperative`` and ``...Pingpong``; NVIDIA/cutlass
+``media/docs/cpp/efficient_gemm.md``, "Warp Specialization" and "Persistent kernels", and
+``include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_{cooperative,pingpong}.hpp``).
+
+What is modelled: a producer warp issues TMA loads of the A and B tiles into ``num_stages``
+shared-memory buffers; two consumer warpgroups issue the wgmma chains, each an instruction
+stream of its own; the kernel is persistent (one CTA per SM walks the output tiles in
+launch order, ``persistent_ctas``), so a tile after a CTA's first finds its loads already
+in flight; 2x1 thread-block clusters multicast each B tile to both CTAs (``cluster=2``).
+``schedule=cooperative``: both consumers split one tile (``block_m`` at least 128) and drain
+it together, so a tile's epilogue is exposed; ``schedule=pingpong``: the consumers take
+alternate tiles, and one's epilogue runs under the other's main loop. Chips without an
+asynchronous MMA fed by TMA (Ampere) run CUTLASS 2.x multistage kernels (``cp.async``, one
+CTA per tile), which the Triton-style trace of the ``gemm`` family already describes.
+
+Left out: stream-K and split-K tile schedulers (a wave's tail is quantised as the
+data-parallel scheduler leaves it), the epilogue's own shared-memory buffer (stages are
+counted against the whole CTA limit), raster order and swizzle (group-M order, 8 rows), and
+register reallocation (the consumers' accumulators must fit as in the Triton-style trace).
+"""
+
+from __future__ import annotations
+
+from accelsim.arch.model import Chip
+from accelsim.errors import InputError
+from accelsim.families import gemm
+from accelsim.families.base import fits
+from accelsim.families.gemm_impls.base import Config, GemmImpl, Params, warp_specialized, with_execution
+from accelsim.trace.kernel import DTYPE_BYTES, Execution, KernelTrace
+
+SCHEDULES = ("cooperative", "pingpong")
+TILES = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 256))
+"""CUTLASS's common sm90 tile shapes (its profiler's default instantiations)."""
+STAGE_CHOICES = (7, 6, 5, 4, 3, 2)
+CONSUMERS = 2
+PRODUCER_WARPS = 4
+"""The producer is a whole warpgroup (one warp issues the TMA copies; the others idle after
+``setmaxnreg`` gives their registers to the consumers)."""
+
+
+def block_k(dtype: str) -> int:
+    """k-block of 128 bytes of each operand row: 64 for 16-bit inputs, 128 for fp8, 32 for
+    tf32 (the swizzle width CUTLASS's sm90 collectives stage)."""
+    return 128 // DTYPE_BYTES[dtype]
+
+
+def warp_specialized_config(params: Params, chip: Chip, bm: int, bn: int, schedule: str) -> Config | None:
+    """The tile with the most stages that fit, or None where none does."""
+    for stages in STAGE_CHOICES:
+        config = {"block_m": bm, "block_n": bn, "block_k": block_k(params["dtype"]), "group_m": 8, "split_k": 1,
+                  "num_stages": stages, "num_warps": 4 * CONSUMERS + PRODUCER_WARPS,
+                  "cluster": min(2, gemm.max_cluster(chip)), "schedule": schedule}
+        if fits(check, params, config, chip):
+            return config
+    return None
+
+
+def config_space(params: Params, chip: Chip) -> list[Config]:
+    if not warp_specialized(chip) or params["dtype"] == "fp32":
+        return gemm.triton_config_space(params, chip)
+    out = []
+    for schedule in SCHEDULES:
+        for bm, bn in TILES:
+            config = warp_specialized_config(params, chip, bm, bn, schedule)
+            if config is not None:
+                out.append(config)
+    return out
+
+
+def default_config(params: Params, chip: Chip) -> Config:
+    """CUTLASS has no heuristic of its own: 128x256 cooperative, the profiler's largest
+    tile, or the Triton-style default where the kernels are not warp-specialized."""
+    if not warp_specialized(chip) or params["dtype"] == "fp32":
+        return gemm.triton_default_config(params, chip)
+    config = warp_specialized_config(params, chip, 128, 256, "cooperative")
+    return config if config is not None else gemm.triton_default_config(params, chip)
+
+
+def check(params: Params, config: Config, chip: Chip) -> None:
+    schedule = config.get("schedule")
+    if schedule is not None:
+        if schedule not in SCHEDULES:
+            raise InputError(f"expected one of: {', '.join(SCHEDULES)}", source="--param", field="schedule")
+        if not warp_specialized(chip):
+            raise InputError(f"{chip.name} runs no warp-specialized kernels (no asynchronous MMA fed by TMA)",
+                             source="--param", field="schedule")
+        if schedule == "cooperative" and config["block_m"] < 128:
+            raise InputError("a cooperative kernel splits a tile's rows over two consumer warpgroups: "
+                             "block_m must be at least 128", source="--param", field="block_m")
+    # the accumulator of a tile sits in both consumers' registers (cooperative) or in one's (ping-pong)
+    math_warps = {"cooperative": 4 * CONSUMERS, "pingpong": 4}.get(schedule, config["num_warps"])
+    gemm.check(params, {**config, "num_warps": math_warps}, chip)
+
+
+def build(params: Params, config: Config, chip: Chip) -> KernelTrace:
+    schedule = config.get("schedule")
+    trace = gemm.triton_build(params, config, chip)
+    if schedule is None:
+        return trace
+    return with_execution(trace, Execution(
+        loads="tma", consumers=CONSUMERS, persistent_ctas=config.get("persistent_ctas") or chip.num_cores,
+        epilogue="overlapped" if schedule == "pingpong" else "exposed"))
+
+
+IMPL = GemmImpl(
+    name="cutlass",
+    description="CUTLASS warp-specialized persistent kernels (cooperative, ping-pong; Hopper/Blackwell)",
+    default_config=default_config,
+    config_space=config_space,
+    build=build,
+    check=check,
+)
