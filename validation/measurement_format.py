@@ -42,6 +42,17 @@ FAMILY_PARAMS: dict[str, tuple[str, ...]] = {
 }
 FAMILIES = tuple(FAMILY_PARAMS)
 
+OPTIONAL_PARAMS: dict[str, tuple[str, ...]] = {
+    "attention": ("impl",),
+    "gemm": ("groups", "impl", "layout"),
+    "layernorm": ("impl",),
+    "rmsnorm": ("impl",),
+}
+"""Params a record may leave out (the simulator's defaults: one group; the family's default
+implementation on the record's chip): ``groups`` (a grouped GEMM's groups, ``M`` counting every
+group's rows), ``layout`` (a grouped GEMM's ``contiguous`` or ``masked`` rows) and ``impl``
+(which implementation ran, as ``--param impl`` names it)."""
+
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter")
 """The ``collective`` family's kinds, named as ``accelsim simulate --collective`` names them."""
 
@@ -302,15 +313,19 @@ def validate_params(family: str, params: Any) -> list[str]:
     if not isinstance(params, dict):
         return ["params: expected an object"]
     expected = FAMILY_PARAMS[family]
+    optional = OPTIONAL_PARAMS.get(family, ())
     errors = []
-    if set(params) != set(expected):
+    if not set(expected) <= set(params) <= set(expected) | set(optional):
         missing = sorted(set(expected) - set(params))
-        extra = sorted(set(params) - set(expected))
+        extra = sorted(set(params) - set(expected) - set(optional))
         errors.append(f"params: expected keys {list(expected)} (missing {missing}, unknown {extra})")
     for key, value in params.items():
-        if key not in expected:
+        if key not in expected and key not in optional:
             continue
-        if key == "dtype":
+        if key in ("impl", "layout"):
+            if not (isinstance(value, str) and value.isidentifier()):
+                errors.append(f"params.impl: expected an implementation name, got {value!r}")
+        elif key == "dtype":
             if value not in FAMILY_DTYPES[family]:
                 errors.append(f"params.dtype: {value!r} is not one of {list(FAMILY_DTYPES[family])}")
         elif key == "causal":
