@@ -217,7 +217,9 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
                          f"{chip.name} allows {int(limit)} ({limit_field})", source="--param", field="block_m")
     # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
     # spills 1.1 KB a thread compiled for sm_90)
-    needed = _registers_needed(p, config) if chip.family == "gpu" and not impl.schedule.producer_warps else 0
+    # a library's own launch compiles (its registers are what it allocates, clamped), a searched one may spill
+    searched = impl.config_space is not None and not impl.schedule.producer_warps
+    needed = _registers_needed(p, config) if chip.family == "gpu" and searched else 0
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
                          "spill); use more warps or smaller blocks", source="--param", field="num_warps")
