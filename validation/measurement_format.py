@@ -43,7 +43,10 @@ FAMILY_PARAMS: dict[str, tuple[str, ...]] = {
 FAMILIES = tuple(FAMILY_PARAMS)
 
 OPTIONAL_PARAMS: dict[str, tuple[str, ...]] = {
+    "attention": ("impl",),
     "gemm": ("groups", "impl", "layout"),
+    "layernorm": ("impl",),
+    "rmsnorm": ("impl",),
 }
 """Params a record may leave out (the simulator's defaults: one group; the family's default
 implementation on the record's chip): ``groups`` (a grouped GEMM's groups, ``M`` counting every

@@ -68,7 +68,8 @@ def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
     execution = trace.kernel.execution
     if execution is not None and execution.consumers is not None:
         return execution.consumers  # warp-specialized: the consumer warpgroups issue the work
-    per_kernel = [max(1, res.warps // chip.matrix.units_per_core) for res in trace.resources_by_kernel]
+    per_kernel = [res.mma_streams or max(1, res.warps // chip.matrix.units_per_core)
+                  for res in trace.resources_by_kernel]
     if len(set(per_kernel)) == 1:
         return per_kernel[0]
     return np.asarray(per_kernel)[kernel_index(trace)]
@@ -121,7 +122,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
         ]),
-        chain=compute / streams,
+        chain=(compute - costs.overlapped_s) / streams,
         latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
         serial=False,
         startup=startup,

@@ -137,6 +137,9 @@ class ProgramCosts:
     """Core-seconds on the matrix unit, with padding to its granule and efficiency."""
     vector_s: np.ndarray
     """Core-seconds on vector and special-function units."""
+    overlapped_s: np.ndarray
+    """The part of ``vector_s`` issued in the shadow of the MMAs (``Compute.overlapped``): on
+    the units' pipes, off the program's dependency chain."""
     local_bytes: np.ndarray
     """Bytes through the core's local memory: fills, drains and matrix operand reads."""
     read_bytes: np.ndarray
@@ -203,6 +206,8 @@ def is_chained(step: Step) -> bool:
     a matrix operation listed after vector work (attention's PV after the softmax of
     QK^T). Captured traces list work by unit, so the first test is the one they meet.
     A GEMM's k-step (matrix work only) is not chained."""
+    if step.chained is not None:
+        return step.chained and any(compute.unit == "matrix" for compute in step.compute)
     units = [compute.unit for compute in step.compute]
     if "matrix" not in units:
         return False
@@ -261,7 +266,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     template_of = program_templates(trace)
     acc = {key: np.zeros(n) for key in (
         "iterations", "read_iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
-        "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
+        "overlapped_s", "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
     )}
     fill = np.full(n, -1.0)
     drain = np.zeros(n)
@@ -286,6 +291,8 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
                 matrix_s, vector_s, operand_bytes, flops = _compute_cost(chip, compute, chained)
                 per_iter["matrix_s"] += matrix_s
                 per_iter["vector_s"] += vector_s
+                if compute.overlapped:
+                    per_iter["overlapped_s"] += vector_s
                 per_iter["local_bytes"] += operand_bytes
                 per_iter["flops"] += flops
                 if compute.unit == "matrix":

@@ -53,6 +53,8 @@ import numpy as np
 
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
+from accelsim.families import attention_impls
+from accelsim.families.attention_impls.base import Schedule
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
@@ -71,6 +73,10 @@ PARAMS = (
     Param("head_dim", int, 128),
     Param("causal", bool, False),
     Param("dtype", str, "bf16", ("bf16", "fp16", "fp8")),
+    Param("impl", str, attention_impls.DEFAULT, (attention_impls.DEFAULT, *attention_impls.IMPLS),
+          help="implementation: default (the chip's most used: fa3 on Hopper, cudnn on Blackwell, fa2 on other "
+               "NVIDIA GPUs, triton on AMD, pallas on TPUs); " + "; ".join(
+                   f"{name}: {impl.summary}" for name, impl in attention_impls.IMPLS.items())),
     Param("pass", str, "fwd", ("fwd", "bwd", "bwd-kernel"),
           help="fwd; bwd: a whole backward (GPU: the Delta pass and dQ clear, the kernel, the dQ cast); "
                "bwd-kernel: the backward kernel alone"),
@@ -115,44 +121,14 @@ def kv_split(seq_kv: int, split: int, block_n: int) -> tuple[int, int]:
 
 def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
     p = _problem(params)
-    d = p["head_dim"]
-    if isinstance(chip, TpuChip):
-        rows = p["seq_q"] * p["group"] if p["decode"] else p["seq_q"]
-        return {"block_m": min(512, _round8(rows)), "block_n": min(512 if not p["decode"] else 2048, p["seq_kv"]),
-                "num_stages": 2, "num_warps": 4, "split_kv": 1}
-    if p["decode"]:
-        programs = p["batch"] * p["kv_heads"]
-        split = max(1, min(math.ceil(2 * chip.num_cores / programs), math.ceil(p["seq_kv"] / 256)))
-        return {"block_m": 16, "block_n": 64, "num_stages": 2, "num_warps": 4,
-                "split_kv": kv_split(p["seq_kv"], split, 64)[1]}
-    if p["backward"]:  # the largest blocks our Triton backward compiles without spilling much (d=128)
-        return {"block_m": 64, "block_n": 64, "num_stages": 2, "num_warps": 8, "split_kv": 1}
-    return {"block_m": 128, "block_n": 64 if d <= 64 else 64, "num_stages": 3 if d <= 64 else 2,
-            "num_warps": 4 if d <= 64 else 8, "split_kv": 1}
+    return attention_impls.resolve(p["impl"], chip).default_config(p, chip)
 
 
 def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
+    """The implementation's configs (a library's own launch where it picks one)."""
     p = _problem(params)
-    out = []
-    if isinstance(chip, TpuChip):
-        # decode packs a KV group's query heads as rows: a block of just those (a whole
-        # number of sublane groups) runs the softmax on no padding
-        rows = (128, 256, 512, 1024) if not p["decode"] else sorted({_round8(p["seq_q"] * p["group"]), 128, 256})
-        for bm in rows:
-            for bn in (128, 256, 512, 1024, 2048):
-                out.append({"block_m": bm, "block_n": bn, "num_stages": 2, "num_warps": 4, "split_kv": 1})
-    elif p["decode"]:
-        for split in (1, 2, 4, 8, 16, 32, 64):
-            for bn in (32, 64, 128, 256):
-                if kv_split(p["seq_kv"], split, bn)[1] == split:  # no split left without keys
-                    out.append({"block_m": 16, "block_n": bn, "num_stages": 2, "num_warps": 4, "split_kv": split})
-    else:
-        # the Triton tutorial's autotuning space
-        for bm in (64, 128):
-            for bn in (32, 64, 128):
-                for stages in (2, 3, 4):
-                    for warps in (4, 8):
-                        out.append({"block_m": bm, "block_n": bn, "num_stages": stages, "num_warps": warps, "split_kv": 1})
+    impl = attention_impls.resolve(p["impl"], chip)
+    out = impl.config_space(p, chip) if impl.config_space else [impl.default_config(p, chip)]
     return [c for c in out if fits(check, params, c, chip)]
 
 
@@ -192,11 +168,29 @@ def _registers_needed(p: dict[str, Any], config: dict[str, Any]) -> int:
 
 
 def _registers(p: dict[str, Any], config: dict[str, Any]) -> int:
+    schedule = p.get("schedule")
+    if schedule is not None and schedule.producer_warps:
+        return _specialized_registers(config["num_warps"], schedule.producer_warps)
     return min(MAX_REGISTERS_PER_THREAD, _registers_needed(p, config))
+
+
+def _specialized_registers(warps: int, producer_warps: int) -> int:
+    """A warp-specialized program's registers per thread, averaged over its warps: the
+    producer gives registers up and the consumers take them (``setmaxnreg``; FlashAttention-3's
+    ``hopper/flash_fwd_kernel_sm90.h``: the producer keeps 24 with two consumer warpgroups
+    and 32 with three, the consumers take 240 and 160)."""
+    consumer_warps = warps - producer_warps
+    two_groups = consumer_warps <= 8
+    producer, consumer = (24, 240) if two_groups else (32, 160)
+    return math.ceil((producer * producer_warps + consumer * consumer_warps) / warps)
 
 
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     p = _problem(params)
+    impl = attention_impls.resolve(p["impl"], chip)
+    if not impl.fused:
+        return  # separate library kernels: no fused tile to check
+    p["schedule"] = impl.schedule
     for key in ("block_m", "block_n", "num_stages", "num_warps", "split_kv"):
         if not isinstance(config.get(key), int) or config[key] < 1:
             raise InputError("expected a positive integer", source="--param", field=key)
@@ -223,7 +217,9 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
                          f"{chip.name} allows {int(limit)} ({limit_field})", source="--param", field="block_m")
     # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
     # spills 1.1 KB a thread compiled for sm_90)
-    needed = _registers_needed(p, config) if isinstance(chip, GpuChip) else 0
+    # a library's own launch compiles (its registers are what it allocates, clamped), a searched one may spill
+    searched = impl.config_space is not None and not impl.schedule.producer_warps
+    needed = _registers_needed(p, config) if isinstance(chip, GpuChip) and searched else 0
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
                          "spill); use more warps or smaller blocks", source="--param", field="num_warps")
@@ -266,6 +262,10 @@ def useful_flops(params: dict[str, Any]) -> float:
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     p = _problem(params)
+    impl = attention_impls.resolve(p["impl"], chip)
+    if not impl.fused:
+        return attention_impls.unfused.build(p, params, chip)
+    p["schedule"] = impl.schedule
     if isinstance(chip, TpuChip):
         return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
     buffers = chip.staged_buffers(config["num_stages"])
@@ -425,7 +425,8 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
     each staged tile: :meth:`Chip.staged_buffers`), or with several kernels from
     ``resources_by_kernel``, one per kernel (None: the config's)."""
     ours = {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
-            "registers_per_thread": _registers(p, config)}
+            "registers_per_thread": _registers(p, config), **_streams(p, config)}
+    templates = _scheduled(templates, p.get("schedule"))
     each = [ours if r is None else r for r in resources_by_kernel or [None]]
     return KernelTrace.model_validate({
         "schema_version": 1,
@@ -524,16 +525,42 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
             "name": f"attention_decode_{p['dtype']}_b{b}_h{p['heads']}_kv{hk}_s{skv}_d{d}",
             **kernel,
             "resources": {"local_memory_bytes": int((executed_m * d + buffers * 2 * bn * d) * size),
-                          "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
+                          "warps": config["num_warps"], "registers_per_thread": _registers(p, config),
+                          **_streams(p, config)},
             "pipeline_depth": config["num_stages"],
         },
         "tensors": {**_tensors(p), **({"O_partial": {"shape": [b, hk, split, group, sq * (d + 1)], "dtype": "fp32"}}
                                        if split > 1 else {})},
-        "templates": templates,
+        "templates": _scheduled(templates, p.get("schedule")),
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": program_vars,
         "metadata": _metadata(params, config),
     })
+
+
+def _streams(p: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
+    """The main kernel's consumer streams where the implementation says how many."""
+    schedule = p.get("schedule")
+    streams = schedule.mma_streams(p, config) if schedule else None
+    return {"mma_streams": streams} if streams else {}
+
+
+def _scheduled(templates: list[dict], schedule: Schedule | None) -> list[dict]:
+    """The templates as ``schedule`` runs them: steps with MMAs marked unchained where the
+    MMAs are issued asynchronously, vector (FP32) work marked overlapped where it runs in
+    the MMAs' shadow (the exps, ``special``, stay on the chain)."""
+    if schedule is None or (schedule.chained and not schedule.overlapped_vector):
+        return templates
+
+    def step(s: dict) -> dict:
+        work = [c if isinstance(c, dict) else c.model_dump() for c in s.get("compute", [])]
+        if not any(c["unit"] == "matrix" for c in work):
+            return s
+        if schedule.overlapped_vector:
+            work = [{**c, "overlapped": True} if c["unit"] == "vector" else c for c in work]
+        return {**s, "compute": work, **({} if schedule.chained else {"chained": False})}
+
+    return [{**t, "steps": [step(s) for s in t["steps"]]} for t in templates]
 
 
 COMBINE_WARPS = 4
@@ -851,5 +878,7 @@ FAMILY = Family(
     build=build,
     check=check,
     powers_of_two_on_gpu=("block_m", "block_n", "num_warps"),
+    compiled_by_triton=lambda params, chip: attention_impls.resolve(
+        params.get("impl", attention_impls.DEFAULT), chip).name == "triton",
     gpu_only=("num_warps",),
 )

@@ -187,6 +187,12 @@ class Compute(_Strict):
     useful: StrictBool = True
     """False for work that costs time but is not counted as flops (e.g. adding a GEMM's
     partial sums into its accumulator: those adds are already in 2*M*N*K)."""
+    overlapped: StrictBool = False
+    """Vector or special work that the program issues in the shadow of its MMAs (a
+    warp-specialized kernel's softmax arithmetic, software-pipelined against the next
+    tile's MMA): it loads its unit's pipe like any work, but the program's instruction
+    streams do not wait on it (it stays off :func:`accelsim.engine.chip.gpu_program_times`'
+    ``chain``)."""
 
     @model_validator(mode="after")
     def _pair_on_shaped_matrix_work(self) -> "Compute":
@@ -209,6 +215,11 @@ class Step(_Strict):
     repeat: Index = 1
     loop_var: Identifier | None = None
     """Name of the 0-based iteration index, usable in block indices of this step."""
+    chained: StrictBool | None = None
+    """Whether the step's MMAs wait on its vector work (run at ``matrix_unit.chained_efficiency``).
+    None: inferred from the work it lists (``accelsim.engine.programs.is_chained``); a kernel
+    whose MMAs are issued asynchronously ahead of the softmax that needs them (FlashAttention-3's
+    warp-specialized consumers) says False."""
     transfers: list[Transfer] = []
     compute: list[Compute] = []
 
@@ -225,6 +236,11 @@ class Resources(_Strict):
     registers_per_thread: PosInt | None = None
     tensor_memory_bytes: NonNegInt = 0
     """GPU: tensor memory (Blackwell's TMEM) one program's accumulators hold."""
+    mma_streams: PosInt | None = None
+    """GPU: instruction streams of one program that issue MMAs and wait on their own softmax
+    (:func:`accelsim.engine.chip.instruction_streams`). None: its warps over the SM's tensor
+    cores (a Hopper warpgroup is one). A warp-specialized kernel says how many consumer
+    warpgroups take their turn on the tensor cores."""
 
 
 class Execution(_Strict):

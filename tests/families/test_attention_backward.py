@@ -18,7 +18,7 @@ FAMILY = get_family("attention")
 
 
 def run(seq: int, pass_: str):
-    given = {"batch": "4", "heads": "16", "seq_q": str(seq), "head_dim": "128", "pass": pass_}
+    given = {"batch": "4", "heads": "16", "seq_q": str(seq), "head_dim": "128", "pass": pass_, "impl": "triton"}
     params = parse_values(FAMILY.params, given, "test")
     trace = FAMILY.build(params, FAMILY.resolve_config(params, {}, CHIP), CHIP)
     return trace, simulate_kernel(trace, CHIP)
@@ -50,7 +50,8 @@ def test_configs_that_would_spill_registers_are_refused():
     296 registers a thread (the compiled kernel spills 1.1 KB there); 64x64 fits."""
     from accelsim.families.base import fits
 
-    params = parse_values(FAMILY.params, {"heads": "16", "seq_q": "4096", "head_dim": "128", "pass": "bwd"}, "test")
+    params = parse_values(FAMILY.params, {"heads": "16", "seq_q": "4096", "head_dim": "128", "pass": "bwd",
+                                            "impl": "triton"}, "test")
     config = {"num_stages": 2, "num_warps": 8, "split_kv": 1}
     assert not fits(FAMILY.check, params, {**config, "block_m": 64, "block_n": 128}, CHIP)
     assert fits(FAMILY.check, params, {**config, "block_m": 64, "block_n": 64}, CHIP)

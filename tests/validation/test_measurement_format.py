@@ -119,7 +119,7 @@ def test_a_valid_file_has_no_problems():
     "change, problem",
     [
         (lambda f: f.update(schema_version=2), "schema_version"),
-        (lambda f: f["records"][0]["params"].update(swizzle=1), "params: expected keys"),
+        (lambda f: f["records"][0]["params"].update(unknown_param=1), "params: expected keys"),
         (lambda f: f["records"][0]["params"].update(dtype="fp64"), "params.dtype"),
         (lambda f: f["records"][0].update(latency_s=0), "latency_s"),
         (lambda f: f["records"][0].update(source=""), "source"),

@@ -80,11 +80,16 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA A100-SXM4-80GB (108 SMs @1410MHz)": "a100-sxm4-80gb",
     "NVIDIA A100-SXM4-40GB": "a100-sxm4-40gb",
     "NVIDIA H800 SXM5 (DeepGEMM README)": "h100-sxm",
+    "NVIDIA H100 (pytorch/benchmark PR #2391)": "h100-sxm",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out."""
 
 HARDWARE_NOTES: dict[str, str] = {
+    "NVIDIA H100 (pytorch/benchmark PR #2391)": (
+        "the PR says no more than that FA3 ran (a Hopper card); mapped to h100-sxm: at these sizes its FA3 is "
+        "within 4-8% of the FA3 paper's H100 SXM5 bars, beyond what an H100 PCIe's 114 SMs reach"
+    ),
     "NVIDIA A100 SXM": (
         "source says 'A100 SXM' without the memory size; mapped to a100-sxm4-80gb: the 40 GB and 80 GB "
         "parts have the same 312 TFLOP/s bf16 peak and this shape is compute-bound"
@@ -315,6 +320,7 @@ def convert_tileops_decode(raw: dict) -> Outcome:
     params = fmt.attention_params(par["batch"], par["heads"], par["kv_heads"], par["seq_q"], par["seq_kv"],
                                   par["head_dim"], False, par["dtype"])
     tag = {"FlashAttention-3": "fa3", "FlashInfer": "flashinfer", "TileOPs": "tileops"}[raw["workload"].split()[0]]
+    params["impl"] = DECODE_IMPLS[tag]
     notes = ["latency_s is the source's device time (latency_kind: device, so the comparison leaves out the "
              "simulated launch overhead)",
              f"the doc's row '{par['row']}', {par.get('column', 'After' if tag == 'tileops' else 'Best external')!r} column"]
@@ -329,6 +335,11 @@ def convert_tileops_decode(raw: dict) -> Outcome:
     return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"],
                                                 latency_s=raw["value"] * 1e-6, raw=raw, notes=notes, config=config,
                                                 latency_kind="device", conditions=TILEOPS_CONDITIONS))
+
+
+DECODE_IMPLS = {"fa3": "fa3", "flashinfer": "flashinfer", "tileops": "flash_decoding"}
+"""TileOPs' decode records -> the attention family's ``impl``: TileOPs' own kernel is a split-KV
+flash-decoding kernel (query heads of a KV group as rows, a combine kernel after)."""
 
 
 TILEOPS_CONDITIONS = {"clock": "1500 MHz"}
@@ -369,9 +380,17 @@ def _causal(text: str) -> bool | None:
     return {"true": True, "false": False}.get(word)
 
 
+ATTENTION_IMPLS = (("FlashAttention-2", "fa2"), ("FlashAttention-3", "fa3"), ("cuDNN", "cudnn"),
+                   ("Standard attention", "unfused"), ("Triton", "triton"))
+"""The FlashAttention-3 paper's series -> the attention family's ``impl`` (and the record's tag):
+'Standard attention' is PyTorch eager attention (bmm, softmax, bmm), 'Triton' the Triton
+tutorial's fused kernel."""
+
+
 def convert_flash_attention_chart(raw: dict) -> Outcome:
-    """FlashAttention-3 paper charts: 16k tokens, hidden 2048, TFLOP/s by the FlashAttention count."""
-    if raw["category"] != "attention":
+    """FlashAttention-3 paper charts: 16k tokens, hidden 2048, TFLOP/s by the FlashAttention count
+    (backward: 2.5x the forward's), each series as the ``impl`` that ran it."""
+    if raw["category"] != "attention" or raw["hardware"] != "NVIDIA H100 80GB SXM5":
         return None
     arch = _arch_or_reason(raw)
     if isinstance(arch, LeftOut):
@@ -380,24 +399,47 @@ def convert_flash_attention_chart(raw: dict) -> Outcome:
     causal = _causal(par["causal"])
     if causal is None:
         return LeftOut("attention whose causal flag the source does not give")
+    impl = next((name for series, name in ATTENTION_IMPLS if f"({series})" in raw["workload"]), None)
+    if impl is None:
+        return LeftOut("attention implementation the converter does not recognise")
     seq, head_dim = par["seqlen"], par["head_dim"]
     heads = par["hidden_dim"] // head_dim
+    direction = par.get("pass", "fwd")
     params = {
         "batch": par["total_tokens"] // seq, "heads": heads, "kv_heads": heads, "seq_q": seq, "seq_kv": seq,
         "head_dim": head_dim, "causal": causal, "dtype": {"bf16/fp16": "bf16", "fp8_e4m3": "fp8"}[par["dtype"]],
-        "pass": "fwd",
+        "pass": "bwd" if direction == "bwd" else "fwd", "impl": impl,
     }
     latency, how = _tflops_latency(fmt.nominal_flops("attention", params), raw["value"])
-    notes = [
-        how + " = 4*batch*heads*seq^2*head_dim, halved when causal (FlashAttention's benchmark count)",
-        f"source's causal flag: {par['causal']}",
-    ]
+    count = "4*batch*heads*seq^2*head_dim, halved when causal" + (", times 2.5 for the backward" if direction == "bwd" else "")
+    notes = [how + f" = {count} (FlashAttention's benchmark count)", f"source's causal flag: {par['causal']}"]
+    if direction == "bwd":
+        notes.append("a whole backward call (pass=bwd: the benchmark times the backward of the forward's output)")
     if par["dtype"] == "bf16/fp16":
         notes.append("source gives the dtype as bf16/fp16; recorded as bf16 (same tensor-core rate)")
-    tag = "fa2" if "FlashAttention-2" in raw["workload"] else "triton" if "Triton" in raw["workload"] else None
-    if tag is None:
-        return LeftOut("attention implementation the converter does not recognise")
-    return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
+    return Converted(arch, "attention", _record("attention", params, tag=impl, implementation=raw["workload"],
+                                                latency_s=latency, raw=raw, notes=notes))
+
+
+TRITONBENCH_IMPLS = {"triton_tutorial_flash_v2": "triton", "flash_v3": "fa3"}
+"""TritonBench's flash_attention providers -> the attention family's ``impl``."""
+
+
+def convert_tritonbench_attention(raw: dict) -> Outcome:
+    """pytorch/benchmark PR #2391's TritonBench table: the Triton tutorial kernel and FA3 at the FA3
+    paper's sizes, head dim 128, TFLOP/s by FlashAttention's count."""
+    arch = _added_source(raw, category="attention", marker="TritonBench", field="workload", unit="TFLOP/s",
+                         what="TritonBench attention")
+    if not isinstance(arch, str):
+        return arch
+    par = raw["parameters"]
+    impl = next(name for provider, name in TRITONBENCH_IMPLS.items() if f"({provider})" in raw["workload"])
+    params = {**fmt.attention_params(par["batch"], par["heads"], par["heads"], par["seq"], par["seq"],
+                                     par["head_dim"], par["causal"], par["dtype"]), "impl": impl}
+    latency, how = _tflops_latency(fmt.nominal_flops("attention", params), raw["value"])
+    return Converted(arch, "attention", _record("attention", params, tag=f"tritonbench-{impl}",
+                                                implementation=raw["workload"], latency_s=latency, raw=raw,
+                                                notes=[how + " = 4*batch*heads*seq^2*head_dim"]))
 
 
 LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm"}
@@ -603,7 +645,7 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
         convert_mamf, convert_vllm_linear, convert_deepgemm, convert_pallas_guide_matmul, convert_tileops_decode,
-        convert_fixed_shape_gemm, convert_flash_attention_chart,
+        convert_fixed_shape_gemm, convert_flash_attention_chart, convert_tritonbench_attention,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
         convert_pointer_chase, convert_cache_bandwidth, convert_cache_capacity, convert_stream_stencil,
         convert_clock_under_load,

@@ -1,0 +1,41 @@
+"""``fa2``: FlashAttention-2's CUDA kernels (Dao 2023, arXiv:2307.08691; flash-attention
+``csrc/flash_attn/src/flash_fwd_launch_template.h`` and ``flash_bwd_launch_template.h``):
+CUTLASS/CuTe kernels written for sm_80 that run unchanged on Hopper, with ``mma.sync`` and
+``cp.async`` (no warpgroup MMAs, no TMA).
+
+Models: the launch the library picks on an sm_80/sm_90 card for each head dim (forward
+128x128 with 4 warps at d <= 64, 128x64 with 4 warps at d <= 128, 128x64 with 8 warps
+above; backward 128x128 at d <= 64, 64x128 at d <= 128, 64x64 above, 8 warps), K and V
+double-buffered, one program per (q block, batch, head); each warp's QK^T, softmax and PV
+wait on each other (``matrix_unit.chained_efficiency``, whose published H100 value is the
+FlashAttention-3 paper's "FlashAttention-2 achieving only 35% utilization on the H100").
+Decode: FA2's split-KV kernel and its combine (the family's flash-decoding trace).
+Leaves out: the lower peak of ``mma.sync`` on Hopper (no microbenchmark number in the
+configs yet; it is inside the chained efficiency), dropout, ALiBi, paged KV."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelsim.arch.model import Chip
+from accelsim.families.attention_impls import triton
+from accelsim.families.attention_impls.base import Impl, config, nvidia_only
+
+
+def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
+    d = p["head_dim"]
+    if p["decode"]:
+        return triton.decode_config(p, chip)
+    if p["backward"]:
+        return config(128, 128, 2, 8) if d <= 64 else config(64, 128, 2, 8) if d <= 128 else config(64, 64, 2, 8)
+    if d <= 64:
+        return config(128, 128, 2, 4)
+    return config(128, 64, 2, 4 if d <= 128 else 8)
+
+
+IMPL = Impl(
+    name="fa2",
+    summary="FlashAttention-2's CUDA kernel (mma.sync, sm_80 tiles; the default on Ampere)",
+    unavailable=nvidia_only,
+    default_config=default_config,
+)
