@@ -5,6 +5,7 @@ of the datasheet peaks, arithmetic intensity and the ridge point, in simulate's 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -62,9 +63,11 @@ def test_a_what_if_peak_moves_the_shares(cli):
 
 
 def test_no_hbm_traffic_has_no_intensity():
-    trace, chip = _trace("gemm", {"M": 256, "N": 256, "K": 256}, "h100-sxm")
-    figures = roofline_figures({"hbm_bytes": 0.0, "flops": 1.0, "achieved_flops_per_s": 1.0,
-                                "achieved_hbm_bytes_per_s": 0.0}, trace, chip)
+    chip = load_arch("h100-sxm")
+    fam = get_family("gemm")
+    problem = {p.name: p.default for p in fam.params} | {"M": 256, "N": 256, "K": 256}
+    run = run_config(fam, problem, fam.resolve_config(problem, {}, chip), chip)
+    figures = roofline_figures(replace(run.sim.result(), hbm_bytes=0.0), run.trace, chip)
     assert figures["arithmetic_intensity_flops_per_byte"] is None and figures["hbm_fraction_of_peak"] == 0
 
 
