@@ -413,6 +413,21 @@ class ChipSpec(_ConfigFile):
         return _tpu_port(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
+    def _derived_port_follows(self) -> "ChipSpec":
+        """A derived TPU port follows the HBM bandwidth, clock and cores it came from when
+        an override on the validated spec changes them (as it does in a config's text)."""
+        port = self.local_memory.fill_bandwidth_bytes_per_cycle
+        if self.family != "tpu" or port is None or port.basis != "derived":
+            return self
+        devices = 1 if self.cores.megacore else self.cores.count.value
+        value = self.hbm.bandwidth.value / self.clock.value / devices
+        if value == port.value:
+            return self
+        memory = self.local_memory.model_copy(update={"fill_bandwidth_bytes_per_cycle": port.model_copy(
+            update={"value": value})})
+        return self.model_copy(update={"local_memory": memory})
+
+    @model_validator(mode="after")
     def _family_sections(self) -> "ChipSpec":
         if self.family == "gpu" and self.occupancy is None:
             raise ValueError("field 'occupancy' is required for family 'gpu'")

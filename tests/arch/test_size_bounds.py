@@ -4,6 +4,7 @@ in all."""
 
 import pytest
 
+from accelsim.arch.loader import OverrideError
 from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
 
@@ -12,7 +13,7 @@ from accelsim.errors import InputError
 def test_nics_per_node_past_the_limit(nics):
     with pytest.raises(InputError) as exc:
         load_arch("h100-ib-cluster", [f"network.nics_per_node={nics}"])
-    assert exc.value.source == "--set" and exc.value.field == "network.nics_per_node"
+    assert isinstance(exc.value, OverrideError) and exc.value.field == "network.nics_per_node"
     assert exc.value.message == f"must be at most 64 NICs per node, got {int(nics):,}"
 
 

@@ -5,8 +5,8 @@ values came from), and numbers in base units where code computes them."""
 
 import pytest
 
-from accelsim.arch.loader import Override, apply_overrides, load_raw, parse_override, validate, with_values
-from accelsim.arch.model import resolve
+from accelsim.arch.loader import Override, load_raw, parse_override, validate, with_values
+from accelsim.arch.model import load_arch, resolve
 from accelsim.arch.schema import InBaseUnit
 from accelsim.errors import InputError
 
@@ -17,16 +17,24 @@ def h100():
     return raw, validate(raw)
 
 
-@pytest.mark.parametrize("texts", [
-    ["hbm.efficiency=0.8", "launch_overhead=5.5 us", "clock=1500 MHz"],
-    ["vector_unit.flops_per_cycle_per_core.fp32=100"],
-    ["cores.program_overhead=0.1 us", "hbm.queueing_latency=300 ns", "cores.count=66"],
-    ["matrix_unit.efficiency=0.5", "matrix_unit.efficiency=0.6"],
+def test_the_tpu_port_derived_from_hbm_follows_it():
+    spec = validate(load_raw("tpu-v5e"))
+    doubled = with_values(spec, [parse_override("hbm.bandwidth=1638 GB/s")])
+    assert doubled.local_memory.fill_bandwidth_bytes_per_cycle.value == pytest.approx(
+        2 * spec.local_memory.fill_bandwidth_bytes_per_cycle.value)
+
+
+@pytest.mark.parametrize("texts, overlay", [
+    (["hbm.efficiency=0.8", "launch_overhead=5.5 us", "clock=1500 MHz"],
+     "hbm: {efficiency: 0.8}\nlaunch_overhead: 5.5 us\nclock: 1500 MHz\n"),
+    (["cores.program_overhead=0.1 us", "hbm.queueing_latency=300 ns", "cores.count=66"],
+     "cores: {program_overhead: 0.1 us, count: 66}\nhbm: {queueing_latency: 300 ns}\n"),
+    (["matrix_unit.efficiency=0.5", "matrix_unit.efficiency=0.6"], "matrix_unit: {efficiency: 0.6}\n"),
 ])
-def test_the_same_chip_as_the_yaml_path(h100, texts):
-    raw, spec = h100
-    overrides = [parse_override(t) for t in texts]
-    assert resolve(with_values(spec, overrides)) == resolve(validate(apply_overrides(raw, overrides)))
+def test_the_same_chip_as_an_overlay_file(h100, write_yaml, texts, overlay):
+    _, spec = h100
+    path = write_yaml("what-if.yaml", f"extends: h100-sxm\nname: h100-sxm\n{overlay}")
+    assert resolve(with_values(spec, [parse_override(t) for t in texts])) == load_arch(str(path))
 
 
 def test_a_cited_field_set_whole_carries_the_overrides_citation(h100):
