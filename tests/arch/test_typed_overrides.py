@@ -5,7 +5,7 @@ values came from), and numbers in base units where code computes them."""
 
 import pytest
 
-from accelsim.arch.loader import Override, load_raw, parse_override, validate, with_values
+from accelsim.arch.loader import Override, OverrideError, load_raw, parse_override, validate, with_values
 from accelsim.arch.model import load_arch, resolve
 from accelsim.arch.schema import InBaseUnit
 from accelsim.errors import InputError
@@ -71,3 +71,19 @@ def test_the_spec_given_is_left_as_it_was(h100):
     before = spec.model_dump()
     with_values(spec, [parse_override("hbm.efficiency=0.5"), parse_override("clock=1 GHz")])
     assert spec.model_dump() == before
+
+
+def test_only_the_cli_names_the_flag(cli):
+    with pytest.raises(OverrideError) as exc:
+        load_arch("dgx-h100", ["chip.hbm.efficiency=2"])
+    assert exc.value.source is None and exc.value.field == "chip.hbm.efficiency"
+    result = cli("arch", "show", "dgx-h100", "--set", "chip.hbm.efficiency=2")
+    assert result.err == "accelsim: error: --set: chip.hbm.efficiency: must be a fraction from 0.001 to 1, got 2.0\n"
+
+
+def test_a_sections_own_check_names_the_overrides_it_follows(h100):
+    _, spec = h100
+    with pytest.raises(OverrideError) as exc:
+        with_values(spec, [parse_override("local_memory.max_per_program=1 TiB")])
+    assert exc.value.field == "local_memory"
+    assert exc.value.message.endswith("exceeds capacity (233472 B) (after local_memory.max_per_program)")
