@@ -312,7 +312,7 @@ def _override_value(text: str, key: str) -> Any:
             return None
         if _holds_alias(node):
             raise OverrideError("YAML aliases (*name) are not supported in a value; write the value out",
-                             field=key)
+                                field=key)
         return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -342,21 +342,19 @@ def _cited(annotation: Any) -> bool:
     return any(_cited(arg) for arg in get_args(annotation))
 
 
-def check_override_path(model: type[BaseModel], path: Sequence[str], text: str,
-                        source: str | None = None) -> None:
-    """Does ``path`` name a field of ``model`` that an override may set? An InputError
-    located in ``source`` if not."""
+def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) -> None:
+    """Does ``path`` name a field of ``model`` that an override may set? An
+    :class:`OverrideError` if not."""
     current: Any = model
     if path and path[0] == "family_values":
         raise OverrideError("family_values are per-family values a calibration wrote; an override of the path itself "
-                         "(e.g. cores.program_overhead) sets it for every family, over them", source=source,
-                         field=format_path(path))
+                            "(e.g. cores.program_overhead) sets it for every family, over them",
+                            field=format_path(path))
     for i, part in enumerate(path):
         fields = _fields_of(current)
         if fields is None:
             raise OverrideError(
                 f"cannot set below {format_path(path[:i])!r}, which is not a section (in {shown(text)})",
-                source=source,
                 field=format_path(path),
             )
         if isinstance(fields, _AnyKey):
@@ -366,14 +364,12 @@ def check_override_path(model: type[BaseModel], path: Sequence[str], text: str,
             raise OverrideError(
                 f"unknown {'key' if isinstance(fields, _Keys) else 'field'} {shown(part)}; expected one of: "
                 f"{', '.join(fields)}",
-                source=source,
                 field=format_path(path),
             )
         current = fields[part]
     if isinstance(current, type) and issubclass(current, BaseModel) and not issubclass(current, schema.Cited):
         raise OverrideError(
             f"{format_path(path)!r} is a section; set one of its fields: {', '.join(current.model_fields)}",
-            source=source,
             field=format_path(path),
         )
 
@@ -426,8 +422,9 @@ def with_values(spec: BaseModel, overrides: Sequence[Override]) -> BaseModel:
     contents (its own checks run), all overrides at once (later ones win on a path). A cited
     field set whole gets the override's citation; setting a key below a cited field keeps
     only the value, as the YAML overlay does. Nothing is read again from a file. Raises an
-    :class:`InputError` whose field is the override's path and that names no source: the
-    caller knows where the values came from (the CLI's ``--set``, a calibration step)."""
+    :class:`OverrideError` whose field is the override's path (or the section whose own
+    check failed, naming the overrides below it) and that names no source: the caller knows
+    where the values came from (the CLI's ``--set``, a sweep's point, a calibration step)."""
     tree: dict[str, Any] = {}
     for override in overrides:
         check_override_path(type(spec), override.path, override.text)
@@ -465,7 +462,7 @@ def _rebuilt(node: Any, tree: dict[str, Any], at: tuple[str, ...]) -> Any:
         return {**node, **{key: _new_child(node.get(key), sub, (*at, key), cited=False) for key, sub in tree.items()}}
     if not isinstance(node, BaseModel):
         raise OverrideError(f"cannot set below {format_path(at)!r}, which holds {shown(node)}, not a section",
-                         field=format_path((*at, next(iter(tree)))))
+                            field=format_path((*at, next(iter(tree)))))
     fields = type(node).model_fields
     updates = {key: _new_child(getattr(node, key), sub, (*at, key), cited=_cited(fields[key].annotation))
                for key, sub in tree.items()}
@@ -493,7 +490,7 @@ def _new_child(child: Any, sub: Any, at: tuple[str, ...], *, cited: bool) -> Any
     if not isinstance(sub, _Leaf):
         if child is None:
             raise OverrideError(f"the config has no {format_path(at)!r} section to set a field of (set the whole "
-                             "section)", field=format_path((*at, next(iter(sub)))))
+                                "section)", field=format_path((*at, next(iter(sub)))))
         return _rebuilt(child, sub, at)
     override = sub.override
     source = override.cited_as or override.text
