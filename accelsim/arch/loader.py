@@ -457,7 +457,7 @@ class _Leaf:
 def _rebuilt(node: Any, tree: dict[str, Any], at: tuple[str, ...]) -> Any:
     """``node`` with the values of ``tree`` (path part -> subtree or :class:`_Leaf`) set below it."""
     if isinstance(node, schema.Cited):
-        return type(node).model_validate({"value": _rebuilt(node.value, tree, at), "basis": "override"})
+        return _validated(type(node), {"value": _rebuilt(node.value, tree, at), "basis": "override"}, tree, at)
     if isinstance(node, dict):
         return {**node, **{key: _new_child(node.get(key), sub, (*at, key), cited=False) for key, sub in tree.items()}}
     if not isinstance(node, BaseModel):
@@ -466,8 +466,14 @@ def _rebuilt(node: Any, tree: dict[str, Any], at: tuple[str, ...]) -> Any:
     fields = type(node).model_fields
     updates = {key: _new_child(getattr(node, key), sub, (*at, key), cited=_cited(fields[key].annotation))
                for key, sub in tree.items()}
+    return _validated(type(node), {**{k: getattr(node, k) for k in node.model_fields_set}, **updates}, tree, at)
+
+
+def _validated(model: type[BaseModel], data: dict[str, Any], tree: dict[str, Any], at: tuple[str, ...]) -> BaseModel:
+    """``model`` of ``data``, the section at ``at`` with the overrides of ``tree`` set in it;
+    its refusal as one :class:`OverrideError`."""
     try:
-        return type(node).model_validate({**{k: getattr(node, k) for k in node.model_fields_set}, **updates})
+        return model.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")

@@ -57,6 +57,8 @@ def test_a_quantity_computed_in_base_units(h100):
     ("hbm.foo=1", "hbm.foo", "unknown field 'foo'; expected one of: name, capacity"),
     ("clock=[1, 2]", "clock", "expected a frequency with a unit"),
     ("hbm=3", "hbm", "'hbm' is a section; set one of its fields"),
+    ("vector_unit.flops_per_cycle_per_core.fp32=0", "vector_unit.flops_per_cycle_per_core.fp32",
+     "must be greater than zero, got 0.0"),  # below a cited field: found by fuzzing (a raw ValidationError)
 ])
 def test_errors_carry_the_field_path_and_no_source(h100, text, field, message):
     _, spec = h100
