@@ -49,9 +49,16 @@ LARGEST = 1e30
 enough below the float maximum that peaks (rate x cores x clock) stay finite."""
 
 
+SMALLEST = 1e-30
+"""No positive number in a config is smaller (in its base unit): products such as bytes
+per cycle x clock would underflow towards zero (5e-324 bytes per cycle made a rate of 0)."""
+
+
 def _positive(v: float) -> float:
     if not v > 0:
         raise ValueError(f"must be greater than zero, got {shown(v)}")
+    if v < SMALLEST:
+        raise ValueError(f"must be at least {SMALLEST:g}, got {shown(v)}")
     if v > LARGEST:
         raise ValueError(f"must be at most {LARGEST:g}, got {shown(v)}")
     return v

@@ -33,3 +33,11 @@ def test_an_efficiency_that_replaces_the_peak(path):
         load_arch("h100-sxm", [f"{path}=9e-31"])
     assert exc.value.field == path and exc.value.message == "must be a fraction from 0.001 to 1, got 9e-31"
     assert load_arch("h100-sxm", [f"{path}=0.001"])
+
+
+def test_a_positive_number_too_small_to_multiply():
+    """Found by fuzzing: 5e-324 bytes per cycle made a rate of 0, which the engine's flow
+    start refused with a ValueError."""
+    with pytest.raises(InputError) as exc:
+        load_arch("h100-sxm", ["local_memory.bandwidth_bytes_per_cycle=5e-324"])
+    assert exc.value.message == "must be at least 1e-30, got 5e-324"
