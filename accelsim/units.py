@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 
 _DECIMAL = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
@@ -100,24 +100,24 @@ def parse_quantity(text: object, dimension: str) -> float:
     """
     expected = f"{DESCRIPTIONS[dimension]} with a unit, e.g. {EXAMPLES[dimension]}"
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise UnitError(f"expected {expected}, got {type(text).__name__} {text!r}")
+        raise UnitError(f"expected {expected}, got {type(text).__name__} {shown(text)}")
     if isinstance(text, (int, float)):
-        raise UnitError(f"expected {expected}, got the bare number {text!r} (no unit)")
+        raise UnitError(f"expected {expected}, got the bare number {shown(text)} (no unit)")
     match = _QUANTITY.match(text)
     if not match:
-        raise UnitError(f"expected {expected}, got {text!r}")
+        raise UnitError(f"expected {expected}, got {shown(text)}")
     number, unit = float(match.group(1)), match.group(2)
     table = UNITS[dimension]
     if unit not in table:
         other = dimension_of(unit)
         if other is not None:
             raise UnitError(
-                f"expected {expected}, got {text!r} ({unit!r} is a unit of {DESCRIPTIONS[other]})"
+                f"expected {expected}, got {shown(text)} ({shown(unit)} is a unit of {DESCRIPTIONS[other]})"
             )
-        raise UnitError(f"expected {expected}, got {text!r} (unknown unit {unit!r})")
+        raise UnitError(f"expected {expected}, got {shown(text)} (unknown unit {shown(unit)})")
     value = number * table[unit]
     if not math.isfinite(value):
-        raise UnitError(f"expected {expected}, got {text!r} (not finite)")
+        raise UnitError(f"expected {expected}, got {shown(text)} (not finite)")
     return value
 
 

@@ -18,7 +18,7 @@ from typing import ClassVar, Union
 
 from accelsim.arch import schema
 from accelsim.arch.collective_tuning import CollectiveTuning, resolve_collectives
-from accelsim.arch.loader import apply_overrides, load_raw, parse_override, validate
+from accelsim.arch.loader import Override, OverrideError, load_raw, parse_override, validate, with_values
 from accelsim.errors import InputError
 from accelsim.families import FAMILIES
 
@@ -344,12 +344,13 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     raw = load_raw(name_or_path)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
     own = [parse_override(o) for o in overrides if not (reference and o.lstrip().startswith(reference + "."))]
-    spec = validate(apply_overrides(raw, own))
+    spec = with_values(validate(raw), own)
     arch = resolve(spec, overrides, referrer=str(raw.path))
     if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
-        where = "--set" if overrides else str(raw.path)
-        raise InputError(f"the system would have {arch.num_chips:,} chips; accelsim models at most "
-                         f"{MAX_SYSTEM_CHIPS:,} (2^20, as many as a system trace may name)", source=where)
+        error = OverrideError if overrides else InputError
+        raise error(f"the system would have {arch.num_chips:,} chips; accelsim models at most "
+                    f"{MAX_SYSTEM_CHIPS:,} (2^20, as many as a system trace may name)",
+                    source=None if overrides else str(raw.path))
     return with_family_chips(arch, raw, spec, own), spec
 
 
@@ -370,8 +371,8 @@ def _family_chips(raw, spec: schema.ChipSpec, own: Sequence) -> dict[str, Chip]:
         if family not in FAMILIES:  # the registry's names: no family module is imported
             raise FAMILIES.unknown(family, source=str(raw.path), field=where)
         try:
-            scoped = [parse_override(f"{path}={value.value}") for path, value in values.items()]
-            variant = validate(apply_overrides(apply_overrides(raw, scoped), own))
+            scoped = [Override(tuple(path.split(".")), value.value, f"{where}.{path}") for path, value in values.items()]
+            variant = with_values(with_values(validate(raw), scoped), own)
         except InputError as exc:
             raise InputError(exc.message, source=str(raw.path), field=f"{where}.{exc.field or ''}".rstrip(".")) from None
         out[family] = _resolve_chip(variant)
@@ -400,10 +401,10 @@ def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[
     try:
         arch = load_arch(name, forwarded_overrides(overrides, field))
     except InputError as exc:
-        if exc.source is None or "unknown config" in exc.message:
-            raise InputError(exc.message, source=referrer, field=field) from None
-        if exc.source == "--set" and exc.field:  # the user wrote the path with this prefix
+        if isinstance(exc, OverrideError) and exc.field:  # the user wrote the path with this prefix
             exc.field = f"{field}.{exc.field}"
+        elif exc.source is None or "unknown config" in exc.message:
+            raise InputError(exc.message, source=referrer, field=field) from None
         raise
     finally:
         _RESOLVING.reset(token)

@@ -50,9 +50,16 @@ LARGEST = 1e30
 enough below the float maximum that peaks (rate x cores x clock) stay finite."""
 
 
+SMALLEST = 1e-30
+"""No positive number in a config is smaller (in its base unit): products such as bytes
+per cycle x clock would underflow towards zero (5e-324 bytes per cycle made a rate of 0)."""
+
+
 def _positive(v: float) -> float:
     if not v > 0:
         raise ValueError(f"must be greater than zero, got {shown(v)}")
+    if v < SMALLEST:
+        raise ValueError(f"must be at least {SMALLEST:g}, got {shown(v)}")
     if v > LARGEST:
         raise ValueError(f"must be at most {LARGEST:g}, got {shown(v)}")
     return v
@@ -425,6 +432,21 @@ class ChipSpec(_ConfigFile):
     @classmethod
     def _derived_fields(cls, data: Any) -> Any:
         return _tpu_port(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _derived_port_follows(self) -> "ChipSpec":
+        """A derived TPU port follows the HBM bandwidth, clock and cores it came from when
+        an override on the validated spec changes them (as it does in a config's text)."""
+        port = self.local_memory.fill_bandwidth_bytes_per_cycle
+        if self.family != "tpu" or port is None or port.basis != "derived":
+            return self
+        devices = 1 if self.cores.megacore else self.cores.count.value
+        value = self.hbm.bandwidth.value / self.clock.value / devices
+        if value == port.value:
+            return self
+        memory = self.local_memory.model_copy(update={"fill_bandwidth_bytes_per_cycle": port.model_copy(
+            update={"value": value})})
+        return self.model_copy(update={"local_memory": memory})
 
     @model_validator(mode="after")
     def _family_sections(self) -> "ChipSpec":

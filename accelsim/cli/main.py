@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from accelsim.arch.loader import OverrideError
 from accelsim.errors import InputError
 
 EXIT_BAD_INPUT = 2
@@ -79,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return int(args.run(args) or 0)
     except InputError as exc:
+        if isinstance(exc, OverrideError) and exc.source is None:  # every command takes overrides as --set
+            exc.source = "--set"
         print(f"accelsim: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except RecursionError:  # nesting the readers did not bound (each known one is an InputError)
