@@ -236,7 +236,9 @@ class FluidResources:
     uncontended (the programs of a kernel); not used with an ``observer``. The end times
     are those the allocation would give, up to float rounding of the progress in between.
 
-    Both are shortcuts: off, every start reallocates and every event reallocates.
+    Both are shortcuts, tested against the plain pool (coalescing: the same ends;
+    free-running: the same ends up to float rounding). Off, each start gets its own
+    reallocation and every start and end reallocates over every flow.
     """
 
     def __init__(self, env: simpy.Environment, capacities: Mapping[str, float], *,

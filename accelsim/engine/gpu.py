@@ -210,10 +210,8 @@ class Cohort(Flow):
     seconds: np.ndarray | None = None
     total_s: float = 0.0
     waited_s: float = 0.0
-
-    def sms(self) -> list[int]:
-        cores = self.cores
-        return [int(cores[0])] if len(cores) == 1 else np.unique(cores).tolist()
+    sms: list[int] | None = None
+    """The SMs its members run on, ascending."""
 
 
 class Paces:
@@ -282,11 +280,13 @@ class Residency:
 
     def track(self, cohort: Cohort, rows: np.ndarray, seconds: np.ndarray, waited: float = 0.0) -> None:
         cohort.rows, cohort.seconds, cohort.total_s, cohort.waited_s = rows, seconds, float(seconds.sum()), waited
-        for core in cohort.sms():
+        cores = cohort.cores
+        cohort.sms = [int(cores[0])] if len(cores) == 1 else sorted(set(cores.tolist()))
+        for core in cohort.sms:
             self.on_core[core][cohort] = None
 
     def forget(self, cohort: Cohort) -> None:
-        for core in cohort.sms():
+        for core in cohort.sms:
             del self.on_core[core][cohort]
         self.placed.clear()
 
