@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,7 +39,9 @@ class ProgramTimes:
             return exposed + residents * sm
         return exposed + np.maximum.reduce([residents * sm, self.chain[programs], self.latency_bound[programs]])
 
-    def as_lists(self) -> ProgramTimeLists:
+    @cached_property
+    def lists(self) -> ProgramTimeLists:
+        """These times as Python floats, for one program at a time (made when first asked)."""
         return ProgramTimeLists(self.exposed.tolist(), self.sm.tolist(), self.chain.tolist(),
                                  self.latency_bound.tolist(), self.serial)
 
