@@ -37,7 +37,8 @@ class Instance:
     members: list[tuple[int, int]] = field(default_factory=list)
     """(class, op) that wait for it."""
     started_ps: int = 0
-    hbm_share: float = 0.0
+    shares: dict[int, float] = field(default_factory=dict)
+    """Class -> the HBM share the instance takes from its compute (see :meth:`Rendezvous._launch`)."""
 
 
 class Rendezvous:
@@ -108,10 +109,16 @@ class Rendezvous:
             self._done(inst)
             return
         inst.started_ps = self.env.now
+        share = 0.0
         if self.hbm_bytes_per_s is not None:
-            inst.hbm_share = self.plans.hbm_share(inst.kind, inst.bytes, len(inst.ranks), plan, self.hbm_bytes_per_s)
-        for c in sorted({c for c, _ in inst.members}):
-            self.classes[c].compute.comm_changed(+1, inst.hbm_share)
+            share = self.plans.hbm_share(inst.kind, inst.bytes, len(inst.ranks), plan, self.hbm_bytes_per_s)
+        for c, i in sorted(inst.members):
+            # a class whose devices play several groups of the op takes each group's share
+            # for its own devices: every device takes one group's
+            joined = self.joined[c, i]
+            devices = sum(count for _ranks, count in joined.values())
+            inst.shares[c] = share * (joined[inst.key][1] / devices)
+            self.classes[c].compute.comm_changed(+1, inst.shares[c])
         process = play_plan(self.env, self.pool, plan)
         process.callbacks.append(lambda _e: self._done(inst, communicated=True))
 
@@ -120,7 +127,7 @@ class Rendezvous:
         classes = sorted({c for c, _ in inst.members})
         if communicated:
             for c in classes:
-                self.classes[c].compute.comm_changed(-1, inst.hbm_share)
+                self.classes[c].compute.comm_changed(-1, inst.shares[c])
             if self.segments is not None:
                 name = f"{inst.kind} {inst.bytes:g} B over {len(inst.ranks)}"
                 for c in classes:

@@ -22,8 +22,14 @@ from typing import Protocol
 
 from accelsim.network.collectives import Plan
 from accelsim.system.plans import PlanBook, instance_kind
-from accelsim.system.program import CompiledProgram, finished_before
+from accelsim.system.program import CompiledProgram, happens_before, order_bits
 from accelsim.system.trace import COLLECTIVE_KINDS, Op
+
+ORDER_BITS_LIMIT_BYTES = 256 * 2**20
+"""The most memory the dependency order of one program may take as bit sets (two of
+about ``ops**2 / 16`` bytes each, estimated before they are built: 46,000 ops). A larger
+program's collectives are taken as overlapping whatever else crosses their links, so
+they play every group and part: exact, only slower."""
 
 Joined = dict[tuple, list]
 """Instance key -> [ranks, how many devices of the class join it]."""
@@ -57,15 +63,24 @@ class CommLayout:
         self._independent: dict[tuple, tuple[bool, list]] = {}
         """(kind, bytes, partition) -> whether the groups' plans are translates, and the links
         they share with other traffic."""
-        self._finished_before: dict[int, list[int]] = {}
-        """Per program: per op, a bit set of the ops that finish before it starts."""
+        self._orders: dict[int, tuple[list[int], list[int]] | None] = {}
+        """Per program: per op, bit sets of the ops that finish before it starts and of
+        those that start after it ends (None: too large, see :data:`ORDER_BITS_LIMIT_BYTES`)."""
+        self._tag_bits: dict[tuple[int, int], int | None] = {}
+        """(id(tags), class) -> the ops a list of tags names, as a bit set (None: a tag of a single
+        device or of another class)."""
 
-    def build(self) -> Layout:
+    def joins(self) -> dict[tuple[int, int], Joined]:
+        """(class, op) -> every instance its devices join (before any is folded)."""
         full: dict[tuple[int, int], Joined] = {}
         for cls in self.classes:
             for i, op in enumerate(cls.prog.ops):
                 if op.is_comm:
                     full[cls.id, i] = _instances_joined(cls, i, op)
+        return full
+
+    def build(self, full: dict[tuple[int, int], Joined]) -> Layout:
+        """The layout, from :meth:`joins`; every instance played is planned here."""
         owners = self._link_owners(full)
         if self.plans.representative_parts:
             self._choose_whole(full, owners)
@@ -187,22 +202,51 @@ class CommLayout:
         return translates, shared
 
     def _contended(self, cls: ClassLike, i: int, on_link: dict[tuple, list], own: tuple) -> bool:
-        """Can traffic other than ``own``'s on a link run while op ``i`` of ``cls`` does?"""
+        """Can traffic other than ``own``'s on a link run while op ``i`` of ``cls`` does?
+        Traffic of another class, or of another op of this class that the dependencies do
+        not order before or after op ``i``, can."""
         for owner, tag_lists in on_link.items():
             if owner == own:
                 continue
             for tags in tag_lists:
-                for tag in tags:
-                    if tag is None or tag[0] != cls.id or not self._ordered(cls.prog, i, tag[1]):
-                        return True
+                ops = self._ops_named(cls.id, tags)
+                if ops is None:
+                    return True
+                order = self._order(cls.prog)
+                if order is None or ops & ~(order[0][i] | order[1][i]):  # i itself counts: its other groups
+                    return True
         return False
 
-    def _ordered(self, prog: CompiledProgram, i: int, j: int) -> bool:
-        """Does one of ops ``i``, ``j`` finish before the other starts, whatever the timing?"""
-        before = self._finished_before.get(prog.index)
-        if before is None:
-            before = self._finished_before[prog.index] = finished_before(prog)
-        return bool(before[j] >> i & 1 or before[i] >> j & 1)
+    def _ops_named(self, c: int, tags: list) -> int | None:
+        """The ops of class ``c`` a list of tags names, as a bit set; None if one is not
+        of ``c`` (or of a single device's class)."""
+        key = id(tags), c  # the lists live as long as the owners that hold them
+        if key not in self._tag_bits:
+            bits = 0
+            for tag in tags:
+                if tag is None or tag[0] != c:
+                    bits = None
+                    break
+                bits |= 1 << tag[1]
+            self._tag_bits[key] = bits
+        return self._tag_bits[key]
+
+    def _order(self, prog: CompiledProgram) -> tuple[list[int], list[int]] | None:
+        if prog.index not in self._orders:
+            n = len(prog.ops)
+            small = n * n // 8 <= ORDER_BITS_LIMIT_BYTES
+            self._orders[prog.index] = order_bits(happens_before(prog)) if small else None
+        return self._orders[prog.index]
+
+
+def members_moving(full: dict[tuple[int, int], Joined]) -> int:
+    """Members of every instance of two or more ranks, counted once per instance: about
+    the fewest transfers the instances can start on the links (a ring starts more)."""
+    sizes: dict[tuple, int] = {}
+    for joined in full.values():
+        for key, (ranks, _count) in joined.items():
+            sizes[key] = len(ranks) if len(ranks) > 1 else 0
+    return sum(sizes.values())
 
 
 def _instances_joined(cls: ClassLike, i: int, op: Op) -> Joined:

@@ -71,6 +71,15 @@ def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) ->
     )
 
 
+def comm_in_flight(program: Program) -> int:
+    """The most communication ops of a program that can move data at once: one per
+    stream that holds synchronous ones (each holds its stream until it ends), and every
+    asynchronous one."""
+    comm = [op for op in program.ops if op.is_comm]
+    streams = {op.stream for op in comm if not op.is_async}
+    return min(len(comm), len(streams) + sum(op.is_async for op in comm))
+
+
 def foldable(program: Program) -> bool:
     """Devices are interchangeable: no send/recv (chains have ends) and every
     collective's replica groups have one size."""
@@ -158,10 +167,10 @@ def group_layout(index: dict[int, tuple], devices: list[int]) -> tuple[list[tupl
     return order, slots
 
 
-def finished_before(prog: CompiledProgram) -> list[int]:
-    """Per op, the ops that have finished whenever it starts, as a bit set: its
-    dependencies (and a done's async op), the op before it on its stream unless that one
-    is async (an async op frees its stream when issued), and theirs in turn."""
+def happens_before(prog: CompiledProgram) -> list[list[int]]:
+    """Per op, the ops that have finished whenever it starts and it waits for directly:
+    its dependencies (and a done's async op), and the op before it on its stream unless
+    that one is async (an async op frees its stream when issued)."""
     ops = prog.ops
     parents: list[list[int]] = [[] for _ in ops]
     for k, children in enumerate(prog.dependents):
@@ -171,13 +180,25 @@ def finished_before(prog: CompiledProgram) -> list[int]:
         for k, j in zip(stream, stream[1:]):
             if not ops[k].is_async:
                 parents[j].append(k)
-    before = [0] * len(ops)
-    for j in topological(parents):
+    return parents
+
+
+def order_bits(parents: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Per op, its ancestors (the ops finished whenever it starts) and its descendants
+    (those that start only after it has finished) under ``parents``, as bit sets."""
+    order = topological(parents)
+    before = [0] * len(parents)
+    for j in order:
         bits = 0
         for k in parents[j]:
             bits |= before[k] | (1 << k)
         before[j] = bits
-    return before
+    after = [0] * len(parents)
+    for j in reversed(order):
+        bit = 1 << j
+        for k in parents[j]:
+            after[k] |= after[j] | bit
+    return before, after
 
 
 def topological(parents: list[list[int]]) -> list[int]:

@@ -46,9 +46,9 @@ from accelsim.results import DeviceStats, LinkStats, StepResult
 from accelsim.system.compute import HBM_SHARE_CAP, CommLoad, DeviceCompute, PerOpCompute
 from accelsim.system.costs import CostModel
 from accelsim.system.instances import Rendezvous
-from accelsim.system.layout import CommLayout
+from accelsim.system.layout import CommLayout, members_moving
 from accelsim.system.plans import PlanBook, ranks_text
-from accelsim.system.program import compile_program
+from accelsim.system.program import comm_in_flight, compile_program
 from accelsim.system.streams import Completions, DeviceClass, Segment, Streams
 from accelsim.system.trace import SystemTrace
 from accelsim.units import UnitError, parse_quantity, ps_to_seconds
@@ -217,7 +217,10 @@ class _Replay:
         self.classes = self._classes()
         shortcuts = options.shortcuts
         self.plans = PlanBook(self.topo, options.algorithm, shortcuts.representative_parts)
-        self.layout = CommLayout(self.classes, self.plans, options.fold and shortcuts.fold_groups).build()
+        layout = CommLayout(self.classes, self.plans, options.fold and shortcuts.fold_groups)
+        joins = layout.joins()
+        check_link_sharing(trace, members_moving(joins))
+        self.layout = layout.build(joins)
         # one pool for every link any collective of the trace crosses (the others would only
         # add columns to every reallocation); many groups' phases start at the same
         # instants: one reallocation for each instant
@@ -293,6 +296,28 @@ class _Replay:
              for name, b in used.items() if b > 0),
             key=lambda l: (-l.utilization, l.link),
         ))
+
+
+MAX_LINK_SHARING_WORK = 1e8
+"""The most flow updates the link pool may be asked for, estimated before anything is
+planned as the collectives and transfers a device can have moving data at once times
+the members of every instance (about the fewest transfers they start): every start or
+end of a transfer reallocates the links among the flows running then. 1600 all-reduces
+of distinct sizes in flight at once on a 4x4 torus (4.1e7) took 173 s on the loaded
+development machine. The rest of a replay grows about linearly with its ops."""
+
+
+def check_link_sharing(trace: SystemTrace, members: int) -> None:
+    """Refuse a trace whose link sharing would cost more than :data:`MAX_LINK_SHARING_WORK`
+    (many collectives in flight at once: thousands of streams, or of async collectives,
+    each carrying one); ``members``: :func:`~accelsim.system.layout.members_moving`."""
+    in_flight, p = max((comm_in_flight(program), p) for p, program in enumerate(trace.programs))
+    estimate = in_flight * members
+    if estimate > MAX_LINK_SHARING_WORK:
+        raise InputError(
+            f"up to {in_flight:,} collectives or transfers in flight at once on a device x {members:,} members of "
+            f"them: sharing the links would cost about {estimate:.2g} flow updates, past the limit of "
+            f"{MAX_LINK_SHARING_WORK:.0e}", field=f"programs[{p}]")
 
 
 def _shared_costs(costs: CostModel | None, chip: Chip, base_dir: Path, options: ReplayOptions) -> CostModel | None:
