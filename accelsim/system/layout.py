@@ -239,13 +239,18 @@ class CommLayout:
         return self._orders[prog.index]
 
 
-def members_moving(full: dict[tuple[int, int], Joined]) -> int:
+def members_moving(classes: Sequence[ClassLike], full: dict[tuple[int, int], Joined]) -> int:
     """Members of every instance of two or more ranks, counted once per instance: about
-    the fewest transfers the instances can start on the links (a ring starts more)."""
+    the fewest transfers the instances start on the links (a ring starts more). A class
+    of several devices counts its first device's group of each collective, as it plays
+    it where its groups fold."""
     sizes: dict[tuple, int] = {}
-    for joined in full.values():
+    for (c, i), joined in full.items():
+        cls = classes[c]
+        first = cls.prog.comm_keys[i].get(cls.devices[0]) if len(cls.devices) > 1 else None
         for key, (ranks, _count) in joined.items():
-            sizes[key] = len(ranks) if len(ranks) > 1 else 0
+            if first is None or key == first[0]:
+                sizes[key] = len(ranks) if len(ranks) > 1 else 0
     return sum(sizes.values())
 
 

@@ -1,14 +1,14 @@
 """Replay of a system trace: one discrete-event run over every device of a system.
 
 Devices run their program's ops as streams do: an op starts when its dependencies have
-finished and the op before it on its stream has finished (or, if async, been issued).
-Three shared things set how long ops take:
+finished and the op before it on its stream has finished (or, if async, been issued)
+(:mod:`accelsim.system.streams`). Three shared things set how long ops take:
 
 * **compute** on a device is processor-shared: ``k`` compute ops running at once on one
-  device each progress at ``1/k`` of their speed alone;
+  device each progress at ``1/k`` of their speed alone (:mod:`accelsim.system.compute`);
 * **links**: every collective and transfer is a plan of flows (``accelsim.network``) on
   one :class:`~accelsim.engine.fluid.FluidResources` pool over all links of the
-  topology, so concurrent ones share links max-min fairly;
+  topology, so concurrent ones share links max-min fairly (:mod:`accelsim.system.instances`);
 * **comm vs compute on GPUs**: while a collective or transfer runs on a device, its
   compute ops progress at ``1 - comm_sm_fraction`` of their speed (``1 -`` the running
   collectives' HBM shares for memory-bound ones): NCCL kernels occupy SMs and move
@@ -19,9 +19,9 @@ send/recv and every collective's groups have one size) are replayed as one *clas
 that advances in lockstep, so a 1024-chip SPMD step costs about what one chip does.
 Collectives still start one plan per replica group on the shared links (one, when the
 groups are translates whose links nothing else loads meanwhile: see
-``_Replay._foldable_partitions``); a class's collective ends when its slowest group does
-(exact when groups are symmetric).
-``fold=False`` replays every device on its own.
+:mod:`accelsim.system.layout`); a class's collective ends when its slowest group does
+(exact when groups are symmetric). ``fold=False`` replays every device on its own; the
+other shortcuts are :class:`ReplayShortcuts`.
 
 Time is the SimPy clock in integer picoseconds; ties break in event order, so a
 replay is deterministic.
@@ -219,7 +219,7 @@ class _Replay:
         self.plans = PlanBook(self.topo, options.algorithm, shortcuts.representative_parts)
         layout = CommLayout(self.classes, self.plans, options.fold and shortcuts.fold_groups)
         joins = layout.joins()
-        check_link_sharing(trace, members_moving(joins))
+        check_link_sharing(trace, members_moving(self.classes, joins))
         self.layout = layout.build(joins)
         # one pool for every link any collective of the trace crosses (the others would only
         # add columns to every reallocation); many groups' phases start at the same
