@@ -457,7 +457,12 @@ def with_values(spec: BaseModel, overrides: Sequence[Override]) -> BaseModel:
                                     f"{shown(below.override.value)}, not a section", field=format_path(override.path))
             node[part] = node = below if isinstance(below, dict) else {}
         node[override.path[-1]] = _Leaf(override)
-    return _rebuilt(spec, tree, ())
+    rebuilt = _rebuilt(spec, tree, ())
+    if isinstance(spec, schema.ChipSpec):
+        from accelsim.arch.peak import peak_after_overrides  # it reads the config that gives the peak with load_raw
+
+        rebuilt = peak_after_overrides(spec, rebuilt, overrides)
+    return rebuilt
 
 
 def _check_section_given(spec: BaseModel, override: Override) -> None:
