@@ -328,7 +328,8 @@ class GpuDispatch:
         self.clock = clock
         self.env, self.pool = clock.env, clock.pool
         self.kernel = kernel
-        self.launch = LaunchOrder(self.env, kernel.programs, kernel.barriers, [cores * per_core for per_core in kernel.per_cores])
+        slots = [cores * per_core for per_core in kernel.per_cores]
+        self.launch = LaunchOrder(self.env, kernel.programs, kernel.barriers, slots)
         self.cores = CoreSlots(cores)
         self.most = max(kernel.per_cores)
         self.residency = Residency(self.cores, kernel.times, self.pool) if self.most > 1 else None
