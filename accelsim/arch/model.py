@@ -249,6 +249,13 @@ class Cluster:
     nic_bandwidth_bytes_per_s: float
     switch_latency_s: float
     rail_optimized: bool
+    host_cpu: str = "intel"
+    nccl_protocols: tuple[str, ...] | None = None
+    """NCCL_PROTO of the platform (None: every protocol of the node)."""
+    nvls_enabled: bool = True
+    """NCCL_NVLS_ENABLE of the platform."""
+    tuner: str | None = None
+    """The platform's NCCL tuner plugin (None: NCCL's own)."""
 
     @property
     def num_chips(self) -> int:
@@ -445,6 +452,10 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             nic_bandwidth_bytes_per_s=net.nic_bandwidth.value,
             switch_latency_s=net.switch_latency.value,
             rail_optimized=net.rail_optimized,
+            host_cpu=net.host_cpu,
+            nccl_protocols=tuple(net.nccl_protocols) if net.nccl_protocols is not None else None,
+            nvls_enabled=net.nvls_enabled,
+            tuner=net.tuner,
         )
     if isinstance(spec, schema.TorusSpec):
         torus = Torus(

@@ -588,9 +588,10 @@ class NodeSpec(_ConfigFile):
         return self
 
 
-MAX_NICS_PER_NODE = 64
+MAX_NICS_PER_NODE = 144
 """Scale-out NICs one node may have: the densest nodes have one or two per GPU (8 to 16
-for 8 GPUs); each is simulated as a pair of links."""
+for 8 GPUs, 72 for a GB200 NVL72 rack taken as one node); each is simulated as a pair of
+links."""
 MAX_CLUSTER_NICS = 1 << 20
 """NICs of a whole cluster (nodes x NICs per node): as many as the chips accelsim models,
 so the fabric is never larger than the system it serves."""
@@ -611,6 +612,18 @@ class ScaleOutNetwork(_Strict):
     switch_latency: Cited[Seconds] = calibratable()
     rail_optimized: bool = True
     """Each GPU's NIC goes to its own rail switch (GPU i of every node on rail i)."""
+    host_cpu: Literal["intel", "amd", "arm"] = "intel"
+    """The nodes' host CPU vendor: NCCL sizes LL across nodes by it (``llMaxBws``, AMD hosts
+    one row, every other host the Intel one; ``accelsim.network.nccl_tables``)."""
+    nccl_protocols: Annotated[list[Literal["ll", "ll128", "simple"]], Field(min_length=1)] | None = None
+    """The protocols the platform's NCCL environment allows (its ``NCCL_PROTO``; e.g. the
+    GPUDirect-TCPXO plugin runs Simple only). None: every protocol of the node."""
+    nvls_enabled: bool = True
+    """The platform's ``NCCL_NVLS_ENABLE``: false where its network plugin cannot run NVLS
+    (GPUDirect-TCPXO), so neither NVLS nor NVLS-tree is a candidate."""
+    tuner: Literal["aws-ofi-p6"] | None = None
+    """The platform's NCCL tuner plugin, where it picks the algorithm and protocol instead of
+    NCCL's own cost model (``accelsim.network.tuners``). None: NCCL's choice (``auto``)."""
 
 
 class ClusterSpec(_ConfigFile):
