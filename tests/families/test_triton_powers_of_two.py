@@ -13,7 +13,7 @@ from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.base import check_powers_of_two
 
-GEMM = {"M": 1024, "N": 1024, "K": 1024, "dtype": "bf16", "batch": 1, "groups": 1}
+GEMM = {"M": 1024, "N": 1024, "K": 1024, "dtype": "bf16", "batch": 1, "groups": 1, "impl": "triton"}
 
 
 @pytest.mark.parametrize("field, value", [("block_m", 100), ("block_n", 96), ("block_k", 48), ("num_warps", 3)])
@@ -29,7 +29,7 @@ def test_attention_block_sizes_and_warps_are_checked_too(field):
     params = get_family("attention").parse_config({})  # only to name the fields: every one is a config field
     assert field in params
     problem = {"batch": 1, "heads": 8, "kv_heads": 0, "seq_q": 1024, "seq_kv": 0, "head_dim": 128, "causal": False,
-               "dtype": "bf16", "pass": "fwd"}
+               "dtype": "bf16", "pass": "fwd", "impl": "triton"}
     with pytest.raises(InputError, match="power of two"):
         get_family("attention").resolve_config(problem, {field: 48}, load_arch("h100-sxm"))
 
@@ -55,7 +55,7 @@ def test_cuda_style_elementwise_warps_stay_free_on_a_gpu():
 
 def test_the_cli_names_the_field_in_one_line(cli):
     result = cli("simulate", "--arch", "h100", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
-                 "--param", "K=256", "--param", "block_m=100")
+                 "--param", "K=256", "--param", "impl=triton", "--param", "block_m=100")
     assert result.code == 2 and result.out == ""
     assert result.err.startswith("accelsim: error: --param: block_m: expected a power of two") and \
         len(result.err.splitlines()) == 1
