@@ -161,6 +161,10 @@ class ProgramCosts:
     drain_hidden: np.ndarray
     """1 where a following unit's epilogue overlaps another consumer's main loop
     (``kernel.execution.epilogue: overlapped``); 0 elsewhere."""
+    drain_in_step: np.ndarray
+    """1 where the consumers wait for their tile's TMA store while every persistent CTA stores
+    its tile at the same moment (``kernel.execution.epilogue: exposed``): the drain moves at the
+    SM's share of HBM, not at its port's rate; 0 elsewhere."""
     extra_load_latency_s: np.ndarray
     """What each of the program's loads takes beyond a plain load's latency: the chip's
     ``local_memory.bulk_copy_latency`` where a TMA producer issues them, else 0."""
@@ -317,15 +321,17 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
 
 def execution_arrays(trace: KernelTrace, chip: Chip) -> dict[str, np.ndarray]:
     """Per program, what the trace's ``kernel.execution`` changes (:class:`ProgramCosts`'s
-    ``follows``, ``drain_hidden`` and ``extra_load_latency_s``)."""
+    ``follows``, ``drain_hidden``, ``drain_in_step`` and ``extra_load_latency_s``)."""
     n = trace.num_programs
     execution = trace.kernel.execution
     if execution is None or not isinstance(chip, GpuChip):
         zeros = np.zeros(n)
-        return {"follows": zeros, "drain_hidden": zeros, "extra_load_latency_s": zeros}
+        return {"follows": zeros, "drain_hidden": zeros, "drain_in_step": zeros, "extra_load_latency_s": zeros}
     follows = np.zeros(n)
     if execution.persistent_ctas is not None:
         follows[execution.persistent_ctas:] = 1.0
     hidden = follows if execution.epilogue == "overlapped" else np.zeros(n)
+    in_step = execution.epilogue == "exposed" and execution.persistent_ctas is not None
     extra = chip.local.bulk_copy_latency_s if execution.loads == "tma" else 0.0
-    return {"follows": follows, "drain_hidden": hidden, "extra_load_latency_s": np.full(n, extra)}
+    return {"follows": follows, "drain_hidden": hidden, "drain_in_step": np.full(n, float(in_step)),
+            "extra_load_latency_s": np.full(n, extra)}

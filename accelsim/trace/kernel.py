@@ -266,9 +266,11 @@ class Execution(_Strict):
     its first load's latency, nor the fill at the port. Absent: one CTA per program."""
     epilogue: Literal["exposed", "overlapped"] = "exposed"
     """Persistent kernels: a following unit's epilogue (its last stores). ``exposed``: the
-    consumers drain their accumulators before the next unit's MMAs start (cooperative
-    kernels); ``overlapped``: another consumer's main loop runs meanwhile (ping-pong
-    kernels), so the drain costs the unit nothing."""
+    consumers drain their accumulators and wait for the tile's store out of shared memory
+    before the next unit's MMAs start (cooperative kernels, DeepGEMM); the persistent CTAs run
+    their units in step, so every SM stores at once and the store drains at one SM's share of
+    HBM. ``overlapped``: another consumer's main loop runs meanwhile (ping-pong kernels), so
+    the drain costs the unit nothing."""
 
 
 class Kernel(_Strict):

@@ -444,6 +444,9 @@ def convert_tritonbench_attention(raw: dict) -> Outcome:
 
 LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm"}
 LIGER_TAGS = (("(liger)", "liger"), ("(huggingface/torch)", "torch"), ("(huggingface (unfused", "hf-unfused"))
+LIGER_IMPLS = {"liger": "liger", "torch": "torch", "hf-unfused": "torch"}
+"""The norm families' ``impl`` for each of the CSV's providers: Liger's kernel, ``torch.nn.LayerNorm``
+(PyTorch's CUDA kernel), and Hugging Face's ``LlamaRMSNorm`` (PyTorch eager ops, one kernel each)."""
 
 
 def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
@@ -461,8 +464,13 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     family = LIGER_FAMILIES[kernel]
     tag = next(t for marker, t in LIGER_TAGS if marker in raw["workload"])
     par = raw["parameters"]
-    params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"]}
+    params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"], "impl": LIGER_IMPLS[tag]}
     notes = [f"latency_s is the source's median latency, {raw['value']:g} ms; forward pass only"]
+    if family == "rmsnorm" and par["dtype"] != "fp32":
+        # benchmark_rms_norm.py builds LigerRMSNorm and LlamaRMSNorm without a dtype: nn.Parameter(torch.ones(H))
+        params["weight_dtype"] = "fp32"
+        notes.append("weight_dtype: the benchmark's modules keep their weight in fp32 (built without a dtype, "
+                     "benchmark/scripts/benchmark_rms_norm.py)")
     extra = paired_notes(raw)
     if extra:
         notes.append(f"the source's bandwidth record for this run adds: {extra}")
