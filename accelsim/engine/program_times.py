@@ -64,12 +64,13 @@ def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
     """Independent instruction streams of one program on an SM: its warps spread over
     the SM's sub-partitions, one tensor core each (a Hopper warpgroup is one stream).
     While one stream waits on its softmax, another's MMAs keep the tensor cores busy.
+    A warp-specialized kernel's consumer warpgroups are its streams, or one stream where
+    they take turns (``kernel.execution``: ``consumers``, ``consumer_chains``).
     One number for the trace, or one per program where its kernels' warps differ."""
     execution = trace.kernel.execution
     if execution is not None and execution.consumers is not None:
-        return execution.consumers  # warp-specialized: the consumer warpgroups issue the work
-    per_kernel = [res.mma_streams or max(1, res.warps // chip.matrix.units_per_core)
-                  for res in trace.resources_by_kernel]
+        return 1 if execution.consumer_chains == "shared" else execution.consumers
+    per_kernel = [max(1, res.warps // chip.matrix.units_per_core) for res in trace.resources_by_kernel]
     if len(set(per_kernel)) == 1:
         return per_kernel[0]
     return np.asarray(per_kernel)[kernel_index(trace)]

@@ -425,7 +425,7 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
     each staged tile: :meth:`Chip.staged_buffers`), or with several kernels from
     ``resources_by_kernel``, one per kernel (None: the config's)."""
     ours = {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
-            "registers_per_thread": _registers(p, config), **_streams(p, config)}
+            "registers_per_thread": _registers(p, config)}
     templates = _scheduled(templates, p.get("schedule"))
     each = [ours if r is None else r for r in resources_by_kernel or [None]]
     return KernelTrace.model_validate({
@@ -437,6 +437,7 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
             "pipeline_depth": config["num_stages"],
             "kernel_starts": kernel_starts,
             **({"kernel_resources": each[1:]} if resources_by_kernel else {}),
+            **_execution(p, config),
         },
         "tensors": {**_tensors(p), **(extra_tensors or {})},
         "templates": templates,
@@ -525,9 +526,9 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
             "name": f"attention_decode_{p['dtype']}_b{b}_h{p['heads']}_kv{hk}_s{skv}_d{d}",
             **kernel,
             "resources": {"local_memory_bytes": int((executed_m * d + buffers * 2 * bn * d) * size),
-                          "warps": config["num_warps"], "registers_per_thread": _registers(p, config),
-                          **_streams(p, config)},
+                          "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
+            **_execution(p, config),
         },
         "tensors": {**_tensors(p), **({"O_partial": {"shape": [b, hk, split, group, sq * (d + 1)], "dtype": "fp32"}}
                                        if split > 1 else {})},
@@ -538,11 +539,12 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     })
 
 
-def _streams(p: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
-    """The main kernel's consumer streams where the implementation says how many."""
+def _execution(p: dict[str, Any], config: dict[str, Any]) -> dict[str, dict]:
+    """The kernel's ``execution`` where the implementation is warp-specialized (its consumer
+    warpgroups, how their chains overlap, TMA loads)."""
     schedule = p.get("schedule")
-    streams = schedule.mma_streams(p, config) if schedule else None
-    return {"mma_streams": streams} if streams else {}
+    execution = schedule.execution(config["num_warps"]) if schedule else None
+    return {"execution": execution} if execution else {}
 
 
 def _scheduled(templates: list[dict], schedule: Schedule | None) -> list[dict]:

@@ -46,7 +46,8 @@ def test_an_implementation_is_refused_where_it_does_not_run():
 def test_fa3_runs_its_library_tiles_warp_specialized():
     trace, config = build(H100, batch=2, heads=16, seq_q=8192, head_dim=128, impl="fa3")
     assert (config["block_m"], config["block_n"], config["num_warps"]) == (128, 176, 12)
-    assert trace.kernel.resources.mma_streams == 1
+    execution = trace.kernel.execution
+    assert (execution.consumers, execution.consumer_chains, execution.loads) == (2, "shared", "tma")
     loop = next(s for t in trace.templates for s in t.steps if any(c.unit == "matrix" for c in s.compute))
     assert loop.chained is False
     assert all(c.overlapped for c in loop.compute if c.unit == "vector")

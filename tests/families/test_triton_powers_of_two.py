@@ -29,7 +29,7 @@ def test_attention_block_sizes_and_warps_are_checked_too(field):
     params = get_family("attention").parse_config({})  # only to name the fields: every one is a config field
     assert field in params
     problem = {"batch": 1, "heads": 8, "kv_heads": 0, "seq_q": 1024, "seq_kv": 0, "head_dim": 128, "causal": False,
-               "dtype": "bf16", "pass": "fwd"}
+               "dtype": "bf16", "pass": "fwd", "impl": "triton"}
     with pytest.raises(InputError, match="power of two"):
         get_family("attention").resolve_config(problem, {field: 48}, load_arch("h100-sxm"))
 

@@ -25,6 +25,10 @@ def is_blackwell(chip: Chip) -> bool:
     return chip.vendor == "nvidia" and chip.local.tensor_memory_bytes > 0
 
 
+WARPGROUP_WARPS = 4
+"""Warps of a warpgroup, the unit that issues a Hopper warpgroup MMA (PTX ISA, ``wgmma``)."""
+
+
 @dataclass(frozen=True)
 class Schedule:
     """How one program's consumer streams run an iteration's MMAs and softmax.
@@ -34,13 +38,23 @@ class Schedule:
     MMAs are issued asynchronously, as a GEMM's are. ``overlapped_vector``: the softmax's
     FP32 arithmetic runs in the shadow of the MMAs (another warpgroup's, or the next
     tile's) and stays off the stream's dependency chain; its exps (MUFU) stay on it.
-    ``mma_streams``: consumer streams per program (None: warps over tensor cores).
-    ``producer_warps``: warps that only issue loads (a warp-specialized producer)."""
+    ``producer_warps``: warps that only issue loads (a warp-specialized producer, by TMA);
+    the other warps are the consumer warpgroups (the trace's ``kernel.execution``).
+    ``consumer_chains``: ``shared`` where the consumers take turns (one dependency chain per
+    program), ``separate`` where each is a stream of its own."""
 
     chained: bool = True
     overlapped_vector: bool = False
-    mma_streams: Callable[[dict[str, Any], dict[str, Any]], int | None] = lambda p, config: None
     producer_warps: int = 0
+    consumer_chains: str = "separate"
+
+    def execution(self, warps: int) -> dict[str, Any] | None:
+        """The trace's ``kernel.execution`` for a program of ``warps`` warps: the consumer
+        warpgroups beside the producer, which loads by TMA; None without warp specialization."""
+        if not self.producer_warps:
+            return None
+        consumers = max(1, (warps - self.producer_warps) // WARPGROUP_WARPS)
+        return {"loads": "tma", "consumers": consumers, "consumer_chains": self.consumer_chains}
 
 
 @dataclass(frozen=True)
