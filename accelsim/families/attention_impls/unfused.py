@@ -5,11 +5,15 @@ runs it and the FlashAttention-3 paper times it as "Standard attention".
 Forward kernels: the rearranges of Q and K into (batch*heads, seq, head_dim) copies (the
 inputs come packed as (batch, seq, 3, heads, head_dim)); ``baddbmm`` (S = scale * Q K^T,
 written to HBM in the input dtype); when causal, the mask built at each call (``full``,
-``triu``, the cast to the input dtype) and added to S; the row softmax (S read, P written);
+``triu``, the cast to the input dtype) and added to S (the ``seq_q x seq_kv`` mask is read again
+for every head, from L2 while it fits); the row softmax (S read, P written);
 V's rearrange copy; ``bmm`` (O = P V). Backward (autograd of the same ops, the forward
 not included, as a backward benchmark times it): dO made
-contiguous, dP = dO V^T and dV = P^T dO, the softmax backward (P and dP read, dS written),
-dQ = dS K and dK = dS^T Q, and the three gradients copied into the packed layout.
+contiguous, dP = dO V^T and dV = P^T dO, the softmax backward as ATen runs it
+(``softmax_backward_cuda_out``: an elementwise ``grad * output`` kernel, then the row kernel
+reading that product and P, writing dS), dQ = dS K and dK = dS^T Q, each multiplied by the
+softmax scale (``baddbmm``'s alpha: ``maybe_multiply`` in autograd's ``derivatives.yaml``, an
+out-of-place elementwise kernel), and the three gradients copied into the packed layout.
 Each GEMM is a cuBLAS-style tiled kernel (128x128 output tiles, 64-deep k-steps, MMAs not
 chained, 8 warps, 4 stages); each elementwise or row kernel moves its bytes at 512
 elements (a 128-thread block, 4 per thread: PyTorch's vectorized elementwise launch) or one
@@ -102,8 +106,11 @@ def _bmm(ks: _Kernels, name: str, a: str, b: str, c: str, batch: int, m: int, n:
 
 
 def _elementwise(ks: _Kernels, name: str, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]],
-                 elements: int, flops_per_element: float = 0.0) -> None:
-    """One pass over ``elements``: each input (tensor, dtype) read and each output written once."""
+                 elements: int, flops_per_element: float = 0.0, broadcast: tuple[str, str, int] | None = None) -> None:
+    """One pass over ``elements``: each input (tensor, dtype) read and each output written once.
+    ``broadcast`` (tensor, dtype, its elements): one more input, smaller, that every stretch
+    of ``elements`` of its size reads again from its start (a mask added to each head's
+    scores), so its blocks repeat and the L2 serves them while they fit."""
     programs = math.ceil(elements / ELEMENTS_PER_PROGRAM)
     per = ELEMENTS_PER_PROGRAM
     for tensor, dtype in inputs + outputs:
@@ -114,7 +121,14 @@ def _elementwise(ks: _Kernels, name: str, inputs: list[tuple[str, str]], outputs
         step["compute"] = [{"unit": "vector", "flops": float(flops_per_element * per), "dtype": "fp32"}]
     for tensor, dtype in inputs + outputs:
         ks.tensors[tensor]["shape"] = [programs, per]
-    ks.add({"name": name, "steps": [step]}, programs, {"item": np.arange(programs)}, {"warps": ROW_WARPS})
+    variables = {"item": np.arange(programs)}
+    if broadcast is not None:
+        tensor, dtype, size = broadcast
+        blocks = math.ceil(size / per)
+        ks.tensors[tensor] = {"shape": [blocks, per], "dtype": dtype}
+        step["transfers"].append({"tensor": tensor, "block": ["again"], "bytes": per * DTYPE_BYTES[dtype]})
+        variables["again"] = np.arange(programs) % blocks
+    ks.add({"name": name, "steps": [step]}, programs, variables, {"warps": ROW_WARPS})
 
 
 def _rows(ks: _Kernels, name: str, inputs: list[str], output: str, rows: int, cols: int, dtype: str,
@@ -141,7 +155,7 @@ def _forward(ks: _Kernels, p: dict[str, Any], bh: int, sq: int, skv: int, d: int
         _elementwise(ks, "mask_full", [], [("mask32", "fp32")], sq * skv)
         _elementwise(ks, "mask_triu", [("mask32", "fp32")], [("mask32u", "fp32")], sq * skv)
         _elementwise(ks, "mask_cast", [("mask32u", "fp32")], [("mask", dtype)], sq * skv)
-        _elementwise(ks, "mask_add", [("S", dtype), ("mask", dtype)], [("S", dtype)], scores, 1.0)
+        _elementwise(ks, "mask_add", [("S", dtype)], [("S", dtype)], scores, 1.0, broadcast=("mask", dtype, sq * skv))
     _rows(ks, "softmax", ["S"], "P", bh * sq, skv, dtype, 4.0, exps=True)
     _elementwise(ks, "copy_v", [("V_in", dtype)], [("V", dtype)], kd)
     _bmm(ks, "bmm_pv", "P", "V", "O", bh, sq, d, skv, dtype)
@@ -152,9 +166,14 @@ def _backward(ks: _Kernels, bh: int, sq: int, skv: int, d: int, qd: int, kd: int
     _elementwise(ks, "copy_do", [("dO_in", dtype)], [("dO", dtype)], qd)
     _bmm(ks, "bmm_dp", "dO", "Vt", "dP", bh, sq, skv, d, dtype)
     _bmm(ks, "bmm_dv", "Pt", "dO", "dV", bh, skv, d, sq, dtype)
-    _rows(ks, "softmax_backward", ["P", "dP"], "dS", bh * sq, skv, dtype, 3.0, exps=False)
-    _bmm(ks, "bmm_dq", "dS", "K", "dQ", bh, sq, d, skv, dtype)
-    _bmm(ks, "bmm_dk", "dSt", "Q", "dK", bh, skv, d, sq, dtype)
+    # softmax_backward_cuda_out computes grad * output first, then its row kernel
+    _elementwise(ks, "softmax_grad_mul", [("dP", dtype), ("P", dtype)], [("dPP", dtype)], bh * sq * skv, 1.0)
+    _rows(ks, "softmax_backward", ["dPP", "P"], "dS", bh * sq, skv, dtype, 2.0, exps=False)
+    _bmm(ks, "bmm_dq", "dS", "K", "dQs", bh, sq, d, skv, dtype)
+    _bmm(ks, "bmm_dk", "dSt", "Q", "dKs", bh, skv, d, sq, dtype)
+    # baddbmm's alpha (the softmax scale): autograd multiplies each product by it, out of place
+    _elementwise(ks, "scale_dq", [("dQs", dtype)], [("dQ", dtype)], qd, 1.0)
+    _elementwise(ks, "scale_dk", [("dKs", dtype)], [("dK", dtype)], kd, 1.0)
     for grad in ("dQ", "dK", "dV"):
         _elementwise(ks, f"copy_{grad.lower()}", [(grad, dtype)], [(f"{grad}_packed", dtype)], qd if grad == "dQ" else kd)
 
