@@ -188,8 +188,8 @@ def _specialized_registers(warps: int, producer_warps: int) -> int:
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     p = _problem(params)
     impl = attention_impls.resolve(p["impl"], chip)
-    if not impl.fused:
-        return  # separate library kernels: no fused tile to check
+    if impl.build is not None:
+        return  # the implementation builds its own kernels: no fused tile to check
     p["schedule"] = impl.schedule
     for key in ("block_m", "block_n", "num_stages", "num_warps", "split_kv"):
         if not isinstance(config.get(key), int) or config[key] < 1:
@@ -263,8 +263,8 @@ def useful_flops(params: dict[str, Any]) -> float:
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     p = _problem(params)
     impl = attention_impls.resolve(p["impl"], chip)
-    if not impl.fused:
-        return attention_impls.unfused.build(p, params, chip)
+    if impl.build is not None:
+        return impl.build(p, params, chip)
     p["schedule"] = impl.schedule
     if isinstance(chip, TpuChip):
         return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
@@ -291,7 +291,7 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
 
 
 def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
-                   pairs: float | None = None, *, target: str = "gpu") -> list[Compute]:
+                   pairs: float | None = None, *, target: str = "gpu", d_v: int | None = None) -> list[Compute]:
     """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
 
     Counts what our kernels do: per score, scale, running max, subtract and row sum (4
@@ -307,19 +307,21 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     last query block) and columns past ``cols`` (where the caller gives the block's real
     key count: decode's last block; prefill passes ``bn`` and counts a short last key
     block whole) are computed and masked or dropped; their work costs time and counts no
-    flops."""
+    flops. ``d_v``: the value head dim where it differs from the query/key one (MLA's latent
+    512 against 576)."""
+    d_v = d if d_v is None else d_v
     scores, executed = rows * cols, max(bm, rows) * max(bn, cols)
     pairs = scores if pairs is None else pairs
     accumulate = 2 if target == "tpu" else 1
-    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + accumulate * rows * d + 4 * rows
+    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + accumulate * rows * d_v + 4 * rows
     padding_rows = max(bm, rows) - rows
-    padding = FWD_VECTOR_FLOPS_PER_SCORE * (executed - scores) + accumulate * padding_rows * d + 4 * padding_rows
+    padding = FWD_VECTOR_FLOPS_PER_SCORE * (executed - scores) + accumulate * padding_rows * d_v + 4 * padding_rows
     work = [
         Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
         Compute(unit="special", flops=float(executed + max(bm, rows)), dtype="fp32"),
         Compute(unit="vector", flops=float(vector), dtype="fp32"),
         Compute(unit="vector", flops=float(executed), dtype=dtype, useful=False),
-        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),
+        Compute(unit="matrix", flops=2.0 * pairs * d_v, dtype=dtype, shape=[bm, d_v, bn]),
     ]
     if padding:
         work.append(Compute(unit="vector", flops=float(padding), dtype="fp32", useful=False))

@@ -81,6 +81,7 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA A100-SXM4-40GB": "a100-sxm4-40gb",
     "NVIDIA H800 SXM5 (DeepGEMM README)": "h100-sxm",
     "NVIDIA H100 (pytorch/benchmark PR #2391)": "h100-sxm",
+    "NVIDIA H100 (Modal, ai-bot-pro/achatbot PR 123)": "h100-sxm",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out."""
@@ -421,6 +422,23 @@ def convert_flash_attention_chart(raw: dict) -> Outcome:
                                                 latency_s=latency, raw=raw, notes=notes))
 
 
+def convert_flashmla_decode(raw: dict) -> Outcome:
+    """FlashMLA's own decode test on an H100: milliseconds per call (both kernels, launches
+    included), the latent head dims 576/512 as the ``flashmla`` implementation runs them."""
+    arch = _added_source(raw, category="attention", marker="FlashMLA", field="workload", unit="ms",
+                         what="FlashMLA decode")
+    if not isinstance(arch, str):
+        return arch
+    par = raw["parameters"]
+    params = {**fmt.attention_params(par["batch"], par["heads"], par["kv_heads"], par["seq_q"], par["seq_kv"],
+                                     par["head_dim"], par["causal"], par["dtype"]), "impl": "flashmla"}
+    notes = ["latency_s is the source's milliseconds per call (both kernels and their launches)",
+             "flops and bytes are the format's FlashAttention counts with head_dim 576 (MLA's value is the key's "
+             "first 512 dims, read once); the comparison is on latency"]
+    return Converted(arch, "attention", _record("attention", params, tag="flashmla", implementation=raw["workload"],
+                                                latency_s=raw["value"] * 1e-3, raw=raw, notes=notes))
+
+
 TRITONBENCH_IMPLS = {"triton_tutorial_flash_v2": "triton", "flash_v3": "fa3"}
 """TritonBench's flash_attention providers -> the attention family's ``impl``."""
 
@@ -645,6 +663,7 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
         convert_mamf, convert_vllm_linear, convert_deepgemm, convert_pallas_guide_matmul, convert_tileops_decode,
+        convert_flashmla_decode,
         convert_fixed_shape_gemm, convert_flash_attention_chart, convert_tritonbench_attention,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
         convert_pointer_chase, convert_cache_bandwidth, convert_cache_capacity, convert_stream_stencil,

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from accelsim.arch.model import Chip
-from accelsim.families.attention_impls.base import Impl, gpu_only
-from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, check_programs
+from accelsim.families.attention_impls.base import Impl, Launches, gpu_only
+from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace
 
 TILE = 128
 K_STEP = 64
@@ -40,48 +40,7 @@ ELEMENTS_PER_PROGRAM = 512
 ROW_WARPS = 4
 
 
-class _Kernels:
-    """Kernels appended one after another into one trace (``kernel_starts``)."""
-
-    def __init__(self) -> None:
-        self.templates: list[dict] = []
-        self.template_of: list[np.ndarray] = []
-        self.vars: list[dict[str, np.ndarray]] = []
-        self.resources: list[dict] = []
-        self.tensors: dict[str, dict] = {}
-
-    def tensor(self, name: str, elements: int, dtype: str) -> str:
-        self.tensors.setdefault(name, {"shape": [max(1, int(elements))], "dtype": dtype})
-        return name
-
-    def add(self, template: dict, programs: int, variables: dict[str, np.ndarray], resources: dict) -> None:
-        template = {**template, "name": f"k{len(self.resources)}_{template['name']}"}
-        self.template_of.append(np.full(programs, len(self.templates)))
-        self.templates.append(template)
-        self.vars.append(variables)
-        self.resources.append(resources)
-
-    def trace(self, name: str, metadata: dict) -> KernelTrace:
-        counts = [len(t) for t in self.template_of]
-        check_programs(sum(counts))
-        names = sorted({n for v in self.vars for n in v})
-        program_vars = {n: np.concatenate([v.get(n, np.zeros(c, dtype=np.int64)) for v, c in zip(self.vars, counts)])
-                        .tolist() for n in names}
-        starts = np.cumsum(counts)[:-1].tolist()
-        return KernelTrace.model_validate({
-            "schema_version": 1,
-            "kernel": {"name": name, "grid": [sum(counts)], "resources": self.resources[0],
-                       "pipeline_depth": 2, "kernel_starts": starts or None,
-                       **({"kernel_resources": self.resources[1:]} if starts else {})},
-            "tensors": self.tensors,
-            "templates": self.templates,
-            "program_template": np.concatenate(self.template_of).tolist(),
-            "program_vars": program_vars,
-            "metadata": metadata,
-        })
-
-
-def _bmm(ks: _Kernels, name: str, a: str, b: str, c: str, batch: int, m: int, n: int, k: int, dtype: str) -> None:
+def _bmm(ks: Launches, name: str, a: str, b: str, c: str, batch: int, m: int, n: int, k: int, dtype: str) -> None:
     """C[batch] = A[batch] (m x k) @ B[batch] (k x n) in 128x128 output tiles."""
     size = DTYPE_BYTES[dtype]
     bm, bn, bk = min(TILE, m), min(TILE, n), min(K_STEP, k)
@@ -105,7 +64,7 @@ def _bmm(ks: _Kernels, name: str, a: str, b: str, c: str, batch: int, m: int, n:
          "registers_per_thread": 168})
 
 
-def _elementwise(ks: _Kernels, name: str, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]],
+def _elementwise(ks: Launches, name: str, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]],
                  elements: int, flops_per_element: float = 0.0, broadcast: tuple[str, str, int] | None = None) -> None:
     """One pass over ``elements``: each input (tensor, dtype) read and each output written once.
     ``broadcast`` (tensor, dtype, its elements): one more input, smaller, that every stretch
@@ -131,7 +90,7 @@ def _elementwise(ks: _Kernels, name: str, inputs: list[tuple[str, str]], outputs
     ks.add({"name": name, "steps": [step]}, programs, variables, {"warps": ROW_WARPS})
 
 
-def _rows(ks: _Kernels, name: str, inputs: list[str], output: str, rows: int, cols: int, dtype: str,
+def _rows(ks: Launches, name: str, inputs: list[str], output: str, rows: int, cols: int, dtype: str,
           flops_per_element: float, exps: bool) -> None:
     """A row kernel (softmax forward or backward): one row per program, reads then writes it."""
     size = DTYPE_BYTES[dtype]
@@ -146,7 +105,7 @@ def _rows(ks: _Kernels, name: str, inputs: list[str], output: str, rows: int, co
     ]}, rows, {"item": np.arange(rows)}, {"warps": ROW_WARPS})
 
 
-def _forward(ks: _Kernels, p: dict[str, Any], bh: int, sq: int, skv: int, d: int, qd: int, kd: int, scores: int,
+def _forward(ks: Launches, p: dict[str, Any], bh: int, sq: int, skv: int, d: int, qd: int, kd: int, scores: int,
              dtype: str) -> None:
     _elementwise(ks, "copy_q", [("Q_in", dtype)], [("Q", dtype)], qd)
     _elementwise(ks, "copy_k", [("K_in", dtype)], [("Kt", dtype)], kd)
@@ -161,7 +120,7 @@ def _forward(ks: _Kernels, p: dict[str, Any], bh: int, sq: int, skv: int, d: int
     _bmm(ks, "bmm_pv", "P", "V", "O", bh, sq, d, skv, dtype)
 
 
-def _backward(ks: _Kernels, bh: int, sq: int, skv: int, d: int, qd: int, kd: int, dtype: str) -> None:
+def _backward(ks: Launches, bh: int, sq: int, skv: int, d: int, qd: int, kd: int, dtype: str) -> None:
     """Autograd's kernels for the forward's ops (the forward itself is not part of a backward call)."""
     _elementwise(ks, "copy_do", [("dO_in", dtype)], [("dO", dtype)], qd)
     _bmm(ks, "bmm_dp", "dO", "Vt", "dP", bh, sq, skv, d, dtype)
@@ -182,7 +141,7 @@ def build(p: dict[str, Any], params: dict[str, Any], chip: Chip) -> KernelTrace:
     b, h, sq, skv, d = p["batch"], p["heads"], p["seq_q"], p["seq_kv"], p["head_dim"]
     dtype = "bf16" if p["dtype"] == "fp8" else p["dtype"]
     bh, qd, kd, scores = b * h, b * h * sq * d, b * h * skv * d, b * h * sq * skv
-    ks = _Kernels()
+    ks = Launches()
     if p["backward"]:
         _backward(ks, bh, sq, skv, d, qd, kd, dtype)
     else:
@@ -203,5 +162,5 @@ IMPL = Impl(
     summary="PyTorch eager attention: bmm, mask, softmax, bmm kernels (and autograd's backward ones)",
     unavailable=gpu_only,
     default_config=default_config,
-    fused=False,
+    build=build,
 )
