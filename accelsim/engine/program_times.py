@@ -90,7 +90,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     the HBM queueing delay (:func:`hbm_queueing_s`): a read from HBM waits it on top of
     the latency (stores do not wait: a program retires with its stores in flight)."""
     clock = chip.clock_hz
-    compute = costs.matrix_s + costs.vector_s
+    compute = costs.matrix_s + costs.issued_vector_s  # what the program's streams issue in turn
     local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
     local = costs.local_bytes / local_bandwidth
     global_bytes = costs.read_bytes + costs.write_bytes + costs.pinned_bytes

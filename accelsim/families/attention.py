@@ -190,7 +190,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     impl = attention_impls.resolve(p["impl"], chip)
     if impl.build is not None:
         return  # the implementation builds its own kernels: no fused tile to check
-    p["schedule"] = impl.schedule
+    p["schedule"] = impl.schedule_for(chip)
     for key in ("block_m", "block_n", "num_stages", "num_warps", "split_kv"):
         if not isinstance(config.get(key), int) or config[key] < 1:
             raise InputError("expected a positive integer", source="--param", field=key)
@@ -218,7 +218,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
     # spills 1.1 KB a thread compiled for sm_90)
     # a library's own launch compiles (its registers are what it allocates, clamped), a searched one may spill
-    searched = impl.config_space is not None and not impl.schedule.producer_warps
+    searched = impl.config_space is not None and not p["schedule"].producer_warps
     needed = _registers_needed(p, config) if isinstance(chip, GpuChip) and searched else 0
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
@@ -265,7 +265,7 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
     impl = attention_impls.resolve(p["impl"], chip)
     if impl.build is not None:
         return impl.build(p, params, chip)
-    p["schedule"] = impl.schedule
+    p["schedule"] = impl.schedule_for(chip)
     if isinstance(chip, TpuChip):
         return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
     buffers = chip.staged_buffers(config["num_stages"])

@@ -54,6 +54,14 @@ def test_fa3_runs_its_library_tiles_warp_specialized():
     assert not any(c.overlapped for c in loop.compute if c.unit == "special")
 
 
+def test_cudnn_on_blackwell_overlaps_its_consumers_chains():
+    """tcgen05 MMAs accumulate in tensor memory, not in the softmax warps' registers."""
+    b200_trace, _ = build(load_arch("b200"), batch=2, heads=16, seq_q=4096, head_dim=64, impl="cudnn")
+    h100_trace, _ = build(H100, batch=2, heads=16, seq_q=4096, head_dim=64, impl="cudnn")
+    assert b200_trace.kernel.execution.consumer_chains == "separate"
+    assert h100_trace.kernel.execution.consumer_chains == "shared"
+
+
 def test_causal_fa3_takes_its_square_tile():
     _, config = build(H100, batch=2, heads=16, seq_q=8192, head_dim=128, causal=True, impl="fa3")
     assert (config["block_m"], config["block_n"]) == (128, 128)

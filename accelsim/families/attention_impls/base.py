@@ -74,10 +74,17 @@ class Impl:
     config_space: Callable[[dict[str, Any], Chip], list[dict[str, Any]]] | None = None
     """Configs ``config=auto`` searches (None: its default launch only, as a library picks)."""
     schedule: Schedule = Schedule()
+    blackwell_schedule: Schedule | None = None
+    """How its Blackwell kernels schedule the work, where that differs from ``schedule``."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.
     None: the family builds the trace from the implementation's config and schedule."""
+
+
+    def schedule_for(self, chip: Chip) -> Schedule:
+        """Its schedule on ``chip``."""
+        return self.blackwell_schedule if self.blackwell_schedule and is_blackwell(chip) else self.schedule
 
 
 def gpu_only(chip: Chip) -> str | None:
