@@ -188,9 +188,12 @@ class DeviceStats:
     overlapped_comm_s: float
     exposed_comm_s: float
     idle_s: float
+    energy_j: float | None = None
+    """On a chip with a power model: its compute ops' dynamic energy, static power while
+    computing or communicating, idle power over ``idle_s`` (``docs/power.md``)."""
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if v is not None or k != "energy_j"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,6 +222,27 @@ class StepResult:
     kernels_simulated: int
     events: int
     sim_wall_s: float
+    link_energy_j: float | None = None
+    """On a chip with a power model: the bytes every link carried at its kind's energy per byte."""
+
+    @property
+    def energy_j(self) -> float | None:
+        """The step's energy: every device's and the links'."""
+        if self.link_energy_j is None:
+            return None
+        return sum(d.energy_j or 0.0 for d in self.devices) + self.link_energy_j
+
+    @property
+    def average_power_w(self) -> float | None:
+        """Over the whole system: ``energy_j`` over the step time."""
+        energy = self.energy_j
+        return energy / self.step_time_s if energy is not None and self.step_time_s > 0 else None
+
+    def _energy(self) -> dict[str, Any]:
+        if self.link_energy_j is None:
+            return {}
+        return {"energy_j": self.energy_j, "average_power_w": self.average_power_w,
+                "link_energy_j": self.link_energy_j}
 
     def _mean(self, name: str) -> float:
         return sum(getattr(d, name) for d in self.devices) / len(self.devices)
@@ -264,7 +288,7 @@ class StepResult:
             "links": [asdict(link) for link in self.links],
             "sim_wall_s": self.sim_wall_s,
             "events": self.events,
-        }
+        } | self._energy()
 
     def row(self) -> dict[str, Any]:
         """The step's scalars for a sweep table: ``latency_s`` is the step time, and
@@ -275,4 +299,4 @@ class StepResult:
             "overlapped_comm_s": self.overlapped_comm_s, "idle_s": self.idle_s,
             "kernels_simulated": self.kernels_simulated, "events": self.events, "sim_wall_s": self.sim_wall_s,
             "latency_s": self.step_time_s, "bound": "network" if self.comm_s > self.compute_s else "compute",
-        }
+        } | self._energy()

@@ -105,8 +105,7 @@ def kernel_energy(power: PowerModel, activity: KernelActivity, latency_s: float,
                   chip_clock_hz: float) -> KernelEnergy:
     """The energy of ``activity`` over ``latency_s`` at ``clock_hz`` on a chip whose own clock
     (where the per-operation energies hold) is ``chip_clock_hz``."""
-    voltage_clock = min(chip_clock_hz, max(clock_hz, power.floor_clock_hz))
-    scale = (voltage_clock / chip_clock_hz) ** (power.dvfs_exponent - 1.0)
+    scale = voltage_scale(power, clock_hz, chip_clock_hz)
     at_clock = {
         "matrix_unit": sum(flops * _per_flop(power.matrix_j_per_flop, dtype, "power.matrix_pj_per_flop")
                            for dtype, flops in activity.matrix_flops.items()),
@@ -120,6 +119,13 @@ def kernel_energy(power: PowerModel, activity: KernelActivity, latency_s: float,
     parts["hbm"] = activity.hbm_bytes * power.hbm_j_per_byte
     parts["static"] = power.static_w * latency_s
     return KernelEnergy(joules_by_part=MappingProxyType(parts), latency_s=latency_s, clock_hz=clock_hz)
+
+
+def voltage_scale(power: PowerModel, clock_hz: float, chip_clock_hz: float) -> float:
+    """What an operation in the clock's domain costs at ``clock_hz``, as a share of its energy at
+    the chip's clock: ``(V / V0)^2`` with ``V`` tracking the clock down to the floor."""
+    voltage_clock = min(chip_clock_hz, max(clock_hz, power.floor_clock_hz))
+    return (voltage_clock / chip_clock_hz) ** (power.dvfs_exponent - 1.0)
 
 
 def at_clock(chip: Chip, clock_hz: float) -> Chip:
@@ -178,9 +184,24 @@ def with_energy(trace: KernelTrace, chip: Chip, sim: KernelSimulation, simulate_
     return throttled
 
 
+def first_fitting(count: int, fits: Callable[[int], bool]) -> int:
+    """The first of ``count`` clock steps (highest clock first) whose power fits, by binary search
+    (power falls with the clock: fewer operations per second, each at a lower voltage); the last
+    step if none fits."""
+    low, high = 0, count - 1
+    if not fits(high):
+        return high
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
 def _highest_fitting_step(trace: KernelTrace, chip: Chip, simulate_at: SimulateAt) -> KernelSimulation:
-    """A binary search over :func:`clock_steps` for the highest whose power fits under the cap
-    (power falls with the clock: fewer operations per second, each at a lower voltage)."""
+    """The replay at the highest of :func:`clock_steps` whose power fits under the cap."""
     power = chip.power
     steps = clock_steps(chip)
     tried: dict[int, KernelSimulation] = {}
@@ -194,13 +215,4 @@ def _highest_fitting_step(trace: KernelTrace, chip: Chip, simulate_at: SimulateA
             tried[index] = run
         return tried[index]
 
-    low, high = 0, len(steps) - 1  # the answer is the first index whose power fits
-    if replay(high).energy.average_power_w > power.cap_w:
-        return replay(high)
-    while low < high:
-        middle = (low + high) // 2
-        if replay(middle).energy.average_power_w <= power.cap_w:
-            high = middle
-        else:
-            low = middle + 1
-    return replay(low)
+    return replay(first_fitting(len(steps), lambda i: replay(i).energy.average_power_w <= power.cap_w))
