@@ -160,9 +160,6 @@ def predict(record: PowerRecord, arch: str, overrides: Sequence[str] = ()) -> Po
 # ---------------------------------------------------------------- fitting
 
 
-LINEAR_FIELDS = ("power.static", "power.matrix_pj_per_flop", "power.vector_pj_per_flop", "power.hbm_pj_per_byte")
-"""What ``calibrate --power`` fits besides ``power.idle`` (read off idle records): the terms a
-kernel's energy is linear in. The DVFS exponent and floor are not fitted here (non-linear)."""
 PRIOR_WEIGHT = 0.1
 """How strongly a fitted value is held near its published one (relative), so that what the
 records do not determine stays put."""

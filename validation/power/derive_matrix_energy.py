@@ -21,7 +21,6 @@ import json
 from pathlib import Path
 
 from accelsim.arch.model import load_arch
-from accelsim.engine.chip import simulate_kernel
 from accelsim.engine.energy import kernel_activity
 from accelsim.families import get_family
 from accelsim.families.search import run_config, split_params
