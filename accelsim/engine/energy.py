@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 
 from accelsim.arch.model import Chip, GpuChip, PowerModel, TpuChip
 from accelsim.engine.programs import executed_matrix_flops, program_templates, program_vars, repeats, template_members
@@ -49,7 +48,8 @@ class KernelEnergy:
     """A kernel's energy, by part, over its latency at a clock."""
 
     joules_by_part: Mapping[str, float]
-    """``matrix_unit``, ``vector_unit``, ``special_function``, ``local_memory``, ``shared_cache``,
+    """A plain dict (a result crosses to and from worker processes, which pickle it):
+    ``matrix_unit``, ``vector_unit``, ``special_function``, ``local_memory``, ``shared_cache``,
     ``hbm`` and ``static`` (static power over the latency)."""
     latency_s: float
     clock_hz: float
@@ -88,7 +88,7 @@ def kernel_activity(trace: KernelTrace, chip: Chip, sim: KernelSimulation) -> Ke
                     special += iterations * compute.flops
     used = sim.used
     return KernelActivity(
-        matrix_flops=MappingProxyType(matrix), vector_flops=MappingProxyType(vector), special_ops=special,
+        matrix_flops=matrix, vector_flops=vector, special_ops=special,
         local_memory_bytes=used.get("local_memory", 0.0), shared_cache_bytes=used.get("shared_cache", 0.0),
         hbm_bytes=sim.hbm_bytes,
     )
@@ -118,7 +118,7 @@ def kernel_energy(power: PowerModel, activity: KernelActivity, latency_s: float,
     parts = {name: joules * scale for name, joules in at_clock.items()}
     parts["hbm"] = activity.hbm_bytes * power.hbm_j_per_byte
     parts["static"] = power.static_w * latency_s
-    return KernelEnergy(joules_by_part=MappingProxyType(parts), latency_s=latency_s, clock_hz=clock_hz)
+    return KernelEnergy(joules_by_part=parts, latency_s=latency_s, clock_hz=clock_hz)
 
 
 def voltage_scale(power: PowerModel, clock_hz: float, chip_clock_hz: float) -> float:
