@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and predict that source's records with them, for each source in turn (one fit per source)")
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
                    help="with --leave-one-source-out: the parameters to fit (as calibrate --fit; default: calibrate's)")
+    p.add_argument("--power", action="store_true",
+                   help="the measurements are power readings (docs/power.md): report energy errors in DIR/power.md")
     add_set_option(p)
     p.set_defaults(run=run_validate)
 
@@ -53,6 +55,10 @@ def run_validate(args: argparse.Namespace) -> int:
                          "them", source="validate")
     if args.system is not None:
         return run_validate_system(args)
+    if args.power:
+        from accelsim.cli.power_cmd import run_validate_power
+
+        return run_validate_power(args)
     if args.fit and not args.leave_one_source_out:
         raise InputError("--fit names what --leave-one-source-out fits; give both or neither", source="--fit")
     parameters = chosen_parameters(args.fit)
