@@ -115,3 +115,19 @@ class _Reader:
         last = str(loc[-1]) if loc else ""
         name = spec_to_config.get(last, last)
         return self.used.get(name, name) or "config"
+
+
+def load_model(name_or_path: str) -> ModelSpec:
+    """A built-in model by name, or a Hugging Face ``config.json`` (or a folder holding one)."""
+    from accelsim.model.presets import PRESETS
+
+    if name_or_path in PRESETS:
+        return PRESETS.get(name_or_path)
+    path = Path(name_or_path)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.exists() and not name_or_path.endswith(".json"):
+        raise InputError(
+            f"unknown model {name_or_path!r}; expected one of: {', '.join(PRESETS)}, or a config.json path",
+            source="MODEL")
+    return load_hf_config(path)

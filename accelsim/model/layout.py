@@ -14,10 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelsim.errors import InputError
 from accelsim.model.spec import ModelSpec
+from accelsim.trace.kernel import error_message
 
 MAX_SEQ = 1 << 22
 MAX_BATCH = 1 << 24
@@ -206,3 +207,13 @@ def check_layout(model: ModelSpec, workload: Workload, layout: Layout) -> int:
 def _divides(total: int, degree: int, field: str, what: str) -> None:
     if total % degree:
         raise InputError(f"{what} ({total}) do not split evenly over {field.upper()} {degree}", field=field)
+
+
+def validated(kind: type[_Strict], values: dict, source: str) -> _Strict:
+    """``kind(**values)`` with a bad value as one line naming its field (``--tp``)."""
+    try:
+        return kind.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        name = str(error["loc"][-1]) if error["loc"] else ""
+        raise InputError(error_message(error), source=source, field=name.replace("_", "-") or None) from None

@@ -110,14 +110,19 @@ def in_flight_microbatches(layout: Layout, microbatches: int, stage: int) -> flo
 
 
 def activation_bytes_per_token(model: ModelSpec, layout: Layout, layer: int, unfused_attention: bool,
-                               seq_kv: int, training: bool) -> float:
-    """Bytes one token of one layer stores for the backward on one device."""
+                               seq_kv: int, training: bool, dot_outputs_only: bool = False) -> float:
+    """Bytes one token of one layer stores for the backward on one device.
+    ``dot_outputs_only``: selective recompute as XLA's ``checkpoint_dots_with_no_batch_dims``
+    (MaxText's ``minimal``) keeps it: the projections' outputs, everything else recomputed."""
     h, tp = model.hidden, layout.tp
     sp = tp if layout.sequence_parallel and tp > 1 and training else 1
     if layout.recompute == "full":
         return ACT_BYTES * h / sp
     q_local = model.q_width / tp
     kv_local = 2 * max(1, model.kv_heads // tp) * (model.mla.v_head_dim if model.mla else model.head_dim)
+    if dot_outputs_only and layout.recompute == "selective" and not model.is_moe_layer(layer):
+        mlp_out = (model.mlp_matrices - 1) * model.ffn / tp
+        return ACT_BYTES * (q_local + kv_local + 2 * h / sp + mlp_out)
     attn = ACT_BYTES * (2 * h / sp + q_local + kv_local + model.attn_out_width / tp)
     if unfused_attention and layout.recompute == "none":
         attn += 5 * model.heads / tp * seq_kv  # scores and softmax in bf16, the dropout mask in bytes
@@ -160,8 +165,8 @@ def _stage_memory(model: ModelSpec, workload: Workload, layout: Layout, framewor
     optimizer_per_param = ADAM_STATE_BYTES + (MASTER_WEIGHT_BYTES if framework.param_bytes < 4 else 0)
     zero_optimizer = layout.dp if layout.zero >= 1 else 1
     zero_grads = layout.dp if layout.zero >= 2 else 1
-    per_layer = [activation_bytes_per_token(model, layout, i, unfused_attention, workload.seq_len, True)
-                 for i in layers]
+    per_layer = [activation_bytes_per_token(model, layout, i, unfused_attention, workload.seq_len, True,
+                                            framework.fused_elementwise) for i in layers]
     stored = sum(per_layer) * tokens * in_flight_microbatches(layout, microbatches, stage)
     if layout.recompute == "full" and layers:  # the layer being recomputed holds its whole activations
         whole = layout.model_copy(update={"recompute": "none"})

@@ -39,7 +39,7 @@ class OpList:
             op["stream"] = stream
         return self.add(op)
 
-    def permute(self, name: str, nbytes: float, pairs: list[list[int]], deps: list[str], stream: str) -> str:
+    def permute(self, name: str, nbytes: float, pairs: list[tuple[int, int]], deps: list[str], stream: str) -> str:
         return self.add({"name": name, "kind": "collective-permute", "bytes": float(nbytes), "pairs": pairs,
                          "deps": list(deps), "stream": stream})
 
@@ -99,11 +99,11 @@ class StageGroups:
         width = data.shape[1] // self.layout.ep
         return self._rows(data.reshape(self.layout.tp, width, self.layout.ep).transpose(0, 2, 1), width)
 
-    def to_stage(self, other: int) -> list[list[int]]:
-        """``[rank, the rank at the same place of stage other]`` for every rank of this stage."""
+    def to_stage(self, other: int) -> list[tuple[int, int]]:
+        """``(rank, the rank at the same place of stage other)`` for every rank of this stage."""
         shift = (other * self.size) - self.first
-        return [[r, r + shift] for r in range(self.first, self.first + self.size)]
+        return [(r, r + shift) for r in range(self.first, self.first + self.size)]
 
-    def from_stage(self, other: int) -> list[list[int]]:
+    def from_stage(self, other: int) -> list[tuple[int, int]]:
         shift = (other * self.size) - self.first
-        return [[r + shift, r] for r in range(self.first, self.first + self.size)]
+        return [(r + shift, r) for r in range(self.first, self.first + self.size)]
