@@ -300,3 +300,75 @@ class StepResult:
             "kernels_simulated": self.kernels_simulated, "events": self.events, "sim_wall_s": self.sim_wall_s,
             "latency_s": self.step_time_s, "bound": "network" if self.comm_s > self.compute_s else "compute",
         } | self._energy()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelStepResult:
+    """A model's step (``accelsim model``): the replayed system trace and what it means for
+    the model. FLOP conventions: docs/model.md ("FLOPs, MFU and HFU")."""
+
+    model: str
+    mode: str
+    layout: str
+    framework: str
+    devices: int
+    microbatches: int
+    tokens: int
+    """Tokens the step processes (training, prefill) or produces (decode)."""
+    model_flops: float
+    hardware_flops: float
+    peak_flops_per_s: float
+    """One device's dense matrix peak at the GEMM dtype (the MFU and HFU denominator)."""
+    memory: Mapping[str, float]
+    """Per device on the busiest stage: ``weights_bytes``, ``gradients_bytes``,
+    ``optimizer_bytes``, ``activations_bytes``, ``kv_cache_bytes``, ``total_bytes``,
+    ``capacity_bytes``, ``stage``."""
+    bubble_s: float
+    """Pipeline bubble: the idle time the schedule's fill and drain explain
+    (``(PP - 1) / (v x microbatches)`` of the compute, at most the idle time)."""
+    step: StepResult
+
+    @property
+    def step_time_s(self) -> float:
+        return self.step.step_time_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.step.step_time_s
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops / (self.step.step_time_s * self.devices * self.peak_flops_per_s)
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops / (self.step.step_time_s * self.devices * self.peak_flops_per_s)
+
+    @property
+    def idle_s(self) -> float:
+        """Idle time other than the bubble (waiting for peers, dependencies)."""
+        return max(0.0, self.step.idle_s - self.bubble_s)
+
+    def to_json(self) -> dict[str, Any]:
+        step = self.step.to_json()
+        step.pop("schema_version")
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "model": self.model, "mode": self.mode, "layout": self.layout, "framework": self.framework,
+            "system": self.step.system, "devices": self.devices, "microbatches": self.microbatches,
+            "step_time_s": self.step_time_s, "tokens": self.tokens, "tokens_per_s": self.tokens_per_s,
+            "model_flops": self.model_flops, "hardware_flops": self.hardware_flops,
+            "peak_flops_per_s": self.peak_flops_per_s, "mfu": self.mfu, "hfu": self.hfu,
+            "compute_s": self.step.compute_s, "exposed_comm_s": self.step.exposed_comm_s,
+            "overlapped_comm_s": self.step.overlapped_comm_s, "bubble_s": self.bubble_s, "idle_s": self.idle_s,
+            "memory": dict(self.memory), "replay": step,
+        }
+
+    def row(self) -> dict[str, Any]:
+        """The step's scalars (a layout sweep's table)."""
+        return {
+            "latency_s": self.step_time_s, "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "hfu": self.hfu,
+            "compute_s": self.step.compute_s, "exposed_comm_s": self.step.exposed_comm_s,
+            "bubble_s": self.bubble_s, "idle_s": self.idle_s, "memory_bytes": self.memory["total_bytes"],
+            "sim_wall_s": self.step.sim_wall_s,
+        }
