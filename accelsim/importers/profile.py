@@ -35,6 +35,9 @@ from accelsim.system.trace import SystemTrace
 STEP_KIND = "measured_step"
 STEP_SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
+SAME_INSTANT_S = 1e-9
+"""Times closer than a nanosecond (the profilers' resolution) are the same instant: a kernel
+that starts as another ends started after it."""
 MAX_OP_NAME_CHARS = 120
 """A replayed op's name: its index and the kernel's short name, cut (the full name is in the step)."""
 
@@ -247,7 +250,7 @@ def measured_order(kernels: Sequence[dict]) -> list[list[int]]:
         after = []
         for stream, done in ends.items():
             if stream != k["stream"]:
-                at = bisect.bisect_right(done, (k["start_s"], len(kernels))) - 1
+                at = bisect.bisect_right(done, (k["start_s"] + SAME_INSTANT_S, len(kernels))) - 1
                 if at >= 0:
                     after.append(done[at][1])
         out.append(sorted(after))
