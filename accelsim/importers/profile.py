@@ -323,7 +323,8 @@ def summary_lines(step: dict[str, Any]) -> tuple[str, ...]:
     unmapped = step["unmapped"]
     share = sum(r["share"] for r in unmapped)
     lines.append(f"unmapped: {share:.1%} of the kernel time" + (
-        f" ({len(unmapped)} kernel names; largest: {short_name(unmapped[0]['name'])} {unmapped[0]['share']:.1%})"
+        f" ({len(unmapped)} kernel name{'s' if len(unmapped) > 1 else ''}; largest: "
+        f"{short_name(unmapped[0]['name'])} {unmapped[0]['share']:.1%})"
         if unmapped else ""))
     if step["device"]["arch"] is None:
         lines.append(f"no --arch: device {shown(step['device'].get('name'))} is not tied to a chip config, so validate "

@@ -57,6 +57,11 @@ JAX_DEVICE = re.compile(r"/device:(?:GPU|TPU):(\d+)")
 KERNEL_DETAILS = re.compile(r"grid:(\d+),(\d+),(\d+)\s+block:(\d+),(\d+),(\d+)")
 
 
+def _id(value: Any) -> int | str:
+    """A ``pid`` or ``tid`` as a key: the number or text it is (anything else, as text)."""
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else str(value)[:64]
+
+
 def trace_events(data: Any, source: str) -> list[dict]:
     """The ``traceEvents`` of a Chrome trace (an object holding them, or the bare array)."""
     events = data.get("traceEvents") if isinstance(data, dict) else data
@@ -175,11 +180,11 @@ def read_pytorch(data: dict, events: list, source: str) -> Profile:
         elif category == "cpu_op":
             args = _args(e, source, where)
             name_of(e.get("name"), source, f"{where}.name")
-            tree.add(*times, (e.get("pid"), e.get("tid")), _launch_op(e, args), args.get("External id"))
+            tree.add(*times, (_id(e.get("pid")), _id(e.get("tid"))), _launch_op(e, args), args.get("External id"))
         elif category in LAUNCH_CATEGORIES:
             correlation = _args(e, source, where).get("correlation")
             if isinstance(correlation, int):
-                launches.setdefault(correlation, ((e.get("pid"), e.get("tid")), times[0]))
+                launches.setdefault(correlation, ((_id(e.get("pid")), _id(e.get("tid"))), times[0]))
     tree.nest()
     if device_work:
         out = [_device_event(i, e, start, duration, tree, launches, source) for i, e, start, duration in device_work]
@@ -236,9 +241,10 @@ def _kineto_device(data: dict, events: list[DeviceEvent], source: str) -> dict:
 
 def _versions(data: dict) -> dict[str, str]:
     """Top-level scalars whose key names a version (``cuda_runtime_version``,
-    ``cupti_version``), and the NCCL version of ``distributedInfo``."""
-    out = {k: str(v) for k, v in data.items() if "version" in k.lower() and isinstance(v, int | str)
-           and not isinstance(v, bool) and len(str(v)) <= 64}
+    ``cupti_version``; not the trace format's ``schemaVersion``), and the NCCL version of
+    ``distributedInfo``."""
+    out = {k: str(v) for k, v in data.items() if "version" in k.lower() and k != "schemaVersion"
+           and isinstance(v, int | str) and not isinstance(v, bool) and len(str(v)) <= 64}
     info = data.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("nccl_version"), str) and len(info["nccl_version"]) <= 64:
         out["nccl"] = info["nccl_version"]
@@ -253,7 +259,7 @@ def _names(events: Iterable, kind: str) -> dict:
     out = {}
     for e in events:
         if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == kind and isinstance(e.get("args"), dict):
-            key = e.get("pid") if kind == "process_name" else (e.get("pid"), e.get("tid"))
+            key = _id(e.get("pid")) if kind == "process_name" else (_id(e.get("pid")), _id(e.get("tid")))
             out[key] = str(e["args"].get("name", ""))[:200]
     return out
 
@@ -270,8 +276,8 @@ def read_jax(events: list, source: str) -> Profile:
         args = _args(e, source, where)
         if "hlo_op" not in args:
             continue
-        device_name = JAX_DEVICE.search(processes.get(e.get("pid"), ""))
-        thread = threads.get((e.get("pid"), e.get("tid")), str(e.get("tid")))
+        device_name = JAX_DEVICE.search(processes.get(_id(e.get("pid")), ""))
+        thread = threads.get((_id(e.get("pid")), _id(e.get("tid"))), str(_id(e.get("tid"))))
         if device_name and not thread.startswith("Stream"):
             continue  # the derived "XLA Ops" / "XLA Modules" lines repeat the streams' kernels
         on_device = on_device or bool(device_name)
@@ -289,7 +295,7 @@ def read_jax(events: list, source: str) -> Profile:
     if not out:
         raise InputError("no XLA ops in the trace (events with an 'hlo_op' arg)", source=source)
     kind = "gpu" if on_device else "cpu"
-    names = sorted({processes.get(e.get("pid"), "") for e in events if isinstance(e, dict)} - {""})
+    names = sorted({processes.get(_id(e.get("pid")), "") for e in events if isinstance(e, dict)} - {""})
     device = next((n for n in names if JAX_DEVICE.search(n)), "cpu") if on_device else "cpu"
     return Profile(tool="jax", events=relative(out), device={"name": device, "kind": kind})
 

@@ -56,8 +56,9 @@ RULES: tuple[Rule, ...] = (
          "allreduce_fusion_kernel_oneshot_lamport)"),
     # attention
     Rule(r"FlashAttnBwdPreprocess|FlashAttnBwdPostprocess|flash_bwd_(dot_do_o|convert_dq|convert_dkv|clear_dkvaccum)"
-         r"|flash_fwd_splitkv_combine", "attention", None, "part",
-         "FlashAttention's helpers: the backward's dO.O row sums and dQ conversion, split-KV's combine"),
+         r"|flash_fwd_splitkv_combine|prepare_varlen_num_blocks", "attention", None, "part",
+         "FlashAttention's helpers: the backward's dO.O row sums and dQ conversion, split-KV's combine, FA3's "
+         "flash::prepare_varlen_num_blocks_kernel"),
     Rule(r"FlashAttn(Fwd|Bwd)Sm90|FlashAttn(Fwd|Bwd)Sm100|flash::enable_sm90", "attention", "fa3", "main",
          "FlashAttention-3 (cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>)"),
     Rule(r"flash_fwd|flash_bwd_dq_dk_dv|pytorch_flash::|flash::flash_", "attention", "fa2", "main",
@@ -132,7 +133,7 @@ RULES: tuple[Rule, ...] = (
     Rule(r"^aten::(softmax|_softmax)$", "softmax", None, "main", "ATen softmax ops (a CPU run)"),
 )
 """The table: first match of ``pattern`` (a regular expression, searched in the name) wins.
-``norm`` is layernorm or rmsnorm by the launching op (``aten::rms_norm`` is rmsnorm)."""
+``norm`` is rmsnorm where the name or the launching op says so (``aten::rms_norm``), else layernorm."""
 
 _COMPILED = tuple(re.compile(rule.pattern) for rule in RULES)
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm")
@@ -141,13 +142,14 @@ RMS_NORM_OPS = ("aten::rms_norm", "aten::_fused_rms_norm")
 
 def classify(name: str, op_names: tuple[str, ...] = ()) -> Mapped | None:
     """The rule a kernel ``name`` matches, refined by the names of the ops that launched it
-    (innermost first): a norm launched by an RMS norm op is ``rmsnorm``; a CUTLASS kernel
+    (innermost first): a norm whose name or launching op says RMS is ``rmsnorm``; a CUTLASS kernel
     an ATen GEMM op launched is cuBLAS's."""
     for index, (rule, pattern) in enumerate(zip(RULES, _COMPILED)):
         if pattern.search(name):
             kernel_class, impl = rule.kernel_class, rule.impl
             if kernel_class == "norm":
-                kernel_class = "rmsnorm" if any(op in RMS_NORM_OPS for op in (name, *op_names)) else "layernorm"
+                rms = "rms" in name.lower() or any(op in RMS_NORM_OPS for op in op_names)
+                kernel_class = "rmsnorm" if rms else "layernorm"
             if impl == "cutlass" and any(op in GEMM_OPS for op in op_names):
                 impl = "cublas"
             return Mapped(kernel_class, impl, rule.role, index)
