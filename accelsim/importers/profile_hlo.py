@@ -116,8 +116,15 @@ def _gemm(inst: Instruction, operands: list[Shape], numbers: dict[str, list[int]
 
 
 def _backend_config(inst: Instruction) -> str:
+    """The backend config's JSON text: written as a quoted JSON string, or as the JSON itself."""
     text = inst.attrs.get("backend_config", "")
-    return json.loads(text) if text.startswith('"') else text  # a quoted JSON string, or the JSON itself
+    if not text.startswith('"'):
+        return text
+    try:
+        unquoted = json.loads(text)
+    except ValueError:
+        return ""
+    return unquoted if isinstance(unquoted, str) else ""
 
 
 def _cublas(inst: Instruction, operands: list[Shape]):

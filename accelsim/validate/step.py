@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from accelsim.arch.model import Chip, Node
-from accelsim.errors import InputError, read_json_file, shown
+from accelsim.errors import InputError, checked, read_json_file, shown
 from accelsim.importers.profile import step_trace
 from accelsim.importers.profile_kernels import short_name
 from accelsim.system.replay import ReplayOptions, ReplayResult, replay
-from accelsim.system.trace import COMM_KINDS, SystemTrace
+from accelsim.system.trace import COMM_KINDS, SystemTrace, check_trace
 from accelsim.units import PS_PER_S
 from accelsim.validate.compare import MEASURED_STEP, measurement_files
 
@@ -167,8 +169,14 @@ def compare_step(step: dict, file: str, chip: Chip, *, trace: SystemTrace | None
     ``trace`` (its ``device``) on ``system``."""
     kernels = step["kernels"]
     own = trace is None
-    replayed = replay(step_trace(step) if own else trace, system or one_device_node(chip),
-                      options=ReplayOptions(timeline=True))
+    if own:
+        try:
+            trace = checked(check_trace, step_trace(step), file)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise InputError(f"its kernels do not make a step to replay: {first['msg']}", source=file,
+                             field=".".join(str(part) for part in first["loc"])) from None
+    replayed = replay(trace, system or one_device_node(chip), options=ReplayOptions(timeline=True))
     measured_spans = tuple(Span(k["name"], k["stream"], k["start_s"], k["duration_s"], k.get("class") in COMM_CLASSES)
                            for k in kernels)
     if own:
@@ -178,7 +186,7 @@ def compare_step(step: dict, file: str, chip: Chip, *, trace: SystemTrace | None
     launches = sum(1 for p in pairs if p.replayed_as == "family") * chip.launch_overhead_s
     return StepComparison(
         name=step["name"], file=file, device=str(step.get("device", {}).get("name", "?")), chip=chip.name,
-        replayed="the measured step's own kernels" if own else f"{trace.name}",
+        replayed="the measured step's own kernels" if own else trace.name,
         measured=breakdown(measured_spans), simulated=breakdown(simulated_spans, launches), pairs=tuple(pairs),
         rows=tuple(kernel_rows(pairs)), measured_spans=measured_spans, simulated_spans=simulated_spans)
 

@@ -84,3 +84,11 @@ def test_another_trace_pairs_its_ops_with_the_kernels_by_name():
     assert paired[0] == (0, "other trace", pytest.approx(250e-6))
     assert paired[2][1] == paired[1][1] == "unpaired"  # the trace runs the GEMM once and has no all-reduce
     assert paired[3] == (3, "other trace", pytest.approx(5e-6)) and c.replayed == "other"
+
+
+def test_a_step_whose_kernels_make_no_trace_is_one_line_naming_the_file():
+    step = _step()
+    step["kernels"][0]["stream"] = "bad\x00stream"
+    with pytest.raises(Exception) as caught:
+        compare_step(step, "toy.json", load_arch("h100-sxm"))
+    assert caught.typename == "InputError" and str(caught.value).startswith("toy.json: ")
