@@ -134,11 +134,14 @@ def _compile(lowered, compiler_options: dict[str, str] | None, path: str):
         return lowered.compile(compiler_options=compiler_options or None)
     except Exception as exc:  # the TPU compiler refused the program or an option
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"the TPU compiler failed: {first[:220]}", source=path) from None
+        raise InputError(f"the TPU compiler failed: {first[:240]}", source=path) from None
 
 
 def _topology_devices(topology: Topology) -> list:
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")  # no TPU here: never ask a cloud metadata server
+    # libtpu takes /tmp/libtpu_lockfile to keep a TPU to one process; describing a slice
+    # claims no TPU, so compiles may run side by side (two at once otherwise abort)
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     from jax.experimental import topologies
 
     try:
