@@ -9,7 +9,7 @@ from accelsim.errors import InputError
 from accelsim.network.algorithms.tree import tree_depth, tree_streams
 from accelsim.network.collectives import Phase, Plan, Request, Transfer, needs, phase, register
 from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.topology import Topology, downlink, uplink
+from accelsim.network.topology import ClusterTopology, NodeTopology, Topology, downlink, uplink
 
 
 MIN_NVLS_GPUS = 3
@@ -34,7 +34,7 @@ def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     uses. With an NCCL model the streams run at the node's ``nvls_efficiency`` of the link
     bandwidth and the collective costs ``nvls_latency``; without one, two hops of link
     latency and the chip's launch."""
-    if not (topo.kind in ("switch", "cluster") and topo.nvls):
+    if not (isinstance(topo, NodeTopology) and topo.nvls):
         raise InputError(f"{topo.name!r} has no in-switch reduction (NVLS)", source="--algorithm")
     needs(req, ("all-reduce",), "nvls")
     if len(by_domain(topo, req.ranks)) > 1:
@@ -61,7 +61,7 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     The four stages are pipelined, as NCCL runs them: they move their bytes at once on the
     links they share, after a fill of all their latencies. Unless ``req.whole``, the
     rails sharing the first rail's NIC and the first node's GPUs are simulated."""
-    if not (topo.kind == "cluster" and topo.nvls):
+    if not (isinstance(topo, ClusterTopology) and topo.nvls):
         raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", source="--algorithm")
     needs(req, ("all-reduce",), "nvls-tree")
     parts = by_domain(topo, req.ranks)
