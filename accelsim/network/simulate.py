@@ -175,14 +175,14 @@ def check_request(topo: Topology, request: Request) -> None:
     check_kind(request.kind)
     ranks = request.ranks
     if len(ranks) < 2:
-        raise InputError(f"a collective needs at least 2 ranks, got {len(ranks)}", source="--group")
+        raise InputError(f"a collective needs at least 2 ranks, got {len(ranks)}", field="group")
     if len(set(ranks)) != len(ranks):
-        raise InputError(f"the group names a rank twice: {list(ranks)}", source="--group")
+        raise InputError(f"the group names a rank twice: {list(ranks)}", field="group")
     bad = [r for r in ranks if not 0 <= r < topo.ranks]
     if bad:
-        raise InputError(f"ranks {bad} are not on {topo.name!r} (ranks 0..{topo.ranks - 1})", source="--group")
+        raise InputError(f"ranks {bad} are not on {topo.name!r} (ranks 0..{topo.ranks - 1})", field="group")
     if not request.size_bytes > 0:
-        raise InputError(f"size must be positive, got {request.size_bytes!r} bytes", source="--bytes")
+        raise InputError(f"size must be positive, got {request.size_bytes!r} bytes", field="size_bytes")
 
 
 def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None = None,
@@ -205,9 +205,9 @@ def check_ranks(system: str, system_ranks: int, ranks: int | None = None) -> int
     so a sweep checks every point's system with it before building any."""
     n = system_ranks if ranks is None else ranks
     if system_ranks < 2:
-        raise InputError(f"{system!r} has {system_ranks} rank; a collective needs at least 2", source="--system")
+        raise InputError(f"{system!r} has {system_ranks} rank; a collective needs at least 2", field="system")
     if not 2 <= n <= system_ranks:
-        raise InputError(f"ranks must be between 2 and {system_ranks} on {system!r}, got {n}", source="--ranks")
+        raise InputError(f"ranks must be between 2 and {system_ranks} on {system!r}, got {n}", field="ranks")
     return n
 
 

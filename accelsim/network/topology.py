@@ -490,7 +490,7 @@ def build_topology(system: Arch) -> Topology:
         )
     if isinstance(system, Chip):
         raise InputError(f"{system.name!r} is a chip; collectives need a system (a node, cluster, torus or multislice)",
-                         source="--system")
+                         field="system")
     raise TypeError(f"not a system: {type(system).__name__}")
 
 

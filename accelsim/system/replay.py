@@ -400,7 +400,7 @@ def _doing(device: int, classes: list[DeviceClass], rendezvous: Rendezvous) -> s
 def chip_of(system: Arch) -> Chip:
     """The chip every device of a node, torus, cluster or multislice is."""
     if isinstance(system, Chip):
-        raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", source="--system")
+        raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", field="system")
     return model.chip_of(system)
 
 

@@ -32,7 +32,7 @@ from accelsim.network.topology import ClusterTopology, MultisliceTopology, Topol
 def broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     """The plan ``ring`` runs for a broadcast from ``req.ranks[0]`` (see the module)."""
     if len(req.ranks) < 2:
-        raise InputError("broadcast needs at least 2 ranks", source="--ranks")
+        raise InputError("broadcast needs at least 2 ranks", field="group")
     parts = by_domain(topo, req.ranks)
     if len(parts) > 1 and isinstance(topo, ClusterTopology) and same_local_layout(topo, parts):
         from accelsim.network.algorithms.ring import cluster_ring

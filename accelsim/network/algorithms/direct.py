@@ -137,13 +137,13 @@ def pairs_of(req: Request) -> tuple[tuple[int, int], ...]:
     if req.kind == "send-recv":
         if len(req.ranks) != 2:
             raise InputError(f"send-recv goes from one rank to another: give 2 ranks, got {len(req.ranks)}",
-                             source="--group")
+                             field="group")
         return ((req.ranks[0], req.ranks[1]),)
     if req.pairs:
         members = set(req.ranks)
         for a, b in req.pairs:
             if a not in members or b not in members:
-                raise InputError(f"collective-permute pair ({a}, {b}) is not within the group", source="--group")
+                raise InputError(f"collective-permute pair ({a}, {b}) is not within the group", field="group")
         return req.pairs
     n = len(req.ranks)
     return tuple((req.ranks[i], req.ranks[(i + 1) % n]) for i in range(n))

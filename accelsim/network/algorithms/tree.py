@@ -96,7 +96,7 @@ def halving_doubling(topo: Topology, req: Request, proto: Protocol | None = None
     needs(req, ("all-reduce", "all-gather", "reduce-scatter"), "halving-doubling")
     n = len(req.ranks)
     if n & (n - 1):
-        raise InputError(f"halving-doubling needs a power-of-two group, got {n} ranks", source="--algorithm")
+        raise InputError(f"halving-doubling needs a power-of-two group, got {n} ranks", field="algorithm")
     levels = n.bit_length() - 1
 
     def exchange(p: Protocol | None, distance: int, nbytes: float):
