@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the chip's launch overhead)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
-    p.set_defaults(run=run_replay, options_of_fields={"algorithm": "--algorithm", "system": "--system"})
+    p.set_defaults(run=run_replay, options_of_fields={
+        "algorithm": "--algorithm", "system": "--system", "comm_sm_fraction": "--comm-sm-fraction",
+        "comm_hbm_fraction": "--comm-hbm-fraction"})
 
 
 def run_replay(args: argparse.Namespace) -> int:

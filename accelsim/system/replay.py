@@ -110,6 +110,12 @@ class ReplayOptions:
     more; see docs/system-trace-format.md)."""
     shortcuts: ReplayShortcuts = field(default_factory=ReplayShortcuts)
 
+    def __post_init__(self) -> None:
+        for name in ("comm_sm_fraction", "comm_hbm_fraction"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value < 1.0:
+                raise InputError(f"expected a fraction in [0, 1), got {value!r}", field=name)
+
 
 def parse_roofline_overhead(text: str, source: str) -> float:
     """``--roofline-overhead`` (or a sweep's ``roofline_overhead``): a non-negative time
@@ -134,9 +140,6 @@ def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float | N
         sm = hbm = 0.0
     sm = sm if options.comm_sm_fraction is None else options.comm_sm_fraction
     hbm = hbm if options.comm_hbm_fraction is None else options.comm_hbm_fraction
-    for name, value in (("comm_sm_fraction", sm), ("comm_hbm_fraction", hbm)):
-        if value is not None and not 0.0 <= value < 1.0:
-            raise InputError(f"expected a fraction in [0, 1), got {value!r}", source=f"--{name.replace('_', '-')}")
     return sm, hbm
 
 

@@ -37,7 +37,7 @@ def test_a_chip_given_for_a_system_is_named_by_its_field():
 
 def test_no_network_module_names_a_command_line_option():
     package = Path(accelsim.network.__file__).parent
-    flags = {path.name: re.findall(r'source="--[\w-]+"', path.read_text()) for path in package.rglob("*.py")}
+    flags = {path.name: re.findall(r'source=f?"--', path.read_text()) for path in package.rglob("*.py")}
     assert {name: found for name, found in flags.items() if found} == {}
 
 

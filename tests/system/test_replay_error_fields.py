@@ -30,9 +30,15 @@ def test_an_algorithm_that_does_not_apply_is_named_by_the_op_it_failed_on(dgx):
     assert caught.value.field == "programs[0].ops[0]" and "tree does not do all-gather" in caught.value.message
 
 
+def test_a_fraction_out_of_range_is_named_by_its_field():
+    with pytest.raises(InputError) as caught:
+        ReplayOptions(comm_sm_fraction=1.5)
+    assert (caught.value.source, caught.value.field) == (None, "comm_sm_fraction")
+
+
 def test_no_system_module_names_a_command_line_option():
     package = Path(accelsim.system.__file__).parent
-    flags = {path.name: re.findall(r'source="--[\w-]+"', path.read_text()) for path in package.rglob("*.py")}
+    flags = {path.name: re.findall(r'source=f?"--', path.read_text()) for path in package.rglob("*.py")}
     assert {name: found for name, found in flags.items() if found} == {}
 
 
@@ -53,4 +59,10 @@ def test_the_command_line_names_the_system_option_for_a_chip(cli, step_file):
 def test_the_command_line_names_the_trace_for_an_op_the_algorithm_cannot_run(cli, step_file):
     result = cli("replay", str(step_file), "--system", "dgx-h100", "--algorithm", "tree")
     assert result.code == 2 and result.err.startswith(f"accelsim: error: {step_file}: programs[0].ops[0]: tree "), \
+        result.err
+
+
+def test_the_command_line_names_the_fraction_option(cli, step_file):
+    result = cli("replay", str(step_file), "--system", "dgx-h100", "--comm-hbm-fraction", "1")
+    assert result.code == 2 and result.err.startswith("accelsim: error: --comm-hbm-fraction: expected a fraction"), \
         result.err
