@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import reprlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -107,6 +107,17 @@ def checked(check: Callable[[T], None], value: T, source: str) -> T:
         field, _, message = str(exc).partition(": ")
         raise InputError(message, source=source, field=field) from None
     return value
+
+
+def located_at_option(exc: InputError, options: Mapping[str, str]) -> InputError:
+    """``exc`` as the command line shows it: an error that names no file and whose field a
+    command-line option gave (``options``: field -> option, ``{"algorithm": "--algorithm"}``)
+    names the option instead. Lower layers name fields only; the CLI alone knows which
+    option filled a field, so this is where a field becomes a flag."""
+    option = options.get(exc.field) if exc.source is None and exc.field is not None else None
+    if option is not None:
+        exc.source, exc.field = option, None
+    return exc
 
 
 def _rebuild_input_error(message: str, source: str | None, line: int | None, field: str | None) -> InputError:

@@ -1,5 +1,7 @@
 """What a simulation returns: one versioned schema for a kernel on a chip, a collective on
-a system and a replayed step, shared by ``simulate``, ``replay``, sweeps and validation.
+a system and a replayed step, shared by ``simulate``, ``replay``, sweeps and validation;
+and what validation makes of a prediction beside its measurement
+(:class:`RecordComparison`, :func:`relative_error`).
 
 Each result is a frozen record whose field names carry their units. ``to_json()`` is the
 ``--json`` contract (keys documented in README.md, docs/replay.md and docs/collectives.md,
@@ -372,3 +374,35 @@ class ModelStepResult:
             "bubble_s": self.bubble_s, "idle_s": self.idle_s, "memory_bytes": self.memory["total_bytes"],
             "sim_wall_s": self.step.sim_wall_s,
         }
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    """Signed relative error of a prediction: ``predicted / measured - 1`` (negative:
+    predicted below measured; for a latency, predicted faster). Every comparison with a
+    measurement reports this one figure."""
+    return predicted / measured - 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordComparison:
+    """One measured record beside its prediction, as ``accelsim validate`` reports it: a
+    row of ``records.json`` (what ``validation/accuracy_headline.py`` tabulates). ``status``
+    says whether a fit touched the record (``accelsim.validate.fit_status.STATUSES``:
+    never fitted, held-out, fitted, derived)."""
+
+    measured_on: str
+    """The config of the published figures of the chip the record was measured on."""
+    id: str
+    family: str
+    implementation: str
+    source: str
+    status: str
+    measured_s: float
+    predicted_s: float
+
+    @property
+    def error(self) -> float:
+        return relative_error(self.predicted_s, self.measured_s)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "error": self.error}

@@ -1,19 +1,24 @@
 """The newcomer's exercise (docs/architecture.md): a kernel family, a collective algorithm
 and a trace importer are each one module's worth of code plus one registration line.
 Each toy here is registered from the test, no package file edited, and runs through the
-CLI as the built-in ones do."""
+CLI as the built-in ones do. A chip kind's engine strategy is one class and one line too;
+a chip kind that configs can name needs more places, which must agree (the last tests)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, get_args
 
 import pytest
 
-from accelsim.arch.model import Chip
+from accelsim.arch import schema
+from accelsim.arch.model import CHIP_KINDS, Chip, GpuChip, load_arch
+from accelsim.engine.chip import ENGINES, simulate_kernel
+from accelsim.engine.gpu import GpuEngine
 from accelsim.families import FAMILIES
 from accelsim.families.base import Family, Param
 from accelsim.importers import IMPORTERS, Imported, Importer
@@ -77,6 +82,28 @@ STEPS = Importer(name="steps", help="a one-line toy format", add_arguments=_step
                  inputs=lambda args: [args.file], convert=_steps_convert)
 
 
+# ---------------------------------------------------------------- a chip kind's engine strategy
+
+
+class ToyChip(GpuChip):
+    """A GPU that a firmware scheduler feeds: every kernel waits ``DISPATCH_S`` more."""
+
+    kind: ClassVar[str] = "toy"
+
+
+class ToyEngine(GpuEngine):
+    """The GPU strategy, plus the toy's dispatch: a strategy need not start from scratch."""
+
+    DISPATCH_S = 1e-6
+
+    def simulate(self, trace, chip, **options):
+        sim = super().simulate(trace, chip, **options)
+        return dataclasses.replace(sim, latency_s=sim.latency_s + self.DISPATCH_S)
+
+    def lower_bound_s(self, trace, chip, costs, hits, shortcuts) -> float:
+        return super().lower_bound_s(trace, chip, costs, hits, shortcuts) + self.DISPATCH_S
+
+
 @pytest.fixture
 def registered():
     """Each toy's one registration line; taken back afterwards."""
@@ -127,3 +154,21 @@ def test_a_trace_importer_gets_a_subcommand_whose_trace_replays(registered, cli,
                                        "one op per device"]
     replayed = json.loads(cli("replay", str(trace), "--system", "dgx-h100", "--json").out)
     assert replayed["step_time_s"] == pytest.approx(1e-3)
+
+
+def test_a_chip_kind_runs_kernels_with_its_registered_engine(monkeypatch):
+    h100 = load_arch("h100-sxm")
+    toy = ToyChip(**{f.name: getattr(h100, f.name) for f in dataclasses.fields(h100) if f.init})
+    monkeypatch.setitem(ENGINES, ToyChip, ToyEngine())  # the one registration line
+    trace = FILL.build({"bytes": 2**26}, {"block_bytes": 65536}, toy)
+    assert simulate_kernel(trace, toy).latency_s == simulate_kernel(trace, h100).latency_s + ToyEngine.DISPATCH_S
+
+
+def test_every_chip_kind_a_config_can_name_has_a_type_rules_and_an_engine():
+    """What a chip kind that configs name touches, besides its engine: the ``family`` values
+    a chip config may give (``arch/schema.py: Family``), the fields each kind needs and
+    alone may set (``CHIP_KIND_RULES``), its resolved type (``arch/model.py: CHIP_KINDS``)
+    and its engine (``engine/chip.py: ENGINES``). They must name the same kinds."""
+    engines = {kind.kind: kind for kind in ENGINES}
+    assert set(get_args(schema.Family)) == set(schema.CHIP_KIND_RULES) == set(CHIP_KINDS) == set(engines)
+    assert all(engines[name] is kind for name, kind in CHIP_KINDS.items())

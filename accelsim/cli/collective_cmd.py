@@ -16,6 +16,12 @@ from accelsim.results import CollectiveResult
 from accelsim.units import MAX_EXACT_BYTES, UnitError, format_quantity, parse_quantity
 
 
+OPTIONS_OF_FIELDS = {"kind": "--collective", "size_bytes": "--bytes", "algorithm": "--algorithm", "ranks": "--ranks",
+                     "group": "--group", "system": "--system"}
+"""The options that give :func:`~accelsim.network.simulate_collective`'s arguments: its
+errors name the argument, the command line the option."""
+
+
 def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--system", help="system name or config path (node, cluster, torus, multislice) for --collective")
     p.add_argument("--collective", metavar="KIND", help=", ".join(KINDS))

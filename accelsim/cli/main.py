@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from accelsim.arch.loader import OverrideError
-from accelsim.errors import InputError
+from accelsim.errors import InputError, located_at_option
 
 EXIT_BAD_INPUT = 2
 
@@ -77,13 +77,17 @@ def check_assignments(argv: Sequence[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    options_of_fields: dict[str, str] = {}
+    """The options that fill fields the lower layers' errors name (a command's ``options_of_fields``)."""
     try:
         check_assignments(argv)
         args = parser.parse_args(argv)
+        options_of_fields = getattr(args, "options_of_fields", {})
         return int(args.run(args) or 0)
     except InputError as exc:
         if isinstance(exc, OverrideError) and exc.source is None:  # every command takes overrides as --set
             exc.source = "--set"
+        located_at_option(exc, options_of_fields)
         print(f"accelsim: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except RecursionError:  # nesting the readers did not bound (each known one is an InputError)

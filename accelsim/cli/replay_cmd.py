@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the chip's launch overhead)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
-    p.set_defaults(run=run_replay)
+    p.set_defaults(run=run_replay, options_of_fields={
+        "algorithm": "--algorithm", "system": "--system", "comm_sm_fraction": "--comm-sm-fraction",
+        "comm_hbm_fraction": "--comm-hbm-fraction"})
 
 
 def run_replay(args: argparse.Namespace) -> int:
@@ -54,6 +56,7 @@ def run_replay(args: argparse.Namespace) -> int:
         named = {op.kernel_trace for program in trace.programs for op in program.ops if op.kernel_trace}
         check_output_file(args.timeline, "--timeline", inputs=[p if Path(p).is_absolute() else base / p for p in named])
     system = load_arch(args.system, args.overrides)
+    chip = chip_of(system)  # a chip is the option's fault, not the trace's
     protocol = args.algorithm.partition("/")[2]
     if protocol:  # known on this system? (asked now: a trace without collectives would never ask)
         from accelsim.network import build_topology
@@ -70,7 +73,7 @@ def run_replay(args: argparse.Namespace) -> int:
     except InputError as exc:
         exc.source = exc.source or args.trace  # the replay names fields of the trace
         raise
-    xla = compare_with_xla(trace, chip_of(system), Path(args.trace).parent, options.roofline_overhead_s)
+    xla = compare_with_xla(trace, chip, Path(args.trace).parent, options.roofline_overhead_s)
     if args.timeline:
         write_json(args.timeline, chrome_trace(result), "--timeline")
     if args.json:

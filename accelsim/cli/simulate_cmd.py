@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
     collective_cmd.add_options(p)
-    p.set_defaults(run=run_simulate)
+    p.set_defaults(run=run_simulate, options_of_fields=collective_cmd.OPTIONS_OF_FIELDS)
 
 
 def load_chip(name: str, overrides: list[str]) -> Chip:

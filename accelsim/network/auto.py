@@ -8,7 +8,7 @@ from __future__ import annotations
 from accelsim.network.algorithms.direct import POINT_TO_POINT
 from accelsim.network.collectives import Request
 from accelsim.network.groups import by_domain
-from accelsim.network.topology import Topology
+from accelsim.network.topology import Topology, TorusTopology
 
 
 def auto_candidates(topo: Topology, req: Request) -> list[str]:
@@ -20,7 +20,7 @@ def auto_candidates(topo: Topology, req: Request) -> list[str]:
     unidirectional ring are never picked: they are there to compare with."""
     if req.kind in POINT_TO_POINT:
         return ["direct"]
-    if topo.kind in ("torus", "multislice") or req.kind != "all-reduce":
+    if isinstance(topo, TorusTopology) or req.kind != "all-reduce":
         return ["ring"]
     spans_nodes = len(by_domain(topo, req.ranks)) > 1
     if not spans_nodes:

@@ -148,11 +148,11 @@ def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
     algorithm, slash, proto = name.partition("/")
     if algorithm == "auto" and slash:
         raise InputError(f"auto chooses the protocol too; give NAME/PROTOCOL (e.g. ring/{proto}) or auto, got {name!r}",
-                         source="--algorithm")
+                         field="algorithm")
     if algorithm not in ALGORITHMS:
-        raise ALGORITHMS.unknown(algorithm, source="--algorithm", also=("auto",))
+        raise ALGORITHMS.unknown(algorithm, field="algorithm", also=("auto",))
     if slash and not proto:
-        raise InputError(f"expected NAME or NAME/PROTOCOL, got {name!r}", source="--algorithm")
+        raise InputError(f"expected NAME or NAME/PROTOCOL, got {name!r}", field="algorithm")
     builder = ALGORITHMS[algorithm]
 
     def build(topo: Topology, req: Request) -> Plan:
@@ -160,7 +160,7 @@ def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
             return builder(topo, req, None)
         plan = builder(topo, req, protocol_named(topo, proto))
         if plan.protocol and plan.protocol != proto:  # NVLS runs Simple only, say
-            raise InputError(f"{algorithm} runs the {plan.protocol} protocol, not {proto}", source="--algorithm")
+            raise InputError(f"{algorithm} runs the {plan.protocol} protocol, not {proto}", field="algorithm")
         return plan
 
     return build
@@ -174,21 +174,21 @@ def check_protocol(system: str, tuning: CollectiveTuning | None, name: str) -> P
     """The protocol ``name`` of a system with NCCL model ``tuning`` (see
     :func:`~accelsim.network.topology.collective_tuning`); needs no links."""
     if tuning is None:
-        raise InputError(f"{system!r} has no NCCL model, so no protocol {name!r}", source="--algorithm")
+        raise InputError(f"{system!r} has no NCCL model, so no protocol {name!r}", field="algorithm")
     if name not in tuning.protocols:
-        raise InputError(f"unknown protocol {name!r}; known: {', '.join(tuning.protocols)}", source="--algorithm")
+        raise InputError(f"unknown protocol {name!r}; known: {', '.join(tuning.protocols)}", field="algorithm")
     return tuning.protocols[name]
 
 
 def check_kind(kind: str) -> str:
     if kind not in KINDS:
-        raise InputError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}", source="--collective")
+        raise InputError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}", field="kind")
     return kind
 
 
 def needs(req: Request, kinds: Iterable[str], algorithm: str) -> None:
     if req.kind not in kinds:
-        raise InputError(f"{algorithm} does not do {req.kind} (it does {', '.join(kinds)})", source="--algorithm")
+        raise InputError(f"{algorithm} does not do {req.kind} (it does {', '.join(kinds)})", field="algorithm")
 
 
 # ------------------------------------------------------------------ protocols and estimates
@@ -381,7 +381,7 @@ def ring_volume(kind: str, m: int, size_bytes: float) -> tuple[float, int]:
         return (m - 1) / m * size_bytes, m - 1
     if kind == "broadcast":  # a pipelined chain: every rank but the last forwards the buffer
         return size_bytes, m - 1
-    raise InputError(f"no ring {kind} here", source="--algorithm")
+    raise InputError(f"no ring {kind} here", field="algorithm")
 
 
 def plan(name: str, topo: Topology, lanes: Sequence[Sequence[Phase]], proto: Protocol | None,

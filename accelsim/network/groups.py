@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from accelsim.network.topology import Topology
+from accelsim.network.topology import ClusterTopology, Topology, TorusTopology
 
 
 def by_domain(topo: Topology, ranks: Sequence[int]) -> dict[int, list[int]]:
@@ -25,7 +25,7 @@ def same_local_layout(topo: Topology, parts: dict[int, list[int]]) -> bool:
 def box(topo: Topology, ranks: Sequence[int]) -> list[list[int]] | None:
     """Per axis, the coordinates a torus group spans, if the group is exactly that box
     (every combination of them, in one slice); otherwise None."""
-    if topo.kind not in ("torus", "multislice") or len({topo.domain(r) for r in ranks}) != 1:
+    if not isinstance(topo, TorusTopology) or len({topo.domain(r) for r in ranks}) != 1:
         return None
     coords = [topo.coords(r) for r in ranks]
     axes = [sorted({c[a] for c in coords}) for a in range(len(topo.shape))]
@@ -97,7 +97,7 @@ def product(values: Sequence[int]) -> int:
 def rails_of_first_nic(topo: Topology, columns: list[list[int]]) -> list[list[int]]:
     """The rails that share the first rail's NIC: what a rail collective must simulate
     to see NIC sharing (on DCN every chip has its own port, so the first rail alone)."""
-    if topo.kind != "cluster":
+    if not isinstance(topo, ClusterTopology):
         return columns[:1]
     nic = topo.nic_of(columns[0][0])[1]
     return [c for c in columns if topo.nic_of(c[0])[1] == nic]

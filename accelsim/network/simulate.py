@@ -23,7 +23,7 @@ from accelsim.network.collectives import (
     ALGORITHMS, BUS_FACTORS, Phase, Plan, PlanTimer, Request, check_kind, estimate_s, get_algorithm,
 )
 from accelsim.network.groups import by_domain
-from accelsim.network.topology import Topology
+from accelsim.network.topology import ClusterTopology, Topology
 from accelsim.network.tuners import tuner_choices
 from accelsim.results import CollectiveResult
 from accelsim.units import ps_to_seconds, seconds_to_ps
@@ -87,23 +87,40 @@ def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> 
     return simpy.AllOf(env, pool.start_many(flows))
 
 
+class Planner:
+    """Plans collectives on one topology and keeps every plan it made: its plan cache. A
+    request planned again (every layer of a replayed step, the part a whole collective is
+    planned from) is looked up, not planned anew. Hold one planner per topology for as
+    long as its plans may be asked for again; :func:`plan_for` plans with a fresh one."""
+
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self._plans: dict[tuple[Request, str], Plan] = {}
+        """(request, algorithm) -> its plan."""
+
+    def plan(self, request: Request, algorithm: str = "auto") -> Plan:
+        """The plan of ``request`` (any group of ranks). ``algorithm`` is a name
+        (``ring``), a name and a protocol (``ring/ll``), or ``auto``: the candidates of
+        :func:`~accelsim.network.auto.auto_candidates` that apply, the one with the least
+        :func:`~accelsim.network.collectives.estimate_s`."""
+        key = (request, algorithm)
+        hit = self._plans.get(key)
+        if hit is None:
+            topo = self.topo
+            check_request(topo, request)
+            request = dataclasses.replace(request, time_plans=timer(topo))
+            if request.whole:  # the algorithm and protocol the part's plan chose, every part
+                part = self.plan(dataclasses.replace(request, whole=False), algorithm)
+                hit = _every_part(topo, request, part) if part.partial else part
+            else:
+                hit = _choose(topo, request, algorithm)
+            self._plans[key] = hit
+        return hit
+
+
 def plan_for(topo: Topology, request: Request, algorithm: str = "auto") -> Plan:
-    """The plan of ``request`` (any group of ranks). ``algorithm`` is a name
-    (``ring``), a name and a protocol (``ring/ll``), or ``auto``: the candidates of
-    :func:`~accelsim.network.auto.auto_candidates` that apply, the one with the least
-    :func:`~accelsim.network.collectives.estimate_s`. Plans are cached on the topology."""
-    key = (request, algorithm)
-    hit = topo._plans.get(key)
-    if hit is None:
-        check_request(topo, request)
-        request = dataclasses.replace(request, time_plans=timer(topo))
-        if request.whole:  # the algorithm and protocol the part's plan chose, every part
-            part = plan_for(topo, dataclasses.replace(request, whole=False), algorithm)
-            hit = _every_part(topo, request, part) if part.partial else part
-        else:
-            hit = _choose(topo, request, algorithm)
-        topo._plans[key] = hit
-    return hit
+    """The plan of ``request`` on ``topo`` (:meth:`Planner.plan`, by a planner of its own)."""
+    return Planner(topo).plan(request, algorithm)
 
 
 REGISTERED_AS = {"torus-ring": "ring"}
@@ -138,7 +155,7 @@ def _platform_tuner_plan(topo: Topology, request: Request) -> Plan | None:
     """The plan of the first algorithm and protocol the platform's tuner plugin picks that
     applies here (:func:`~accelsim.network.tuners.tuner_choices`), as the plugin skips a
     region NCCL cannot run; None where it leaves the choice to NCCL."""
-    if topo.tuner is None or topo.tuning is None:
+    if not isinstance(topo, ClusterTopology) or topo.tuner is None or topo.tuning is None:
         return None
     parts = by_domain(topo, request.ranks)
     per_node = {len(members) for members in parts.values()}
@@ -158,14 +175,14 @@ def check_request(topo: Topology, request: Request) -> None:
     check_kind(request.kind)
     ranks = request.ranks
     if len(ranks) < 2:
-        raise InputError(f"a collective needs at least 2 ranks, got {len(ranks)}", source="--group")
+        raise InputError(f"a collective needs at least 2 ranks, got {len(ranks)}", field="group")
     if len(set(ranks)) != len(ranks):
-        raise InputError(f"the group names a rank twice: {list(ranks)}", source="--group")
+        raise InputError(f"the group names a rank twice: {list(ranks)}", field="group")
     bad = [r for r in ranks if not 0 <= r < topo.ranks]
     if bad:
-        raise InputError(f"ranks {bad} are not on {topo.name!r} (ranks 0..{topo.ranks - 1})", source="--group")
+        raise InputError(f"ranks {bad} are not on {topo.name!r} (ranks 0..{topo.ranks - 1})", field="group")
     if not request.size_bytes > 0:
-        raise InputError(f"size must be positive, got {request.size_bytes!r} bytes", source="--bytes")
+        raise InputError(f"size must be positive, got {request.size_bytes!r} bytes", field="size_bytes")
 
 
 def make_request(topo: Topology, kind: str, size_bytes: float, ranks: int | None = None,
@@ -188,9 +205,9 @@ def check_ranks(system: str, system_ranks: int, ranks: int | None = None) -> int
     so a sweep checks every point's system with it before building any."""
     n = system_ranks if ranks is None else ranks
     if system_ranks < 2:
-        raise InputError(f"{system!r} has {system_ranks} rank; a collective needs at least 2", source="--system")
+        raise InputError(f"{system!r} has {system_ranks} rank; a collective needs at least 2", field="system")
     if not 2 <= n <= system_ranks:
-        raise InputError(f"ranks must be between 2 and {system_ranks} on {system!r}, got {n}", source="--ranks")
+        raise InputError(f"ranks must be between 2 and {system_ranks} on {system!r}, got {n}", field="ranks")
     return n
 
 

@@ -5,20 +5,21 @@ direction in bytes/s, latency in seconds) and a routing rule between ranks. Link
 the resources of :class:`~accelsim.engine.fluid.FluidResources`, so concurrent
 transfers that cross the same link share it max-min fairly; link names are the keys.
 
-Kinds and their links (all figures from the config, latencies calibratable):
+Each kind is a type with its own routing (all figures from the config, latencies
+calibratable):
 
-* ``switch`` (NVSwitch node): GPU ``g`` has ``gpu{g}->switch`` (the chip's
+* ``node`` (:class:`NodeTopology`, an NVSwitch node): GPU ``g`` has ``gpu{g}->switch`` (the chip's
   ``interconnect.latency``) and ``switch->gpu{g}`` (the switch's ``latency``), each of
   ``links x bandwidth_per_link``; a GPU-to-GPU hop crosses one of each.
-* ``torus`` (TPU slice): ``(x, y, ...):axis{a}{+|-}`` to each neighbour, with the chip's
+* ``torus`` (:class:`TorusTopology`, a TPU slice): ``(x, y, ...):axis{a}{+|-}`` to each neighbour, with the chip's
   ``interconnect.latency``; routes are dimension-ordered, the short way round an axis
   that wraps; an axis without wraparound is a line.
-* ``cluster`` (nodes over InfiniBand / RoCE / EFA): every node is a switch node (GPU
+* ``cluster`` (:class:`ClusterTopology`, nodes over InfiniBand / RoCE / EFA): every node is a switch node (GPU
   ranks numbered node-major, the same ``gpu{r}`` link names), plus per NIC
   ``node{k}.nic{j}->fabric`` and back, of ``nic_bandwidth``; the way up carries the
-  fabric's ``switch_latency`` (the whole crossing), the way down none. GPU ``i`` of a node uses NIC ``i x nics / gpus`` (its rail). The
-  fabric itself is non-blocking (full bisection), so only NICs limit bandwidth.
-* ``multislice`` (TPU slices over DCN): every slice is a torus (link names prefixed
+  fabric's ``switch_latency`` (the whole crossing), the way down none. GPU ``i`` of a
+  node uses NIC ``i x nics / gpus`` (its rail). The fabric itself is non-blocking (full bisection), so only NICs limit bandwidth.
+* ``multislice`` (:class:`MultisliceTopology`, TPU slices over DCN): every slice is a torus (link names prefixed
   ``slice{k}:``), plus per chip ``slice{k}.chip{c}->dcn`` and back, of the DCN bandwidth
   per chip with the DCN latency.
 
@@ -34,13 +35,13 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
+from typing import ClassVar
 
 from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.model import Arch, Chip, Cluster, Multislice, Node, Torus
 from accelsim.errors import InputError
-
-KINDS = ("switch", "torus", "cluster", "multislice")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,48 +59,113 @@ class Link:
 class Topology:
     """Ranks, the links between them and how a transfer from one rank to another is routed.
 
-    ``kind`` is one of :data:`KINDS`. Ranks are grouped in *domains* of ``local_ranks``
-    (the GPUs of a node, the chips of a slice); switch nodes and tori are one domain.
-    On a torus (and inside each slice of a multislice) a rank's local index sits at
-    ``coords(rank)``, row-major over ``shape``.
+    One type per kind (:data:`KINDS`), each with its routing: :class:`NodeTopology`,
+    :class:`ClusterTopology`, :class:`TorusTopology`, :class:`MultisliceTopology`. Ranks are
+    grouped in *domains* (the GPUs of a node, the chips of a slice); a node and a torus
+    are one domain. A topology memoises its own routes (a pure function of its links);
+    the plans made on it are the planner's (:class:`~accelsim.network.simulate.Planner`).
     """
 
+    kind: ClassVar[str]
     name: str
-    kind: str
     ranks: int
     links: Mapping[str, Link]
     launch_s: float
-    nvls: bool = False
-    shape: tuple[int, ...] = ()
-    wraparound: tuple[bool, ...] = ()
-    local_ranks: int = 0
-    """Ranks per node (cluster) or per slice (multislice); 0 means all ranks are one domain."""
-    nics_per_node: int = 0
-    host_cpu: str = "intel"
-    """The cluster's host CPU vendor: NCCL's LL ceiling across nodes depends on it
-    (:func:`~accelsim.network.nccl_tables.ll_max_bus_bytes_per_s`)."""
-    tuner: str | None = None
-    """The platform's NCCL tuner plugin (:mod:`accelsim.network.tuners`); None: NCCL's own."""
     tuning: CollectiveTuning | None = None
     """NCCL's protocols and efficiencies (GPU systems whose node config has ``collectives``)."""
-    _routes: dict = field(default_factory=dict, compare=False, repr=False)
-    _plans: dict = field(default_factory=dict, compare=False, repr=False)
-    """Plans already made for (request, algorithm): see :func:`accelsim.network.plan_for`."""
-    _link_names: dict = field(default_factory=dict, compare=False, repr=False)
-    """Link names made once: per domain, the torus links (:meth:`_torus_names`), and the
-    DCN links (:meth:`_dcn_names`)."""
-    _split_routes: dict = field(default_factory=dict, compare=False, repr=False)
-    """(src, dst) -> :meth:`routes`, for the pairs split at a tie."""
-
-    # ------------------------------------------------------------ domains and coordinates
+    _routes: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    """(src, dst) -> :meth:`route`, made once."""
 
     @property
     def domain_size(self) -> int:
-        return self.local_ranks or self.ranks
+        """Ranks per domain (node or slice)."""
+        return self.ranks
 
     def domain(self, rank: int) -> int:
         """The node (cluster) or slice (multislice) of ``rank``; 0 elsewhere."""
         return rank // self.domain_size
+
+    def route(self, src: int, dst: int) -> tuple[str, ...]:
+        """Names of the links a transfer from ``src`` to ``dst`` crosses, in order."""
+        key = (src, dst)
+        hit = self._routes.get(key)
+        if hit is None:
+            hit = self._routes[key] = () if src == dst else self._route(src, dst)
+        return hit
+
+    def routes(self, src: int, dst: int) -> tuple[tuple[float, tuple[str, ...]], ...]:
+        """The routes a stream from ``src`` to ``dst`` takes, each with its share of the
+        bytes: the one :meth:`route` (a torus splits some, :meth:`TorusTopology.routes`)."""
+        return ((1.0, self.route(src, dst)),)
+
+    def route_latency_s(self, links: tuple[str, ...]) -> float:
+        return sum(self.links[name].latency_s for name in links)
+
+    def scale_out_latency_s(self, links: tuple[str, ...]) -> float:
+        """Latency of the NIC / DCN links of a route (what a step adds between domains)."""
+        return sum(self.links[name].latency_s for name in links if self.links[name].scale_out)
+
+    def _route(self, src: int, dst: int) -> tuple[str, ...]:
+        """The route between two different ranks: each kind's own."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeTopology(Topology):
+    """An NVSwitch node: GPU ``g`` has ``gpu{g}->switch`` and ``switch->gpu{g}``; a
+    GPU-to-GPU hop crosses one of each."""
+
+    kind: ClassVar[str] = "node"
+    nvls: bool = False
+    """In-switch reduction (NVLink SHARP)."""
+
+    def _route(self, src: int, dst: int) -> tuple[str, ...]:
+        return (uplink(src), downlink(dst))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterTopology(NodeTopology):
+    """Switch nodes of ``local_ranks`` GPUs (ranks numbered node-major) whose NICs meet on
+    a non-blocking fabric; GPU ``i`` of a node sends and receives through NIC
+    ``i x nics / gpus`` (its rail)."""
+
+    kind: ClassVar[str] = "cluster"
+    local_ranks: int
+    """GPUs per node."""
+    nics_per_node: int
+    host_cpu: str = "intel"
+    """The host CPU vendor: NCCL's LL ceiling across nodes depends on it
+    (:func:`~accelsim.network.nccl_tables.ll_max_bus_bytes_per_s`)."""
+    tuner: str | None = None
+    """The platform's NCCL tuner plugin (:mod:`accelsim.network.tuners`); None: NCCL's own."""
+
+    @property
+    def domain_size(self) -> int:
+        return self.local_ranks
+
+    def nic_of(self, rank: int) -> tuple[int, int]:
+        """(node, NIC index) a GPU sends and receives through: its rail's NIC."""
+        node, local = divmod(rank, self.domain_size)
+        return node, local * self.nics_per_node // self.domain_size
+
+    def _route(self, src: int, dst: int) -> tuple[str, ...]:
+        if self.domain(src) == self.domain(dst):
+            return (uplink(src), downlink(dst))
+        return (nic_up(*self.nic_of(src)), nic_down(*self.nic_of(dst)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorusTopology(Topology):
+    """Chips on a torus of ``shape`` (a rank's local index at ``coords(rank)``, row-major),
+    one link per direction to each neighbour along every axis; routes are
+    dimension-ordered, the short way round an axis that wraps; an axis without
+    wraparound is a line."""
+
+    kind: ClassVar[str] = "torus"
+    shape: tuple[int, ...]
+    wraparound: tuple[bool, ...]
+    _split_routes: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    """(src, dst) -> :meth:`routes`, for the pairs split at a tie."""
 
     def coords(self, rank: int) -> tuple[int, ...]:
         return coords_of(rank % self.domain_size, self.shape)
@@ -118,27 +184,20 @@ class Topology:
             rings.append([self.rank_of(base[:axis] + (i,) + base[axis + 1 :]) for i in range(self.shape[axis])])
         return rings
 
-    # ------------------------------------------------------------ routing
-
-    def route(self, src: int, dst: int) -> tuple[str, ...]:
-        """Names of the links a transfer from ``src`` to ``dst`` crosses, in order."""
-        key = (src, dst)
-        hit = self._routes.get(key)
-        if hit is None:
-            hit = self._routes[key] = self._route(src, dst)
-        return hit
+    def link_prefix(self, domain: int) -> str:
+        """What the names of ``domain``'s torus links start with (a slice's prefix)."""
+        return ""
 
     def routes(self, src: int, dst: int) -> tuple[tuple[float, tuple[str, ...]], ...]:
-        """The routes a stream from ``src`` to ``dst`` takes, each with its share of the
-        bytes: the one :meth:`route`, except on a torus where the destination is exactly
-        half way round a wrapped axis: either way is as short, so the stream goes half
-        each way (per such axis), as the rings do. (Always one way, a wraparound added to
-        a 4-chip axis loaded one direction with every tie: a tree all-reduce 1.5x slower.)"""
-        tie_axes = self._tie_axes()
-        if not tie_axes or self.domain(src) != self.domain(dst):
+        """The one :meth:`route`, except where the destination is exactly half way round a
+        wrapped axis: either way is as short, so the stream goes half each way (per such
+        axis), as the rings do. (Always one way, a wraparound added to a 4-chip axis
+        loaded one direction with every tie: a tree all-reduce 1.5x slower.)"""
+        if not self._tie_axes or self.domain(src) != self.domain(dst):
             return ((1.0, self.route(src, dst)),)
         here, there = self.coords(src), self.coords(dst)
-        ties = [axis for axis in tie_axes if (there[axis] - here[axis]) % self.shape[axis] == self.shape[axis] // 2]
+        ties = [axis for axis in self._tie_axes
+                if (there[axis] - here[axis]) % self.shape[axis] == self.shape[axis] // 2]
         if not ties:
             return ((1.0, self.route(src, dst)),)
         key = (src, dst)
@@ -150,50 +209,11 @@ class Topology:
                 for flips in itertools.product((False, True), repeat=len(ties)))
         return hit
 
+    @cached_property
     def _tie_axes(self) -> tuple[int, ...]:
         """Axes where a destination can be exactly half way round: wrapped, of even length."""
-        found = self._link_names.get("ties")
-        if found is None:
-            found = self._link_names["ties"] = tuple(
-                axis for axis, (size, wraps) in enumerate(zip(self.shape, self.wraparound))
-                if wraps and size % 2 == 0) if self.kind in ("torus", "multislice") else ()
-        return found
-
-    def route_latency_s(self, links: tuple[str, ...]) -> float:
-        return sum(self.links[name].latency_s for name in links)
-
-    def scale_out_latency_s(self, links: tuple[str, ...]) -> float:
-        """Latency of the NIC / DCN links of a route (what a step adds between domains)."""
-        return sum(self.links[name].latency_s for name in links if self.links[name].scale_out)
-
-    def _route(self, src: int, dst: int) -> tuple[str, ...]:
-        if src == dst:
-            return ()
-        size = self.domain_size
-        same_domain = src // size == dst // size
-        if self.kind in ("switch", "cluster") and same_domain:
-            return (uplink(src), downlink(dst))
-        if self.kind == "cluster":
-            return (nic_up(*self.nic_of(src)), nic_down(*self.nic_of(dst)))
-        if not same_domain:  # multislice: across the DCN
-            up, down = self._dcn_names()
-            return (up[src], down[dst])
-        return self._torus_route(src, dst)
-
-    def _dcn_names(self) -> tuple[list[str], list[str]]:
-        """Each rank's DCN up and down link names, made once (a direct all-reduce across
-        slices routes most of its million pairs over them)."""
-        names = self._link_names.get("dcn")
-        if names is None:
-            ranks = range(self.ranks)
-            names = self._link_names["dcn"] = ([dcn_up(r, self.domain_size) for r in ranks],
-                                               [dcn_down(r, self.domain_size) for r in ranks])
-        return names
-
-    def nic_of(self, rank: int) -> tuple[int, int]:
-        """(node, NIC index) a cluster GPU sends and receives through: its rail's NIC."""
-        node, local = divmod(rank, self.domain_size)
-        return node, local * self.nics_per_node // self.domain_size
+        return tuple(axis for axis, (size, wraps) in enumerate(zip(self.shape, self.wraparound))
+                     if wraps and size % 2 == 0)
 
     def torus_hops(self, src: int, dst: int) -> list[tuple[int, int, int]]:
         """(axis, direction +1 / -1, hops) of the dimension-ordered route, axis by axis."""
@@ -205,9 +225,12 @@ class Topology:
                 out.append((axis, step, (step * (target[axis] - here[axis])) % size))
         return out
 
+    def _route(self, src: int, dst: int) -> tuple[str, ...]:
+        return self._torus_route(src, dst)
+
     def _torus_route(self, src: int, dst: int, flipped: frozenset = frozenset()) -> tuple[str, ...]:
         """Dimension-ordered; along the axes in ``flipped`` the other way round."""
-        names = self._torus_names(self.domain(src))
+        names = self._link_names[self.domain(src)]
         axes = len(self.shape)
         here = list(self.coords(src))
         local = src % self.domain_size
@@ -223,18 +246,49 @@ class Topology:
                 here[axis] = after
         return tuple(path)
 
-    def _torus_names(self, domain: int) -> list[str]:
-        """The names of the torus links of ``domain`` (a slice), made once: index
+    @cached_property
+    def _link_names(self) -> list[list[str]]:
+        """Per domain (slice), the names of its torus links, made once: index
         ``(local rank x axes + axis) x 2 + (1 if the + direction else 0)``. A route of many
         hops looks its names up instead of formatting each (a million routes of a direct
         all-reduce on 1024 chips)."""
-        names = self._link_names.get(domain)
-        if names is None:
-            prefix = slice_prefix(domain) if self.kind == "multislice" else ""
-            names = self._link_names[domain] = [
-                torus_link(coords_of(local, self.shape), axis, step, prefix)
-                for local in range(self.domain_size) for axis in range(len(self.shape)) for step in (-1, 1)]
-        return names
+        return [[torus_link(coords_of(local, self.shape), axis, step, self.link_prefix(domain))
+                 for local in range(self.domain_size) for axis in range(len(self.shape)) for step in (-1, 1)]
+                for domain in range(self.ranks // self.domain_size)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultisliceTopology(TorusTopology):
+    """Identical tori of ``local_ranks`` chips (link names prefixed ``slice{k}:``) joined
+    over the data-centre network: per chip ``slice{k}.chip{c}->dcn`` and back."""
+
+    kind: ClassVar[str] = "multislice"
+    local_ranks: int
+    """Chips per slice."""
+
+    @property
+    def domain_size(self) -> int:
+        return self.local_ranks
+
+    def link_prefix(self, domain: int) -> str:
+        return slice_prefix(domain)
+
+    def _route(self, src: int, dst: int) -> tuple[str, ...]:
+        if self.domain(src) == self.domain(dst):
+            return self._torus_route(src, dst)
+        up, down = self._dcn_names
+        return (up[src], down[dst])
+
+    @cached_property
+    def _dcn_names(self) -> tuple[list[str], list[str]]:
+        """Each rank's DCN up and down link names, made once (a direct all-reduce across
+        slices routes most of its million pairs over them)."""
+        ranks = range(self.ranks)
+        return ([dcn_up(r, self.domain_size) for r in ranks], [dcn_down(r, self.domain_size) for r in ranks])
+
+
+KINDS: tuple[type[Topology], ...] = (NodeTopology, ClusterTopology, TorusTopology, MultisliceTopology)
+"""The kinds of topology, one type each."""
 
 
 def coords_of(rank: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -306,8 +360,8 @@ def switch_node(
 ) -> Topology:
     """GPUs each with one uplink to and one downlink from a non-blocking switch plane."""
     links = _gpu_links(range(gpus), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
-    return Topology(name=name, kind="switch", ranks=gpus, links=MappingProxyType(links), launch_s=launch_s,
-                    nvls=nvls, tuning=tuning)
+    return NodeTopology(name=name, ranks=gpus, links=MappingProxyType(links), launch_s=launch_s, nvls=nvls,
+                        tuning=tuning)
 
 
 def cluster(
@@ -333,9 +387,9 @@ def cluster(
         for nic in range(nics_per_node):
             for link, latency in ((nic_up(node, nic), fabric_latency_s), (nic_down(node, nic), 0.0)):
                 links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=latency, scale_out=True)
-    return Topology(name=name, kind="cluster", ranks=nodes * gpus_per_node, links=MappingProxyType(links),
-                    launch_s=launch_s, nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node,
-                    host_cpu=host_cpu, tuner=tuner, tuning=tuning)
+    return ClusterTopology(name=name, ranks=nodes * gpus_per_node, links=MappingProxyType(links), launch_s=launch_s,
+                           nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node, host_cpu=host_cpu,
+                           tuner=tuner, tuning=tuning)
 
 
 def _torus_links(shape: tuple[int, ...], wraparound: tuple[bool, ...], link_bytes_per_s: float,
@@ -366,8 +420,8 @@ def torus(
     if len(shape) != len(wraparound):
         raise InputError(f"torus shape {shape} and wraparound {wraparound} differ in length", field="wraparound")
     links = _torus_links(tuple(shape), tuple(wraparound), link_bytes_per_s, hop_latency_s)
-    return Topology(
-        name=name, kind="torus", ranks=_product(shape), links=MappingProxyType(links), launch_s=launch_s,
+    return TorusTopology(
+        name=name, ranks=_product(shape), links=MappingProxyType(links), launch_s=launch_s,
         shape=tuple(shape), wraparound=tuple(wraparound),
     )
 
@@ -392,8 +446,8 @@ def multislice(
         for rank in range(k * per_slice, (k + 1) * per_slice):
             for link, latency in ((dcn_up(rank, per_slice), dcn_latency_s), (dcn_down(rank, per_slice), 0.0)):
                 links[link] = Link(name=link, bandwidth_bytes_per_s=dcn_bytes_per_s, latency_s=latency, scale_out=True)
-    return Topology(
-        name=name, kind="multislice", ranks=slices * per_slice, links=MappingProxyType(links), launch_s=launch_s,
+    return MultisliceTopology(
+        name=name, ranks=slices * per_slice, links=MappingProxyType(links), launch_s=launch_s,
         shape=tuple(shape), wraparound=tuple(wraparound), local_ranks=per_slice,
     )
 
@@ -436,7 +490,7 @@ def build_topology(system: Arch) -> Topology:
         )
     if isinstance(system, Chip):
         raise InputError(f"{system.name!r} is a chip; collectives need a system (a node, cluster, torus or multislice)",
-                         source="--system")
+                         field="system")
     raise TypeError(f"not a system: {type(system).__name__}")
 
 

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from accelsim.figures import in_default_style  # noqa: E402
 from accelsim.report.roofline import draw_identity  # noqa: E402
+from accelsim.results import relative_error  # noqa: E402
 from accelsim.units import format_quantity  # noqa: E402
 from accelsim.validate.calibrate import is_held_out  # noqa: E402
 from accelsim.validate.collectives import CollectiveMeasurement  # noqa: E402
@@ -36,7 +37,7 @@ class CollectiveComparison:
     @property
     def error(self) -> float:
         """Predicted / measured - 1 on bus bandwidth (nccl-tests' figure of merit)."""
-        return self.predicted_busbw / self.measurement.busbw_bytes_per_s - 1
+        return relative_error(self.predicted_busbw, self.measurement.busbw_bytes_per_s)
 
     @property
     def held_out(self) -> bool:

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from accelsim.figures import in_default_style  # noqa: E402
 from accelsim.files import write_json  # noqa: E402
 from accelsim.importers.profile_kernels import short_name  # noqa: E402
+from accelsim.results import relative_error  # noqa: E402
 from accelsim.validate.step import PARTS, KernelRow, Span, StepComparison  # noqa: E402
 
 STEP_FILES = ("step.md", "step.perfetto.json", "step_kernels.png")
@@ -103,7 +104,7 @@ def _span_event(pid: int, span: Span, origin: float, pair) -> dict[str, Any]:
         args.update({"class": pair.kernel.get("class") or "unmapped", "record": pair.kernel.get("record") or "-",
                      "replayed as": pair.replayed_as})
         if pair.simulated_s is not None and pair.kernel["duration_s"] > 0:
-            args["error"] = _pct(pair.simulated_s / pair.kernel["duration_s"] - 1)
+            args["error"] = _pct(relative_error(pair.simulated_s, pair.kernel["duration_s"]))
     return {"ph": "X", "pid": pid, "tid": span.stream, "name": _name(span.name), "cat": "comm" if span.comm else "compute",
             "ts": (span.start_s - origin) * 1e6, "dur": span.duration_s * 1e6, "args": args}
 

@@ -16,6 +16,7 @@ from accelsim.arch.loader import measured_config  # noqa: E402
 from accelsim.arch.model import Chip  # noqa: E402
 from accelsim.figures import in_default_style  # noqa: E402
 from accelsim.report.roofline import draw_identity, draw_roof, finish_log_log  # noqa: E402
+from accelsim.results import RecordComparison, relative_error  # noqa: E402
 from accelsim.validate.compare import (  # noqa: E402
     Comparison, Measurement, Refused, config_rankings, kernel_rows, summarise,
 )
@@ -105,12 +106,16 @@ def write_records(path: Path, comparisons: Sequence[Comparison], statuses: dict[
                   overrides: Sequence[str], header: str) -> None:
     """Every record's comparison as data: what ``validation/accuracy_headline.py`` tabulates."""
     data = {"schema_version": 1, "kind": RECORDS_KIND, "config": arch, "overrides": list(overrides),
-            "header": header, "records": [
-        {"measured_on": measured_config(c.measurement.arch), "id": c.measurement.id, "family": c.measurement.family,
-         "implementation": implementation_key(c.measurement), "source": source_key(c.measurement),
-         "status": statuses[id(c)], "measured_s": c.measurement.latency_s, "predicted_s": c.predicted_s,
-         "error": c.error} for c in comparisons]}
+            "header": header, "records": [compared_record(c, statuses[id(c)]).to_json() for c in comparisons]}
     path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def compared_record(c: Comparison, status: str) -> RecordComparison:
+    """A comparison in the results schema, with the record's fit ``status``."""
+    m = c.measurement
+    return RecordComparison(measured_on=measured_config(m.arch), id=m.id, family=m.family,
+                            implementation=implementation_key(m), source=source_key(m), status=status,
+                            measured_s=m.latency_s, predicted_s=c.predicted_s)
 
 
 def _summary_section(comparisons: Sequence[Comparison], statuses: dict[int, str]) -> list[str]:
@@ -164,7 +169,7 @@ def _kernel_section(comparisons: Sequence[Comparison]) -> list[str]:
     if not rows:
         return []
     paired = [r for r in rows if r.predicted_s is not None]
-    errors = [abs(r.predicted_s / r.measured_s - 1) for r in paired]
+    errors = [abs(relative_error(r.predicted_s, r.measured_s)) for r in paired]
     calls = {id(r.comparison) for r in rows}
     lines = ["", "## Kernels within a call", "",
              f"{len(calls)} records were timed kernel by kernel (device time, launch gaps left out). "
@@ -177,7 +182,7 @@ def _kernel_section(comparisons: Sequence[Comparison]) -> list[str]:
         lines += ["", "| record | kernel | measured | predicted | error |", "| --- | --- | ---: | ---: | ---: |"]
         for r in several:
             predicted = "-" if r.predicted_s is None else f"{r.predicted_s * 1e6:.1f} us"
-            error = "-" if r.predicted_s is None else _pct(r.predicted_s / r.measured_s - 1)
+            error = "-" if r.predicted_s is None else _pct(relative_error(r.predicted_s, r.measured_s))
             name = r.name if len(r.name) <= 48 else r.name[:45] + "..."
             lines.append(f"| {r.comparison.measurement.id} | {r.index}: `{name}` | {r.measured_s * 1e6:.1f} us | "
                          f"{predicted} | {error} |")

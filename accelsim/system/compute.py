@@ -48,30 +48,55 @@ class CommLoad:
     """What the collectives running on a device take from its compute: on GPUs
     ``sm_fraction`` of a compute-bound op's speed, and of a memory-bound op's either
     ``hbm_fraction`` or, where that is ``None``, the running collectives' own HBM shares
-    summed (at most :data:`HBM_SHARE_CAP`)."""
+    summed (at most :data:`HBM_SHARE_CAP`).
+
+    A collective that holds an SM budget (its op's ``sm_budget``) takes those SMs of the
+    device's ``sms`` instead of ``sm_fraction``: compute-bound ops beside it run on the
+    SMs left, at ``(sms - budget) / sms`` of their speed. Budgets of collectives running
+    at once add up (and ``sm_fraction`` once more while one without a budget runs too),
+    up to all SMs but one: the collectives' blocks past that wait for SMs, which the
+    replay does not model, and the compute already resident keeps one."""
 
     sm_fraction: float
     hbm_fraction: float | None
+    sms: int = 1
+    """Streaming multiprocessors of the device (what budgets are shares of)."""
     active: int = 0
     """Collectives and transfers moving data on the device now."""
     hbm_share: float = 0.0
+    budgeted: int = 0
+    """Of the ``active``, those that hold an SM budget."""
+    budget_sms: float = 0.0
+    """Their budgets summed."""
 
     def slowdown(self, memory_bound: bool) -> float:
         if not self.active:
             return 0.0
         if not memory_bound:
-            return self.sm_fraction
+            return self._sm_share()
         if self.hbm_fraction is not None:
             return self.hbm_fraction
         return min(HBM_SHARE_CAP, self.hbm_share)
 
-    def change(self, delta: int, hbm_share: float) -> bool:
-        """A collective with ``hbm_share`` starts (+1) or ends (-1); whether the slowdowns
-        changed."""
-        before = (bool(self.active), self.hbm_share)
+    def _sm_share(self) -> float:
+        if not self.budgeted:
+            return self.sm_fraction
+        unbudgeted = self.sm_fraction if self.active > self.budgeted else 0.0
+        return min((self.sms - 1) / self.sms, self.budget_sms / self.sms + unbudgeted)
+
+    def change(self, delta: int, hbm_share: float, sm_budget: float | None = None) -> bool:
+        """A collective with ``hbm_share`` (and ``sm_budget`` SMs, if it holds a budget)
+        starts (+1) or ends (-1); whether the slowdowns changed."""
+        before = self._state()
         self.active += delta
         self.hbm_share = self.hbm_share + delta * hbm_share if self.active else 0.0
-        return (bool(self.active), self.hbm_share) != before
+        if sm_budget is not None:
+            self.budgeted += delta
+            self.budget_sms = self.budget_sms + delta * sm_budget if self.budgeted else 0.0
+        return self._state() != before
+
+    def _state(self) -> tuple:
+        return bool(self.active), self.hbm_share, self.active > self.budgeted, self.budget_sms
 
 
 @dataclass
@@ -125,10 +150,11 @@ class _SharedDevice:
         self._reschedule()
         return done
 
-    def comm_changed(self, delta: int, hbm_share: float) -> None:
-        """A collective with ``hbm_share`` starts (+1) or ends (-1) on the device."""
+    def comm_changed(self, delta: int, hbm_share: float, sm_budget: float | None = None) -> None:
+        """A collective with ``hbm_share`` (and ``sm_budget`` SMs, if it holds a budget)
+        starts (+1) or ends (-1) on the device."""
         self._advance()
-        if self.comm.change(delta, hbm_share) and self._running:
+        if self.comm.change(delta, hbm_share, sm_budget) and self._running:
             self._reschedule()
 
     def account(self) -> None:

@@ -39,6 +39,8 @@ class Instance:
     started_ps: int = 0
     shares: dict[int, float] = field(default_factory=dict)
     """Class -> the HBM share the instance takes from its compute (see :meth:`Rendezvous._launch`)."""
+    budgets: dict[int, float | None] = field(default_factory=dict)
+    """Class -> the SMs the instance holds on its devices (its op's ``sm_budget``), None without a budget."""
 
 
 class Rendezvous:
@@ -118,7 +120,9 @@ class Rendezvous:
             joined = self.joined[c, i]
             devices = sum(count for _ranks, count in joined.values())
             inst.shares[c] = share * (joined[inst.key][1] / devices)
-            self.classes[c].compute.comm_changed(+1, inst.shares[c])
+            budget = self.classes[c].prog.ops[i].sm_budget
+            inst.budgets[c] = None if budget is None else budget * (joined[inst.key][1] / devices)
+            self.classes[c].compute.comm_changed(+1, inst.shares[c], inst.budgets[c])
         process = play_plan(self.env, self.pool, plan)
         process.callbacks.append(lambda _e: self._done(inst, communicated=True))
 
@@ -127,7 +131,7 @@ class Rendezvous:
         classes = sorted({c for c, _ in inst.members})
         if communicated:
             for c in classes:
-                self.classes[c].compute.comm_changed(-1, inst.shares[c])
+                self.classes[c].compute.comm_changed(-1, inst.shares[c], inst.budgets[c])
             if self.segments is not None:
                 name = f"{inst.kind} {inst.bytes:g} B over {len(inst.ranks)}"
                 for c in classes:

@@ -5,7 +5,7 @@ links it crosses, its shape up to link names, the HBM share its collective takes
 from __future__ import annotations
 
 from accelsim.errors import InputError
-from accelsim.network import links_of, plan_for
+from accelsim.network import Planner, links_of
 from accelsim.network.collectives import BUS_FACTORS, Plan, Request, estimate_s
 from accelsim.network.topology import Topology
 from accelsim.system.trace import P2P_KINDS, PERMUTE_KIND, Op
@@ -32,6 +32,7 @@ class PlanBook:
 
     def __init__(self, topo: Topology, algorithm: str, representative_parts: bool = True) -> None:
         self.topo = topo
+        self.planner = Planner(topo)
         self.algorithm = algorithm
         self.representative_parts = representative_parts
         self.whole_keys: set[tuple] = set()
@@ -132,7 +133,7 @@ class PlanBook:
         else:
             request = Request(kind=kind, size_bytes=float(nbytes), ranks=ranks, whole=whole)
         try:
-            return plan_for(self.topo, request, algorithm)
+            return self.planner.plan(request, algorithm)
         except InputError as exc:
             raise InputError(f"{exc.message} (ranks {ranks_text(ranks)} on {self.topo.name})",
                              field=f"programs[{where[0]}].ops[{where[1]}]") from None

@@ -12,7 +12,8 @@ finished and the op before it on its stream has finished (or, if async, been iss
 * **comm vs compute on GPUs**: while a collective or transfer runs on a device, its
   compute ops progress at ``1 - comm_sm_fraction`` of their speed (``1 -`` the running
   collectives' HBM shares for memory-bound ones): NCCL kernels occupy SMs and move
-  their bytes through HBM (see :class:`ReplayOptions`).
+  their bytes through HBM (see :class:`ReplayOptions`). A collective whose op gives
+  ``sm_budget`` takes that many SMs instead (:class:`~accelsim.system.compute.CommLoad`).
 
 **Folding.** Devices of one program that are interchangeable (the program has no
 send/recv and every collective's groups have one size) are replayed as one *class*
@@ -110,6 +111,12 @@ class ReplayOptions:
     more; see docs/system-trace-format.md)."""
     shortcuts: ReplayShortcuts = field(default_factory=ReplayShortcuts)
 
+    def __post_init__(self) -> None:
+        for name in ("comm_sm_fraction", "comm_hbm_fraction"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value < 1.0:
+                raise InputError(f"expected a fraction in [0, 1), got {value!r}", field=name)
+
 
 def parse_roofline_overhead(text: str, source: str) -> float:
     """``--roofline-overhead`` (or a sweep's ``roofline_overhead``): a non-negative time
@@ -134,9 +141,6 @@ def comm_fractions(chip: Chip, options: ReplayOptions) -> tuple[float, float | N
         sm = hbm = 0.0
     sm = sm if options.comm_sm_fraction is None else options.comm_sm_fraction
     hbm = hbm if options.comm_hbm_fraction is None else options.comm_hbm_fraction
-    for name, value in (("comm_sm_fraction", sm), ("comm_hbm_fraction", hbm)):
-        if value is not None and not 0.0 <= value < 1.0:
-            raise InputError(f"expected a fraction in [0, 1), got {value!r}", source=f"--{name.replace('_', '-')}")
     return sm, hbm
 
 
@@ -248,7 +252,7 @@ class _Replay:
             prog = compile_program(p, program, indexes)
             fold = self.options.fold and prog.foldable
             for devices in [prog.devices] if fold else [[d] for d in prog.devices]:
-                comm = CommLoad(sm_fraction=sm_fraction, hbm_fraction=hbm_fraction)
+                comm = CommLoad(sm_fraction=sm_fraction, hbm_fraction=hbm_fraction, sms=self.chip.num_cores)
                 make = DeviceCompute if shared_clock else PerOpCompute
                 compute = make(self.env, comm, after_ends=self.completions.drain)
                 classes.append(DeviceClass(id=len(classes), prog=prog, devices=devices, compute=compute))
@@ -400,16 +404,34 @@ def _doing(device: int, classes: list[DeviceClass], rendezvous: Rendezvous) -> s
 def chip_of(system: Arch) -> Chip:
     """The chip every device of a node, torus, cluster or multislice is."""
     if isinstance(system, Chip):
-        raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", source="--system")
+        raise InputError(f"{system.name!r} is not a system (a node, torus, cluster or multislice)", field="system")
     return model.chip_of(system)
 
 
 def check_devices(trace: SystemTrace, system: Arch) -> None:
-    """Refuse a trace with more devices than ``system`` has chips (needs no links, so a
-    sweep checks every point's system with it before building any)."""
+    """Refuse a trace with more devices than ``system`` has chips, or an SM budget its
+    chips cannot give (needs no links, so a sweep checks every point's system with it
+    before building any)."""
     if trace.num_devices > system.num_chips:
         raise InputError(f"the trace has {trace.num_devices} devices; {system.name!r} has {system.num_chips}",
                          field="num_devices")
+    check_sm_budgets(trace, chip_of(system))
+
+
+def check_sm_budgets(trace: SystemTrace, chip: Chip) -> None:
+    """Every ``sm_budget`` leaves compute at least one of the chip's SMs; a TPU has no SMs
+    to hold (its collectives run on ICI DMA engines), so a budget there is refused, not
+    passed over."""
+    for p, program in enumerate(trace.programs):
+        for i, op in enumerate(program.ops):
+            if op.sm_budget is None:
+                continue
+            where = f"programs[{p}].ops[{i}].sm_budget"
+            if not isinstance(chip, GpuChip):
+                raise InputError(f"{chip.name} is not a GPU: its collectives hold no SMs", field=where)
+            if op.sm_budget >= chip.num_cores:
+                raise InputError(f"expected fewer SMs than {chip.name}'s {chip.num_cores} (compute keeps one), "
+                                 f"got {op.sm_budget}", field=where)
 
 
 def replay(trace: SystemTrace, system: Arch, *, base_dir: str | Path = ".",

@@ -122,8 +122,8 @@ class Op(_Strict):
     sm_budget: Annotated[int, Field(strict=True, ge=1, le=1024)] | None = None
     """Communication: SMs the collective's kernels hold while it runs (NCCL: about one per
     channel; DeepEP's MoE kernels: their ``num_sms``); None: the replay's
-    ``comm_sm_fraction``. Recorded for the replay to take from compute
-    (``accelsim.network.moe``); the replay does not read it yet."""
+    ``comm_sm_fraction``. The replay runs compute beside it on the chip's SMs minus
+    these (:class:`~accelsim.system.compute.CommLoad`)."""
 
     # done
     start: str | None = None

@@ -23,6 +23,7 @@ from accelsim.errors import InputError, read_json_file, shown
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import best_config, run_config
+from accelsim.results import relative_error
 from accelsim.units import MEASURED_RANGE, is_finite_number, is_measured_time
 from accelsim.workers import mapped
 
@@ -127,7 +128,7 @@ class Comparison:
     @property
     def error(self) -> float:
         """Signed relative error of the prediction: predicted / measured - 1."""
-        return self.predicted_s / self.measurement.latency_s - 1.0
+        return relative_error(self.predicted_s, self.measurement.latency_s)
 
 
 def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:

@@ -25,6 +25,7 @@ from accelsim.errors import InputError, read_json_file, shown
 from accelsim.families import get_family
 from accelsim.families.base import parse_values
 from accelsim.families.search import best_config
+from accelsim.results import relative_error
 from accelsim.units import is_finite_number, is_measured_time
 
 LEVELS = ("microbenchmark", "kernel")
@@ -66,8 +67,8 @@ class PowerPrediction:
     def error(self) -> float:
         """Relative error of the energy (the power, for an idle reading)."""
         if self.energy_j is not None and self.record.energy_j:
-            return self.energy_j / self.record.energy_j - 1.0
-        return self.average_power_w / self.record.average_power_w - 1.0
+            return relative_error(self.energy_j, self.record.energy_j)
+        return relative_error(self.average_power_w, self.record.average_power_w)
 
 
 def read_power_records(paths: Iterable[str | Path]) -> list[PowerRecord]:

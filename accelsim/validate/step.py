@@ -29,6 +29,7 @@ from accelsim.arch.model import Chip, Node
 from accelsim.errors import InputError, checked, read_json_file, shown
 from accelsim.importers.profile import step_trace
 from accelsim.importers.profile_kernels import short_name
+from accelsim.results import relative_error
 from accelsim.system.replay import ReplayOptions, ReplayResult, replay
 from accelsim.system.trace import COMM_KINDS, SystemTrace, check_trace
 from accelsim.units import PS_PER_S
@@ -94,7 +95,7 @@ class KernelRow:
 
     @property
     def error(self) -> float | None:
-        return None if self.simulated_s is None else self.simulated_s / self.measured_s - 1.0
+        return None if self.simulated_s is None else relative_error(self.simulated_s, self.measured_s)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class StepComparison:
 
     @property
     def error(self) -> float:
-        return self.simulated.step_s / self.measured.step_s - 1.0 if self.measured.step_s else 0.0
+        return relative_error(self.simulated.step_s, self.measured.step_s) if self.measured.step_s else 0.0
 
     @property
     def dominant(self) -> str:

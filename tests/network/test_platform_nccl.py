@@ -67,6 +67,6 @@ def test_the_aws_p6_tuner_leaves_two_nodes_to_nccl_and_picks_from_three():
 def test_the_p6_preset_runs_what_its_tuner_picks_where_the_model_would_pick_otherwise():
     tuned = _run("aws-p6-b200", 4 * 2**30)
     assert (tuned.algorithm, tuned.protocol) == ("ring", "simple")
-    own = dataclasses.replace(build_topology(load_arch("aws-p6-b200")), tuner=None, _plans={})
+    own = dataclasses.replace(build_topology(load_arch("aws-p6-b200")), tuner=None)
     untuned = simulate_collective(own, "all-reduce", 4 * 2**30)
     assert untuned.algorithm == "nvls-tree"  # the model's own estimate prefers NVLS-tree here

@@ -15,7 +15,7 @@ import pytest
 
 from accelsim.network import link_loads
 from accelsim.network.collectives import Request
-from accelsim.network.simulate import plan_for, run_plans
+from accelsim.network.simulate import Planner, plan_for, run_plans
 from accelsim.network.topology import dcn_up, nic_up, slice_prefix, torus_link, uplink
 
 S = 64 * 2**20
@@ -46,9 +46,9 @@ def _cases(ideal_cluster, ideal_torus, ideal_multislice, tuning):
 def test_whole_plans_run_as_their_part_does(ideal_cluster, ideal_torus, ideal_multislice, tuning):
     partial = 0
     for topo, algorithm, kind, ranks in _cases(ideal_cluster, ideal_torus, ideal_multislice, tuning):
-        req = Request(kind=kind, size_bytes=S, ranks=tuple(ranks))
-        part = plan_for(topo, req, algorithm)
-        whole = plan_for(topo, dataclasses.replace(req, whole=True), algorithm)
+        req, planner = Request(kind=kind, size_bytes=S, ranks=tuple(ranks)), Planner(topo)
+        part = planner.plan(req, algorithm)
+        whole = planner.plan(dataclasses.replace(req, whole=True), algorithm)
         where = f"{topo.name} {algorithm} {kind} {list(ranks)}"
         if not part.partial:
             assert whole is part, where
@@ -108,11 +108,11 @@ def _outgoing(topo, rank: int) -> list[str]:
 
 
 def test_a_plan_with_no_hidden_parts_is_its_own_whole(ideal_node, ideal_torus):
-    node = ideal_node()
+    planner = Planner(ideal_node())
     for algorithm, kind in (("ring", "all-reduce"), ("one-shot", "all-gather"), ("nvls", "all-reduce")):
         req = Request(kind=kind, size_bytes=S, ranks=tuple(range(8)))
-        part = plan_for(node, req, algorithm)
-        assert not part.partial and plan_for(node, dataclasses.replace(req, whole=True), algorithm) is part
+        part = planner.plan(req, algorithm)
+        assert not part.partial and planner.plan(dataclasses.replace(req, whole=True), algorithm) is part
     line = ideal_torus((8, 4), (True, True))  # one axis: the group is its own ring
     req = Request(kind="all-reduce", size_bytes=S, ranks=(0, 4, 8, 12, 16, 20, 24, 28))
     assert not plan_for(line, req, "ring").partial

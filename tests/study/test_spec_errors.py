@@ -216,7 +216,7 @@ def test_a_point_whose_system_is_too_large_is_refused_at_its_parameter(spec_file
     ("{collective: all-reduce, bytes: 1 MiB, ranks: 0}", "ranks must be between 2 and 8 on 'dgx-h100-calibrated', got 0"),
     ("{collective: all-reduce, bytes: 1 MiB, ranks: 9}", "ranks must be between 2 and 8 on 'dgx-h100-calibrated', got 9"),
     ("{collective: all-reduce, bytes: 1 MiB, algorithm: ring/bogus}", "unknown protocol 'bogus'; known: ll, ll128"),
-    ("{sequence: [{collective: all-gather, bytes: 1024, ranks: 64}]}", "step 0: --ranks: ranks must be between 2"),
+    ("{sequence: [{collective: all-gather, bytes: 1024, ranks: 64}]}", "step 0: ranks: ranks must be between 2"),
 ])
 def test_a_collective_the_system_cannot_run_is_refused_up_front(spec_file, workload, expected):
     path = spec_file(f"""\
@@ -239,14 +239,14 @@ def test_a_collective_is_checked_against_every_points_system(spec_file):
         workloads:
           - {collective: all-reduce, bytes: 1 MiB, ranks: 16}
         """)
-    assert _error(path).message.startswith("point 1 (h100-ib-cluster, nodes=1): all-reduce 1 MiB: --ranks: ranks "
+    assert _error(path).message.startswith("point 1 (h100-ib-cluster, nodes=1): all-reduce 1 MiB: ranks: ranks "
                                            "must be between 2 and 8 on 'h100-ib-cluster', got 16")
     path = spec_file("""\
         base: [dgx-h100, tpu-v5e-4x4]
         workloads:
           - {collective: all-reduce, bytes: 1 MiB, algorithm: ring/ll}
         """, "torus.yaml")
-    assert "point 1 (tpu-v5e-4x4, no overrides): all-reduce 1 MiB: --algorithm: 'tpu-v5e-4x4' has no NCCL model, " \
+    assert "point 1 (tpu-v5e-4x4, no overrides): all-reduce 1 MiB: algorithm: 'tpu-v5e-4x4' has no NCCL model, " \
            "so no protocol 'll'" in _error(path).message
 
 
@@ -264,7 +264,7 @@ ALL_REDUCE = {"name": "ar", "kind": "all-reduce", "bytes": 1048576}
     ([{"name": "k", "kind": "compute", "family": "gemm", "params": {"M": 64, "N": 64}}], 8, "",
      "programs[0].ops[0].params.K: missing required parameter"),
     ([ALL_REDUCE], 8, ", algorithm: bogus", "unknown algorithm 'bogus'"),
-    ([ALL_REDUCE], 8, ", algorithm: ring/bogus", "point 0 (dgx-h100, no overrides): step: --algorithm: unknown "
+    ([ALL_REDUCE], 8, ", algorithm: ring/bogus", "point 0 (dgx-h100, no overrides): step: algorithm: unknown "
                                                   "protocol 'bogus'"),
     ([ALL_REDUCE], 16, "", "step.json: num_devices: the trace has 16 devices; 'dgx-h100-calibrated' has 8"),
 ])

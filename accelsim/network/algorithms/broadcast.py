@@ -26,22 +26,22 @@ from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import Phase, Plan, Request, Stream, phase, plan, plan_timer, with_protocol
 from accelsim.network.groups import axis_line, box, by_domain, rails, same_local_layout
-from accelsim.network.topology import Topology
+from accelsim.network.topology import ClusterTopology, MultisliceTopology, Topology, TorusTopology
 
 
 def broadcast(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
     """The plan ``ring`` runs for a broadcast from ``req.ranks[0]`` (see the module)."""
     if len(req.ranks) < 2:
-        raise InputError("broadcast needs at least 2 ranks", source="--ranks")
+        raise InputError("broadcast needs at least 2 ranks", field="group")
     parts = by_domain(topo, req.ranks)
-    if len(parts) > 1 and topo.kind == "cluster" and same_local_layout(topo, parts):
+    if len(parts) > 1 and isinstance(topo, ClusterTopology) and same_local_layout(topo, parts):
         from accelsim.network.algorithms.ring import cluster_ring
 
         return with_protocol(topo, lambda p: cluster_ring(topo, req, p), proto)
-    if len(parts) > 1 and topo.kind == "multislice" and same_local_layout(topo, parts) \
+    if len(parts) > 1 and isinstance(topo, MultisliceTopology) and same_local_layout(topo, parts) \
             and box(topo, parts[topo.domain(req.ranks[0])]) is not None:
         return with_protocol(topo, lambda p: _across_slices(topo, req, parts, p), proto)
-    if topo.kind in ("torus", "multislice") and box(topo, req.ranks) is not None:
+    if isinstance(topo, TorusTopology) and box(topo, req.ranks) is not None:
         return with_protocol(topo, lambda p: _on_torus(topo, req, p), proto)
     return with_protocol(topo, lambda p: _chain(topo, req, p), proto)
 

@@ -11,7 +11,7 @@ from accelsim.network.collectives import (
     Phase, Plan, Request, Transfer, merged_phase, needs, phase, plan, register, with_protocol,
 )
 from accelsim.network.groups import box, by_domain, same_local_layout
-from accelsim.network.topology import Topology, slice_prefix, torus_link
+from accelsim.network.topology import ClusterTopology, Topology, TorusTopology, torus_link
 
 POINT_TO_POINT = ("all-to-all", "send-recv", "collective-permute")
 
@@ -76,7 +76,7 @@ def all_to_all_phase(topo: Topology, req: Request, proto: Protocol | None) -> Ph
 
 def _torus_symmetric(topo: Topology, req: Request) -> bool:
     parts = by_domain(topo, req.ranks)
-    return (topo.kind in ("torus", "multislice") and same_local_layout(topo, parts)
+    return (isinstance(topo, TorusTopology) and same_local_layout(topo, parts)
             and _translation_invariant(topo, parts[min(parts)]))
 
 
@@ -87,7 +87,7 @@ def _a2a_partial(topo: Topology, req: Request) -> bool:
     parts = by_domain(topo, req.ranks)
     if _torus_symmetric(topo, req):
         return len(req.ranks) > 1
-    return topo.kind == "cluster" and same_local_layout(topo, parts) and len(parts) > 1
+    return isinstance(topo, ClusterTopology) and same_local_layout(topo, parts) and len(parts) > 1
 
 
 def _translation_invariant(topo: Topology, inner: list[int]) -> bool:
@@ -119,7 +119,7 @@ def _torus_all_to_all(topo: Topology, ranks: tuple[int, ...], inner: list[int], 
     transfers = []
     for j, d in enumerate(domains if whole else domains[:1]):
         for i, src in enumerate(parts[d] if whole else parts[d][:1]):
-            prefix = slice_prefix(d) if topo.kind == "multislice" else ""
+            prefix = topo.link_prefix(d)
             here = topo.coords(src)
             hops = Counter({torus_link(here, axis, step, prefix): count for (axis, step), count in offsets.items()})
             # a link named k times carries k x share / 2
@@ -137,13 +137,13 @@ def pairs_of(req: Request) -> tuple[tuple[int, int], ...]:
     if req.kind == "send-recv":
         if len(req.ranks) != 2:
             raise InputError(f"send-recv goes from one rank to another: give 2 ranks, got {len(req.ranks)}",
-                             source="--group")
+                             field="group")
         return ((req.ranks[0], req.ranks[1]),)
     if req.pairs:
         members = set(req.ranks)
         for a, b in req.pairs:
             if a not in members or b not in members:
-                raise InputError(f"collective-permute pair ({a}, {b}) is not within the group", source="--group")
+                raise InputError(f"collective-permute pair ({a}, {b}) is not within the group", field="group")
         return req.pairs
     n = len(req.ranks)
     return tuple((req.ranks[i], req.ranks[(i + 1) % n]) for i in range(n))

@@ -29,7 +29,7 @@ def hierarchical(topo: Topology, req: Request, proto: Protocol | None = None) ->
     parts = by_domain(topo, req.ranks)
     if len(parts) < 2 or not same_local_layout(topo, parts):
         raise InputError("hierarchical needs a group spanning several nodes or slices with the same ranks in each",
-                         source="--algorithm")
+                         field="algorithm")
 
     inner = parts[sorted(parts)[0]]
     k = len(inner)

@@ -9,7 +9,7 @@ from accelsim.errors import InputError
 from accelsim.network.algorithms.tree import tree_depth, tree_streams
 from accelsim.network.collectives import Phase, Plan, Request, Transfer, needs, phase, register
 from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.topology import Topology, downlink, uplink
+from accelsim.network.topology import ClusterTopology, NodeTopology, Topology, downlink, uplink
 
 
 MIN_NVLS_GPUS = 3
@@ -21,7 +21,7 @@ def _enough_gpus(parts: dict) -> None:
     fewest = min(len(members) for members in parts.values())
     if fewest < MIN_NVLS_GPUS:
         raise InputError(f"NVLS needs at least {MIN_NVLS_GPUS} GPUs of the group in a node (NCCL does not set it up "
-                         f"for fewer); this group has {fewest}", source="--algorithm")
+                         f"for fewer); this group has {fewest}", field="algorithm")
 
 
 @register("nvls")
@@ -34,11 +34,11 @@ def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     uses. With an NCCL model the streams run at the node's ``nvls_efficiency`` of the link
     bandwidth and the collective costs ``nvls_latency``; without one, two hops of link
     latency and the chip's launch."""
-    if not (topo.kind in ("switch", "cluster") and topo.nvls):
-        raise InputError(f"{topo.name!r} has no in-switch reduction (NVLS)", source="--algorithm")
+    if not (isinstance(topo, NodeTopology) and topo.nvls):
+        raise InputError(f"{topo.name!r} has no in-switch reduction (NVLS)", field="algorithm")
     needs(req, ("all-reduce",), "nvls")
     if len(by_domain(topo, req.ranks)) > 1:
-        raise InputError("NVLS reduces inside one node; the group spans several", source="--algorithm")
+        raise InputError("NVLS reduces inside one node; the group spans several", field="algorithm")
     _enough_gpus(by_domain(topo, req.ranks))
     tuning = topo.tuning
     efficiency = tuning.nvls_efficiency if tuning else 1.0
@@ -61,13 +61,13 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     The four stages are pipelined, as NCCL runs them: they move their bytes at once on the
     links they share, after a fill of all their latencies. Unless ``req.whole``, the
     rails sharing the first rail's NIC and the first node's GPUs are simulated."""
-    if not (topo.kind == "cluster" and topo.nvls):
-        raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", source="--algorithm")
+    if not (isinstance(topo, ClusterTopology) and topo.nvls):
+        raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", field="algorithm")
     needs(req, ("all-reduce",), "nvls-tree")
     parts = by_domain(topo, req.ranks)
     if len(parts) < 2 or not same_local_layout(topo, parts):
         raise InputError("nvls-tree needs a group spanning several nodes with the same GPUs in each",
-                         source="--algorithm")
+                         field="algorithm")
     _enough_gpus(parts)
     inner = parts[min(parts)]
     gpus = [g for d in sorted(parts) for g in parts[d]] if req.whole else inner

@@ -11,7 +11,7 @@ from accelsim.network.collectives import (
     Plan, Request, Stream, across_nodes, needs, phase, plan, register, ring_streams, ring_volume, with_protocol,
 )
 from accelsim.network.groups import box, by_domain, nic_channels, same_local_layout
-from accelsim.network.topology import Topology
+from accelsim.network.topology import ClusterTopology, MultisliceTopology, Topology, TorusTopology
 
 RING_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast")
 
@@ -29,15 +29,15 @@ def ring(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
 
         return broadcast(topo, req, proto)
     parts = by_domain(topo, req.ranks)
-    if len(parts) > 1 and topo.kind == "multislice" and same_local_layout(topo, parts):
+    if len(parts) > 1 and isinstance(topo, MultisliceTopology) and same_local_layout(topo, parts):
         from accelsim.network.algorithms.hierarchical import hierarchical
 
         return hierarchical(topo, req, proto)
-    if topo.kind in ("torus", "multislice") and box(topo, req.ranks) is not None:
+    if isinstance(topo, TorusTopology) and box(topo, req.ranks) is not None:
         from accelsim.network.algorithms.torus import torus_ring
 
         return torus_ring(topo, req, proto)
-    if len(parts) > 1 and topo.kind == "cluster" and same_local_layout(topo, parts):
+    if len(parts) > 1 and isinstance(topo, ClusterTopology) and same_local_layout(topo, parts):
         return with_protocol(topo, lambda p: cluster_ring(topo, req, p), proto)
     return _flat(topo, req, proto, bidirectional=True, name="ring")
 

@@ -39,10 +39,10 @@ def torus_ring(topo: Topology, req: Request, proto: Protocol | None = None) -> P
     spans = box(topo, req.ranks)
     if spans is None:
         raise InputError("torus rings need a box-shaped group (every combination of some coordinates per axis)",
-                         source="--group")
+                         field="group")
     axes = [a for a, values in enumerate(spans) if len(values) > 1]
     if not axes:
-        raise InputError("the group has a single chip; there is nothing to communicate", source="--group")
+        raise InputError("the group has a single chip; there is nothing to communicate", field="group")
     if axes_differ(topo, spans, req.ranks[0], axes):
         return _unlike_axes_plan(topo, spans, req, axes, proto)
     return _split_plan(topo, spans, req, axes, [1 / len(axes)] * len(axes), proto, req.whole)

@@ -10,7 +10,7 @@ from accelsim.network.collectives import (
     Plan, Request, Stream, across_nodes, needs, phase, plan, register, with_protocol,
 )
 from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.topology import Topology
+from accelsim.network.topology import ClusterTopology, Topology
 
 
 @register("tree")
@@ -25,7 +25,7 @@ def double_binary_tree(topo: Topology, req: Request, proto: Protocol | None = No
     needs(req, ("all-reduce",), "tree")
     ranks = list(req.ranks)
     parts = by_domain(topo, ranks)
-    across_nodes = topo.kind == "cluster" and len(parts) > 1 and same_local_layout(topo, parts)
+    across_nodes = isinstance(topo, ClusterTopology) and len(parts) > 1 and same_local_layout(topo, parts)
 
     def build(p: Protocol | None) -> Plan:
         if across_nodes:
@@ -96,7 +96,7 @@ def halving_doubling(topo: Topology, req: Request, proto: Protocol | None = None
     needs(req, ("all-reduce", "all-gather", "reduce-scatter"), "halving-doubling")
     n = len(req.ranks)
     if n & (n - 1):
-        raise InputError(f"halving-doubling needs a power-of-two group, got {n} ranks", source="--algorithm")
+        raise InputError(f"halving-doubling needs a power-of-two group, got {n} ranks", field="algorithm")
     levels = n.bit_length() - 1
 
     def exchange(p: Protocol | None, distance: int, nbytes: float):
