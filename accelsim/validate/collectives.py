@@ -57,9 +57,9 @@ class CollectiveMeasurement:
 
     @property
     def simulated_algorithm(self) -> str:
-        """``ring`` where NVLS was off (``ring/ll128`` where the protocol was pinned too);
-        NCCL's own choice is compared with ``auto``."""
-        return self.algorithm if self.algorithm.startswith("ring") else "auto"
+        """``ring`` where NVLS was off (``ring/ll128`` where the protocol was pinned too),
+        ``tree`` where NCCL_ALGO=Tree; NCCL's own choice is compared with ``auto``."""
+        return self.algorithm if self.algorithm.startswith(("ring", "tree")) else "auto"
 
 
 def load_measurements(path: Path) -> list[CollectiveMeasurement]:
@@ -137,9 +137,9 @@ def _collectives_record(r: Any, source: str, k: int) -> CollectiveMeasurement:
                                  fit=r.get("fit", True) is not False, overrides=tuple(overrides))
 
 
-ALGORITHMS_RAN = ("auto", "ring", "nvls", "ring/ll128")
+ALGORITHMS_RAN = ("auto", "ring", "nvls", "ring/ll128", "tree")
 """What a record says ran: NCCL's choice, a ring (NVLS off or ``NCCL_ALGO=Ring``), NVLS,
-ring/LL128 (``NCCL_ALGO=Ring NCCL_PROTO=LL128``)."""
+ring/LL128 (``NCCL_ALGO=Ring NCCL_PROTO=LL128``), a tree (``NCCL_ALGO=Tree``)."""
 
 
 def load_system(system: str, overrides: Sequence[str] = ()) -> Node | Cluster:
