@@ -4,6 +4,7 @@ B200 / A100, and the JAX scaling book's ICI all-gather model on TPU tori.
     python validation/report_collectives.py              # print the tables (markdown)
     python validation/report_collectives.py --fit        # refit, write the calibrated overlays
     python validation/report_collectives.py --write-docs # also put the tables into the docs
+    python validation/report_collectives.py --fit-tool   # print the torch.distributed per-call overhead fit
 
 ``--fit`` fits the NCCL model of ``dgx-h100-published`` (``accelsim.validate.collectives``)
 on the training split of the DGX H100 records from 1 KiB up, and writes an overlay for
@@ -23,6 +24,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from accelsim.arch.model import load_arch
@@ -30,9 +32,10 @@ from accelsim.network import build_topology, simulate_collective
 from accelsim.network.nccl_tables import CARRIES, carries_to
 from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
-from accelsim.validate.calibrate import is_held_out
+from accelsim.validate.calibrate import coordinate_descent, is_held_out, loss
 from accelsim.validate.collectives import (
     PARAMETERS, CollectiveMeasurement, fit, fitted_leaves, load_measurements, log_errors, predict, split,
+    tool_overhead_s,
 )
 from accelsim.validate.collectives import overlay as node_overlay
 
@@ -137,6 +140,8 @@ never counted as checks (B200 has no curve to fit, so each value comes from one 
 def _role(m: CollectiveMeasurement) -> str:
     if m.id in DERIVED_FROM:
         return "config derived from it"
+    if (m.system, m.tool) == TOOL_FITTED:
+        return f"{m.tool}, {'held out' if is_held_out(m.id) else 'train (tool overhead)'}"
     if m.system != FITTED:
         return f"never fitted, {m.tool}"
     if not m.fit:
@@ -213,7 +218,8 @@ def systems_table(records: list[CollectiveMeasurement]) -> str:
         fitted = [m for m, _ in items if _was_fitted(m)]
         what = "never fitted" if not fitted else (
             "its NCCL model, train split" if system == FITTED else "fabric latency, train split"
-            if system in FABRIC_FITTED else "link and NVLS efficiency, one record each")
+            if system in FABRIC_FITTED else f"{TOOL_FITTED[1]}'s overhead, train split"
+            if system == TOOL_FITTED[0] else "link and NVLS efficiency, one record each")
         untouched = [abs(e) for m, e in items if not _was_fitted(m)]
         every = [abs(e) for _, e in items]
         worst = max(items, key=lambda item: abs(item[1]))
@@ -237,7 +243,37 @@ def _was_fitted(m: CollectiveMeasurement) -> bool:
         return False
     if m.system == FITTED:
         return FIT_RANGE[0] <= m.size_bytes <= FIT_RANGE[1]
-    return m.system in FABRIC_FITTED
+    return m.system in FABRIC_FITTED or (m.system, m.tool) == TOOL_FITTED
+
+
+TOOL_FITTED = ("dgx-h200", "torch.distributed")
+"""The series whose training split fits the tool's per-call overhead
+(``accelsim.validate.collectives.TOOL_CALL_OVERHEAD_S``, ``--fit-tool``)."""
+
+
+def fit_tool_overhead(records: list[CollectiveMeasurement]) -> tuple[float, float, float]:
+    """(per-call overhead in seconds, bus-bandwidth MAPE of the training split, of the held-out
+    split) of :data:`TOOL_FITTED`'s tool, fitted on that series' training split with the
+    node's NCCL model as its plain name gives it."""
+    system, tool = TOOL_FITTED
+    series = [m for m in records if m.system == system and m.tool == tool and m.fit]
+    train, held = split(series)
+    topo = build_topology(load_arch(system))
+    bare = {m.id: predict(topo, m, tool_overhead=0.0).latency_s for m in series}
+
+    class Overhead:
+        path, low, high = "overhead", 0.0, 200e-6
+
+    def log_errs(items, overhead_s):
+        return np.array([math.log((bare[m.id] + overhead_s) / m.time_s) for m in items])
+
+    best = coordinate_descent(lambda v: loss(log_errs(train, v[Overhead.path])), [Overhead],
+                              {Overhead.path: 10e-6}, sweeps=3)[Overhead.path]
+
+    def mape(items):
+        return sum(abs(m.time_s / (bare[m.id] + best) - 1) for m in items) / len(items) if items else float("nan")
+
+    return best, mape(train), mape(held)
 
 
 # ------------------------------------------------------------------ TPU: the scaling book
@@ -297,7 +333,11 @@ tuning-table latencies, link efficiency 0.82 from an NVIDIA maintainer's figure)
 name" is what `dgx-*` gives: the NCCL model fitted on the DGX H100 training split, carried
 to the other nodes by NCCL's own split (latencies to every node, bandwidth figures within
 an architecture class: all of it to DGX H200, the latencies to DGX B200 and DGX A100;
-GB200 NVL72 extends DGX B200). Only DGX H100 records were fitted. The measured time of an
+GB200 NVL72 extends DGX B200). Only DGX H100 records were fitted, and the training split of
+the DGX H200 torch.distributed series for that tool's per-call host overhead ({tool_overhead_s(TOOL_FITTED[1]) * 1e6:.1f} us added
+to every torch.distributed record: its benchmark times one call on an idle GPU, so the
+interval holds the call's dispatch; `accelsim/validate/collectives.py`,
+`TOOL_CALL_OVERHEAD_S`). The measured time of an
 nccl-tests row is the faster of its out-of-place and in-place columns (the 4 KiB
 out-of-place run took 23.6 us against 16.5 us in place). "NCCL ran": `auto` = NCCL's own
 choice with NVLS enabled, `ring` = NVLS disabled, `nvls` = NCCL reported NVLS; the model is
@@ -352,8 +392,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fit", action="store_true", help="refit and write arch_configs/calibrated/dgx-h*-calibrated.yaml")
     parser.add_argument("--write-docs", action="store_true", help="replace the tables in docs/collectives.md and docs/accuracy.md")
+    parser.add_argument("--fit-tool", action="store_true",
+                        help="print torch.distributed's per-call overhead fitted on the DGX H200 series' training split")
     args = parser.parse_args()
     records = load_measurements(MEASUREMENTS)
+    if args.fit_tool:
+        value, train, held = fit_tool_overhead(records)
+        print(f"{TOOL_FITTED[1]}: per-call overhead {value * 1e6:.1f} us; bus-bandwidth MAPE train {train:.1%}, "
+              f"held out {held:.1%}")
+        return
     if args.fit:
         refit(records)
     text = report(records)

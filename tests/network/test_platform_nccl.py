@@ -69,4 +69,4 @@ def test_the_p6_preset_runs_what_its_tuner_picks_where_the_model_would_pick_othe
     assert (tuned.algorithm, tuned.protocol) == ("ring", "simple")
     own = dataclasses.replace(build_topology(load_arch("aws-p6-b200")), tuner=None)
     untuned = simulate_collective(own, "all-reduce", 4 * 2**30)
-    assert untuned.algorithm == "nvls-tree"  # the model's own estimate prefers NVLS-tree here
+    assert (untuned.algorithm, untuned.protocol) != ("ring", "simple")  # the model's own estimate prefers a tree
