@@ -76,6 +76,10 @@ class Impl:
     schedule: Schedule = Schedule()
     blackwell_schedule: Schedule | None = None
     """How its Blackwell kernels schedule the work, where that differs from ``schedule``."""
+    forward_order: Callable[[dict[str, Any], int], tuple[np.ndarray, np.ndarray] | None] | None = None
+    """The order a tile scheduler runs its fused forward's tiles in: ``forward_order(problem,
+    block_m)`` gives, per launch position, the tile's q block and its ``batch * heads + head``
+    (None, or no function: the grid's order, q blocks fastest, then heads, then batches)."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.

@@ -18,18 +18,26 @@ with the pipes fully overlapped it would be up to twice as fast as measured.
 Backward (``hopper/flash_bwd_launch_template.h``): one program per K/V block, 64x128 tiles at
 d <= 128 (128x128 at d <= 64, 64x64 above), two consumer warpgroups and a producer, dQ by
 atomic adds; the same schedule. Decode: FA3's split-KV path with its combine kernel.
+Causal forward: the tile order of FA3's ``DynamicPersistentTileScheduler``
+(``hopper/tile_scheduler.hpp``), whose CTAs take the next tile from an atomic counter as they
+finish one (a free SM takes the next tile in launch order, as the engine runs programs):
+longest processing time first (the q blocks from the last, which attends the most keys, to
+the first) within sections of heads whose K and V fit a 32 MB share of L2 (:func:`tile_order`).
 Leaves out: the in-kernel V transpose of fp8 (producer work), block quantization's scales,
-persistent tile scheduling (a persistent kernel launches one program per SM and walks the
-tiles; with the engine's waves the tail is the same except where tiles differ in length,
-as causal ones do), varlen, paged KV, PackGQA, clusters."""
+the persistent CTAs' prefetch of their next tile (under 1% of a long tile), PackGQA, the
+backward's scheduler, varlen, paged KV, clusters."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.families.attention_impls import triton
 from accelsim.families.attention_impls.base import Impl, Schedule, config, hopper_only
+from accelsim.trace.kernel import DTYPE_BYTES
 
 WARPGROUP_ROWS = 64
 """Query rows one consumer warpgroup owns (a wgmma's M)."""
@@ -66,6 +74,37 @@ def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     return config(bm, bn, 2, warps(bm))
 
 
+L2_KV_BYTES = 32 * 1024 * 1024
+"""The L2 share FA3's scheduler plans K and V of a section of heads into (``size_l2`` in
+``DynamicPersistentTileScheduler::to_underlying_arguments``)."""
+
+
+def heads_per_section(p: dict[str, Any]) -> int:
+    """(batch, head) pairs of one scheduler section: the power of two at or above
+    ``L2_KV_BYTES / (K and V bytes of one KV head)`` (``cutlass::find_log2`` rounds up), times
+    the query heads per KV head; at least one KV head's."""
+    kv_head_bytes = p["seq_kv"] * p["head_dim"] * DTYPE_BYTES[p["dtype"]] * 2
+    fit = L2_KV_BYTES // kv_head_bytes
+    return (1 << math.ceil(math.log2(fit)) if fit > 1 else 1) * p["group"]
+
+
+def tile_order(p: dict[str, Any], block_m: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Causal forward: (q block, ``batch * heads + head``) per launch position in the order of
+    ``DynamicPersistentTileScheduler::get_block_coord``: sections of
+    :func:`heads_per_section` (batch, head) pairs (the last section the remainder); within a
+    section each q block over its heads, the q blocks from the last ("longest-processing-time-
+    first"). Non-causal: None (its static scheduler walks the grid's order)."""
+    if not p["causal"] or p["backward"] or p["decode"]:
+        return None
+    n_q, pairs = math.ceil(p["seq_q"] / block_m), p["batch"] * p["heads"]
+    swizzle = heads_per_section(p)
+    tile = np.arange(n_q * pairs)
+    section, within = tile // (swizzle * n_q), tile % (swizzle * n_q)
+    width = np.where(section < pairs // swizzle, swizzle, max(pairs % swizzle, 1))
+    block, pair = within // width, section * swizzle + within % width
+    return n_q - 1 - block, pair
+
+
 WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, producer_warps=4, consumer_chains="shared")
 """FA3's consumers: asynchronous MMAs, FP32 softmax work in their shadow, MMAs and exps in turn."""
 
@@ -75,4 +114,5 @@ IMPL = Impl(
     unavailable=hopper_only,
     default_config=default_config,
     schedule=WARP_SPECIALIZED,
+    forward_order=tile_order,
 )
