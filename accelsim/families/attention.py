@@ -54,7 +54,7 @@ import numpy as np
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families import attention_impls
-from accelsim.families.attention_impls.base import Schedule
+from accelsim.families.attention_impls.base import Schedule, TileSchedule
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
@@ -273,8 +273,8 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
         return _build_gpu_bwd(p, params, config, buffers)
     if p["decode"]:
         return _build_gpu_decode(p, params, config, buffers)
-    order = impl.forward_order(p, config["block_m"]) if impl.forward_order else None
-    return _build_gpu_fwd(p, params, config, buffers, order)
+    tiles = impl.forward_tiles(p, config["block_m"], chip) if impl.forward_tiles else TileSchedule()
+    return _build_gpu_fwd(p, params, config, buffers, tiles)
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -366,9 +366,9 @@ def _causal_layout(p: dict[str, Any], q_start: np.ndarray, rows: np.ndarray, bn:
 
 
 def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int,
-                   order: tuple[np.ndarray, np.ndarray] | None = None) -> KernelTrace:
-    """``order``: (q block, batch * heads + head) per launch position, where the implementation's
-    tile scheduler sets it (:attr:`Impl.forward_order`); None: the grid's order."""
+                   tiles: TileSchedule) -> KernelTrace:
+    """``tiles``: how the implementation's tile scheduler runs the tiles (:attr:`Impl.forward_tiles`)."""
+    order = tiles.order
     b, h, group, sq, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["head_dim"]
     bm, bn = config["block_m"], config["block_n"]
     size = DTYPE_BYTES[p["dtype"]]
@@ -415,7 +415,8 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"tensor": "LSE", "block": ["batch", "head", q_var], "bytes": rows * STAT_BYTES, "direction": "write"},
         ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
-    return _gpu_trace(p, params, config, "fwd", grid, templates, template_of, program_vars, buffers=buffers)
+    return _gpu_trace(p, params, config, "fwd", grid, templates, template_of, program_vars, buffers=buffers,
+                      tiles=tiles)
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
@@ -431,10 +432,11 @@ def _kernel_name(p: dict[str, Any], direction: str) -> str:
 
 def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars, *, buffers: int,
                kernel_starts: list[int] | None = None, resources_by_kernel: list[dict | None] | None = None,
-               extra_tensors: dict | None = None) -> KernelTrace:
+               extra_tensors: dict | None = None, tiles: TileSchedule | None = None) -> KernelTrace:
     """A Triton-style attention trace: the resources come from the config (``buffers`` of
     each staged tile: :meth:`Chip.staged_buffers`), or with several kernels from
-    ``resources_by_kernel``, one per kernel (None: the config's)."""
+    ``resources_by_kernel``, one per kernel (None: the config's). ``tiles``: the persistent
+    CTAs that walk the programs, if any (:class:`TileSchedule`)."""
     ours = {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
             "registers_per_thread": _registers(p, config)}
     templates = _scheduled(templates, p.get("schedule"))
@@ -448,7 +450,7 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
             "pipeline_depth": config["num_stages"],
             "kernel_starts": kernel_starts,
             **({"kernel_resources": each[1:]} if resources_by_kernel else {}),
-            **_execution(p, config),
+            **_execution(p, config, tiles),
         },
         "tensors": {**_tensors(p), **(extra_tensors or {})},
         "templates": templates,
@@ -550,11 +552,13 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     })
 
 
-def _execution(p: dict[str, Any], config: dict[str, Any]) -> dict[str, dict]:
+def _execution(p: dict[str, Any], config: dict[str, Any], tiles: TileSchedule | None = None) -> dict[str, dict]:
     """The kernel's ``execution`` where the implementation is warp-specialized (its consumer
-    warpgroups, how their chains overlap, TMA loads)."""
+    warpgroups, how their chains overlap, TMA loads), with its persistent CTAs where it has them."""
     schedule = p.get("schedule")
     execution = schedule.execution(config["num_warps"]) if schedule else None
+    if execution and tiles and tiles.persistent_ctas:
+        execution = {**execution, "persistent_ctas": tiles.persistent_ctas, "epilogue": tiles.epilogue}
     return {"execution": execution} if execution else {}
 
 

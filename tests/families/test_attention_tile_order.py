@@ -1,5 +1,6 @@
-"""FlashAttention-3's causal forward runs its tiles in its scheduler's order: longest first
-within sections of heads whose K and V fit its L2 share (``hopper/tile_scheduler.hpp``)."""
+"""FlashAttention-3's forward runs its tiles as its schedulers do (``hopper/tile_scheduler.hpp``):
+causal, longest first within sections of heads whose K and V fit its L2 share, a CTA a tile;
+otherwise one persistent CTA per SM walking the grid's order."""
 
 from __future__ import annotations
 
@@ -46,15 +47,17 @@ def test_a_section_holds_the_heads_whose_kv_fits_the_schedulers_l2_share():
     assert fa3.heads_per_section(problem(heads=32, group=4, seq_kv=6 * 1024)) == 4 * 16
 
 
-def test_non_causal_tiles_keep_the_grids_order():
+def test_non_causal_tiles_keep_the_grids_order_on_one_persistent_cta_per_sm():
     assert fa3.tile_order(problem(causal=False), 128) is None
     trace = build(batch=2, heads=4, seq_q=2048, head_dim=128, impl="fa3")
     assert trace.kernel.grid == [16, 4, 2] and "q_block" not in trace.program_vars
+    execution = trace.kernel.execution
+    assert (execution.persistent_ctas, execution.epilogue) == (H100.num_cores, "overlapped")
 
 
 def test_the_causal_trace_reads_each_programs_own_q_block():
     trace = build(batch=2, heads=4, seq_q=2048, head_dim=128, causal=True, impl="fa3")
-    assert trace.kernel.grid == [128]
+    assert trace.kernel.grid == [128] and trace.kernel.execution.persistent_ctas is None
     q_block = np.asarray(trace.program_vars["q_block"])
     assert q_block[:8].tolist() == [15] * 8  # eight (batch, head) pairs fit one section
     # the last q block attends every key: 16 blocks of 128, 15 whole and the diagonal

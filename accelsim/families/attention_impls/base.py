@@ -61,6 +61,24 @@ class Schedule:
 
 
 @dataclass(frozen=True)
+class TileSchedule:
+    """A fused forward's tiles as a tile scheduler runs them.
+
+    ``order``: per launch position, the tile's q block and its ``batch * heads + head``
+    (None: the grid's order, q blocks fastest, then heads, then batches). ``persistent_ctas``:
+    CTAs that walk the tiles in that order, each taking every ``persistent_ctas``-th
+    (the trace's ``kernel.execution.persistent_ctas``); None: one CTA per tile, a free SM
+    taking the next (a dynamic scheduler's atomic tile counter behaves the same).
+    ``epilogue``: whether a persistent CTA's consumers wait for a tile's store before the next
+    tile's MMAs (``exposed``) or issue it and go on (``overlapped``): the trace's
+    ``kernel.execution.epilogue``."""
+
+    order: tuple[np.ndarray, np.ndarray] | None = None
+    persistent_ctas: int | None = None
+    epilogue: str = "exposed"
+
+
+@dataclass(frozen=True)
 class Impl:
     """One attention implementation (``--param impl=NAME``)."""
 
@@ -76,10 +94,9 @@ class Impl:
     schedule: Schedule = Schedule()
     blackwell_schedule: Schedule | None = None
     """How its Blackwell kernels schedule the work, where that differs from ``schedule``."""
-    forward_order: Callable[[dict[str, Any], int], tuple[np.ndarray, np.ndarray] | None] | None = None
-    """The order a tile scheduler runs its fused forward's tiles in: ``forward_order(problem,
-    block_m)`` gives, per launch position, the tile's q block and its ``batch * heads + head``
-    (None, or no function: the grid's order, q blocks fastest, then heads, then batches)."""
+    forward_tiles: Callable[[dict[str, Any], int, Chip], "TileSchedule"] | None = None
+    """How a tile scheduler runs its fused forward's tiles: ``forward_tiles(problem, block_m,
+    chip)`` (None: one CTA per tile, in the grid's order)."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.

@@ -18,13 +18,19 @@ with the pipes fully overlapped it would be up to twice as fast as measured.
 Backward (``hopper/flash_bwd_launch_template.h``): one program per K/V block, 64x128 tiles at
 d <= 128 (128x128 at d <= 64, 64x64 above), two consumer warpgroups and a producer, dQ by
 atomic adds; the same schedule. Decode: FA3's split-KV path with its combine kernel.
-Causal forward: the tile order of FA3's ``DynamicPersistentTileScheduler``
-(``hopper/tile_scheduler.hpp``), whose CTAs take the next tile from an atomic counter as they
-finish one (a free SM takes the next tile in launch order, as the engine runs programs):
-longest processing time first (the q blocks from the last, which attends the most keys, to
-the first) within sections of heads whose K and V fit a 32 MB share of L2 (:func:`tile_order`).
+Tile scheduling (``hopper/flash_fwd_launch_template.h``: on sm_90 a forward that is not split
+runs a persistent scheduler of ``hopper/tile_scheduler.hpp``, one CTA per SM): non-causal,
+``StaticPersistentTileScheduler``, CTA ``c`` taking tiles ``c``, ``c + SMs``, ... in the grid's
+order, its producer loading a tile's Q and K while the consumers finish the one before
+(``kernel.execution.persistent_ctas``), the consumers issuing a tile's O store by TMA and going
+on to the next tile (``CollectiveEpilogueFwd::store``: one warp waits for the store; the
+``overlapped`` epilogue); causal, ``DynamicPersistentTileScheduler``, whose CTAs
+take the next tile from an atomic counter as they finish one (a free SM takes the next tile in
+launch order, as the engine runs programs one CTA each), longest processing time first (the q
+blocks from the last, which attends the most keys, to the first) within sections of heads whose
+K and V fit a 32 MB share of L2 (:func:`tile_order`).
 Leaves out: the in-kernel V transpose of fp8 (producer work), block quantization's scales,
-the persistent CTAs' prefetch of their next tile (under 1% of a long tile), PackGQA, the
+the causal CTAs' prefetch of their next tile (under 1% of a long tile), PackGQA, the
 backward's scheduler, varlen, paged KV, clusters."""
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.families.attention_impls import triton
-from accelsim.families.attention_impls.base import Impl, Schedule, config, hopper_only
+from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule, config, hopper_only
 from accelsim.trace.kernel import DTYPE_BYTES
 
 WARPGROUP_ROWS = 64
@@ -105,6 +111,15 @@ def tile_order(p: dict[str, Any], block_m: int) -> tuple[np.ndarray, np.ndarray]
     return n_q - 1 - block, pair
 
 
+def forward_tiles(p: dict[str, Any], block_m: int, chip: Chip) -> TileSchedule:
+    """FA3's persistent schedulers (module docstring): causal, the dynamic one's order with a
+    CTA a tile; otherwise one CTA per SM walking the grid's order."""
+    order = tile_order(p, block_m)
+    if order is not None:
+        return TileSchedule(order=order)
+    return TileSchedule(persistent_ctas=chip.num_cores, epilogue="overlapped")
+
+
 WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, producer_warps=4, consumer_chains="shared")
 """FA3's consumers: asynchronous MMAs, FP32 softmax work in their shadow, MMAs and exps in turn."""
 
@@ -114,5 +129,5 @@ IMPL = Impl(
     unavailable=hopper_only,
     default_config=default_config,
     schedule=WARP_SPECIALIZED,
-    forward_order=tile_order,
+    forward_tiles=forward_tiles,
 )
