@@ -1,6 +1,6 @@
 """FlashAttention-3's forward runs its tiles as its schedulers do (``hopper/tile_scheduler.hpp``):
-causal, longest first within sections of heads whose K and V fit its L2 share, a CTA a tile;
-otherwise one persistent CTA per SM walking the grid's order."""
+one persistent CTA per SM; causal, longest first within sections of heads whose K and V fit its
+L2 share, otherwise in the grid's order."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_a_section_holds_the_heads_whose_kv_fits_the_schedulers_l2_share():
     assert fa3.heads_per_section(problem(heads=32, group=4, seq_kv=6 * 1024)) == 4 * 16
 
 
-def test_non_causal_tiles_keep_the_grids_order_on_one_persistent_cta_per_sm():
+def test_non_causal_tiles_keep_the_grids_order_on_persistent_ctas():
     assert fa3.tile_order(problem(causal=False), 128) is None
     trace = build(batch=2, heads=4, seq_q=2048, head_dim=128, impl="fa3")
     assert trace.kernel.grid == [16, 4, 2] and "q_block" not in trace.program_vars
@@ -57,7 +57,7 @@ def test_non_causal_tiles_keep_the_grids_order_on_one_persistent_cta_per_sm():
 
 def test_the_causal_trace_reads_each_programs_own_q_block():
     trace = build(batch=2, heads=4, seq_q=2048, head_dim=128, causal=True, impl="fa3")
-    assert trace.kernel.grid == [128] and trace.kernel.execution.persistent_ctas is None
+    assert trace.kernel.grid == [128] and trace.kernel.execution.persistent_ctas == H100.num_cores
     q_block = np.asarray(trace.program_vars["q_block"])
     assert q_block[:8].tolist() == [15] * 8  # eight (batch, head) pairs fit one section
     # the last q block attends every key: 16 blocks of 128, 15 whole and the diagonal

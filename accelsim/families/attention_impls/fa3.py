@@ -21,17 +21,16 @@ atomic adds; the same schedule. Decode: FA3's split-KV path with its combine ker
 Tile scheduling (``hopper/flash_fwd_launch_template.h``: on sm_90 a forward that is not split
 runs a persistent scheduler of ``hopper/tile_scheduler.hpp``, one CTA per SM): non-causal,
 ``StaticPersistentTileScheduler``, CTA ``c`` taking tiles ``c``, ``c + SMs``, ... in the grid's
-order, its producer loading a tile's Q and K while the consumers finish the one before
-(``kernel.execution.persistent_ctas``), the consumers issuing a tile's O store by TMA and going
-on to the next tile (``CollectiveEpilogueFwd::store``: one warp waits for the store; the
-``overlapped`` epilogue); causal, ``DynamicPersistentTileScheduler``, whose CTAs
-take the next tile from an atomic counter as they finish one (a free SM takes the next tile in
-launch order, as the engine runs programs one CTA each), longest processing time first (the q
-blocks from the last, which attends the most keys, to the first) within sections of heads whose
-K and V fit a 32 MB share of L2 (:func:`tile_order`).
+order; causal, ``DynamicPersistentTileScheduler``, whose CTAs take the next tile from an atomic
+counter as they finish one (as the engine dispatches programs: a free SM takes the next),
+longest processing time first (the q blocks from the last, which attends the most keys, to the
+first) within sections of heads whose K and V fit a 32 MB share of L2 (:func:`tile_order`).
+Either way a CTA's producer loads its next tile's Q and K while the consumers finish the one
+before (``prefetch_next_work``; ``kernel.execution.persistent_ctas``), and the consumers issue
+a tile's O store by TMA and go on to the next tile (``CollectiveEpilogueFwd::store``: one warp
+waits for the store; the ``overlapped`` epilogue).
 Leaves out: the in-kernel V transpose of fp8 (producer work), block quantization's scales,
-the causal CTAs' prefetch of their next tile (under 1% of a long tile), PackGQA, the
-backward's scheduler, varlen, paged KV, clusters."""
+PackGQA, the backward's scheduler, varlen, paged KV, clusters."""
 
 from __future__ import annotations
 
@@ -112,12 +111,11 @@ def tile_order(p: dict[str, Any], block_m: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def forward_tiles(p: dict[str, Any], block_m: int, chip: Chip) -> TileSchedule:
-    """FA3's persistent schedulers (module docstring): causal, the dynamic one's order with a
-    CTA a tile; otherwise one CTA per SM walking the grid's order."""
-    order = tile_order(p, block_m)
-    if order is not None:
-        return TileSchedule(order=order)
-    return TileSchedule(persistent_ctas=chip.num_cores, epilogue="overlapped")
+    """FA3's persistent schedulers (module docstring): one CTA per SM, a free one taking the
+    next tile (the engine's dispatch: the dynamic scheduler's atomic counter, and the static
+    one's round robin where tiles are equally long), in the causal order of :func:`tile_order`
+    or the grid's."""
+    return TileSchedule(order=tile_order(p, block_m), persistent_ctas=chip.num_cores, epilogue="overlapped")
 
 
 WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, producer_warps=4, consumer_chains="shared")
