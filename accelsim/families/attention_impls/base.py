@@ -66,9 +66,9 @@ class TileSchedule:
 
     ``order``: per launch position, the tile's q block and its ``batch * heads + head``
     (None: the grid's order, q blocks fastest, then heads, then batches). ``persistent_ctas``:
-    CTAs that walk the tiles in that order, each taking every ``persistent_ctas``-th
-    (the trace's ``kernel.execution.persistent_ctas``); None: one CTA per tile, a free SM
-    taking the next (a dynamic scheduler's atomic tile counter behaves the same).
+    CTAs that walk the tiles in that order, a free one taking the next, so a tile after the first
+    ``persistent_ctas`` finds its CTA launched and its first loads prefetched (the trace's
+    ``kernel.execution.persistent_ctas``); None: one CTA per tile.
     ``epilogue``: whether a persistent CTA's consumers wait for a tile's store before the next
     tile's MMAs (``exposed``) or issue it and go on (``overlapped``): the trace's
     ``kernel.execution.epilogue``."""
