@@ -54,7 +54,7 @@ import numpy as np
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families import attention_impls
-from accelsim.families.attention_impls.base import Schedule
+from accelsim.families.attention_impls.base import Schedule, TileSchedule
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
@@ -273,7 +273,8 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
         return _build_gpu_bwd(p, params, config, buffers)
     if p["decode"]:
         return _build_gpu_decode(p, params, config, buffers)
-    return _build_gpu_fwd(p, params, config, buffers)
+    tiles = impl.forward_tiles(p, config["block_m"], chip) if impl.forward_tiles else TileSchedule()
+    return _build_gpu_fwd(p, params, config, buffers, tiles)
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -364,7 +365,10 @@ def _causal_layout(p: dict[str, Any], q_start: np.ndarray, rows: np.ndarray, bn:
     return unmasked, masked, masked_pairs, masked_keys
 
 
-def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int) -> KernelTrace:
+def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any], buffers: int,
+                   tiles: TileSchedule) -> KernelTrace:
+    """``tiles``: how the implementation's tile scheduler runs the tiles (:attr:`Impl.forward_tiles`)."""
+    order = tiles.order
     b, h, group, sq, d = p["batch"], p["heads"], p["group"], p["seq_q"], p["head_dim"]
     bm, bn = config["block_m"], config["block_n"]
     size = DTYPE_BYTES[p["dtype"]]
@@ -372,14 +376,19 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     n_q = math.ceil(sq / bm)
     total = n_q * b * h
     check_programs(total)
-    q_block = np.arange(total) % n_q
-    bh = np.arange(total) // n_q
+    q_block, bh = order if order is not None else (np.arange(total) % n_q, np.arange(total) // n_q)
     head, batch = bh % h, bh // h
     q_start = q_block * bm
     q_rows = np.minimum(bm, sq - q_start)
     unmasked, masked, masked_pairs, masked_keys = _causal_layout(p, q_start, q_rows, bn)
     program_vars = {"batch": batch.tolist(), "head": head.tolist(), "kv_head": (head // group).tolist(),
                     "n_unmasked": unmasked.tolist()}
+    # in the grid's order a program's q block is its first grid coordinate; a scheduler's
+    # order walks the tiles as one list, each naming its q block
+    q_var, grid = "p0", [n_q, h, b]
+    if order is not None:
+        q_var, grid = "q_block", [total]
+        program_vars["q_block"] = q_block.tolist()
     for i in range(int(masked.max()) if masked.size else 0):
         program_vars[f"masked_kv{i}"] = (unmasked + i).tolist()
     # Fully attended blocks loop; each partly masked block is its own step, carrying
@@ -391,7 +400,7 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         chosen = np.all(keys == key, axis=1)
         template_of[chosen] = len(templates)
         steps = [
-            {"transfers": [{"tensor": "Q", "block": ["batch", "head", "p0"], "bytes": rows * d * size}]},
+            {"transfers": [{"tensor": "Q", "block": ["batch", "head", q_var], "bytes": rows * d * size}]},
             {"repeat": "n_unmasked", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False)]},
         ]
@@ -402,11 +411,12 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                 "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"])],
             })
         steps.append({"transfers": [
-            {"tensor": "O", "block": ["batch", "head", "p0"], "bytes": rows * d * out_size, "direction": "write"},
-            {"tensor": "LSE", "block": ["batch", "head", "p0"], "bytes": rows * STAT_BYTES, "direction": "write"},
+            {"tensor": "O", "block": ["batch", "head", q_var], "bytes": rows * d * out_size, "direction": "write"},
+            {"tensor": "LSE", "block": ["batch", "head", q_var], "bytes": rows * STAT_BYTES, "direction": "write"},
         ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
-    return _gpu_trace(p, params, config, "fwd", [n_q, h, b], templates, template_of, program_vars, buffers=buffers)
+    return _gpu_trace(p, params, config, "fwd", grid, templates, template_of, program_vars, buffers=buffers,
+                      tiles=tiles)
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
@@ -422,10 +432,11 @@ def _kernel_name(p: dict[str, Any], direction: str) -> str:
 
 def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, program_vars, *, buffers: int,
                kernel_starts: list[int] | None = None, resources_by_kernel: list[dict | None] | None = None,
-               extra_tensors: dict | None = None) -> KernelTrace:
+               extra_tensors: dict | None = None, tiles: TileSchedule | None = None) -> KernelTrace:
     """A Triton-style attention trace: the resources come from the config (``buffers`` of
     each staged tile: :meth:`Chip.staged_buffers`), or with several kernels from
-    ``resources_by_kernel``, one per kernel (None: the config's)."""
+    ``resources_by_kernel``, one per kernel (None: the config's). ``tiles``: the persistent
+    CTAs that walk the programs, if any (:class:`TileSchedule`)."""
     ours = {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
             "registers_per_thread": _registers(p, config)}
     templates = _scheduled(templates, p.get("schedule"))
@@ -439,7 +450,7 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
             "pipeline_depth": config["num_stages"],
             "kernel_starts": kernel_starts,
             **({"kernel_resources": each[1:]} if resources_by_kernel else {}),
-            **_execution(p, config),
+            **_execution(p, config, tiles),
         },
         "tensors": {**_tensors(p), **(extra_tensors or {})},
         "templates": templates,
@@ -541,11 +552,13 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     })
 
 
-def _execution(p: dict[str, Any], config: dict[str, Any]) -> dict[str, dict]:
+def _execution(p: dict[str, Any], config: dict[str, Any], tiles: TileSchedule | None = None) -> dict[str, dict]:
     """The kernel's ``execution`` where the implementation is warp-specialized (its consumer
-    warpgroups, how their chains overlap, TMA loads)."""
+    warpgroups, how their chains overlap, TMA loads), with its persistent CTAs where it has them."""
     schedule = p.get("schedule")
     execution = schedule.execution(config["num_warps"]) if schedule else None
+    if execution and tiles and tiles.persistent_ctas:
+        execution = {**execution, "persistent_ctas": tiles.persistent_ctas, "epilogue": tiles.epilogue}
     return {"execution": execution} if execution else {}
 
 

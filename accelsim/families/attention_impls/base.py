@@ -61,6 +61,24 @@ class Schedule:
 
 
 @dataclass(frozen=True)
+class TileSchedule:
+    """A fused forward's tiles as a tile scheduler runs them.
+
+    ``order``: per launch position, the tile's q block and its ``batch * heads + head``
+    (None: the grid's order, q blocks fastest, then heads, then batches). ``persistent_ctas``:
+    CTAs that walk the tiles in that order, a free one taking the next, so a tile after the first
+    ``persistent_ctas`` finds its CTA launched and its first loads prefetched (the trace's
+    ``kernel.execution.persistent_ctas``); None: one CTA per tile.
+    ``epilogue``: whether a persistent CTA's consumers wait for a tile's store before the next
+    tile's MMAs (``exposed``) or issue it and go on (``overlapped``): the trace's
+    ``kernel.execution.epilogue``."""
+
+    order: tuple[np.ndarray, np.ndarray] | None = None
+    persistent_ctas: int | None = None
+    epilogue: str = "exposed"
+
+
+@dataclass(frozen=True)
 class Impl:
     """One attention implementation (``--param impl=NAME``)."""
 
@@ -76,6 +94,9 @@ class Impl:
     schedule: Schedule = Schedule()
     blackwell_schedule: Schedule | None = None
     """How its Blackwell kernels schedule the work, where that differs from ``schedule``."""
+    forward_tiles: Callable[[dict[str, Any], int, Chip], "TileSchedule"] | None = None
+    """How a tile scheduler runs its fused forward's tiles: ``forward_tiles(problem, block_m,
+    chip)`` (None: one CTA per tile, in the grid's order)."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.

@@ -18,18 +18,31 @@ with the pipes fully overlapped it would be up to twice as fast as measured.
 Backward (``hopper/flash_bwd_launch_template.h``): one program per K/V block, 64x128 tiles at
 d <= 128 (128x128 at d <= 64, 64x64 above), two consumer warpgroups and a producer, dQ by
 atomic adds; the same schedule. Decode: FA3's split-KV path with its combine kernel.
+Tile scheduling (``hopper/flash_fwd_launch_template.h``: on sm_90 a forward that is not split
+runs a persistent scheduler of ``hopper/tile_scheduler.hpp``, one CTA per SM): non-causal,
+``StaticPersistentTileScheduler``, CTA ``c`` taking tiles ``c``, ``c + SMs``, ... in the grid's
+order; causal, ``DynamicPersistentTileScheduler``, whose CTAs take the next tile from an atomic
+counter as they finish one (as the engine dispatches programs: a free SM takes the next),
+longest processing time first (the q blocks from the last, which attends the most keys, to the
+first) within sections of heads whose K and V fit a 32 MB share of L2 (:func:`tile_order`).
+Either way a CTA's producer loads its next tile's Q and K while the consumers finish the one
+before (``prefetch_next_work``; ``kernel.execution.persistent_ctas``), and the consumers issue
+a tile's O store by TMA and go on to the next tile (``CollectiveEpilogueFwd::store``: one warp
+waits for the store; the ``overlapped`` epilogue).
 Leaves out: the in-kernel V transpose of fp8 (producer work), block quantization's scales,
-persistent tile scheduling (a persistent kernel launches one program per SM and walks the
-tiles; with the engine's waves the tail is the same except where tiles differ in length,
-as causal ones do), varlen, paged KV, PackGQA, clusters."""
+PackGQA, the backward's scheduler, varlen, paged KV, clusters."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.families.attention_impls import triton
-from accelsim.families.attention_impls.base import Impl, Schedule, config, hopper_only
+from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule, config, hopper_only
+from accelsim.trace.kernel import DTYPE_BYTES
 
 WARPGROUP_ROWS = 64
 """Query rows one consumer warpgroup owns (a wgmma's M)."""
@@ -66,6 +79,45 @@ def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     return config(bm, bn, 2, warps(bm))
 
 
+L2_KV_BYTES = 32 * 1024 * 1024
+"""The L2 share FA3's scheduler plans K and V of a section of heads into (``size_l2`` in
+``DynamicPersistentTileScheduler::to_underlying_arguments``)."""
+
+
+def heads_per_section(p: dict[str, Any]) -> int:
+    """(batch, head) pairs of one scheduler section: the power of two at or above
+    ``L2_KV_BYTES / (K and V bytes of one KV head)`` (``cutlass::find_log2`` rounds up), times
+    the query heads per KV head; at least one KV head's."""
+    kv_head_bytes = p["seq_kv"] * p["head_dim"] * DTYPE_BYTES[p["dtype"]] * 2
+    fit = L2_KV_BYTES // kv_head_bytes
+    return (1 << math.ceil(math.log2(fit)) if fit > 1 else 1) * p["group"]
+
+
+def tile_order(p: dict[str, Any], block_m: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Causal forward: (q block, ``batch * heads + head``) per launch position in the order of
+    ``DynamicPersistentTileScheduler::get_block_coord``: sections of
+    :func:`heads_per_section` (batch, head) pairs (the last section the remainder); within a
+    section each q block over its heads, the q blocks from the last ("longest-processing-time-
+    first"). Non-causal: None (its static scheduler walks the grid's order)."""
+    if not p["causal"] or p["backward"] or p["decode"]:
+        return None
+    n_q, pairs = math.ceil(p["seq_q"] / block_m), p["batch"] * p["heads"]
+    swizzle = heads_per_section(p)
+    tile = np.arange(n_q * pairs)
+    section, within = tile // (swizzle * n_q), tile % (swizzle * n_q)
+    width = np.where(section < pairs // swizzle, swizzle, max(pairs % swizzle, 1))
+    block, pair = within // width, section * swizzle + within % width
+    return n_q - 1 - block, pair
+
+
+def forward_tiles(p: dict[str, Any], block_m: int, chip: Chip) -> TileSchedule:
+    """FA3's persistent schedulers (module docstring): one CTA per SM, a free one taking the
+    next tile (the engine's dispatch: the dynamic scheduler's atomic counter, and the static
+    one's round robin where tiles are equally long), in the causal order of :func:`tile_order`
+    or the grid's."""
+    return TileSchedule(order=tile_order(p, block_m), persistent_ctas=chip.num_cores, epilogue="overlapped")
+
+
 WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, producer_warps=4, consumer_chains="shared")
 """FA3's consumers: asynchronous MMAs, FP32 softmax work in their shadow, MMAs and exps in turn."""
 
@@ -75,4 +127,5 @@ IMPL = Impl(
     unavailable=hopper_only,
     default_config=default_config,
     schedule=WARP_SPECIALIZED,
+    forward_tiles=forward_tiles,
 )
