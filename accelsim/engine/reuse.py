@@ -199,6 +199,41 @@ def program_waves(trace: KernelTrace, concurrency: int | Sequence[int]) -> np.nd
     return first_wave[kernel] + (pid - starts[kernel]) // per_kernel[kernel]
 
 
+def _loop_base(step, transfers, variables, programs: np.ndarray) -> np.ndarray | None:
+    """Where each program's loop starts in block-index space (the first block entry that
+    holds the loop variable, at loop position 0), or None where every program starts at the
+    same block (or the step has no loop)."""
+    for transfer in transfers:
+        for index in transfer.block[:MAX_INDEX_AXES]:
+            if isinstance(index, str) and step.loop_var in index_terms(index):
+                base = np.broadcast_to(_evaluate(index, step.loop_var, 0, variables, programs), programs.shape)
+                return base if base.size and base.min() != base.max() else None
+    return None
+
+
+def _chunks(counts: np.ndarray, base: np.ndarray | None, max_chunks: int):
+    """(program row, first iteration, iterations) of each chunk of a step's loops. Loops that
+    all start at one block are cut into at most ``max_chunks`` equal chunks each. Loops that
+    start at different blocks (stream-K units entering a tile at different k) are cut on one
+    grid of block indices shared by all (chunks of ``ceil(longest / max_chunks)``): a chunk's
+    identity is its first block, so two programs reading the same blocks must cut them alike
+    for the second read to be found."""
+    if base is None:
+        chunk = -(-counts // np.minimum(counts, max_chunks))  # iterations per chunk
+        chunks = -(-counts // chunk)
+        row = np.repeat(np.arange(len(counts)), chunks)  # one row per (program, chunk)
+        start = (np.arange(row.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)) * chunk[row]
+        return row, start, np.minimum(chunk[row], counts[row] - start)
+    size = max(1, -(-int(counts.max(initial=1)) // max_chunks))
+    first = np.minimum(counts, size - base % size)
+    chunks = 1 + -(-(counts - first) // size)
+    row = np.repeat(np.arange(len(counts)), chunks)
+    position = np.arange(row.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)
+    start = np.where(position == 0, 0, first[row] + (position - 1) * size)
+    end = np.minimum(first[row] + position * size, counts[row])
+    return row, start, end - start
+
+
 def _accesses(trace: KernelTrace, *, concurrency: int | Sequence[int], max_chunks: int, direction: str = "read"):
     variables = program_vars(trace)
     template_of = program_templates(trace)
@@ -220,11 +255,7 @@ def _accesses(trace: KernelTrace, *, concurrency: int | Sequence[int], max_chunk
             )
             active = reps > 0
             programs, counts, starts_at = members[active], reps[active], offset[active]
-            chunk = -(-counts // np.minimum(counts, max_chunks))  # iterations per chunk
-            chunks = -(-counts // chunk)
-            row = np.repeat(np.arange(len(programs)), chunks)  # one row per (program, chunk)
-            start = (np.arange(row.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)) * chunk[row]
-            length = np.minimum(chunk[row], counts[row] - start)
+            row, start, length = _chunks(counts, _loop_base(step, reads, variables, programs), max_chunks)
             group = programs[row]
             for transfer in reads:
                 ids = np.full((1 + MAX_INDEX_AXES, len(group)), -1, dtype=np.int64)  # one row per column

@@ -79,6 +79,9 @@ CONFIG = (
     Param("schedule", str, choices=("cooperative", "pingpong"),
           help="cutlass, cublas: warp-specialized kernel schedule (two consumer warpgroups on one tile, or on "
                "alternate tiles)"),
+    Param("tile_scheduler", str, choices=("data_parallel", "stream_k"),
+          help="cutlass, cublas (cooperative): persistent tile scheduler; stream_k spreads a quantised last "
+               "wave's k-iterations over every CTA where CUTLASS's heuristic does (default data_parallel)"),
     Param("multicast", str, choices=("A", "B"),
           help="GPU with clusters: the operand a cluster's one L2 read feeds (B: programs down M share their B "
                "tile, as cuBLAS's 2x1 clusters; A: programs across N share their A tile, as DeepGEMM may pick; "
@@ -147,14 +150,19 @@ def fit_defaults(params: dict[str, Any], config: dict[str, Any], given: set[str]
     """A split-K the user did not give follows the tile they did: the default's split was
     chosen for its own (smaller) tile, and a 128x128 tile on a 512^3 GEMM ran split in two
     without being asked (5.32 us; 6.36 us unsplit). A warp-specialized default's cooperative
-    schedule becomes ping-pong where the tile given has fewer than 128 rows."""
+    schedule becomes ping-pong where the tile given has fewer than 128 rows. A default's
+    stream-K scheduler stays where the kernel given can run it (cooperative, unsplit, no
+    2-SM pair), and otherwise gives way to data-parallel."""
     if config.get("schedule") == "cooperative" and "schedule" not in given and config["block_m"] < 128:
         config = {**config, "schedule": "pingpong"}  # a cooperative kernel needs two 64-row halves
-    if "split_k" in given or isinstance(chip, TpuChip) or not {"block_m", "block_n"} & given:
-        return config
-    m, n, k, batch, _ = _problem(params)
-    tiles = batch * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"])
-    return {**config, "split_k": _default_split_k(tiles, k, DEFAULT_FILL * chip.num_cores)}
+    if "split_k" not in given and not isinstance(chip, TpuChip) and {"block_m", "block_n"} & given:
+        m, n, k, batch, _ = _problem(params)
+        tiles = batch * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"])
+        config = {**config, "split_k": _default_split_k(tiles, k, DEFAULT_FILL * chip.num_cores)}
+    if "tile_scheduler" not in given and (config.get("schedule") != "cooperative" or config["split_k"] > 1
+                                          or config.get("pair", 1) > 1):
+        config = {key: value for key, value in config.items() if key != "tile_scheduler"}
+    return config
 
 
 def triton_config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
@@ -252,6 +260,9 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             source="--param",
             field="block_m",
         )
+    if config.get("tile_scheduler") == "stream_k" and config.get("schedule") is None:
+        raise InputError("tile_scheduler=stream_k is a persistent warp-specialized kernel's scheduler: give "
+                         "schedule=cooperative (impl=cutlass or cublas)", source="--param", field="tile_scheduler")
     cluster = config.get("cluster", 1)
     if not isinstance(cluster, int) or cluster < 1:
         raise InputError("expected a positive integer", source="--param", field="cluster")
@@ -557,5 +568,5 @@ FAMILY = Family(
     check=check_config,
     powers_of_two_on_gpu=("block_m", "block_n", "block_k", "num_warps"),
     compiled_by_triton=lambda params, chip: implementation(params, chip).name == "triton",
-    gpu_only=("group_m", "split_k", "num_warps", "cluster", "pair"),
+    gpu_only=("group_m", "split_k", "num_warps", "cluster", "pair", "tile_scheduler"),
 )
