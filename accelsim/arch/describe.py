@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from accelsim.arch import loader, model, schema
 from accelsim.units import format_quantity
 
-BASE_UNITS = {"bytes": "B", "bytes_per_s": "B/s", "hz": "Hz", "seconds": "s", "flops_per_s": "FLOP/s"}
+BASE_UNITS = {"bytes": "B", "bytes_per_s": "B/s", "hz": "Hz", "seconds": "s", "flops_per_s": "FLOP/s", "watts": "W"}
 
 
 def _dimension(cited_type: type[schema.Cited]) -> str | None:

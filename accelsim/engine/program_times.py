@@ -67,12 +67,13 @@ def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
     """Independent instruction streams of one program on an SM: its warps spread over
     the SM's sub-partitions, one tensor core each (a Hopper warpgroup is one stream).
     While one stream waits on its softmax, another's MMAs keep the tensor cores busy.
+    A warp-specialized kernel's consumer warpgroups are its streams, or one stream where
+    they take turns (``kernel.execution``: ``consumers``, ``consumer_chains``).
     One number for the trace, or one per program where its kernels' warps differ."""
     execution = trace.kernel.execution
     if execution is not None and execution.consumers is not None:
-        return execution.consumers  # warp-specialized: the consumer warpgroups issue the work
-    per_kernel = [res.mma_streams or max(1, res.warps // chip.matrix.units_per_core)
-                  for res in trace.resources_by_kernel]
+        return 1 if execution.consumer_chains == "shared" else execution.consumers
+    per_kernel = [max(1, res.warps // chip.matrix.units_per_core) for res in trace.resources_by_kernel]
     if len(set(per_kernel)) == 1:
         return per_kernel[0]
     return np.asarray(per_kernel)[kernel_index(trace)]
@@ -92,7 +93,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     the HBM queueing delay (:func:`hbm_queueing_s`): a read from HBM waits it on top of
     the latency (stores do not wait: a program retires with its stores in flight)."""
     clock = chip.clock_hz
-    compute = costs.matrix_s + costs.vector_s
+    compute = costs.matrix_s + costs.issued_vector_s  # what the program's streams issue in turn
     local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
     local = costs.local_bytes / local_bandwidth
     global_bytes = costs.read_bytes + costs.write_bytes + costs.pinned_bytes

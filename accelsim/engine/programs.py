@@ -136,10 +136,16 @@ class ProgramCosts:
     matrix_s: np.ndarray
     """Core-seconds on the matrix unit, with padding to its granule and efficiency."""
     vector_s: np.ndarray
-    """Core-seconds on vector and special-function units."""
+    """Core-seconds the vector units are busy. On a GPU the FP32 cores and the special-function
+    units (SFU/MUFU: exp2, rsqrt) are separate pipes of an SM sub-partition (the H100 and B200
+    whitepapers' SM diagrams; the CUDA Programming Guide's throughput table rates them
+    separately), so this is the busier of the two; on a TPU the sum."""
+    issued_vector_s: np.ndarray
+    """Core-seconds of vector and special-function work together: what the program's own
+    instruction streams issue in turn (its dependency chain)."""
     overlapped_s: np.ndarray
-    """The part of ``vector_s`` issued in the shadow of the MMAs (``Compute.overlapped``): on
-    the units' pipes, off the program's dependency chain."""
+    """The part of ``issued_vector_s`` issued in the shadow of the MMAs (``Compute.overlapped``):
+    on the units' pipes, off the program's dependency chain."""
     local_bytes: np.ndarray
     """Bytes through the core's local memory: fills, drains and matrix operand reads."""
     read_bytes: np.ndarray
@@ -270,7 +276,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     template_of = program_templates(trace)
     acc = {key: np.zeros(n) for key in (
         "iterations", "read_iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
-        "overlapped_s", "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
+        "special_s", "overlapped_s", "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
     )}
     fill = np.full(n, -1.0)
     drain = np.zeros(n)
@@ -294,7 +300,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             for compute in step.compute:
                 matrix_s, vector_s, operand_bytes, flops = _compute_cost(chip, compute, chained)
                 per_iter["matrix_s"] += matrix_s
-                per_iter["vector_s"] += vector_s
+                per_iter["special_s" if compute.unit == "special" else "vector_s"] += vector_s
                 if compute.overlapped:
                     per_iter["overlapped_s"] += vector_s
                 per_iter["local_bytes"] += operand_bytes
@@ -315,8 +321,11 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             for key, value in per_iter.items():
                 if value:
                     acc[key][members] += reps * value
+    special = acc.pop("special_s")
+    issued = acc["vector_s"] + special
+    acc["vector_s"] = issued if isinstance(chip, TpuChip) else np.maximum(acc["vector_s"], special)
     return ProgramCosts(template=template_of, fill_bytes=np.maximum(fill, 0.0), drain_bytes=drain,
-                        **execution_arrays(trace, chip), **acc)
+                        issued_vector_s=issued, **execution_arrays(trace, chip), **acc)
 
 
 def execution_arrays(trace: KernelTrace, chip: Chip) -> dict[str, np.ndarray]:
