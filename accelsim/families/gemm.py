@@ -61,6 +61,9 @@ PARAMS = (
     Param("impl", str, "default", ("default", *IMPL_NAMES),
           help="implementation: " + "; ".join(f"{name}: {what}" for name, what in IMPL_HELP.items())
           + " (default: cublas on NVIDIA GPUs, triton on other GPUs, the Pallas blocked matmul on TPUs)"),
+    Param("out_dtype", str, "auto", ("auto", "fp32", "bf16", "fp16"),
+          help="output (C) dtype; auto: fp32 for fp32 and tf32 inputs, bf16 for fp8, the input's for 16-bit "
+               "inputs (cuBLAS's GemmEx and CUTLASS also write fp32 from 16-bit inputs: out_dtype=fp32)"),
     Param("layout", str, "contiguous", ("contiguous", "masked"),
           help="grouped GEMM (groups > 1): the groups' rows concatenated (contiguous) or one padded batch "
                "per group (masked, every row valid); picks DeepGEMM's heuristic"),
@@ -96,6 +99,12 @@ def _problem(params: dict[str, Any]) -> tuple[int, int, int, int, str]:
     if params["M"] % groups:
         raise InputError(f"M={params['M']} is not divisible by groups={groups}", source="--param", field="groups")
     return params["M"] // groups, params["N"], params["K"], batch * groups, params["dtype"]
+
+
+def output_dtype(params: dict[str, Any]) -> str:
+    """The dtype C is written in: ``out_dtype``, or the usual one for the input dtype."""
+    given = params.get("out_dtype", "auto")
+    return OUT_DTYPE[params["dtype"]] if given == "auto" else given
 
 
 def triton_default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
@@ -209,7 +218,8 @@ def triton_config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, An
     return out
 
 
-def _local_bytes(config: dict[str, Any], dtype: str, kind: str, buffers: int | None = None) -> int:
+def _local_bytes(config: dict[str, Any], dtype: str, kind: str, buffers: int | None = None,
+                 out_dtype: str | None = None) -> int:
     """GPU: the staged A and B tiles, ``buffers`` of each (:meth:`Chip.staged_buffers`;
     a pair's program stages its share of B); TPU: ``num_stages`` (double-buffered) A, B
     and C blocks plus the fp32 accumulator scratch."""
@@ -217,7 +227,7 @@ def _local_bytes(config: dict[str, Any], dtype: str, kind: str, buffers: int | N
     stages = config["num_stages"] if buffers is None else buffers
     tiles = (bm * bk + bk * -(-bn // config.get("pair", 1))) * DTYPE_BYTES[dtype] * stages
     if kind == "tpu":
-        return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[OUT_DTYPE[dtype]]))
+        return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[out_dtype or OUT_DTYPE[dtype]]))
     return int(tiles)
 
 
@@ -251,7 +261,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     on_vector_units = isinstance(chip, GpuChip) and dtype == "fp32"
     if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", source="--param", field="dtype")
-    need = _local_bytes(config, dtype, chip.kind, chip.staged_buffers(config["num_stages"]))
+    need = _local_bytes(config, dtype, chip.kind, chip.staged_buffers(config["num_stages"]), output_dtype(params))
     limit, limit_field = local_limit(chip)
     if need > limit:
         raise InputError(
@@ -351,11 +361,11 @@ def _metadata(params, config) -> dict[str, Any]:
     return {"family": "gemm", "params": dict(params), "config": dict(config), "generator": "accelsim.families.gemm"}
 
 
-def _tensors(m, n, k, b, dtype) -> dict[str, dict]:
+def _tensors(m, n, k, b, dtype, out_dtype) -> dict[str, dict]:
     return {
         "A": {"shape": [b, m, k], "dtype": dtype},
         "B": {"shape": [b, k, n], "dtype": dtype},
-        "C": {"shape": [b, m, n], "dtype": OUT_DTYPE[dtype] if OUT_DTYPE[dtype] != "int32" else "fp32"},
+        "C": {"shape": [b, m, n], "dtype": out_dtype if out_dtype != "int32" else "fp32"},
     }
 
 
@@ -375,7 +385,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
                buffers: int | None = None) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk, split = config["block_m"], config["block_n"], config["block_k"], config["split_k"]
-    in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
+    in_bytes, out_dtype = DTYPE_BYTES[dtype], output_dtype(params)
     num_m, num_n = -(-m // bm), -(-n // bn)  # exact for any size (a float ceil is not)
     # 2-SM MMA: programs 2i and 2i+1 down M (one swizzle group holds both) split their B
     # tile. With an odd number of tile rows the grid gets a padding row, as the kernels
@@ -432,7 +442,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
                           if in_tensor_memory else 0},
             "pipeline_depth": config["num_stages"],
         },
-        "tensors": _tensors(m, n, k, b, dtype),
+        "tensors": _tensors(m, n, k, b, dtype, out_dtype),
         "templates": [t.model_dump() for t in templates],
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": program_vars,
@@ -508,7 +518,7 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
     nm, nn, nk = math.ceil(m / bm), math.ceil(n / bn), math.ceil(k / bk)
-    in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
+    in_bytes, out_dtype = DTYPE_BYTES[dtype], output_dtype(params)
     grid = [b, nm, nn, nk] if b > 1 else [nm, nn, nk]
     check_programs(math.prod(grid))
     coords = np.indices(grid).reshape(len(grid), -1)  # last axis fastest
@@ -533,7 +543,7 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
         work = [Compute(unit="matrix", flops=float(flops[first]), dtype=dtype, shape=[bm, bn, bk]),
                 Compute(unit="vector", flops=float(bm * bn), dtype="fp32", useful=False)]
         if last_k[first]:
-            out = OUT_DTYPE[dtype].replace("int32", "fp32")
+            out = out_dtype.replace("int32", "fp32")
             work.append(Compute(unit="vector", flops=float(bm * bn), dtype=out, useful=False))
         return work
 
@@ -544,8 +554,8 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
         operands=operands,
         compute=compute,
         compute_key=flops * 2 + last_k,
-        tensors=_tensors(m, n, k, b, dtype),
-        local_memory_bytes=_local_bytes(config, dtype, "tpu"),
+        tensors=_tensors(m, n, k, b, dtype, out_dtype),
+        local_memory_bytes=_local_bytes(config, dtype, "tpu", out_dtype=out_dtype),
         buffer_count=config["num_stages"],
         metadata=_metadata(params, config),
     )

@@ -173,7 +173,8 @@ def build(params: dict, config: dict, chip, split: Decomposition) -> KernelTrace
         if key not in keys:
             keys[key] = len(templates)
             templates.append(_unit_template(f"sk{len(keys) - 1}", key, bm, bn, bk, rest, dtype,
-                                            config.get("cluster", 1), config.get("multicast", "B")))
+                                            config.get("cluster", 1), config.get("multicast", "B"),
+                                            gemm.OUT_BYTES[gemm.output_dtype(params)]))
         template_of.append(keys[key])
         for name in variables:
             variables[name].append(0)
@@ -198,11 +199,10 @@ def build(params: dict, config: dict, chip, split: Decomposition) -> KernelTrace
 
 
 def _unit_template(name: str, key: tuple, bm: int, bn: int, bk: int, rest: int, dtype: str, cluster: int,
-                   multicast: str) -> dict:
+                   multicast: str, out_bytes: int) -> dict:
     """One stream-K unit: per segment its k-loop (and the ragged last k-block where the
     segment reaches it), then its store, its partial accumulator or its fix-up."""
     in_bytes = DTYPE_BYTES[dtype]
-    out_bytes = gemm.OUT_BYTES[gemm.OUT_DTYPE[dtype]]
     a_shared, b_shared = (cluster, 1) if multicast == "A" else (1, cluster)
     steps = []
     for i, (rows, cols, role, peers, ragged) in enumerate(key):
