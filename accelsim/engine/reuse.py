@@ -21,12 +21,13 @@ total, so accounting stays exact while the access list stays short.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from accelsim.engine.programs import kernel_index, program_templates, program_vars
-from accelsim.trace.kernel import GRID_VARS, KernelTrace, index_terms
+from accelsim.trace.kernel import DTYPE_BYTES, GRID_VARS, KernelTrace, index_terms
 
 MAX_INDEX_AXES = 4
 TARGET_ACCESSES = 1 << 17
@@ -54,7 +55,7 @@ def cache_hit_bytes(
     ids, nbytes, pid = ids[:, sequence], nbytes[sequence], pid[sequence]
     current, _, between = _repeats(ids, nbytes)
     hit = np.zeros(len(nbytes), dtype=bool)
-    hit[current] = between <= capacity_bytes
+    hit[current] = between <= reach_bytes(trace, capacity_bytes)
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
 
 
@@ -99,8 +100,30 @@ def absorbed_write_bytes(
     sequence = np.argsort(_single_key([wave, when, pid, is_write]), kind="stable")
     ids, nbytes, pid, is_write = ids[:, sequence], nbytes[sequence], pid[sequence], is_write[sequence]
     _, previous, between = _repeats(ids, nbytes, np.nonzero(is_write)[0])
-    absorbed = previous[between <= capacity_bytes]
+    absorbed = previous[between <= reach_bytes(trace, capacity_bytes)]
     return np.bincount(pid[absorbed], weights=nbytes[absorbed], minlength=n).astype(float)
+
+
+def footprint_bytes(trace: KernelTrace) -> float:
+    """Distinct bytes of the tensors the kernel moves at HBM level (their whole shapes): the
+    most an LRU cache could ever have to hold of it."""
+    moved = {t.tensor for template in trace.templates for step in template.steps for t in step.transfers
+             if t.level == "hbm"}
+    return float(sum(math.prod(trace.tensors[name].shape) * DTYPE_BYTES[trace.tensors[name].dtype]
+                     for name in moved))
+
+
+def reach_bytes(trace: KernelTrace, capacity_bytes: float) -> float:
+    """The most bytes moved between two accesses of a block for the second to hit. What
+    evicts a block from an LRU cache is the *distinct* bytes moved in between; where the
+    kernel's whole footprint fits the cache nothing is ever evicted, so every re-read hits
+    however much is moved in between. Elsewhere the bound counts every byte in between as
+    distinct (``capacity_bytes``): exact for the streaming re-reads of GEMM k-loops and
+    multi-pass kernels, where the bytes in between are mostly new, and conservative where they
+    repeat. (A reach from the independent reference model, ``-F ln(1 - C/F)`` for a footprint
+    ``F``, was tried: it counts a cyclic re-read of a footprint just over the cache as a hit,
+    where LRU misses every block.)"""
+    return math.inf if footprint_bytes(trace) <= capacity_bytes else capacity_bytes
 
 
 def _every_block_distinct(trace: KernelTrace, direction: str = "read") -> bool:

@@ -16,8 +16,11 @@ alternate tiles, and one's epilogue runs under the other's main loop. Chips with
 asynchronous MMA fed by TMA (Ampere) run CUTLASS 2.x multistage kernels (``cp.async``, one
 CTA per tile), which the Triton-style trace of the ``gemm`` family already describes.
 
-Left out: stream-K and split-K tile schedulers (a wave's tail is quantised as the
-data-parallel scheduler leaves it), the epilogue's own shared-memory buffer (stages are
+``tile_scheduler=stream_k`` (cooperative only): CUTLASS's stream-K scheduler (:mod:`.stream_k`),
+which ``config=auto`` searches beside the data-parallel one where CUTLASS's heuristic would
+stream.
+
+Left out: the split-K tile scheduler, the epilogue's own shared-memory buffer (stages are
 counted against the whole CTA limit), raster order and swizzle (group-M order, 8 rows), and
 register reallocation (the consumers' accumulators must fit as in the Triton-style trace).
 """
