@@ -44,13 +44,14 @@ FAMILIES = tuple(FAMILY_PARAMS)
 
 OPTIONAL_PARAMS: dict[str, tuple[str, ...]] = {
     "attention": ("impl",),
-    "gemm": ("groups", "impl", "layout"),
+    "gemm": ("groups", "impl", "layout", "out_dtype"),
     "layernorm": ("impl", "weight_dtype"),
     "rmsnorm": ("impl", "weight_dtype"),
 }
 """Params a record may leave out (the simulator's defaults: one group; the family's default
 implementation on the record's chip): ``groups`` (a grouped GEMM's groups, ``M`` counting every
-group's rows), ``layout`` (a grouped GEMM's ``contiguous`` or ``masked`` rows), ``impl``
+group's rows), ``layout`` (a grouped GEMM's ``contiguous`` or ``masked`` rows), ``out_dtype``
+(a GEMM's C dtype where it is not the usual one for its inputs: fp32 from fp16), ``impl``
 (which implementation ran, as ``--param impl`` names it) and a norm's ``weight_dtype`` (its
 weights' dtype where it is not the input's: a module kept in fp32 under bf16 activations)."""
 
@@ -242,7 +243,8 @@ def min_bytes(family: str, params: dict[str, Any]) -> int:
     if family == "gemm":
         operand = DTYPE_BYTES[p["dtype"]]
         inputs = (p["M"] * p["K"] + p.get("groups", 1) * p["K"] * p["N"]) * operand  # a B per group
-        output = p["M"] * p["N"] * GEMM_OUTPUT_BYTES[p["dtype"]]
+        given = p.get("out_dtype", "auto")
+        output = p["M"] * p["N"] * (GEMM_OUTPUT_BYTES[p["dtype"]] if given == "auto" else DTYPE_BYTES[given])
         return p["batch"] * (inputs + output)
     if family == "attention":
         q_like = p["batch"] * p["heads"] * p["seq_q"] * p["head_dim"]
@@ -327,6 +329,9 @@ def validate_params(family: str, params: Any) -> list[str]:
         if key in ("impl", "layout"):
             if not (isinstance(value, str) and value.isidentifier()):
                 errors.append(f"params.impl: expected an implementation name, got {value!r}")
+        elif key == "out_dtype":
+            if value not in ("fp32", "bf16", "fp16"):
+                errors.append(f"params.out_dtype: {value!r} is not one of ['fp32', 'bf16', 'fp16']")
         elif key == "weight_dtype":
             if value not in FAMILY_DTYPES[family]:
                 errors.append(f"params.weight_dtype: {value!r} is not one of {list(FAMILY_DTYPES[family])}")

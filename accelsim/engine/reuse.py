@@ -21,12 +21,13 @@ total, so accounting stays exact while the access list stays short.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from accelsim.engine.programs import kernel_index, program_templates, program_vars
-from accelsim.trace.kernel import GRID_VARS, KernelTrace, index_terms
+from accelsim.trace.kernel import DTYPE_BYTES, GRID_VARS, KernelTrace, index_terms
 
 MAX_INDEX_AXES = 4
 TARGET_ACCESSES = 1 << 17
@@ -54,7 +55,7 @@ def cache_hit_bytes(
     ids, nbytes, pid = ids[:, sequence], nbytes[sequence], pid[sequence]
     current, _, between = _repeats(ids, nbytes)
     hit = np.zeros(len(nbytes), dtype=bool)
-    hit[current] = between <= capacity_bytes
+    hit[current] = between <= reach_bytes(trace, capacity_bytes)
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
 
 
@@ -99,8 +100,30 @@ def absorbed_write_bytes(
     sequence = np.argsort(_single_key([wave, when, pid, is_write]), kind="stable")
     ids, nbytes, pid, is_write = ids[:, sequence], nbytes[sequence], pid[sequence], is_write[sequence]
     _, previous, between = _repeats(ids, nbytes, np.nonzero(is_write)[0])
-    absorbed = previous[between <= capacity_bytes]
+    absorbed = previous[between <= reach_bytes(trace, capacity_bytes)]
     return np.bincount(pid[absorbed], weights=nbytes[absorbed], minlength=n).astype(float)
+
+
+def footprint_bytes(trace: KernelTrace) -> float:
+    """Distinct bytes of the tensors the kernel moves at HBM level (their whole shapes): the
+    most an LRU cache could ever have to hold of it."""
+    moved = {t.tensor for template in trace.templates for step in template.steps for t in step.transfers
+             if t.level == "hbm"}
+    return float(sum(math.prod(trace.tensors[name].shape) * DTYPE_BYTES[trace.tensors[name].dtype]
+                     for name in moved))
+
+
+def reach_bytes(trace: KernelTrace, capacity_bytes: float) -> float:
+    """The most bytes moved between two accesses of a block for the second to hit. What
+    evicts a block from an LRU cache is the *distinct* bytes moved in between; where the
+    kernel's whole footprint fits the cache nothing is ever evicted, so every re-read hits
+    however much is moved in between. Elsewhere the bound counts every byte in between as
+    distinct (``capacity_bytes``): exact for the streaming re-reads of GEMM k-loops and
+    multi-pass kernels, where the bytes in between are mostly new, and conservative where they
+    repeat. (A reach from the independent reference model, ``-F ln(1 - C/F)`` for a footprint
+    ``F``, was tried: it counts a cyclic re-read of a footprint just over the cache as a hit,
+    where LRU misses every block.)"""
+    return math.inf if footprint_bytes(trace) <= capacity_bytes else capacity_bytes
 
 
 def _every_block_distinct(trace: KernelTrace, direction: str = "read") -> bool:
@@ -199,6 +222,41 @@ def program_waves(trace: KernelTrace, concurrency: int | Sequence[int]) -> np.nd
     return first_wave[kernel] + (pid - starts[kernel]) // per_kernel[kernel]
 
 
+def _loop_base(step, transfers, variables, programs: np.ndarray) -> np.ndarray | None:
+    """Where each program's loop starts in block-index space (the first block entry that
+    holds the loop variable, at loop position 0), or None where every program starts at the
+    same block (or the step has no loop)."""
+    for transfer in transfers:
+        for index in transfer.block[:MAX_INDEX_AXES]:
+            if isinstance(index, str) and step.loop_var in index_terms(index):
+                base = np.broadcast_to(_evaluate(index, step.loop_var, 0, variables, programs), programs.shape)
+                return base if base.size and base.min() != base.max() else None
+    return None
+
+
+def _chunks(counts: np.ndarray, base: np.ndarray | None, max_chunks: int):
+    """(program row, first iteration, iterations) of each chunk of a step's loops. Loops that
+    all start at one block are cut into at most ``max_chunks`` equal chunks each. Loops that
+    start at different blocks (stream-K units entering a tile at different k) are cut on one
+    grid of block indices shared by all (chunks of ``ceil(longest / max_chunks)``): a chunk's
+    identity is its first block, so two programs reading the same blocks must cut them alike
+    for the second read to be found."""
+    if base is None:
+        chunk = -(-counts // np.minimum(counts, max_chunks))  # iterations per chunk
+        chunks = -(-counts // chunk)
+        row = np.repeat(np.arange(len(counts)), chunks)  # one row per (program, chunk)
+        start = (np.arange(row.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)) * chunk[row]
+        return row, start, np.minimum(chunk[row], counts[row] - start)
+    size = max(1, -(-int(counts.max(initial=1)) // max_chunks))
+    first = np.minimum(counts, size - base % size)
+    chunks = 1 + -(-(counts - first) // size)
+    row = np.repeat(np.arange(len(counts)), chunks)
+    position = np.arange(row.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)
+    start = np.where(position == 0, 0, first[row] + (position - 1) * size)
+    end = np.minimum(first[row] + position * size, counts[row])
+    return row, start, end - start
+
+
 def _accesses(trace: KernelTrace, *, concurrency: int | Sequence[int], max_chunks: int, direction: str = "read"):
     variables = program_vars(trace)
     template_of = program_templates(trace)
@@ -220,11 +278,7 @@ def _accesses(trace: KernelTrace, *, concurrency: int | Sequence[int], max_chunk
             )
             active = reps > 0
             programs, counts, starts_at = members[active], reps[active], offset[active]
-            chunk = -(-counts // np.minimum(counts, max_chunks))  # iterations per chunk
-            chunks = -(-counts // chunk)
-            row = np.repeat(np.arange(len(programs)), chunks)  # one row per (program, chunk)
-            start = (np.arange(row.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)) * chunk[row]
-            length = np.minimum(chunk[row], counts[row] - start)
+            row, start, length = _chunks(counts, _loop_base(step, reads, variables, programs), max_chunks)
             group = programs[row]
             for transfer in reads:
                 ids = np.full((1 + MAX_INDEX_AXES, len(group)), -1, dtype=np.int64)  # one row per column

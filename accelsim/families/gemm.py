@@ -61,6 +61,9 @@ PARAMS = (
     Param("impl", str, "default", ("default", *IMPL_NAMES),
           help="implementation: " + "; ".join(f"{name}: {what}" for name, what in IMPL_HELP.items())
           + " (default: cublas on NVIDIA GPUs, triton on other GPUs, the Pallas blocked matmul on TPUs)"),
+    Param("out_dtype", str, "auto", ("auto", "fp32", "bf16", "fp16"),
+          help="output (C) dtype; auto: fp32 for fp32 and tf32 inputs, bf16 for fp8, the input's for 16-bit "
+               "inputs (cuBLAS's GemmEx and CUTLASS also write fp32 from 16-bit inputs: out_dtype=fp32)"),
     Param("layout", str, "contiguous", ("contiguous", "masked"),
           help="grouped GEMM (groups > 1): the groups' rows concatenated (contiguous) or one padded batch "
                "per group (masked, every row valid); picks DeepGEMM's heuristic"),
@@ -79,6 +82,9 @@ CONFIG = (
     Param("schedule", str, choices=("cooperative", "pingpong"),
           help="cutlass, cublas: warp-specialized kernel schedule (two consumer warpgroups on one tile, or on "
                "alternate tiles)"),
+    Param("tile_scheduler", str, choices=("data_parallel", "stream_k"),
+          help="cutlass, cublas (cooperative): persistent tile scheduler; stream_k spreads a quantised last "
+               "wave's k-iterations over every CTA where CUTLASS's heuristic does (default data_parallel)"),
     Param("multicast", str, choices=("A", "B"),
           help="GPU with clusters: the operand a cluster's one L2 read feeds (B: programs down M share their B "
                "tile, as cuBLAS's 2x1 clusters; A: programs across N share their A tile, as DeepGEMM may pick; "
@@ -93,6 +99,12 @@ def _problem(params: dict[str, Any]) -> tuple[int, int, int, int, str]:
     if params["M"] % groups:
         raise InputError(f"M={params['M']} is not divisible by groups={groups}", source="--param", field="groups")
     return params["M"] // groups, params["N"], params["K"], batch * groups, params["dtype"]
+
+
+def output_dtype(params: dict[str, Any]) -> str:
+    """The dtype C is written in: ``out_dtype``, or the usual one for the input dtype."""
+    given = params.get("out_dtype", "auto")
+    return OUT_DTYPE[params["dtype"]] if given == "auto" else given
 
 
 def triton_default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:
@@ -147,14 +159,19 @@ def fit_defaults(params: dict[str, Any], config: dict[str, Any], given: set[str]
     """A split-K the user did not give follows the tile they did: the default's split was
     chosen for its own (smaller) tile, and a 128x128 tile on a 512^3 GEMM ran split in two
     without being asked (5.32 us; 6.36 us unsplit). A warp-specialized default's cooperative
-    schedule becomes ping-pong where the tile given has fewer than 128 rows."""
+    schedule becomes ping-pong where the tile given has fewer than 128 rows. A default's
+    stream-K scheduler stays where the kernel given can run it (cooperative, unsplit, no
+    2-SM pair), and otherwise gives way to data-parallel."""
     if config.get("schedule") == "cooperative" and "schedule" not in given and config["block_m"] < 128:
         config = {**config, "schedule": "pingpong"}  # a cooperative kernel needs two 64-row halves
-    if "split_k" in given or isinstance(chip, TpuChip) or not {"block_m", "block_n"} & given:
-        return config
-    m, n, k, batch, _ = _problem(params)
-    tiles = batch * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"])
-    return {**config, "split_k": _default_split_k(tiles, k, DEFAULT_FILL * chip.num_cores)}
+    if "split_k" not in given and not isinstance(chip, TpuChip) and {"block_m", "block_n"} & given:
+        m, n, k, batch, _ = _problem(params)
+        tiles = batch * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"])
+        config = {**config, "split_k": _default_split_k(tiles, k, DEFAULT_FILL * chip.num_cores)}
+    if "tile_scheduler" not in given and (config.get("schedule") != "cooperative" or config["split_k"] > 1
+                                          or config.get("pair", 1) > 1):
+        config = {key: value for key, value in config.items() if key != "tile_scheduler"}
+    return config
 
 
 def triton_config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
@@ -201,7 +218,8 @@ def triton_config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, An
     return out
 
 
-def _local_bytes(config: dict[str, Any], dtype: str, kind: str, buffers: int | None = None) -> int:
+def _local_bytes(config: dict[str, Any], dtype: str, kind: str, buffers: int | None = None,
+                 out_dtype: str | None = None) -> int:
     """GPU: the staged A and B tiles, ``buffers`` of each (:meth:`Chip.staged_buffers`;
     a pair's program stages its share of B); TPU: ``num_stages`` (double-buffered) A, B
     and C blocks plus the fp32 accumulator scratch."""
@@ -209,7 +227,7 @@ def _local_bytes(config: dict[str, Any], dtype: str, kind: str, buffers: int | N
     stages = config["num_stages"] if buffers is None else buffers
     tiles = (bm * bk + bk * -(-bn // config.get("pair", 1))) * DTYPE_BYTES[dtype] * stages
     if kind == "tpu":
-        return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[OUT_DTYPE[dtype]]))
+        return int(tiles + bm * bn * (ACC_BYTES + 2 * OUT_BYTES[out_dtype or OUT_DTYPE[dtype]]))
     return int(tiles)
 
 
@@ -243,7 +261,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     on_vector_units = isinstance(chip, GpuChip) and dtype == "fp32"
     if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
         raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", source="--param", field="dtype")
-    need = _local_bytes(config, dtype, chip.kind, chip.staged_buffers(config["num_stages"]))
+    need = _local_bytes(config, dtype, chip.kind, chip.staged_buffers(config["num_stages"]), output_dtype(params))
     limit, limit_field = local_limit(chip)
     if need > limit:
         raise InputError(
@@ -252,6 +270,9 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             source="--param",
             field="block_m",
         )
+    if config.get("tile_scheduler") == "stream_k" and config.get("schedule") is None:
+        raise InputError("tile_scheduler=stream_k is a persistent warp-specialized kernel's scheduler: give "
+                         "schedule=cooperative (impl=cutlass or cublas)", source="--param", field="tile_scheduler")
     cluster = config.get("cluster", 1)
     if not isinstance(cluster, int) or cluster < 1:
         raise InputError("expected a positive integer", source="--param", field="cluster")
@@ -340,11 +361,11 @@ def _metadata(params, config) -> dict[str, Any]:
     return {"family": "gemm", "params": dict(params), "config": dict(config), "generator": "accelsim.families.gemm"}
 
 
-def _tensors(m, n, k, b, dtype) -> dict[str, dict]:
+def _tensors(m, n, k, b, dtype, out_dtype) -> dict[str, dict]:
     return {
         "A": {"shape": [b, m, k], "dtype": dtype},
         "B": {"shape": [b, k, n], "dtype": dtype},
-        "C": {"shape": [b, m, n], "dtype": OUT_DTYPE[dtype] if OUT_DTYPE[dtype] != "int32" else "fp32"},
+        "C": {"shape": [b, m, n], "dtype": out_dtype if out_dtype != "int32" else "fp32"},
     }
 
 
@@ -364,7 +385,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
                buffers: int | None = None) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk, split = config["block_m"], config["block_n"], config["block_k"], config["split_k"]
-    in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
+    in_bytes, out_dtype = DTYPE_BYTES[dtype], output_dtype(params)
     num_m, num_n = -(-m // bm), -(-n // bn)  # exact for any size (a float ceil is not)
     # 2-SM MMA: programs 2i and 2i+1 down M (one swizzle group holds both) split their B
     # tile. With an odd number of tile rows the grid gets a padding row, as the kernels
@@ -421,7 +442,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
                           if in_tensor_memory else 0},
             "pipeline_depth": config["num_stages"],
         },
-        "tensors": _tensors(m, n, k, b, dtype),
+        "tensors": _tensors(m, n, k, b, dtype, out_dtype),
         "templates": [t.model_dump() for t in templates],
         "program_template": template_of.tolist() if len(templates) > 1 else None,
         "program_vars": program_vars,
@@ -497,7 +518,7 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
     nm, nn, nk = math.ceil(m / bm), math.ceil(n / bn), math.ceil(k / bk)
-    in_bytes, out_dtype = DTYPE_BYTES[dtype], OUT_DTYPE[dtype]
+    in_bytes, out_dtype = DTYPE_BYTES[dtype], output_dtype(params)
     grid = [b, nm, nn, nk] if b > 1 else [nm, nn, nk]
     check_programs(math.prod(grid))
     coords = np.indices(grid).reshape(len(grid), -1)  # last axis fastest
@@ -522,7 +543,7 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
         work = [Compute(unit="matrix", flops=float(flops[first]), dtype=dtype, shape=[bm, bn, bk]),
                 Compute(unit="vector", flops=float(bm * bn), dtype="fp32", useful=False)]
         if last_k[first]:
-            out = OUT_DTYPE[dtype].replace("int32", "fp32")
+            out = out_dtype.replace("int32", "fp32")
             work.append(Compute(unit="vector", flops=float(bm * bn), dtype=out, useful=False))
         return work
 
@@ -533,8 +554,8 @@ def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
         operands=operands,
         compute=compute,
         compute_key=flops * 2 + last_k,
-        tensors=_tensors(m, n, k, b, dtype),
-        local_memory_bytes=_local_bytes(config, dtype, "tpu"),
+        tensors=_tensors(m, n, k, b, dtype, out_dtype),
+        local_memory_bytes=_local_bytes(config, dtype, "tpu", out_dtype=out_dtype),
         buffer_count=config["num_stages"],
         metadata=_metadata(params, config),
     )
@@ -557,5 +578,5 @@ FAMILY = Family(
     check=check_config,
     powers_of_two_on_gpu=("block_m", "block_n", "block_k", "num_warps"),
     compiled_by_triton=lambda params, chip: implementation(params, chip).name == "triton",
-    gpu_only=("group_m", "split_k", "num_warps", "cluster", "pair"),
+    gpu_only=("group_m", "split_k", "num_warps", "cluster", "pair", "tile_scheduler"),
 )

@@ -3,7 +3,6 @@ conserved, and the same answer every time."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -11,6 +10,7 @@ import pytest
 
 from accelsim.arch.model import Chip, load_arch
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
+from accelsim.engine.programs import program_templates, program_vars
 from accelsim.families import gemm
 from accelsim.families.base import parse_values
 from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace
@@ -86,19 +86,14 @@ def datasheet_peak_flops_per_s(chip: Chip, dtype: str) -> float:
 
 
 def trace_hbm_bytes(trace: KernelTrace) -> float:
-    """Every byte the trace's programs read from or write to HBM-level blocks."""
-    pt = trace.program_template
-    if pt is None:
-        programs = {0: trace.num_programs}
-    elif isinstance(pt, str):
-        programs = {[t.name for t in trace.templates].index(pt): trace.num_programs}
-    else:
-        programs = Counter(pt)
+    """Every byte the trace's programs read from or write to HBM-level blocks (a step's
+    repeat may be a program variable: a stream-K unit's share of a tile's k-loop)."""
+    variables, template_of = program_vars(trace), program_templates(trace)
     total = 0.0
-    for index, count in programs.items():
-        for step in trace.templates[index].steps:
-            assert isinstance(step.repeat, int), "this helper sums fixed repeat counts only"
-            total += count * step.repeat * sum(x.bytes for x in step.transfers if x.level == "hbm")
+    for pid in range(trace.num_programs):
+        for step in trace.templates[template_of[pid]].steps:
+            repeat = step.repeat if isinstance(step.repeat, int) else int(variables[step.repeat][pid])
+            total += repeat * sum(x.bytes for x in step.transfers if x.level == "hbm")
     return total
 
 

@@ -233,6 +233,13 @@ CUBLAS_BENCH_DTYPES = (
     (r"cublasSgemm FP32", "fp32", "cublas"),
     (r"CUTLASS wgmma kernel FP16", "fp16", "cutlass-wgmma"),
 )
+"""waynehacking8/blackwell-tensorcore-kernels' bench rows: every one writes an fp32 C
+(src/cublas_tc.cu: ``CUDA_R_32F`` output; src/cutlass_sm90.cu: ``ElementC = float``)."""
+
+CUTLASS_WGMMA_CONFIG = {"block_m": 128, "block_n": 256, "block_k": 64, "cluster": 2, "schedule": "cooperative"}
+"""The repository's CUTLASS kernel as src/cutlass_sm90.cu @fd74d2ac builds it: ``TileShape``
+128x256x64, ``ClusterShape`` 2x1x1, ``KernelScheduleAuto`` (CUTLASS's sm90 builder: cooperative
+for a tile of 128 rows or more) and the default (data-parallel) persistent tile scheduler."""
 
 
 def convert_fixed_shape_gemm(raw: dict) -> Outcome:
@@ -249,10 +256,14 @@ def convert_fixed_shape_gemm(raw: dict) -> Outcome:
     else:
         return LeftOut("GEMM whose dtype the converter does not recognise")
     params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": dtype, "batch": 1} | (
-        {"impl": "cublas"} if tag == "cublas" else {})
+        {"out_dtype": "fp32"} if dtype == "fp16" else {}) | ({"impl": "cutlass"} if tag == "cutlass-wgmma" else
+                                                          {"impl": "cublas"})
     latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
-    notes = [how + " = 2*M*N*K", f"the source's time_ms {par['time_ms']} is rounded to 3 decimals, so the throughput is used"]
-    return Converted(arch, "gemm", _record("gemm", params, tag=tag, implementation=raw["workload"], latency_s=latency, raw=raw, notes=notes))
+    notes = [how + " = 2*M*N*K", f"the source's time_ms {par['time_ms']} is rounded to 3 decimals, so the throughput is used",
+             "C is written in fp32"]
+    config = CUTLASS_WGMMA_CONFIG if tag == "cutlass-wgmma" else None
+    return Converted(arch, "gemm", _record("gemm", params, tag=tag, implementation=raw["workload"], latency_s=latency,
+                                           raw=raw, notes=notes, config=config))
 
 
 def convert_vllm_linear(raw: dict) -> Outcome:

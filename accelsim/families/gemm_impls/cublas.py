@@ -11,11 +11,13 @@ both schedules, with 2x1 clusters. Which kernel its heuristics pick is not publi
 ``config=auto`` takes the fastest the model finds (the assumption is that cuBLAS's heuristics
 and its own autotuned tables find the fastest of its kernels), and the default config (no
 search) takes the tile that needs the fewest waves of output tiles over the SMs, the larger
-tile on a tie, cooperative. fp32 inputs run on the CUDA cores (SGEMM) and every GEMM on chips
-without TMA (Ampere) in CUTLASS 2.x-style multistage kernels: the Triton-style trace of
-the ``gemm`` family.
+tile on a tie, cooperative, with CUTLASS's stream-K scheduler where CUTLASS's heuristic
+spreads a quantised last wave after at least one whole one (:mod:`.stream_k`; assumed of cuBLAS as its kernels are, and
+then the waves counted are the busiest CTA's share). fp32 inputs run on the CUDA cores
+(SGEMM) and every GEMM on chips without TMA (Ampere) in CUTLASS 2.x-style multistage kernels:
+the Triton-style trace of the ``gemm`` family.
 
-Left out: cuBLAS's split-K and stream-K kernels for small output grids, its GEMV kernels for
+Left out: cuBLAS's split-K kernels for small output grids, its GEMV kernels for
 M = 1 (the tile kernels model them, within a few percent on the decode records), and
 heuristic choices the model cannot see (a kernel other than the fastest).
 """
@@ -26,20 +28,30 @@ import math
 
 from accelsim.arch.model import Chip
 from accelsim.families import gemm
-from accelsim.families.gemm_impls import cutlass
+from accelsim.families.gemm_impls import cutlass, stream_k
 from accelsim.families.gemm_impls.base import Config, GemmImpl, Params, warp_specialized
 
 
 def default_config(params: Params, chip: Chip) -> Config:
     if not warp_specialized(chip) or params["dtype"] == "fp32":
         return gemm.triton_default_config(params, chip)
-    m, n, _, batch, _ = gemm._problem(params)
+    m, n, k, batch, _ = gemm._problem(params)
     best, best_key = None, None
     for bm, bn in cutlass.TILES:
         config = cutlass.warp_specialized_config(params, chip, bm, bn, "cooperative" if bm >= 128 else "pingpong")
         if config is None:
             continue
-        waves = math.ceil(batch * math.ceil(m / bm) * math.ceil(n / bn) / chip.num_cores)
+        tiles = batch * math.ceil(m / bm) * math.ceil(n / bn)
+        waves = float(math.ceil(tiles / chip.num_cores))
+        streamed = {**config, "tile_scheduler": "stream_k"}
+        # stream-K only past a whole wave: below one, the engine drains every unit's last store
+        # (a lone partial accumulator's too) at one SM's share of HBM, which makes sub-wave
+        # stream-K slower than it runs (a 1024^3 GEMM at 0.1 TB/s: 201.6 us, 111.1 data-parallel)
+        if config["schedule"] == "cooperative" and "pair" not in config and tiles >= chip.num_cores \
+                and cutlass.decomposition(params, streamed, chip):
+            config = streamed
+            waves = stream_k.effective_waves(tiles, math.ceil(k / config["block_k"]),
+                                             cutlass.persistent_ctas(config, chip), config.get("cluster", 1))
         key = (waves, -bm * bn)
         if best_key is None or key < best_key:
             best, best_key = config, key

@@ -16,8 +16,11 @@ alternate tiles, and one's epilogue runs under the other's main loop. Chips with
 asynchronous MMA fed by TMA (Ampere) run CUTLASS 2.x multistage kernels (``cp.async``, one
 CTA per tile), which the Triton-style trace of the ``gemm`` family already describes.
 
-Left out: stream-K and split-K tile schedulers (a wave's tail is quantised as the
-data-parallel scheduler leaves it), the epilogue's own shared-memory buffer (stages are
+``tile_scheduler=stream_k`` (cooperative only): CUTLASS's stream-K scheduler (:mod:`.stream_k`),
+which ``config=auto`` searches beside the data-parallel one where CUTLASS's heuristic would
+stream.
+
+Left out: the split-K tile scheduler, the epilogue's own shared-memory buffer (stages are
 counted against the whole CTA limit), raster order and swizzle (group-M order, 8 rows), and
 register reallocation (the consumers' accumulators must fit as in the Triton-style trace).
 """
@@ -28,6 +31,7 @@ from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families import gemm
 from accelsim.families.base import fits
+from accelsim.families.gemm_impls import stream_k
 from accelsim.families.gemm_impls.base import Config, GemmImpl, Params, warp_specialized, with_execution
 from accelsim.trace.kernel import DTYPE_BYTES, Execution, KernelTrace
 
@@ -65,8 +69,12 @@ def config_space(params: Params, chip: Chip) -> list[Config]:
     for schedule in SCHEDULES:
         for bm, bn in TILES:
             config = warp_specialized_config(params, chip, bm, bn, schedule)
-            if config is not None:
-                out.append(config)
+            if config is None:
+                continue
+            out.append(config)
+            streamed = {**config, "tile_scheduler": "stream_k"}
+            if schedule == "cooperative" and "pair" not in config and decomposition(params, streamed, chip):
+                out.append(streamed)
     return out
 
 
@@ -92,6 +100,10 @@ def check(params: Params, config: Config, chip: Chip) -> None:
             raise InputError(f"a warp-specialized tile is whole MMA instructions: block_m a multiple of {rows}, "
                              f"block_n of {cols} (matrix_unit.shape), got {config['block_m']}x{config['block_n']}",
                              source="--param", field="block_m" if config["block_m"] % rows else "block_n")
+        if config.get("tile_scheduler") == "stream_k" and (schedule != "cooperative" or config.get("pair", 1) > 1
+                                                            or config["split_k"] > 1):
+            raise InputError("stream-K runs with the cooperative schedule, unsplit and without 2-SM pairs (CUTLASS's "
+                             "ping-pong kernel refuses its scheduler)", source="--param", field="tile_scheduler")
         if schedule == "cooperative" and config["block_m"] < 128:
             raise InputError("a cooperative kernel splits a tile's rows over two consumer warpgroups: "
                              "block_m must be at least 128", source="--param", field="block_m")
@@ -100,13 +112,35 @@ def check(params: Params, config: Config, chip: Chip) -> None:
     gemm.check(params, {**config, "num_warps": math_warps}, chip)
 
 
+def persistent_ctas(config: Config, chip: Chip) -> int:
+    return config.get("persistent_ctas") or chip.num_cores
+
+
+def decomposition(params: Params, config: Config, chip: Chip) -> stream_k.Decomposition | None:
+    """The stream-K split of ``config``'s tiles (:func:`stream_k.decompose`), or None where it
+    runs data-parallel (its scheduler, or CUTLASS's heuristic, says so). CUTLASS pads the
+    tile grid to whole clusters, so its stream-K tiles are whole clusters; the model's grid is
+    not padded, so a tile count that is not a multiple of the cluster runs data-parallel (left
+    out: the padded CTA)."""
+    if config.get("tile_scheduler") != "stream_k":
+        return None
+    m, n, k, batch, _ = gemm._problem(params)
+    tiles = batch * -(-m // config["block_m"]) * -(-n // config["block_n"])
+    cluster = config.get("cluster", 1)
+    if tiles % cluster:
+        return None
+    split = stream_k.decompose(tiles, -(-k // config["block_k"]), persistent_ctas(config, chip), cluster)
+    return split if split.streams else None
+
+
 def build(params: Params, config: Config, chip: Chip) -> KernelTrace:
     schedule = config.get("schedule")
-    trace = gemm.triton_build(params, config, chip)
     if schedule is None:
-        return trace
+        return gemm.triton_build(params, config, chip)
+    split = decomposition(params, config, chip)
+    trace = gemm.triton_build(params, config, chip) if split is None else stream_k.build(params, config, chip, split)
     return with_execution(trace, Execution(
-        loads="tma", consumers=CONSUMERS, persistent_ctas=config.get("persistent_ctas") or chip.num_cores,
+        loads="tma", consumers=CONSUMERS, persistent_ctas=persistent_ctas(config, chip),
         epilogue="overlapped" if schedule == "pingpong" else "exposed"))
 
 

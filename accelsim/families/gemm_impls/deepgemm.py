@@ -139,6 +139,9 @@ def check(params: Params, config: Config, chip: Chip) -> None:
     if params["dtype"] != "fp8":
         raise InputError(f"DeepGEMM's GEMMs take fp8 inputs, got dtype={params['dtype']}", source="--param",
                          field="dtype")
+    if gemm.output_dtype(params) != "bf16":
+        raise InputError("DeepGEMM's fp8 GEMMs write bf16 (gemm_fp8_fp8_bf16_nt)", source="--param",
+                         field="out_dtype")
     if params["K"] % BLOCK_K or params["N"] % 64:
         raise InputError("DeepGEMM needs K a multiple of 128 and N a multiple of 64", source="--param", field="K")
     if config.get("block_k") != BLOCK_K:
