@@ -14,6 +14,7 @@ dimension          base unit     accepted units
 ``seconds``        second        s, ms, us, µs, ns, ps
 ``flops_per_s``    flop/second   FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s (also FLOPS,
                                  TFLOPS, ...); OP/s forms for integer throughput
+``watts``          watt          mW, W, kW
 =================  ============  ==================================================
 
 Decimal prefixes (K, M, G, T, P) are powers of 1000, binary ones (Ki, Mi, ...)
@@ -60,6 +61,7 @@ UNITS: dict[str, dict[str, float]] = {
     "hz": {"Hz": 1.0, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9},
     "seconds": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12},
     "flops_per_s": _flops_units(),
+    "watts": {"mW": 1e-3, "W": 1.0, "kW": 1e3},
 }
 
 EXAMPLES = {
@@ -68,6 +70,7 @@ EXAMPLES = {
     "hz": "'1.98 GHz'",
     "seconds": "'600 ns'",
     "flops_per_s": "'989 TFLOP/s'",
+    "watts": "'700 W'",
 }
 
 DESCRIPTIONS = {
@@ -76,6 +79,7 @@ DESCRIPTIONS = {
     "hz": "a frequency",
     "seconds": "a time",
     "flops_per_s": "a throughput",
+    "watts": "a power",
 }
 
 _QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]+)\s*$")
@@ -136,6 +140,8 @@ def format_quantity(value: float, dimension: str) -> str:
             if abs(value) >= factor:
                 return f"{_trim(value / factor)} {unit}"
         return f"{_trim(value / 1e-12)} ps"
+    if dimension == "watts":
+        return f"{_trim(value)} W"
     suffix = {"bytes_per_s": "B/s", "hz": "Hz", "flops_per_s": "FLOP/s"}[dimension]
     return _decimal(value, suffix)
 
@@ -153,6 +159,9 @@ def _trim(x: float) -> str:
 
 
 PS_PER_S = 10**12
+
+J_PER_PJ = 1e-12
+"""Energies per operation or byte are written in picojoules (``hbm_pj_per_byte``)."""
 
 
 MAX_EXACT_BYTES = 2**53

@@ -68,6 +68,11 @@ def builtin_names() -> list[str]:
     return sorted(path.stem for path in builtin_paths())
 
 
+def builtin_aliases() -> dict[str, str]:
+    """Each alias of a built-in config -> the name (file stem) of the config it names."""
+    return {name: path.stem for name, path in _builtin_index().items() if name != path.stem}
+
+
 def find_config(name_or_path: str, *, referenced_from: str | None = None, field: str | None = None) -> Path:
     """Resolve a built-in name or a file path to a file, or raise a located InputError."""
     looks_like_path = name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path

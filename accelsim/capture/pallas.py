@@ -90,7 +90,7 @@ def capture_pallas(path: str, function: str, params: Mapping[str, str], *, launc
         raise InputError(f"--launch {index}: there are {len(calls)} pallas_calls", source=path)
     metadata = {"name": f"{Path(path).stem}.{function}", "captured_from": f"{path}:{function}", "params": kwargs,
                 "tool": "accelsim.capture.pallas"}
-    return trace_from_pallas_call(calls[index], metadata, source=path)
+    return trace_from_pallas_call(calls[index], metadata, source=path, closed=closed)
 
 
 def find_pallas_calls(jaxpr) -> Iterator[Any]:
@@ -112,41 +112,155 @@ def _sub_jaxprs(eqn) -> Iterator[Any]:
                 yield item
 
 
-def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pallas_call") -> KernelTrace:
-    from jax.extend.core import jaxpr_as_fun
-    import jax
+def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pallas_call", closed=None) -> KernelTrace:
+    """``closed``: the jaxpr ``eqn`` sits in, to compute the values of scalar-prefetched
+    operands and dynamic grid sizes from (:mod:`accelsim.capture.pallas_scalar`)."""
+    gm = eqn.params["grid_mapping"]
+    body = eqn.params["jaxpr"]
+    scalars = gm.num_dynamic_grid_bounds + gm.num_index_operands
+    if scalars or MANUAL_DMA & _primitives(body):
+        if closed is None:
+            raise InputError("a kernel with scalar prefetch or manual DMAs is captured from its program "
+                             "(capture_pallas)", source=source)
+        from accelsim.capture.pallas_scalar import operand_values
+
+        values = operand_values(closed, eqn, scalars)
+        return _runtime_trace(eqn, metadata, source, values)
+    grid = tuple(int(g) for g in gm.grid)
+    _check_grid(grid, source)
+    points, n = _grid_points(grid)
+    operands, tensors, buffers_bytes, depth, extents = _block_operands(
+        eqn, points, n, source, lambda index_fn: _vmapped_indices(index_fn, points, n, grid))
+    counter = WorkCounter(points, grid)
+    counter.ref_extents = {var: axes for var, axes in zip(body.invars, extents)}
+    counter.count(body, np.ones(n))
+    compute_lists, which = counter.per_program()
+    return _trace(eqn, metadata, grid, operands, compute_lists, which, tensors, buffers_bytes + _scratch_bytes(gm),
+                  depth)
+
+
+def _runtime_trace(eqn, metadata: dict[str, Any], source: str, values: list[np.ndarray]) -> KernelTrace:
+    """A kernel whose indices or work depend on run-time scalars: its index maps and body
+    run per grid point (:class:`~accelsim.capture.pallas_scalar.KernelRun`)."""
+    from accelsim.capture.pallas_scalar import KernelRun, MemoryRef, ScalarRef, memory_space
 
     gm = eqn.params["grid_mapping"]
-    grid = tuple(int(g) for g in gm.grid)
-    if gm.num_index_operands:
-        raise InputError(
-            "scalar prefetch (PrefetchScalarGridSpec) is recognised but not traced yet: block indices "
-            "depend on runtime values", source=source)
+    bounds = iter(values[:gm.num_dynamic_grid_bounds])
+    grid = tuple(int(np.asarray(next(bounds))) if type(g).__name__ == "DynamicGridDim" else int(g) for g in gm.grid)
+    _check_grid(grid, source)
+    points, n = _grid_points(grid)
+    prefetched = [ScalarRef(np.array(v)) for v in values[gm.num_dynamic_grid_bounds:]]
     body = eqn.params["jaxpr"]
-    dma = sorted(_primitives(body) & MANUAL_DMA)
-    if dma:
-        raise InputError(f"manual DMAs ({', '.join(dma)}: pltpu.make_async_copy) are recognised but not traced yet",
-                         source=source)
+    run = KernelRun(grid)
+
+    def indices(index_fn) -> np.ndarray:
+        rows = []
+        for p in range(n):
+            point = tuple(int(points[a, p]) for a in range(len(grid)))
+            run.at(p, point)
+            out = run.run(index_fn.jaxpr, [np.int32(i) for i in point] + prefetched, index_fn.consts)
+            if any(v is None for v in out):
+                raise InputError("an index map depends on values the capture cannot follow (it reads something "
+                                 "other than the grid position and scalar-prefetched arrays)", source=source)
+            rows.append([int(v) for v in out])
+        return np.asarray(rows, dtype=np.int64).T.reshape(-1, n)
+
+    in_hbm = [memory_space(v) in ("any", "hbm") for v in body.invars[gm.num_index_operands:]]
+    operands, tensors, buffers_bytes, depth, _ = _block_operands(eqn, points, n, source, indices, skip=in_hbm)
+    names = _operand_names(gm)
+    refs: list = list(prefetched)
+    for var, name, hbm in zip(body.invars[gm.num_index_operands:], names, in_hbm):
+        refs.append(MemoryRef(memory_space(var), name if hbm else None))
+    for aval, var in zip(gm.scratch_avals, body.invars[len(refs):]):
+        smem = memory_space(var) == "smem" and np.issubdtype(np.dtype(aval.dtype), np.number)
+        refs.append(ScalarRef(np.zeros(aval.shape, aval.dtype)) if smem else MemoryRef(memory_space(var)))
+    for p in range(n):
+        run.at(p, tuple(int(points[a, p]) for a in range(len(grid))))
+        run.run(body, refs)
+    operands += _dma_operands(run, gm, names, in_hbm, n)
+    for name, aval, hbm in zip(names, _operand_avals(eqn, gm), in_hbm):
+        if hbm:
+            tensors[name] = {"shape": [int(d) for d in aval.shape] or [1], "dtype": _dtype_name(np.dtype(aval.dtype))}
+    counter = WorkCounter(points, grid)
+    counter.totals = run.totals
+    compute_lists, which = counter.per_program()
+    if run.unknown:
+        metadata = {**metadata, "capture_bounds": dict(sorted(run.unknown.items()))}
+    return _trace(eqn, metadata, grid, operands, compute_lists, which, tensors,
+                  buffers_bytes + _scratch_bytes(gm), depth)
+
+
+def _dma_operands(run, gm, names: list[str], in_hbm: list[bool], n: int) -> list[Operand]:
+    """Per HBM operand and direction, the bytes the manual DMAs of each grid point move
+    (copied whenever listed: no pipeline rule), keyed by where the first copy starts."""
+    out = []
+    for name, hbm in zip(names, in_hbm):
+        if not hbm:
+            continue
+        for direction in ("read", "write"):
+            moved = np.zeros(n)
+            block = np.zeros(n, dtype=np.int64)
+            for p, dmas in enumerate(run.dmas):
+                mine = [d for d in dmas if d.tensor == name and d.direction == direction]
+                moved[p] = sum(d.bytes for d in mine)
+                block[p] = mine[0].block if mine else 0
+            if moved.any():
+                out.append(Operand(name, direction, (block,), moved, pipelined=False))
+    return out
+
+
+def _operand_names(gm) -> list[str]:
+    counts: dict[str, int] = defaultdict(int)
+    return [_tensor_name("write" if i >= gm.num_inputs else "read", counts)
+            for i in range(gm.num_inputs + gm.num_outputs)]
+
+
+def _operand_avals(eqn, gm) -> list:
+    inputs = [v.aval for v in eqn.invars[gm.num_dynamic_grid_bounds + gm.num_index_operands:]]
+    outputs = [v.aval for v in eqn.outvars]
+    return inputs[:gm.num_inputs] + outputs
+
+
+def _check_grid(grid: tuple[int, ...], source: str) -> None:
     if grid and min(grid) == 0:
         raise InputError(f"the kernel was launched with no programs (grid {list(grid)}): nothing to capture; give "
                          "parameters that make work", source=source)
     check_programs(math.prod(grid), source=source)  # before the index maps are evaluated at every point
-    semantics = _dimension_semantics(eqn.params.get("compiler_params"), len(grid)) if grid else ["arbitrary"]
-    points = np.indices(grid).reshape(len(grid), -1) if grid else np.zeros((0, 1), dtype=np.int64)
-    n = points.shape[1] if grid else 1
 
+
+def _grid_points(grid: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    points = np.indices(grid).reshape(len(grid), -1) if grid else np.zeros((0, 1), dtype=np.int64)
+    return points, points.shape[1] if grid else 1
+
+
+def _vmapped_indices(index_fn, points: np.ndarray, n: int, grid: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    import jax
+    from jax.extend.core import jaxpr_as_fun
+
+    fn = jaxpr_as_fun(index_fn)
+    raw = jax.vmap(lambda *g: fn(*g))(*[np.asarray(p, dtype=np.int32) for p in points]) if grid else fn()
+    return tuple(np.asarray(a, dtype=np.int64).reshape(n) for a in raw)
+
+
+def _block_operands(eqn, points: np.ndarray, n: int, source: str, indices, skip: list[bool] | None = None):
+    """Each block-mapped operand's per-point block indices and in-bounds bytes, its tensor,
+    the VMEM its buffers hold, the deepest buffering, and per operand the rows in bounds
+    along each axis of its ref. ``skip``: operands left in HBM (``pl.ANY``), which only
+    manual DMAs move."""
+    gm = eqn.params["grid_mapping"]
     operands, tensors, buffers_bytes, depth = [], {}, 0, 2
     counts = defaultdict(int)
-    extents: list[list[np.ndarray]] = []  # per operand, per axis of its ref: rows in bounds at each point
-    for mapping in gm.block_mappings:
+    extents: list[list[np.ndarray]] = []
+    for i, mapping in enumerate(gm.block_mappings):
         direction = "write" if str(mapping.origin).startswith("out") else "read"
         name = _tensor_name(direction, counts)
+        if skip is not None and skip[i]:
+            extents.append([])
+            continue
         shape = tuple(int(s) for s in mapping.array_aval.shape)
         dtype = np.dtype(mapping.array_aval.dtype)
         block = _block_sizes(mapping.block_shape, source)
-        index_fn = jaxpr_as_fun(mapping.index_map_jaxpr)
-        raw = jax.vmap(lambda *g: index_fn(*g))(*[np.asarray(p, dtype=np.int32) for p in points]) if grid else index_fn()
-        index = tuple(np.asarray(a, dtype=np.int64).reshape(n) for a in raw)
+        index = tuple(indices(mapping.index_map_jaxpr))
         valid = np.ones(n, dtype=np.int64)
         ref_axes = []
         for axis, (size, entry) in enumerate(zip(block, mapping.block_shape)):
@@ -161,11 +275,25 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
         buffers_bytes += buffers * math.prod(block) * dtype.itemsize
         operands.append(Operand(name, direction, index, valid * dtype.itemsize))
         tensors[name] = {"shape": list(shape) or [1], "dtype": _dtype_name(dtype)}
-    scratch = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in gm.scratch_avals)
-    counter = WorkCounter(points, grid)
-    counter.ref_extents = {var: axes for var, axes in zip(body.invars, extents)}
-    counter.count(body, np.ones(n))
-    compute_lists, which = counter.per_program()
+    return operands, tensors, buffers_bytes, depth, extents
+
+
+def _scratch_bytes(gm) -> int:
+    """VMEM the scratch buffers hold (semaphores and other non-array scratch: none)."""
+    total = 0
+    for aval in gm.scratch_avals:
+        try:
+            itemsize = np.dtype(aval.dtype).itemsize
+        except TypeError:  # a semaphore type
+            continue
+        space = str(getattr(getattr(aval, "memory_space", None), "value", "")).lower()
+        if space not in ("smem", "semaphore_mem"):
+            total += math.prod(aval.shape) * itemsize
+    return int(total)
+
+
+def _trace(eqn, metadata, grid, operands, compute_lists, which, tensors, local_memory_bytes, depth) -> KernelTrace:
+    semantics = _dimension_semantics(eqn.params.get("compiler_params"), len(grid)) if grid else ["arbitrary"]
     return pallas_trace(
         name=str(eqn.params.get("name") or metadata.get("name") or "pallas_kernel"),
         grid=list(grid) or [1],
@@ -174,7 +302,7 @@ def trace_from_pallas_call(eqn, metadata: dict[str, Any], *, source: str = "pall
         compute=lambda selection: compute_lists[int(which[np.argmax(selection)])],
         compute_key=which.astype(float),
         tensors=tensors,
-        local_memory_bytes=int(buffers_bytes + scratch),
+        local_memory_bytes=int(local_memory_bytes),
         buffer_count=depth,
         metadata=metadata,
     )

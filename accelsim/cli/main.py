@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, demo_cmd, explore_cmd, import_cmd, replay_cmd, simulate_cmd, sweep_cmd, validate_cmd
+    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, compile_cmd, demo_cmd, explore_cmd, import_cmd, model_cmd, replay_cmd, simulate_cmd, sweep_cmd, validate_cmd
 
     parser = _Parser(
         prog="accelsim",
@@ -38,10 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     arch_cmd.register(sub)
     simulate_cmd.register(sub)
     capture_cmd.register(sub)
+    compile_cmd.register(sub)
     calibrate_cmd.register(sub)
     validate_cmd.register(sub)
     demo_cmd.register(sub)
     replay_cmd.register(sub)
+    model_cmd.register(sub)
     import_cmd.register(sub)
     sweep_cmd.register(sub)
     explore_cmd.register(sub)

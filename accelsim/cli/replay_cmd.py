@@ -10,9 +10,10 @@ from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
 from accelsim.files import check_output_file, write_json
+from accelsim.importers.hlo_estimates import EstimateComparison, compare_with_xla
 from accelsim.network.collectives import get_algorithm
 from accelsim.results import StepResult
-from accelsim.system.replay import ReplayOptions, parse_roofline_overhead, replay
+from accelsim.system.replay import ReplayOptions, chip_of, parse_roofline_overhead, replay
 from accelsim.system.timeline import chrome_trace
 from accelsim.system.trace import load_system_trace
 from accelsim.units import format_quantity
@@ -69,12 +70,15 @@ def run_replay(args: argparse.Namespace) -> int:
     except InputError as exc:
         exc.source = exc.source or args.trace  # the replay names fields of the trace
         raise
+    xla = compare_with_xla(trace, chip_of(system), Path(args.trace).parent, options.roofline_overhead_s)
     if args.timeline:
         write_json(args.timeline, chrome_trace(result), "--timeline")
     if args.json:
-        print_json(result.result().to_json())
+        print_json(result.result().to_json() | ({"xla_estimate": xla.to_json()} if xla else {}))
     else:
         print_result(result.result())
+        if xla:
+            print_xla_estimate(xla)
     return 0
 
 
@@ -88,6 +92,7 @@ def print_result(r: StepResult) -> None:
         ("communication", f"{seconds(r.comm_s)}: {seconds(r.exposed_comm_s)} exposed, "
                           f"{seconds(r.overlapped_comm_s)} overlapped"),
         ("idle", seconds(r.idle_s)),
+        *_energy_rows(r),
         ("collectives", f"{r.comm_instances} played" + (
             f", {r.comm_groups_folded} groups folded into them" if r.comm_groups_folded else "")),
     ]
@@ -96,4 +101,28 @@ def print_result(r: StepResult) -> None:
                      f"{link.link}  {link.utilization:.0%}  ({format_quantity(link.bytes, 'bytes')})"))
     rows.append(("simulated in", f"{r.sim_wall_s * 1e3:.1f} ms, {r.events} events, "
                                  f"{r.replayed_classes} replayed device classes"))
+    print(table(("", ""), rows).split("\n", 2)[2])
+
+
+def _energy_rows(r: StepResult) -> list[tuple[str, str]]:
+    """The step's energy over every device and link, and the system's average power."""
+    if r.energy_j is None:
+        return []
+    return [("energy", f"{r.energy_j:.4g} J ({format_quantity(r.average_power_w, 'watts')} average over "
+                       f"{len(r.devices)} devices; {r.link_energy_j:.3g} J on links)")]
+
+
+def print_xla_estimate(xla: EstimateComparison, kinds: int = 6) -> None:
+    """accelsim's times beside XLA's cost model (docs/import-hlo.md, "XLA's estimates")."""
+    seconds = lambda value: format_quantity(value, "seconds")  # noqa: E731
+    ratio = lambda ours, theirs: f"{ours / theirs:.2f}x" if theirs else "-"  # noqa: E731
+    rows = [("XLA's estimate", f"{seconds(xla.xla_s)} over {len(xla.ops)} ops (estimated_cycles at "
+                               f"{format_quantity(xla.clock_hz, 'hz')}); accelsim {seconds(xla.accelsim_s)} for "
+                               f"them alone ({ratio(xla.accelsim_s, xla.xla_s)} XLA's)")]
+    for t in xla.by_kind()[:kinds]:
+        rows.append(("", f"{t.kind}: {t.ops} ops, XLA {seconds(t.xla_s)}, accelsim {seconds(t.accelsim_s)} "
+                         f"({ratio(t.accelsim_s, t.xla_s)})"))
+    if xla.unestimated_ops:
+        rows.append(("", f"{xla.unestimated_ops} compute ops without an XLA estimate: accelsim "
+                         f"{seconds(xla.unestimated_s)}"))
     print(table(("", ""), rows).split("\n", 2)[2])

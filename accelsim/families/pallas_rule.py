@@ -33,11 +33,16 @@ class Operand:
     """Block index along each tensor axis, per program in launch order."""
     bytes: np.ndarray
     """Bytes of the block each program would move (edge blocks may be smaller)."""
+    pipelined: bool = True
+    """False for a kernel's own DMAs (``pltpu.make_async_copy``): every program moves the
+    bytes it lists, whatever the block index."""
 
 
 def copy_flags(operand: Operand, kernel_starts: np.ndarray | None = None) -> np.ndarray:
     """Which programs move this operand's block under the pipeline rule (``kernel_starts``:
     programs that begin a new ``pallas_call``; the first program always does)."""
+    if not operand.pipelined:
+        return np.asarray(operand.bytes) > 0
     index = np.stack([np.asarray(a) for a in operand.index], axis=1)
     n = index.shape[0]
     changed = np.ones(n, dtype=bool)

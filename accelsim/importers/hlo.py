@@ -24,7 +24,9 @@ See ``docs/import-hlo.md`` for what is counted how.
 from __future__ import annotations
 
 import argparse
+import gzip
 import re
+import zlib
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -32,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.arch.model import config_files, load_arch
-from accelsim.errors import InputError, read_text_file
+from accelsim.errors import MAX_INPUT_BYTES, InputError, read_text_file
 from accelsim.importers import Imported, Importer
-from accelsim.importers.hlo_cost import FREE, Cost, CostModel, async_wrapped
+from accelsim.importers.hlo_cost import FREE, NO_WORK_CUSTOM_CALLS, Cost, CostModel, async_wrapped
+from accelsim.importers.hlo_tpu_fusion import FusedCollective, fused_collective
 from accelsim.importers.hlo_groups import (
     Groups,
     GroupSyntaxError,
@@ -70,6 +73,7 @@ COLLECTIVE_OPCODES = {
 ASYNC_STARTS = {"all-reduce-start", "all-gather-start", "collective-permute-start"}
 ASYNC_DONES = {"all-reduce-done", "all-gather-done", "collective-permute-done", "async-done", "copy-done"}
 PASS_THROUGH = {"bitcast", "opt-barrier", "domain", "add-dependency", "async-update"}
+_ESTIMATED_CYCLES = re.compile(r'"estimated_cycles"\s*:\s*"?(\d+)')
 MAIN, ASYNC_COMPUTE = "main", "async_compute"
 ATTENTION_DTYPES = ("bf16", "fp16", "fp8")
 """Fused-attention input types the ``attention`` family runs (others stay roofline ops)."""
@@ -112,6 +116,12 @@ class HloOp:
     family: str | None = None
     """A built-in kernel family that runs this op (a cuDNN fused attention), with ``params``."""
     params: tuple[tuple[str, Any], ...] = ()
+    xla_cycles: float | None = None
+    """XLA's own estimate of the op (``estimated_cycles`` of its ``backend_config``, the
+    TPU compiler's cost model), times ``repeat``; ``None`` where XLA wrote none."""
+    fusion_kind: str = ""
+    """``kind=`` of a fusion (``kLoop``, ``kOutput``, ``kInput``, ``kCustom``); empty for
+    other ops."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,8 @@ class _Lowering:
         self._channel_sends: dict[str, str] = {}
         self._async_names: set[str] = set()
         self._trip_counts: dict[tuple[str, str], int | None] = {}
+        self._chains: dict[str, str] = {}
+        """Async collective fusions: chain -> the op its latest start emitted."""
 
     # ------------------------------------------------------------ walking
 
@@ -210,6 +222,11 @@ class _Lowering:
             return self._recv(inst, operands, deps)
         if op in FREE:
             return _shaped(inst.shape, deps)
+        if op == "custom-call" and _target(inst) in NO_WORK_CUSTOM_CALLS:
+            self.counts[f"no_work_custom_call:{_target(inst)}"] += 1
+            return _shaped(inst.shape, deps)
+        if op == "fusion" and (fused := fused_collective(self.module, inst)) is not None:
+            return self._collective_fusion(comp, inst, fused, deps, prefix, scale)
         if (wrapped := async_wrapped(inst)) is not None:
             return self._short_async(comp, inst, wrapped, env, args, operands, prefix, scale)
         if op == "while":
@@ -242,9 +259,7 @@ class _Lowering:
     def _compute(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int,
                  stream: str) -> Val:
         cost = self.costs.cost(comp, inst)
-        if inst.opcode == "copy-start":
-            cost = Cost(bytes_read=self.costs.operand_shapes(comp, inst)[0].size_bytes,
-                        bytes_written=self.costs.operand_shapes(comp, inst)[0].size_bytes)
+        if inst.opcode == "copy-start":  # a DMA (a TPU's prefetch into VMEM) beside the compute
             stream = ASYNC_COMPUTE
         dtype = cost.matrix_dtype if cost.matrix_flops else _main_dtype(inst.shape)
         family, params = None, ()
@@ -254,10 +269,40 @@ class _Lowering:
             attention = {**attention, "batch": attention["batch"] * scale, "dtype": _trace_dtype(attention["dtype"])}
             family, params = "attention", tuple(attention.items())
             self.counts[f"attention_family:{attention['pass']}"] += 1
+        cycles = _ESTIMATED_CYCLES.search(inst.attrs.get("backend_config", ""))
         name = self._emit(HloOp(f"{prefix}{inst.name}", inst.opcode, "compute", tuple(sorted(deps)),
                                 cost=cost.scaled(scale) if scale != 1 else cost, stream=stream, repeat=scale,
-                                dtype=dtype, family=family, params=params))
+                                dtype=dtype, family=family, params=params,
+                                xla_cycles=int(cycles.group(1)) * scale if cycles else None,
+                                fusion_kind=inst.attrs.get("kind", "") if inst.opcode == "fusion" else ""))
         return _shaped(inst.shape, frozenset({name}))
+
+    def _collective_fusion(self, comp: Computation, inst: Instruction, fused: FusedCollective, deps: frozenset,
+                           prefix: str, scale: int) -> Val:
+        """A TPU fusion holding a collective (:mod:`~accelsim.importers.hlo_tpu_fusion`): a
+        start issues the collective in the background (its users wait for the done, not
+        for it), a continuation is the compute it fuses, a done waits for the start of its
+        chain, a collective fusion is its collective."""
+        if fused.role == "continue":
+            self.counts["async_collective_fusion:continuation"] += 1
+            return self._compute(comp, inst, deps, prefix, scale, MAIN)
+        if fused.role == "done":
+            start = self._chains.pop(fused.chain, None)
+            if start is None:
+                self.counts["async_collective_fusion:done_without_start"] += 1
+                return _shaped(inst.shape, deps)
+            name = self._emit(HloOp(f"{prefix}{inst.name}", inst.opcode, "done", start=start))
+            return _shaped(inst.shape, deps | {name})
+        self.counts[f"{'async_collective' if fused.role == 'start' else 'collective'}_fusion:"
+                    f"{fused.kind or COLLECTIVE_OPCODES[fused.collective.opcode]}"] += 1
+        value = self._collective(fused.computation, fused.collective, deps, prefix, scale,
+                                 is_async=fused.role == "start", kind=fused.kind, name=f"{prefix}{inst.name}")
+        if fused.role == "sync":
+            return _shaped(inst.shape, _leaf_deps(value) | deps)
+        started = _leaf_deps(value) - deps
+        if started:
+            self._chains[fused.chain] = next(iter(started))
+        return _shaped(inst.shape, deps)
 
     def _async_start(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
         """Generic ``async-start``: the wrapped computation runs in the background."""
@@ -307,8 +352,10 @@ class _Lowering:
     # ------------------------------------------------------------ communication
 
     def _collective(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int,
-                    is_async: bool) -> Val:
-        kind = COLLECTIVE_OPCODES[inst.opcode]
+                    is_async: bool, kind: str | None = None, name: str | None = None) -> Val:
+        """``kind`` and ``name`` when they are not the instruction's own (a collective a
+        TPU fusion holds: named after the fusion)."""
+        kind = kind or COLLECTIVE_OPCODES[inst.opcode]
         if inst.opcode == "ragged-all-to-all":
             self.counts["ragged_all_to_all_as_all_to_all"] += 1
         size = self._comm_bytes(comp, inst, kind)
@@ -330,7 +377,7 @@ class _Lowering:
         except GroupSyntaxError as exc:
             raise InputError(str(exc), source=module.source, line=inst.line, field="replica_groups") from None
         cost = self.costs.flops(comp, inst)
-        name = self._emit(HloOp(f"{prefix}{inst.name}", inst.opcode, kind, tuple(sorted(deps)), cost=cost,
+        name = self._emit(HloOp(name or f"{prefix}{inst.name}", inst.opcode, kind, tuple(sorted(deps)), cost=cost,
                                 comm_bytes=size * scale, groups=groups, pairs=pairs, is_async=is_async,
                                 repeat=scale, dtype=_main_dtype(inst.shape)))
         if scale != 1:
@@ -508,7 +555,13 @@ class _Lowering:
 
 
 def _emits_op(_comp: Computation, inst: Instruction) -> int:
+    if inst.opcode == "custom-call" and _target(inst) in NO_WORK_CUSTOM_CALLS:
+        return 0
     return int(inst.opcode not in FREE and inst.opcode not in PASS_THROUGH)
+
+
+def _target(inst: Instruction) -> str:
+    return inst.attrs.get("custom_call_target", "").strip('"')
 
 
 def _mark(val: Val, extra: frozenset) -> Val:
@@ -679,7 +732,28 @@ def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS, rates: Branc
 
 
 def read_hlo(path: str | Path) -> Module:
+    """An HLO text file, or a gzip-compressed one (``.gz``: XLA dumps of large programs)."""
+    if str(path).endswith(".gz"):
+        return parse_module(_gunzipped_text(path), source=str(path))
     return parse_module(read_text_file(path, "HLO text"), source=str(path))
+
+
+def _gunzipped_text(path: str | Path) -> str:
+    """The text of a gzip file, refused past :data:`~accelsim.errors.MAX_INPUT_BYTES`
+    uncompressed (before all of it is inflated) or when it is not gzip or not UTF-8."""
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"cannot read HLO text: not a gzip file ({str(exc)[:80]})", source=str(path)) from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"cannot read HLO text: larger than {MAX_INPUT_BYTES // 2**30} GiB uncompressed",
+                         source=str(path))
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read HLO text: not UTF-8 text once uncompressed (byte {exc.start})",
+                         source=str(path)) from None
 
 
 def _trace_dtype(hlo_dtype: str) -> str:
@@ -734,6 +808,9 @@ def to_system_trace(program: HloProgram, *, source: str = "", system: str | None
         "importer_counts": dict(sorted(counts.items())),
         "per_device_totals": summary(program),
     }
+    estimates = xla_estimates(program)
+    if estimates:
+        metadata["xla_estimates"] = estimates
     if system:
         metadata["system"] = system
     devices = [f"0-{program.num_devices - 1}"] if program.num_devices > 1 else [0]
@@ -741,8 +818,17 @@ def to_system_trace(program: HloProgram, *, source: str = "", system: str | None
                        programs=[Program(name=program.module_name, devices=devices, ops=ops)], metadata=metadata)
 
 
+def xla_estimates(program: HloProgram) -> dict[str, dict]:
+    """XLA's estimate of every compute op that has one, by op name: ``cycles`` (its
+    ``estimated_cycles``, times the trips of a folded loop) and the HLO ``kind`` (the
+    fusion kind, else the opcode), for :mod:`accelsim.importers.hlo_estimates`."""
+    return {op.name: {"cycles": op.xla_cycles, "kind": op.fusion_kind or op.opcode}
+            for op in program.ops if op.kind == "compute" and op.xla_cycles is not None}
+
+
 def summary(program: HloProgram) -> dict[str, float]:
-    """Per-device totals: flops by unit, compute bytes, communication bytes by kind, op counts."""
+    """Per-device totals: flops by unit, compute bytes (HBM; and on chip, in host memory,
+    tile padding within the HBM bytes), communication bytes by kind, op counts."""
     out: Counter[str] = Counter()
     for op in program.ops:
         out["ops"] += 1
@@ -750,6 +836,10 @@ def summary(program: HloProgram) -> dict[str, float]:
             out["matrix_flops"] += op.cost.matrix_flops
             out["vector_flops"] += op.cost.vector_flops
             out["compute_bytes"] += op.cost.bytes
+            for key, value in (("on_chip_bytes", op.cost.on_chip_bytes), ("host_bytes", op.cost.host_bytes),
+                               ("padding_bytes", op.cost.padding_bytes), ("xla_estimated_cycles", op.xla_cycles)):
+                if value:
+                    out[key] += value
         elif op.kind != "done":
             out[f"{op.kind}_bytes"] += op.comm_bytes
             out[f"{op.kind}_count"] += 1

@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 from accelsim.families.attention import useful_flops
 from accelsim.importers.hlo_fmha import fmha_params
 from accelsim.importers.hlo_text import (
+    HBM_SPACE,
+    HOST_SPACE,
     Computation,
     Instruction,
     Module,
@@ -59,6 +61,10 @@ FREE = frozenset({
 REDUCING = frozenset({"reduce", "reduce-window", "scatter", "select-and-scatter", "sort", "map",
                       "all-reduce", "reduce-scatter", "fft"})
 SLICING = frozenset({"slice", "dynamic-slice", "gather"})
+FUSED_COLLECTIVES = frozenset({"all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute",
+                               "ragged-all-to-all", "collective-broadcast"})
+"""Collectives a TPU fusion may hold (:mod:`accelsim.importers.hlo_tpu_fusion`): their
+buffers are communication, not the fusion's compute."""
 KNOWN = ELEMENTWISE | MOVEMENT | FREE | REDUCING | frozenset({
     "dot", "convolution", "fusion", "custom-call", "call", "while", "conditional", "async-start", "async-update",
     "async-done", "all-gather", "all-to-all", "ragged-all-to-all", "collective-permute", "collective-broadcast",
@@ -66,6 +72,9 @@ KNOWN = ELEMENTWISE | MOVEMENT | FREE | REDUCING | frozenset({
     "collective-permute-done", "send", "recv", "infeed", "outfeed", "scaled-dot", "ragged-dot", "composite",
 })
 ASYNC_PHASES = ("start", "update", "done")
+NO_WORK_CUSTOM_CALLS = frozenset({"ConcatBitcast", "AllocateBuffer", "AssumeGatherIndicesInBound"})
+"""XLA:TPU custom calls that move no data: adjacent buffers seen as one, an allocation,
+a promise about gather indices. At top level they pass dependencies through (counted)."""
 
 
 def async_wrapped(inst: Instruction) -> tuple[Instruction, str] | None:
@@ -102,15 +111,24 @@ class Cost:
     bytes_written: float = 0.0
     matrix_dtype: str = "f32"
     """HLO element type of the matrix operands (the roofline rate to use)."""
+    on_chip_bytes: float = 0.0
+    """Bytes of arrays in on-chip memory spaces (a TPU's VMEM): not HBM traffic."""
+    host_bytes: float = 0.0
+    """Bytes of arrays in host memory: not modelled."""
+    padding_bytes: float = 0.0
+    """The part of the HBM bytes that only pads tiles whole (tiled TPU layouts)."""
 
     def __add__(self, other: Cost) -> Cost:
         dtype = self.matrix_dtype if self.matrix_flops >= other.matrix_flops else other.matrix_dtype
         return Cost(self.matrix_flops + other.matrix_flops, self.vector_flops + other.vector_flops,
-                    self.bytes_read + other.bytes_read, self.bytes_written + other.bytes_written, dtype)
+                    self.bytes_read + other.bytes_read, self.bytes_written + other.bytes_written, dtype,
+                    self.on_chip_bytes + other.on_chip_bytes, self.host_bytes + other.host_bytes,
+                    self.padding_bytes + other.padding_bytes)
 
     def scaled(self, factor: float) -> Cost:
         return Cost(self.matrix_flops * factor, self.vector_flops * factor, self.bytes_read * factor,
-                    self.bytes_written * factor, self.matrix_dtype)
+                    self.bytes_written * factor, self.matrix_dtype, self.on_chip_bytes * factor,
+                    self.host_bytes * factor, self.padding_bytes * factor)
 
     @property
     def bytes(self) -> float:
@@ -187,7 +205,8 @@ class CostModel:
             comp = self.module.computations[name]
             total = Cost()
             for inst in comp.instructions:
-                total = total + self.flops(comp, inst)
+                if inst.opcode not in FUSED_COLLECTIVES:  # communication, not the fusion's compute
+                    total = total + self.flops(comp, inst)
             self._flops_cache[name] = total
         return self._flops_cache[name]
 
@@ -212,6 +231,8 @@ class CostModel:
 
     def _custom_call_flops(self, comp: Computation, inst: Instruction) -> Cost:
         target = inst.attrs.get("custom_call_target", "").strip('"')
+        if target in NO_WORK_CUSTOM_CALLS:
+            return Cost()
         shapes = self.operand_shapes(comp, inst)
         params = self.fmha(comp, inst)
         if params is not None:  # the family's useful flops: 4 x pairs x head_dim forward, 2.5x that backward
@@ -235,30 +256,81 @@ class CostModel:
 
     # ---------------------------------------------------------------- bytes
 
-    def boundary_bytes(self, comp: Computation, inst: Instruction) -> tuple[float, float]:
-        """(read, written) bytes of a top-level instruction: operands in, output out."""
+    def boundary_parts(self, comp: Computation, inst: Instruction) -> tuple[list[Part], list[Part]]:
+        """What a top-level instruction reads and writes at its boundary, as (shape, share
+        of it touched): operands in, output out; a fusion's operands only sliced count the
+        slices, an in-place update only the update, a value passed through untouched (an
+        output aliasing its operand) and a collective's buffers (communication, not
+        compute) nothing."""
         shapes = self.operand_shapes(comp, inst)
-        read = [s.size_bytes for s in shapes]
-        written = inst.shape.size_bytes
+        read: list[Part] = [(s, 1.0) for s in shapes]
+        written: list[Part] = [(inst.shape, 1.0)]
         if inst.opcode == "fusion" and inst.called():
             fused = self.module.computations[inst.called()[0]]
-            read = [_parameter_read(fused, i, s) for i, s in enumerate(shapes)]
+            read = [(s, _parameter_read(fused, i, s)) for i, s in enumerate(shapes)]
             written = _root_written(fused, inst.shape)
         elif inst.opcode in SLICING and shapes:
-            read[0] = inst.shape.size_bytes
+            read[0] = (shapes[0], _share(inst.shape.size_bytes, shapes[0].size_bytes))
         elif inst.opcode == "dynamic-update-slice" and len(shapes) > 1:
-            read[0], written = 0.0, shapes[1].size_bytes
+            read[0] = (shapes[0], 0.0)
+            written = [(inst.shape, _share(shapes[1].size_bytes, inst.shape.size_bytes))]
         elif inst.opcode == "custom-call" and inst.shape.is_tuple and _is_gemm(inst):
-            written = inst.shape.elements[0].size_bytes  # the rest is cuBLAS workspace
-        elif (estimate := self.tpu_kernel_estimate(comp, inst)) is not None and estimate.bytes_accessed:
-            written = min(float(written), estimate.bytes_accessed)
-            return estimate.bytes_accessed - written, written
-        return float(sum(read)), float(written)
+            written = [(inst.shape.elements[0], 1.0)]  # the rest is cuBLAS workspace
+        elif inst.opcode == "copy-start" and inst.shape.is_tuple and inst.shape.elements:
+            written = [(inst.shape.elements[0], 1.0)]  # (destination, source, context)
+        return read, written
+
+    def boundary_bytes(self, comp: Computation, inst: Instruction) -> tuple[Traffic, Traffic]:
+        """(read, written) :class:`Traffic` of a top-level instruction (:meth:`boundary_parts`),
+        by where the arrays live; a Pallas kernel's own estimate of its bytes is HBM traffic."""
+        if (estimate := self.tpu_kernel_estimate(comp, inst)) is not None and estimate.bytes_accessed:
+            written = min(float(inst.shape.size_bytes), estimate.bytes_accessed)
+            return Traffic(hbm=estimate.bytes_accessed - written), Traffic(hbm=written)
+        read, written = self.boundary_parts(comp, inst)
+        return traffic(read), traffic(written)
 
     def cost(self, comp: Computation, inst: Instruction) -> Cost:
         read, written = self.boundary_bytes(comp, inst)
         f = self.flops(comp, inst)
-        return Cost(f.matrix_flops, f.vector_flops, read, written, f.matrix_dtype)
+        return Cost(f.matrix_flops, f.vector_flops, read.hbm, written.hbm, f.matrix_dtype,
+                    on_chip_bytes=read.on_chip + written.on_chip, host_bytes=read.host + written.host,
+                    padding_bytes=read.padding + written.padding)
+
+
+Part = tuple[Shape, float]
+"""An array (or tuple) and the share of its bytes an instruction touches."""
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes moved, by where the arrays live (:data:`~accelsim.importers.hlo_text.HBM_SPACE`,
+    host memory, or on chip: a TPU's VMEM and scalar memories); ``padding`` is the part of
+    ``hbm`` that only fills tiles."""
+
+    hbm: float = 0.0
+    on_chip: float = 0.0
+    host: float = 0.0
+    padding: float = 0.0
+
+
+def traffic(parts: list[Part]) -> Traffic:
+    """The bytes of ``parts``, each leaf as stored (tiles padded whole) in its memory space."""
+    hbm = on_chip = host = padding = 0.0
+    for shape, share in parts:
+        for leaf in shape.leaves():
+            stored = leaf.stored_bytes * share
+            if leaf.memory_space == HBM_SPACE:
+                hbm += stored
+                padding += stored - leaf.size_bytes * share
+            elif leaf.memory_space == HOST_SPACE:
+                host += stored
+            else:
+                on_chip += stored
+    return Traffic(hbm, on_chip, host, padding)
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else 0.0
 
 
 def _is_gemm(inst: Instruction) -> bool:
@@ -334,28 +406,34 @@ def _gemm_dimension_numbers(backend_config: str) -> dict[str, str] | None:
 
 
 def _parameter_read(fused: Computation, number: int, shape: Shape) -> float:
-    """Bytes a fusion reads of operand ``number``: the slices taken when it is only sliced."""
+    """Share of operand ``number`` a fusion reads: the slices taken when it is only
+    sliced, nothing when it is updated in place, passed through to the output untouched
+    or only sent by a collective inside the fusion."""
     param = next((i for i in fused.instructions
                   if i.opcode == "parameter" and i.attrs.get("parameter_number") == str(number)), None)
     if param is None:
-        return shape.size_bytes
+        return 1.0
     users = [i for i in fused.instructions if param.name in i.operands]
     if users and all(u.opcode in SLICING and u.operands[0] == param.name for u in users):
-        return float(sum(u.shape.size_bytes for u in users))
+        return _share(sum(u.shape.size_bytes for u in users), shape.size_bytes)
     if users and all(u.opcode == "dynamic-update-slice" and u.operands[0] == param.name for u in users):
         return 0.0  # updated in place: the untouched part is neither read nor written
-    return shape.size_bytes
+    if users and all(u.opcode in FUSED_COLLECTIVES or (u.is_root and u.opcode == "tuple") for u in users):
+        return 0.0
+    return 1.0
 
 
-def _root_written(fused: Computation, shape: Shape) -> float:
+def _root_written(fused: Computation, shape: Shape) -> list[Part]:
+    """What a fusion writes, per output: an in-place update only the update; an output
+    that is a parameter passed through or a collective's result, nothing."""
     root = fused.root
     names = fused.by_name()
     outputs = [names[o] for o in root.operands] if root.opcode == "tuple" else [root]
-    total = 0.0
-    for out in outputs:
+    shapes = shape.elements if root.opcode == "tuple" and len(shape.elements) == len(outputs) else (shape,) * len(outputs)
+    parts: list[Part] = []
+    for out, out_shape in zip(outputs, shapes):
         if out.opcode == "dynamic-update-slice" and len(out.operands) > 1:
-            total += names[out.operands[1]].shape.size_bytes
-        else:
-            total += out.shape.size_bytes
-    return total if outputs else shape.size_bytes
-
+            parts.append((out_shape, _share(names[out.operands[1]].shape.size_bytes, out_shape.size_bytes)))
+        elif not (root.opcode == "tuple" and (out.opcode == "parameter" or out.opcode in FUSED_COLLECTIVES)):
+            parts.append((out_shape, 1.0))
+    return parts if outputs else [(shape, 1.0)]

@@ -7,10 +7,13 @@ The grammar followed is the one ``HloModule::ToString`` prints (and XLA's
 
     [ROOT] %name = SHAPE opcode(OPERANDS), attr=value, attr=value, ...
 
-Shapes are ``dtype[dims]{layout}`` or tuples ``(shape, shape)``; layouts (including
-tiling and memory space, ``{1,0:T(8,128)S(1)}``) are skipped. Attribute values are
-kept as raw text and parsed by whoever needs them. Lines outside computations
-(``FileNames``/``StackFrames`` tables of newer XLA) are ignored.
+Shapes are ``dtype[dims]{layout}`` or tuples ``(shape, shape)``; of a layout
+(``{1,0:T(8,128)(2,1)S(1)}``) the dimension order, the tiles and the memory space are
+kept (:class:`Layout`: what a TPU array occupies and where), the rest skipped. Attribute
+values are kept as raw text and parsed by whoever needs them. Lines outside computations
+(``FileNames``/``StackFrames`` tables of newer XLA) are ignored. An operand written
+``%name#N`` (current XLA's shorthand for element ``N`` of a tuple, with no
+``get-tuple-element`` of its own) becomes a ``get-tuple-element`` instruction named so.
 """
 
 from __future__ import annotations
@@ -31,13 +34,54 @@ DTYPE_BITS: dict[str, int] = {
 """Storage bits per element of every HLO primitive type (``xla_data.proto``)."""
 
 
+HBM_SPACE, HOST_SPACE = 0, 5
+"""Memory spaces of a layout's ``S(n)``: 0 is device memory (HBM; also what a layout
+without ``S`` means), 5 XLA's host memory space. On a TPU every other space is on the
+chip: 1 is VMEM; the others hold scalars, DMA contexts and synchronisation flags."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a layout says about an array's storage: ``minor_to_major`` (empty: the default,
+    minor last), ``tiles`` in order (``T(8,128)(2,1)``: 8x128 tiles of the two most minor
+    dimensions, then 2x1 tiles of those), and the ``memory_space``."""
+
+    minor_to_major: tuple[int, ...] = ()
+    tiles: tuple[tuple[int, ...], ...] = ()
+    memory_space: int = HBM_SPACE
+
+    def padded_elements(self, dims: tuple[int, ...]) -> int:
+        """Elements an array of ``dims`` occupies once every tile is padded whole (XLA's
+        tiled layout: each tiling splits the most minor dimensions of what the previous one
+        left, padding them to multiples of the tile; a tile with more dimensions than that
+        pads the missing ones from 1). A ``*`` tile dimension (printed for a combined
+        dimension) pads nothing."""
+        order = reversed(self.minor_to_major) if len(self.minor_to_major) == len(dims) else range(len(dims))
+        physical = [dims[d] for d in order]
+        for tile in self.tiles:
+            if len(tile) > len(physical):
+                physical = [1] * (len(tile) - len(physical)) + physical
+            inner = physical[len(physical) - len(tile):]
+            tile = tuple(t if t > 0 else d for t, d in zip(tile, inner))
+            physical = physical[:len(physical) - len(tile)] + [-(-d // t) for d, t in zip(inner, tile)] + list(tile)
+        count = 1
+        for d in physical:
+            count *= d
+        return count
+
+
+DEFAULT_LAYOUT = Layout()
+
+
 @dataclass(frozen=True)
 class Shape:
-    """An array shape (``dtype`` and ``dims``) or a tuple of shapes (``elements``)."""
+    """An array shape (``dtype`` and ``dims``) or a tuple of shapes (``elements``), with
+    the array's :class:`Layout` (not part of equality: the same array stored otherwise)."""
 
     dtype: str = "tuple"
     dims: tuple[int, ...] = ()
     elements: tuple[Shape, ...] = ()
+    layout: Layout = field(default=DEFAULT_LAYOUT, compare=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -59,6 +103,20 @@ class Shape:
         if self.is_tuple:
             return sum(e.size_bytes for e in self.elements)
         return self.num_elements * DTYPE_BITS[self.dtype] / 8
+
+    @property
+    def memory_space(self) -> int:
+        return self.layout.memory_space
+
+    @property
+    def stored_bytes(self) -> float:
+        """Bytes the arrays occupy with their tiles padded whole (tuple elements summed);
+        :attr:`size_bytes` without tiles."""
+        if self.is_tuple:
+            return sum(e.stored_bytes for e in self.elements)
+        if not self.layout.tiles:
+            return self.size_bytes
+        return self.layout.padded_elements(self.dims) * DTYPE_BITS[self.dtype] / 8
 
     def leaves(self) -> list[Shape]:
         """The array shapes, depth first."""
@@ -285,9 +343,33 @@ def parse_shape(cur: _Cursor) -> Shape:
         dims.append(int(m.group(2)) if m.group(2) != "?" else 0)
         cur.pos = m.end()
         cur.take(",")
+    layout = DEFAULT_LAYOUT
     if cur.pos < len(cur.text) and cur.text[cur.pos] == "{":
-        cur.group()  # the layout: no bearing on sizes
-    return Shape(dtype, tuple(dims))
+        layout = parse_layout(cur.group())
+    return Shape(dtype, tuple(dims), layout=layout)
+
+
+_TILE = re.compile(r"\(([\d,*]*)\)")
+_SPACE = re.compile(r"S\((\d+)\)")
+
+
+def parse_layout(text: str) -> Layout:
+    """``1,0:T(8,128)(2,1)S(1)`` -> :class:`Layout`; parts other than the dimension
+    order, tiles and memory space (element size ``E``, pointer sizes, ...) are skipped.
+    Text that is not a layout's reads as the default one."""
+    order_text, _, rest = text.partition(":")
+    try:
+        order = tuple(int(d) for d in order_text.split(",") if d.strip())
+    except ValueError:
+        return DEFAULT_LAYOUT
+    tiles: list[tuple[int, ...]] = []
+    if rest.startswith("T("):
+        pos = 1
+        while (m := _TILE.match(rest, pos)) is not None:
+            tiles.append(tuple(0 if d == "*" else int(d) for d in m.group(1).split(",") if d))
+            pos = m.end()
+    space = _SPACE.search(rest)
+    return Layout(order, tuple(t for t in tiles if t), int(space.group(1)) if space else HBM_SPACE)
 
 
 def shape_from_text(text: str, source: str = "<shape>", line: int = 0) -> Shape:
@@ -390,6 +472,7 @@ def parse_module(text: str, source: str = "<hlo>") -> Module:
                 raise InputError(f"a second ENTRY computation ({shown(current)}; the first is {shown(entry)})", source=source,
                                  line=open_line)
             _check_unique_names(body, source)
+            body = _expand_tuple_shorthand(body, source)
             computations[current] = Computation(current, tuple(body), current_entry)
             if current_entry:
                 entry = current
@@ -425,6 +508,42 @@ def _check_unique_names(body: list[Instruction], source: str) -> None:
             raise InputError(f"instruction {shown(inst.name)} is defined twice in its computation", source=source,
                              line=inst.line)
         seen.add(inst.name)
+
+
+def _expand_tuple_shorthand(body: list[Instruction], source: str) -> list[Instruction]:
+    """Operands ``%t#N`` (``#N#M`` for nested tuples) that no instruction defines become
+    ``get-tuple-element`` instructions of that name, each placed before its first user."""
+    defined = {inst.name: inst for inst in body}
+    out: list[Instruction] = []
+    for inst in body:
+        for operand in inst.operands:
+            if "#" in operand and operand not in defined:
+                out.extend(_tuple_elements(operand, defined, inst, source))
+        out.append(inst)
+    return out
+
+
+def _tuple_elements(operand: str, defined: dict[str, Instruction], user: Instruction,
+                    source: str) -> list[Instruction]:
+    """The ``get-tuple-element`` chain that ``t#N#M`` stands for, adding each to ``defined``."""
+    base, *indexes = operand.split("#")
+    if base not in defined:
+        return []  # an undefined operand: refused with the others
+    made: list[Instruction] = []
+    name = base
+    for index in indexes:
+        parent = defined[name]
+        if not index.isdigit() or not parent.shape.is_tuple or int(index) >= len(parent.shape.elements):
+            raise InputError(f"instruction {shown(user.name)}: operand {shown(operand)} names no element of a "
+                             "tuple (expected %NAME#INDEX of a tuple-shaped instruction)", source=source,
+                             line=user.line)
+        name = f"{name}#{index}"
+        if name not in defined:
+            element = Instruction(name, "get-tuple-element", parent.shape.elements[int(index)], (parent.name,),
+                                  {"index": index}, line=user.line)
+            defined[name] = element
+            made.append(element)
+    return made
 
 
 def _needs(inst: Instruction) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ replay is deterministic.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +45,7 @@ from accelsim.network.topology import Topology
 from accelsim.results import DeviceStats, LinkStats, StepResult
 from accelsim.system.compute import HBM_SHARE_CAP, CommLoad, DeviceCompute, PerOpCompute
 from accelsim.system.costs import CostModel
+from accelsim.system.energy import device_j, link_j_per_byte, links_j
 from accelsim.system.instances import Rendezvous
 from accelsim.system.layout import CommLayout, members_moving
 from accelsim.system.plans import PlanBook, ranks_text
@@ -164,6 +165,8 @@ class ReplayResult:
     link_counters: tuple[tuple[int, float, float, float], ...] = ()
     """After every reallocation, with a timeline: (time ps, bytes/s over all links, over the
     scale-out links (NICs, DCN), the busiest link's share of its bandwidth)."""
+    link_energy_j: float | None = None
+    """On a chip with a power model (``docs/power.md``)."""
 
     def result(self) -> StepResult:
         """What the replay found, in the shared results schema."""
@@ -171,7 +174,7 @@ class ReplayResult:
             trace=self.trace, system=self.system, step_time_s=self.step_time_s, devices=self.devices,
             links=self.links, replayed_classes=len(self.classes), ops=self.ops, comm_instances=self.comm_instances,
             comm_groups_folded=self.comm_groups_folded, kernels_simulated=self.kernels_simulated,
-            events=self.events, sim_wall_s=self.sim_wall_s,
+            events=self.events, sim_wall_s=self.sim_wall_s, link_energy_j=self.link_energy_j,
         )
 
     def summary(self) -> dict:
@@ -206,6 +209,7 @@ class _Replay:
         self.trace = trace
         self.options = options
         self.topo: Topology = build_topology(system)
+        self.system = system
         self.chip: Chip = chip_of(system)
         check_devices(trace, system)
         self.costs = _shared_costs(costs, self.chip, base_dir, options) or CostModel(
@@ -264,14 +268,19 @@ class _Replay:
     def result(self, wall_s: float) -> ReplayResult:
         step_ps = max(cls.finish_ps for cls in self.classes)
         devices = []
+        power = self.chip.power
         for cls in self.classes:
-            stats = _stats(cls, step_ps)
-            devices.extend(DeviceStats(device=d, **stats) for d in cls.devices)
+            stats = DeviceStats(device=0, **_stats(cls, step_ps))
+            if power is not None:
+                stats = replace(stats, energy_j=device_j(stats, cls.prog.costs, power))
+            devices.extend(replace(stats, device=d) for d in cls.devices)
         devices.sort(key=lambda s: s.device)
         step_s = ps_to_seconds(step_ps)
+        links = self._link_stats(step_s)
+        link_energy = links_j(links, self.topo, link_j_per_byte(self.system, self.chip)) if power else None
         return ReplayResult(
             trace=self.trace.name, system=self.topo.name, step_time_s=step_s, devices=tuple(devices),
-            links=self._link_stats(step_s),
+            links=links, link_energy_j=link_energy,
             classes=tuple((c.prog.program.name, tuple(c.devices)) for c in self.classes),
             ops=self.trace.num_ops, comm_instances=self.rendezvous.played,
             comm_groups_folded=len(self.layout.folded_plans),

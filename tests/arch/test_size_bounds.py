@@ -9,12 +9,12 @@ from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
 
 
-@pytest.mark.parametrize("nics", ["65", "1000000", "100000000000000000000000"])
+@pytest.mark.parametrize("nics", ["145", "1000000", "100000000000000000000000"])
 def test_nics_per_node_past_the_limit(nics):
     with pytest.raises(InputError) as exc:
         load_arch("h100-ib-cluster", [f"network.nics_per_node={nics}"])
     assert isinstance(exc.value, OverrideError) and exc.value.field == "network.nics_per_node"
-    assert exc.value.message == f"must be at most 64 NICs per node, got {int(nics):,}"
+    assert exc.value.message == f"must be at most 144 NICs per node, got {int(nics):,}"
 
 
 def test_the_whole_fabric_is_bounded_by_its_estimate():

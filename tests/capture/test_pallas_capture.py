@@ -162,27 +162,6 @@ def test_a_function_without_a_pallas_call(tmp_path):
         capture_pallas(path, "run", {})
 
 
-def test_scalar_prefetch_is_recognised(tmp_path):
-    path = _write(tmp_path, """
-        import jax, jax.numpy as jnp
-        from jax.experimental import pallas as pl
-        from jax.experimental.pallas import tpu as pltpu
-
-        def kernel(idx_ref, x_ref, o_ref):
-            o_ref[...] = x_ref[...]
-
-        def run():
-            spec = pltpu.PrefetchScalarGridSpec(
-                num_scalar_prefetch=1, grid=(2,),
-                in_specs=[pl.BlockSpec((8, 128), lambda i, idx: (idx[i], 0))],
-                out_specs=pl.BlockSpec((8, 128), lambda i, idx: (i, 0)))
-            return pl.pallas_call(kernel, grid_spec=spec, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
-                                  interpret=True)(jnp.array([1, 0], jnp.int32), jnp.ones((16, 128), jnp.float32))
-    """)
-    with pytest.raises(InputError, match="scalar prefetch"):
-        capture_pallas(path, "run", {})
-
-
 def test_cli_capture_then_simulate(cli, tmp_path):
     out = tmp_path / "mm.json"
     result = cli("capture", "pallas", f"{KERNELS / 'matmul.py'}:run", "--param", "M=256", "--param", "N=256",

@@ -62,7 +62,7 @@ def test_cuda_style_elementwise_warps_stay_free_on_a_gpu():
 
 def test_the_cli_names_the_field_in_one_line(cli):
     result = cli("simulate", "--arch", "h100", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
-                 "--param", "K=256", "--param", "block_m=100")
+                 "--param", "K=256", "--param", "impl=triton", "--param", "block_m=100")
     assert result.code == 2 and result.out == ""
     assert result.err.startswith("accelsim: error: --param: block_m: expected a power of two") and \
         len(result.err.splitlines()) == 1
