@@ -748,13 +748,17 @@ class _Recorder:
     def _probe_loop(self, bounds: tuple) -> None:
         """A loop ends the feature probe: its start and trip count per program are its last
         features."""
+        programs = self.probe.programs
         values = []
         for bound in bounds:
             handle = getattr(bound, "handle", None)
             data = handle.data if handle is not None else getattr(bound, "value", bound)
-            values.append(np.broadcast_to(np.asarray(data, dtype=np.int64).reshape(-1), (self.probe.programs,)))
-        start, stop, step = (values + [np.ones(self.probe.programs, dtype=np.int64)])[:3] if len(values) > 1 else (
-            np.zeros(self.probe.programs, dtype=np.int64), values[0], np.ones(self.probe.programs, dtype=np.int64))
+            values.append(np.broadcast_to(np.asarray(data, dtype=np.int64).reshape(-1), (programs,)))
+        if len(values) == 1:  # range(stop)
+            values.insert(0, np.zeros(programs, dtype=np.int64))
+        if len(values) == 2:  # range(start, stop)
+            values.append(np.ones(programs, dtype=np.int64))
+        start, stop, step = values[:3]
         if (step > 0).all():
             self.probe.add(start)
             self.probe.add(np.maximum(-(-(stop - start) // step), 0))
