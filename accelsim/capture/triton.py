@@ -1319,8 +1319,8 @@ def _replicate(classes: list[np.ndarray], ran: dict[int, ProgramSummary],
     """(the steps of every program replicated from its class's representatives, the
     programs of classes that cannot be replicated). A class replicates when its
     representatives ran the same steps (content, and loop advances where they loop), each
-    of their repeat counts and block coordinates is one integer affine function of one
-    feature for all of them (:func:`~accelsim.capture.triton_classes.integer_fit`), and
+    of their repeat counts and block coordinates is one integer function of one feature
+    for all of them (a :class:`~accelsim.capture.triton_classes.Rule`), and
     its held-out program ran the steps that predicts."""
     predicted: dict[int, list[Run]] = {}
     rest: set[int] = set()

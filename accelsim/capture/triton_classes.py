@@ -12,8 +12,9 @@ column, the first query block of a causal kernel with no full key block, ...). O
 class a few programs, spread over it in launch order, run in the interpreter
 (:func:`representatives`), and one more, held out (:func:`held_out`). The others are
 predicted: the same steps, and every block index and repeat count the same integer
-affine function of one feature as in all the representatives (``A``'s row block is
-``pid_m``, a causal loop runs ``2 * q_block`` times; :func:`integer_fit`). A class whose
+function of one feature as in all the representatives, affine or an affine function of
+a floor division (``A``'s row block is ``pid_m``, a causal loop runs ``2 * q_block``
+times, a decode's query-head block is ``kv_head // 4``; :func:`integer_fit`). A class whose
 representatives disagree in their steps, whose integers no single feature explains (or
 several features explain differently elsewhere in the class), or whose held-out program
 differs from its prediction, runs every program instead. Loops are then checked in full
@@ -97,57 +98,89 @@ def held_out(members: np.ndarray) -> np.ndarray:
     return others[middle:middle + 1]
 
 
-def affine_in_a_feature(values: np.ndarray, features: np.ndarray, over: np.ndarray) -> tuple[int, int, int] | None:
-    """(feature row, a, b) such that ``values == a * features[row] + b`` with integers
-    ``a != 0`` and ``b``: the first row that fits, provided every row that fits predicts
-    the same at ``over`` (features x programs: the whole class); None if no row fits or
-    two that fit disagree there (the representatives cannot tell which one it is)."""
-    fits = []
-    for row, feature in enumerate(features):
-        differs = np.flatnonzero(feature != feature[0])
-        if len(differs) == 0:
-            continue
-        j = differs[0]
-        a, rest = divmod(int(values[j] - values[0]), int(feature[j] - feature[0]))
-        if rest or a == 0:
-            continue
-        b = int(values[0]) - a * int(feature[0])
-        if np.array_equal(values, a * feature + b):
-            fits.append((row, a, b))
-    if not fits:
-        return None
-    row, a, b = fits[0]
-    expected = a * over[row] + b
-    if any(not np.array_equal(other_a * over[other_row] + other_b, expected) for other_row, other_a, other_b in fits):
-        return None
-    return fits[0]
+@dataclass(frozen=True)
+class Rule:
+    """An integer of a program's steps from one of its features:
+    ``a * (features[row] // divisor) + b``."""
+
+    row: int
+    a: int
+    b: int
+    divisor: int = 1
+
+    def at(self, features: np.ndarray) -> np.ndarray:
+        return self.a * (features[self.row] // self.divisor) + self.b
 
 
-def integer_fit(samples: np.ndarray, features: np.ndarray,
-                over: np.ndarray) -> list[tuple[int, int, int] | int] | None:
+MAX_DIVISOR = 64
+"""The largest ``divisor`` a :class:`Rule` is tried with (a block of several heads or
+rows: ``kv_head * group // BLOCK_M``)."""
+
+
+def lines_through(values: np.ndarray, features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per feature row: whether ``values == a * row + b`` for integers ``a != 0`` and ``b``,
+    and those ``a`` and ``b``."""
+    first = features[:, :1]
+    varies = features != first
+    j = varies.argmax(axis=1)
+    rise = values[j] - values[0]
+    run = np.take_along_axis(features, j[:, None], axis=1)[:, 0] - first[:, 0]
+    safe_run = np.where(varies.any(axis=1), run, 1)
+    a = rise // safe_run
+    b = values[0] - a * first[:, 0]
+    fits = varies.any(axis=1) & (rise % safe_run == 0) & (a != 0) & (a[:, None] * features + b[:, None] == values).all(axis=1)
+    return fits, a, b
+
+
+def rules_that_fit(values: np.ndarray, features: np.ndarray) -> list[Rule]:
+    """Every :class:`Rule` that gives ``values`` at ``features`` (features x programs): the
+    affine ones (divisor 1), or where there is none, the floor ones."""
+    for divisors in ((1,), range(2, MAX_DIVISOR + 1)):
+        rules = []
+        for divisor in divisors:
+            fits, a, b = lines_through(values, features // divisor)
+            rules += [Rule(int(row), int(a[row]), int(b[row]), divisor) for row in np.flatnonzero(fits)]
+        if rules:
+            return rules
+    return []
+
+
+def rule_for(values: np.ndarray, features: np.ndarray, over: np.ndarray) -> Rule | None:
+    """The first of :func:`rules_that_fit` at the representatives (``features``), provided
+    every rule that fits predicts the same at ``over`` (features x programs: the whole
+    class); None if none fits or two disagree there (the representatives cannot tell
+    which one it is)."""
+    rules = rules_that_fit(values, features)
+    if not rules:
+        return None
+    expected = rules[0].at(over)
+    return rules[0] if all(np.array_equal(rule.at(over), expected) for rule in rules[1:]) else None
+
+
+def integer_fit(samples: np.ndarray, features: np.ndarray, over: np.ndarray) -> list[Rule | int] | None:
     """Per column of ``samples`` (representatives x integers): the constant it holds, or
-    (feature row, a, b) of :func:`affine_in_a_feature` (``features`` at the
-    representatives, ``over`` at every program of their class); None if a column fits
-    neither, or if a column is constant while a feature that is constant at the
-    representatives varies in the class (the column could follow it)."""
+    its :func:`rule_for` (``features`` at the representatives, ``over`` at every program
+    of their class); None if a column fits neither, or if a column is constant while a
+    feature that is constant at the representatives varies in the class (the column could
+    follow it)."""
     hidden = bool(((features.min(axis=1) == features.max(axis=1)) & (over.min(axis=1) != over.max(axis=1))).any())
-    out: list[tuple[int, int, int] | int] = []
+    out: list[Rule | int] = []
     for column in samples.T:
         if column.min() == column.max():
             if hidden:
                 return None
             out.append(int(column[0]))
             continue
-        fit = affine_in_a_feature(column, features, over)
-        if fit is None:
+        rule = rule_for(column, features, over)
+        if rule is None:
             return None
-        out.append(fit)
+        out.append(rule)
     return out
 
 
-def evaluate_fit(fit: list[tuple[int, int, int] | int], features: np.ndarray) -> np.ndarray:
+def evaluate_fit(fit: list[Rule | int], features: np.ndarray) -> np.ndarray:
     """Programs x integers predicted by :func:`integer_fit` at ``features`` (one column
     per program)."""
-    columns = [np.full(features.shape[1], term, dtype=np.int64) if isinstance(term, int)
-               else term[1] * features[term[0]] + term[2] for term in fit]
+    columns = [np.full(features.shape[1], term, dtype=np.int64) if isinstance(term, int) else term.at(features)
+               for term in fit]
     return np.array(columns, dtype=np.int64).reshape(len(fit), features.shape[1]).T

@@ -16,11 +16,12 @@ pytest.importorskip("torch")
 
 from accelsim.capture.triton import capture_triton  # noqa: E402
 from accelsim.capture.triton_classes import (  # noqa: E402
-    affine_in_a_feature,
+    Rule,
     held_out,
     integer_fit,
     program_classes,
     representatives,
+    rule_for,
 )
 from tests.capture.test_triton_capture import KERNELS, capture, without_metadata  # noqa: E402
 
@@ -67,8 +68,9 @@ def test_uneven_causal_programs_in_one_class_run_whole_and_stay_exact():
 
 def test_split_kv_decode_with_a_ragged_last_split_replicates_exactly():
     """Split-K over the keys: each split's first block and trip count follow its index, the
-    last split is short and ends in a masked block."""
-    assert_replicated_exactly("decode_attention", "run_split", batch=4, heads=32, kv_heads=8, seq_kv=1000, head_dim=16,
+    last split is short and ends in a masked block; a query block holds 4 KV groups' heads
+    (its block coordinate is ``kv_head // 4``)."""
+    assert_replicated_exactly("decode_attention", "run_split", batch=2, heads=32, kv_heads=8, seq_kv=1000, head_dim=16,
                               block_n=32, split_kv=6, dtype="fp16")
 
 
@@ -188,15 +190,20 @@ def test_the_held_out_program_is_one_the_representatives_leave_out():
 
 def test_an_integer_is_fitted_to_the_first_feature_that_explains_it():
     features = np.array([[5, 5, 5], [0, 1, 3], [1, 2, 4]])
-    assert affine_in_a_feature(np.array([4, 6, 10]), features, features) == (1, 2, 4)
-    assert affine_in_a_feature(np.array([4, 6, 11]), features, features) is None
+    assert rule_for(np.array([4, 6, 10]), features, features) == Rule(1, 2, 4)
+    assert rule_for(np.array([4, 6, 11]), features, features) is None
+
+
+def test_a_floor_division_fits_where_no_line_does():
+    kv_head = np.array([[1, 2, 4, 5, 6]])
+    assert rule_for(np.array([0, 0, 1, 1, 1]), kv_head, kv_head) == Rule(0, 1, 0, divisor=4)
 
 
 def test_features_that_fit_the_representatives_but_differ_in_the_class_fit_nothing():
     at_representatives = np.array([[0, 1, 2], [0, 1, 2]])
     over_class = np.array([[0, 1, 2, 3], [0, 1, 2, 7]])
-    assert affine_in_a_feature(np.array([0, 1, 2]), at_representatives, over_class) is None
-    assert affine_in_a_feature(np.array([0, 1, 2]), at_representatives, at_representatives) == (0, 1, 0)
+    assert rule_for(np.array([0, 1, 2]), at_representatives, over_class) is None
+    assert rule_for(np.array([0, 1, 2]), at_representatives, at_representatives) == Rule(0, 1, 0)
 
 
 def test_a_constant_is_not_trusted_where_a_feature_varies_only_between_representatives():
@@ -204,4 +211,4 @@ def test_a_constant_is_not_trusted_where_a_feature_varies_only_between_represent
     over_class = np.array([[0, 1, 2, 3], [4, 4, 4, 5]])
     samples = np.array([[0, 9], [1, 9], [2, 9]])
     assert integer_fit(samples, at_representatives, over_class) is None
-    assert integer_fit(samples, at_representatives, at_representatives) == [(0, 1, 0), 9]
+    assert integer_fit(samples, at_representatives, at_representatives) == [Rule(0, 1, 0), 9]
