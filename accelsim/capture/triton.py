@@ -27,11 +27,13 @@ block indices advance by 0 or 1 per iteration become one step with ``repeat`` an
 variable; programs with the same steps share a template; block indices and repeat counts
 that differ between programs become ``program_vars``.
 
-Capture time: every program runs, but each innermost loop of more than three iterations
-runs only iterations ``0`` and ``n-1`` (and ``n-2`` when the last one differs: a masked
-tail) and the rest are interpolated; the first and last program of each group with the
-same steps then run in full and must agree with their interpolation, or the whole group
-runs in full. See ``docs/capture-triton.md``.
+Capture time: a few programs of each class run (:mod:`accelsim.capture.triton_classes`:
+classes by where the prologue's integers sit in their ranges, the other programs
+replicated), and each innermost loop of more than three iterations runs only iterations
+``0`` and ``n-1`` (and ``n-2`` when the last one differs: a masked tail), the rest
+interpolated; the first and last program of each group with the same steps then run in
+full and must agree with their interpolation, or the whole group runs in full. See
+``docs/capture-triton.md``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ from typing import Any
 import numpy as np
 
 from accelsim.capture.common import check_language, load_function, typed_params
+from accelsim.capture.triton_classes import (
+    REPRESENTATIVES,
+    FeatureProbe,
+    ProbeDone,
+    evaluate_fit,
+    held_out,
+    integer_fit,
+    program_classes,
+    representatives,
+)
 from accelsim.capture.triton_compile import KernelCall
 from accelsim.errors import InputError
 from accelsim.families.rowwise import (
@@ -496,6 +508,9 @@ class Launch:
     num_stages: int
     constants: dict[str, Any]
     programs: dict[int, ProgramSummary] = field(default_factory=dict)
+    """The programs that ran."""
+    predicted: dict[int, list[Run]] = field(default_factory=dict)
+    """The steps of programs replicated from their class (:func:`_replicate`)."""
     traced_in_full: int = 0
 
     @property
@@ -517,7 +532,11 @@ class _Recorder:
         self.constants: dict[str, Any] = {}
         self.bases: np.ndarray = np.zeros(0, dtype=np.uint64)
         self.mode_of: Callable[[int], str | None] = lambda pid: None
-        """'compressed', 'full' or None (skip) for each program of the current pass."""
+        """'compressed', 'full', 'features' or None (skip) for each program of the current pass."""
+        self.probe: FeatureProbe | None = None
+        """The features of every program, while and after the prologue runs for all at once."""
+        self._probing: Callable | None = None
+        """While the probe runs: whether a handle holds one value per program."""
         self.finished: dict[int, ProgramSummary] = {}
         self.call: KernelCall | None = None
         """The first launch's kernel and arguments, for compiling it (``compile_for``)."""
@@ -546,8 +565,10 @@ class _Recorder:
         return call
 
     def _capture_launch(self, original: Callable, executor, args: tuple, kwargs: dict) -> None:
-        """Pass 1 runs every program (loops compressed unless ``exact``); the verification
-        passes run chosen programs again in full."""
+        """Exact: every program in full. Else the prologue runs once for every program
+        (the features), a few programs of each class run (loops compressed) and the rest
+        are replicated (:func:`_replicate`); classes that cannot be replicated run whole;
+        the verification passes then run chosen programs again in full."""
         from triton.runtime import interpreter
 
         def run_pass(mode_of: Callable[[int], str | None]) -> dict[int, ProgramSummary]:
@@ -557,8 +578,11 @@ class _Recorder:
             return self.finished
 
         with self._attached(executor) as fn:
-            first_mode = "compressed" if self.compress else "full"
-            programs = run_pass(lambda pid: first_mode)
+            if self.compress:  # the probe's pass also sets the grid
+                run_pass(lambda pid: "features" if pid == 0 else None)
+                programs = {}
+            else:
+                programs = run_pass(lambda pid: "full")
             launch = Launch(
                 kernel=fn.__name__, grid=_trim_grid(interpreter.interpreter_builder.grid_dim),
                 arguments=self.arguments, constants=self.constants,
@@ -566,6 +590,15 @@ class _Recorder:
                 num_stages=int(kwargs.get("num_stages") or DEFAULT_NUM_STAGES),
                 programs=programs,
             )
+            if self.compress:
+                n = launch.num_programs
+                features = self.probe.features() if self.probe is not None and n > REPRESENTATIVES else None
+                classes = _class_members(features, n)
+                chosen = {int(pid) for members in classes for pid in (*representatives(members), *held_out(members))}
+                launch.programs = run_pass(lambda pid: "compressed" if pid in chosen else None)
+                launch.predicted, rest = _replicate(classes, launch.programs, features)
+                if rest:
+                    launch.programs.update(run_pass(lambda pid: "compressed" if pid in rest else None))
             for chosen in _verification_passes(launch):
                 launch.programs.update(run_pass(lambda pid: "full" if pid in chosen else None))
         launch.traced_in_full = sum(p.complete for p in launch.programs.values())
@@ -625,12 +658,72 @@ class _Recorder:
         mode = self.mode_of(pid)
         if mode is None:
             return
+        if mode == "features":
+            self._probe_features(builder, fn, kwargs)
+            return
         self.program = ProgramRecord(pid, compress=mode == "compressed")
         try:
             fn(**kwargs)
             self.finished[pid] = self.program.finish()
         finally:
             self.program = None
+
+    def _probe_features(self, builder, fn: Callable, kwargs: dict) -> None:
+        """Run the prologue once for every program: ``tl.program_id`` gives every
+        program's coordinate, the scalar operations on it run over all programs and their
+        integer results are recorded; a block made from such a scalar holds program 0's
+        value (so the block work goes on), and the probe ends at the first loop, at an
+        operation on per-program values that does not keep one value per program, or at
+        anything else it cannot run (a branch on a per-program value)."""
+        from triton.runtime.interpreter import TensorHandle
+
+        probe = self.probe = FeatureProbe.for_grid(builder.grid_dim)
+        programs = probe.programs
+        per_program: dict[int, Any] = {}
+
+        def is_per_program(value) -> bool:
+            return isinstance(value, TensorHandle) and per_program.get(id(value)) is value
+
+        def keep(handle):
+            per_program[id(handle)] = handle
+            probe.add(handle.data)
+            return handle
+
+        def program_id(axis):
+            return keep(TensorHandle(probe.grid_coords[axis].astype(np.int32), _int32()))
+
+        def over_programs(name: str, method: Callable) -> Callable:
+            def call(*args, **kwargs):
+                if not any(map(is_per_program, args)):
+                    return method(*args, **kwargs)
+                if name == "create_splat":
+                    return method(*(TensorHandle(a.data[:1], a.dtype) if is_per_program(a) else a for a in args))
+                out = method(*args, **kwargs)
+                if isinstance(out, TensorHandle) and out.data.shape == (programs,):
+                    return keep(out)
+                raise ProbeDone
+
+            return call
+
+        patched = {}
+        for name in dir(type(builder)):
+            if name.startswith("create_") and callable(getattr(builder, name)):
+                patched[name] = vars(builder).get(name, _ABSENT)
+                setattr(builder, name, over_programs(name, getattr(builder, name)))
+        patched["create_get_program_id"] = vars(builder).get("create_get_program_id", _ABSENT)
+        builder.create_get_program_id = program_id
+        self._probing = is_per_program
+        try:
+            fn(**kwargs)
+        except Exception:  # noqa: BLE001 - ProbeDone, or an operation that needs one program: features so far
+            pass
+        finally:
+            self._probing = None
+            for name, before in patched.items():
+                if before is _ABSENT:
+                    delattr(builder, name)
+                else:
+                    setattr(builder, name, before)
 
     # --- loops
     def lang_hook(self, original: Callable) -> Callable:
@@ -646,9 +739,30 @@ class _Recorder:
 
     def _tracked(self, make_range: Callable) -> Callable:
         def tracked_range(*args, **kwargs):
+            if self._probing is not None:
+                self._probe_loop(args)
             return self._loop(make_range(*args, **kwargs))
 
         return tracked_range
+
+    def _probe_loop(self, bounds: tuple) -> None:
+        """A loop ends the feature probe: its start and trip count per program are its last
+        features."""
+        programs = self.probe.programs
+        values = []
+        for bound in bounds:
+            handle = getattr(bound, "handle", None)
+            data = handle.data if handle is not None else getattr(bound, "value", bound)
+            values.append(np.broadcast_to(np.asarray(data, dtype=np.int64).reshape(-1), (programs,)))
+        if len(values) == 1:  # range(stop)
+            values.insert(0, np.zeros(programs, dtype=np.int64))
+        if len(values) == 2:  # range(start, stop)
+            values.append(np.ones(programs, dtype=np.int64))
+        start, stop, step = values[:3]
+        if (step > 0).all():
+            self.probe.add(start)
+            self.probe.add(np.maximum(-(-(stop - start) // step), 0))
+        raise ProbeDone
 
     def _loop(self, values: range) -> Iterator[int]:
         program = self.program
@@ -942,6 +1056,12 @@ def _per_program(fn: Callable, recorder: "_Recorder") -> Callable:
     return wrapper
 
 
+def _int32():
+    import triton.language as tl
+
+    return tl.int32
+
+
 def _tensor_arg(name: str, tensor) -> TensorArg:
     itemsize = tensor.element_size()
     span = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()) if size > 0) + 1
@@ -1147,11 +1267,100 @@ def _program_runs(summary: ProgramSummary) -> list[Run] | None:
     return runs
 
 
+def _class_members(features: np.ndarray | None, programs: int) -> list[np.ndarray]:
+    """The programs of each class (:func:`~accelsim.capture.triton_classes.program_classes`),
+    ascending; without features, every program is a class of its own."""
+    if features is None:
+        return [np.array([pid]) for pid in range(programs)]
+    classes = program_classes(features)
+    order = np.argsort(classes, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(classes[order])) + 1)
+
+
+def _run_integers(runs: list[Run]) -> list[int]:
+    """A program's runs' repeat counts and block coordinates, in order."""
+    return [value for run in runs for value in (run.count, *(c for block in run.first for c in block))]
+
+
+def _with_integers(runs: list[Run], deltas: list[tuple | None], integers: np.ndarray) -> list[Run] | None:
+    """``runs`` with the repeat counts and block coordinates :func:`_run_integers` lists and
+    the loop advances ``deltas`` (a run of one step has none), as a capture would put them
+    (:func:`_append`); None if that would merge or split runs."""
+    out: list[Run] = []
+    at = 0
+    for run, delta in zip(runs, deltas):
+        count, at = int(integers[at]), at + 1
+        first = []
+        for block in run.first:
+            first.append(tuple(int(c) for c in integers[at:at + len(block)]))
+            at += len(block)
+        if count > 1 and delta is None:
+            return None  # a loop the representatives ran once each: its advance is unknown
+        _append(out, Run(run.content, tuple(first), delta if count > 1 else None, count))
+    return out if len(out) == len(runs) else None
+
+
+def _common_steps(runs: list[list[Run] | None]) -> list[tuple | None] | None:
+    """Each run's loop advance, if the representatives' runs have the same content and
+    block ranks and agree on the advance of every run some of them loop in; else None."""
+    if any(r is None for r in runs) or len({tuple((run.content, len(run.first)) for run in r) for r in runs}) > 1:
+        return None
+    deltas = []
+    for position in range(len(runs[0])):
+        seen = {r[position].delta for r in runs if r[position].count > 1}
+        if len(seen) > 1:
+            return None
+        deltas.append(seen.pop() if seen else None)
+    return deltas
+
+
+def _replicate(classes: list[np.ndarray], ran: dict[int, ProgramSummary],
+               features: np.ndarray | None) -> tuple[dict[int, list[Run]], set[int]]:
+    """(the steps of every program replicated from its class's representatives, the
+    programs of classes that cannot be replicated). A class replicates when its
+    representatives ran the same steps (content, and loop advances where they loop), each
+    of their repeat counts and block coordinates is one integer function of one feature
+    for all of them (a :class:`~accelsim.capture.triton_classes.Rule`), and
+    its held-out program ran the steps that predicts."""
+    predicted: dict[int, list[Run]] = {}
+    rest: set[int] = set()
+    for members in classes:
+        chosen, check = representatives(members), held_out(members)
+        if len(check) == 0:
+            continue  # the class ran whole
+        others = np.setdiff1d(members, np.concatenate([chosen, check]))
+        replicas = _class_replicas(members, chosen, [*check.tolist(), *others.tolist()], ran, features)
+        if replicas is None or replicas[int(check[0])] != _program_runs(ran[int(check[0])]):
+            rest.update(int(pid) for pid in others)
+        else:
+            del replicas[int(check[0])]
+            predicted.update(replicas)
+    return predicted, rest
+
+
+def _class_replicas(members: np.ndarray, chosen: np.ndarray, targets: list[int], ran: dict[int, ProgramSummary],
+                    features: np.ndarray) -> dict[int, list[Run]] | None:
+    """The predicted steps of each of ``targets`` from the representatives ``chosen`` of
+    the class ``members``; None where :func:`_replicate`'s conditions do not hold."""
+    runs = [_program_runs(ran[int(pid)]) for pid in chosen]
+    deltas = _common_steps(runs)
+    if deltas is None:
+        return None
+    fit = integer_fit(np.array([_run_integers(r) for r in runs], dtype=np.int64), features[:, chosen],
+                      features[:, members])
+    if fit is None:
+        return None
+    replicas = {pid: _with_integers(runs[0], deltas, integers)
+                for pid, integers in zip(targets, evaluate_fit(fit, features[:, targets]))}
+    return None if any(r is None for r in replicas.values()) else replicas
+
+
 def _verification_passes(launch: Launch) -> Iterator[set[int]]:
     """Which programs to run again in full: first the first and last program of each
     group with the same steps (to check the interpolation of their loops); then every
-    program of a group where that check failed, and every irregular program. Updates
-    ``launch.programs`` between passes (the caller runs each pass)."""
+    program of a group where that check failed (replicated ones too, which then run),
+    and every irregular program. Updates ``launch.programs`` between passes (the caller
+    runs each pass)."""
     groups: dict[tuple, list[int]] = {}
     irregular = []
     for pid in sorted(launch.programs):
@@ -1163,14 +1372,18 @@ def _verification_passes(launch: Launch) -> Iterator[set[int]]:
             irregular.append(pid)
         else:
             groups.setdefault(tuple(r.content for r in runs), []).append(pid)
-    samples = {pid: members for members in groups.values() for pid in {members[0], members[-1]}}
+    samples = {pid: (key, members) for key, members in groups.items() for pid in {members[0], members[-1]}}
     expected = {pid: _program_runs(launch.programs[pid]) for pid in samples}
     if samples:
         yield set(samples)
-    failed = [pid for pid in samples if _program_runs(launch.programs[pid]) != expected[pid]]
+    failed = {samples[pid][0] for pid in samples if _program_runs(launch.programs[pid]) != expected[pid]}
     rerun = set(irregular)
-    for pid in failed:
-        rerun.update(p for p in samples[pid] if not launch.programs[p].complete)
+    for key in failed:
+        rerun.update(p for p in groups[key] if not launch.programs[p].complete)
+    replicated_again = [pid for pid, runs in launch.predicted.items() if tuple(r.content for r in runs) in failed]
+    for pid in replicated_again:
+        del launch.predicted[pid]
+    rerun.update(replicated_again)
     if rerun:
         yield rerun
 
@@ -1326,11 +1539,12 @@ def _held_registers(launch: Launch) -> int:
 
 
 def _build_trace(launch: Launch, source: str, params: dict[str, str]) -> KernelTrace:
-    runs_of = {}
+    runs_of = dict(launch.predicted)
     for pid, summary in launch.programs.items():
         runs = _program_runs(summary)
         assert runs is not None, "irregular programs are run again in full"
         runs_of[pid] = runs
+    runs_of = dict(sorted(runs_of.items()))
     n = launch.num_programs
     if len(runs_of) != n:
         raise InputError(f"{n - len(runs_of)} of {n} programs did not finish", source=source)
@@ -1363,6 +1577,7 @@ def _build_trace(launch: Launch, source: str, params: dict[str, str]) -> KernelT
             "params": params,
             "config": {"num_warps": launch.num_warps, "num_stages": launch.num_stages, **launch.constants},
             "sampling": {"programs": n, "traced_in_full": launch.traced_in_full,
-                         "loops_interpolated": n - launch.traced_in_full},
+                         "loops_interpolated": len(launch.programs) - launch.traced_in_full,
+                         "replicated": len(launch.predicted)},
         },
     })

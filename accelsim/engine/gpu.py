@@ -16,6 +16,7 @@ fast-forward (:class:`~accelsim.engine.shortcuts.WaveSkipper`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,11 +56,20 @@ def shared_cache_hits(trace: KernelTrace, chip: GpuChip) -> np.ndarray:
     :func:`~accelsim.engine.reuse.absorbed_write_bytes`): the reuse model at the kernel's
     concurrency, as a replay uses it. A search computes it once per config for both its
     bound and its replay."""
-    if chip.shared_cache is None:
+    window = reuse_window(trace, chip)
+    if window is None:
         return np.zeros((2, trace.num_programs))
-    window = {"concurrency": [chip.num_cores * per_core for per_core, _ in gpu_occupancies(trace, chip)],
-              "capacity_bytes": chip.shared_cache.capacity_bytes}
     return np.stack([cache_hit_bytes(trace, **window), absorbed_write_bytes(trace, **window)])
+
+
+def reuse_window(trace: KernelTrace, chip: GpuChip) -> dict[str, Any] | None:
+    """All that :func:`shared_cache_hits` reads of the chip (None: no shared cache): the
+    programs resident at once per kernel of the trace and the L2's capacity. A sweep whose
+    points change neither shares the hits between them."""
+    if chip.shared_cache is None:
+        return None
+    return {"concurrency": [chip.num_cores * per_core for per_core, _ in gpu_occupancies(trace, chip)],
+            "capacity_bytes": chip.shared_cache.capacity_bytes}
 
 
 def demand_columns(costs: ProgramCosts, hbm: np.ndarray, shared_cache: bool) -> dict[str, np.ndarray]:

@@ -17,19 +17,23 @@ step, with an optional HBM footprint checked against the chip's capacity) and
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
-from accelsim.arch.model import Arch, Chip, chip_of
+from accelsim.arch.model import Arch, Chip, GpuChip, chip_of
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
+from accelsim.engine.gpu import reuse_window, shared_cache_hits
 from accelsim.errors import InputError, shown
 from accelsim.families import get_family
 from accelsim.families.search import run_given, split_params
@@ -399,10 +403,52 @@ def kernel_metrics(sim: KernelSimulation, searched: int | None = None,
     return (result if config is None else replace(result, config=config)).row()
 
 
+class SharedCacheMemo:
+    """The reuse model's hits (:func:`~accelsim.engine.gpu.shared_cache_hits`) of the kernel
+    traces a process simulates, kept for the points that share them: a trace's hits
+    follow from its content and the chip's reuse window alone
+    (:func:`~accelsim.engine.gpu.reuse_window`: resident programs and L2 capacity), which
+    points that change bandwidths or clocks leave as they are. The hits are the ones the
+    replay would compute (read-only arrays); the oldest of ``max_entries`` go first."""
+
+    def __init__(self, max_entries: int = 32) -> None:
+        self.max_entries = max_entries
+        self._hits: OrderedDict[bytes, np.ndarray] = OrderedDict()
+
+    def hits(self, trace: KernelTrace, chip: Chip) -> np.ndarray | None:
+        """The trace's hits on ``chip`` (as scoped to its family); None on a chip without
+        a reuse model (a TPU: the replay has no hits to take)."""
+        if not isinstance(chip, GpuChip):
+            return None
+        window = reuse_window(trace, chip)
+        key = hashlib.blake2b(f"{window!r}".encode() + trace.model_dump_json().encode(), digest_size=20).digest()
+        if key in self._hits:
+            self._hits.move_to_end(key)
+            return self._hits[key]
+        hits = shared_cache_hits(trace, chip)
+        hits.flags.writeable = False
+        self._hits[key] = hits
+        if len(self._hits) > self.max_entries:
+            self._hits.popitem(last=False)
+        return hits
+
+
+_HITS = SharedCacheMemo()
+"""This process's hits (each sweep worker keeps its own)."""
+
+
 def _kernel_sim(family_name: str, params: dict[str, Any], chip: Chip) -> tuple[KernelSimulation, int | None]:
+    """As :func:`~accelsim.families.search.run_given` runs it; a fixed config's replay takes
+    its hits from :data:`_HITS`."""
     family, problem, config, auto = _kernel_params(family_name, params)
-    run, searched = run_given(family, problem, config, auto, chip)
-    return run.sim, searched
+    if auto:
+        run, searched = run_given(family, problem, config, auto, chip)
+        return run.sim, searched
+    resolved = family.resolve_config(problem, config, chip)
+    chip = chip.for_family(family.name)
+    trace = family.build(problem, resolved, chip)
+    scoped = chip.for_family(trace.metadata.get("family"))  # the chip simulate_kernel replays on
+    return simulate_kernel(trace, chip, hits=_HITS.hits(trace, scoped)), None
 
 
 def _run_kernel(job: Job, arch: Arch) -> dict[str, Any]:

@@ -16,7 +16,9 @@ import torch
 import triton
 import triton.language as tl
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}
+OUTPUT_DTYPES = {torch.float8_e4m3fn: torch.bfloat16}
+"""fp8 (e4m3) inputs give a bf16 C, as fp8 GEMMs in inference do."""
 
 
 @triton.jit
@@ -54,7 +56,7 @@ def matmul_kernel(
 def matmul(a: torch.Tensor, b: torch.Tensor, *, block_m: int, block_n: int, block_k: int, group_m: int,
            num_stages: int, num_warps: int) -> torch.Tensor:
     (M, K), (_, N) = a.shape, b.shape
-    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    c = torch.empty((M, N), dtype=OUTPUT_DTYPES.get(a.dtype, a.dtype), device=a.device)
     grid = (triton.cdiv(M, block_m) * triton.cdiv(N, block_n),)
     matmul_kernel[grid](
         a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
