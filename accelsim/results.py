@@ -57,6 +57,18 @@ class KernelResult:
     ``flops_fraction_of_peak``, ``peak_hbm_bytes_per_s``, ``hbm_fraction_of_peak``,
     ``arithmetic_intensity_flops_per_byte``, ``ridge_point_flops_per_byte``:
     :func:`accelsim.report.peaks.roofline_figures`)."""
+    energy_j: float | None = None
+    """On a chip with a power model (``docs/power.md``): the kernel's energy, launch included."""
+    average_power_w: float | None = None
+    energy_j_by_part: Mapping[str, float] | None = None
+    """``energy_j`` by unit, memory level and ``static`` power."""
+    power_cap_w: float | None = None
+    """The power cap the kernel ran under (``power.cap``), if any."""
+    throttled_clock_hz: float | None = None
+    """The clock the cap left (its power at the chip's clock was above the cap); ``latency_s``
+    and ``energy_j`` are at this clock."""
+    full_clock_latency_s: float | None = None
+    """With ``throttled_clock_hz``: the latency at the chip's own clock."""
 
     @property
     def kernels(self) -> int:
@@ -102,14 +114,28 @@ class KernelResult:
             out |= {"latency_s_p05": self.latency_s_p05, "latency_s_p95": self.latency_s_p95}
         if self.configs_searched is not None:
             out["configs_searched"] = self.configs_searched
+        return out | self._energy_json()
+
+    def _energy_json(self) -> dict[str, Any]:
+        if self.energy_j is None:
+            return {}
+        out = {"energy_j": self.energy_j, "average_power_w": self.average_power_w,
+               "energy_j_by_part": dict(self.energy_j_by_part or {})}
+        if self.power_cap_w is not None:
+            out["power_cap_w"] = self.power_cap_w
+        if self.throttled_clock_hz is not None:
+            out |= {"throttled_clock_hz": self.throttled_clock_hz, "full_clock_latency_s": self.full_clock_latency_s}
         return out
 
     def row(self) -> dict[str, Any]:
-        """The scalars of :meth:`to_json`, per-resource and per-kernel values as columns
-        of their own (``utilization.hbm``, ``per_kernel_s.0``), the config as one text."""
-        nested = ("schema_version", "utilization", "config", "arch", "kernel", "per_kernel_s", "configs_searched")
+        """The scalars of :meth:`to_json`, per-resource, per-kernel and per-part values as
+        columns of their own (``utilization.hbm``, ``per_kernel_s.0``, ``energy_j_by_part.hbm``),
+        the config as one text."""
+        nested = ("schema_version", "utilization", "config", "arch", "kernel", "per_kernel_s", "configs_searched",
+                  "energy_j_by_part")
         out = {k: v for k, v in replace(self, roofline=None).to_json().items() if k not in nested}
         out.update({f"utilization.{k}": v for k, v in self.utilization.items()})
+        out.update({f"energy_j_by_part.{k}": v for k, v in (self.energy_j_by_part or {}).items()})
         out.update({f"per_kernel_s.{i}": v for i, v in enumerate(self.per_kernel_s or ())})
         out["config"] = " ".join(f"{k}={v}" for k, v in self.config.items())
         if self.configs_searched is not None:
@@ -162,9 +188,12 @@ class DeviceStats:
     overlapped_comm_s: float
     exposed_comm_s: float
     idle_s: float
+    energy_j: float | None = None
+    """On a chip with a power model: its compute ops' dynamic energy, static power while
+    computing or communicating, idle power over ``idle_s`` (``docs/power.md``)."""
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if v is not None or k != "energy_j"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,6 +222,27 @@ class StepResult:
     kernels_simulated: int
     events: int
     sim_wall_s: float
+    link_energy_j: float | None = None
+    """On a chip with a power model: the bytes every link carried at its kind's energy per byte."""
+
+    @property
+    def energy_j(self) -> float | None:
+        """The step's energy: every device's and the links'."""
+        if self.link_energy_j is None:
+            return None
+        return sum(d.energy_j or 0.0 for d in self.devices) + self.link_energy_j
+
+    @property
+    def average_power_w(self) -> float | None:
+        """Over the whole system: ``energy_j`` over the step time."""
+        energy = self.energy_j
+        return energy / self.step_time_s if energy is not None and self.step_time_s > 0 else None
+
+    def _energy(self) -> dict[str, Any]:
+        if self.link_energy_j is None:
+            return {}
+        return {"energy_j": self.energy_j, "average_power_w": self.average_power_w,
+                "link_energy_j": self.link_energy_j}
 
     def _mean(self, name: str) -> float:
         return sum(getattr(d, name) for d in self.devices) / len(self.devices)
@@ -238,7 +288,7 @@ class StepResult:
             "links": [asdict(link) for link in self.links],
             "sim_wall_s": self.sim_wall_s,
             "events": self.events,
-        }
+        } | self._energy()
 
     def row(self) -> dict[str, Any]:
         """The step's scalars for a sweep table: ``latency_s`` is the step time, and
@@ -249,4 +299,76 @@ class StepResult:
             "overlapped_comm_s": self.overlapped_comm_s, "idle_s": self.idle_s,
             "kernels_simulated": self.kernels_simulated, "events": self.events, "sim_wall_s": self.sim_wall_s,
             "latency_s": self.step_time_s, "bound": "network" if self.comm_s > self.compute_s else "compute",
+        } | self._energy()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelStepResult:
+    """A model's step (``accelsim model``): the replayed system trace and what it means for
+    the model. FLOP conventions: docs/model.md ("FLOPs, MFU and HFU")."""
+
+    model: str
+    mode: str
+    layout: str
+    framework: str
+    devices: int
+    microbatches: int
+    tokens: int
+    """Tokens the step processes (training, prefill) or produces (decode)."""
+    model_flops: float
+    hardware_flops: float
+    peak_flops_per_s: float
+    """One device's dense matrix peak at the GEMM dtype (the MFU and HFU denominator)."""
+    memory: Mapping[str, float]
+    """Per device on the busiest stage: ``weights_bytes``, ``gradients_bytes``,
+    ``optimizer_bytes``, ``activations_bytes``, ``kv_cache_bytes``, ``total_bytes``,
+    ``capacity_bytes``, ``stage``."""
+    bubble_s: float
+    """Pipeline bubble: the idle time the schedule's fill and drain explain
+    (``(PP - 1) / (v x microbatches)`` of the compute, at most the idle time)."""
+    step: StepResult
+
+    @property
+    def step_time_s(self) -> float:
+        return self.step.step_time_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.step.step_time_s
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops / (self.step.step_time_s * self.devices * self.peak_flops_per_s)
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops / (self.step.step_time_s * self.devices * self.peak_flops_per_s)
+
+    @property
+    def idle_s(self) -> float:
+        """Idle time other than the bubble (waiting for peers, dependencies)."""
+        return max(0.0, self.step.idle_s - self.bubble_s)
+
+    def to_json(self) -> dict[str, Any]:
+        step = self.step.to_json()
+        step.pop("schema_version")
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "model": self.model, "mode": self.mode, "layout": self.layout, "framework": self.framework,
+            "system": self.step.system, "devices": self.devices, "microbatches": self.microbatches,
+            "step_time_s": self.step_time_s, "tokens": self.tokens, "tokens_per_s": self.tokens_per_s,
+            "model_flops": self.model_flops, "hardware_flops": self.hardware_flops,
+            "peak_flops_per_s": self.peak_flops_per_s, "mfu": self.mfu, "hfu": self.hfu,
+            "compute_s": self.step.compute_s, "exposed_comm_s": self.step.exposed_comm_s,
+            "overlapped_comm_s": self.step.overlapped_comm_s, "bubble_s": self.bubble_s, "idle_s": self.idle_s,
+            "memory": dict(self.memory), "replay": step,
+        }
+
+    def row(self) -> dict[str, Any]:
+        """The step's scalars (a layout sweep's table)."""
+        return {
+            "latency_s": self.step_time_s, "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "hfu": self.hfu,
+            "compute_s": self.step.compute_s, "exposed_comm_s": self.step.exposed_comm_s,
+            "bubble_s": self.bubble_s, "idle_s": self.idle_s, "memory_bytes": self.memory["total_bytes"],
+            "sim_wall_s": self.step.sim_wall_s,
         }

@@ -14,6 +14,7 @@ dimension          base unit     accepted units
 ``seconds``        second        s, ms, us, µs, ns, ps
 ``flops_per_s``    flop/second   FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s (also FLOPS,
                                  TFLOPS, ...); OP/s forms for integer throughput
+``watts``          watt          mW, W, kW
 =================  ============  ==================================================
 
 Decimal prefixes (K, M, G, T, P) are powers of 1000, binary ones (Ki, Mi, ...)
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 
 _DECIMAL = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
@@ -60,6 +61,7 @@ UNITS: dict[str, dict[str, float]] = {
     "hz": {"Hz": 1.0, "kHz": 1e3, "MHz": 1e6, "GHz": 1e9},
     "seconds": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12},
     "flops_per_s": _flops_units(),
+    "watts": {"mW": 1e-3, "W": 1.0, "kW": 1e3},
 }
 
 EXAMPLES = {
@@ -68,6 +70,7 @@ EXAMPLES = {
     "hz": "'1.98 GHz'",
     "seconds": "'600 ns'",
     "flops_per_s": "'989 TFLOP/s'",
+    "watts": "'700 W'",
 }
 
 DESCRIPTIONS = {
@@ -76,6 +79,7 @@ DESCRIPTIONS = {
     "hz": "a frequency",
     "seconds": "a time",
     "flops_per_s": "a throughput",
+    "watts": "a power",
 }
 
 _QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]+)\s*$")
@@ -100,24 +104,24 @@ def parse_quantity(text: object, dimension: str) -> float:
     """
     expected = f"{DESCRIPTIONS[dimension]} with a unit, e.g. {EXAMPLES[dimension]}"
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise UnitError(f"expected {expected}, got {type(text).__name__} {text!r}")
+        raise UnitError(f"expected {expected}, got {type(text).__name__} {shown(text)}")
     if isinstance(text, (int, float)):
-        raise UnitError(f"expected {expected}, got the bare number {text!r} (no unit)")
+        raise UnitError(f"expected {expected}, got the bare number {shown(text)} (no unit)")
     match = _QUANTITY.match(text)
     if not match:
-        raise UnitError(f"expected {expected}, got {text!r}")
+        raise UnitError(f"expected {expected}, got {shown(text)}")
     number, unit = float(match.group(1)), match.group(2)
     table = UNITS[dimension]
     if unit not in table:
         other = dimension_of(unit)
         if other is not None:
             raise UnitError(
-                f"expected {expected}, got {text!r} ({unit!r} is a unit of {DESCRIPTIONS[other]})"
+                f"expected {expected}, got {shown(text)} ({shown(unit)} is a unit of {DESCRIPTIONS[other]})"
             )
-        raise UnitError(f"expected {expected}, got {text!r} (unknown unit {unit!r})")
+        raise UnitError(f"expected {expected}, got {shown(text)} (unknown unit {shown(unit)})")
     value = number * table[unit]
     if not math.isfinite(value):
-        raise UnitError(f"expected {expected}, got {text!r} (not finite)")
+        raise UnitError(f"expected {expected}, got {shown(text)} (not finite)")
     return value
 
 
@@ -136,6 +140,8 @@ def format_quantity(value: float, dimension: str) -> str:
             if abs(value) >= factor:
                 return f"{_trim(value / factor)} {unit}"
         return f"{_trim(value / 1e-12)} ps"
+    if dimension == "watts":
+        return f"{_trim(value)} W"
     suffix = {"bytes_per_s": "B/s", "hz": "Hz", "flops_per_s": "FLOP/s"}[dimension]
     return _decimal(value, suffix)
 
@@ -153,6 +159,9 @@ def _trim(x: float) -> str:
 
 
 PS_PER_S = 10**12
+
+J_PER_PJ = 1e-12
+"""Energies per operation or byte are written in picojoules (``hbm_pj_per_byte``)."""
 
 
 MAX_EXACT_BYTES = 2**53

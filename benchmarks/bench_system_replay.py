@@ -16,7 +16,10 @@ matmuls priced by roofline from flops and bytes, two tensor-parallel all-reduces
 reduce-scatter, and at the end one data-parallel all-reduce across slices (pairs).
 A second, per-rank trace (fold ``per-rank``: one program per device, as Chakra imports
 are, so nothing folds) is data parallel with per-layer gradient all-reduces over all
-ranks overlapping the backward pass.
+ranks overlapping the backward pass. A last table replays compute ops on one device
+spread over as many streams as ops (all sharing the device at once) and on one stream:
+the cost per op should not grow with the ops (issue 29: 10^4 ops on 10^4 streams took
+29 s, 10^5 never ended).
 """
 
 from __future__ import annotations
@@ -107,6 +110,27 @@ def per_rank_step(chips: int, layers: int) -> SystemTrace:
     })
 
 
+def many_streams(ops: int, streams: int) -> SystemTrace:
+    """``ops`` compute ops of 1 to 7 us on one device, round-robin on ``streams`` streams."""
+    return SystemTrace.model_validate({
+        "schema_version": 1, "name": f"{ops} ops on {streams} streams", "num_devices": 1,
+        "programs": [{"name": "one", "devices": [0], "ops": [
+            {"name": f"k{i}", "kind": "compute", "duration_s": 1e-6 * (1 + i % 7), "stream": f"s{i % streams}"}
+            for i in range(ops)]}],
+    })
+
+
+def streams_growth(sizes: list[tuple[int, int]]) -> None:
+    arch = load_arch("tpu-v5p-4x4x8")
+    print(f"{'ops':>10}  {'streams':>10}  {'events':>10}  {'wall (s)':>10}  {'us per op':>10}")
+    for ops, streams in sizes:
+        trace = many_streams(ops, streams)
+        started = time.perf_counter()
+        result = replay(trace, arch)
+        wall = time.perf_counter() - started
+        print(f"{ops:>10}  {streams:>10}  {result.events:>10}  {wall:>10.3f}  {wall / ops * 1e6:>10.1f}")
+
+
 def run(system: str, layers: int, fold: bool, per_rank: bool = False) -> tuple:
     arch = load_arch(system)
     chips = arch.num_chips
@@ -147,6 +171,9 @@ def main() -> None:
     if floor_wall is not None:
         verdict = "ok" if floor_wall < FLOOR_S else "OVER FLOOR"
         print(f"floor: 1024 chips, >= 1e5 ops in under {FLOOR_S:.0f} s: slowest {floor_wall:.1f} s ({verdict})")
+    print()
+    streams_growth([(10_000, 10_000)] if quick else
+                   [(1_000, 1_000), (10_000, 10_000), (100_000, 100_000), (100_000, 1)])
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("engine",),
     ("families", "network"),
     ("system", "capture"),
-    ("importers",),
+    ("importers", "model"),
     ("study", "validate"),
     ("report",),
     ("cli",),

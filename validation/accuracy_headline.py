@@ -52,15 +52,17 @@ def published(data: dict) -> bool:
 
 
 def never_fitted(reports: Sequence[tuple[str, dict]]) -> list[dict]:
-    """The never-fitted records of published-config reports, each measurement once."""
-    seen, out = set(), []
-    for _, data in reports:
+    """The never-fitted records of published-config reports, each measurement once: a record
+    that another report holds too (the same source, implementation and time) counts there
+    only; two records of one report are two measurements, whatever their times."""
+    seen: dict[tuple, str] = {}
+    out = []
+    for folder, data in reports:
         if not published(data):
             continue
         for r in data["records"]:
             key = (r["measured_on"], r["source"], r["family"], r["implementation"], r["measured_s"])
-            if r["status"] == "never fitted" and key not in seen:
-                seen.add(key)
+            if r["status"] == "never fitted" and seen.setdefault(key, folder) == folder:
                 out.append(r)
     return out
 

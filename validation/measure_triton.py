@@ -272,9 +272,9 @@ def plan(scale: str) -> list[Case]:
     """The declared sweep: several configs of one shape per kernel, a few sizes at one config.
     The CPU runs fp16: Triton's interpreter computes bf16 dots wrongly (numpy has no bf16)."""
     if scale.startswith("cpu"):
-        cases = [Case("matmul", "gemm", {"M": 128, "N": 128, "K": 128, "dtype": "fp16", "batch": 1},
+        cases = [Case("matmul", "gemm", {"M": 128, "N": 128, "K": 128, "dtype": "fp16", "batch": 1, "impl": "triton"},
                       _gemm_cfg(64, 64, 64, 2, 2, 4)),
-                 Case("matmul-bt", "gemm", {"M": 64, "N": 128, "K": 128, "dtype": "fp16", "batch": 1},
+                 Case("matmul-bt", "gemm", {"M": 64, "N": 128, "K": 128, "dtype": "fp16", "batch": 1, "impl": "triton"},
                       _gemm_cfg(64, 64, 32, 2, 2, 4)),
                  Case("attention", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16"), _attn_cfg(64, 64, 2, 4)),
                  Case("attention-bwd", "attention", fmt.attention_params(1, 2, 2, 128, 128, 64, True, "fp16", "bwd-kernel"),
@@ -283,7 +283,7 @@ def plan(scale: str) -> list[Case]:
         return cases + decode_cases(scale) + [
             Case(kind, kind, {"rows": 64, "cols": 256, "dtype": "fp16"}, {"block_rows": br, "num_warps": 4})
             for kind in ("softmax", "layernorm", "rmsnorm") for br in block_rows]
-    square = {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1}
+    square = {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16", "batch": 1, "impl": "triton"}
     if scale == "gpu-quick":
         return [Case("matmul", "gemm", square, _gemm_cfg(128, 256, 64)),
                 Case("attention", "attention", fmt.fa_setup_params(4096, 128, True), _attn_cfg(128, 64)),
@@ -299,7 +299,7 @@ def plan(scale: str) -> list[Case]:
     # kernel B = W.T (K contiguous, `matmul-bt`); B row-major (`matmul`) says whether the
     # layout matters; the BK x num_stages grid at one tile separates a per-iteration cost
     # (grows with K / BK) from a pipelined-load round trip (shrinks with num_stages - 1).
-    skinny = {"M": 128, "N": 4096, "K": 4096, "dtype": "fp16", "batch": 1}
+    skinny = {"M": 128, "N": 4096, "K": 4096, "dtype": "fp16", "batch": 1, "impl": "triton"}
     inductor = [_gemm_cfg(64, 64, 128, 8, 5, 4), _gemm_cfg(64, 128, 128, 8, 4, 4), _gemm_cfg(64, 64, 64, 8, 3, 8),
                 _gemm_cfg(64, 32, 32, 8, 5, 8)]
     grid = [_gemm_cfg(64, 64, bk, 8, stages, 4) for bk in (32, 64, 128) for stages in (2, 3, 5)]

@@ -45,13 +45,14 @@ FAMILIES = tuple(FAMILY_PARAMS)
 OPTIONAL_PARAMS: dict[str, tuple[str, ...]] = {
     "attention": ("impl",),
     "gemm": ("groups", "impl", "layout"),
-    "layernorm": ("impl",),
-    "rmsnorm": ("impl",),
+    "layernorm": ("impl", "weight_dtype"),
+    "rmsnorm": ("impl", "weight_dtype"),
 }
 """Params a record may leave out (the simulator's defaults: one group; the family's default
 implementation on the record's chip): ``groups`` (a grouped GEMM's groups, ``M`` counting every
-group's rows), ``layout`` (a grouped GEMM's ``contiguous`` or ``masked`` rows) and ``impl``
-(which implementation ran, as ``--param impl`` names it)."""
+group's rows), ``layout`` (a grouped GEMM's ``contiguous`` or ``masked`` rows), ``impl``
+(which implementation ran, as ``--param impl`` names it) and a norm's ``weight_dtype`` (its
+weights' dtype where it is not the input's: a module kept in fp32 under bf16 activations)."""
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter")
 """The ``collective`` family's kinds, named as ``accelsim simulate --collective`` names them."""
@@ -259,7 +260,8 @@ def min_bytes(family: str, params: dict[str, Any]) -> int:
         return (p["inputs"] + p["outputs"]) * p["elements"] * DTYPE_BYTES[p["dtype"]]
     size = DTYPE_BYTES[p["dtype"]]
     row_data = 2 * p["rows"] * p["cols"] * size  # read x, write y
-    weights = {"softmax": 0, "layernorm": 2, "rmsnorm": 1}[family] * p["cols"] * size
+    weight_size = DTYPE_BYTES[p.get("weight_dtype", p["dtype"])]
+    weights = {"softmax": 0, "layernorm": 2, "rmsnorm": 1}[family] * p["cols"] * weight_size
     return row_data + weights
 
 
@@ -325,6 +327,9 @@ def validate_params(family: str, params: Any) -> list[str]:
         if key in ("impl", "layout"):
             if not (isinstance(value, str) and value.isidentifier()):
                 errors.append(f"params.impl: expected an implementation name, got {value!r}")
+        elif key == "weight_dtype":
+            if value not in FAMILY_DTYPES[family]:
+                errors.append(f"params.weight_dtype: {value!r} is not one of {list(FAMILY_DTYPES[family])}")
         elif key == "dtype":
             if value not in FAMILY_DTYPES[family]:
                 errors.append(f"params.dtype: {value!r} is not one of {list(FAMILY_DTYPES[family])}")

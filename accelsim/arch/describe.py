@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from accelsim.arch import model, schema
+from accelsim.arch import loader, model, schema
 from accelsim.units import format_quantity
 
-BASE_UNITS = {"bytes": "B", "bytes_per_s": "B/s", "hz": "Hz", "seconds": "s", "flops_per_s": "FLOP/s"}
+BASE_UNITS = {"bytes": "B", "bytes_per_s": "B/s", "hz": "Hz", "seconds": "s", "flops_per_s": "FLOP/s", "watts": "W"}
 
 
 def _dimension(cited_type: type[schema.Cited]) -> str | None:
@@ -130,8 +130,9 @@ def core_noun(chip: model.Chip) -> str:
     return singular if chip.num_cores == 1 else plural
 
 
-def summary_row(arch: model.Arch) -> dict[str, str]:
-    """One line of ``arch list``."""
+def summary_row(arch: model.Arch, node_name: str | None = None) -> dict[str, str]:
+    """One line of ``arch list``; a cluster names its node as ``node_name`` (what its config
+    writes, e.g. the plain ``dgx-h100``) where given, else by the resolved config's name."""
     if isinstance(arch, model.Chip):
         dtype = "bf16" if "bf16" in arch.matrix.flops_per_cycle_per_core else next(iter(arch.matrix.flops_per_cycle_per_core))
         return {
@@ -149,7 +150,7 @@ def summary_row(arch: model.Arch) -> dict[str, str]:
         return {
             "kind": "cluster",
             "summary": (
-                f"{arch.nodes} x {arch.node.name} ({arch.num_chips} chips), {arch.fabric} "
+                f"{arch.nodes} x {node_name or arch.node.name} ({arch.num_chips} chips), {arch.fabric} "
                 f"{arch.nics_per_node} x {format_quantity(arch.nic_bandwidth_bytes_per_s, 'bytes_per_s')} per node"
             ),
         }
@@ -163,3 +164,18 @@ def summary_row(arch: model.Arch) -> dict[str, str]:
         "kind": "multislice",
         "summary": f"{arch.slices} x {arch.slice.name} ({arch.num_chips} chips) over DCN",
     }
+
+
+def list_rows() -> list[tuple[str, str, str, str]]:
+    """``arch list``'s rows (name, kind, display name, summary): every built-in config, and
+    every name a user types for one (an alias, e.g. ``dgx-h100`` for the fitted
+    ``dgx-h100-calibrated``), in name order. An alias row shows what it resolves to."""
+    targets = {name: name for name in loader.builtin_names()}
+    targets.update(loader.builtin_aliases())
+    rows = []
+    for name in sorted(targets):
+        arch, spec = model.load_arch_and_spec(targets[name])
+        row = summary_row(arch, getattr(spec, "node", None))
+        display = spec.display_name if name == targets[name] else f"= {targets[name]}: {spec.display_name}"
+        rows.append((name, row["kind"], display, row["summary"]))
+    return rows

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -32,7 +32,10 @@ MODELS: dict[str, type[BaseModel]] = {
     "multislice": schema.MultisliceSpec,
 }
 
-OVERRIDE_SOURCE = "--set"
+class OverrideError(InputError):
+    """An override's fault (its path, or its value for that field), located by the field
+    path alone: the layer that took the overrides says where they came from (the CLI's
+    ``--set``, a sweep spec's parameter, a record's conditions)."""
 
 
 def builtin_dir() -> Path:
@@ -63,6 +66,11 @@ def _builtin_index() -> dict[str, Path]:
 def builtin_names() -> list[str]:
     """Names of the built-in configs (file stems), without aliases."""
     return sorted(path.stem for path in builtin_paths())
+
+
+def builtin_aliases() -> dict[str, str]:
+    """Each alias of a built-in config -> the name (file stem) of the config it names."""
+    return {name: path.stem for name, path in _builtin_index().items() if name != path.stem}
 
 
 def find_config(name_or_path: str, *, referenced_from: str | None = None, field: str | None = None) -> Path:
@@ -290,9 +298,15 @@ def _is_cited(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Override:
+    """A value for the config field at ``path``: as the user wrote it (``value`` is what
+    YAML reads from the text after ``=``) or as code computed it."""
+
     path: tuple[str, ...]
     value: Any
     text: str
+    """What the override says, for messages (``hbm.bandwidth=8 TB/s``)."""
+    cited_as: str = ""
+    """The source a cited field set by it records (default: ``text``)."""
 
 
 def parse_override(text: str) -> Override:
@@ -301,16 +315,16 @@ def parse_override(text: str) -> Override:
     key, sep, raw_value = text.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
-        raise InputError(f"expected PATH=VALUE (e.g. hbm.bandwidth='8 TB/s'), got {shown(text)}", source="--set")
+        raise OverrideError(f"expected PATH=VALUE (e.g. hbm.bandwidth='8 TB/s'), got {shown(text)}")
     try:
         value = _override_value(raw_value, key) if raw_value.strip() else None
     except yaml.YAMLError:
         value = raw_value.strip()
     except ValueError as exc:  # an integer past Python's 4300-digit conversion limit
-        raise InputError(f"the value cannot be read: {exc}", source="--set", field=key) from None
+        raise OverrideError(f"the value cannot be read: {exc}", field=key) from None
     if value is None:
-        raise InputError(f"missing value after '=' in {shown(text)}", source="--set", field=key)
-    return Override(tuple(key.split(".")), value, text)
+        raise OverrideError(f"missing value after '=' in {shown(text)}", field=key)
+    return Override(tuple(key.split(".")), value, text, cited_as=f"--set {text}")
 
 
 def _override_value(text: str, key: str) -> Any:
@@ -322,8 +336,8 @@ def _override_value(text: str, key: str) -> Any:
         if node is None:
             return None
         if _holds_alias(node):
-            raise InputError("YAML aliases (*name) are not supported in a value; write the value out",
-                             source="--set", field=key)
+            raise OverrideError("YAML aliases (*name) are not supported in a value; write the value out",
+                                field=key)
         return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -344,30 +358,6 @@ def _holds_alias(root: yaml.Node) -> bool:
     return False
 
 
-def apply_overrides(raw: RawConfig, overrides: Iterable[Override]) -> RawConfig:
-    """Set each override's path in the merged data, checking the path exists in the schema."""
-    data = copy.deepcopy(raw.data)
-    origins = dict(raw.origins)
-    model = MODELS.get(str(data.get("kind")))
-    for override in overrides:
-        cited = True
-        if model is not None:
-            check_override_path(model, override.path, override.text)
-            cited = _cited(_annotation_at(model, override.path))
-            head = override.path[0]
-            if len(override.path) > 1 and data.get(head) is None and isinstance(_fields_of(
-                    _annotation_at(model, override.path[:1])), dict):
-                raise InputError(f"{shown(data.get('name', 'the config'))} has no {shown(head)} section to set a field of "
-                                 f"(add the whole section: --set '{head}={{...}}')", source="--set",
-                                 field=format_path(override.path))
-        _set_path(data, override, cited=cited)
-        path = tuple(override.path)
-        for key in [k for k in origins if len(k) > len(path) and k[:len(path)] == path]:
-            del origins[key]  # what the file wrote under the path is gone: errors there are the override's
-        origins[path] = (OVERRIDE_SOURCE, None)
-    return RawConfig(data, raw.path, origins)
-
-
 def _cited(annotation: Any) -> bool:
     """A cited field, optional or not (``Cited[X] | None``)."""
     from typing import get_args
@@ -377,38 +367,34 @@ def _cited(annotation: Any) -> bool:
     return any(_cited(arg) for arg in get_args(annotation))
 
 
-def check_override_path(model: type[BaseModel], path: Sequence[str], text: str,
-                        source: str | None = OVERRIDE_SOURCE) -> None:
-    """Does ``path`` name a field of ``model`` that an override may set? An InputError
-    located in ``source`` if not."""
+def check_override_path(model: type[BaseModel], path: Sequence[str], text: str) -> None:
+    """Does ``path`` name a field of ``model`` that an override may set? An
+    :class:`OverrideError` if not."""
     current: Any = model
     if path and path[0] == "family_values":
-        raise InputError("family_values are per-family values a calibration wrote; an override of the path itself "
-                         "(e.g. cores.program_overhead) sets it for every family, over them", source=source,
-                         field=format_path(path))
+        raise OverrideError("family_values are per-family values a calibration wrote; an override of the path itself "
+                            "(e.g. cores.program_overhead) sets it for every family, over them",
+                            field=format_path(path))
     for i, part in enumerate(path):
         fields = _fields_of(current)
         if fields is None:
-            raise InputError(
+            raise OverrideError(
                 f"cannot set below {format_path(path[:i])!r}, which is not a section (in {shown(text)})",
-                source=source,
                 field=format_path(path),
             )
         if isinstance(fields, _AnyKey):
             current = fields.value
             continue
         if part not in fields:
-            raise InputError(
+            raise OverrideError(
                 f"unknown {'key' if isinstance(fields, _Keys) else 'field'} {shown(part)}; expected one of: "
                 f"{', '.join(fields)}",
-                source=source,
                 field=format_path(path),
             )
         current = fields[part]
     if isinstance(current, type) and issubclass(current, BaseModel) and not issubclass(current, schema.Cited):
-        raise InputError(
+        raise OverrideError(
             f"{format_path(path)!r} is a section; set one of its fields: {', '.join(current.model_fields)}",
-            source=source,
             field=format_path(path),
         )
 
@@ -452,22 +438,6 @@ def put(tree: dict[str, Any], path: Sequence[str], value: Any) -> None:
     tree[path[-1]] = value
 
 
-def _set_path(data: dict[str, Any], override: Override, *, cited: bool) -> None:
-    node: Any = data
-    for depth, part in enumerate(override.path[:-1]):
-        if _is_cited(node.get(part)):
-            node[part] = node[part]["value"]
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):  # an earlier override (or the file) gave the section a plain value
-            raise InputError(f"cannot set below {format_path(override.path[:depth + 1])!r}, which holds "
-                             f"{shown(node)}, not a section", source="--set", field=format_path(override.path))
-    last = override.path[-1]
-    if cited:
-        node[last] = {"value": override.value, "basis": "override", "source": f"--set {override.text}"}
-    else:
-        node[last] = override.value
-
-
 # ---------------------------------------------------------------- typed overrides
 
 
@@ -477,17 +447,36 @@ def with_values(spec: BaseModel, overrides: Sequence[Override]) -> BaseModel:
     contents (its own checks run), all overrides at once (later ones win on a path). A cited
     field set whole gets the override's citation; setting a key below a cited field keeps
     only the value, as the YAML overlay does. Nothing is read again from a file. Raises an
-    :class:`InputError` whose field is the override's path and that names no source: the
-    caller knows where the values came from (the CLI's ``--set``, a calibration step)."""
+    :class:`OverrideError` whose field is the override's path (or the section whose own
+    check failed, naming the overrides below it) and that names no source: the caller knows
+    where the values came from (the CLI's ``--set``, a sweep's point, a calibration step)."""
     tree: dict[str, Any] = {}
     for override in overrides:
-        check_override_path(type(spec), override.path, override.text, source=None)
+        check_override_path(type(spec), override.path, override.text)
+        _check_section_given(spec, override)
         node = tree
-        for part in override.path[:-1]:
+        for depth, part in enumerate(override.path[:-1]):
             below = node.get(part)
+            if isinstance(below, _Leaf):  # an earlier override gave the section a plain value
+                raise OverrideError(f"cannot set below {format_path(override.path[:depth + 1])!r}, which holds "
+                                    f"{shown(below.override.value)}, not a section", field=format_path(override.path))
             node[part] = node = below if isinstance(below, dict) else {}
         node[override.path[-1]] = _Leaf(override)
-    return _rebuilt(spec, tree, ())
+    rebuilt = _rebuilt(spec, tree, ())
+    if isinstance(spec, schema.ChipSpec):
+        from accelsim.arch.peak import peak_after_overrides  # it reads the config that gives the peak with load_raw
+
+        rebuilt = peak_after_overrides(spec, rebuilt, overrides)
+    return rebuilt
+
+
+def _check_section_given(spec: BaseModel, override: Override) -> None:
+    """A field below a section the config leaves out (a TPU's ``shared_cache``) is set
+    with the whole section: its other fields have no values to keep."""
+    head = override.path[0]
+    if len(override.path) > 1 and getattr(spec, head, None) is None:
+        raise OverrideError(f"{shown(getattr(spec, 'name', 'the config'))} has no {head!r} section to set a field "
+                            f"of (set the whole section: '{head}={{...}}')", field=format_path(override.path))
 
 
 @dataclass(frozen=True)
@@ -498,33 +487,50 @@ class _Leaf:
 def _rebuilt(node: Any, tree: dict[str, Any], at: tuple[str, ...]) -> Any:
     """``node`` with the values of ``tree`` (path part -> subtree or :class:`_Leaf`) set below it."""
     if isinstance(node, schema.Cited):
-        return type(node).model_validate({"value": _rebuilt(node.value, tree, at), "basis": "override"})
+        return _validated(type(node), {"value": _rebuilt(node.value, tree, at), "basis": "override"}, tree, at)
     if isinstance(node, dict):
         return {**node, **{key: _new_child(node.get(key), sub, (*at, key), cited=False) for key, sub in tree.items()}}
     if not isinstance(node, BaseModel):
-        raise InputError(f"cannot set below {format_path(at)!r}, which holds {shown(node)}, not a section",
-                         field=format_path((*at, next(iter(tree)))))
+        raise OverrideError(f"cannot set below {format_path(at)!r}, which holds {shown(node)}, not a section",
+                            field=format_path((*at, next(iter(tree)))))
     fields = type(node).model_fields
     updates = {key: _new_child(getattr(node, key), sub, (*at, key), cited=_cited(fields[key].annotation))
                for key, sub in tree.items()}
+    return _validated(type(node), {**{k: getattr(node, k) for k in node.model_fields_set}, **updates}, tree, at)
+
+
+def _validated(model: type[BaseModel], data: dict[str, Any], tree: dict[str, Any], at: tuple[str, ...]) -> BaseModel:
+    """``model`` of ``data``, the section at ``at`` with the overrides of ``tree`` set in it;
+    its refusal as one :class:`OverrideError`."""
     try:
-        return type(node).model_validate({**{k: getattr(node, k) for k in node.model_fields_set}, **updates})
+        return model.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if error["type"] not in ("value_error", "assertion_error") and "input" in error:
             message += f" (got {shown(error['input'])})"
-        raise InputError(message, field=format_path((*at, *_user_loc(error["loc"])))) from None
+        where = (*at, *_user_loc(error["loc"]))
+        given = _leaf_paths(tree, at)
+        if where not in given:  # a check of the section the overrides are in
+            message += f" (after {', '.join(sorted(format_path(path) for path in given))})"
+        raise OverrideError(message, field=format_path(where)) from None
+
+
+def _leaf_paths(tree: dict[str, Any], at: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The paths the overrides of ``tree`` (below ``at``) set."""
+    return [path for key, sub in tree.items()
+            for path in ([(*at, key)] if isinstance(sub, _Leaf) else _leaf_paths(sub, (*at, key)))]
 
 
 def _new_child(child: Any, sub: Any, at: tuple[str, ...], *, cited: bool) -> Any:
     if not isinstance(sub, _Leaf):
         if child is None:
-            raise InputError(f"the config has no {format_path(at)!r} section to set a field of (set the whole "
-                             "section)", field=format_path((*at, next(iter(sub)))))
+            raise OverrideError(f"the config has no {format_path(at)!r} section to set a field of (set the whole "
+                                "section)", field=format_path((*at, next(iter(sub)))))
         return _rebuilt(child, sub, at)
     override = sub.override
-    return {"value": override.value, "basis": "override", "source": override.text} if cited else override.value
+    source = override.cited_as or override.text
+    return {"value": override.value, "basis": "override", "source": source} if cited else override.value
 
 
 # ---------------------------------------------------------------- validation
@@ -568,11 +574,6 @@ def _located(exc: ValidationError, raw: RawConfig, model: type[BaseModel]) -> In
         message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if kind not in ("value_error", "assertion_error") and "input" in error:
             message += f" (got {shown(error['input'])})"
-    overridden = [k for k, origin in raw.origins.items() if origin[0] == OVERRIDE_SOURCE]
-    inside = [k for k in overridden if k[:len(loc)] == loc]  # an override within the failing section
-    named = inside or (overridden if line is None else [])  # line None: nothing the file wrote is at fault
-    if named and file != OVERRIDE_SOURCE:
-        message += f" (after --set {', '.join(sorted('.'.join(map(str, k)) for k in named))})"
     return InputError(message, source=file, line=line, field=loc or None)
 
 
@@ -598,8 +599,7 @@ def _annotation_at(model: type[BaseModel], loc: Sequence[object]) -> Any:
 def load_spec(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[BaseModel, RawConfig]:
     """Load, merge, override and validate one config. Raises InputError on any bad input."""
     raw = load_raw(name_or_path)
-    raw = apply_overrides(raw, [parse_override(o) for o in overrides])
-    return validate(raw), raw
+    return with_values(validate(raw), [parse_override(o) for o in overrides]), raw
 
 
 def is_calibration(data: dict[str, Any]) -> bool:

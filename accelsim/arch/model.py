@@ -18,9 +18,10 @@ from typing import ClassVar, Union
 
 from accelsim.arch import schema
 from accelsim.arch.collective_tuning import CollectiveTuning, resolve_collectives
-from accelsim.arch.loader import apply_overrides, load_raw, parse_override, validate
+from accelsim.arch.loader import Override, OverrideError, load_raw, parse_override, validate, with_values
 from accelsim.errors import InputError
 from accelsim.families import FAMILIES
+from accelsim.units import J_PER_PJ
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +122,49 @@ class Links:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PowerModel:
+    """A chip's power model in joules and watts (``schema.ChipPower``; ``docs/power.md``).
+    Per-operation energies hold at the chip's own clock; :class:`Dvfs` says how they scale."""
+
+    tdp_w: float
+    idle_w: float
+    static_w: float
+    cap_w: float | None
+    matrix_j_per_flop: Mapping[str, float]
+    vector_j_per_flop: Mapping[str, float]
+    special_function_j_per_op: float
+    local_memory_j_per_byte: float
+    shared_cache_j_per_byte: float
+    hbm_j_per_byte: float
+    interconnect_j_per_byte: float
+    dvfs_exponent: float
+    floor_clock_hz: float
+    min_clock_hz: float
+    clock_step_hz: float
+
+
+def _power_model(spec: schema.ChipPower | None) -> PowerModel | None:
+    if spec is None:
+        return None
+
+    def per_dtype(cited) -> Mapping[str, float]:
+        return MappingProxyType({dtype: pj * J_PER_PJ for dtype, pj in cited.value.items()})
+
+    return PowerModel(
+        tdp_w=spec.tdp.value, idle_w=spec.idle.value, static_w=spec.static.value,
+        cap_w=spec.cap.value if spec.cap else None,
+        matrix_j_per_flop=per_dtype(spec.matrix_pj_per_flop), vector_j_per_flop=per_dtype(spec.vector_pj_per_flop),
+        special_function_j_per_op=spec.special_function_pj_per_op.value * J_PER_PJ,
+        local_memory_j_per_byte=spec.local_memory_pj_per_byte.value * J_PER_PJ,
+        shared_cache_j_per_byte=spec.shared_cache_pj_per_byte.value * J_PER_PJ if spec.shared_cache_pj_per_byte else 0.0,
+        hbm_j_per_byte=spec.hbm_pj_per_byte.value * J_PER_PJ,
+        interconnect_j_per_byte=spec.interconnect_pj_per_byte.value * J_PER_PJ,
+        dvfs_exponent=spec.dvfs.exponent.value, floor_clock_hz=spec.dvfs.floor_clock.value, min_clock_hz=spec.dvfs.min_clock.value,
+        clock_step_hz=spec.dvfs.clock_step.value,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Chip:
     """A chip of either kind: a :class:`GpuChip` or a :class:`TpuChip` (its type is its
     kind, also named by ``kind``; a config's ``family`` field). "Family" elsewhere means a
@@ -141,6 +185,8 @@ class Chip:
     hbm: MemoryLevel
     launch_overhead_s: float
     links: Links
+    power: PowerModel | None = None
+    """Energy per operation and byte, static power, TDP and DVFS (None: no energy figures)."""
     uncertainty: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
     """Per kernel family: (p05, p95) relative error on held-out measurements."""
     family_chips: Mapping[str, Chip] = field(default_factory=lambda: MappingProxyType({}))
@@ -249,6 +295,15 @@ class Cluster:
     nic_bandwidth_bytes_per_s: float
     switch_latency_s: float
     rail_optimized: bool
+    host_cpu: str = "intel"
+    nccl_protocols: tuple[str, ...] | None = None
+    """NCCL_PROTO of the platform (None: every protocol of the node)."""
+    nvls_enabled: bool = True
+    """NCCL_NVLS_ENABLE of the platform."""
+    tuner: str | None = None
+    """The platform's NCCL tuner plugin (None: NCCL's own)."""
+    nic_j_per_byte: float | None = None
+    """Energy per byte through a NIC and the fabric (None: not modelled)."""
 
     @property
     def num_chips(self) -> int:
@@ -289,6 +344,8 @@ class Multislice:
     slices: int
     dcn_bandwidth_per_chip_bytes_per_s: float
     dcn_latency_s: float
+    dcn_j_per_byte: float | None = None
+    """Energy per byte over the DCN (None: not modelled)."""
 
     @property
     def num_chips(self) -> int:
@@ -344,12 +401,13 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     raw = load_raw(name_or_path)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
     own = [parse_override(o) for o in overrides if not (reference and o.lstrip().startswith(reference + "."))]
-    spec = validate(apply_overrides(raw, own))
+    spec = with_values(validate(raw), own)
     arch = resolve(spec, overrides, referrer=str(raw.path))
     if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
-        where = "--set" if overrides else str(raw.path)
-        raise InputError(f"the system would have {arch.num_chips:,} chips; accelsim models at most "
-                         f"{MAX_SYSTEM_CHIPS:,} (2^20, as many as a system trace may name)", source=where)
+        error = OverrideError if overrides else InputError
+        raise error(f"the system would have {arch.num_chips:,} chips; accelsim models at most "
+                    f"{MAX_SYSTEM_CHIPS:,} (2^20, as many as a system trace may name)",
+                    source=None if overrides else str(raw.path))
     return with_family_chips(arch, raw, spec, own), spec
 
 
@@ -370,8 +428,8 @@ def _family_chips(raw, spec: schema.ChipSpec, own: Sequence) -> dict[str, Chip]:
         if family not in FAMILIES:  # the registry's names: no family module is imported
             raise FAMILIES.unknown(family, source=str(raw.path), field=where)
         try:
-            scoped = [parse_override(f"{path}={value.value}") for path, value in values.items()]
-            variant = validate(apply_overrides(apply_overrides(raw, scoped), own))
+            scoped = [Override(tuple(path.split(".")), value.value, f"{where}.{path}") for path, value in values.items()]
+            variant = with_values(with_values(validate(raw), scoped), own)
         except InputError as exc:
             raise InputError(exc.message, source=str(raw.path), field=f"{where}.{exc.field or ''}".rstrip(".")) from None
         out[family] = _resolve_chip(variant)
@@ -400,10 +458,10 @@ def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[
     try:
         arch = load_arch(name, forwarded_overrides(overrides, field))
     except InputError as exc:
-        if exc.source is None or "unknown config" in exc.message:
-            raise InputError(exc.message, source=referrer, field=field) from None
-        if exc.source == "--set" and exc.field:  # the user wrote the path with this prefix
+        if isinstance(exc, OverrideError) and exc.field:  # the user wrote the path with this prefix
             exc.field = f"{field}.{exc.field}"
+        elif exc.source is None or "unknown config" in exc.message:
+            raise InputError(exc.message, source=referrer, field=field) from None
         raise
     finally:
         _RESOLVING.reset(token)
@@ -444,6 +502,11 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             nic_bandwidth_bytes_per_s=net.nic_bandwidth.value,
             switch_latency_s=net.switch_latency.value,
             rail_optimized=net.rail_optimized,
+            host_cpu=net.host_cpu,
+            nccl_protocols=tuple(net.nccl_protocols) if net.nccl_protocols is not None else None,
+            nvls_enabled=net.nvls_enabled,
+            tuner=net.tuner,
+            nic_j_per_byte=spec.power.nic_pj_per_byte.value * J_PER_PJ if spec.power else None,
         )
     if isinstance(spec, schema.TorusSpec):
         torus = Torus(
@@ -463,6 +526,7 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             slices=spec.slices.value,
             dcn_bandwidth_per_chip_bytes_per_s=spec.dcn.bandwidth_per_chip.value,
             dcn_latency_s=spec.dcn.latency.value,
+            dcn_j_per_byte=spec.power.dcn_pj_per_byte.value * J_PER_PJ if spec.power else None,
         )
     raise TypeError(f"not a config spec: {type(spec).__name__}")
 
@@ -530,4 +594,5 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             bandwidth_per_link_bytes_per_s=spec.interconnect.bandwidth_per_link.value,
             latency_s=spec.interconnect.latency.value,
         ),
+        power=_power_model(spec.power),
     )

@@ -1,8 +1,9 @@
 """The matrix peak follows a what-if on the matrix units' count or shape.
 
 A config gives the chip's peak (``matrix_unit.flops_per_cycle_per_core``) beside the
-unit count and shape it was published with. A layer above it (``--set``, or a file that
-``extends`` it) that changes ``units_per_core`` or ``shape`` but not the peak keeps the
+unit count and shape it was published with. A layer above it (a file that ``extends`` it,
+:func:`with_derived_peak`, or ``--set`` values applied to the spec,
+:func:`peak_after_overrides`) that changes ``units_per_core`` or ``shape`` but not the peak keeps the
 rate of each unit, not the chip's rate: the peak is scaled by the count, and on a TPU by
 the systolic array's cells (``rows x cols`` multiply-accumulates per cycle), so a
 256x256-MXU v5e has 4x the peak of the published one. A GPU's ``shape`` is the MMA
@@ -19,7 +20,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from accelsim.arch import schema
-from accelsim.arch.loader import OVERRIDE_SOURCE, RawConfig, load_raw
+from collections.abc import Sequence
+
+from accelsim.arch.loader import Override, OverrideError, RawConfig, load_raw
 from accelsim.errors import InputError
 
 PEAK = ("matrix_unit", "flops_per_cycle_per_core")
@@ -31,25 +34,39 @@ def with_derived_peak(spec: schema.ChipSpec, raw: RawConfig) -> schema.ChipSpec:
     """``spec`` with its matrix peak scaled to the unit count and shape it now has, where a
     layer above the one that gives the peak changed them (see the module docstring)."""
     published_in = raw.locate(PEAK)[0]
-    if published_in == OVERRIDE_SOURCE or any(
-            origin[0] == OVERRIDE_SOURCE for key, origin in raw.origins.items() if key[:2] == PEAK):
-        return spec  # the what-if gives the peak (or a dtype of it) itself
     if raw.locate(UNITS)[0] == published_in and raw.locate(SHAPE)[0] == published_in:
         return spec  # count and shape are the ones the peak was published with
     units, shape = _published_units_and_shape(published_in)
+    return _following(spec, units, shape, published_in, where=lambda changed: raw.locate(changed)[0])
+
+
+def peak_after_overrides(before: schema.ChipSpec, after: schema.ChipSpec,
+                         overrides: Sequence[Override]) -> schema.ChipSpec:
+    """``after`` (``before`` with ``overrides`` set) with its peak scaled to a unit count or
+    shape an override changed, unless an override gives the peak (or a dtype of it) too."""
+    if any(o.path[:len(PEAK)] == PEAK[:len(o.path)] for o in overrides):
+        return after  # the what-if gives the peak itself (or the whole matrix_unit section)
+    unit = before.matrix_unit
+    return _following(after, unit.units_per_core.value, list(unit.shape.value), before.name,
+                      where=lambda changed: None)
+
+
+def _following(spec: schema.ChipSpec, units: int, shape: list[int], published_in: str, *, where) -> schema.ChipSpec:
+    """``spec`` whose peak was published for ``units`` units of ``shape``, scaled to the
+    count and shape it has now (refused for a GPU's shape alone)."""
     unit = spec.matrix_unit
     if spec.family == "gpu" and list(unit.shape.value) != shape:
-        where = raw.locate(SHAPE)[0]
-        raise InputError("on a GPU the shape is the MMA instruction's granule, which does not set the Tensor "
-                         "Cores' rate: give matrix_unit.flops_per_cycle_per_core, which holds the peak, with it",
-                         source=where, field=".".join(SHAPE))
+        where = where(SHAPE)
+        raise _error(where, "on a GPU the shape is the MMA instruction's granule, which does not set the Tensor "
+                            "Cores' rate: give matrix_unit.flops_per_cycle_per_core, which holds the peak, with it",
+                     ".".join(SHAPE))
     factor = unit.units_per_core.value / units
     if spec.family == "tpu":
         factor *= math.prod(unit.shape.value[:2]) / math.prod(shape[:2])
     if factor == 1:
         return spec
     changed = UNITS if unit.units_per_core.value != units else SHAPE
-    return _scaled(spec, factor, published_in, units, shape, where=raw.locate(changed)[0])
+    return _scaled(spec, factor, published_in, units, shape, where=where(changed))
 
 
 def _published_units_and_shape(path: str) -> tuple[int, list[int]]:
@@ -64,15 +81,15 @@ def _published_units_and_shape(path: str) -> tuple[int, list[int]]:
 
 
 def _scaled(spec: schema.ChipSpec, factor: float, published_in: str, units: int, shape: list[int], *,
-            where: str) -> schema.ChipSpec:
+            where: str | None) -> schema.ChipSpec:
     unit = spec.matrix_unit
     peak = unit.flops_per_cycle_per_core
     scaled = {dtype: rate * factor for dtype, rate in peak.value.items()}
     too_large = [dtype for dtype, rate in scaled.items() if rate > schema.LARGEST]
     if too_large:
-        raise InputError(f"the peak scaled to {unit.units_per_core.value} units of {_cells(unit.shape.value)} would be "
-                         f"{scaled[too_large[0]]:g} flop per cycle for {too_large[0]}, over {schema.LARGEST:g}",
-                         source=where, field=".".join(PEAK))
+        raise _error(where, f"the peak scaled to {unit.units_per_core.value} units of {_cells(unit.shape.value)} would "
+                            f"be {scaled[too_large[0]]:g} flop per cycle for {too_large[0]}, over {schema.LARGEST:g}",
+                     ".".join(PEAK))
     derived = type(peak)(
         value=scaled, basis="derived", note=peak.note,
         source=(f"{Path(published_in).name}'s peak ({units} units of {_cells(shape)}) x {factor:g} for "
@@ -80,6 +97,12 @@ def _scaled(spec: schema.ChipSpec, factor: float, published_in: str, units: int,
                 f"{'cell ' if spec.family == 'tpu' else ''}kept"),
     )
     return spec.model_copy(update={"matrix_unit": unit.model_copy(update={"flops_per_cycle_per_core": derived})})
+
+
+def _error(source: str | None, message: str, field: str) -> InputError:
+    """An error of the file ``source``, or of an override (no source: the caller says where
+    its values came from)."""
+    return InputError(message, source=source, field=field) if source else OverrideError(message, field=field)
 
 
 def _cells(shape) -> str:

@@ -50,9 +50,16 @@ LARGEST = 1e30
 enough below the float maximum that peaks (rate x cores x clock) stay finite."""
 
 
+SMALLEST = 1e-30
+"""No positive number in a config is smaller (in its base unit): products such as bytes
+per cycle x clock would underflow towards zero (5e-324 bytes per cycle made a rate of 0)."""
+
+
 def _positive(v: float) -> float:
     if not v > 0:
         raise ValueError(f"must be greater than zero, got {shown(v)}")
+    if v < SMALLEST:
+        raise ValueError(f"must be at least {SMALLEST:g}, got {shown(v)}")
     if v > LARGEST:
         raise ValueError(f"must be at most {LARGEST:g}, got {shown(v)}")
     return v
@@ -125,6 +132,7 @@ Bytes = _quantity("bytes")
 BytesPerS = _quantity("bytes_per_s", _at_least_one("B/s"))
 Hz = _quantity("hz", _at_least_one("Hz"))
 Seconds = _quantity("seconds", _non_negative)
+Watts = _quantity("watts")
 PositiveInt = Annotated[int, Field(strict=True), AfterValidator(_positive)]
 def _not_bool(v: Any) -> Any:
     """YAML's ``true`` is not a number (pydantic would read it as 1.0)."""
@@ -347,6 +355,97 @@ class ChipInterconnect(_Strict):
     latency: Cited[Seconds] = calibratable()
 
 
+def power_fit(**kwargs: Any) -> Any:
+    """A field of the power model that ``accelsim calibrate --power`` may fit (on power
+    readings, never on latencies: :func:`power_fit_paths`)."""
+    return Field(json_schema_extra={"power_fit": True}, **kwargs)
+
+
+class Dvfs(_Strict):
+    """How the clock answers a power cap (``docs/power.md``, "The DVFS rule"): the energy of an
+    operation in the clock's domain goes as ``V^2``, and ``V`` tracks the clock down to
+    ``floor_clock``, so at a clock ``f`` below the chip's ``clock`` each such operation costs
+    ``(max(f, floor_clock) / clock) ^ (exponent - 1)`` of its energy there (power at a fixed
+    amount of work per cycle goes as ``f ^ exponent``; 3 where ``V`` is proportional to ``f``)."""
+
+    exponent: Cited[PositiveNumber] = power_fit()
+    floor_clock: Cited[Hz] = power_fit()
+    """Below this clock the voltage stops dropping: an operation costs what it costs here."""
+    min_clock: Cited[Hz]
+    """The lowest clock the power manager sets."""
+    clock_step: Cited[Hz]
+    """The steps the clock takes (NVIDIA GPUs: 15 MHz)."""
+
+    @field_validator("exponent")
+    @classmethod
+    def _exponent_range(cls, value: Cited) -> Cited:
+        if not 1 <= value.value <= 4:
+            raise ValueError(f"'exponent' must be from 1 (voltage fixed) to 4, got {shown(value.value)}")
+        return value
+
+
+class ChipPower(_Strict):
+    """A chip's power model (``docs/power.md``): energy per operation on each unit and per byte
+    at each memory level and over the chip's links, in picojoules at the chip's ``clock``;
+    the chip's power when idle and its static power while a kernel runs; TDP, an optional
+    cap, and how the clock answers the cap (:class:`Dvfs`). Registers are not a level of
+    their own: an operation's energy includes reading its operands from them."""
+
+    tdp: Cited[Watts]
+    """The board power the chip is designed to sustain (its default power limit)."""
+    idle: Cited[Watts] = power_fit()
+    """Power with nothing running (what a device waiting in a step draws)."""
+    static: Cited[Watts] = power_fit()
+    """Power while a kernel runs that does not depend on its activity (leakage, clocks,
+    always-on logic, HBM refresh and PHYs)."""
+    cap: Cited[Watts] | None = None
+    """A power limit to apply (``--set power.cap="500 W"``): a kernel whose power at the
+    chip's clock is above it runs at the highest clock step whose power fits. Absent: the
+    clock is never lowered."""
+    matrix_pj_per_flop: Cited[dict[Dtype, PositiveNumber]] = power_fit()
+    """Per executed flop on the matrix units (padding included), by input dtype."""
+    vector_pj_per_flop: Cited[dict[Dtype, PositiveNumber]] = power_fit()
+    """Per flop on the vector units, by dtype (a dtype without an entry costs fp32's)."""
+    special_function_pj_per_op: Cited[PositiveNumber]
+    local_memory_pj_per_byte: Cited[PositiveNumber]
+    """Shared memory / VMEM: every byte filled, drained or read as a matrix operand."""
+    shared_cache_pj_per_byte: Cited[PositiveNumber] | None = None
+    """L2: every byte it serves (GPUs; absent where the engine keeps no shared cache)."""
+    hbm_pj_per_byte: Cited[PositiveNumber] = power_fit()
+    interconnect_pj_per_byte: Cited[PositiveNumber]
+    """NVLink / ICI: every byte crossing one of the chip's links, per direction."""
+    dvfs: Dvfs
+
+    @model_validator(mode="after")
+    def _within_tdp(self) -> "ChipPower":
+        for name in ("idle", "static"):
+            if getattr(self, name).value >= self.tdp.value:
+                raise ValueError(f"'{name}' ({getattr(self, name).value:g} W) must be below 'tdp' "
+                                 f"({self.tdp.value:g} W)")
+        return self
+
+
+class ClusterPower(_Strict):
+    nic_pj_per_byte: Cited[PositiveNumber]
+    """Every byte through a NIC and the scale-out fabric (InfiniBand, RoCE, EFA), one way."""
+
+
+class MultislicePower(_Strict):
+    dcn_pj_per_byte: Cited[PositiveNumber]
+    """Every byte over the data-centre network between slices, one way."""
+
+
+def power_fit_paths() -> list[str]:
+    """Dotted paths of the power fields ``calibrate --power`` may fit (``power.static``, ...)."""
+    out = []
+    for section, model in (("power", ChipPower), ("power.dvfs", Dvfs)):
+        for name, field in model.model_fields.items():
+            extra = field.json_schema_extra
+            if isinstance(extra, dict) and extra.get("power_fit"):
+                out.append(f"{section}.{name}")
+    return out
+
+
 class Interval(_Strict):
     """Relative error quantiles of a kernel family's predictions on held-out measurements."""
 
@@ -413,6 +512,8 @@ class ChipSpec(_ConfigFile):
     launch_overhead: Cited[Seconds] = calibratable()
     """Fixed cost per kernel launch (GPU) or per pallas_call (TPU)."""
     interconnect: ChipInterconnect
+    power: ChipPower | None = None
+    """Energy and power (``docs/power.md``); absent: results carry no energy."""
     uncertainty: dict[str, Interval] = {}
     """Per kernel family: prediction error quantiles on held-out measurements, written by
     ``accelsim calibrate``; ``simulate --json`` turns them into ``latency_s_p05/p95``."""
@@ -425,6 +526,21 @@ class ChipSpec(_ConfigFile):
     @classmethod
     def _derived_fields(cls, data: Any) -> Any:
         return _tpu_port(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _derived_port_follows(self) -> "ChipSpec":
+        """A derived TPU port follows the HBM bandwidth, clock and cores it came from when
+        an override on the validated spec changes them (as it does in a config's text)."""
+        port = self.local_memory.fill_bandwidth_bytes_per_cycle
+        if self.family != "tpu" or port is None or port.basis != "derived":
+            return self
+        devices = 1 if self.cores.megacore else self.cores.count.value
+        value = self.hbm.bandwidth.value / self.clock.value / devices
+        if value == port.value:
+            return self
+        memory = self.local_memory.model_copy(update={"fill_bandwidth_bytes_per_cycle": port.model_copy(
+            update={"value": value})})
+        return self.model_copy(update={"local_memory": memory})
 
     @model_validator(mode="after")
     def _family_sections(self) -> "ChipSpec":
@@ -566,9 +682,10 @@ class NodeSpec(_ConfigFile):
         return self
 
 
-MAX_NICS_PER_NODE = 64
+MAX_NICS_PER_NODE = 144
 """Scale-out NICs one node may have: the densest nodes have one or two per GPU (8 to 16
-for 8 GPUs); each is simulated as a pair of links."""
+for 8 GPUs, 72 for a GB200 NVL72 rack taken as one node); each is simulated as a pair of
+links."""
 MAX_CLUSTER_NICS = 1 << 20
 """NICs of a whole cluster (nodes x NICs per node): as many as the chips accelsim models,
 so the fabric is never larger than the system it serves."""
@@ -589,6 +706,18 @@ class ScaleOutNetwork(_Strict):
     switch_latency: Cited[Seconds] = calibratable()
     rail_optimized: bool = True
     """Each GPU's NIC goes to its own rail switch (GPU i of every node on rail i)."""
+    host_cpu: Literal["intel", "amd", "arm"] = "intel"
+    """The nodes' host CPU vendor: NCCL sizes LL across nodes by it (``llMaxBws``, AMD hosts
+    one row, every other host the Intel one; ``accelsim.network.nccl_tables``)."""
+    nccl_protocols: Annotated[list[Literal["ll", "ll128", "simple"]], Field(min_length=1)] | None = None
+    """The protocols the platform's NCCL environment allows (its ``NCCL_PROTO``; e.g. the
+    GPUDirect-TCPXO plugin runs Simple only). None: every protocol of the node."""
+    nvls_enabled: bool = True
+    """The platform's ``NCCL_NVLS_ENABLE``: false where its network plugin cannot run NVLS
+    (GPUDirect-TCPXO), so neither NVLS nor NVLS-tree is a candidate."""
+    tuner: Literal["aws-ofi-p6"] | None = None
+    """The platform's NCCL tuner plugin, where it picks the algorithm and protocol instead of
+    NCCL's own cost model (``accelsim.network.tuners``). None: NCCL's choice (``auto``)."""
 
 
 class ClusterSpec(_ConfigFile):
@@ -598,6 +727,7 @@ class ClusterSpec(_ConfigFile):
     node: str
     nodes: Cited[PositiveInt]
     network: ScaleOutNetwork
+    power: ClusterPower | None = None
 
     @model_validator(mode="after")
     def _fabric_size(self) -> "ClusterSpec":
@@ -671,6 +801,7 @@ class MultisliceSpec(_ConfigFile):
     slice: str
     slices: Cited[PositiveInt]
     dcn: Dcn
+    power: MultislicePower | None = None
 
 
 SystemSpec = Union[NodeSpec, ClusterSpec, TorusSpec, MultisliceSpec]

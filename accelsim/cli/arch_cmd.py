@@ -37,12 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    rows = []
-    for name in loader.builtin_names():
-        arch, spec = model.load_arch_and_spec(name)
-        row = describe.summary_row(arch)
-        rows.append((name, row["kind"], spec.display_name, row["summary"]))
-    print(table(("NAME", "KIND", "DISPLAY NAME", "SUMMARY"), rows))
+    print(table(("NAME", "KIND", "DISPLAY NAME", "SUMMARY"), describe.list_rows()))
     return 0
 
 

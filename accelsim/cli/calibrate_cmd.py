@@ -77,6 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "uncertainty band of every record's residuals (nothing is fitted, so all are out of sample "
                         "unless a --set value was fitted on them); for a config whose fits do not beat it on held-out "
                         "records")
+    p.add_argument("--power", action="store_true",
+                   help="fit the power model (idle and static power, energy per flop and per HBM byte) on "
+                        "microbenchmark-level power readings (docs/power.md) instead")
     add_set_option(p)
     p.set_defaults(run=run_calibrate)
 
@@ -116,6 +119,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
         from accelsim.cli.calibrate_collectives import run_calibrate_system
 
         return run_calibrate_system(args)
+    if args.power:
+        from accelsim.cli.power_cmd import run_calibrate_power
+
+        return run_calibrate_power(args)
     chip = load_chip(args.arch, args.overrides)
     refuse_overlay(args.arch, chip.name, "--arch")
     if args.bands_only:

@@ -8,6 +8,7 @@ what it built (:func:`write_imported`).
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,8 +16,8 @@ from pydantic import ValidationError
 
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.errors import InputError
-from accelsim.files import check_output_file
-from accelsim.importers import IMPORTERS, Importer
+from accelsim.files import check_output_file, write_text_atomic
+from accelsim.importers import IMPORTERS, Imported, Importer
 from accelsim.system.trace import SystemTrace, check_trace, save_system_trace
 
 
@@ -39,10 +40,7 @@ def register_nccl_tests(sub: argparse._SubParsersAction) -> None:
 
 
 def run_nccl_tests(args: argparse.Namespace) -> int:
-    import json
-
     from accelsim.arch.model import MAX_SYSTEM_CHIPS
-    from accelsim.files import write_text_atomic
     from accelsim.importers.nccl_tests import records
     from accelsim.arch.loader import measured_config
     from accelsim.validate.collectives import load_node, machine_of
@@ -65,8 +63,8 @@ def run_nccl_tests(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="convert other tools' traces (Chakra, HLO) to a system trace, or nccl-tests "
-                                      "output to collective measurements")
+    p = sub.add_parser("import", help="convert other tools' traces (Chakra, HLO) to a system trace, profiler traces "
+                                      "to a measured step, or nccl-tests output to collective measurements")
     formats = p.add_subparsers(dest="import_format", required=True, parser_class=type(p), metavar="FORMAT")
     for name in IMPORTERS:
         add_importer(formats, IMPORTERS.get(name))
@@ -78,7 +76,7 @@ def add_importer(formats: argparse._SubParsersAction, importer: Importer) -> Non
     importer.add_arguments(p)
     if importer.what_if:
         add_set_option(p)
-    p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="system trace to write")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.json", help=f"{importer.writes} to write")
     p.set_defaults(run=lambda args: run_importer(importer, args))
 
 
@@ -88,7 +86,10 @@ def run_importer(importer: Importer, args: argparse.Namespace) -> int:
     named = " ".join(map(str, inputs))
     with op_limits(named):
         imported = importer.convert(args)
-    write_imported(imported.trace, args.output, named, importer.hint)
+    if imported.measured is None:
+        write_imported(imported.trace, args.output, named, importer.hint)
+    else:
+        write_measured(imported, args.output, named, importer.hint)
     for note in imported.notes:
         print(note)
     return 0
@@ -107,16 +108,30 @@ def op_limits(inputs: str) -> Iterator[None]:
                          f"got {str(first.get('input'))[:40]!r})", source=inputs) from None
 
 
-def write_imported(trace: SystemTrace, output: str, inputs: str, hint: str = "") -> None:
-    """Check what an importer built as a reader would, then write it and say what it holds.
-    A check that fails blames the ``inputs`` (the output is not written), with ``hint``."""
+def check_imported(trace: SystemTrace, inputs: str, hint: str = "") -> None:
+    """Check what an importer built as a reader would; a check that fails blames the
+    ``inputs``, with ``hint``."""
     try:
         check_trace(trace)
     except ValueError as exc:
         field, _, message = str(exc).partition(": ")
         raise InputError(f"the input does not make a valid system trace: {message}{hint}", source=inputs,
                          field=f"(imported) {field}") from None
+
+
+def write_imported(trace: SystemTrace, output: str, inputs: str, hint: str = "") -> None:
+    """Check what an importer built (:func:`check_imported`; the output is not written when
+    it fails), then write it and say what it holds."""
+    check_imported(trace, inputs, hint)
     save_system_trace(trace, output)
     written = sum(len(program.ops) for program in trace.programs)
     print(f"wrote {output}: {written} ops in {len(trace.programs)} programs on {trace.num_devices} devices "
           f"({trace.num_ops} over all devices)")
+
+
+def write_measured(imported: Imported, output: str, inputs: str, hint: str = "") -> None:
+    """A measured run's document, once the trace of its step checks."""
+    check_imported(imported.trace, inputs, hint)
+    write_text_atomic(output, json.dumps(imported.measured, indent=1, allow_nan=False) + "\n", "-o")
+    device = imported.measured["device"]
+    print(f"wrote {output}: measured step on {device.get('name')}" + (f" ({device['arch']})" if device.get("arch") else ""))

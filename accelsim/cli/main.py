@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from accelsim.arch.loader import OverrideError
 from accelsim.errors import InputError
 
 EXIT_BAD_INPUT = 2
@@ -26,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, compile_cmd, demo_cmd, explore_cmd, import_cmd, replay_cmd, simulate_cmd, sweep_cmd, validate_cmd
+    from accelsim.cli import arch_cmd, calibrate_cmd, capture_cmd, compile_cmd, demo_cmd, explore_cmd, import_cmd, model_cmd, replay_cmd, simulate_cmd, sweep_cmd, validate_cmd
 
     parser = _Parser(
         prog="accelsim",
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate_cmd.register(sub)
     demo_cmd.register(sub)
     replay_cmd.register(sub)
+    model_cmd.register(sub)
     import_cmd.register(sub)
     sweep_cmd.register(sub)
     explore_cmd.register(sub)
@@ -80,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return int(args.run(args) or 0)
     except InputError as exc:
+        if isinstance(exc, OverrideError) and exc.source is None:  # every command takes overrides as --set
+            exc.source = "--set"
         print(f"accelsim: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except RecursionError:  # nesting the readers did not bound (each known one is an InputError)

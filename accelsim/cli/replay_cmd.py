@@ -92,6 +92,7 @@ def print_result(r: StepResult) -> None:
         ("communication", f"{seconds(r.comm_s)}: {seconds(r.exposed_comm_s)} exposed, "
                           f"{seconds(r.overlapped_comm_s)} overlapped"),
         ("idle", seconds(r.idle_s)),
+        *_energy_rows(r),
         ("collectives", f"{r.comm_instances} played" + (
             f", {r.comm_groups_folded} groups folded into them" if r.comm_groups_folded else "")),
     ]
@@ -101,6 +102,14 @@ def print_result(r: StepResult) -> None:
     rows.append(("simulated in", f"{r.sim_wall_s * 1e3:.1f} ms, {r.events} events, "
                                  f"{r.replayed_classes} replayed device classes"))
     print(table(("", ""), rows).split("\n", 2)[2])
+
+
+def _energy_rows(r: StepResult) -> list[tuple[str, str]]:
+    """The step's energy over every device and link, and the system's average power."""
+    if r.energy_j is None:
+        return []
+    return [("energy", f"{r.energy_j:.4g} J ({format_quantity(r.average_power_w, 'watts')} average over "
+                       f"{len(r.devices)} devices; {r.link_energy_j:.3g} J on links)")]
 
 
 def print_xla_estimate(xla: EstimateComparison, kinds: int = 6) -> None:

@@ -148,12 +148,26 @@ def print_summary(r: KernelResult) -> None:
     if r.hbm_queueing_s is not None:
         rows.append(("HBM queueing", format_quantity(r.hbm_queueing_s, "seconds") + " per load"))
     rows.append(("utilization", ", ".join(f"{k} {v:.0%}" for k, v in r.utilization.items())))
+    rows.extend(energy_rows(r))
     if r.config:
         rows.append(("config", " ".join(f"{k}={v}" for k, v in r.config.items())))
     if r.configs_searched is not None:
         rows.append(("configs searched", str(r.configs_searched)))
     rows.append(("simulated in", f"{r.sim_wall_s * 1e3:.1f} ms, {r.events} events"))
     print(table(("", ""), rows).split("\n", 2)[2])
+
+
+def energy_rows(r: KernelResult) -> list[tuple[str, str]]:
+    """The kernel's energy and average power, and what a power cap did to its clock."""
+    if r.energy_j is None:
+        return []
+    rows = [("energy", f"{r.energy_j:.4g} J ({format_quantity(r.average_power_w, 'watts')} average)")]
+    if r.power_cap_w is not None:
+        cap = format_quantity(r.power_cap_w, "watts")
+        rows.append(("power cap", f"{cap}: clock lowered to {format_quantity(r.throttled_clock_hz, 'hz')} (at full "
+                                  f"clock {format_quantity(r.full_clock_latency_s, 'seconds')})"
+                     if r.throttled_clock_hz is not None else f"{cap}: not reached at full clock"))
+    return rows
 
 
 def _roofline_rows(r: KernelResult) -> list[tuple[str, str]]:

@@ -38,11 +38,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and predict that source's records with them, for each source in turn (one fit per source)")
     p.add_argument("--fit", action="append", default=[], metavar="PATH",
                    help="with --leave-one-source-out: the parameters to fit (as calibrate --fit; default: calibrate's)")
+    p.add_argument("--power", action="store_true",
+                   help="the measurements are power readings (docs/power.md): report energy errors in DIR/power.md")
+    add_step_options(p)
     add_set_option(p)
     p.set_defaults(run=run_validate)
 
 
+def add_step_options(p: argparse.ArgumentParser) -> None:
+    """A measured step among the measurements (``accelsim import profile``) is also replayed
+    beside the measurement: these say what to replay."""
+    p.add_argument("--step-trace", metavar="TRACE.json",
+                   help="with a measured step: replay this system trace of the same program (accelsim import hlo or "
+                        "chakra) instead of the step's own kernels, pairing ops and kernels by name")
+    p.add_argument("--step-system", metavar="SYSTEM", help="with --step-trace: the system it replays on (default: the "
+                                                           "--arch chip as one device)")
+    p.add_argument("--step-device", type=int, default=0, metavar="N",
+                   help="with --step-trace: the trace's device the measured step ran as (default 0)")
+
+
 def run_validate(args: argparse.Namespace) -> int:
+    from accelsim.report.step import STEP_FILES
     from accelsim.report.validation import (  # matplotlib loads only when used
         REPORT_FILES,
         write_report,
@@ -53,11 +69,16 @@ def run_validate(args: argparse.Namespace) -> int:
                          "them", source="validate")
     if args.system is not None:
         return run_validate_system(args)
+    if args.power:
+        from accelsim.cli.power_cmd import run_validate_power
+
+        return run_validate_power(args)
     if args.fit and not args.leave_one_source_out:
         raise InputError("--fit names what --leave-one-source-out fits; give both or neither", source="--fit")
     parameters = chosen_parameters(args.fit)
+    steps = steps_to_compare(args)
     out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
-                           writes=REPORT_FILES)
+                           writes=REPORT_FILES + (STEP_FILES if steps else ()))
     chip = load_chip(args.arch, args.overrides)
     fitted = fit_record(args.arch)
     if args.split_by is not None:
@@ -79,7 +100,50 @@ def run_validate(args: argparse.Namespace) -> int:
     path = write_report(comparisons, chip, out, header, refused, status=fitted.status, leave_one_out=left_out,
                         overrides=args.overrides)
     print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
+    for file, step in steps:
+        write_step(args, chip, out, file, step)
     return 0
+
+
+def steps_to_compare(args: argparse.Namespace) -> list[tuple[str, dict]]:
+    """The measured steps among ``--measurements`` measured on ``--arch``'s chip (at most one
+    per report); the step options without one are refused."""
+    from accelsim.validate.step import measured_steps
+
+    if args.step_device < 0:
+        raise InputError(f"expected a device index of 0 or more, got {args.step_device}", source="--step-device")
+    measured_on = measured_config(args.arch)
+    steps = [(f, s) for f, s in measured_steps(args.measurements) if s.get("device", {}).get("arch") == measured_on]
+    if len(steps) > 1:
+        raise InputError(f"{len(steps)} measured steps of {measured_on} ({steps[0][0]}, {steps[1][0]}, ...): give one per "
+                         "report", source="--measurements")
+    if (args.step_trace or args.step_system) and not steps:
+        raise InputError(f"no measured step of {measured_on} among the measurements (accelsim import profile makes "
+                         "one)", source="--step-trace" if args.step_trace else "--step-system")
+    if args.step_system and not args.step_trace:
+        raise InputError("--step-system names where --step-trace replays; give both or neither", source="--step-system")
+    return steps
+
+
+def write_step(args: argparse.Namespace, chip, out, file: str, step: dict) -> None:
+    """The measured step beside its replay (:mod:`accelsim.validate.step`): ``step.md``, the
+    Perfetto file of both timelines and the kernels' plot."""
+    from accelsim.arch.model import load_arch
+    from accelsim.report.step import write_step_report
+    from accelsim.system.trace import load_system_trace
+    from accelsim.validate.step import compare_step
+
+    trace = load_system_trace(args.step_trace) if args.step_trace else None
+    system = load_arch(args.step_system, args.overrides) if args.step_system else None
+    try:
+        comparison = compare_step(step, file, chip, trace=trace, system=system, device=args.step_device)
+    except InputError as exc:
+        exc.source = exc.source or args.step_trace or file
+        raise
+    path = write_step_report(comparison, out, command_line(args))
+    print(f"wrote {path}: measured {comparison.measured.step_s * 1e6:.1f} us, replayed "
+          f"{comparison.simulated.step_s * 1e6:.1f} us ({comparison.error:+.1%}; most of the difference: "
+          f"{comparison.dominant}), and step.perfetto.json with both timelines")
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -91,6 +155,9 @@ def command_line(args: argparse.Namespace) -> str:
         parts += ["--split-by", args.split_by]
     if args.leave_one_source_out:
         parts += ["--leave-one-source-out", *(f"--fit {p}" for p in args.fit)]
+    if args.step_trace:
+        parts += ["--step-trace", args.step_trace, *(["--step-system", args.step_system] if args.step_system else []),
+                  *(["--step-device", str(args.step_device)] if args.step_device else [])]
     return " ".join([*parts, "-o", args.output])
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.engine.cohorts import CoreSlots
+from accelsim.engine.energy import with_energy
 from accelsim.engine.gpu import GpuEngine
 from accelsim.engine.occupancy import gpu_occupancies, gpu_occupancy
 from accelsim.engine.program_times import ProgramTimes, gpu_program_times, hbm_queueing_s, instruction_streams
@@ -99,11 +100,17 @@ def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
     one's is not made again (the results are identical either way). ``hits`` and
     ``costs``: the trace's :func:`shared_cache_hits` (GPU only) and :func:`program_costs`
     on this chip (as scoped to the trace's family), if already computed. ``shortcuts``:
-    which exact shortcuts the replay takes (all by default; :data:`PLAIN`: none)."""
+    which exact shortcuts the replay takes (all by default; :data:`PLAIN`: none). On a chip
+    with a power model the result has its energy, and under ``power.cap`` a kernel whose
+    power passes the cap is replayed at the clock the cap leaves
+    (:func:`~accelsim.engine.energy.with_energy`)."""
     chip = chip.for_family(trace.metadata.get("family"))
     check_hbm_capacity(trace, chip)
     started = time.perf_counter()
-    result = engine_for(chip).simulate(trace, chip, timeline=timeline, replays=replays, hits=hits, costs=costs,
-                                       shortcuts=shortcuts)
+    engine = engine_for(chip)
+    result = engine.simulate(trace, chip, timeline=timeline, replays=replays, hits=hits, costs=costs,
+                             shortcuts=shortcuts)
+    result = with_energy(trace, chip, result, lambda slower: engine.simulate(
+        trace, slower, timeline=timeline, replays=replays, hits=hits, costs=None, shortcuts=shortcuts))
     result.sim_wall_s = time.perf_counter() - started
     return result

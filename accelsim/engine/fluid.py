@@ -11,12 +11,13 @@ it could finish if it had every resource to itself (work per second). Rates foll
 dominant-resource max-min fairness (:func:`~accelsim.engine.fair_share.max_min_rates`)
 and are recomputed only when a flow starts or ends, so the cost is a few events per flow.
 
-Starting a flow returns a SimPy event that succeeds, with the flow as its value, when
-the flow's work is done, as SimPy's resources hand out events::
+A flow is also the SimPy event of its own end (as a SimPy resource's request is an event):
+starting it returns it, and it succeeds when its work is done::
 
     def program(env, pool):
-        yield pool.start(Flow("load", {"hbm": 1e6}, max_rate=1e3))
-        ...  # the flow is done: env.now is its end
+        load = Flow("load", {"hbm": 1e6}, max_rate=1e3)
+        yield pool.start(load)
+        ...  # the flow is done: env.now is load.finished_ps
 
 The pool processes a flow's event at its end itself (its waiters run then, in the order of
 the flows' slots), before it reallocates: flows its waiters start at that instant join
@@ -58,8 +59,10 @@ def _ceil_ps(left_ps: float) -> int:
 
 
 @dataclass(eq=False)
-class Flow:
-    """Work that consumes shared resources as it progresses.
+class Flow(simpy.Event):
+    """Work that consumes shared resources as it progresses, and the SimPy event of its
+    end: :meth:`FluidResources.start` binds it to the pool's environment, and it succeeds
+    (value None, as a SimPy request's does) when its work is done. A flow runs once.
 
     ``demand[r]`` is how much of resource ``r`` the whole flow uses (bytes, or
     core-seconds); ``max_rate`` is in flows per second (1 / its time alone). While a
@@ -74,10 +77,12 @@ class Flow:
     rate: float = 0.0
     started_ps: int = 0
     finished_ps: int | None = None
-    done: simpy.Event | None = field(default=None, repr=False)
-    """Succeeds (with the flow) when its work is done; made by :meth:`FluidResources.start`."""
     slot: int = field(default=-1, repr=False)
     """The pool's row for it while it runs (-1 otherwise)."""
+    env: simpy.Environment | None = field(default=None, init=False, repr=False)
+    """The event's environment, once started."""
+    callbacks: list | None = field(default_factory=list, init=False, repr=False)
+    """The event's callbacks: called with the flow at its end (None once it has ended)."""
 
 
 class _Rows:
@@ -116,19 +121,6 @@ class _Rows:
         self.version = np.concatenate([self.version, np.zeros(grow, dtype=np.int64)])
         self.active = np.concatenate([self.active, np.zeros(grow, dtype=bool)])
         return slot
-
-    def release(self, slot: int) -> None:
-        self.remaining[slot] = 0.0
-        self.rate[slot] = 0.0
-        self.active[slot] = False
-        self.flows[slot] = None
-        self.version[slot] += 1
-        self.free.append(slot)
-        if len(self.free) == len(self.flows):
-            # Idle: hand out slots from 0 again, as to a new pool. A slot orders flows that
-            # end in the same picosecond, so what runs next (a kernel after a barrier) then
-            # does not depend on the order flows before it happened to free theirs.
-            self.free.sort(reverse=True)
 
 
 class _FreeRun:
@@ -169,16 +161,6 @@ class _FreeRun:
         self.heap = []
         return done @ rows.demand[active]
 
-    def add(self, slot: int, max_rate: float, now: int) -> None:
-        rows = self.rows
-        rows.rate[slot] = max_rate
-        rows.t0[slot], rows.rem0[slot] = now, 1.0
-        self.load += max_rate * rows.demand[slot]
-        alone_ps = PS_PER_S / max_rate
-        if not now + alone_ps <= MAX_SIMULATED_PS:
-            check_simulated_ps(now + alone_ps)
-        heapq.heappush(self.heap, (now + _ceil_ps(alone_ps), slot, int(rows.version[slot])))
-
     def repace(self, slots: np.ndarray, paces: np.ndarray, now: int) -> np.ndarray:
         """Bring these flows' progress to now, then restart their clocks at new paces; the
         demand they served since their last hand-over."""
@@ -196,27 +178,19 @@ class _FreeRun:
             heapq.heappush(self.heap, (end, slot, version))
         return served
 
-    def next_end(self) -> int | None:
-        heap, version = self.heap, self.rows.version
-        while heap and heap[0][2] != version[heap[0][1]]:  # stale: the flow changed pace
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
-
-    def due(self, now: int) -> list[int]:
-        """The slots whose flows end now, in slot order (as the allocation's timers take them)."""
-        version, due = self.rows.version, []
+    def end_due(self, now: int, used: np.ndarray) -> list[int]:
+        """The slots whose flows end now, in slot order (as the allocation's timers take
+        them), with what each had left at its last hand-over added to ``used`` (in place)."""
+        rows, version, due = self.rows, self.rows.version, []
         while self.heap and self.heap[0][0] <= now:
             _, slot, at = heapq.heappop(self.heap)
             if at == version[slot]:
                 due.append(slot)
         due.sort()
+        for slot in due:
+            used += rows.demand[slot] * rows.rem0[slot]
+            self.load -= rows.max_rate[slot] * rows.demand[slot]
         return due
-
-    def finish(self, slot: int) -> np.ndarray:
-        """A flow ends: all of what was left at the last hand-over is served by now."""
-        rows = self.rows
-        self.load -= rows.max_rate[slot] * rows.demand[slot]
-        return rows.demand[slot] * rows.rem0[slot]
 
 
 class FluidResources:
@@ -236,7 +210,9 @@ class FluidResources:
     uncontended (the programs of a kernel); not used with an ``observer``. The end times
     are those the allocation would give, up to float rounding of the progress in between.
 
-    Both are shortcuts: off, every start reallocates and every event reallocates.
+    Both are shortcuts, tested against the plain pool (coalescing: the same ends;
+    free-running: the same ends up to float rounding). Off, each start gets its own
+    reallocation and every start and end reallocates over every flow.
     """
 
     def __init__(self, env: simpy.Environment, capacities: Mapping[str, float], *,
@@ -266,19 +242,37 @@ class FluidResources:
 
     # ------------------------------------------------------------ public
 
-    def start(self, flow: Flow) -> simpy.Event:
-        """Add a flow now; the returned event (also ``flow.done``) succeeds, with the flow
-        as its value, when its work is done."""
-        return self.start_many([flow])[0]
+    def start(self, flow: Flow) -> Flow:
+        """Add a flow now; it is the event that succeeds when its work is done."""
+        self.start_many([flow])
+        return flow
 
-    def start_many(self, flows: list[Flow]) -> list[simpy.Event]:
-        """Add several flows at once (one reallocation); their completion events in order.
+    def start_many(self, flows: list[Flow]) -> list[Flow]:
+        """Add several flows at once (one reallocation); they are the events of their ends.
         Flows started by the waiters of flows that end join those ends' reallocation."""
-        rows = [self._checked_row(flow) for flow in flows]
+        demands = list(map(self._checked_row, flows))
         if not self._free.on:
             self._advance()
-        for flow, (columns, amounts) in zip(flows, rows):
-            self._add(flow, columns, amounts)
+        rows, now, free = self._rows, self.env.now, self._free
+        for flow, (columns, amounts) in zip(flows, demands):
+            slot = rows.take()
+            rows.flows[slot] = flow
+            flow.slot, flow.started_ps, flow.env = slot, now, self.env
+            rows.version[slot] += 1
+            if not isinstance(columns, slice):
+                rows.demand[slot] = 0.0
+            rows.demand[slot, columns] = amounts
+            rows.remaining[slot] = 1.0
+            rows.max_rate[slot] = flow.max_rate
+            rows.active[slot] = True
+            if free.on:  # at its own pace from now: its end goes on the heap
+                rate = rows.rate[slot] = flow.max_rate
+                rows.t0[slot], rows.rem0[slot] = now, 1.0
+                free.load += rate * rows.demand[slot]
+                alone_ps = PS_PER_S / rate
+                if not now + alone_ps <= MAX_SIMULATED_PS:
+                    check_simulated_ps(now + alone_ps)
+                heapq.heappush(free.heap, (now + _ceil_ps(alone_ps), slot, int(rows.version[slot])))
         if not self._in_callbacks:
             if not self._coalesce:
                 self._reschedule()
@@ -287,7 +281,7 @@ class FluidResources:
                 flush = self.env.event()
                 flush.callbacks.append(lambda _e: self._flush())
                 flush.succeed()
-        return [flow.done for flow in flows]
+        return flows
 
     def set_max_rates(self, flows: list[Flow], rates: list[float]) -> None:
         """Change running flows' ``max_rate`` from now on (say, a program whose SM's other
@@ -365,24 +359,9 @@ class FluidResources:
             raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
         if not flow.max_rate > 0:
             raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
+        if flow.env is not None:
+            raise ValueError(f"flow {flow.name!r} was started before: a flow runs once")
         return columns, list(demand.values())
-
-    def _add(self, flow: Flow, columns: list[int] | slice, amounts: list[float]) -> None:
-        rows, now = self._rows, self.env.now
-        slot = rows.take()
-        rows.flows[slot] = flow
-        flow.slot = slot
-        flow.started_ps = now
-        flow.done = self.env.event()
-        rows.version[slot] += 1
-        if not isinstance(columns, slice):
-            rows.demand[slot] = 0.0
-        rows.demand[slot, columns] = amounts
-        rows.remaining[slot] = 1.0
-        rows.max_rate[slot] = flow.max_rate
-        rows.active[slot] = True
-        if self._free.on:
-            self._free.add(slot, flow.max_rate, now)
 
     # ------------------------------------------------------------ the allocation
 
@@ -432,9 +411,11 @@ class FluidResources:
         if self.observer is not None:
             self.observer(self.env.now, self)
         if free.on:
-            end = free.next_end()
-            if end is not None:
-                self._schedule(end - self.env.now)
+            heap, version = free.heap, self._rows.version
+            while heap and heap[0][2] != version[heap[0][1]]:  # stale: the flow changed pace
+                heapq.heappop(heap)
+            if heap:
+                self._schedule(heap[0][0] - self.env.now)
             return
         active = np.nonzero(self._rows.active)[0]
         if active.size == 0:
@@ -463,31 +444,37 @@ class FluidResources:
         rows, now = self._rows, self.env.now
         done = []
         if self._free.on:
-            due = self._free.due(now)
+            due = self._free.end_due(now, self._used)
         else:
             self._advance()
             due = self._due.tolist()
+            for slot in due:
+                self._used += rows.demand[slot] * rows.remaining[slot]
         for slot in due:
             flow = rows.flows[slot]
-            if self._free.on:
-                self._used += self._free.finish(slot)
-            else:
-                self._used += rows.demand[slot] * rows.remaining[slot]
             flow.remaining, flow.rate, flow.finished_ps = 0.0, float(rows.rate[slot]), now
             flow.slot = -1
-            rows.release(slot)
             done.append(flow)
+            rows.remaining[slot] = rows.rate[slot] = 0.0
+            rows.active[slot] = False
+            rows.flows[slot] = None
+            rows.version[slot] += 1
+            rows.free.append(slot)
+        if len(rows.free) == len(rows.flows):
+            # Idle: hand out slots from 0 again, as to a new pool. A slot orders flows that
+            # end in the same picosecond, so what runs next (a kernel after a barrier) then
+            # does not depend on the order flows before it happened to free theirs.
+            rows.free.sort(reverse=True)
         self._in_callbacks = True  # flows started by the waiters join one reallocation
         try:
             for flow in done:
-                # succeed the flow's event and run its callbacks now, as
+                # succeed the flow (an event) and run its callbacks now, as
                 # simpy.Environment.step does when it pops an event: its waiters act
                 # within this event, before the reallocation below
-                event = flow.done
-                event._ok, event._value = True, flow
-                callbacks, event.callbacks = event.callbacks, None
+                flow._ok, flow._value = True, None
+                callbacks, flow.callbacks = flow.callbacks, None
                 for callback in callbacks:
-                    callback(event)
+                    callback(flow)
         finally:
             self._in_callbacks = False
         self._reschedule()

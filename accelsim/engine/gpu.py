@@ -25,7 +25,6 @@ from accelsim.engine.fluid import Flow
 from accelsim.engine.gpu_bound import gpu_lower_bound_s
 from accelsim.engine.occupancy import gpu_occupancies
 from accelsim.engine.program_times import (
-    ProgramTimeLists,
     ProgramTimes,
     at_rows,
     gpu_program_times,
@@ -196,6 +195,19 @@ def after_startup(seconds: float, waited: float) -> float:
     return max(seconds - waited, seconds * 1e-9)
 
 
+@dataclass
+class Pace:
+    """A cohort's pace as :class:`Residency` keeps it: each member's row in the program
+    times and its seconds at its SM's residents now, their sum, the kernel-start wait it
+    has had, and the SMs its members run on (ascending)."""
+
+    rows: np.ndarray
+    seconds: np.ndarray
+    total_s: float
+    waited_s: float
+    sms: list[int]
+
+
 @dataclass(eq=False)
 class Cohort(Flow):
     """Programs started together on SMs of one residency with one cohort key: one flow.
@@ -204,33 +216,8 @@ class Cohort(Flow):
     count: int = 1
     cores: np.ndarray | None = None
     """Each member's SM."""
-    rows: np.ndarray | None = None
-    """With re-rating: each member's row in the program times, its seconds at its SM's
-    residents now, their sum, and the kernel-start wait it has had."""
-    seconds: np.ndarray | None = None
-    total_s: float = 0.0
-    waited_s: float = 0.0
-
-    def sms(self) -> list[int]:
-        cores = self.cores
-        return [int(cores[0])] if len(cores) == 1 else np.unique(cores).tolist()
-
-
-class Paces:
-    """Programs' seconds on an SM shared by ``residents``: as arrays for a batch, and in
-    Python floats for one program (made when first needed; the same arithmetic)."""
-
-    def __init__(self, times: ProgramTimes) -> None:
-        self.times = times
-        self._lists: ProgramTimeLists | None = None
-
-    def batch(self, rows: np.ndarray, residents: np.ndarray | int) -> np.ndarray:
-        return self.times.seconds(rows, residents)
-
-    def one(self, row: int, residents: int) -> float:
-        if self._lists is None:
-            self._lists = self.times.as_lists()
-        return self._lists.seconds(row, residents)
+    pace: Pace | None = None
+    """With re-rating (:class:`Residency`)."""
 
 
 class LaunchOrder:
@@ -238,7 +225,8 @@ class LaunchOrder:
     slots, and the kernel boundaries (``kernel.kernel_starts``) it may not pass until every
     program before has finished (then the SMs take that kernel's residents)."""
 
-    def __init__(self, programs: int, barriers: list[int], slots_per_kernel: list[int]) -> None:
+    def __init__(self, env, programs: int, barriers: list[int], slots_per_kernel: list[int]) -> None:
+        self.env = env
         self.programs = programs
         self.barriers = barriers
         self.slots_per_kernel = slots_per_kernel
@@ -249,19 +237,15 @@ class LaunchOrder:
         self.kernel_ends: list[int] = []
         """When each kernel but the last ended."""
 
-    def limit(self, now_ps: int) -> int:
+    def limit(self) -> int:
         """The launch position dispatch may not pass now: the next kernel's start, until
         every program before it has finished."""
         barriers = self.barriers
         while self.kernel < len(barriers) and self.next >= barriers[self.kernel] and self.free == self.slots:
             self.kernel += 1
-            self.kernel_ends.append(now_ps)
+            self.kernel_ends.append(self.env.now)
             self.free = self.slots = self.slots_per_kernel[self.kernel]
         return barriers[self.kernel] if self.kernel < len(barriers) else self.programs
-
-    def at_kernel_start(self) -> bool:
-        """Whether the next programs are a kernel's first, on an idle chip."""
-        return self.free == self.slots and self.next in self.firsts
 
 
 class Residency:
@@ -271,9 +255,9 @@ class Residency:
     re-rated: their progress stands, what is left goes at the new pace. Only the members
     on changed SMs are timed again."""
 
-    def __init__(self, cores: CoreSlots, paces: Paces, pool) -> None:
+    def __init__(self, cores: CoreSlots, times: ProgramTimes, pool) -> None:
         self.cores = cores
-        self.paces = paces
+        self.times = times
         self.pool = pool
         self.on_core: list[dict[Cohort, None]] = [{} for _ in range(len(cores.resident))]
         """Per SM, the cohorts with programs on it (in the order they started)."""
@@ -281,12 +265,14 @@ class Residency:
         """The SMs of programs dispatched since the last end."""
 
     def track(self, cohort: Cohort, rows: np.ndarray, seconds: np.ndarray, waited: float = 0.0) -> None:
-        cohort.rows, cohort.seconds, cohort.total_s, cohort.waited_s = rows, seconds, float(seconds.sum()), waited
-        for core in cohort.sms():
+        cores = cohort.cores
+        sms = [int(cores[0])] if len(cores) == 1 else sorted(set(cores.tolist()))
+        cohort.pace = Pace(rows, seconds, float(seconds.sum()), waited, sms)
+        for core in sms:
             self.on_core[core][cohort] = None
 
     def forget(self, cohort: Cohort) -> None:
-        for core in cohort.sms():
+        for core in cohort.pace.sms:
             del self.on_core[core][cohort]
         self.placed.clear()
 
@@ -311,7 +297,7 @@ class Residency:
                 touched[cohort] = None
         flows, paces = [], []
         for cohort in touched:
-            pace = 1.0 / after_startup(cohort.total_s / len(cohort.rows), cohort.waited_s)
+            pace = 1.0 / after_startup(cohort.pace.total_s / len(cohort.pace.rows), cohort.pace.waited_s)
             if pace == cohort.max_rate:
                 continue
             if cohort.slot < 0:  # still waiting the kernel's start: it starts at this pace
@@ -323,13 +309,14 @@ class Residency:
 
     def _retime(self, cohort: Cohort, core: int, residents: int) -> None:
         """A cohort's members on ``core``, timed again at its ``residents``."""
+        pace = cohort.pace
         if cohort.count == 1:  # one program: in Python scalars (the same arithmetic)
-            cohort.total_s = self.paces.one(int(cohort.rows[0]), residents)
+            pace.total_s = self.times.lists.seconds(int(pace.rows[0]), residents)
             return
         members = np.flatnonzero(cohort.cores == core)
-        now = self.paces.batch(cohort.rows[members], residents)
-        cohort.total_s += float(now.sum() - cohort.seconds[members].sum())
-        cohort.seconds[members] = now
+        now = self.times.seconds(pace.rows[members], residents)
+        pace.total_s += float(now.sum() - pace.seconds[members].sum())
+        pace.seconds[members] = now
 
 
 class GpuDispatch:
@@ -341,11 +328,11 @@ class GpuDispatch:
         self.clock = clock
         self.env, self.pool = clock.env, clock.pool
         self.kernel = kernel
-        self.launch = LaunchOrder(kernel.programs, kernel.barriers, [cores * per_core for per_core in kernel.per_cores])
+        slots = [cores * per_core for per_core in kernel.per_cores]
+        self.launch = LaunchOrder(self.env, kernel.programs, kernel.barriers, slots)
         self.cores = CoreSlots(cores)
-        self.paces = Paces(kernel.times)
         self.most = max(kernel.per_cores)
-        self.residency = Residency(self.cores, self.paces, self.pool) if self.most > 1 else None
+        self.residency = Residency(self.cores, kernel.times, self.pool) if self.most > 1 else None
         self.skipper = WaveSkipper(self.pool, kernel.boundaries) if fast_forward else None
 
     def run(self) -> list[int]:
@@ -356,11 +343,11 @@ class GpuDispatch:
 
     def dispatch(self) -> None:
         launch = self.launch
-        end = launch.limit(self.env.now)  # first: at a kernel's start it sets that kernel's slots
+        end = launch.limit()  # first: at a kernel's start it sets that kernel's slots
         take = min(launch.free, end - launch.next)
         if take <= 0:
             return
-        first = launch.at_kernel_start()
+        first = launch.free == launch.slots and launch.next in launch.firsts  # a kernel's first, on an idle chip
         if take == 1 and not first:  # one program finished, one starts: the common case of uneven kernels
             self._dispatch_one()
             return
@@ -383,7 +370,7 @@ class GpuDispatch:
         core_of = self.cores.place(take)
         residents = self.cores.resident[core_of]
         keys = kernel.group_key[rows] * (self.most + 1) + residents
-        seconds = self.paces.batch(rows, residents)
+        seconds = kernel.times.seconds(rows, residents)
         waited_ps = round(float(kernel.times.startup[rows].min()) * PS_PER_S) if first else 0
         waited = ps_to_seconds(waited_ps)
         cohorts = []
@@ -416,24 +403,24 @@ class GpuDispatch:
         launch.next += 1
         launch.free -= 1
         core_of = self.cores.place(1)
-        seconds = self.paces.one(row, int(self.cores.resident[core_of[0]]))
+        seconds = kernel.times.lists.seconds(row, int(self.cores.resident[core_of[0]]))
         cohort = Cohort(name=f"program {program}", demand=dict(zip(kernel.resources, kernel.demand_rows[row].tolist())),
                         max_rate=1.0 / seconds, count=1, cores=core_of)
         if self.residency is not None:
             self.residency.track(cohort, np.array([row]), np.array([seconds]))
             self.residency.placed.append(core_of)
-        self._start([cohort])
+        self.pool.start_many([cohort])
+        cohort.callbacks.append(self._finished)
 
     def _start(self, cohorts: list[Cohort]) -> None:
-        for event in self.pool.start_many(cohorts):
-            event.callbacks.append(self._finished)
+        for cohort in self.pool.start_many(cohorts):
+            cohort.callbacks.append(self._finished)
 
     def _after(self, delay_ps: int, then) -> None:
         check_simulated_ps(self.env.now + delay_ps)
         self.env.timeout(delay_ps).callbacks.append(lambda _e: then())
 
-    def _finished(self, event) -> None:
-        cohort: Cohort = event.value
+    def _finished(self, cohort: Cohort) -> None:
         launch = self.launch
         launch.free += cohort.count
         self.cores.release(cohort.cores)
@@ -445,7 +432,7 @@ class GpuDispatch:
                                                cohort.started_ps, cohort.finished_ps, {"programs": cohort.count}))
         skipper = self.skipper
         if skipper is not None and launch.free == launch.slots and skipper.ended(launch.next, launch.slots):
-            waves, skip_ps = skipper.skip(launch.next, launch.limit(self.env.now), launch.slots, self.env.now)
+            waves, skip_ps = skipper.skip(launch.next, launch.limit(), launch.slots, self.env.now)
             launch.next += waves * launch.slots
             if skip_ps:  # the pool is idle: nothing to re-rate
                 self._after(skip_ps, self.dispatch)

@@ -18,11 +18,12 @@ from accelsim.trace.kernel import KernelTrace
 def gpu_lower_bound_s(trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hits: np.ndarray | None = None, *,
                       shortcuts: Shortcuts = Shortcuts()) -> float:
     """A cheap bound that a GPU replay never goes below, for pruning searches: every
-    resource's total demand at its full capacity, and bounds on programs alone on an SM: the slowest cohort key's fastest program, every program's time alone
-    over the SMs' program slots, and the last programs' starts (:func:`_last_starts_bound`).
-    Without ``hits`` (:func:`~accelsim.engine.gpu.shared_cache_hits`: read hits and absorbed writes) every
-    read is taken at the nearer level's latency and HBM is left out; with them, HBM bytes
-    and latencies are the replay's own.
+    resource's total demand at its full capacity, and bounds on programs alone on an SM:
+    the slowest cohort key's fastest program, every program's time alone over the SMs'
+    program slots, and the last programs' starts (:func:`_last_starts_bound`). Without
+    ``hits`` (:func:`~accelsim.engine.gpu.shared_cache_hits`: read hits and absorbed
+    writes) every read is taken at the nearer level's latency and HBM is left out; with
+    them, HBM bytes and latencies are the replay's own.
 
     The slot bound holds because a replayed program never runs faster than alone (more
     residents and contention only slow it; a cohort takes its members' mean time, so

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,7 +39,9 @@ class ProgramTimes:
             return exposed + residents * sm
         return exposed + np.maximum.reduce([residents * sm, self.chain[programs], self.latency_bound[programs]])
 
-    def as_lists(self) -> ProgramTimeLists:
+    @cached_property
+    def lists(self) -> ProgramTimeLists:
+        """These times as Python floats, for one program at a time (made when first asked)."""
         return ProgramTimeLists(self.exposed.tolist(), self.sm.tolist(), self.chain.tolist(),
                                  self.latency_bound.tolist(), self.serial)
 
@@ -64,12 +67,13 @@ def instruction_streams(trace: KernelTrace, chip: Chip) -> int | np.ndarray:
     """Independent instruction streams of one program on an SM: its warps spread over
     the SM's sub-partitions, one tensor core each (a Hopper warpgroup is one stream).
     While one stream waits on its softmax, another's MMAs keep the tensor cores busy.
+    A warp-specialized kernel's consumer warpgroups are its streams, or one stream where
+    they take turns (``kernel.execution``: ``consumers``, ``consumer_chains``).
     One number for the trace, or one per program where its kernels' warps differ."""
     execution = trace.kernel.execution
     if execution is not None and execution.consumers is not None:
-        return execution.consumers  # warp-specialized: the consumer warpgroups issue the work
-    per_kernel = [res.mma_streams or max(1, res.warps // chip.matrix.units_per_core)
-                  for res in trace.resources_by_kernel]
+        return 1 if execution.consumer_chains == "shared" else execution.consumers
+    per_kernel = [max(1, res.warps // chip.matrix.units_per_core) for res in trace.resources_by_kernel]
     if len(set(per_kernel)) == 1:
         return per_kernel[0]
     return np.asarray(per_kernel)[kernel_index(trace)]
@@ -89,7 +93,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     the HBM queueing delay (:func:`hbm_queueing_s`): a read from HBM waits it on top of
     the latency (stores do not wait: a program retires with its stores in flight)."""
     clock = chip.clock_hz
-    compute = costs.matrix_s + costs.vector_s
+    compute = costs.matrix_s + costs.issued_vector_s  # what the program's streams issue in turn
     local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
     local = costs.local_bytes / local_bandwidth
     global_bytes = costs.read_bytes + costs.write_bytes + costs.pinned_bytes
@@ -113,11 +117,18 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     # move at the core's port bandwidth with nothing to overlap them. In between, later
     # loads overlap compute while `depth - 1` are in flight (Little's law).
     fill_exposed = np.where(costs.follows > 0, 0.0, costs.fill_bytes)
-    edge_bytes = fill_exposed + costs.drain_bytes * (1.0 - costs.drain_hidden)
+    drain_exposed = costs.drain_bytes * (1.0 - costs.drain_hidden)
+    edge_bytes = fill_exposed + drain_exposed
+    edge_rate = min(port_bandwidth, local_bandwidth)
+    # Persistent CTAs whose consumers wait for their tile's store run their units in step
+    # (the same work, started together), so every SM stores at once: the stores drain at the
+    # SM's share of HBM, which takes them (the L2 is full of earlier dirty lines), not at the
+    # port's rate; the MMAs of the next unit wait meanwhile.
+    store_rate = np.where(costs.drain_in_step > 0, min(edge_rate, hbm_share_per_core(chip)), edge_rate)
     first_latency = np.where(costs.follows > 0, 0.0, latency)
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=first_latency + edge_bytes / min(port_bandwidth, local_bandwidth) + overhead,
+        exposed=first_latency + fill_exposed / edge_rate + drain_exposed / store_rate + overhead,
         sm=np.maximum.reduce([
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
@@ -127,6 +138,11 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
         serial=False,
         startup=startup,
     )
+
+
+def hbm_share_per_core(chip: Chip) -> float:
+    """One core's share of the HBM bandwidth when every core moves data at once (bytes/s)."""
+    return chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency / chip.num_cores
 
 
 QUEUE_SAMPLE = 4096

@@ -136,10 +136,16 @@ class ProgramCosts:
     matrix_s: np.ndarray
     """Core-seconds on the matrix unit, with padding to its granule and efficiency."""
     vector_s: np.ndarray
-    """Core-seconds on vector and special-function units."""
+    """Core-seconds the vector units are busy. On a GPU the FP32 cores and the special-function
+    units (SFU/MUFU: exp2, rsqrt) are separate pipes of an SM sub-partition (the H100 and B200
+    whitepapers' SM diagrams; the CUDA Programming Guide's throughput table rates them
+    separately), so this is the busier of the two; on a TPU the sum."""
+    issued_vector_s: np.ndarray
+    """Core-seconds of vector and special-function work together: what the program's own
+    instruction streams issue in turn (its dependency chain)."""
     overlapped_s: np.ndarray
-    """The part of ``vector_s`` issued in the shadow of the MMAs (``Compute.overlapped``): on
-    the units' pipes, off the program's dependency chain."""
+    """The part of ``issued_vector_s`` issued in the shadow of the MMAs (``Compute.overlapped``):
+    on the units' pipes, off the program's dependency chain."""
     local_bytes: np.ndarray
     """Bytes through the core's local memory: fills, drains and matrix operand reads."""
     read_bytes: np.ndarray
@@ -161,6 +167,10 @@ class ProgramCosts:
     drain_hidden: np.ndarray
     """1 where a following unit's epilogue overlaps another consumer's main loop
     (``kernel.execution.epilogue: overlapped``); 0 elsewhere."""
+    drain_in_step: np.ndarray
+    """1 where the consumers wait for their tile's TMA store while every persistent CTA stores
+    its tile at the same moment (``kernel.execution.epilogue: exposed``): the drain moves at the
+    SM's share of HBM, not at its port's rate; 0 elsewhere."""
     extra_load_latency_s: np.ndarray
     """What each of the program's loads takes beyond a plain load's latency: the chip's
     ``local_memory.bulk_copy_latency`` where a TMA producer issues them, else 0."""
@@ -266,7 +276,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     template_of = program_templates(trace)
     acc = {key: np.zeros(n) for key in (
         "iterations", "read_iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
-        "overlapped_s", "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
+        "special_s", "overlapped_s", "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
     )}
     fill = np.full(n, -1.0)
     drain = np.zeros(n)
@@ -290,7 +300,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             for compute in step.compute:
                 matrix_s, vector_s, operand_bytes, flops = _compute_cost(chip, compute, chained)
                 per_iter["matrix_s"] += matrix_s
-                per_iter["vector_s"] += vector_s
+                per_iter["special_s" if compute.unit == "special" else "vector_s"] += vector_s
                 if compute.overlapped:
                     per_iter["overlapped_s"] += vector_s
                 per_iter["local_bytes"] += operand_bytes
@@ -311,21 +321,26 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
             for key, value in per_iter.items():
                 if value:
                     acc[key][members] += reps * value
+    special = acc.pop("special_s")
+    issued = acc["vector_s"] + special
+    acc["vector_s"] = issued if isinstance(chip, TpuChip) else np.maximum(acc["vector_s"], special)
     return ProgramCosts(template=template_of, fill_bytes=np.maximum(fill, 0.0), drain_bytes=drain,
-                        **execution_arrays(trace, chip), **acc)
+                        issued_vector_s=issued, **execution_arrays(trace, chip), **acc)
 
 
 def execution_arrays(trace: KernelTrace, chip: Chip) -> dict[str, np.ndarray]:
     """Per program, what the trace's ``kernel.execution`` changes (:class:`ProgramCosts`'s
-    ``follows``, ``drain_hidden`` and ``extra_load_latency_s``)."""
+    ``follows``, ``drain_hidden``, ``drain_in_step`` and ``extra_load_latency_s``)."""
     n = trace.num_programs
     execution = trace.kernel.execution
     if execution is None or not isinstance(chip, GpuChip):
         zeros = np.zeros(n)
-        return {"follows": zeros, "drain_hidden": zeros, "extra_load_latency_s": zeros}
+        return {"follows": zeros, "drain_hidden": zeros, "drain_in_step": zeros, "extra_load_latency_s": zeros}
     follows = np.zeros(n)
     if execution.persistent_ctas is not None:
         follows[execution.persistent_ctas:] = 1.0
     hidden = follows if execution.epilogue == "overlapped" else np.zeros(n)
+    in_step = execution.epilogue == "exposed" and execution.persistent_ctas is not None
     extra = chip.local.bulk_copy_latency_s if execution.loads == "tma" else 0.0
-    return {"follows": follows, "drain_hidden": hidden, "extra_load_latency_s": np.full(n, extra)}
+    return {"follows": follows, "drain_hidden": hidden, "drain_in_step": np.full(n, float(in_step)),
+            "extra_load_latency_s": np.full(n, extra)}

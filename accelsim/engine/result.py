@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import simpy
 
@@ -14,6 +15,9 @@ from accelsim.engine.programs import ProgramCosts
 from accelsim.results import KernelResult
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import PS_PER_S, check_simulated_ps, ps_to_seconds
+
+if TYPE_CHECKING:
+    from accelsim.engine.energy import KernelEnergy
 
 LATENCY_BOUND_BELOW = 0.5
 """If no resource is busier than this fraction of the kernel time, the kernel is
@@ -60,6 +64,16 @@ class KernelSimulation:
     """With several kernels (``kernel.kernel_starts``): each one's time in launch order,
     launch left out, from its first program's start to its last program's end (on a TPU,
     on every TensorCore). They add up to ``latency_s - launch_overhead_s``."""
+    used: dict[str, float] = field(default_factory=dict)
+    """What each resource served over the replay (bytes; core-seconds for the units)."""
+    energy: KernelEnergy | None = None
+    """On a chip with a power model (:mod:`accelsim.engine.energy`)."""
+    power_cap_w: float | None = None
+    """The cap the chip ran under (``power.cap``), if any."""
+    throttled_clock_hz: float | None = None
+    """Under a cap the kernel's power passed at the chip's clock: the clock step it ran at."""
+    full_clock_latency_s: float | None = None
+    """With ``throttled_clock_hz``: the latency at the chip's own clock."""
 
     @property
     def kernels(self) -> int:
@@ -75,7 +89,15 @@ class KernelSimulation:
             occupancy_limit=self.occupancy_limit, shared_cache_hit_rate=self.shared_cache_hit_rate,
             sim_wall_s=self.sim_wall_s, events=self.events, local_memory_bytes=self.local_memory_bytes,
             hbm_queueing_s=self.hbm_queueing_s, per_kernel_s=tuple(self.per_kernel_s) if self.per_kernel_s else None,
+            **self._energy_fields(),
         )
+
+    def _energy_fields(self) -> dict:
+        if self.energy is None:
+            return {}
+        return {"energy_j": self.energy.joules, "average_power_w": self.energy.average_power_w,
+                "energy_j_by_part": dict(self.energy.joules_by_part), "power_cap_w": self.power_cap_w,
+                "throttled_clock_hz": self.throttled_clock_hz, "full_clock_latency_s": self.full_clock_latency_s}
 
     def summary(self) -> dict:
         """The ``--json`` form of :meth:`result`."""
@@ -175,6 +197,7 @@ def kernel_result(trace: KernelTrace, chip: Chip, costs: ProgramCosts, pool, cap
         sim_wall_s=0.0,
         config=dict(trace.metadata.get("config", {})),
         launch_overhead_s=launch_s(trace, chip),
+        used=dict(pool.used),
         local_memory_bytes=(trace.kernel.resources.local_memory_bytes if local_memory_bytes is None
                             else local_memory_bytes),
         per_kernel_s=per_kernel_s if trace.kernel.kernel_starts else None,

@@ -161,11 +161,10 @@ class KernelSequence:
         if k == len(self.shares):
             return
         self.kernel, self.pending = k, len(self.shares[k])
-        for event in self.clock.pool.start_many(self.shares[k]):
-            event.callbacks.append(self._done)
+        for share in self.clock.pool.start_many(self.shares[k]):
+            share.callbacks.append(self._done)
 
-    def _done(self, event) -> None:
-        share: CoreShare = event.value
+    def _done(self, share: CoreShare) -> None:
         if self.clock.timeline:
             several = f" (kernel {self.kernel})" if len(self.shares) > 1 else ""
             self.clock.segments.append(Segment(f"TensorCore {share.core}", f"{share.count} grid steps{several}",

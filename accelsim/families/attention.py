@@ -188,9 +188,9 @@ def _specialized_registers(warps: int, producer_warps: int) -> int:
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     p = _problem(params)
     impl = attention_impls.resolve(p["impl"], chip)
-    if not impl.fused:
-        return  # separate library kernels: no fused tile to check
-    p["schedule"] = impl.schedule
+    if impl.build is not None:
+        return  # the implementation builds its own kernels: no fused tile to check
+    p["schedule"] = impl.schedule_for(chip)
     for key in ("block_m", "block_n", "num_stages", "num_warps", "split_kv"):
         if not isinstance(config.get(key), int) or config[key] < 1:
             raise InputError("expected a positive integer", source="--param", field=key)
@@ -218,7 +218,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
     # spills 1.1 KB a thread compiled for sm_90)
     # a library's own launch compiles (its registers are what it allocates, clamped), a searched one may spill
-    searched = impl.config_space is not None and not impl.schedule.producer_warps
+    searched = impl.config_space is not None and not p["schedule"].producer_warps
     needed = _registers_needed(p, config) if isinstance(chip, GpuChip) and searched else 0
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
@@ -263,9 +263,9 @@ def useful_flops(params: dict[str, Any]) -> float:
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     p = _problem(params)
     impl = attention_impls.resolve(p["impl"], chip)
-    if not impl.fused:
-        return attention_impls.unfused.build(p, params, chip)
-    p["schedule"] = impl.schedule
+    if impl.build is not None:
+        return impl.build(p, params, chip)
+    p["schedule"] = impl.schedule_for(chip)
     if isinstance(chip, TpuChip):
         return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
     buffers = chip.staged_buffers(config["num_stages"])
@@ -291,7 +291,7 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
 
 
 def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
-                   pairs: float | None = None, *, target: str = "gpu") -> list[Compute]:
+                   pairs: float | None = None, *, target: str = "gpu", d_v: int | None = None) -> list[Compute]:
     """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
 
     Counts what our kernels do: per score, scale, running max, subtract and row sum (4
@@ -307,19 +307,21 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     last query block) and columns past ``cols`` (where the caller gives the block's real
     key count: decode's last block; prefill passes ``bn`` and counts a short last key
     block whole) are computed and masked or dropped; their work costs time and counts no
-    flops."""
+    flops. ``d_v``: the value head dim where it differs from the query/key one (MLA's latent
+    512 against 576)."""
+    d_v = d if d_v is None else d_v
     scores, executed = rows * cols, max(bm, rows) * max(bn, cols)
     pairs = scores if pairs is None else pairs
     accumulate = 2 if target == "tpu" else 1
-    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + accumulate * rows * d + 4 * rows
+    vector = FWD_VECTOR_FLOPS_PER_SCORE * scores + accumulate * rows * d_v + 4 * rows
     padding_rows = max(bm, rows) - rows
-    padding = FWD_VECTOR_FLOPS_PER_SCORE * (executed - scores) + accumulate * padding_rows * d + 4 * padding_rows
+    padding = FWD_VECTOR_FLOPS_PER_SCORE * (executed - scores) + accumulate * padding_rows * d_v + 4 * padding_rows
     work = [
         Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
         Compute(unit="special", flops=float(executed + max(bm, rows)), dtype="fp32"),
         Compute(unit="vector", flops=float(vector), dtype="fp32"),
         Compute(unit="vector", flops=float(executed), dtype=dtype, useful=False),
-        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, d, bn]),
+        Compute(unit="matrix", flops=2.0 * pairs * d_v, dtype=dtype, shape=[bm, d_v, bn]),
     ]
     if padding:
         work.append(Compute(unit="vector", flops=float(padding), dtype="fp32", useful=False))
@@ -425,7 +427,7 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
     each staged tile: :meth:`Chip.staged_buffers`), or with several kernels from
     ``resources_by_kernel``, one per kernel (None: the config's)."""
     ours = {"local_memory_bytes": _local_bytes(p, config, "gpu", buffers), "warps": config["num_warps"],
-            "registers_per_thread": _registers(p, config), **_streams(p, config)}
+            "registers_per_thread": _registers(p, config)}
     templates = _scheduled(templates, p.get("schedule"))
     each = [ours if r is None else r for r in resources_by_kernel or [None]]
     return KernelTrace.model_validate({
@@ -437,6 +439,7 @@ def _gpu_trace(p, params, config, direction: str, grid, templates, template_of, 
             "pipeline_depth": config["num_stages"],
             "kernel_starts": kernel_starts,
             **({"kernel_resources": each[1:]} if resources_by_kernel else {}),
+            **_execution(p, config),
         },
         "tensors": {**_tensors(p), **(extra_tensors or {})},
         "templates": templates,
@@ -525,9 +528,9 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
             "name": f"attention_decode_{p['dtype']}_b{b}_h{p['heads']}_kv{hk}_s{skv}_d{d}",
             **kernel,
             "resources": {"local_memory_bytes": int((executed_m * d + buffers * 2 * bn * d) * size),
-                          "warps": config["num_warps"], "registers_per_thread": _registers(p, config),
-                          **_streams(p, config)},
+                          "warps": config["num_warps"], "registers_per_thread": _registers(p, config)},
             "pipeline_depth": config["num_stages"],
+            **_execution(p, config),
         },
         "tensors": {**_tensors(p), **({"O_partial": {"shape": [b, hk, split, group, sq * (d + 1)], "dtype": "fp32"}}
                                        if split > 1 else {})},
@@ -538,11 +541,12 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     })
 
 
-def _streams(p: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
-    """The main kernel's consumer streams where the implementation says how many."""
+def _execution(p: dict[str, Any], config: dict[str, Any]) -> dict[str, dict]:
+    """The kernel's ``execution`` where the implementation is warp-specialized (its consumer
+    warpgroups, how their chains overlap, TMA loads)."""
     schedule = p.get("schedule")
-    streams = schedule.mma_streams(p, config) if schedule else None
-    return {"mma_streams": streams} if streams else {}
+    execution = schedule.execution(config["num_warps"]) if schedule else None
+    return {"execution": execution} if execution else {}
 
 
 def _scheduled(templates: list[dict], schedule: Schedule | None) -> list[dict]:

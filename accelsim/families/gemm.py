@@ -60,7 +60,7 @@ PARAMS = (
     Param("groups", int, 1, help="grouped GEMM: M is split evenly over this many groups, each with its own B"),
     Param("impl", str, "default", ("default", *IMPL_NAMES),
           help="implementation: " + "; ".join(f"{name}: {what}" for name, what in IMPL_HELP.items())
-          + " (default: triton on GPUs, the Pallas blocked matmul on TPUs)"),
+          + " (default: cublas on NVIDIA GPUs, triton on other GPUs, the Pallas blocked matmul on TPUs)"),
     Param("layout", str, "contiguous", ("contiguous", "masked"),
           help="grouped GEMM (groups > 1): the groups' rows concatenated (contiguous) or one padded batch "
                "per group (masked, every row valid); picks DeepGEMM's heuristic"),
@@ -146,7 +146,10 @@ def _default_split_k(tiles: int, k: int, full: float) -> int:
 def fit_defaults(params: dict[str, Any], config: dict[str, Any], given: set[str], chip: Chip) -> dict[str, Any]:
     """A split-K the user did not give follows the tile they did: the default's split was
     chosen for its own (smaller) tile, and a 128x128 tile on a 512^3 GEMM ran split in two
-    without being asked (5.32 us; 6.36 us unsplit)."""
+    without being asked (5.32 us; 6.36 us unsplit). A warp-specialized default's cooperative
+    schedule becomes ping-pong where the tile given has fewer than 128 rows."""
+    if config.get("schedule") == "cooperative" and "schedule" not in given and config["block_m"] < 128:
+        config = {**config, "schedule": "pingpong"}  # a cooperative kernel needs two 64-row halves
     if "split_k" in given or isinstance(chip, TpuChip) or not {"block_m", "block_n"} & given:
         return config
     m, n, k, batch, _ = _problem(params)
@@ -299,8 +302,9 @@ def triton_build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> 
 
 def implementation(params: dict[str, Any], chip: Chip):
     """The :class:`~accelsim.families.gemm_impls.base.GemmImpl` that ``params["impl"]`` names on
-    ``chip`` (``default``: the Triton-style kernel, as before implementations were named; TPUs
-    run the Pallas blocked matmul)."""
+    ``chip``. ``default``: what a PyTorch user's ``torch.matmul`` runs, cuBLAS, on NVIDIA GPUs;
+    the Triton-style kernel on other GPUs (AMD's hipBLASLt is not modelled; its kernels are
+    not warp-specialized in the Hopper sense); TPUs run the Pallas blocked matmul."""
     from accelsim.families.gemm_impls import cublas, cutlass, deepgemm, triton  # they build on this module
 
     name = params.get("impl", "default")
@@ -309,8 +313,9 @@ def implementation(params: dict[str, Any], chip: Chip):
             raise InputError(f"{chip.name} runs the Pallas blocked matmul; impl={name} is a GPU library",
                              source="--param", field="impl")
         return triton.IMPL
-    return {"default": triton.IMPL, "cublas": cublas.IMPL, "cutlass": cutlass.IMPL, "deepgemm": deepgemm.IMPL,
-            "triton": triton.IMPL}[name]
+    if name == "default":
+        return cublas.IMPL if chip.vendor == "nvidia" else triton.IMPL
+    return {"cublas": cublas.IMPL, "cutlass": cutlass.IMPL, "deepgemm": deepgemm.IMPL, "triton": triton.IMPL}[name]
 
 
 def default_config(params: dict[str, Any], chip: Chip) -> dict[str, Any]:

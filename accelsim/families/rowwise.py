@@ -155,6 +155,38 @@ PARAMS = (
     Param("cols", int, help="elements per row, normalised over"),
     Param("dtype", str, "bf16", ("fp32", "bf16", "fp16"), "input, output and weight dtype"),
 )
+NORM_IMPLS = {
+    "layernorm": {"torch": "PyTorch eager (vectorized_layer_norm_kernel: 128 threads per row, the row read twice)",
+                  "liger": "Liger-Kernel's Triton kernel at its own launch (one row per program, "
+                           "calculate_settings warps)",
+                  "triton": "this repository's Triton kernel at the config it is given or finds"},
+    "rmsnorm": {"torch": "PyTorch eager composite (to fp32, pow, mean, rsqrt, mul, cast, mul by the weight: "
+                         "F.rms_norm before PyTorch fused it, and Hugging Face's LlamaRMSNorm), one kernel per op",
+                "liger": "Liger-Kernel's Triton kernel at its own launch (one row per program, "
+                         "calculate_settings warps)",
+                "triton": "this repository's Triton kernel at the config it is given or finds"},
+}
+"""The norms' implementations (``--param impl=``), one module each in :mod:`accelsim.families.norm_impls`."""
+
+
+def norm_params(name: str) -> tuple[Param, ...]:
+    """A norm family's parameters: the row-wise ones, the weights' dtype and the implementation."""
+    impls = NORM_IMPLS[name]
+    return PARAMS + (
+        Param("weight_dtype", str, "input", ("input", "fp32", "bf16", "fp16"),
+              help="dtype of the per-column weights (input: the input's; a module whose weights stay fp32 "
+                   "under bf16 activations, as Liger's and Hugging Face's benchmarks keep them, reads 4 bytes "
+                   "per column)"),
+        Param("impl", str, "default", ("default", *impls),
+              help="implementation: " + "; ".join(f"{key}: {what}" for key, what in impls.items())
+              + " (default: triton; TPUs run the Pallas kernel)"),
+    )
+
+
+def weight_dtype(params: dict[str, Any]) -> str:
+    """The weights' dtype: ``weight_dtype``, or the input's where it says ``input`` (or is absent)."""
+    given = params.get("weight_dtype", "input")
+    return params["dtype"] if given == "input" else given
 CONFIG = (
     Param("block_rows", int, help="rows per program (GPU: a power of two; TPU: a multiple of 8 or all rows)"),
     Param("num_warps", int, choices=WARP_CHOICES, help="GPU: warps per program"),
@@ -315,10 +347,6 @@ def _check_tpu(op: RowOp, params: dict[str, Any], block_rows: int, chip: Chip) -
 # ---------------------------------------------------------------- building
 
 
-def build(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
-    return _build_tpu(op, params, config) if isinstance(chip, TpuChip) else _build_gpu(op, params, config, chip)
-
-
 def _metadata(op: RowOp, params, config) -> dict[str, Any]:
     return {"family": op.name, "params": dict(params), "config": dict(config), "generator": "accelsim.families.rowwise"}
 
@@ -327,9 +355,9 @@ def _kernel_name(op: RowOp, params) -> str:
     return f"{op.name}_{params['dtype']}_{params['rows']}x{params['cols']}"
 
 
-def _tensors(op: RowOp, rows: int, cols: int, dtype: str) -> dict[str, dict]:
+def _tensors(op: RowOp, rows: int, cols: int, dtype: str, weights: str | None = None) -> dict[str, dict]:
     tensors = {"X": {"shape": [rows, cols], "dtype": dtype}, "Y": {"shape": [rows, cols], "dtype": dtype}}
-    tensors.update({w: {"shape": [cols], "dtype": dtype} for w in op.weights})
+    tensors.update({w: {"shape": [cols], "dtype": weights or dtype} for w in op.weights})
     tensors.update({s: {"shape": [rows], "dtype": "fp32"} for s in op.stats})
     return tensors
 
@@ -351,18 +379,24 @@ def row_compute(op: RowOp, rows: int, cols: int) -> list[Compute]:
 # ---------------------------------------------------------------- GPU
 
 
+def triton_build(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
+    """The Triton kernel (this repository's, Liger's): on TPUs the Pallas kernel."""
+    return _build_tpu(op, params, config) if isinstance(chip, TpuChip) else _build_gpu(op, params, config, chip)
+
+
 def _build_gpu(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     rows, cols, dtype = params["rows"], params["cols"], params["dtype"]
+    weights = weight_dtype(params)
     layout = gpu_layout(op, params, config, chip)
     programs = math.ceil(rows / layout.block_rows)
     check_programs(programs)
     if layout.chunk_cols is None:
         tail = rows - (programs - 1) * layout.block_rows
-        templates = [_gpu_one_pass(op, "full", layout.block_rows, cols, dtype)] if programs > 1 else []
+        templates = [_gpu_one_pass(op, "full", layout.block_rows, cols, dtype, weights)] if programs > 1 else []
         if tail != layout.block_rows or programs == 1:
-            templates.append(_gpu_one_pass(op, "tail", tail, cols, dtype))
+            templates.append(_gpu_one_pass(op, "tail", tail, cols, dtype, weights))
     else:
-        templates = [_gpu_two_pass(op, cols, layout.chunk_cols, dtype)]
+        templates = [gpu_two_pass(op, cols, layout.chunk_cols, dtype, weights)]
     program_template = None
     if len(templates) > 1:
         program_template = [0] * (programs - 1) + [1]
@@ -378,18 +412,18 @@ def _build_gpu(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: 
             # chunk's loads in flight while the previous chunk computes.
             "pipeline_depth": 1 if layout.chunk_cols is None else 2,
         },
-        "tensors": _tensors(op, rows, cols, dtype),
+        "tensors": _tensors(op, rows, cols, dtype, weights),
         "templates": [t.model_dump() for t in templates],
         "program_template": program_template,
         "metadata": _metadata(op, params, config),
     })
 
 
-def _gpu_one_pass(op: RowOp, name: str, rows: int, cols: int, dtype: str) -> Template:
+def _gpu_one_pass(op: RowOp, name: str, rows: int, cols: int, dtype: str, weights: str) -> Template:
     size = DTYPE_BYTES[dtype]
     row_bytes = int(rows * cols * size)
     transfers = [Transfer(tensor="X", block=["p0", 0], bytes=row_bytes)]
-    transfers += [Transfer(tensor=w, block=[0], bytes=int(cols * size)) for w in op.weights]
+    transfers += [Transfer(tensor=w, block=[0], bytes=int(cols * DTYPE_BYTES[weights])) for w in op.weights]
     transfers.append(Transfer(tensor="Y", block=["p0", 0], bytes=row_bytes, direction="write"))
     transfers += [Transfer(tensor=s, block=["p0"], bytes=rows * STAT_BYTES, direction="write") for s in op.stats]
     return Template(name=name, steps=[Step(transfers=transfers, compute=row_compute(op, rows, cols))])
@@ -404,7 +438,9 @@ def _chunks(cols: int, chunk: int) -> list[tuple[int | str, int, int]]:
     return out
 
 
-def _gpu_two_pass(op: RowOp, cols: int, chunk: int, dtype: str) -> Template:
+def gpu_two_pass(op: RowOp, cols: int, chunk: int, dtype: str, weights: str) -> Template:
+    """One row per program, a statistics pass then an apply pass over ``chunk``-column blocks
+    of the row (each reads the row's block again; the L2 may serve the second read)."""
     size = DTYPE_BYTES[dtype]
     steps = []
     for index, repeat, width in _chunks(cols, chunk):
@@ -421,7 +457,7 @@ def _gpu_two_pass(op: RowOp, cols: int, chunk: int, dtype: str) -> Template:
     for index, repeat, width in _chunks(cols, chunk):
         block_bytes = int(width * size)
         transfers = [Transfer(tensor="X", block=["p0", index], bytes=block_bytes)]
-        transfers += [Transfer(tensor=w, block=[index], bytes=block_bytes) for w in op.weights]
+        transfers += [Transfer(tensor=w, block=[index], bytes=int(width * DTYPE_BYTES[weights])) for w in op.weights]
         transfers.append(Transfer(tensor="Y", block=["p0", index], bytes=block_bytes, direction="write"))
         steps.append(Step(
             repeat=repeat, loop_var="c" if index == "c" else None, transfers=transfers,
@@ -451,7 +487,8 @@ def _build_tpu(op: RowOp, params: dict[str, Any], config: dict[str, Any]) -> Ker
     zero = np.zeros(steps, dtype=np.int64)
     valid = np.where(i == steps - 1, rows - (steps - 1) * block_rows, block_rows)
     operands = [Operand("X", "read", (i, zero), valid * cols * size)]
-    operands += [Operand(w, "read", (zero,), np.full(steps, cols * size)) for w in op.weights]
+    weights = weight_dtype(params)
+    operands += [Operand(w, "read", (zero,), np.full(steps, cols * DTYPE_BYTES[weights])) for w in op.weights]
     operands.append(Operand("Y", "write", (i, zero), valid * cols * size))
     operands += [Operand(s, "write", (i,), valid * STAT_BYTES) for s in op.stats]
     return pallas_trace(
@@ -461,23 +498,42 @@ def _build_tpu(op: RowOp, params: dict[str, Any], config: dict[str, Any]) -> Ker
         operands=operands,
         compute=lambda sel: row_compute(op, int(valid[sel][0]), cols),
         compute_key=valid,
-        tensors=_tensors(op, rows, cols, dtype),
+        tensors=_tensors(op, rows, cols, dtype, weights),
         local_memory_bytes=_tpu_local_bytes(op, block_rows, cols, dtype),
         buffer_count=2,
         metadata=_metadata(op, params, config),
     )
 
 
+def implementation(op: RowOp, params: dict[str, Any], chip: Chip):
+    """The :class:`~accelsim.families.norm_impls.base.NormImpl` that ``params["impl"]`` names
+    (``default``: the Triton kernel; softmax has only that one; TPUs run the Pallas kernel)."""
+    from accelsim.families.norm_impls import liger, torch, triton  # they build on this module
+
+    name = params.get("impl", "default")
+    if isinstance(chip, TpuChip) and name not in ("default", "triton"):
+        raise InputError(f"{chip.name} runs the Pallas kernel; impl={name} is a GPU implementation",
+                         source="--param", field="impl")
+    return {"default": triton.IMPL, "triton": triton.IMPL, "liger": liger.IMPL, "torch": torch.IMPL}[name]
+
+
 def _family(op: RowOp) -> Family:
+    if op.name not in NORM_IMPLS:
+        return Family(
+            name=op.name, description=op.description, params=PARAMS, config_params=CONFIG,
+            default_config=partial(default_config, op), config_space=partial(config_space, op),
+            build=partial(triton_build, op), check=partial(check, op), gpu_only=("num_warps",),
+        )
     return Family(
         name=op.name,
         description=op.description,
-        params=PARAMS,
+        params=norm_params(op.name),
         config_params=CONFIG,
-        default_config=partial(default_config, op),
-        config_space=partial(config_space, op),
-        build=partial(build, op),
-        check=partial(check, op),
+        default_config=lambda params, chip: implementation(op, params, chip).default_config(op, params, chip),
+        config_space=lambda params, chip: implementation(op, params, chip).config_space(op, params, chip),
+        build=lambda params, config, chip: implementation(op, params, chip).build(op, params, config, chip),
+        check=lambda params, config, chip: implementation(op, params, chip).check(op, params, config, chip),
+        compiled_by_triton=lambda params, chip: implementation(op, params, chip).name != "torch",
         gpu_only=("num_warps",),
     )
 

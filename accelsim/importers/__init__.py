@@ -4,8 +4,10 @@ traces) as accelsim system traces, one ``accelsim import NAME`` subcommand each.
 An importer is one module that defines an :class:`Importer` (its options, the files it
 reads, and the conversion to a :class:`~accelsim.system.trace.SystemTrace`) and one line
 here that registers it; the CLI adds ``-o``, checks the output path against the inputs,
-validates and writes the trace. (``accelsim import nccl-tests`` turns logs into collective
-measurements, not a trace: it is :mod:`accelsim.cli.import_cmd`'s own.)
+validates and writes the trace. An importer of measured runs (``profile``: profiler
+traces) also hands back a measured-step document (:attr:`Imported.measured`), which the CLI
+writes instead, once the trace of the same step checks. (``accelsim import nccl-tests``
+turns logs into collective measurements, not a trace: it is :mod:`accelsim.cli.import_cmd`'s own.)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from accelsim.registry import Registry
 
@@ -28,6 +30,9 @@ class Imported:
 
     trace: SystemTrace
     notes: tuple[str, ...] = ()
+    measured: dict[str, Any] | None = None
+    """A measured run (``accelsim import profile``): the document the CLI writes in place of
+    the trace, which is still checked (it is the run's step as the replay will see it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,8 +53,11 @@ class Importer:
     """It takes ``--set PATH=VALUE`` overrides (``args.overrides``) of the config it reads."""
     hint: str = ""
     """Added to the error when what it built is not a valid trace."""
+    writes: str = "system trace"
+    """What ``-o`` names (its help): a system trace, or a measured step."""
 
 
 IMPORTERS: Registry[Importer] = Registry("importer")
 IMPORTERS.register_lazy("chakra", "accelsim.importers.chakra:IMPORTER")
 IMPORTERS.register_lazy("hlo", "accelsim.importers.hlo:IMPORTER")
+IMPORTERS.register_lazy("profile", "accelsim.importers.profile:IMPORTER")

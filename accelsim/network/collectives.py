@@ -25,6 +25,7 @@ Algorithms are registered in :data:`ALGORITHMS` (see :mod:`accelsim.network.algo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 
 from accelsim.arch.collective_tuning import CollectiveTuning, Protocol
 from accelsim.errors import InputError
+from accelsim.network.nccl_tables import ll_max_bus_bytes_per_s
 from accelsim.network.topology import Topology
 from accelsim.registry import Registry
 
@@ -246,6 +248,19 @@ def link_loads(plan: Plan | None) -> dict[str, float]:
                 for link in t.links:
                     loads[link] = get(link, 0.0) + carried
     return loads
+
+
+def across_nodes(topo: Topology, proto: Protocol | None, nodes: int) -> Protocol | None:
+    """``proto`` as it runs on a collective spanning ``nodes`` nodes: NCCL rates LL's bus
+    bandwidth across nodes no higher than ``llMaxBws`` (its host-CPU row, 2 nodes or more,
+    :func:`~accelsim.network.nccl_tables.ll_max_bus_bytes_per_s`), where one node's LL is
+    limited by its links alone. A rank's LL streams share that ceiling (a ring rank sends
+    its bus bytes, so the ceiling is on bus bandwidth as NCCL states it)."""
+    if proto is None or proto.name != "ll" or nodes < 2:
+        return proto
+    ceiling = ll_max_bus_bytes_per_s(topo.host_cpu, nodes)
+    own = proto.max_bandwidth_per_rank_bytes_per_s
+    return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=min(ceiling, own or math.inf))
 
 
 def launch_s(topo: Topology, proto: Protocol | None) -> float:

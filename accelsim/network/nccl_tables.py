@@ -65,6 +65,22 @@ GENERATIONS = MappingProxyType({
                             ll128_channel_bytes_per_s=40.0 * GB, nvls_efficiency=0.74),
 })
 
+LL_MAX_BUS_ACROSS_NODES = MappingProxyType({
+    "amd": (22.5 * GB, 19.0 * GB),
+    "other": (39.0 * GB, 20.4 * GB),
+})
+"""``llMaxBws`` across nodes (2 nodes, more than 2): NCCL rates ring/LL's bus bandwidth no
+higher than these, by the host CPU (``index1``: AMD hosts row 1, every other host row 0),
+whatever the GPU (LL's flag-per-8-bytes lines cross the network through the proxy)."""
+
+
+def ll_max_bus_bytes_per_s(host_cpu: str, nodes: int) -> float:
+    """NCCL's ceiling on LL's bus bandwidth across ``nodes`` (2 or more) nodes of ``host_cpu``
+    hosts (:data:`LL_MAX_BUS_ACROSS_NODES`)."""
+    two, more = LL_MAX_BUS_ACROSS_NODES["amd" if host_cpu == "amd" else "other"]
+    return two if nodes <= 2 else more
+
+
 LL128_CHANNELS = 8
 """Channels the configs size LL128's per-rank cap with (an estimate: NCCL's ring search
 finds 8 to 24 on one NVSwitch node; with the fitted cap this matters little)."""

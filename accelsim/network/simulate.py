@@ -22,7 +22,9 @@ from accelsim.network.auto import auto_candidates
 from accelsim.network.collectives import (
     ALGORITHMS, BUS_FACTORS, Phase, Plan, PlanTimer, Request, check_kind, estimate_s, get_algorithm,
 )
+from accelsim.network.groups import by_domain
 from accelsim.network.topology import Topology
+from accelsim.network.tuners import tuner_choices
 from accelsim.results import CollectiveResult
 from accelsim.units import ps_to_seconds, seconds_to_ps
 
@@ -118,6 +120,9 @@ def _every_part(topo: Topology, request: Request, part: Plan) -> Plan:
 def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:
     if algorithm != "auto":
         return get_algorithm(algorithm)(topo, request)
+    tuned = _platform_tuner_plan(topo, request)
+    if tuned is not None:
+        return tuned
     plans, refusals = [], []
     for name in auto_candidates(topo, request):
         try:
@@ -127,6 +132,26 @@ def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:
     if not plans:
         raise refusals[0]
     return min(plans, key=lambda plan: estimate_s(topo, plan))
+
+
+def _platform_tuner_plan(topo: Topology, request: Request) -> Plan | None:
+    """The plan of the first algorithm and protocol the platform's tuner plugin picks that
+    applies here (:func:`~accelsim.network.tuners.tuner_choices`), as the plugin skips a
+    region NCCL cannot run; None where it leaves the choice to NCCL."""
+    if topo.tuner is None or topo.tuning is None:
+        return None
+    parts = by_domain(topo, request.ranks)
+    per_node = {len(members) for members in parts.values()}
+    choices = tuner_choices(topo.tuner, request.kind, request.size_bytes, len(request.ranks), len(parts),
+                            per_node.pop() if len(per_node) == 1 else 0)
+    for algorithm, protocol in choices:
+        if protocol not in topo.tuning.protocols:
+            continue
+        try:
+            return get_algorithm(f"{algorithm}/{protocol}")(topo, request)
+        except InputError:  # NVLS-tree without NVLS, say
+            continue
+    return None
 
 
 def check_request(topo: Topology, request: Request) -> None:

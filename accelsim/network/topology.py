@@ -29,6 +29,7 @@ the fixed cost instead.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping
@@ -74,6 +75,11 @@ class Topology:
     local_ranks: int = 0
     """Ranks per node (cluster) or per slice (multislice); 0 means all ranks are one domain."""
     nics_per_node: int = 0
+    host_cpu: str = "intel"
+    """The cluster's host CPU vendor: NCCL's LL ceiling across nodes depends on it
+    (:func:`~accelsim.network.nccl_tables.ll_max_bus_bytes_per_s`)."""
+    tuner: str | None = None
+    """The platform's NCCL tuner plugin (:mod:`accelsim.network.tuners`); None: NCCL's own."""
     tuning: CollectiveTuning | None = None
     """NCCL's protocols and efficiencies (GPU systems whose node config has ``collectives``)."""
     _routes: dict = field(default_factory=dict, compare=False, repr=False)
@@ -318,6 +324,8 @@ def cluster(
     nvls: bool,
     launch_s: float,
     tuning: CollectiveTuning | None = None,
+    host_cpu: str = "intel",
+    tuner: str | None = None,
 ) -> Topology:
     """Switch nodes whose NICs meet on a non-blocking fabric."""
     links = _gpu_links(range(nodes * gpus_per_node), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
@@ -327,7 +335,7 @@ def cluster(
                 links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=latency, scale_out=True)
     return Topology(name=name, kind="cluster", ranks=nodes * gpus_per_node, links=MappingProxyType(links),
                     launch_s=launch_s, nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node,
-                    tuning=tuning)
+                    host_cpu=host_cpu, tuner=tuner, tuning=tuning)
 
 
 def _torus_links(shape: tuple[int, ...], wraparound: tuple[bool, ...], link_bytes_per_s: float,
@@ -415,7 +423,8 @@ def build_topology(system: Arch) -> Topology:
             uplink_bytes_per_s=chip.link_bandwidth_bytes_per_s, hop_latency_s=chip.links.latency_s,
             switch_latency_s=node.switch_latency_s, nics_per_node=system.nics_per_node,
             nic_bytes_per_s=system.nic_bandwidth_bytes_per_s, fabric_latency_s=system.switch_latency_s,
-            nvls=node.nvls, launch_s=chip.launch_overhead_s, tuning=collective_tuning(system),
+            nvls=node.nvls and system.nvls_enabled, launch_s=chip.launch_overhead_s,
+            tuning=collective_tuning(system), host_cpu=system.host_cpu, tuner=system.tuner,
         )
     if isinstance(system, Multislice):
         part = system.slice
@@ -437,8 +446,21 @@ def collective_tuning(system: Arch) -> CollectiveTuning | None:
     if isinstance(system, Node):
         return system.collectives
     if isinstance(system, Cluster):
-        return system.node.collectives
+        return _platform_protocols(system)
     return None
+
+
+def _platform_protocols(system: Cluster) -> CollectiveTuning | None:
+    """The cluster's node model with only the protocols its platform's NCCL_PROTO allows."""
+    tuning = system.node.collectives
+    allowed = system.nccl_protocols
+    if tuning is None or allowed is None:
+        return tuning
+    kept = {name: p for name, p in tuning.protocols.items() if name in allowed}
+    if not kept:
+        raise InputError(f"none of the protocols {list(allowed)} is in {system.node.name!r}'s NCCL model "
+                         f"(it has {', '.join(tuning.protocols)})", source=system.name, field="network.nccl_protocols")
+    return dataclasses.replace(tuning, protocols=MappingProxyType(kept))
 
 
 def _ici_link_bytes_per_s(system: Torus) -> float:

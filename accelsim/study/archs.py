@@ -13,10 +13,10 @@ from functools import lru_cache
 
 from accelsim.arch.loader import (
     RawConfig,
-    apply_overrides,
     load_raw,
     parse_override,
     validate,
+    with_values,
 )
 from accelsim.arch.model import (
     REFERENCE_FIELDS,
@@ -33,6 +33,12 @@ def _raw(name: str) -> RawConfig:
     return load_raw(name)
 
 
+@lru_cache(maxsize=32)
+def _spec(name: str):
+    """The base config validated as its files have it: each point's overrides are set on it."""
+    return validate(_raw(name))
+
+
 def _is_path(name: str) -> bool:
     return name.endswith((".yaml", ".yml")) or "/" in name
 
@@ -43,7 +49,7 @@ def validate_point(base: str, overrides: Sequence[str]):
     raw = _raw(base)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
     own = [o for o in overrides if not (reference and o.startswith(reference + "."))]
-    spec = validate(apply_overrides(raw, [parse_override(o) for o in own]))
+    spec = with_values(_spec(base), [parse_override(o) for o in own])
     if reference:
         referenced = getattr(spec, reference)
         forwarded = forwarded_overrides(overrides, reference)

@@ -44,8 +44,10 @@ def plan_sweep(path: str | Path) -> SweepPlan:
 
 
 def _base_kinds(spec: LoadedSpec) -> dict[str, str]:
-    kinds = {}
+    kinds: dict[str, str] = {}
     for i, base in enumerate(spec.spec.bases):
+        if base in kinds:  # a base listed again (each is a point of the grid) is checked once
+            continue
         loc = ("base",) if isinstance(spec.spec.base, str) else ("base", i)
         try:
             resolve_point(base, [])  # a system's size is checked as it is resolved

@@ -437,10 +437,12 @@ def _run_sequence(job: Job, arch: Arch) -> dict[str, Any]:
     by_bound: dict[str, float] = {}
     busy: dict[str, float] = {}
     topologies: dict = {}
+    energy_j = 0.0  # kernels' energy on a chip with a power model (collectives' links not counted)
     for step in job.body.sequence:
         if step.kernel is not None:
             sim, _ = _kernel_sim(step.kernel, step.params, chip)
             seconds = sim.latency_s * step.count
+            energy_j += sim.energy.joules * step.count if sim.energy else 0.0
             totals["kernel_s"] += seconds
             totals["flops"] += sim.flops * step.count
             totals["hbm_bytes"] += sim.hbm_bytes * step.count
@@ -463,6 +465,8 @@ def _run_sequence(job: Job, arch: Arch) -> dict[str, Any]:
     out["bound"] = max(by_bound, key=lambda k: (by_bound[k], k))
     out["bound_share"] = by_bound[out["bound"]] / latency
     out.update({f"utilization.{k}": v / latency for k, v in sorted(busy.items())})
+    if chip.power is not None:
+        out |= {"energy_j": energy_j, "average_power_w": energy_j / latency}
     if job.memory_terms:
         variables = dict(job.variables)
         memory = sum(nbytes * math.prod(variables[n] for n in per) for nbytes, per in job.memory_terms)

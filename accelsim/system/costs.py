@@ -14,6 +14,7 @@ from pathlib import Path
 
 from accelsim.arch.model import Chip
 from accelsim.engine.chip import KernelSimulation, simulate_kernel
+from accelsim.engine.energy import clock_steps, first_fitting, voltage_scale
 from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.base import Family
@@ -31,6 +32,9 @@ class OpCost:
     memory_bound: bool
     source: str
     """``measured``, ``roofline``, ``kernel_trace`` or ``family``."""
+    dynamic_j: float | None = None
+    """On a chip with a power model: the op's energy beyond static power (None: unknown, a
+    measured op, or no power model)."""
 
 
 class CostModel:
@@ -62,7 +66,7 @@ class CostModel:
             cost = roofline_cost(self.chip, op, where)
             if self.roofline_overhead_s:
                 cost = OpCost(seconds=cost.seconds + self.roofline_overhead_s, memory_bound=cost.memory_bound,
-                              source=cost.source)
+                              source=cost.source, dynamic_j=cost.dynamic_j)
             self._rooflines[key] = cost
         return self._rooflines[key]
 
@@ -114,11 +118,14 @@ def _at(exc: InputError, source: str) -> InputError:
 
 
 def _from_sim(sim: KernelSimulation, source: str) -> OpCost:
-    return OpCost(seconds=sim.latency_s, memory_bound=sim.bound == "hbm", source=source)
+    dynamic = sim.energy.joules - sim.energy.joules_by_part["static"] if sim.energy else None
+    return OpCost(seconds=sim.latency_s, memory_bound=sim.bound == "hbm", source=source, dynamic_j=dynamic)
 
 
 def roofline_cost(chip: Chip, op: Op, where: str) -> OpCost:
-    """``max(flops / derated peak, bytes / derated HBM bandwidth)``."""
+    """``max(flops / derated peak, bytes / derated HBM bandwidth)``; under a power cap
+    (``power.cap``) that the op's power passes, at the highest clock step whose power fits
+    (the flops slow with the clock, the bytes do not: ``docs/power.md``)."""
     flops, nbytes = op.flops or 0.0, op.bytes or 0.0
     table = chip.matrix.flops_per_cycle_per_core if op.unit == "matrix" else chip.vector.flops_per_cycle_per_core
     if flops and op.dtype not in table:
@@ -130,4 +137,31 @@ def roofline_cost(chip: Chip, op: Op, where: str) -> OpCost:
         peak = chip.vector_flops_per_s(op.dtype) * chip.vector.efficiency if flops else 1.0
     compute_s = flops / peak
     memory_s = nbytes / (chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency)
-    return OpCost(seconds=max(compute_s, memory_s), memory_bound=memory_s > compute_s, source="roofline")
+    energy = roofline_energy_j(chip, op, where)
+    clock = chip.clock_hz
+    if energy is not None and chip.power.cap_w is not None and clock_steps(chip):
+        steps = [chip.clock_hz, *clock_steps(chip)]
+
+        def power_w(clock_hz: float) -> float:
+            seconds = max(compute_s * chip.clock_hz / clock_hz, memory_s)
+            dynamic = energy[0] * voltage_scale(chip.power, clock_hz, chip.clock_hz) + energy[1]
+            return dynamic / seconds + chip.power.static_w if seconds > 0 else 0.0
+
+        clock = steps[first_fitting(len(steps), lambda i: power_w(steps[i]) <= chip.power.cap_w)]
+    compute_s *= chip.clock_hz / clock
+    dynamic = None if energy is None else energy[0] * voltage_scale(chip.power, clock, chip.clock_hz) + energy[1]
+    return OpCost(seconds=max(compute_s, memory_s), memory_bound=memory_s > compute_s, source="roofline",
+                  dynamic_j=dynamic)
+
+
+def roofline_energy_j(chip: Chip, op: Op, where: str) -> tuple[float, float] | None:
+    """A roofline op's energy beyond static power at the chip's clock: (its flops on its unit,
+    its HBM bytes); None without a power model."""
+    power = chip.power
+    if power is None:
+        return None
+    table = power.matrix_j_per_flop if op.unit == "matrix" else power.vector_j_per_flop
+    per_flop = table.get(op.dtype, table.get("fp32"))
+    if op.flops and per_flop is None:
+        raise InputError(f"{chip.name} has no energy per {op.unit} flop for {op.dtype}", field=f"{where}.dtype")
+    return (op.flops or 0.0) * (per_flop or 0.0), (op.bytes or 0.0) * power.hbm_j_per_byte

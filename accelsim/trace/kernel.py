@@ -236,11 +236,6 @@ class Resources(_Strict):
     registers_per_thread: PosInt | None = None
     tensor_memory_bytes: NonNegInt = 0
     """GPU: tensor memory (Blackwell's TMEM) one program's accumulators hold."""
-    mma_streams: PosInt | None = None
-    """GPU: instruction streams of one program that issue MMAs and wait on their own softmax
-    (:func:`accelsim.engine.chip.instruction_streams`). None: its warps over the SM's tensor
-    cores (a Hopper warpgroup is one). A warp-specialized kernel says how many consumer
-    warpgroups take their turn on the tensor cores."""
 
 
 class Execution(_Strict):
@@ -254,9 +249,15 @@ class Execution(_Strict):
     the chip's ``local_memory.bulk_copy_latency`` on top of a load's latency."""
     consumers: PosInt | None = None
     """Warp specialization: the consumer warpgroups that issue a program's MMAs and vector
-    work, each one instruction stream; the producer warps that issue its loads are not
-    streams (CUTLASS's warp-specialized kernels, FlashAttention-3: 2). Absent: the
-    program's warps over the matrix units."""
+    work; the producer warps that issue its loads issue none (CUTLASS's warp-specialized
+    kernels, FlashAttention-3: 2). Absent: the program's warps over the matrix units, each
+    warpgroup one instruction stream."""
+    consumer_chains: Literal["separate", "shared"] = "separate"
+    """How the consumers' dependency chains (MMAs and the CUDA-core work that waits on them)
+    overlap one another. ``separate``: each consumer is an instruction stream, and one's MMAs
+    run while another waits (CUTLASS's GEMMs: ``chain = (matrix + vector) / consumers``);
+    ``shared``: the consumers take turns, so the program has one chain (FlashAttention-3's
+    forward as its measured throughput shows it, docs/kernels-attention.md)."""
     persistent_ctas: PosInt | None = None
     """Persistent kernels: the programs are work units (output tiles) that this many CTAs
     walk in launch order (a tile scheduler hands CTA ``c`` the units ``c``, ``c + ctas``,
@@ -266,9 +267,16 @@ class Execution(_Strict):
     its first load's latency, nor the fill at the port. Absent: one CTA per program."""
     epilogue: Literal["exposed", "overlapped"] = "exposed"
     """Persistent kernels: a following unit's epilogue (its last stores). ``exposed``: the
-    consumers drain their accumulators before the next unit's MMAs start (cooperative
-    kernels); ``overlapped``: another consumer's main loop runs meanwhile (ping-pong
-    kernels), so the drain costs the unit nothing."""
+    consumers drain their accumulators and wait for the tile's store out of shared memory
+    before the next unit's MMAs start (cooperative kernels, DeepGEMM); the persistent CTAs run
+    their units in step, so every SM stores at once and the store drains at one SM's share of
+    HBM. ``overlapped``: another consumer's main loop runs meanwhile (ping-pong kernels), so
+    the drain costs the unit nothing."""
+
+
+LEGACY_STREAMS = "mma_streams"
+"""A program's resources named its consumer streams ``mma_streams`` until 2026-12-09; traces
+that say so read it as ``execution.consumers`` (:meth:`Kernel._read_legacy_streams`)."""
 
 
 class Kernel(_Strict):
@@ -293,6 +301,37 @@ class Kernel(_Strict):
     entry of ``kernel_starts`` (the first kernel's programs hold ``resources``). A
     backward pass's elementwise kernels fit many programs on an SM where its main kernel
     fits one. Absent: every kernel's programs hold ``resources``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_legacy_streams(cls, data: Any) -> Any:
+        """A trace of version 1 written before 2026-12-09 may give ``mma_streams`` in a kernel's
+        resources: the instruction streams of a program, which the consumers count now says
+        (``chain / streams`` either way; kernels without matrix work, the only others a trace
+        held, are unaffected by it). Read as ``execution.consumers`` unless that is given."""
+        if not isinstance(data, dict):
+            return data
+        later = data.get("kernel_resources")
+        entries = [data.get("resources"), *(later if isinstance(later, list) else [])]
+        streams = [entry[LEGACY_STREAMS] for entry in entries if isinstance(entry, dict) and LEGACY_STREAMS in entry]
+        if not streams:
+            return data
+
+        def without(entry: Any) -> Any:
+            return {k: v for k, v in entry.items() if k != LEGACY_STREAMS} if isinstance(entry, dict) else entry
+
+        data = {**data, "resources": without(data.get("resources", {}))}
+        if isinstance(later, list):
+            data["kernel_resources"] = [without(entry) for entry in later]
+        given = [s for s in streams if s is not None]
+        bad = next((s for s in given if type(s) is not int or not 0 < s <= MAX_COUNT), None)
+        if bad is not None:
+            raise ValueError(f"resources.{LEGACY_STREAMS}: expected a positive integer, got "
+                             f"{json.dumps(bad, default=repr)[:40]}")
+        execution = data.get("execution")
+        if given and (execution is None or isinstance(execution, dict)):
+            data["execution"] = {"consumers": max(given), **(execution or {})}
+        return data
 
 
 class KernelTrace(_Strict):

@@ -83,6 +83,15 @@ def _field(r: dict, name: str, kind, source: str, where: str, positive: bool = T
     return kind(value)
 
 
+def _size(r: dict, name: str, source: str, where: str) -> float:
+    """A collective's size: a byte at least (a buffer of 1e-300 bytes is no buffer)."""
+    value = _field(r, name, float, source, where)
+    if value < 1:
+        raise InputError(f"expected a size of at least 1 byte, got {shown(r[name])}", source=source,
+                         field=f"{where}.{name}")
+    return value
+
+
 def _time(r: dict, name: str, unit_s: float, source: str, where: str) -> float:
     """A record's time field ``name`` (in units of ``unit_s`` seconds), in seconds: a time
     a measurement can hold (:func:`~accelsim.units.is_measured_time`)."""
@@ -106,7 +115,7 @@ def _collectives_record(r: Any, source: str, k: int) -> CollectiveMeasurement:
     if not isinstance(r, dict):
         raise InputError("expected a record object", source=source, field=where)
     collective, ranks = _kind(r, "collective", source, where), _field(r, "ranks", int, source, where)
-    size = _field(r, "size_bytes", float, source, where)
+    size = _size(r, "size_bytes", source, where)
     if "time_out_of_place_us" in r:
         time_s = min(_time(r, name, 1e-6, source, where) for name in ("time_out_of_place_us", "time_in_place_us"))
     else:
@@ -222,7 +231,7 @@ def _measured_record(r: Any, system: str, source: str, k: int) -> CollectiveMeas
     return CollectiveMeasurement(
         id=_field(r, "id", str, source, where), system=system, collective=_kind(params, "collective", source, where),
         ranks=_field(params, "ranks", int, source, f"{where}.params"),
-        size_bytes=_field(params, "bytes", float, source, f"{where}.params"), algorithm="auto",
+        size_bytes=_size(params, "bytes", source, f"{where}.params"), algorithm="auto",
         time_s=_time(r, "latency_s", 1, source, where), source=f"{source}: {r.get('source', '')}".rstrip(": "),
         tool=str(r.get("implementation", "")))
 

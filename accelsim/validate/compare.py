@@ -143,9 +143,11 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
             raise InputError(f"expected a JSON object, got {type(data).__name__}", source=str(path))
         if data.get("kind") == "microbenchmarks":
             continue  # the memory system's numbers, for configs to cite: not kernel records
-        if data.get("kind") != "measurements" or data.get("schema_version") != 1:
-            raise InputError("expected kind 'measurements' and schema_version 1", source=str(path))
-        _check_header(data, path)
+        step = data.get("kind") == MEASURED_STEP
+        if data.get("kind") not in ("measurements", MEASURED_STEP) or data.get("schema_version") != 1:
+            raise InputError(f"expected kind 'measurements' (or '{MEASURED_STEP}') and schema_version 1",
+                             source=str(path))
+        _check_header(data, path, one_family=not step)
         arch = data["device"]["arch"]
         records = data.get("records", [])
         if not isinstance(records, list):
@@ -166,7 +168,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                                  "given twice?)", source=str(path), field=f"records[{i}].id")
             seen[arch, record_id] = str(path)
             _check_informational(record, path, f"records[{i}]")
-            family = _known_family(record.get("family", data["family"]), path, f"records[{i}].family")
+            family = _known_family(record.get("family", data.get("family")), path, f"records[{i}].family")
             if not arch or family not in FAMILIES:  # no config for the device, or collectives
                 continue
             out.append(Measurement(
@@ -192,10 +194,16 @@ FILE_FAMILIES = (*FAMILIES, "collective")
 PROVENANCE_KEYS = ("date", "command", "versions", "clocks", "source")
 
 
-def _check_header(data: dict, path: Path) -> None:
+MEASURED_STEP = "measured_step"
+"""A profiled run (``accelsim import profile``): records of several families, each naming its own."""
+
+
+def _check_header(data: dict, path: Path, *, one_family: bool = True) -> None:
     """The top level every measurement file has (``docs/measurement-format.md``): a known
-    family, the device with its accelsim config name (or null), and where it came from."""
-    _known_family(data.get("family"), path, "family")
+    family (a measured step's records each name theirs), the device with its accelsim
+    config name (or null), and where it came from."""
+    if one_family:
+        _known_family(data.get("family"), path, "family")
     device = data.get("device")
     if not isinstance(device, dict) or not isinstance(device.get("arch", 0), str | None):
         raise InputError("expected an object with 'arch' (the accelsim config name, or null)",

@@ -4,16 +4,17 @@ in all."""
 
 import pytest
 
+from accelsim.arch.loader import OverrideError
 from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
 
 
-@pytest.mark.parametrize("nics", ["65", "1000000", "100000000000000000000000"])
+@pytest.mark.parametrize("nics", ["145", "1000000", "100000000000000000000000"])
 def test_nics_per_node_past_the_limit(nics):
     with pytest.raises(InputError) as exc:
         load_arch("h100-ib-cluster", [f"network.nics_per_node={nics}"])
-    assert exc.value.source == "--set" and exc.value.field == "network.nics_per_node"
-    assert exc.value.message == f"must be at most 64 NICs per node, got {int(nics):,}"
+    assert isinstance(exc.value, OverrideError) and exc.value.field == "network.nics_per_node"
+    assert exc.value.message == f"must be at most 144 NICs per node, got {int(nics):,}"
 
 
 def test_the_whole_fabric_is_bounded_by_its_estimate():
@@ -32,3 +33,11 @@ def test_an_efficiency_that_replaces_the_peak(path):
         load_arch("h100-sxm", [f"{path}=9e-31"])
     assert exc.value.field == path and exc.value.message == "must be a fraction from 0.001 to 1, got 9e-31"
     assert load_arch("h100-sxm", [f"{path}=0.001"])
+
+
+def test_a_positive_number_too_small_to_multiply():
+    """Found by fuzzing: 5e-324 bytes per cycle made a rate of 0, which the engine's flow
+    start refused with a ValueError."""
+    with pytest.raises(InputError) as exc:
+        load_arch("h100-sxm", ["local_memory.bandwidth_bytes_per_cycle=5e-324"])
+    assert exc.value.message == "must be at least 1e-30, got 5e-324"

@@ -5,8 +5,8 @@ values came from), and numbers in base units where code computes them."""
 
 import pytest
 
-from accelsim.arch.loader import Override, apply_overrides, load_raw, parse_override, validate, with_values
-from accelsim.arch.model import resolve
+from accelsim.arch.loader import Override, OverrideError, load_raw, parse_override, validate, with_values
+from accelsim.arch.model import load_arch, resolve
 from accelsim.arch.schema import InBaseUnit
 from accelsim.errors import InputError
 
@@ -17,16 +17,24 @@ def h100():
     return raw, validate(raw)
 
 
-@pytest.mark.parametrize("texts", [
-    ["hbm.efficiency=0.8", "launch_overhead=5.5 us", "clock=1500 MHz"],
-    ["vector_unit.flops_per_cycle_per_core.fp32=100"],
-    ["cores.program_overhead=0.1 us", "hbm.queueing_latency=300 ns", "cores.count=66"],
-    ["matrix_unit.efficiency=0.5", "matrix_unit.efficiency=0.6"],
+def test_the_tpu_port_derived_from_hbm_follows_it():
+    spec = validate(load_raw("tpu-v5e"))
+    doubled = with_values(spec, [parse_override("hbm.bandwidth=1638 GB/s")])
+    assert doubled.local_memory.fill_bandwidth_bytes_per_cycle.value == pytest.approx(
+        2 * spec.local_memory.fill_bandwidth_bytes_per_cycle.value)
+
+
+@pytest.mark.parametrize("texts, overlay", [
+    (["hbm.efficiency=0.8", "launch_overhead=5.5 us", "clock=1500 MHz"],
+     "hbm: {efficiency: 0.8}\nlaunch_overhead: 5.5 us\nclock: 1500 MHz\n"),
+    (["cores.program_overhead=0.1 us", "hbm.queueing_latency=300 ns", "cores.count=66"],
+     "cores: {program_overhead: 0.1 us, count: 66}\nhbm: {queueing_latency: 300 ns}\n"),
+    (["matrix_unit.efficiency=0.5", "matrix_unit.efficiency=0.6"], "matrix_unit: {efficiency: 0.6}\n"),
 ])
-def test_the_same_chip_as_the_yaml_path(h100, texts):
-    raw, spec = h100
-    overrides = [parse_override(t) for t in texts]
-    assert resolve(with_values(spec, overrides)) == resolve(validate(apply_overrides(raw, overrides)))
+def test_the_same_chip_as_an_overlay_file(h100, write_yaml, texts, overlay):
+    _, spec = h100
+    path = write_yaml("what-if.yaml", f"extends: h100-sxm\nname: h100-sxm\n{overlay}")
+    assert resolve(with_values(spec, [parse_override(t) for t in texts])) == load_arch(str(path))
 
 
 def test_a_cited_field_set_whole_carries_the_overrides_citation(h100):
@@ -49,6 +57,8 @@ def test_a_quantity_computed_in_base_units(h100):
     ("hbm.foo=1", "hbm.foo", "unknown field 'foo'; expected one of: name, capacity"),
     ("clock=[1, 2]", "clock", "expected a frequency with a unit"),
     ("hbm=3", "hbm", "'hbm' is a section; set one of its fields"),
+    ("vector_unit.flops_per_cycle_per_core.fp32=0", "vector_unit.flops_per_cycle_per_core.fp32",
+     "must be greater than zero, got 0.0"),  # below a cited field: found by fuzzing (a raw ValidationError)
 ])
 def test_errors_carry_the_field_path_and_no_source(h100, text, field, message):
     _, spec = h100
@@ -63,3 +73,19 @@ def test_the_spec_given_is_left_as_it_was(h100):
     before = spec.model_dump()
     with_values(spec, [parse_override("hbm.efficiency=0.5"), parse_override("clock=1 GHz")])
     assert spec.model_dump() == before
+
+
+def test_only_the_cli_names_the_flag(cli):
+    with pytest.raises(OverrideError) as exc:
+        load_arch("dgx-h100", ["chip.hbm.efficiency=2"])
+    assert exc.value.source is None and exc.value.field == "chip.hbm.efficiency"
+    result = cli("arch", "show", "dgx-h100", "--set", "chip.hbm.efficiency=2")
+    assert result.err == "accelsim: error: --set: chip.hbm.efficiency: must be a fraction from 0.001 to 1, got 2.0\n"
+
+
+def test_a_sections_own_check_names_the_overrides_it_follows(h100):
+    _, spec = h100
+    with pytest.raises(OverrideError) as exc:
+        with_values(spec, [parse_override("local_memory.max_per_program=1 TiB")])
+    assert exc.value.field == "local_memory"
+    assert exc.value.message.endswith("exceeds capacity (233472 B) (after local_memory.max_per_program)")

@@ -32,7 +32,7 @@ def captured_and_built(kernel: str, family: str, params: dict, config: dict, fam
     strings = {k: str(v) for k, v in {**params, **config}.items()}
     captured = capture_triton(str(KERNELS / f"{kernel}.py"), function, strings)
     fam = get_family(family)
-    ours = {"impl": "triton"} if family == "attention" else {}  # our Triton kernels, not the chip's default impl
+    ours = {"impl": "triton"} if family in ("attention", "gemm") else {}  # our Triton kernels, not the chip's default impl
     values, _, _ = split_params(fam, {k: str(v) for k, v in {**params, **ours, **(family_params or {})}.items()})
     built_config = fam.resolve_config(values, {k: str(v) for k, v in {**config, **family_config}.items()}, CHIP)
     return captured, fam.build(values, built_config, CHIP)

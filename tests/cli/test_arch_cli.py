@@ -3,6 +3,7 @@
 import json
 
 from accelsim.arch.loader import builtin_names
+from tests.conftest import REPO
 
 
 def test_list_shows_every_config(cli):
@@ -52,3 +53,18 @@ def test_diff_json(cli):
     rows = json.loads(cli("arch", "diff", "h100-sxm", "h200", "--json").out)
     fields = {row["field"] for row in rows}
     assert "config.hbm.capacity" in fields
+
+
+def test_list_shows_the_plain_names_a_user_types(cli):
+    rows = {line.split()[0]: line for line in cli("arch", "list").out.splitlines()[2:]}
+    assert "= dgx-h100-calibrated:" in rows["dgx-h100"]  # the plain name is the fitted model
+    assert "(published figures)" in rows["dgx-h100-published"]
+    assert "32 x dgx-h100 (256 chips)" in rows["h100-ib-cluster"]  # a cluster's node as its config names it
+
+
+def test_the_readme_excerpt_of_arch_list_is_what_it_prints(cli):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("(`accelsim arch list`; abridged):")[1].split("```")[1]
+    printed = {" ".join(line.split()) for line in cli("arch", "list").out.splitlines()}
+    for line in block.strip().splitlines()[2:]:
+        assert " ".join(line.split()) in printed

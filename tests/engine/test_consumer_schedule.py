@@ -1,6 +1,7 @@
 """How a kernel tells the engine its consumers' schedule: a step may say its MMAs are not
 chained (issued asynchronously), vector work may be overlapped (on its pipe, off the
-program's dependency chain), and a program may name its MMA-issuing streams."""
+program's dependency chain), and a warp-specialized program's consumers may take turns
+(one chain) or overlap one another (one chain each)."""
 
 import numpy as np
 import pytest
@@ -16,13 +17,14 @@ SPECIAL = {"unit": "special", "flops": 128.0 * 128}
 VECTOR = {"unit": "vector", "flops": 4.0 * 128 * 128}
 
 
-def trace(*, overlapped=False, chained=None, warps=8, mma_streams=None) -> KernelTrace:
-    resources = {"warps": warps, **({"mma_streams": mma_streams} if mma_streams else {})}
+def trace(*, overlapped=False, chained=None, warps=8, execution=None) -> KernelTrace:
+    resources = {"warps": warps}
     step = {"repeat": 16, "transfers": [{"tensor": "K", "block": [], "bytes": 4096}],
             "compute": [MATRIX, SPECIAL, {**VECTOR, "overlapped": overlapped}, MATRIX],
             **({} if chained is None else {"chained": chained})}
     return KernelTrace.model_validate({
-        "schema_version": 1, "kernel": {"name": "k", "grid": [1], "resources": resources},
+        "schema_version": 1, "kernel": {"name": "k", "grid": [1], "resources": resources,
+                                        **({"execution": execution} if execution else {})},
         "tensors": {"K": {"shape": [4096], "dtype": "int8"}},
         "templates": [{"name": "t", "steps": [step]}]})
 
@@ -47,7 +49,10 @@ def test_overlapped_vector_work_loads_its_pipe_but_leaves_the_chain():
     assert chain(trace(overlapped=True)) == pytest.approx(chain(trace()) - shadowed.overlapped_s[0] / 2)
 
 
-def test_a_program_can_name_its_mma_streams():
+def test_consumers_that_take_turns_are_one_chain():
+    two = {"consumers": 2}
     assert instruction_streams(trace(warps=12), H100) == 3
-    assert instruction_streams(trace(warps=12, mma_streams=1), H100) == 1
-    assert chain(trace(warps=12, mma_streams=1)) == pytest.approx(3 * chain(trace(warps=12)))
+    assert instruction_streams(trace(warps=12, execution=two), H100) == 2
+    assert instruction_streams(trace(warps=12, execution={**two, "consumer_chains": "shared"}), H100) == 1
+    assert chain(trace(warps=12, execution={**two, "consumer_chains": "shared"})) == pytest.approx(
+        2 * chain(trace(warps=12, execution=two)))

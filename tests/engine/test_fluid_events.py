@@ -1,6 +1,6 @@
-"""Starting a flow returns a SimPy event that succeeds, with the flow, at the flow's end:
-processes yield it as they would a SimPy resource's request, conditions combine it, and
-what a waiter starts at that instant joins the one reallocation the end causes."""
+"""A flow is the SimPy event of its end: starting it returns it, processes yield it as they
+would a SimPy resource's request, conditions combine it, and what a waiter starts at that
+instant joins the one reallocation the end causes."""
 
 import pytest
 import simpy
@@ -15,9 +15,11 @@ def test_a_process_resumes_at_its_flows_end():
     seen = []
 
     def program(name, work):
-        flow = yield pool.start(Flow(name, {"hbm": work}, max_rate=10.0))
-        seen.append((name, env.now, flow.finished_ps))
-        second = yield pool.start(Flow(name + "'", {"hbm": 50.0}, max_rate=10.0))
+        first = Flow(name, {"hbm": work}, max_rate=10.0)
+        yield pool.start(first)
+        seen.append((name, env.now, first.finished_ps))
+        second = Flow(name + "'", {"hbm": 50.0}, max_rate=10.0)
+        yield pool.start(second)
         seen.append((second.name, env.now, second.finished_ps))
 
     env.process(program("a", 50.0))
@@ -74,8 +76,8 @@ def test_coalesced_starts_give_the_same_ends():
 
         def lane(i):
             yield env.timeout(i % 3)
-            flow = yield pool.start(Flow(f"f{i}", {"x": 5.0 + i, "y": 3.0 * (i % 4)}, max_rate=1.0 + i))
-            ends[flow.name] = env.now
+            yield pool.start(Flow(f"f{i}", {"x": 5.0 + i, "y": 3.0 * (i % 4)}, max_rate=1.0 + i))
+            ends[i] = env.now
 
         for i in range(12):
             env.process(lane(i))
@@ -86,3 +88,14 @@ def test_coalesced_starts_give_the_same_ends():
     each, more = run(False)
     assert coalesced == each
     assert fewer < more
+
+
+def test_a_flow_runs_once():
+    env = simpy.Environment()
+    pool = FluidResources(env, {"hbm": 1.0})
+    flow = Flow("f", {"hbm": 1.0}, max_rate=1.0)
+    pool.start(flow)
+    env.run()
+    assert flow.processed and flow.ok and flow.finished_ps == PS_PER_S
+    with pytest.raises(ValueError, match="a flow runs once"):
+        pool.start(flow)

@@ -31,8 +31,7 @@ def replay(capacities, flows, chained, free_running):
     for k, parent in enumerate(chained):
         follow.setdefault(f"f{parent}", []).append(k)
 
-    def done(event):
-        flow = event.value
+    def done(flow):
         ends[flow.name] = flow.finished_ps
         for k in follow.get(flow.name, []):
             pool.start(Flow(f"{flow.name}+{k}", {"a": 1.0 + k}, max_rate=2.0)).callbacks.append(done)

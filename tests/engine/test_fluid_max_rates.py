@@ -14,13 +14,13 @@ def run(free_running: bool, contended: bool):
     pool = FluidResources(env, {"bw": 1e8 if contended else 1e12}, free_running=free_running)
     ends = {}
 
-    def done(event):
-        ends[event.value.name] = env.now
+    def done(flow):
+        ends[flow.name] = env.now
 
     a = Flow("a", {"bw": 1.0}, max_rate=1e12 / 1000)  # 1000 ps alone
     b = Flow("b", {"bw": 1.0}, max_rate=1e12 / 4000)
-    for event in pool.start_many([a, b]):
-        event.callbacks.append(done)
+    for flow in pool.start_many([a, b]):
+        flow.callbacks.append(done)
 
     def speed_up(_event):
         pool.set_max_rates([b], [1e12 / 1000])  # from 400 ps on, b could finish in 1000 ps alone

@@ -67,7 +67,7 @@ def test_reread_within_one_program_against_the_h100_l2(kernel_trace, between_mb,
 
 def hit_rate(group_m: int) -> float:
     chip = load_arch("h100-sxm")
-    params = parse_values(gemm.PARAMS, {"M": 8192, "N": 8192, "K": 8192}, "test")
+    params = parse_values(gemm.PARAMS, {"M": 8192, "N": 8192, "K": 8192, "impl": "triton"}, "test")
     config = gemm.FAMILY.resolve_config(params, {"block_m": 128, "block_n": 128, "group_m": group_m}, chip)
     return simulate_kernel(gemm.FAMILY.build(params, config, chip), chip).shared_cache_hit_rate
 

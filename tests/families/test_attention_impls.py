@@ -46,11 +46,20 @@ def test_an_implementation_is_refused_where_it_does_not_run():
 def test_fa3_runs_its_library_tiles_warp_specialized():
     trace, config = build(H100, batch=2, heads=16, seq_q=8192, head_dim=128, impl="fa3")
     assert (config["block_m"], config["block_n"], config["num_warps"]) == (128, 176, 12)
-    assert trace.kernel.resources.mma_streams == 1
+    execution = trace.kernel.execution
+    assert (execution.consumers, execution.consumer_chains, execution.loads) == (2, "shared", "tma")
     loop = next(s for t in trace.templates for s in t.steps if any(c.unit == "matrix" for c in s.compute))
     assert loop.chained is False
     assert all(c.overlapped for c in loop.compute if c.unit == "vector")
     assert not any(c.overlapped for c in loop.compute if c.unit == "special")
+
+
+def test_cudnn_on_blackwell_overlaps_its_consumers_chains():
+    """tcgen05 MMAs accumulate in tensor memory, not in the softmax warps' registers."""
+    b200_trace, _ = build(load_arch("b200"), batch=2, heads=16, seq_q=4096, head_dim=64, impl="cudnn")
+    h100_trace, _ = build(H100, batch=2, heads=16, seq_q=4096, head_dim=64, impl="cudnn")
+    assert b200_trace.kernel.execution.consumer_chains == "separate"
+    assert h100_trace.kernel.execution.consumer_chains == "shared"
 
 
 def test_causal_fa3_takes_its_square_tile():
@@ -71,7 +80,7 @@ def test_cudnn_shrinks_its_key_tile_to_fit_two_stages():
 
 
 @pytest.mark.parametrize(("causal", "backward", "kernels"), [(False, False, 6), (True, False, 10),
-                                                             (False, True, 9)])
+                                                             (False, True, 12)])
 def test_unfused_attention_is_the_eager_ops_kernels(causal, backward, kernels):
     trace, _ = build(H100, batch=2, heads=4, seq_q=1024, head_dim=64, causal=causal, impl="unfused",
                      **{"pass": "bwd" if backward else "fwd"})

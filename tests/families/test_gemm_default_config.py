@@ -1,6 +1,6 @@
-"""The gemm family's default config on GPUs: the large tutorial tiles where they fill the
-SMs, smaller tiles and then split-K for skinny problems (decode GEMVs), and stages that
-fit the chip's shared memory."""
+"""The Triton-style GEMM's default config on GPUs (``impl=triton``): the large tutorial tiles
+where they fill the SMs, smaller tiles and then split-K for skinny problems (decode GEMVs), and
+stages that fit the chip's shared memory."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ GEMM = get_family("gemm")
 
 
 def params(m: int, n: int, k: int, dtype: str = "bf16") -> dict:
-    return split_params(GEMM, {"M": str(m), "N": str(n), "K": str(k), "dtype": dtype})[0]
+    return split_params(GEMM, {"M": str(m), "N": str(n), "K": str(k), "dtype": dtype, "impl": "triton"})[0]
 
 
 def default(m, n, k, arch="h100-sxm", dtype="bf16") -> dict:
@@ -87,7 +87,7 @@ def test_a_split_k_not_given_follows_the_tile_that_was():
     default fills the SMs unsplit; a 128x128 tile given alone makes half the tiles and
     splits K in two; a 32x32 tile needs no split; a split given is kept."""
     family, chip = get_family("gemm"), load_arch("h100-sxm")
-    params = {"M": 1024, "N": 1024, "K": 8192, "dtype": "bf16", "batch": 1, "groups": 1}
+    params = {"M": 1024, "N": 1024, "K": 8192, "dtype": "bf16", "batch": 1, "groups": 1, "impl": "triton"}
     assert family.default_config(params, chip)["split_k"] == 1
     assert family.resolve_config(params, {"block_m": 128, "block_n": 128}, chip)["split_k"] == 2
     assert family.resolve_config(params, {"block_m": 32, "block_n": 32}, chip)["split_k"] == 1

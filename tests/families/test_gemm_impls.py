@@ -27,10 +27,17 @@ def params(**given) -> dict:
     return split_params(GEMM, {k: str(v) for k, v in given.items()})[0]
 
 
-def test_the_default_is_the_triton_kernel(h100):
+def test_the_default_is_cublas_on_nvidia_and_triton_elsewhere(h100):
     plain = params(M=4096, N=4096, K=4096)
-    assert GEMM.default_config(plain, h100) == GEMM.default_config({**plain, "impl": "triton"}, h100)
-    assert GEMM.build(plain, GEMM.default_config(plain, h100), h100).kernel.execution is None
+    assert GEMM.default_config(plain, h100) == GEMM.default_config({**plain, "impl": "cublas"}, h100)
+    assert GEMM.build(plain, GEMM.default_config(plain, h100), h100).kernel.execution.persistent_ctas == 132
+    mi300x = load_arch("mi300x")
+    assert GEMM.default_config(plain, mi300x) == GEMM.default_config({**plain, "impl": "triton"}, mi300x)
+
+
+def test_a_tile_given_below_128_rows_runs_ping_pong(h100):
+    config = GEMM.resolve_config(params(M=4096, N=4096, K=4096), {"block_m": "64", "block_n": "128"}, h100)
+    assert config["schedule"] == "pingpong"
 
 
 def test_deepgemm_picks_the_fewest_waves_then_the_fullest_last_wave(h100):

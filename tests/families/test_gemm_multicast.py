@@ -20,7 +20,7 @@ TILE = {"block_m": "128", "block_n": "256", "block_k": "64", "num_stages": "3", 
 
 def run(arch: str, cluster: int, m=4096, n=4096, k=4096, overrides=()):
     chip = load_arch(arch, overrides)
-    params = split_params(GEMM, {"M": str(m), "N": str(n), "K": str(k)})[0]
+    params = split_params(GEMM, {"M": str(m), "N": str(n), "K": str(k), "impl": "triton"})[0]
     config = GEMM.resolve_config(params, {**TILE, "cluster": str(cluster)}, chip)
     trace = GEMM.build(params, config, chip)
     return chip, trace
@@ -52,7 +52,7 @@ def test_a_cluster_is_never_slower_and_helps_where_l2_binds():
 def test_chips_without_multicast_refuse_clusters_and_search_without_them():
     with pytest.raises(InputError, match="cannot multicast a read to 2 programs"):
         run("a100-sxm4-80gb", 2)
-    params = split_params(GEMM, {"M": "2048", "N": "2048", "K": "2048"})[0]
+    params = split_params(GEMM, {"M": "2048", "N": "2048", "K": "2048", "impl": "triton"})[0]
     assert all("cluster" not in c for c in GEMM.config_space(params, load_arch("a100-sxm4-80gb")))
     assert all(c["cluster"] == 2 for c in GEMM.config_space(params, load_arch("h100-sxm")))
     assert all(c["pair"] == 2 and "cluster" not in c for c in GEMM.config_space(params, load_arch("b200")))
@@ -60,6 +60,6 @@ def test_chips_without_multicast_refuse_clusters_and_search_without_them():
 
 def test_cluster_pairs_need_a_group_they_divide():
     chip = load_arch("h100-sxm")
-    params = split_params(GEMM, {"M": "4096", "N": "4096", "K": "4096"})[0]
+    params = split_params(GEMM, {"M": "4096", "N": "4096", "K": "4096", "impl": "triton"})[0]
     with pytest.raises(InputError, match="group_m must be a multiple"):
         GEMM.resolve_config(params, {**TILE, "cluster": "2", "group_m": "1"}, chip)

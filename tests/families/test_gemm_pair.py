@@ -22,7 +22,7 @@ TILE = {"block_m": "128", "block_n": "256", "block_k": "64", "num_stages": "3", 
 
 def build(arch: str, extra: dict, m=4096, n=4096, k=4096):
     chip = load_arch(arch)
-    params = split_params(GEMM, {"M": str(m), "N": str(n), "K": str(k)})[0]
+    params = split_params(GEMM, {"M": str(m), "N": str(n), "K": str(k), "impl": "triton"})[0]
     config = GEMM.resolve_config(params, {**TILE, **extra}, chip)
     return chip, config, GEMM.build(params, config, chip)
 
@@ -82,7 +82,7 @@ def test_odd_rows_search_unpaired_clusters_too():
     """The padding row's tensor work is wasted, so with odd tile rows the search also
     tries the unpaired multicast cluster; with even rows only pairs."""
     chip = load_arch("b200")
-    odd = GEMM.config_space(split_params(GEMM, {"M": "384", "N": "131072", "K": "1024"})[0], chip)
+    odd = GEMM.config_space(split_params(GEMM, {"M": "384", "N": "131072", "K": "1024", "impl": "triton"})[0], chip)
     assert {("pair" in c, "cluster" in c) for c in odd if c["block_m"] == 128} == {(True, False), (False, True)}
     assert {("pair" in c, "cluster" in c) for c in odd if c["block_m"] == 64} == {(True, False)}  # 6 rows
 
@@ -108,7 +108,7 @@ def test_bad_pairs_are_refused(arch, extra, message):
 
 def test_fp32_gemms_have_no_mma_to_pair():
     chip = load_arch("b200")
-    params = split_params(GEMM, {"M": "1024", "N": "1024", "K": "1024", "dtype": "fp32"})[0]
+    params = split_params(GEMM, {"M": "1024", "N": "1024", "K": "1024", "dtype": "fp32", "impl": "triton"})[0]
     with pytest.raises(InputError, match="no MMA to pair"):
         GEMM.resolve_config(params, {**TILE, "block_n": "128", "pair": "2"}, chip)
     assert all("pair" not in c for c in GEMM.config_space(params, chip))

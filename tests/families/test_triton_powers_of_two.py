@@ -11,9 +11,18 @@ import pytest
 from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
 from accelsim.families import get_family
-from accelsim.families.base import check_powers_of_two
+from accelsim.families.base import check_powers_of_two, parse_values
 
-GEMM = {"M": 1024, "N": 1024, "K": 1024, "dtype": "bf16", "batch": 1, "groups": 1}
+
+def _problem(family: str, given: dict) -> dict:
+    """The family's parameters with defaults filled; where the family offers several
+    implementations, its Triton kernel's (the one whose config is Triton's)."""
+    params = get_family(family).params
+    triton = {"impl": "triton"} if "impl" in {p.name for p in params} else {}
+    return parse_values(params, given | triton, "--param")
+
+
+GEMM = _problem("gemm", {"M": 1024, "N": 1024, "K": 1024})
 
 
 @pytest.mark.parametrize("field, value", [("block_m", 100), ("block_n", 96), ("block_k", 48), ("num_warps", 3)])
@@ -26,10 +35,8 @@ def test_a_gemm_field_that_is_not_a_power_of_two_is_refused_on_a_gpu(field, valu
 
 @pytest.mark.parametrize("field", ["block_m", "block_n", "num_warps"])
 def test_attention_block_sizes_and_warps_are_checked_too(field):
-    params = get_family("attention").parse_config({})  # only to name the fields: every one is a config field
-    assert field in params
-    problem = {"batch": 1, "heads": 8, "kv_heads": 0, "seq_q": 1024, "seq_kv": 0, "head_dim": 128, "causal": False,
-               "dtype": "bf16", "pass": "fwd"}
+    assert field in {p.name for p in get_family("attention").config_params}
+    problem = _problem("attention", {"heads": 8, "seq_q": 1024})
     with pytest.raises(InputError, match="power of two"):
         get_family("attention").resolve_config(problem, {field: 48}, load_arch("h100-sxm"))
 
@@ -47,7 +54,7 @@ def test_a_tpu_block_need_not_be_a_power_of_two():
 
 
 def test_cuda_style_elementwise_warps_stay_free_on_a_gpu():
-    problem = {"elements": 1 << 20, "dtype": "fp32", "inputs": 1, "outputs": 1}
+    problem = _problem("elementwise", {"elements": 1 << 20, "dtype": "fp32"})
     config = get_family("elementwise").resolve_config(problem, {"num_warps": 17, "block_elements": 544},
                                                       load_arch("h100-sxm"))
     assert config["num_warps"] == 17
@@ -55,7 +62,15 @@ def test_cuda_style_elementwise_warps_stay_free_on_a_gpu():
 
 def test_the_cli_names_the_field_in_one_line(cli):
     result = cli("simulate", "--arch", "h100", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
-                 "--param", "K=256", "--param", "block_m=100")
+                 "--param", "K=256", "--param", "impl=triton", "--param", "block_m=100")
     assert result.code == 2 and result.out == ""
     assert result.err.startswith("accelsim: error: --param: block_m: expected a power of two") and \
         len(result.err.splitlines()) == 1
+
+
+def test_a_library_kernel_keeps_its_own_block_sizes():
+    """FlashAttention-3 is not a Triton kernel: its K/V blocks of 176 rows (hopper/tile_size.h) are its own."""
+    problem = {"batch": 1, "heads": 8, "kv_heads": 0, "seq_q": 1024, "seq_kv": 0, "head_dim": 128, "causal": False,
+               "dtype": "bf16", "pass": "fwd", "impl": "fa3"}
+    assert not get_family("attention").compiled_by_triton(problem, load_arch("h100-sxm"))
+    assert get_family("attention").compiled_by_triton({**problem, "impl": "triton"}, load_arch("h100-sxm"))

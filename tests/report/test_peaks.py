@@ -61,10 +61,16 @@ def test_a_what_if_peak_moves_the_shares(cli):
     assert bigger["ridge_point_flops_per_byte"] == 2 * base["ridge_point_flops_per_byte"]
 
 
+class _Result(dict):
+    """A kernel result's figures, read as keys (a ``--json`` summary) or as fields (a result record)."""
+
+    __getattr__ = dict.__getitem__
+
+
 def test_no_hbm_traffic_has_no_intensity():
     trace, chip = _trace("gemm", {"M": 256, "N": 256, "K": 256}, "h100-sxm")
-    figures = roofline_figures({"hbm_bytes": 0.0, "flops": 1.0, "achieved_flops_per_s": 1.0,
-                                "achieved_hbm_bytes_per_s": 0.0}, trace, chip)
+    figures = roofline_figures(_Result(hbm_bytes=0.0, flops=1.0, achieved_flops_per_s=1.0,
+                                       achieved_hbm_bytes_per_s=0.0), trace, chip)
     assert figures["arithmetic_intensity_flops_per_byte"] is None and figures["hbm_fraction_of_peak"] == 0
 
 

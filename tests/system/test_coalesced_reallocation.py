@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import accelsim.system.replay as replay_module
-from accelsim.engine.fluid import FluidResources
-from accelsim.system.replay import ReplayOptions, replay
+from accelsim.system.replay import ReplayOptions, ReplayShortcuts, replay
 from tests.system.conftest import compute, spmd
 
 STEP = [
@@ -21,19 +19,15 @@ STEP = [
 ]
 
 
-def _one_reallocation_per_start(env, capacities, **_options):
-    return FluidResources(env, capacities)
-
-
 @pytest.mark.parametrize("system", ["dgx-h100", "tpu-v5e-4x4"])
-def test_coalesced_starts_give_the_same_replay(system, monkeypatch):
+def test_coalesced_starts_give_the_same_replay(system):
     from accelsim.arch.model import load_arch
 
     arch = load_arch(system)
     trace = spmd(STEP, devices="0-7", num_devices=8)
     coalesced = replay(trace, arch, options=ReplayOptions(fold=False, timeline=True))
-    monkeypatch.setattr(replay_module, "FluidResources", _one_reallocation_per_start)
-    each = replay(trace, arch, options=ReplayOptions(fold=False, timeline=True))
+    each_start = ReplayShortcuts(coalesce_starts=False)
+    each = replay(trace, arch, options=ReplayOptions(fold=False, timeline=True, shortcuts=each_start))
     ignore = {"sim_wall_s": 0, "events": 0}
     assert coalesced.summary() | ignore == each.summary() | ignore
     assert coalesced.segments == each.segments

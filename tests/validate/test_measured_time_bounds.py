@@ -80,3 +80,9 @@ def test_a_collective_measurement_files_latency(tmp_path):
     with pytest.raises(InputError) as exc:
         read_collective_records([path], "dgx-h100", "h100-sxm")
     assert exc.value.field == "records[0].latency_s" and "at least 1e-09 s" in exc.value.message
+
+
+def test_a_collective_size_below_a_byte(tmp_path):
+    with pytest.raises(InputError) as exc:
+        load_measurements(_collectives_file(tmp_path, size_bytes=5e-324))
+    assert exc.value.field == "records[0].size_bytes" and "at least 1 byte, got 5e-324" in exc.value.message

@@ -13,7 +13,7 @@ from accelsim.families.base import parse_values
 from accelsim.families.search import run_config
 from accelsim.validate.compare import kendall_tau
 
-GEMM = {"M": 2048, "N": 2048, "K": 2048, "dtype": "bf16", "batch": 1}
+GEMM = {"M": 2048, "N": 2048, "K": 2048, "dtype": "bf16", "batch": 1, "impl": "triton"}
 CONFIGS = [
     {"block_m": 128, "block_n": 128, "block_k": 64, "group_m": 1, "split_k": 1, "num_warps": 4, "num_stages": 3},
     {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 1, "split_k": 1, "num_warps": 8, "num_stages": 3},

@@ -14,27 +14,25 @@ replays it on the v5p torus of that size. Predicted TFLOP/s per chip = MaxText's
 FLOPs per chip (the PaLM appendix-B count its ``calculate_tflops_training_per_device``
 used: 6 x parameters x tokens + causal attention) / the replayed step time.
 
-Per layer, on every chip (SPMD): forward all-gathers the layer's weight shard over the
-FSDP group (fp32 weights, prefetched one layer ahead, as XLA's async collective fusion
-does), all-gathers the activations over the TP group (Megatron sequence parallel:
-MaxText shards ``activation_embed`` over ``tensor``), runs QKV, flash attention, O
-(reduce-scatter over TP), gate+up and down (reduce-scatter over TP) as the built-in
-``gemm`` / ``attention`` families with ``config=auto`` (XLA tiles its own dots; the
-best block shapes stand in for its choice); backward mirrors it (each GEMM's data and weight
-gradient, the attention backward as the ``attention`` family's TPU backward (Pallas dkv and
-dq kernels, seven matmuls per block pair), TP all-gathers and reduce-scatters swapped), recomputes what the remat policy drops
-(``minimal``: the attention forward; ``full``: the whole layer forward) and
-reduce-scatters the fp32 weight gradients over FSDP (async, waited for at the end); on
-two slices each chip's gradient shard is then all-reduced across the slices over the DCN
-(data parallelism, on its own stream).
-The output projection (vocab) runs once forward and twice backward.
+The step is built by ``accelsim.model`` (docs/model.md) with the ``maxtext`` framework:
+per layer, on every chip (SPMD), forward all-gathers the layer's fp32 weight shard over
+the FSDP group (prefetched one layer ahead, as XLA's async collective fusion does),
+all-gathers the activations over the TP group (MaxText shards ``activation_embed`` over
+``tensor``: sequence parallel), runs QKV, flash attention, O (reduce-scatter over TP),
+gate+up and down (reduce-scatter over TP) as the built-in ``gemm`` / ``attention`` families
+with ``config=auto`` (XLA tiles its own dots; the best block shapes stand in for its
+choice); the backward mirrors it, recomputes what the remat policy drops (``minimal``:
+the attention forward, the model's ``selective``; ``full``: the whole layer forward) and
+reduce-scatters the fp32 weight gradients over FSDP (async, waited for before the
+optimizer update); on two slices each chip's gradient shard is then all-reduced across the
+slices over the DCN on its own stream. The output projection's weights are gathered and
+its gradients reduce-scattered like a layer's. Norms, SiLU and residual adds are fused
+into the matmuls' fusions (no kernels of their own); the embedding lookup is left out.
 
 TP collectives, two treatments (both replayed): the XLA default (a collective waits for its
 input, the GEMM that needs it waits for it, independent work overlaps it) and collective
 matmul (each TP collective entirely beside the GEMM it feeds or drains, an optimistic
-bound). Left out: norms, SiLU, residual adds, the
-embedding lookup, the loss and the optimizer update (memory-bound, under 1% of these
-steps by their bytes).
+bound).
 """
 
 from __future__ import annotations
@@ -44,11 +42,13 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+
+from accelsim.model.spec import ModelSpec  # noqa: E402
 
 SEQ = 2048
 BASE = {"emb": 2048, "heads": 16, "mlp": 7168, "layers": 16, "head_dim": 128, "vocab": 32000}
@@ -59,29 +59,9 @@ TORUS = {64: [4, 4, 4], 128: [4, 4, 8], 256: [4, 8, 8], 512: [8, 8, 8], 1024: [8
 MULTISLICE = "tpu-v5p-8x8x8-x2"
 """Slices of v5p joined over the DCN (6.25 GB/s per chip, Cloud TPU docs); its slice shape
 and count are set per record."""
-WEIGHT_BYTES = 4  # base.yml weight_dtype float32: FSDP gathers and reduce-scatters fp32
-ACT_BYTES = 2  # dtype bfloat16
 
 
-@dataclass(frozen=True)
-class Model:
-    emb: int
-    heads: int
-    mlp: int
-    layers: int
-    head_dim: int
-    vocab: int
-
-    @property
-    def layer_params(self) -> int:
-        return 4 * self.emb * self.heads * self.head_dim + 3 * self.emb * self.mlp
-
-    @property
-    def params(self) -> int:
-        return self.layers * self.layer_params + 2 * self.vocab * self.emb
-
-
-def model(scale: int) -> Model:
+def model(scale: int) -> ModelSpec:
     """MaxText's ``get_individual_scales``: every power of 2 doubles, in turn, heads and
     MLP width, then the embedding width, then the layers."""
     log2 = int(math.log2(scale))
@@ -90,12 +70,13 @@ def model(scale: int) -> Model:
     base, rem = divmod(log2, 3)
     heads_scale = base + int(rem > 0)
     emb_scale = base + int(rem > 1)
-    return Model(emb=BASE["emb"] * 2**emb_scale, heads=BASE["heads"] * 2**heads_scale,
-                 mlp=BASE["mlp"] * 2**heads_scale, layers=BASE["layers"] * 2**base, head_dim=BASE["head_dim"],
-                 vocab=BASE["vocab"])
+    heads = BASE["heads"] * 2**heads_scale
+    return ModelSpec(name=f"maxtext-{scale}b", layers=BASE["layers"] * 2**base, hidden=BASE["emb"] * 2**emb_scale,
+                     heads=heads, kv_heads=heads, head_dim=BASE["head_dim"], ffn=BASE["mlp"] * 2**heads_scale,
+                     vocab=BASE["vocab"], source="MaxText base.yml scaled by global_parameter_scale")
 
 
-def model_tflops_per_chip(m: Model, per_chip_batch: int) -> float:
+def model_tflops_per_chip(m: ModelSpec, per_chip_batch: int) -> float:
     """MaxText's count (PaLM appendix B): 6 x parameters x tokens, plus causal attention."""
     tokens = per_chip_batch * SEQ
     learnable = 6 * m.params * tokens
@@ -103,149 +84,29 @@ def model_tflops_per_chip(m: Model, per_chip_batch: int) -> float:
     return (learnable + attention) / 1e12
 
 
-# ---------------------------------------------------------------------------- the trace
+# ---------------------------------------------------------------------------- the step
 
 
-def tp_groups(chips: int, tp: int, slices: int = 1) -> list[list[int]]:
-    """Runs of ``tp`` consecutive ranks: along the innermost torus axis (ranks are
-    row-major, the last axis fastest), as MaxText's device mesh puts ``tensor``."""
-    return [list(range(start, start + tp)) for start in range(0, chips * slices, tp)]
+def model_step(record: dict, tp_overlap: bool = True, system: str = "tpu-v5p-4x4x8"):
+    """The record's run as an ``accelsim model`` step: TP over the innermost torus axis, FSDP
+    over the rest of the slice, data parallel across slices; one microbatch of the TP group's
+    sequences; MaxText's remat ``minimal`` is selective recompute (the attention forward)."""
+    from accelsim.arch.model import load_arch
+    from accelsim.model.layout import FRAMEWORKS, Layout, Workload
+    from accelsim.model.step import plan_step
 
-
-def fsdp_groups(chips: int, tp: int, slices: int = 1) -> list[list[int]]:
-    """The ranks of one slice at the same position of every TP group."""
-    return [list(range(s * chips + offset, (s + 1) * chips, tp)) for s in range(slices) for offset in range(tp)]
-
-
-def dcn_groups(chips: int, slices: int) -> list[list[int]]:
-    """The same chip of every slice (data parallelism across slices over the DCN)."""
-    return [[s * chips + rank for s in range(slices)] for rank in range(chips)]
-
-
-class Builder:
-    def __init__(self, m: Model, chips: int, tp: int, per_chip_batch: int, tp_overlap: bool, slices: int = 1) -> None:
-        self.m, self.chips, self.tp, self.overlap, self.slices = m, chips, tp, tp_overlap, slices
-        self.tokens = per_chip_batch * tp * SEQ  # a TP group shares its sequences
-        self.ops: list[dict] = []
-        self.tp_groups, self.fsdp_groups = tp_groups(chips, tp, slices), fsdp_groups(chips, tp, slices)
-
-    def add(self, op: dict) -> str:
-        self.ops.append(op)
-        return op["name"]
-
-    def gemm(self, name: str, m: int, n: int, k: int, deps: list[str]) -> str:
-        return self.add({"name": name, "kind": "compute", "family": "gemm",
-                         "params": {"M": m, "N": n, "K": k, "dtype": "bf16", "config": "auto"}, "deps": deps})
-
-    def activation_collective(self, kind: str, name: str, deps: list[str]) -> str:
-        return self.add({"name": name, "kind": kind, "bytes": self.tokens * self.m.emb * ACT_BYTES,
-                         "groups": self.tp_groups, "deps": deps, "async": self.overlap})
-
-    def overlapped(self, collective: str) -> str:
-        return self.add({"name": f"{collective}.done", "kind": "done", "start": collective})
-
-    def column_parallel(self, name: str, n: int, k: int, after: list[str]) -> list[str]:
-        """All-gather the sequence-sharded input over TP, then y = x @ W[:, shard]. The
-        returned names are what the next op waits for."""
-        if self.tp == 1:
-            return [self.gemm(name, self.tokens, n, k, after)]
-        gather = self.activation_collective("all-gather", f"{name}.ag", after)
-        if not self.overlap:
-            return [self.gemm(name, self.tokens, n, k, [gather])]
-        return [self.gemm(name, self.tokens, n, k, after), self.overlapped(gather)]
-
-    def row_parallel(self, name: str, n: int, k: int, after: list[str]) -> list[str]:
-        """y_partial = x[:, shard] @ W[shard, :], reduce-scattered over TP."""
-        if self.tp == 1:
-            return [self.gemm(name, self.tokens, n, k, after)]
-        if not self.overlap:
-            return [self.activation_collective("reduce-scatter", f"{name}.rs",
-                                               [self.gemm(name, self.tokens, n, k, after)])]
-        scatter = self.activation_collective("reduce-scatter", f"{name}.rs", after)
-        return [self.gemm(name, self.tokens, n, k, after), self.overlapped(scatter)]
-
-    def attention(self, name: str, after: list[str]) -> list[str]:
-        m, tp = self.m, self.tp
-        params = {"batch": self.tokens // SEQ, "heads": m.heads // tp, "kv_heads": m.heads // tp, "seq_q": SEQ,
-                  "head_dim": m.head_dim, "causal": True, "config": "auto"}
-        return [self.add({"name": name, "kind": "compute", "family": "attention", "params": params, "deps": after})]
-
-    def attention_backward(self, name: str, after: list[str]) -> list[str]:
-        m, tp = self.m, self.tp
-        params = {"batch": self.tokens // SEQ, "heads": m.heads // tp, "kv_heads": m.heads // tp, "seq_q": SEQ,
-                  "head_dim": m.head_dim, "causal": True, "pass": "bwd", "config": "auto"}
-        return [self.add({"name": name, "kind": "compute", "family": "attention", "params": params, "deps": after})]
-
-    def layer_forward(self, tag: str, after: list[str]) -> list[str]:
-        m, tp = self.m, self.tp
-        qkv = self.column_parallel(f"{tag}.qkv", 3 * m.heads * m.head_dim // tp, m.emb, after)
-        attn = self.attention(f"{tag}.attn", qkv)
-        o = self.row_parallel(f"{tag}.o", m.emb, m.heads * m.head_dim // tp, attn)
-        up = self.column_parallel(f"{tag}.gate_up", 2 * m.mlp // tp, m.emb, o)
-        return self.row_parallel(f"{tag}.down", m.emb, m.mlp // tp, up)
-
-    def layer_backward(self, i: int, after: list[str], remat: str) -> tuple[list[str], list[str]]:
-        """(what the next layer's backward waits for, the weight-gradient ops)."""
-        m, tp, t = self.m, self.tp, self.tokens
-        if remat == "full":
-            after = self.layer_forward(f"r{i}", after)
-        grads = []
-        projections = [("down", m.emb, m.mlp // tp, "row"), ("gate_up", 2 * m.mlp // tp, m.emb, "column"),
-                       ("o", m.emb, m.heads * m.head_dim // tp, "row"),
-                       ("qkv", 3 * m.heads * m.head_dim // tp, m.emb, "column")]
-        for name, n, k, kind in projections:
-            tag = f"b{i}.{name}"
-            if name == "qkv":
-                if remat == "minimal":
-                    after = self.attention(f"b{i}.attn.recompute", after)
-                after = self.attention_backward(f"b{i}.attn", after)
-            grads.append(self.gemm(f"{tag}.dw", k, n, t, after))  # dW = X^T @ dY
-            if kind == "row":  # forward reduce-scattered its output: backward all-gathers dY
-                after = self.column_parallel(f"{tag}.dx", k, n, after)
-            else:  # forward all-gathered its input: backward reduce-scatters dX
-                after = self.row_parallel(f"{tag}.dx", k, n, after)
-        return after, grads
-
-    def step(self, remat: str) -> list[dict]:
-        m, layers = self.m, self.m.layers
-        shard = m.layer_params // self.tp * WEIGHT_BYTES
-        fsdp = {"groups": self.fsdp_groups, "async": True}
-        self.add({"name": "ag.f0", "kind": "all-gather", "bytes": shard, **fsdp})
-        after: list[str] = []
-        for i in range(layers):
-            done = self.overlapped(f"ag.f{i}")
-            prefetch = f"ag.f{i + 1}" if i + 1 < layers else f"ag.b{layers - 1}"
-            self.add({"name": prefetch, "kind": "all-gather", "bytes": shard, **fsdp})
-            after = self.layer_forward(f"f{i}", after + [done])
-        logits = self.column_parallel("logits", m.vocab // self.tp, m.emb, after)
-        self.gemm("logits.dw", m.emb, m.vocab // self.tp, self.tokens, logits)
-        after = [self.gemm("logits.dx", self.tokens, m.emb, m.vocab // self.tp, logits)]
-        for i in reversed(range(layers)):
-            done = self.overlapped(f"ag.b{i}")
-            if i > 0:
-                self.add({"name": f"ag.b{i - 1}", "kind": "all-gather", "bytes": shard, **fsdp})
-            after, grads = self.layer_backward(i, after + [done], remat)
-            self.add({"name": f"rs.b{i}", "kind": "reduce-scatter", "bytes": shard, "deps": grads, **fsdp})
-            if self.slices > 1:  # each chip's gradient shard, all-reduced across slices on its own stream
-                self.add({"name": f"dcn.b{i}", "kind": "all-reduce", "bytes": shard // (self.chips // self.tp),
-                          "groups": dcn_groups(self.chips, self.slices), "deps": [f"rs.b{i}"], "stream": "dcn"})
-        for i in range(layers):
-            self.add({"name": f"rs.b{i}.done", "kind": "done", "start": f"rs.b{i}"})
-        return self.ops
-
-
-def step_trace(record: dict, tp_overlap: bool = True) -> dict:
-    m, chips, slices = model(record["global_parameter_scale"]), record["chips"], record.get("slices", 1)
-    builder = Builder(m, chips, record["ici_tensor_parallelism"], record["per_device_batch_size"], tp_overlap, slices)
-    ops = builder.step(record["remat_policy"])
-    return {
-        "schema_version": 1, "kind": "system_trace",
-        "name": f"MaxText {record['model']} on {record['hardware']}",
-        "num_devices": chips * slices,
-        "programs": [{"name": "spmd", "devices": [f"0-{chips * slices - 1}"], "ops": ops}],
-        "metadata": {"generator": "validation/maxtext/maxtext_v5p.py", "record": record["id"],
-                     "tp_overlap": tp_overlap, "params": m.params},
-    }
+    chips, slices, tp = record["chips"], record.get("slices", 1), record["ici_tensor_parallelism"]
+    shape = json.dumps(TORUS[chips])
+    if slices > 1:
+        arch = load_arch(MULTISLICE, [f"slice.shape={shape}", f"slices={slices}"])
+    else:
+        arch = load_arch(system, [f"shape={shape}"])
+    batch = record["per_device_batch_size"]
+    workload = Workload(mode="train", seq_len=SEQ, batch=batch * chips * slices)
+    layout = Layout(tp=tp, fsdp=chips // tp, dp=slices, micro_batch=batch * tp,
+                    recompute={"minimal": "selective", "full": "full"}[record["remat_policy"]])
+    framework = replace(FRAMEWORKS["maxtext"], tp_overlap=tp_overlap)
+    return plan_step(model(record["global_parameter_scale"]), workload, layout, framework, arch)
 
 
 # ---------------------------------------------------------------------------- comparing
@@ -261,30 +122,21 @@ twice, and the same GEMM and attention shapes recur across records)."""
 
 
 def predict(record: dict, tp_overlap: bool = True, system: str = "tpu-v5p-4x4x8") -> dict:
-    from accelsim.arch.model import load_arch
+    from accelsim.model.step import run_step, step_trace
     from accelsim.system.costs import CostModel
-    from accelsim.system.replay import chip_of, replay
-    from accelsim.system.trace import SystemTrace
 
-    shape = json.dumps(TORUS[record["chips"]])
-    if record.get("slices", 1) > 1:
-        arch = load_arch(MULTISLICE, [f"slice.shape={shape}", f"slices={record['slices']}"])
-    else:
-        arch = load_arch(system, [f"shape={shape}"])
     started = time.perf_counter()
-    chip = chip_of(arch)
-    costs = next((c for c in _COSTS if c.chip == chip), None)
+    step = model_step(record, tp_overlap, system)
+    costs = next((c for c in _COSTS if c.chip == step.chip), None)
     if costs is None:
-        costs = CostModel(chip, Path("."))
+        costs = CostModel(step.chip, Path("."))
         _COSTS.append(costs)
-    result = replay(SystemTrace.model_validate(step_trace(record, tp_overlap)), arch, costs=costs)
-    m = model(record["global_parameter_scale"])
-    tflops = model_tflops_per_chip(m, record["per_device_batch_size"])
-    summary = result.summary()
+    result, _ = run_step(step, step_trace(step), costs=costs)
+    tflops = model_tflops_per_chip(step.shape.model, record["per_device_batch_size"])
     return {"step_time_s": result.step_time_s, "tflops_per_chip": tflops / result.step_time_s,
-            "model_tflops_per_chip": tflops, "compute_s": summary["compute_s"],
-            "exposed_comm_s": summary["exposed_comm_s"], "wall_s": time.perf_counter() - started,
-            "ops": summary["ops"]}
+            "model_tflops_per_chip": tflops, "compute_s": result.step.compute_s,
+            "exposed_comm_s": result.step.exposed_comm_s, "wall_s": time.perf_counter() - started,
+            "ops": result.step.ops, "memory_gb": result.memory["total_bytes"] / 1e9}
 
 
 def report(rows: list[tuple[dict, dict, dict]], wall_s: float) -> str:
@@ -385,9 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         record = next((r for r in load_records() if r["id"] == wanted), None)
         if record is None or treatment not in ("default", "collective-matmul"):
             parser.error(f"unknown record {wanted!r} or treatment {treatment!r}")
-        trace = step_trace(record, tp_overlap=treatment == "collective-matmul")
-        Path(path).write_text(json.dumps(trace, separators=(",", ":")) + "\n", encoding="utf-8")
-        print(f"wrote {path}: {len(trace['programs'][0]['ops'])} ops on {trace['num_devices']} chips")
+        from accelsim.model.step import step_trace
+        from accelsim.system.trace import save_system_trace
+
+        trace = step_trace(model_step(record, tp_overlap=treatment == "collective-matmul"))
+        save_system_trace(trace, path)
+        print(f"wrote {path}: {len(trace.programs[0].ops)} ops on {trace.num_devices} chips")
         return 0
     rows, started = [], time.perf_counter()
     for record in load_records():

@@ -81,6 +81,10 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA A100-SXM4-40GB": "a100-sxm4-40gb",
     "NVIDIA H800 SXM5 (DeepGEMM README)": "h100-sxm",
     "NVIDIA H100 (pytorch/benchmark PR #2391)": "h100-sxm",
+    "NVIDIA H100 (Modal, ai-bot-pro/achatbot PR 123)": "h100-sxm",
+    "NVIDIA B200 (flash-attention PR 2605)": "b200",
+    "NVIDIA H200 (cudnn-frontend attention_inference)": "h200-sxm",
+    "NVIDIA B200 (cudnn-frontend attention_inference)": "b200",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out."""
@@ -421,6 +425,60 @@ def convert_flash_attention_chart(raw: dict) -> Outcome:
                                                 latency_s=latency, raw=raw, notes=notes))
 
 
+def convert_flashmla_decode(raw: dict) -> Outcome:
+    """FlashMLA's own decode test on an H100: milliseconds per call (both kernels, launches
+    included), the latent head dims 576/512 as the ``flashmla`` implementation runs them."""
+    arch = _added_source(raw, category="attention", marker="FlashMLA", field="workload", unit="ms",
+                         what="FlashMLA decode")
+    if not isinstance(arch, str):
+        return arch
+    par = raw["parameters"]
+    params = {**fmt.attention_params(par["batch"], par["heads"], par["kv_heads"], par["seq_q"], par["seq_kv"],
+                                     par["head_dim"], par["causal"], par["dtype"]), "impl": "flashmla"}
+    notes = ["latency_s is the source's milliseconds per call (both kernels and their launches)",
+             "flops and bytes are the format's FlashAttention counts with head_dim 576 (MLA's value is the key's "
+             "first 512 dims, read once); the comparison is on latency"]
+    return Converted(arch, "attention", _record("attention", params, tag="flashmla", implementation=raw["workload"],
+                                                latency_s=raw["value"] * 1e-3, raw=raw, notes=notes))
+
+
+def convert_cudnn_frontend_prefill(raw: dict) -> Outcome:
+    """cudnn-frontend's attention_inference results: cuDNN's SDPA prefill, milliseconds per call
+    (CUDA events around it: its launch included), causal, GQA."""
+    arch = _added_source(raw, category="attention", marker="cudnn-frontend attention_inference", field="workload",
+                         unit="ms", what="cudnn-frontend prefill")
+    if not isinstance(arch, str):
+        return arch
+    par = raw["parameters"]
+    params = {**fmt.attention_params(par["batch"], par["heads"], par["kv_heads"], par["seq_q"], par["seq_kv"],
+                                     par["head_dim"], par["causal"], par["dtype"]), "impl": "cudnn"}
+    notes = [f"latency_s is the source's milliseconds per call (model {par['model']})"]
+    return Converted(arch, "attention", _record("attention", params, tag="cudnn-frontend",
+                                                implementation=raw["workload"], latency_s=raw["value"] * 1e-3,
+                                                raw=raw, notes=notes))
+
+
+BENCHMARK_TABLE_IMPLS = {"cuDNN": "cudnn"}
+"""flash-attention benchmark tables' columns -> the attention family's ``impl``."""
+
+
+def convert_fa_benchmark_table(raw: dict) -> Outcome:
+    """flash-attention's benchmark table (PR #2605 on a B200): TFLOP/s by FlashAttention's count,
+    one column per implementation."""
+    arch = _added_source(raw, category="attention", marker="flash-attention benchmark table", field="workload",
+                         unit="TFLOP/s", what="flash-attention benchmark table")
+    if not isinstance(arch, str):
+        return arch
+    par = raw["parameters"]
+    impl = BENCHMARK_TABLE_IMPLS[raw["workload"].split()[0]]
+    params = {**fmt.attention_params(par["batch"], par["heads"], par["heads"], par["seq"], par["seq"],
+                                     par["head_dim"], par["causal"], par["dtype"]), "impl": impl}
+    latency, how = _tflops_latency(fmt.nominal_flops("attention", params), raw["value"])
+    return Converted(arch, "attention", _record("attention", params, tag=impl, implementation=raw["workload"],
+                                                latency_s=latency, raw=raw,
+                                                notes=[how + " = 4*batch*heads*seq^2*head_dim, halved when causal"]))
+
+
 TRITONBENCH_IMPLS = {"triton_tutorial_flash_v2": "triton", "flash_v3": "fa3"}
 """TritonBench's flash_attention providers -> the attention family's ``impl``."""
 
@@ -444,6 +502,9 @@ def convert_tritonbench_attention(raw: dict) -> Outcome:
 
 LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm"}
 LIGER_TAGS = (("(liger)", "liger"), ("(huggingface/torch)", "torch"), ("(huggingface (unfused", "hf-unfused"))
+LIGER_IMPLS = {"liger": "liger", "torch": "torch", "hf-unfused": "torch"}
+"""The norm families' ``impl`` for each of the CSV's providers: Liger's kernel, ``torch.nn.LayerNorm``
+(PyTorch's CUDA kernel), and Hugging Face's ``LlamaRMSNorm`` (PyTorch eager ops, one kernel each)."""
 
 
 def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
@@ -461,8 +522,13 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     family = LIGER_FAMILIES[kernel]
     tag = next(t for marker, t in LIGER_TAGS if marker in raw["workload"])
     par = raw["parameters"]
-    params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"]}
+    params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"], "impl": LIGER_IMPLS[tag]}
     notes = [f"latency_s is the source's median latency, {raw['value']:g} ms; forward pass only"]
+    if family == "rmsnorm" and par["dtype"] != "fp32":
+        # benchmark_rms_norm.py builds LigerRMSNorm and LlamaRMSNorm without a dtype: nn.Parameter(torch.ones(H))
+        params["weight_dtype"] = "fp32"
+        notes.append("weight_dtype: the benchmark's modules keep their weight in fp32 (built without a dtype, "
+                     "benchmark/scripts/benchmark_rms_norm.py)")
     extra = paired_notes(raw)
     if extra:
         notes.append(f"the source's bandwidth record for this run adds: {extra}")
@@ -645,6 +711,7 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
         convert_mamf, convert_vllm_linear, convert_deepgemm, convert_pallas_guide_matmul, convert_tileops_decode,
+        convert_flashmla_decode, convert_fa_benchmark_table, convert_cudnn_frontend_prefill,
         convert_fixed_shape_gemm, convert_flash_attention_chart, convert_tritonbench_attention,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
         convert_pointer_chase, convert_cache_bandwidth, convert_cache_capacity, convert_stream_stencil,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from accelsim.arch.model import Chip, TpuChip
 from accelsim.errors import InputError
-from accelsim.families.attention_impls import cudnn, decode, fa2, fa3, pallas, triton, unfused
+from accelsim.families.attention_impls import cudnn, decode, fa2, fa3, flashmla, pallas, triton, unfused
 from accelsim.families.attention_impls.base import Impl, is_blackwell, is_hopper
 
 IMPLS: dict[str, Impl] = {impl.name: impl for impl in (
-    fa3.IMPL, cudnn.IMPL, fa2.IMPL, triton.IMPL, unfused.IMPL, decode.FLASH_DECODING, decode.FLASHINFER, pallas.IMPL)}
+    fa3.IMPL, cudnn.IMPL, fa2.IMPL, triton.IMPL, unfused.IMPL, decode.FLASH_DECODING, decode.FLASHINFER, flashmla.IMPL,
+    pallas.IMPL)}
 
 DEFAULT = "default"
 

@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from accelsim.arch.model import Chip, GpuChip
+from accelsim.trace.kernel import KernelTrace, check_programs
 
 
 def is_hopper(chip: Chip) -> bool:
@@ -25,6 +28,10 @@ def is_blackwell(chip: Chip) -> bool:
     return chip.vendor == "nvidia" and chip.local.tensor_memory_bytes > 0
 
 
+WARPGROUP_WARPS = 4
+"""Warps of a warpgroup, the unit that issues a Hopper warpgroup MMA (PTX ISA, ``wgmma``)."""
+
+
 @dataclass(frozen=True)
 class Schedule:
     """How one program's consumer streams run an iteration's MMAs and softmax.
@@ -34,13 +41,23 @@ class Schedule:
     MMAs are issued asynchronously, as a GEMM's are. ``overlapped_vector``: the softmax's
     FP32 arithmetic runs in the shadow of the MMAs (another warpgroup's, or the next
     tile's) and stays off the stream's dependency chain; its exps (MUFU) stay on it.
-    ``mma_streams``: consumer streams per program (None: warps over tensor cores).
-    ``producer_warps``: warps that only issue loads (a warp-specialized producer)."""
+    ``producer_warps``: warps that only issue loads (a warp-specialized producer, by TMA);
+    the other warps are the consumer warpgroups (the trace's ``kernel.execution``).
+    ``consumer_chains``: ``shared`` where the consumers take turns (one dependency chain per
+    program), ``separate`` where each is a stream of its own."""
 
     chained: bool = True
     overlapped_vector: bool = False
-    mma_streams: Callable[[dict[str, Any], dict[str, Any]], int | None] = lambda p, config: None
     producer_warps: int = 0
+    consumer_chains: str = "separate"
+
+    def execution(self, warps: int) -> dict[str, Any] | None:
+        """The trace's ``kernel.execution`` for a program of ``warps`` warps: the consumer
+        warpgroups beside the producer, which loads by TMA; None without warp specialization."""
+        if not self.producer_warps:
+            return None
+        consumers = max(1, (warps - self.producer_warps) // WARPGROUP_WARPS)
+        return {"loads": "tma", "consumers": consumers, "consumer_chains": self.consumer_chains}
 
 
 @dataclass(frozen=True)
@@ -57,8 +74,17 @@ class Impl:
     config_space: Callable[[dict[str, Any], Chip], list[dict[str, Any]]] | None = None
     """Configs ``config=auto`` searches (None: its default launch only, as a library picks)."""
     schedule: Schedule = Schedule()
-    fused: bool = True
-    """False: separate kernels (PyTorch eager), built by :mod:`.unfused`."""
+    blackwell_schedule: Schedule | None = None
+    """How its Blackwell kernels schedule the work, where that differs from ``schedule``."""
+    build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
+    """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
+    eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.
+    None: the family builds the trace from the implementation's config and schedule."""
+
+
+    def schedule_for(self, chip: Chip) -> Schedule:
+        """Its schedule on ``chip``."""
+        return self.blackwell_schedule if self.blackwell_schedule and is_blackwell(chip) else self.schedule
 
 
 def gpu_only(chip: Chip) -> str | None:
@@ -76,3 +102,53 @@ def nvidia_only(chip: Chip) -> str | None:
 def config(block_m: int, block_n: int, num_stages: int, num_warps: int, split_kv: int = 1) -> dict[str, int]:
     return {"block_m": block_m, "block_n": block_n, "num_stages": num_stages, "num_warps": num_warps,
             "split_kv": split_kv}
+
+
+class Launches:
+    """Kernels launched one after another, built into one trace (``kernel_starts``): PyTorch
+    eager's separate kernels, or a library's main kernel and its combine kernel."""
+
+    def __init__(self) -> None:
+        self.templates: list[dict] = []
+        self.template_of: list[np.ndarray] = []
+        self.vars: list[dict[str, np.ndarray]] = []
+        self.resources: list[dict] = []
+        self.tensors: dict[str, dict] = {}
+        self.execution: dict | None = None
+
+    def tensor(self, name: str, elements: int, dtype: str) -> str:
+        self.tensors.setdefault(name, {"shape": [max(1, int(elements))], "dtype": dtype})
+        return name
+
+    def add(self, template: dict, programs: int, variables: dict[str, np.ndarray], resources: dict) -> None:
+        """A kernel of ``programs`` programs that all run ``template``."""
+        self.add_kernel([template], np.zeros(programs, dtype=np.int64), variables, resources)
+
+    def add_kernel(self, templates: list[dict], choice: np.ndarray, variables: dict[str, np.ndarray],
+                   resources: dict) -> None:
+        """A kernel whose program ``i`` runs ``templates[choice[i]]``."""
+        kernel = len(self.resources)
+        self.template_of.append(np.asarray(choice, dtype=np.int64) + len(self.templates))
+        self.templates += [{**t, "name": f"k{kernel}_{t['name']}"} for t in templates]
+        self.vars.append(variables)
+        self.resources.append(resources)
+
+    def trace(self, name: str, metadata: dict) -> KernelTrace:
+        counts = [len(t) for t in self.template_of]
+        check_programs(sum(counts))
+        names = sorted({n for v in self.vars for n in v})
+        program_vars = {n: np.concatenate([v.get(n, np.zeros(c, dtype=np.int64)) for v, c in zip(self.vars, counts)])
+                        .tolist() for n in names}
+        starts = np.cumsum(counts)[:-1].tolist()
+        return KernelTrace.model_validate({
+            "schema_version": 1,
+            "kernel": {"name": name, "grid": [sum(counts)], "resources": self.resources[0],
+                       "pipeline_depth": 2, "kernel_starts": starts or None,
+                       **({"kernel_resources": self.resources[1:]} if starts else {}),
+                       **({"execution": self.execution} if self.execution else {})},
+            "tensors": self.tensors,
+            "templates": self.templates,
+            "program_template": np.concatenate(self.template_of).tolist(),
+            "program_vars": program_vars,
+            "metadata": metadata,
+        })

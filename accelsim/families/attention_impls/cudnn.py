@@ -17,7 +17,7 @@ from typing import Any
 
 from accelsim.arch.model import Chip
 from accelsim.families.attention_impls import fa3, triton
-from accelsim.families.attention_impls.base import Impl, config, is_blackwell, is_hopper
+from accelsim.families.attention_impls.base import Impl, Schedule, config, is_blackwell, is_hopper
 from accelsim.trace.kernel import DTYPE_BYTES
 
 STAGES = 2
@@ -45,10 +45,17 @@ def _unavailable(chip: Chip) -> str | None:
     return None if is_hopper(chip) or is_blackwell(chip) else "cuDNN's fused flash attention needs Hopper or Blackwell"
 
 
+TENSOR_MEMORY_SCHEDULE = Schedule(chained=False, overlapped_vector=True, producer_warps=4,
+                                  consumer_chains="separate")
+"""On Blackwell: the MMAs (``tcgen05.mma``) are issued by one thread and accumulate in tensor
+memory, not in the softmax warps' registers, so the softmax warpgroups' work (their exps on the
+SFUs) and the MMAs of other tiles overlap: each consumer is a chain of its own."""
+
 IMPL = Impl(
     name="cudnn",
     summary="cuDNN's fused attention (assumed FA3-like; the default on Blackwell)",
     unavailable=_unavailable,
     default_config=default_config,
     schedule=fa3.WARP_SPECIALIZED,
+    blackwell_schedule=TENSOR_MEMORY_SCHEDULE,
 )

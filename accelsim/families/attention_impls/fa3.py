@@ -9,7 +9,8 @@ issued asynchronously (not chained: ``Step.chained`` false); the softmax's FP32 
 (max, scale, sum, conversion, the O rescale) overlapped with the MMAs by intra-warpgroup
 pipelining and ping-pong (``Compute.overlapped``: on the FP32 pipe, off the dependency
 chain); the exps on the MUFU, which stay on it: the consumers' MMAs and exps take turns
-(``Resources.mma_streams`` 1). That last choice is what the paper's own numbers show, not
+(``kernel.execution``: the consumer warpgroups with ``consumer_chains: shared``; the
+producer loads by TMA). That last choice is what the paper's own numbers show, not
 what its schedule diagrams draw: over bf16 and fp8 and head dims 64-256 (non-causal, 16k
 tokens) FA3's time per score is within 0-5% of the tensor cores' time at their peak plus the
 MUFU's time for one exp (docs/kernels-attention.md, "Why the exps are on the chain");
@@ -65,7 +66,7 @@ def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     return config(bm, bn, 2, warps(bm))
 
 
-WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, mma_streams=lambda p, c: 1, producer_warps=4)
+WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, producer_warps=4, consumer_chains="shared")
 """FA3's consumers: asynchronous MMAs, FP32 softmax work in their shadow, MMAs and exps in turn."""
 
 IMPL = Impl(

@@ -5,11 +5,15 @@ runs it and the FlashAttention-3 paper times it as "Standard attention".
 Forward kernels: the rearranges of Q and K into (batch*heads, seq, head_dim) copies (the
 inputs come packed as (batch, seq, 3, heads, head_dim)); ``baddbmm`` (S = scale * Q K^T,
 written to HBM in the input dtype); when causal, the mask built at each call (``full``,
-``triu``, the cast to the input dtype) and added to S; the row softmax (S read, P written);
+``triu``, the cast to the input dtype) and added to S (the ``seq_q x seq_kv`` mask is read again
+for every head, from L2 while it fits); the row softmax (S read, P written);
 V's rearrange copy; ``bmm`` (O = P V). Backward (autograd of the same ops, the forward
 not included, as a backward benchmark times it): dO made
-contiguous, dP = dO V^T and dV = P^T dO, the softmax backward (P and dP read, dS written),
-dQ = dS K and dK = dS^T Q, and the three gradients copied into the packed layout.
+contiguous, dP = dO V^T and dV = P^T dO, the softmax backward as ATen runs it
+(``softmax_backward_cuda_out``: an elementwise ``grad * output`` kernel, then the row kernel
+reading that product and P, writing dS), dQ = dS K and dK = dS^T Q, each multiplied by the
+softmax scale (``baddbmm``'s alpha: ``maybe_multiply`` in autograd's ``derivatives.yaml``, an
+out-of-place elementwise kernel), and the three gradients copied into the packed layout.
 Each GEMM is a cuBLAS-style tiled kernel (128x128 output tiles, 64-deep k-steps, MMAs not
 chained, 8 warps, 4 stages); each elementwise or row kernel moves its bytes at 512
 elements (a 128-thread block, 4 per thread: PyTorch's vectorized elementwise launch) or one
@@ -25,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from accelsim.arch.model import Chip
-from accelsim.families.attention_impls.base import Impl, gpu_only
-from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, check_programs
+from accelsim.families.attention_impls.base import Impl, Launches, gpu_only
+from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace
 
 TILE = 128
 K_STEP = 64
@@ -36,48 +40,7 @@ ELEMENTS_PER_PROGRAM = 512
 ROW_WARPS = 4
 
 
-class _Kernels:
-    """Kernels appended one after another into one trace (``kernel_starts``)."""
-
-    def __init__(self) -> None:
-        self.templates: list[dict] = []
-        self.template_of: list[np.ndarray] = []
-        self.vars: list[dict[str, np.ndarray]] = []
-        self.resources: list[dict] = []
-        self.tensors: dict[str, dict] = {}
-
-    def tensor(self, name: str, elements: int, dtype: str) -> str:
-        self.tensors.setdefault(name, {"shape": [max(1, int(elements))], "dtype": dtype})
-        return name
-
-    def add(self, template: dict, programs: int, variables: dict[str, np.ndarray], resources: dict) -> None:
-        template = {**template, "name": f"k{len(self.resources)}_{template['name']}"}
-        self.template_of.append(np.full(programs, len(self.templates)))
-        self.templates.append(template)
-        self.vars.append(variables)
-        self.resources.append(resources)
-
-    def trace(self, name: str, metadata: dict) -> KernelTrace:
-        counts = [len(t) for t in self.template_of]
-        check_programs(sum(counts))
-        names = sorted({n for v in self.vars for n in v})
-        program_vars = {n: np.concatenate([v.get(n, np.zeros(c, dtype=np.int64)) for v, c in zip(self.vars, counts)])
-                        .tolist() for n in names}
-        starts = np.cumsum(counts)[:-1].tolist()
-        return KernelTrace.model_validate({
-            "schema_version": 1,
-            "kernel": {"name": name, "grid": [sum(counts)], "resources": self.resources[0],
-                       "pipeline_depth": 2, "kernel_starts": starts or None,
-                       **({"kernel_resources": self.resources[1:]} if starts else {})},
-            "tensors": self.tensors,
-            "templates": self.templates,
-            "program_template": np.concatenate(self.template_of).tolist(),
-            "program_vars": program_vars,
-            "metadata": metadata,
-        })
-
-
-def _bmm(ks: _Kernels, name: str, a: str, b: str, c: str, batch: int, m: int, n: int, k: int, dtype: str) -> None:
+def _bmm(ks: Launches, name: str, a: str, b: str, c: str, batch: int, m: int, n: int, k: int, dtype: str) -> None:
     """C[batch] = A[batch] (m x k) @ B[batch] (k x n) in 128x128 output tiles."""
     size = DTYPE_BYTES[dtype]
     bm, bn, bk = min(TILE, m), min(TILE, n), min(K_STEP, k)
@@ -101,9 +64,12 @@ def _bmm(ks: _Kernels, name: str, a: str, b: str, c: str, batch: int, m: int, n:
          "registers_per_thread": 168})
 
 
-def _elementwise(ks: _Kernels, name: str, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]],
-                 elements: int, flops_per_element: float = 0.0) -> None:
-    """One pass over ``elements``: each input (tensor, dtype) read and each output written once."""
+def _elementwise(ks: Launches, name: str, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]],
+                 elements: int, flops_per_element: float = 0.0, broadcast: tuple[str, str, int] | None = None) -> None:
+    """One pass over ``elements``: each input (tensor, dtype) read and each output written once.
+    ``broadcast`` (tensor, dtype, its elements): one more input, smaller, that every stretch
+    of ``elements`` of its size reads again from its start (a mask added to each head's
+    scores), so its blocks repeat and the L2 serves them while they fit."""
     programs = math.ceil(elements / ELEMENTS_PER_PROGRAM)
     per = ELEMENTS_PER_PROGRAM
     for tensor, dtype in inputs + outputs:
@@ -114,10 +80,17 @@ def _elementwise(ks: _Kernels, name: str, inputs: list[tuple[str, str]], outputs
         step["compute"] = [{"unit": "vector", "flops": float(flops_per_element * per), "dtype": "fp32"}]
     for tensor, dtype in inputs + outputs:
         ks.tensors[tensor]["shape"] = [programs, per]
-    ks.add({"name": name, "steps": [step]}, programs, {"item": np.arange(programs)}, {"warps": ROW_WARPS})
+    variables = {"item": np.arange(programs)}
+    if broadcast is not None:
+        tensor, dtype, size = broadcast
+        blocks = math.ceil(size / per)
+        ks.tensors[tensor] = {"shape": [blocks, per], "dtype": dtype}
+        step["transfers"].append({"tensor": tensor, "block": ["again"], "bytes": per * DTYPE_BYTES[dtype]})
+        variables["again"] = np.arange(programs) % blocks
+    ks.add({"name": name, "steps": [step]}, programs, variables, {"warps": ROW_WARPS})
 
 
-def _rows(ks: _Kernels, name: str, inputs: list[str], output: str, rows: int, cols: int, dtype: str,
+def _rows(ks: Launches, name: str, inputs: list[str], output: str, rows: int, cols: int, dtype: str,
           flops_per_element: float, exps: bool) -> None:
     """A row kernel (softmax forward or backward): one row per program, reads then writes it."""
     size = DTYPE_BYTES[dtype]
@@ -132,7 +105,7 @@ def _rows(ks: _Kernels, name: str, inputs: list[str], output: str, rows: int, co
     ]}, rows, {"item": np.arange(rows)}, {"warps": ROW_WARPS})
 
 
-def _forward(ks: _Kernels, p: dict[str, Any], bh: int, sq: int, skv: int, d: int, qd: int, kd: int, scores: int,
+def _forward(ks: Launches, p: dict[str, Any], bh: int, sq: int, skv: int, d: int, qd: int, kd: int, scores: int,
              dtype: str) -> None:
     _elementwise(ks, "copy_q", [("Q_in", dtype)], [("Q", dtype)], qd)
     _elementwise(ks, "copy_k", [("K_in", dtype)], [("Kt", dtype)], kd)
@@ -141,20 +114,25 @@ def _forward(ks: _Kernels, p: dict[str, Any], bh: int, sq: int, skv: int, d: int
         _elementwise(ks, "mask_full", [], [("mask32", "fp32")], sq * skv)
         _elementwise(ks, "mask_triu", [("mask32", "fp32")], [("mask32u", "fp32")], sq * skv)
         _elementwise(ks, "mask_cast", [("mask32u", "fp32")], [("mask", dtype)], sq * skv)
-        _elementwise(ks, "mask_add", [("S", dtype), ("mask", dtype)], [("S", dtype)], scores, 1.0)
+        _elementwise(ks, "mask_add", [("S", dtype)], [("S", dtype)], scores, 1.0, broadcast=("mask", dtype, sq * skv))
     _rows(ks, "softmax", ["S"], "P", bh * sq, skv, dtype, 4.0, exps=True)
     _elementwise(ks, "copy_v", [("V_in", dtype)], [("V", dtype)], kd)
     _bmm(ks, "bmm_pv", "P", "V", "O", bh, sq, d, skv, dtype)
 
 
-def _backward(ks: _Kernels, bh: int, sq: int, skv: int, d: int, qd: int, kd: int, dtype: str) -> None:
+def _backward(ks: Launches, bh: int, sq: int, skv: int, d: int, qd: int, kd: int, dtype: str) -> None:
     """Autograd's kernels for the forward's ops (the forward itself is not part of a backward call)."""
     _elementwise(ks, "copy_do", [("dO_in", dtype)], [("dO", dtype)], qd)
     _bmm(ks, "bmm_dp", "dO", "Vt", "dP", bh, sq, skv, d, dtype)
     _bmm(ks, "bmm_dv", "Pt", "dO", "dV", bh, skv, d, sq, dtype)
-    _rows(ks, "softmax_backward", ["P", "dP"], "dS", bh * sq, skv, dtype, 3.0, exps=False)
-    _bmm(ks, "bmm_dq", "dS", "K", "dQ", bh, sq, d, skv, dtype)
-    _bmm(ks, "bmm_dk", "dSt", "Q", "dK", bh, skv, d, sq, dtype)
+    # softmax_backward_cuda_out computes grad * output first, then its row kernel
+    _elementwise(ks, "softmax_grad_mul", [("dP", dtype), ("P", dtype)], [("dPP", dtype)], bh * sq * skv, 1.0)
+    _rows(ks, "softmax_backward", ["dPP", "P"], "dS", bh * sq, skv, dtype, 2.0, exps=False)
+    _bmm(ks, "bmm_dq", "dS", "K", "dQs", bh, sq, d, skv, dtype)
+    _bmm(ks, "bmm_dk", "dSt", "Q", "dKs", bh, skv, d, sq, dtype)
+    # baddbmm's alpha (the softmax scale): autograd multiplies each product by it, out of place
+    _elementwise(ks, "scale_dq", [("dQs", dtype)], [("dQ", dtype)], qd, 1.0)
+    _elementwise(ks, "scale_dk", [("dKs", dtype)], [("dK", dtype)], kd, 1.0)
     for grad in ("dQ", "dK", "dV"):
         _elementwise(ks, f"copy_{grad.lower()}", [(grad, dtype)], [(f"{grad}_packed", dtype)], qd if grad == "dQ" else kd)
 
@@ -163,7 +141,7 @@ def build(p: dict[str, Any], params: dict[str, Any], chip: Chip) -> KernelTrace:
     b, h, sq, skv, d = p["batch"], p["heads"], p["seq_q"], p["seq_kv"], p["head_dim"]
     dtype = "bf16" if p["dtype"] == "fp8" else p["dtype"]
     bh, qd, kd, scores = b * h, b * h * sq * d, b * h * skv * d, b * h * sq * skv
-    ks = _Kernels()
+    ks = Launches()
     if p["backward"]:
         _backward(ks, bh, sq, skv, d, qd, kd, dtype)
     else:
@@ -184,5 +162,5 @@ IMPL = Impl(
     summary="PyTorch eager attention: bmm, mask, softmax, bmm kernels (and autograd's backward ones)",
     unavailable=gpu_only,
     default_config=default_config,
-    fused=False,
+    build=build,
 )

@@ -7,7 +7,9 @@ What is modelled: a producer warp issues TMA loads of the A and B tiles into ``n
 shared-memory buffers; two consumer warpgroups issue the wgmma chains, each an instruction
 stream of its own; the kernel is persistent (one CTA per SM walks the output tiles in
 launch order, ``persistent_ctas``), so a tile after a CTA's first finds its loads already
-in flight; 2x1 thread-block clusters multicast each B tile to both CTAs (``cluster=2``).
+in flight; 2x1 thread-block clusters multicast each B tile to both CTAs (``cluster=2``), or on
+chips whose MMA spans two SMs (Blackwell's ``tcgen05.mma.cta_group::2``, CUTLASS's ``2SmMma``
+kernels) the pair splits it (``pair=2``).
 ``schedule=cooperative``: both consumers split one tile (``block_m`` at least 128) and drain
 it together, so a tile's epilogue is exposed; ``schedule=pingpong``: the consumers take
 alternate tiles, and one's epilogue runs under the other's main loop. Chips without an
@@ -47,10 +49,10 @@ def block_k(dtype: str) -> int:
 
 def warp_specialized_config(params: Params, chip: Chip, bm: int, bn: int, schedule: str) -> Config | None:
     """The tile with the most stages that fit, or None where none does."""
+    sharing = {"pair": 2} if chip.matrix.pair >= 2 else {"cluster": min(2, gemm.max_cluster(chip))}
     for stages in STAGE_CHOICES:
         config = {"block_m": bm, "block_n": bn, "block_k": block_k(params["dtype"]), "group_m": 8, "split_k": 1,
-                  "num_stages": stages, "num_warps": 4 * CONSUMERS + PRODUCER_WARPS,
-                  "cluster": min(2, gemm.max_cluster(chip)), "schedule": schedule}
+                  "num_stages": stages, "num_warps": 4 * CONSUMERS + PRODUCER_WARPS, **sharing, "schedule": schedule}
         if fits(check, params, config, chip):
             return config
     return None
@@ -85,6 +87,11 @@ def check(params: Params, config: Config, chip: Chip) -> None:
         if not warp_specialized(chip):
             raise InputError(f"{chip.name} runs no warp-specialized kernels (no asynchronous MMA fed by TMA)",
                              source="--param", field="schedule")
+        rows, cols = chip.matrix.shape[0], chip.matrix.shape[1]
+        if config["block_m"] % rows or config["block_n"] % cols:
+            raise InputError(f"a warp-specialized tile is whole MMA instructions: block_m a multiple of {rows}, "
+                             f"block_n of {cols} (matrix_unit.shape), got {config['block_m']}x{config['block_n']}",
+                             source="--param", field="block_m" if config["block_m"] % rows else "block_n")
         if schedule == "cooperative" and config["block_m"] < 128:
             raise InputError("a cooperative kernel splits a tile's rows over two consumer warpgroups: "
                              "block_m must be at least 128", source="--param", field="block_m")

@@ -8,7 +8,7 @@ from collections import Counter
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
-    Plan, Request, Stream, needs, phase, plan, register, ring_streams, ring_volume, with_protocol,
+    Plan, Request, Stream, across_nodes, needs, phase, plan, register, ring_streams, ring_volume, with_protocol,
 )
 from accelsim.network.groups import box, by_domain, nic_channels, same_local_layout
 from accelsim.network.topology import Topology
@@ -85,4 +85,5 @@ def cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
                 crossing.append((senders[exit_index], receivers[entry], volume / len(channels)))
     streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + crossing
     remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
-    return plan("ring", topo, [[phase(topo, streams, steps, proto, remote_steps)]], proto, partial=not req.whole)
+    wire = across_nodes(topo, proto, len(parts))
+    return plan("ring", topo, [[phase(topo, streams, steps, wire, remote_steps)]], proto, partial=not req.whole)

@@ -6,7 +6,9 @@ import math
 
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
-from accelsim.network.collectives import Plan, Request, Stream, needs, phase, plan, register, with_protocol
+from accelsim.network.collectives import (
+    Plan, Request, Stream, across_nodes, needs, phase, plan, register, with_protocol,
+)
 from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.topology import Topology
 
@@ -63,7 +65,8 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     depth = tree_depth(len(parts))
     steps = k - 1 + depth
     partial = not req.whole and (k > 1 or len(simulated) < len(trees))
-    return plan("tree", topo, [[phase(topo, up, steps, proto, depth), phase(topo, down, steps, proto, depth)]], proto,
+    wire = across_nodes(topo, proto, len(parts))
+    return plan("tree", topo, [[phase(topo, up, steps, wire, depth), phase(topo, down, steps, wire, depth)]], proto,
                 partial)
 
 

@@ -1,0 +1,228 @@
+"""A model step as a system trace: one program per pipeline stage (its devices fold into
+one replayed class), each running its schedule's forward and backward passes, with the
+data-parallel traffic the framework issues (docs/model.md).
+
+Per stage, in issue order: parameter gathers (FSDP: every layer of every pass, prefetched
+one layer ahead; ZeRO-1/2 with overlapped gathers: the first forward of each chunk), the
+tasks of the pipeline schedule (activations and gradients between stages as
+collective-permutes on their own streams, so a stage waits for its input and not for its
+own sends), gradient reductions (FSDP: reduce-scatter after each layer's backward; else
+per layer in each chunk's last backward, or all after the backward without overlap), the
+optimizer update, and ZeRO's parameter all-gather when not overlapped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accelsim.model.layer import LayerWriter, StepShape
+from accelsim.model.memory import ADAM_STATE_BYTES, MASTER_WEIGHT_BYTES, stage_layers
+from accelsim.model.ops import OpList, StageGroups
+from accelsim.model.pipeline import Task, receives, schedule, sends
+
+HEAD = -1
+"""The output projection, as a unit of parameters beside the layers."""
+
+
+@dataclass
+class _Stage:
+    """What one stage's writer keeps between tasks."""
+
+    ops: OpList
+    groups: StageGroups
+    writer: LayerWriter
+    index: int
+    gathers: list[tuple[int, int]] = field(default_factory=list)
+    """(task, unit) in the order their parameters are gathered."""
+    next_gather: int = 0
+    pending: list[str] = field(default_factory=list)
+    """Async gradient collectives, waited for (``done``) before the optimizer."""
+    waits: list[str] = field(default_factory=list)
+    """Other gradient collectives the optimizer waits for (on a stream of their own)."""
+    deferred: list[tuple[int, list[str]]] = field(default_factory=list)
+    """Gradient reductions issued after the whole backward (no overlap): (unit, grad ops)."""
+
+
+def build_programs(shape: StepShape, microbatches: int) -> list[dict]:
+    layout = shape.layout
+    programs = []
+    for stage in range(layout.pp):
+        groups = StageGroups(layout, stage)
+        ops = OpList()
+        st = _Stage(ops=ops, groups=groups, writer=LayerWriter(ops, shape, groups), index=stage)
+        _write_stage(st, shape, microbatches)
+        last = groups.first + groups.size - 1
+        programs.append({"name": f"stage {stage}" if layout.pp > 1 else "spmd",
+                         "devices": [f"{groups.first}-{last}"], "ops": ops.ops})
+    return programs
+
+
+def _chunk_layers(shape: StepShape, stage: int) -> list[list[int]]:
+    """This stage's model chunks' layers, by local chunk index."""
+    chunks = stage_layers(shape.model, shape.layout)
+    return [chunks[c * shape.layout.pp + stage] for c in range(shape.layout.virtual_stages)]
+
+
+def _is_last_chunk(shape: StepShape, stage: int, chunk: int) -> bool:
+    return stage == shape.layout.pp - 1 and chunk == shape.layout.virtual_stages - 1
+
+
+def _task_units(shape: StepShape, stage: int, task: Task, layers: list[int]) -> list[int]:
+    """Parameter units a task runs through, in order (the output projection last forward,
+    first backward)."""
+    head = [HEAD] if _is_last_chunk(shape, stage, task.chunk) else []
+    return layers + head if task.kind == "F" else head + layers[::-1]
+
+
+def _write_stage(st: _Stage, shape: StepShape, microbatches: int) -> None:
+    layout = shape.layout
+    tasks = schedule(layout.pp, layout.virtual_stages, microbatches, st.index, not shape.training)
+    chunks = _chunk_layers(shape, st.index)
+    last_backward = {t.chunk: i for i, t in enumerate(tasks) if t.kind == "B"}
+    st.gathers = _gather_order(shape, st.index, tasks, chunks)
+    if st.gathers:
+        _issue_gather(st, shape, 0)
+    for i, task in enumerate(tasks):
+        _write_task(st, shape, i, task, chunks[task.chunk], reduce_grads=last_backward.get(task.chunk) == i)
+    if shape.training:
+        _finish_training(st, shape)
+
+
+def _gather_order(shape: StepShape, stage: int, tasks: list[Task], chunks: list[list[int]]) -> list[tuple[int, int]]:
+    layout, fw = shape.layout, shape.framework
+    if layout.fsdp > 1:
+        return [(i, u) for i, t in enumerate(tasks) for u in _task_units(shape, stage, t, chunks[t.chunk])]
+    if shape.training and layout.zero >= 1 and layout.dp * layout.cp > 1 and fw.overlap_param_gather:
+        return [(i, u) for i, t in enumerate(tasks) if t.kind == "F" and t.microbatch == 0
+                for u in _task_units(shape, stage, t, chunks[t.chunk])]
+    return []
+
+
+def _unit_params(shape: StepShape, unit: int) -> float:
+    """Parameters of a unit on one device before FSDP: (dense part, expert part)."""
+    return _dense_params(shape, unit) + _expert_params(shape, unit)
+
+
+def _dense_params(shape: StepShape, unit: int) -> float:
+    m, layout = shape.model, shape.layout
+    if unit == HEAD:
+        return m.lm_head_params / layout.tp
+    if m.is_moe_layer(unit):
+        return (m.attention_params + m.shared_expert_params) / layout.tp + m.router_params
+    return m.layer_params(unit) // layout.tp
+
+
+def _expert_params(shape: StepShape, unit: int) -> float:
+    m = shape.model
+    if unit == HEAD or not m.is_moe_layer(unit):
+        return 0.0
+    return m.moe.experts // shape.layout.ep * m.expert_params
+
+
+def _gather_name(st: _Stage, j: int) -> str:
+    task, unit = st.gathers[j]
+    return f"pg.{task}.{'head' if unit == HEAD else unit}"
+
+
+def _issue_gather(st: _Stage, shape: StepShape, j: int) -> None:
+    _, unit = st.gathers[j]
+    groups = st.groups.fsdp if shape.layout.fsdp > 1 else st.groups.replicas
+    nbytes = _unit_params(shape, unit) * shape.framework.param_bytes
+    st.ops.collective(_gather_name(st, j), "all-gather", nbytes, groups, [], is_async=True)
+
+
+def _wait_gather(st: _Stage, shape: StepShape, task: int, unit: int) -> list[str]:
+    """The unit's gathered parameters (waited for), the next gather issued behind them."""
+    j = st.next_gather
+    if j >= len(st.gathers) or st.gathers[j] != (task, unit):
+        return []
+    done = st.ops.done(_gather_name(st, j))
+    if j + 1 < len(st.gathers):
+        _issue_gather(st, shape, j + 1)
+    st.next_gather = j + 1
+    return [done]
+
+
+def _write_task(st: _Stage, shape: StepShape, i: int, task: Task, layers: list[int], reduce_grads: bool) -> None:
+    layout, writer = shape.layout, st.writer
+    tag = f"{task.kind}{task.microbatch}.{task.chunk}"
+    after: list[str] = []
+    source = receives(task, st.index, layout.pp, layout.virtual_stages)
+    if source is not None:
+        pairs = st.groups.from_stage(source)
+        after = [st.ops.permute(f"{tag}.recv", _p2p_bytes(shape), pairs, [], stream=f"pp.recv.{task.kind}")]
+    for unit in _task_units(shape, st.index, task, layers):
+        after = after + _wait_gather(st, shape, i, unit)
+        grads: list[str] = []
+        if task.kind == "F":
+            after = writer.logits_forward(tag, after) if unit == HEAD else \
+                writer.forward(f"{tag}.L{unit}", unit, after)
+        elif unit == HEAD:
+            after = writer.logits_backward(tag, after, grads)
+        else:
+            after, grads = writer.backward(f"{tag}.L{unit}", unit, after, forward_tag=f"R{tag[1:]}.L{unit}")
+        if task.kind == "B" and (layout.fsdp > 1 or reduce_grads):
+            _reduce(st, shape, f"{tag}.{'head' if unit == HEAD else unit}", unit, grads)
+    target = sends(task, st.index, layout.pp, layout.virtual_stages)
+    if target is not None:
+        st.ops.permute(f"{tag}.send", _p2p_bytes(shape), st.groups.to_stage(target), after,
+                       stream=f"pp.send.{task.kind}")
+
+
+def _p2p_bytes(shape: StepShape) -> float:
+    """A microbatch's activations (or their gradients) between stages, split over TP (the
+    scatter-gather of Megatron-LM's pipeline sends)."""
+    return shape.tokens * shape.model.hidden * 2 / shape.layout.tp
+
+
+def _reduce(st: _Stage, shape: StepShape, name: str, unit: int, grads: list[str]) -> None:
+    """A unit's gradient reduction: issued now (overlapped), or kept for after the backward."""
+    layout, fw = shape.layout, shape.framework
+    if layout.fsdp > 1:
+        nbytes = _unit_params(shape, unit) * fw.grad_bytes
+        rs = st.ops.collective(f"rs.{name}", "reduce-scatter", nbytes, st.groups.fsdp, grads, is_async=True)
+        st.pending.append(rs)
+        if layout.dp * layout.cp > 1:  # each shard all-reduced over the replicas, on its own stream
+            st.waits.append(st.ops.collective(f"ar.{name}", "all-reduce", nbytes / layout.fsdp,
+                                              st.groups.replicas, [rs], stream="dp"))
+        return
+    if fw.overlap_grad_reduce:
+        st.pending += _grad_collectives(st, shape, name, unit, grads, is_async=True)
+    else:
+        st.deferred.append((unit, grads))
+
+
+def _grad_collectives(st: _Stage, shape: StepShape, name: str, unit: int, deps: list[str],
+                      is_async: bool) -> list[str]:
+    """All-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) of a unit's gradients over the
+    replicas, experts' over the ranks that hold the same experts."""
+    layout, fw = shape.layout, shape.framework
+    kind = "all-reduce" if layout.zero == 0 else "reduce-scatter"
+    out = []
+    if layout.dp * layout.cp > 1:
+        out.append(st.ops.collective(f"gr.{name}", kind, _dense_params(shape, unit) * fw.grad_bytes,
+                                     st.groups.replicas, deps, is_async=is_async))
+    experts = _expert_params(shape, unit)
+    if experts and layout.data_parallel * layout.cp // layout.ep > 1:
+        out.append(st.ops.collective(f"gr.{name}.experts", kind, experts * fw.grad_bytes,
+                                     st.groups.expert_replicas, deps, is_async=is_async))
+    return out
+
+
+def _finish_training(st: _Stage, shape: StepShape) -> None:
+    layout, fw = shape.layout, shape.framework
+    waits = [st.ops.done(op) for op in st.pending] + st.waits
+    for unit, grads in st.deferred:
+        waits += _grad_collectives(st, shape, f"end.{'head' if unit == HEAD else unit}", unit, grads, False)
+    units = [u for layers in _chunk_layers(shape, st.index) for u in layers]
+    if st.index == layout.pp - 1:
+        units.append(HEAD)
+    params = sum(_unit_params(shape, u) for u in units) / layout.fsdp / (layout.dp if layout.zero >= 1 else 1)
+    master = MASTER_WEIGHT_BYTES if fw.param_bytes < 4 else 0
+    per_param = 2 * fw.param_bytes + fw.grad_bytes + 2 * (ADAM_STATE_BYTES + master)
+    update = st.ops.memory_pass("optimizer", params * per_param, waits)
+    if layout.fsdp == 1 and layout.zero >= 1 and layout.dp * layout.cp > 1 and not fw.overlap_param_gather:
+        for unit in units:
+            name = "head" if unit == HEAD else unit
+            st.ops.collective(f"pg.end.{name}", "all-gather", _dense_params(shape, unit) * fw.param_bytes,
+                              st.groups.replicas, [update])

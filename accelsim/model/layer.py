@@ -1,0 +1,369 @@
+"""One transformer layer's ops on one device, forward and backward, with the collectives
+its layout needs: tensor parallel (Megatron's column- and row-parallel GEMMs, with or
+without sequence parallelism), context parallel (keys and values all-gathered over the
+CP group, as Llama 3 trains), expert parallel (token all-to-alls around grouped expert
+GEMMs). Kernels are the built-in families (``gemm``, ``attention``, ``rmsnorm`` /
+``layernorm``, ``softmax``, ``elementwise``); what each stands for is in docs/model.md.
+
+Every writer method takes the names the new ops wait for (``after``) and returns the
+names the next op waits for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from accelsim.model.layout import Framework, Layout, Workload
+from accelsim.model.memory import ACT_BYTES
+from accelsim.model.ops import OpList, StageGroups
+from accelsim.model.spec import ModelSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepShape:
+    """What every layer of a step shares: the model, the mode, the layout, the
+    framework's choices, and the sizes one device sees per microbatch."""
+
+    model: ModelSpec
+    workload: Workload
+    layout: Layout
+    framework: Framework
+    tpu: bool
+
+    @property
+    def training(self) -> bool:
+        return self.workload.training
+
+    @property
+    def sequences(self) -> int:
+        return self.layout.micro_batch
+
+    @property
+    def seq_per_device(self) -> int:
+        return 1 if self.workload.mode == "decode" else self.workload.seq_len // self.layout.cp
+
+    @property
+    def tokens(self) -> int:
+        """Rows of a microbatch's activations on one device (sequence-parallel regions hold
+        1 / TP of them)."""
+        return self.sequences * self.seq_per_device
+
+    @property
+    def sp(self) -> bool:
+        return self.training and self.layout.tp > 1 and self.layout.sequence_parallel
+
+    @property
+    def sp_tokens(self) -> int:
+        return math.ceil(self.tokens / self.layout.tp) if self.sp else self.tokens
+
+    def gemm_params(self, m: int, n: int, k: int, groups: int = 1, batch: int = 1) -> dict[str, Any]:
+        params: dict[str, Any] = {"M": m, "N": n, "K": k, "dtype": self.workload.dtype}
+        if batch > 1:
+            params["batch"] = batch
+        if groups > 1:
+            params["groups"] = groups
+        if self.framework.gemm_impl != "default" and not self.tpu:
+            params["impl"] = self.framework.gemm_impl
+        if self.framework.kernel_search:
+            params["config"] = "auto"
+        return params
+
+    def attention_params(self, backward: bool) -> dict[str, Any]:
+        m, tp = self.model, self.layout.tp
+        heads = m.heads // tp
+        if m.mla is not None:
+            kv_heads, head_dim = (1, m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) if not self.training and \
+                self.workload.mode == "decode" else (heads, m.mla.qk_head_dim)
+        else:
+            kv_heads, head_dim = max(1, m.kv_heads // tp), m.head_dim
+        params: dict[str, Any] = {"batch": self.sequences, "heads": heads, "kv_heads": kv_heads,
+                                  "seq_q": self.seq_per_device}
+        if self.workload.mode == "decode":
+            params["seq_kv"] = self.workload.seq_len
+        elif self.layout.cp > 1:  # a load-balanced CP rank: half the sequence per query, on average
+            params["seq_kv"] = self.workload.seq_len // 2
+        params["head_dim"] = head_dim
+        params["causal"] = self.workload.mode != "decode" and self.layout.cp == 1
+        if self.framework.attention_impl != "default":
+            params["impl"] = self.framework.attention_impl
+        if backward:
+            params["pass"] = "bwd"
+        if self.framework.kernel_search:
+            params["config"] = "auto"
+        return params
+
+
+class LayerWriter:
+    """Writes layers' ops into one program (one pipeline stage)."""
+
+    def __init__(self, ops: OpList, shape: StepShape, groups: StageGroups) -> None:
+        self.ops, self.s, self.g = ops, shape, groups
+
+    # ------------------------------------------------------------ kernels
+
+    def gemm(self, name: str, m: int, n: int, k: int, after: list[str], groups: int = 1, batch: int = 1) -> str:
+        return self.ops.kernel(name, "gemm", self.s.gemm_params(m, n, k, groups, batch), after)
+
+    def elementwise(self, name: str, elements: int, inputs: int, outputs: int, after: list[str]) -> list[str]:
+        if self.s.framework.fused_elementwise:
+            return after
+        params = {"elements": elements, "dtype": "bf16", "inputs": inputs, "outputs": outputs}
+        return [self.ops.kernel(name, "elementwise", params, after)]
+
+    def norm(self, name: str, rows: int, after: list[str]) -> list[str]:
+        if self.s.framework.fused_elementwise:
+            return after
+        params = {"rows": rows, "cols": self.s.model.hidden, "dtype": "bf16"}
+        return [self.ops.kernel(name, self.s.model.norm, params, after)]
+
+    def norm_backward(self, name: str, rows: int, after: list[str]) -> list[str]:
+        """Reads x and dy, writes dx (the weight gradient's reduction is small)."""
+        return self.elementwise(name, rows * self.s.model.hidden, 2, 1, after)
+
+    # ------------------------------------------------------------ tensor parallel
+
+    def _tp(self, kind: str, name: str, rows: int, after: list[str], is_async: bool | None = None) -> str:
+        nbytes = rows * self.s.model.hidden * ACT_BYTES
+        overlap = self.s.framework.tp_overlap if is_async is None else is_async
+        return self.ops.collective(name, kind, nbytes, self.g.tp, after, is_async=overlap)
+
+    def column(self, name: str, n: int, k: int, after: list[str], rows: int | None = None) -> list[str]:
+        """All-gather the sequence-sharded input over TP (sequence parallel), then
+        ``x @ W[:, shard]``."""
+        rows = self.s.tokens if rows is None else rows
+        if self.s.layout.tp == 1 or not self.s.sp:
+            return [self.gemm(name, rows, n, k, after)]
+        gather = self._tp("all-gather", f"{name}.ag", rows, after)
+        if not self.s.framework.tp_overlap:
+            return [self.gemm(name, rows, n, k, [gather])]
+        return [self.gemm(name, rows, n, k, after), self.ops.done(gather)]
+
+    def row(self, name: str, n: int, k: int, after: list[str], rows: int | None = None) -> list[str]:
+        """``x[:, shard] @ W[shard, :]``, reduce-scattered (sequence parallel) or
+        all-reduced over TP."""
+        rows = self.s.tokens if rows is None else rows
+        if self.s.layout.tp == 1:
+            return [self.gemm(name, rows, n, k, after)]
+        kind = "reduce-scatter" if self.s.sp else "all-reduce"
+        if not self.s.framework.tp_overlap:
+            return [self._tp(kind, f"{name}.{_short(kind)}", rows, [self.gemm(name, rows, n, k, after)])]
+        reduce = self._tp(kind, f"{name}.{_short(kind)}", rows, after)
+        return [self.gemm(name, rows, n, k, after), self.ops.done(reduce)]
+
+    def column_backward(self, tag: str, n: int, k: int, after: list[str], grads: list[str]) -> list[str]:
+        """The backward of :meth:`column`: the weight gradient (``dW = X^T dY``) and the
+        input gradient reduced over TP."""
+        t = self.s.tokens
+        if self.s.sp and not self.s.framework.saves_gathered_inputs:
+            # Megatron-LM: the input is gathered again beside the data-gradient GEMM, whose
+            # reduce-scatter then runs beside the weight-gradient GEMM
+            gather = self._tp("all-gather", f"{tag}.dw.ag", t, after, is_async=True)
+            dx = self.gemm(f"{tag}.dx", t, k, n, after)
+            scatter = self._tp("reduce-scatter", f"{tag}.dx.rs", t, [dx], is_async=True)
+            grads.append(self.gemm(f"{tag}.dw", k, n, t, [gather]))
+            return [self.ops.done(scatter)]
+        grads.append(self.gemm(f"{tag}.dw", k, n, t, after))
+        return self.row(f"{tag}.dx", k, n, after)
+
+    def row_backward(self, tag: str, n: int, k: int, after: list[str], grads: list[str]) -> list[str]:
+        """The backward of :meth:`row`: dY gathered over TP (sequence parallel), then the
+        weight and input gradients."""
+        grads.append(self.gemm(f"{tag}.dw", k, n, self.s.tokens, after))
+        return self.column(f"{tag}.dx", k, n, after)
+
+    # ------------------------------------------------------------ attention
+
+    def _qkv_width(self) -> int:
+        m, tp = self.s.model, self.s.layout.tp
+        if m.mla is None:
+            return m.q_width // tp + 2 * max(1, m.kv_heads // tp) * m.head_dim
+        q = m.mla.q_lora_rank or m.q_width // tp
+        return q + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
+
+    def _mla_up(self, tag: str, after: list[str], grads: list[str] | None) -> list[str]:
+        """MLA's up-projections from the latents (per TP rank's heads): the queries' (when
+        they have a low rank) and the keys' and values'."""
+        m, t = self.s.model, self.s.tokens
+        heads = m.heads // self.s.layout.tp
+        ups = [("kv_b", heads * (m.mla.qk_nope_head_dim + m.mla.v_head_dim), m.mla.kv_lora_rank)]
+        if m.mla.q_lora_rank:
+            ups.insert(0, ("q_b", heads * m.mla.qk_head_dim, m.mla.q_lora_rank))
+        if grads is None:
+            return [self.gemm(f"{tag}.{name}", t, n, k, after) for name, n, k in ups]
+        out = []
+        for name, n, k in ups:
+            grads.append(self.gemm(f"{tag}.{name}.dw", k, n, t, after))
+            out.append(self.gemm(f"{tag}.{name}.dx", t, k, n, after))
+        return out
+
+    def _kv_gather(self, tag: str, after: list[str]) -> list[str]:
+        """Context parallel: the other ranks' keys and values, gathered (all-gather, Llama 3's
+        choice), waited for before attention."""
+        m, s = self.s.model, self.s
+        if s.layout.cp == 1:
+            return after
+        per_token = 2 * max(1, m.kv_heads // s.layout.tp) * m.head_dim if m.mla is None else \
+            m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
+        nbytes = s.tokens * s.layout.cp * per_token * ACT_BYTES
+        return after + [self.ops.collective(f"{tag}.cp.ag", "all-gather", nbytes, self.g.cp, after)]
+
+    def _kv_scatter(self, tag: str, after: list[str]) -> list[str]:
+        m, s = self.s.model, self.s
+        if s.layout.cp == 1:
+            return after
+        per_token = 2 * max(1, m.kv_heads // s.layout.tp) * m.head_dim if m.mla is None else \
+            m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
+        nbytes = s.tokens * s.layout.cp * per_token * ACT_BYTES
+        return [self.ops.collective(f"{tag}.cp.rs", "reduce-scatter", nbytes, self.g.cp, after)]
+
+    def attention(self, name: str, after: list[str], backward: bool = False) -> list[str]:
+        return [self.ops.kernel(name, "attention", self.s.attention_params(backward), after)]
+
+    def _decode_absorb(self, tag: str, after: list[str], into_latent: bool) -> list[str]:
+        """MLA decode in the absorbed form: queries into the latent space before attention,
+        the attention output out of it after (batched over the rank's heads)."""
+        m, t = self.s.model, self.s.tokens
+        heads = m.heads // self.s.layout.tp
+        n, k = (m.mla.kv_lora_rank, m.mla.qk_nope_head_dim) if into_latent else (m.mla.v_head_dim,
+                                                                                    m.mla.kv_lora_rank)
+        return [self.gemm(f"{tag}.absorb", t, n, k, after, batch=heads)]
+
+    # ------------------------------------------------------------ forward
+
+    def forward(self, tag: str, layer: int, after: list[str]) -> list[str]:
+        s, m = self.s, self.s.model
+        tp = s.layout.tp
+        after = self.norm(f"{tag}.norm1", s.sp_tokens, after)
+        after = self.column(f"{tag}.qkv", self._qkv_width(), m.hidden, after)
+        decode_mla = m.mla is not None and s.workload.mode == "decode"
+        if decode_mla:
+            after = self._decode_absorb(f"{tag}.q", after, True)
+        elif m.mla is not None:
+            after = self._mla_up(tag, after, None)
+        after = self.attention(f"{tag}.attn", self._kv_gather(tag, after))
+        if decode_mla:
+            after = self._decode_absorb(f"{tag}.o", after, False)
+        after = self.row(f"{tag}.o", m.hidden, m.attn_out_width // tp, after)
+        after = self.elementwise(f"{tag}.add1", s.sp_tokens * m.hidden, 2, 1, after)
+        after = self.norm(f"{tag}.norm2", s.sp_tokens, after)
+        if m.is_moe_layer(layer):
+            after = self.moe_forward(tag, after)
+        else:
+            width = m.ffn // tp
+            after = self.column(f"{tag}.gate_up", (m.mlp_matrices - 1) * width, m.hidden, after)
+            after = self.elementwise(f"{tag}.act", s.tokens * width, m.mlp_matrices - 1, 1, after)
+            after = self.row(f"{tag}.down", m.hidden, width, after)
+        return self.elementwise(f"{tag}.add2", s.sp_tokens * m.hidden, 2, 1, after)
+
+    def _routed_rows(self) -> tuple[int, int, int]:
+        """(rows this rank routes, rows its experts take: top_k of them each, rounded up to
+        a whole number per local expert (balanced routing), local experts)."""
+        s, e = self.s, self.s.model.moe
+        rows = math.ceil(s.tokens / s.layout.tp)
+        local = e.experts // s.layout.ep
+        return rows, math.ceil(rows * e.top_k / local) * local, local
+
+    def _all_to_all(self, name: str, rows: int, after: list[str]) -> list[str]:
+        if self.s.layout.ep == 1:
+            return after
+        nbytes = rows * self.s.model.moe.top_k * self.s.model.hidden * ACT_BYTES
+        return [self.ops.collective(name, "all-to-all", nbytes, self.g.ep, after)]
+
+    def moe_forward(self, tag: str, after: list[str]) -> list[str]:
+        """Router, dispatch all-to-all, the local experts as grouped GEMMs, combine
+        all-to-all, shared experts. Tokens stay sequence-sharded over TP (experts are not
+        tensor-parallel); inference steps gather them over TP after."""
+        m, e = self.s.model, self.s.model.moe
+        rows, expert_rows, local = self._routed_rows()
+        router = [self.gemm(f"{tag}.router", rows, e.experts, m.hidden, after)]
+        sent = self._all_to_all(f"{tag}.dispatch", rows, router)
+        up = [self.gemm(f"{tag}.experts.gate_up", expert_rows, (m.mlp_matrices - 1) * e.expert_ffn, m.hidden, sent,
+                        groups=local)]
+        up = self.elementwise(f"{tag}.experts.act", expert_rows * e.expert_ffn, m.mlp_matrices - 1, 1, up)
+        down = [self.gemm(f"{tag}.experts.down", expert_rows, m.hidden, e.expert_ffn, up, groups=local)]
+        out = self._all_to_all(f"{tag}.combine", rows, down)
+        if e.shared_experts:
+            width = e.shared_experts * e.expert_ffn
+            shared = [self.gemm(f"{tag}.shared.gate_up", rows, (m.mlp_matrices - 1) * width, m.hidden, after)]
+            out += [self.gemm(f"{tag}.shared.down", rows, m.hidden, width, shared)]
+        if not self.s.sp and self.s.layout.tp > 1:
+            out = [self._tp("all-gather", f"{tag}.moe.ag", self.s.tokens, out, is_async=False)]
+        return out
+
+    # ------------------------------------------------------------ backward
+
+    def backward(self, tag: str, layer: int, after: list[str], forward_tag: str) -> tuple[list[str], list[str]]:
+        """(what the next layer's backward waits for, this layer's weight-gradient ops).
+        Recompute runs first: the whole forward again (``full``) or, before the attention
+        backward, the attention forward (``selective``)."""
+        s, m = self.s, self.s.model
+        tp = s.layout.tp
+        if s.layout.recompute == "full":
+            after = self.forward(forward_tag, layer, after)
+        grads: list[str] = []
+        if m.is_moe_layer(layer):
+            after = self.moe_backward(tag, after, grads)
+        else:
+            width = m.ffn // tp
+            after = self.row_backward(f"{tag}.down", m.hidden, width, after, grads)
+            after = self.elementwise(f"{tag}.act", s.tokens * width, m.mlp_matrices, m.mlp_matrices - 1, after)
+            after = self.column_backward(f"{tag}.gate_up", (m.mlp_matrices - 1) * width, m.hidden, after, grads)
+        after = self.norm_backward(f"{tag}.norm2", s.sp_tokens, after)
+        after = self.elementwise(f"{tag}.add1", s.sp_tokens * m.hidden, 2, 1, after)
+        after = self.row_backward(f"{tag}.o", m.hidden, m.attn_out_width // tp, after, grads)
+        if s.layout.recompute == "selective":
+            after = self.attention(f"{tag}.attn.recompute", self._kv_gather(f"{tag}.recompute", after))
+        after = self._kv_scatter(tag, self.attention(f"{tag}.attn", after, backward=True))
+        if m.mla is not None:
+            after = self._mla_up(tag, after, grads)
+        after = self.column_backward(f"{tag}.qkv", self._qkv_width(), m.hidden, after, grads)
+        return self.norm_backward(f"{tag}.norm1", s.sp_tokens, after), grads
+
+    def moe_backward(self, tag: str, after: list[str], grads: list[str]) -> list[str]:
+        m, e = self.s.model, self.s.model.moe
+        rows, expert_rows, local = self._routed_rows()
+        per_expert = expert_rows // local
+        width = (m.mlp_matrices - 1) * e.expert_ffn
+        back = self._all_to_all(f"{tag}.combine", rows, after)
+        grads.append(self.gemm(f"{tag}.experts.down.dw", e.expert_ffn, m.hidden, per_expert, back, batch=local))
+        dx = [self.gemm(f"{tag}.experts.down.dx", expert_rows, e.expert_ffn, m.hidden, back, groups=local)]
+        dx = self.elementwise(f"{tag}.experts.act", expert_rows * e.expert_ffn, m.mlp_matrices, m.mlp_matrices - 1, dx)
+        grads.append(self.gemm(f"{tag}.experts.gate_up.dw", m.hidden, width, per_expert, dx, batch=local))
+        dx = [self.gemm(f"{tag}.experts.gate_up.dx", expert_rows, m.hidden, width, dx, groups=local)]
+        out = self._all_to_all(f"{tag}.dispatch", rows, dx)
+        grads.append(self.gemm(f"{tag}.router.dw", m.hidden, e.experts, rows, after))
+        if e.shared_experts:
+            shared = e.shared_experts * e.expert_ffn
+            grads.append(self.gemm(f"{tag}.shared.down.dw", shared, m.hidden, rows, after))
+            sdx = [self.gemm(f"{tag}.shared.down.dx", rows, shared, m.hidden, after)]
+            grads.append(self.gemm(f"{tag}.shared.gate_up.dw", m.hidden, (m.mlp_matrices - 1) * shared, rows, sdx))
+            out += [self.gemm(f"{tag}.shared.gate_up.dx", rows, m.hidden, (m.mlp_matrices - 1) * shared, sdx)]
+        return out
+
+    # ------------------------------------------------------------ output projection
+
+    def logits_forward(self, tag: str, after: list[str]) -> list[str]:
+        """The final norm, the vocabulary-parallel output projection and the loss's
+        softmax (training; inference takes each sequence's last position only)."""
+        s, m = self.s, self.s.model
+        vocab = math.ceil(m.vocab / s.layout.tp)
+        rows = s.tokens if s.training else s.sequences
+        after = self.norm(f"{tag}.final_norm", s.sp_tokens if s.training else rows, after)
+        after = self.column(f"{tag}.logits", vocab, m.hidden, after, rows=rows)
+        if s.training and not s.framework.fused_elementwise:
+            after = [self.ops.kernel(f"{tag}.loss", "softmax", {"rows": rows, "cols": vocab, "dtype": "fp32"},
+                                     after)]
+        return after
+
+    def logits_backward(self, tag: str, after: list[str], grads: list[str]) -> list[str]:
+        s, m = self.s, self.s.model
+        vocab = math.ceil(m.vocab / s.layout.tp)
+        after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 1, 1, after)
+        after = self.column_backward(f"{tag}.logits", vocab, m.hidden, after, grads)
+        return self.norm_backward(f"{tag}.final_norm", s.sp_tokens, after)
+
+
+def _short(kind: str) -> str:
+    return {"all-gather": "ag", "reduce-scatter": "rs", "all-reduce": "ar"}[kind]

@@ -1,0 +1,221 @@
+"""A program of a system trace compiled for replay: its ops as index lists (streams,
+dependents, dependency counts) and, per communication op, which collective or transfer
+instance each of its devices joins. Shared by every replayed class that runs it."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from accelsim.system.costs import OpCost
+from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, group_index
+
+InstanceKey = tuple
+"""``(base, seq)``: the ``seq``-th instance on ``base`` (a group and communicator, a pair
+set, or one ``src -> dst`` pair and tag)."""
+Joins = dict[int, tuple[InstanceKey, tuple[int, ...]]]
+"""Per device of a program: the instance it joins and that instance's ranks."""
+
+
+@dataclass
+class CompiledProgram:
+    """A program's ops as index lists, shared by every class that runs it."""
+
+    index: int
+    program: Program
+    devices: list[int]
+    streams: list[list[int]]
+    """Per stream, its ops in list order."""
+    stream_of: list[int]
+    dependents: list[list[int]]
+    """Per op, the ops that wait for it (its dependents, and a done for its async op)."""
+    ndeps: list[int]
+    costs: list[OpCost | None]
+    """Compute ops' costs, priced on first start."""
+    comm_keys: list[Joins | None]
+    """Per comm op: device -> (instance key, ranks); see :func:`comm_keys`."""
+    foldable: bool
+    """Its devices are interchangeable (:func:`foldable`)."""
+
+    @property
+    def ops(self) -> list[Op]:
+        return self.program.ops
+
+
+def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) -> CompiledProgram:
+    """``indexes`` caches :func:`~accelsim.system.trace.group_index` across programs."""
+    ops = program.ops
+    position = {op.name: i for i, op in enumerate(ops)}
+    stream_ids: dict[str, int] = {}
+    streams: list[list[int]] = []
+    stream_of = []
+    dependents: list[list[int]] = [[] for _ in ops]
+    ndeps = []
+    for i, op in enumerate(ops):
+        s = stream_ids.setdefault(op.stream, len(stream_ids))
+        if s == len(streams):
+            streams.append([])
+        streams[s].append(i)
+        stream_of.append(s)
+        before = {position[d] for d in (*op.deps, *op.ctrl_deps)}
+        if op.kind == "done":
+            before.add(position[op.start])
+        for b in before:
+            dependents[b].append(i)
+        ndeps.append(len(before))
+    devices = program.device_ids()
+    return CompiledProgram(
+        index=index, program=program, devices=devices, streams=streams, stream_of=stream_of,
+        dependents=dependents, ndeps=ndeps, costs=[None] * len(ops), comm_keys=comm_keys(program, devices, indexes),
+        foldable=foldable(program),
+    )
+
+
+def comm_in_flight(program: Program) -> int:
+    """The most communication ops of a program that can move data at once: one per
+    stream that holds synchronous ones (each holds its stream until it ends), and every
+    asynchronous one."""
+    comm = [op for op in program.ops if op.is_comm]
+    streams = {op.stream for op in comm if not op.is_async}
+    return min(len(comm), len(streams) + sum(op.is_async for op in comm))
+
+
+def foldable(program: Program) -> bool:
+    """Devices are interchangeable: no send/recv (chains have ends) and every
+    collective's replica groups have one size."""
+    for op in program.ops:
+        if op.kind in P2P_KINDS:
+            return False
+        if op.kind in COLLECTIVE_KINDS and op.groups is not None and len({len(g) for g in op.groups}) > 1:
+            return False
+    return True
+
+
+class _Sequencer:
+    """The n-th op a device issues on one base is the n-th instance there."""
+
+    def __init__(self) -> None:
+        self.counters: dict[tuple, int] = {}
+
+    def next(self, base: tuple) -> InstanceKey:
+        seq = self.counters.get(base, 0)
+        self.counters[base] = seq + 1
+        return base, seq
+
+
+def comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict]) -> list[Joins | None]:
+    """Per comm op, ``device -> (instance key, ranks)`` for the program's devices: which
+    instance each joins. The n-th op a device issues on one group and communicator (or
+    one pair set, or one src->dst pair and tag) is the n-th instance there. ``indexes`` caches
+    :func:`group_index` across programs that repeat the same groups."""
+    seq = _Sequencer()
+    layouts: dict[tuple, tuple[list[tuple], list[int]]] = {}
+    out: list[Joins | None] = []
+    for op in program.ops:
+        if op.kind in COLLECTIVE_KINDS:
+            out.append(_collective_joins(op, devices, indexes, layouts, seq))
+        elif op.kind == PERMUTE_KIND:
+            pairs = tuple(sorted((s, t) for s, t in op.pairs))
+            key = seq.next(("perm", pairs))
+            ranks = tuple(sorted({d for pair in pairs for d in pair}))
+            out.append({d: (key, ranks) for d in ranks})
+        elif op.kind in P2P_KINDS:
+            out.append(_p2p_joins(op, devices, seq))
+        else:
+            out.append(None)
+    return out
+
+
+def _collective_joins(op: Op, devices: list[int], indexes: dict[tuple, dict],
+                      layouts: dict[tuple, tuple[list[tuple], list[int]]], seq: _Sequencer) -> Joins:
+    groups = tuple(map(tuple, op.groups)) if op.groups is not None else (tuple(sorted(devices)),)
+    if groups not in layouts:
+        if groups not in indexes:
+            indexes[groups] = group_index(groups)
+        layouts[groups] = group_layout(indexes[groups], devices)
+    order, slots = layouts[groups]
+    # in the order the program's devices first meet them; a group's devices share one
+    # (key, ranks) object, which later steps count by identity
+    joins = [(seq.next(("coll", group, op.communicator)), group) for group in order]
+    return dict(zip(devices, map(joins.__getitem__, slots)))
+
+
+def _p2p_joins(op: Op, devices: list[int], seq: _Sequencer) -> Joins:
+    keys = {}
+    for d in devices:
+        peer = op.peer if op.peer is not None else d + op.peer_offset
+        src, dst = (d, peer) if op.kind == "send" else (peer, d)
+        # counted per side: d may also be the other end of (src, dst)
+        _, n = seq.next((op.kind, src, dst, op.tag))
+        keys[d] = ((("p2p", src, dst, op.tag), n), (src, dst))
+    return keys
+
+
+def group_layout(index: dict[int, tuple], devices: list[int]) -> tuple[list[tuple], list[int]]:
+    """The distinct groups the devices join, in the order the devices first meet them,
+    and each device's position in that list (what every op on these groups shares)."""
+    order: list[tuple] = []
+    slot_of: dict[int, int] = {}
+    slots = []
+    for d in devices:
+        group = index[d]
+        slot = slot_of.get(id(group))  # id: hashing a 1024-rank tuple per device is slow
+        if slot is None:
+            slot = slot_of[id(group)] = len(order)
+            order.append(group)
+        slots.append(slot)
+    return order, slots
+
+
+def happens_before(prog: CompiledProgram) -> list[list[int]]:
+    """Per op, the ops that have finished whenever it starts and it waits for directly:
+    its dependencies (and a done's async op), and the op before it on its stream unless
+    that one is async (an async op frees its stream when issued)."""
+    ops = prog.ops
+    parents: list[list[int]] = [[] for _ in ops]
+    for k, children in enumerate(prog.dependents):
+        for j in children:
+            parents[j].append(k)
+    for stream in prog.streams:
+        for k, j in zip(stream, stream[1:]):
+            if not ops[k].is_async:
+                parents[j].append(k)
+    return parents
+
+
+def order_bits(parents: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Per op, its ancestors (the ops finished whenever it starts) and its descendants
+    (those that start only after it has finished) under ``parents``, as bit sets."""
+    order = topological(parents)
+    before = [0] * len(parents)
+    for j in order:
+        bits = 0
+        for k in parents[j]:
+            bits |= before[k] | (1 << k)
+        before[j] = bits
+    after = [0] * len(parents)
+    for j in reversed(order):
+        bit = 1 << j
+        for k in parents[j]:
+            after[k] |= after[j] | bit
+    return before, after
+
+
+def topological(parents: list[list[int]]) -> list[int]:
+    """Ops in an order where each comes after its parents (the trace has no cycles: they
+    are refused before the replay)."""
+    children: list[list[int]] = [[] for _ in parents]
+    waiting = [len(p) for p in parents]
+    for j, ps in enumerate(parents):
+        for k in ps:
+            children[k].append(j)
+    ready = deque(j for j, n in enumerate(waiting) if n == 0)
+    order = []
+    while ready:
+        k = ready.popleft()
+        order.append(k)
+        for j in children[k]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                ready.append(j)
+    return order

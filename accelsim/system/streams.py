@@ -1,0 +1,177 @@
+"""Streams and dependencies: which op of a replayed class starts when.
+
+An op starts when its ``deps`` and ``ctrl_deps`` have finished and the op before it on
+its stream has finished (or, if async, been issued); ``done`` waits for its async op.
+Compute ops run on the class's :class:`~accelsim.system.compute.DeviceCompute`;
+communication ops join their instances (:class:`~accelsim.system.instances.Rendezvous`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import simpy
+
+from accelsim.system.compute import DeviceCompute
+from accelsim.system.costs import CostModel
+from accelsim.system.program import CompiledProgram
+from accelsim.system.trace import Op
+from accelsim.units import seconds_to_ps
+
+
+@dataclass(frozen=True, kw_only=True)
+class Segment:
+    """One span on a timeline track (for Perfetto)."""
+
+    track: int
+    """Index of the replayed class (see ``ReplayResult.classes``)."""
+    lane: str
+    """Stream name, or ``comm`` for data moving on links."""
+    name: str
+    kind: str
+    start_ps: int
+    end_ps: int
+
+
+@dataclass(eq=False)
+class DeviceClass:
+    """Devices replayed together (one, or interchangeable ones folded), and their
+    progress through their program."""
+
+    id: int
+    prog: CompiledProgram
+    devices: list[int]
+    compute: DeviceCompute
+    deps_left: list[int] = field(init=False)
+    head: list[int] = field(init=False)
+    """Per stream, the position of its next op."""
+    busy: list[bool] = field(init=False)
+    finished: bytearray = field(init=False)
+    ops_left: int = field(init=False)
+    finish_ps: int = 0
+    started_ps: dict[int, int] = field(default_factory=dict)
+    pending: dict[int, int] = field(default_factory=dict)
+    """Comm op -> instances it still waits for."""
+
+    def __post_init__(self) -> None:
+        n = len(self.prog.ops)
+        self.deps_left = list(self.prog.ndeps)
+        self.head = [0] * len(self.prog.streams)
+        self.busy = [False] * len(self.prog.streams)
+        self.finished = bytearray(n)
+        self.ops_left = n
+
+    def waiting(self) -> list[int]:
+        """Ops started and not finished."""
+        return [i for i in range(len(self.prog.ops)) if not self.finished[i] and i in self.started_ps]
+
+
+class Completions:
+    """Ops that are done, whose effects (dependents, streams) run in order from
+    :meth:`drain`: no recursion through chains of instant ops."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[DeviceClass, int]] = deque()
+        self._draining = False
+        self.finish: Callable[[DeviceClass, int], None] = lambda cls, i: None
+        """Set by :class:`Streams`."""
+
+    def put(self, cls: DeviceClass, i: int) -> None:
+        self._queue.append((cls, i))
+
+    def complete(self, cls: DeviceClass, i: int) -> None:
+        self.put(cls, i)
+        self.drain()
+
+    def drain(self) -> None:
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._queue:
+                self.finish(*self._queue.popleft())
+        finally:
+            self._draining = False
+
+
+class Arrivals(Protocol):
+    def arrive(self, cls: DeviceClass, i: int, op: Op) -> None: ...
+
+
+class Streams:
+    """Starts each class's ops as streams and dependencies allow, and finishes them."""
+
+    def __init__(self, env: simpy.Environment, costs: CostModel, comm: Arrivals, completions: Completions,
+                 segments: list[Segment] | None) -> None:
+        """``segments``: where timeline spans go (None: no timeline)."""
+        self.env = env
+        self.costs = costs
+        self.comm = comm
+        self.completions = completions
+        completions.finish = self._finish
+        self.segments = segments
+
+    def start(self, classes: list[DeviceClass]) -> None:
+        for cls in classes:
+            for s in range(len(cls.prog.streams)):
+                self._try_stream(cls, s)
+        self.completions.drain()
+
+    def _try_stream(self, cls: DeviceClass, s: int) -> None:
+        """Start ops at the head of stream ``s`` while they can start."""
+        stream = cls.prog.streams[s]
+        while not cls.busy[s] and cls.head[s] < len(stream):
+            i = stream[cls.head[s]]
+            if cls.deps_left[i]:
+                return
+            cls.head[s] += 1
+            op = cls.prog.ops[i]
+            if not op.is_async:
+                cls.busy[s] = True
+            self._start(cls, i, op)
+
+    def _start(self, cls: DeviceClass, i: int, op: Op) -> None:
+        cls.started_ps[i] = self.env.now
+        if op.kind == "compute":
+            self._start_compute(cls, i, op)
+        elif op.kind == "done":
+            self.completions.complete(cls, i)
+        else:
+            self.comm.arrive(cls, i, op)
+
+    def _start_compute(self, cls: DeviceClass, i: int, op: Op) -> None:
+        prog = cls.prog
+        if prog.costs[i] is None:
+            prog.costs[i] = self.costs.cost(op, f"programs[{prog.index}].ops[{i}]")
+        cost = prog.costs[i]
+        work_ps = seconds_to_ps(cost.seconds)
+        if work_ps <= 0:
+            self.completions.complete(cls, i)
+            return
+        ended = cls.compute.run(work_ps, cost.memory_bound)
+        ended.callbacks.append(lambda _e: self.completions.put(cls, i))
+
+    def _finish(self, cls: DeviceClass, i: int) -> None:
+        prog = cls.prog
+        op = prog.ops[i]
+        now = self.env.now
+        cls.finished[i] = 1
+        cls.ops_left -= 1
+        cls.finish_ps = max(cls.finish_ps, now)
+        if self.segments is not None:
+            lane = f"{op.stream} (async)" if op.is_async else op.stream
+            self.segments.append(Segment(track=cls.id, lane=lane, name=op.name, kind=op.kind,
+                                         start_ps=cls.started_ps[i], end_ps=now))
+        s = prog.stream_of[i]
+        if not op.is_async:
+            cls.busy[s] = False
+        touched = {s}
+        for j in prog.dependents[i]:
+            cls.deps_left[j] -= 1
+            if not cls.deps_left[j]:
+                touched.add(prog.stream_of[j])
+        for t in sorted(touched):
+            self._try_stream(cls, t)
