@@ -114,6 +114,28 @@ def report(rows: list[tuple[dict, dict]]) -> str:
         for kind in row["xla"].by_kind():
             ratio = f"{kind.accelsim_s / kind.xla_s:.2f}" if kind.xla_s else "-"
             lines.append(f"| {kind.kind} | {kind.ops} | {kind.xla_s:.3f} s | {kind.accelsim_s:.3f} s | {ratio} |")
+    lines += ["", "## How to read this", ""]
+    for record, row in rows:
+        xla = row["xla"]
+        if xla is None:
+            continue
+        compute_only = row["model_tflops"] / (xla.xla_s + xla.unestimated_s)
+        lines.append(
+            f"- {record['id']}: XLA's own estimates of the step's compute (plus accelsim's for the ops XLA left "
+            f"unestimated, splash attention among them) allow at most {compute_only:.0f} TFLOP/s per chip "
+            f"({compute_only / record['tflops_per_chip'] - 1:+.1%} against the measurement) with every collective "
+            f"hidden; accelsim's compute alone gives {row['model_tflops'] / row['compute_s']:.0f}. The rest of the "
+            f"gap is the {row['exposed_comm_s']:.2f} s of communication the replay leaves exposed.")
+    lines += [
+        "",
+        "This libtpu compiles MaxText's v5p configs into a different program from the one measured (the README's "
+        "figures date from 2024 and an older MaxText and libtpu): with all-gather continuation fusion refused on a "
+        "v5p (maxtext 0.2.5's own scripts set `xla_tpu_enable_async_collective_fusion_fuse_all_gather=false`, "
+        "and offload collectives to the SparseCores instead, which the 2024 scripts do not ask for), the FSDP "
+        "all-gathers are synchronous ops in the schedule, and the tensor-parallel reduce-scatters are "
+        "decomposed into collective-permutes whose start and done are adjacent, so nothing overlaps them. The "
+        "replay takes the schedule as written; the measured step must have overlapped what this one does not.",
+    ]
     lines += ["", "## The same programs on v6e and TPU7x", "",
               "The v5p program replayed unchanged on as many chips of another generation (`tpu-v6e-8x8`, "
               "`tpu7x-4x4x4`, as published): a what-if on the chip and its links, not what XLA would compile for "
