@@ -54,7 +54,7 @@ LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime", "driver")
 MAX_NESTING = 256
 """Ops kept around a launching op (a stack deeper than this is a damaged trace)."""
 JAX_DEVICE = re.compile(r"/device:(?:GPU|TPU):(\d+)")
-KERNEL_DETAILS = re.compile(r"grid:(\d+),(\d+),(\d+)\s+block:(\d+),(\d+),(\d+)")
+KERNEL_DETAILS = re.compile(r"grid:(\d{1,16}),(\d{1,16}),(\d{1,16})\s+block:(\d{1,16}),(\d{1,16}),(\d{1,16})")
 
 
 def _id(value: Any) -> int | str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -192,4 +192,4 @@ def relative(events: list[DeviceEvent]) -> tuple[DeviceEvent, ...]:
         return ()
     origin = min(e.start_s for e in events)
     ordered = sorted(events, key=lambda e: (e.start_s, e.device, e.stream, e.name, e.duration_s))
-    return tuple(DeviceEvent(**{**e.__dict__, "start_s": e.start_s - origin}) for e in ordered)
+    return tuple(replace(e, start_s=e.start_s - origin) for e in ordered)

@@ -27,7 +27,7 @@ from accelsim.errors import InputError
 from accelsim.importers.hlo import DTYPES, read_hlo
 from accelsim.importers.hlo_fmha import fmha_params
 from accelsim.importers.hlo_text import Computation, Instruction, Module, Shape, split_top, strip_braces
-from accelsim.importers.profile_events import DeviceEvent, Profile
+from accelsim.importers.profile_events import Profile
 
 CUBLAS_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul")
 ELEMENTWISE_OPCODES = frozenset((

@@ -45,8 +45,8 @@ MAX_SIZES_CHARS = 4096
 
 def connect(path: str | Path) -> sqlite3.Connection:
     try:
-        return sqlite3.connect(f"file:{Path(path).resolve().as_posix()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
+        return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)  # read-only
+    except (sqlite3.Error, ValueError) as exc:
         raise InputError(f"cannot open the Nsight Systems export: {exc}", source=str(path)) from None
 
 

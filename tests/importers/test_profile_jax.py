@@ -49,3 +49,20 @@ def test_an_xplane_protobuf_is_refused_in_one_line(cli, tmp_path):
     xplane.write_bytes(b"\x0a\x00")
     result = cli("import", "profile", str(xplane), "-o", str(tmp_path / "o.json"))
     assert result.code == 2 and "*.trace.json.gz" in result.err and len(result.err.splitlines()) == 1
+
+
+def test_a_gpu_trace_takes_kernels_of_the_stream_lines_with_their_launch_shape(tmp_path):
+    events = [{"ph": "M", "pid": 7, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+              {"ph": "M", "pid": 7, "tid": 1, "name": "thread_name", "args": {"name": "Stream #13(Compute)"}},
+              {"ph": "M", "pid": 7, "tid": 2, "name": "thread_name", "args": {"name": "XLA Ops"}}]
+    kernel = {"ph": "X", "pid": 7, "ts": 10.0, "dur": 5.0, "name": "loop_add_fusion",
+              "args": {"hlo_op": "add_fusion.3", "hlo_module": "jit_f",
+                       "kernel_details": "regs:16 static_shared:0 dynamic_shared:0 grid:1024,1,1 block:128,1,1"}}
+    events += [{**kernel, "tid": 1}, {**kernel, "tid": 2}]  # the XLA Ops line repeats the stream's kernel
+    path = tmp_path / "gpu.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    profile = read_profile(path)
+    (event,) = profile.events
+    assert (event.grid, event.block, event.stream, event.hlo_op) == ((1024, 1, 1), (128, 1, 1),
+                                                                      "Stream #13(Compute)", "add_fusion.3")
+    assert profile.device == {"name": "/device:GPU:0", "kind": "gpu"}

@@ -33,7 +33,7 @@ def test_kernels_names_grids_and_streams_come_from_the_export(db):
 def test_dtypes_come_from_kernel_names_that_spell_them(db):
     step = _step(db)
     ids = {r["id"] for r in step["records"]}
-    assert "gemm-bf16-8192x6144x4096--cublas" in ids and "layernorm-bf16-8192x4096" in ids
+    assert "gemm-bf16-8192x6144x4096--cublas" in ids and "layernorm-bf16-8192x4096--torch" in ids
     nvjet = [r for r in step["not_recorded"] if r["name"].startswith("nvjet")]
     assert nvjet and "not a GEMM dtype" in nvjet[0]["why"]  # its name spells no dtype; NVTX ranges record none
     flash = [r for r in step["not_recorded"] if "flash_fwd" in r["name"]]

@@ -36,7 +36,7 @@ def test_attention_params_come_from_the_sdpa_ops(h100):
 
 def test_repeated_launches_are_one_record_with_every_sample(h100):
     (norm,) = [r for r in h100["records"] if r["family"] == "layernorm"]
-    assert norm["params"] == {"rows": 8192, "cols": 4096, "dtype": "bf16"} and len(norm["samples_s"]) == 2
+    assert norm["params"] == {"rows": 8192, "cols": 4096, "dtype": "bf16", "impl": "torch"} and len(norm["samples_s"]) == 2
 
 
 def test_every_kernel_keeps_its_launch_shape_stream_and_op(h100):

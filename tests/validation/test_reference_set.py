@@ -13,7 +13,9 @@ import microbenchmark_format as micro_fmt
 
 REFERENCE = Path(__file__).resolve().parents[2] / "validation" / "reference"
 MICRO_FILES = sorted(REFERENCE.glob(f"*/{build_reference.MICRO}.json"))
-FILES = sorted(set(REFERENCE.glob("*/*.json")) - set(MICRO_FILES))
+POWER = REFERENCE / "power"
+"""Power readings (docs/power.md): their own format, written by hand, not by build_reference."""
+FILES = sorted(p for p in set(REFERENCE.glob("*/*.json")) - set(MICRO_FILES) if p.parent != POWER)
 """Kernel-family files; ``MICRO_FILES``: the microbenchmark files beside them."""
 
 
