@@ -6,7 +6,8 @@ Rules (see ``docs/import-hlo.md``):
   (batch dimensions are part of the output); matrix flops. ``scaled-dot`` likewise;
   ``ragged-dot`` likewise, shared among the groups when ragged in a contracting dimension.
 * ``convolution``: ``2 * output elements * kernel spatial size * kernel input
-  features`` (the kernel's input-feature dimension is already per feature group).
+  features`` (the kernel's input-feature dimension is already per feature group),
+  counting only window positions on real input elements (:mod:`hlo_conv`).
 * cuBLAS / cuBLASLt GEMM custom calls: as ``dot``, with the dimension numbers of their
   ``backend_config`` (without them, the lhs minor dimension is the contraction).
 * elementwise arithmetic: one vector flop per output element; ``reduce`` one per input
@@ -27,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from accelsim.families.attention import useful_flops
+from accelsim.importers.hlo_conv import conv_flops
 from accelsim.importers.hlo_fmha import fmha_params
 from accelsim.importers.hlo_text import (
     HBM_SPACE,
@@ -37,6 +39,7 @@ from accelsim.importers.hlo_text import (
     Shape,
     strip_braces,
 )
+from accelsim.importers.hlo_splash import splash_attention
 from accelsim.importers.hlo_tpu_kernel import KernelEstimate, kernel_estimate
 
 ELEMENTWISE = frozenset({
@@ -147,6 +150,8 @@ class CostModel:
         self.unknown_custom_calls: Counter[str] = Counter()
         self.estimated_custom_calls: Counter[str] = Counter()
         """Custom calls priced from their author's cost estimate (Pallas TPU kernels)."""
+        self.splash_attention_calls: Counter[str] = Counter()
+        """Splash attention kernel calls by phase, priced from their shapes (:mod:`hlo_splash`)."""
         self.assumed_contractions: Counter[str] = Counter()
         """GEMM custom calls without dimension numbers we could read (absent, or not
         integers): priced contracting the lhs minor dimension."""
@@ -171,7 +176,7 @@ class CostModel:
                         matrix_dtype=lhs.dtype)
         if op == "convolution":
             lhs, rhs = self.operand_shapes(comp, inst)[:2]
-            return Cost(matrix_flops=conv_flops(inst.shape, rhs, inst.attrs), matrix_dtype=lhs.dtype)
+            return Cost(matrix_flops=conv_flops(lhs, rhs, inst.shape, inst.attrs), matrix_dtype=lhs.dtype)
         if op == "custom-call":
             return self._custom_call_flops(comp, inst)
         if op in ("fusion", "call", "async-start", "map"):
@@ -244,6 +249,11 @@ class CostModel:
                 self.estimated_custom_calls[f"{target}:remote_bytes_not_modelled"] += 1
             return Cost(matrix_flops=estimate.flops, vector_flops=estimate.transcendentals,
                         matrix_dtype=estimate.dtype)
+        splash = splash_attention(inst.name, target, inst.attrs.get("frontend_attributes", ""), shapes, inst.shape)
+        if splash is not None:  # JAX's splash attention kernel: its matmuls from Q and K, every block counted
+            self.splash_attention_calls[splash.phase] += 1
+            return Cost(matrix_flops=splash.matrix_flops, vector_flops=splash.exponentials,
+                        matrix_dtype=splash.dtype)
         if target in GEMM_TARGETS and len(shapes) >= 2:
             out = inst.shape.elements[0] if inst.shape.is_tuple else inst.shape
             dims = _gemm_dimension_numbers(inst.attrs.get("backend_config", ""))
@@ -267,7 +277,7 @@ class CostModel:
         written: list[Part] = [(inst.shape, 1.0)]
         if inst.opcode == "fusion" and inst.called():
             fused = self.module.computations[inst.called()[0]]
-            read = [(s, _parameter_read(fused, i, s)) for i, s in enumerate(shapes)]
+            read = [(s, _parameter_read(self.module.computations, fused, i, s)) for i, s in enumerate(shapes)]
             written = _root_written(fused, inst.shape)
         elif inst.opcode in SLICING and shapes:
             read[0] = (shapes[0], _share(inst.shape.size_bytes, shapes[0].size_bytes))
@@ -370,21 +380,6 @@ def fft_flops(operand: Shape, attrs: dict[str, str]) -> float:
     return 8.0 * operand.num_elements * log_factors
 
 
-def conv_flops(out: Shape, kernel: Shape, attrs: dict[str, str]) -> float:
-    """``2 * out elements * kernel spatial size * kernel input features``."""
-    labels = attrs.get("dim_labels", "")
-    parts = re.split(r"_|->", labels)
-    if len(parts) != 3 or len(parts[1]) != len(kernel.dims):
-        per_output = kernel.num_elements / max(1, kernel.dims[-1] if kernel.dims else 1)
-        return 2.0 * out.num_elements * per_output
-    kernel_labels = parts[1]
-    per_output = 1
-    for label, size in zip(kernel_labels, kernel.dims):
-        if label != "o":
-            per_output *= size
-    return 2.0 * out.num_elements * per_output
-
-
 def _window_size(window: str) -> int:
     m = re.search(r"size=([\dx]+)", window)
     return math.prod(int(s) for s in m.group(1).split("x")) if m else 1
@@ -405,22 +400,33 @@ def _gemm_dimension_numbers(backend_config: str) -> dict[str, str] | None:
     return {"lhs_contracting_dims": "{" + ",".join(str(int(d)) for d in contracting) + "}"}
 
 
-def _parameter_read(fused: Computation, number: int, shape: Shape) -> float:
+def _parameter_read(computations: dict[str, Computation], fused: Computation, number: int, shape: Shape) -> float:
     """Share of operand ``number`` a fusion reads: the slices taken when it is only
-    sliced, nothing when it is updated in place, passed through to the output untouched
-    or only sent by a collective inside the fusion."""
+    sliced (directly or inside a nested fusion it is passed to), nothing when it is
+    updated in place, passed through to the output untouched or only sent by a
+    collective inside the fusion."""
     param = next((i for i in fused.instructions
                   if i.opcode == "parameter" and i.attrs.get("parameter_number") == str(number)), None)
     if param is None:
         return 1.0
     users = [i for i in fused.instructions if param.name in i.operands]
-    if users and all(u.opcode in SLICING and u.operands[0] == param.name for u in users):
-        return _share(sum(u.shape.size_bytes for u in users), shape.size_bytes)
-    if users and all(u.opcode == "dynamic-update-slice" and u.operands[0] == param.name for u in users):
+    if not users:
+        return 1.0
+    if all(u.opcode == "dynamic-update-slice" and u.operands[0] == param.name for u in users):
         return 0.0  # updated in place: the untouched part is neither read nor written
-    if users and all(u.opcode in FUSED_COLLECTIVES or (u.is_root and u.opcode == "tuple") for u in users):
+    if all(u.opcode in FUSED_COLLECTIVES or (u.is_root and u.opcode == "tuple") for u in users):
         return 0.0
-    return 1.0
+    read_bytes = 0.0
+    for user in users:
+        if user.opcode in SLICING and user.operands[0] == param.name:
+            read_bytes += user.shape.size_bytes
+        elif user.opcode == "fusion" and user.called() and user.called()[0] in computations:
+            nested = computations[user.called()[0]]
+            read_bytes += sum(_parameter_read(computations, nested, k, shape) * shape.size_bytes
+                              for k, name in enumerate(user.operands) if name == param.name)
+        else:
+            return 1.0
+    return _share(read_bytes, shape.size_bytes)
 
 
 def _root_written(fused: Computation, shape: Shape) -> list[Part]:

@@ -40,13 +40,14 @@ def test_dot_contracting_several_dimensions():
     assert ops["d"].cost.matrix_flops == 2 * 6 * 7 * (4 * 5)
 
 
-def test_convolution_is_2_out_times_window_times_input_features():
+def test_convolution_is_2_out_times_window_times_input_features_inside_the_input():
     ops = ops_of(module("""
         %img = f32[8,32,32,16]{3,2,1,0} parameter(0)
         %ker = f32[3,3,16,64]{3,2,1,0} parameter(1)
         ROOT %c = f32[8,32,32,64]{3,2,1,0} convolution(%img, %ker), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
     """))
-    assert ops["c"].cost.matrix_flops == 2 * (8 * 32 * 32 * 64) * (3 * 3 * 16)
+    inside = 31 + 32 + 31  # per spatial dimension: (output, window) pairs not on the padding
+    assert ops["c"].cost.matrix_flops == 2 * (8 * 64) * inside * inside * 16
 
 
 def test_grouped_convolution_counts_the_kernel_per_group():
@@ -55,7 +56,8 @@ def test_grouped_convolution_counts_the_kernel_per_group():
         %ker = f32[3,3,1,32]{3,2,1,0} parameter(1)
         ROOT %c = f32[1,16,16,32]{3,2,1,0} convolution(%img, %ker), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=32
     """))
-    assert ops["c"].cost.matrix_flops == 2 * (16 * 16 * 32) * (3 * 3 * 1)
+    inside = 15 + 16 + 15
+    assert ops["c"].cost.matrix_flops == 2 * 32 * inside * inside * 1
 
 
 def test_cublas_gemm_counted_from_shapes_without_workspace():

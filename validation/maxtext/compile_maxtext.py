@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Compile MaxText's published v5p training steps with the TPU compiler, on a CPU.
+
+    bash validation/maxtext/make_compile_env.sh .maxtext-env      # once: Python 3.12, maxtext 0.2.5
+    python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...]
+
+For each single-slice record of ``v5p_mfu.json`` (the configs of MaxText's
+``MaxText/configs/v5p/*.sh`` and the TFLOP/s per chip its README publishes), runs
+MaxText's own ahead-of-time compiler (``maxtext.trainers.pre_train.train_compile``) for
+the record's v5p slice with the config's flags and the ``LIBTPU_INIT_ARGS`` its script
+sets, and keeps the optimised, scheduled HLO of the training step (``compiled.as_text()``,
+with XLA's estimated cycles: ``train_compile_text.py``) as ``compiled/ID.hlo.txt.gz`` beside this script,
+which ``accelsim import hlo`` reads and ``report_compiled.py`` replays. Runs in the
+separate environment: MaxText is never one of accelsim's dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "compiled"
+CONFIG_LIBTPU_INIT_ARGS = (
+    "--xla_tpu_enable_async_collective_fusion_fuse_all_gather=true --xla_tpu_megacore_fusion_allow_ags=false "
+    "--xla_enable_async_collective_permute=true --xla_tpu_enable_ag_backward_pipelining=true "
+    "--xla_tpu_enable_data_parallel_all_reduce_opt=true --xla_tpu_data_parallel_opt_different_sized_ops=true "
+    "--xla_tpu_enable_async_collective_fusion=true --xla_tpu_enable_async_collective_fusion_multiple_steps=true "
+    "--xla_tpu_overlap_compute_collective_tc=true --xla_enable_async_all_gather=true")
+"""What ``MaxText/configs/v5p/32b.sh`` (@0d9779a5) exports; the 64b-512b scripts of that
+commit set the same flags."""
+LIBTPU_INIT_ARGS = CONFIG_LIBTPU_INIT_ARGS.replace("fuse_all_gather=true", "fuse_all_gather=false")
+"""The scripts' flags as libtpu 0.0.52 accepts them on a v5p: it refuses all-gathers fused
+into continuation fusions on any TPU but a v5e (``FAILED_PRECONDITION: Continuation fusion
+for AllGather is enabled on platform viperfish ... not supported/recommended``), so the
+all-gathers stay plain async all-gathers, overlapping independent work."""
+
+
+def records(only: list[str] | None) -> list[dict]:
+    data = json.loads((HERE / "v5p_mfu.json").read_text())
+    chosen = [r for r in data["records"] if r["slices"] == 1]
+    return [r for r in chosen if not only or r["id"] in only]
+
+
+def train_compile_args(record: dict, base_yml: str) -> list[str]:
+    """MaxText's flags for the record (its config script's), for the slice of its chips
+    (v5p-N names N TensorCores, two per chip)."""
+    return [
+        base_yml, f"compile_topology=v5p-{2 * record['chips']}", "compile_topology_num_slices=1",
+        f"global_parameter_scale={record['global_parameter_scale']}",
+        f"per_device_batch_size={record['per_device_batch_size']}", f"remat_policy={record['remat_policy']}",
+        "ici_fsdp_parallelism=-1", f"ici_tensor_parallelism={record['ici_tensor_parallelism']}",
+        "max_target_length=2048", "attention=flash", "use_iota_embed=true", "dataset_type=synthetic",
+        "enable_checkpointing=false", "quantization=", "run_name=accelsim_compile",
+    ]
+
+
+def last_error_line(stderr: str) -> str:
+    """The compiler's reason (``RESOURCE_EXHAUSTED: ... CompileTimeHbmOom ...``), else the
+    last line MaxText wrote."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line or "RESOURCE_EXHAUSTED" in line]
+    return (errors or lines or ["no output"])[-1][:400]
+
+
+def compile_record(python: str, record: dict) -> Path | None:
+    base_yml = subprocess.run([python, "-c", "import maxtext, pathlib; print(pathlib.Path(maxtext.__file__).parent "
+                               "/ 'configs' / 'base.yml')"], check=True, capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as scratch:
+        text = Path(scratch) / "step.hlo.txt"
+        env = dict(os.environ, LIBTPU_INIT_ARGS=LIBTPU_INIT_ARGS, TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+        started = time.perf_counter()
+        ran = subprocess.run([python, str(HERE / "train_compile_text.py"), str(text),
+                              *train_compile_args(record, base_yml)], env=env, capture_output=True, text=True)
+        if ran.returncode != 0 or not text.exists():
+            print(f"{record['id']}: not compiled: {last_error_line(ran.stderr)}")
+            return None
+        OUT.mkdir(exist_ok=True)
+        target = OUT / f"{record['id']}.hlo.txt.gz"
+        target.write_bytes(gzip.compress(text.read_bytes(), compresslevel=9, mtime=0))
+        print(f"{record['id']}: {time.perf_counter() - started:.0f} s, {target.stat().st_size / 1e6:.2f} MB gzip")
+        return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", required=True, help="the environment make_compile_env.sh made")
+    parser.add_argument("--only", nargs="*", help="record ids (default: every single-slice record)")
+    args = parser.parse_args(argv)
+    python = str(Path(args.env) / "bin" / "python")
+    for record in records(args.only):
+        compile_record(python, record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
