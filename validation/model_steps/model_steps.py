@@ -153,11 +153,12 @@ def predict_decode(record: dict) -> dict:
     return out
 
 
-def predict(record: dict) -> dict:
-    started = time.perf_counter()
+def predict(record: dict) -> tuple[dict, float, float]:
+    """The record's prediction, and the wall and CPU seconds it took (build and replay)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     out = predict_decode(record) if record["kind"] == "decode" else predict_training(record)
     out["error"] = out["predicted"] / out["measured"] - 1
-    return out, time.perf_counter() - started
+    return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
 SUITE_TITLES = {"megatron-a100": "Megatron-LM GPT on A100 (Narayanan et al. 2021, Table 1)",
@@ -222,10 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     for record in data["records"]:
         if (args.only and record["id"] != args.only) or (args.suite and record["suite"] != args.suite):
             continue
-        p, wall_s = predict(record)
+        p, wall_s, cpu_s = predict(record)
         predictions[record["id"]] = p
         print(f"{record['id']:40} published {p['measured']:8.4g}  predicted {p['predicted']:8.4g} ({p['error']:+.1%})"
-              f"  step {p['step_time_s']:.4g} s, {p['ops']} device-ops, {wall_s:.1f} s", flush=True)
+              f"  step {p['step_time_s']:.4g} s, {p['ops']} device-ops, {wall_s:.1f} s ({cpu_s:.1f} s of CPU)",
+              flush=True)
     known = {r["id"] for r in data["records"]}
     predictions = {k: predictions[k] for k in sorted(predictions) if k in known}
     out.mkdir(parents=True, exist_ok=True)
