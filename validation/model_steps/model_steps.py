@@ -13,9 +13,11 @@ token's decode step). Nothing is fitted to these records: chips and networks are
 configs as they are. Error = predicted / published - 1.
 
 Predictions go to ``predictions.json`` beside the report, by record id; ``--suite`` and
-``--only`` replace those records' predictions and write the report again from all of them
-(a suite's replays can take minutes: the Megatron A100 and Llama 3 steps span 512 to
-16,384 GPUs), so regenerate everything with no option after a change to the model.
+``--only`` replace those records' predictions and write the report again from all of them,
+``--report-only`` writes it from them alone (a suite's replays can take many minutes: the
+Megatron A100, H100 and Llama 3 steps span 32 to 16,384 GPUs), so regenerate everything
+with no option after a change to the model; a record without a prediction is listed as
+not replayed.
 """
 
 from __future__ import annotations
@@ -201,11 +203,14 @@ def report(data: dict, predictions: dict) -> str:
     sections = []
     for suite, title in SUITE_TITLES.items():
         rows = [(r, predictions[r["id"]]) for r in data["records"] if r["suite"] == suite and r["id"] in predictions]
+        missing = [r["id"] for r in data["records"] if r["suite"] == suite and r["id"] not in predictions]
         if not rows:
             continue
         errors = [abs(p["error"]) for _, p in rows]
         lines.append(f"| {title} | {len(rows)} | {sum(errors) / len(errors):.1%} | {max(errors):.1%} |")
         sections += [f"## {title}", "", *suite_table(data["suites"][suite], suite, rows)]
+        if missing:
+            sections += [f"Not replayed for this report: {', '.join(missing)}.", ""]
     return "\n".join([*lines, "", *sections])
 
 
@@ -214,14 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="one record id")
     parser.add_argument("--suite", choices=tuple(SUITE_TITLES), help="one suite")
     parser.add_argument("--out", default=str(HERE.parents[1] / "validation" / "reports" / "model-steps"))
+    parser.add_argument("--report-only", action="store_true", help="write the report from predictions.json alone")
     args = parser.parse_args(argv)
     data = json.loads((HERE / "records.json").read_text(encoding="utf-8"))
     out = Path(args.out)
     cache = out / "predictions.json"
-    partial = bool(args.only or args.suite)
+    partial = bool(args.only or args.suite or args.report_only)
     predictions = json.loads(cache.read_text(encoding="utf-8")) if partial and cache.is_file() else {}
     for record in data["records"]:
-        if (args.only and record["id"] != args.only) or (args.suite and record["suite"] != args.suite):
+        skipped = (args.only and record["id"] != args.only) or (args.suite and record["suite"] != args.suite)
+        if skipped or args.report_only:
             continue
         p, wall_s, cpu_s = predict(record)
         predictions[record["id"]] = p
