@@ -65,3 +65,5 @@ def test_the_report_gives_each_suites_mape_and_no_wall_time():
     assert "machine" not in text and " s on " not in text
     unreplayed = [r["id"] for r in DATA["records"] if r["suite"] == "megatron-a100" and r["id"] not in predictions]
     assert f"Not replayed for this report: {', '.join(unreplayed)}." in text
+    llama3 = [r["id"] for r in DATA["records"] if r["suite"] == "llama3"]
+    assert f"| {ms.SUITE_TITLES['llama3']} | 0 | | |" in text and ", ".join(llama3) in text

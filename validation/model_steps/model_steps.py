@@ -205,6 +205,9 @@ def report(data: dict, predictions: dict) -> str:
         rows = [(r, predictions[r["id"]]) for r in data["records"] if r["suite"] == suite and r["id"] in predictions]
         missing = [r["id"] for r in data["records"] if r["suite"] == suite and r["id"] not in predictions]
         if not rows:
+            if missing:
+                lines.append(f"| {title} | 0 | | |")
+                sections += [f"## {title}", "", f"Not replayed for this report: {', '.join(missing)}.", ""]
             continue
         errors = [abs(p["error"]) for _, p in rows]
         lines.append(f"| {title} | {len(rows)} | {sum(errors) / len(errors):.1%} | {max(errors):.1%} |")
