@@ -15,7 +15,8 @@ from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
 from accelsim.files import check_output_dir, check_output_file, write_json, write_text_atomic
 from accelsim.model.hf_config import load_model
-from accelsim.model.layout import FRAMEWORKS, Framework, Layout, Workload, framework_named, validated
+from accelsim.model.layout import (FRAMEWORKS, INFERENCE_DEFAULT, Framework, Layout, Workload,
+                                   framework_named, validated)
 from accelsim.model.presets import PRESETS
 from accelsim.model.search import MAX_REPLAYS, Candidate, search_layouts
 from accelsim.model.step import plan_step, run_step, step_trace
@@ -49,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false")
     p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
     p.add_argument("--framework", choices=tuple(FRAMEWORKS),
-                   help="whose overlap to model (default: megatron on GPUs, maxtext on TPUs)")
+                   help="whose overlap and kernel choice to model (default: megatron for GPU training, "
+                        f"{INFERENCE_DEFAULT} for GPU inference, maxtext on TPUs)")
     p.add_argument("--tp-overlap", action="store_true", help="TP collectives beside their GEMMs (collective matmul)")
     p.add_argument("--no-overlap-grad-reduce", dest="overlap_grad_reduce", action="store_false")
     p.add_argument("--gemm-impl", help="gemm family implementation (default: the framework's)")
@@ -110,7 +112,8 @@ def run_model(args: argparse.Namespace) -> int:
 def _framework(args: argparse.Namespace, tpu: bool) -> Framework:
     from dataclasses import replace
 
-    base = framework_named(args.framework or ("maxtext" if tpu else "megatron"))
+    default = "maxtext" if tpu else ("megatron" if args.mode == "train" else INFERENCE_DEFAULT)
+    base = framework_named(args.framework or default)
     changes = {"tp_overlap": args.tp_overlap or base.tp_overlap,
                "overlap_grad_reduce": args.overlap_grad_reduce and base.overlap_grad_reduce}
     if args.gemm_impl:

@@ -124,10 +124,21 @@ class LayerWriter:
 
     # ------------------------------------------------------------ tensor parallel
 
-    def _tp(self, kind: str, name: str, rows: int, after: list[str], is_async: bool | None = None) -> str:
+    def _tp(self, kind: str, name: str, rows: int, after: list[str], overlapped: bool | None = None) -> str:
+        """A TP collective of ``rows`` activation rows. Overlapped (beside a GEMM; the
+        framework's ``tp_overlap`` unless given), it runs apart from the compute stream, and
+        :meth:`_waited` gives what waits for it: on GPUs on the TP communicator's own
+        stream (NCCL runs one communicator's collectives in order on its stream); on TPUs
+        as an async collective (XLA's start/done pair)."""
         nbytes = rows * self.s.model.hidden * ACT_BYTES
-        overlap = self.s.framework.tp_overlap if is_async is None else is_async
+        overlap = self.s.framework.tp_overlap if overlapped is None else overlapped
+        if overlap and not self.s.tpu:
+            return self.ops.collective(name, kind, nbytes, self.g.tp, after, stream="tp")
         return self.ops.collective(name, kind, nbytes, self.g.tp, after, is_async=overlap)
+
+    def _waited(self, comm: str) -> str:
+        """What waits for an overlapped TP collective (written after the GEMM beside it)."""
+        return comm if not self.s.tpu else self.ops.done(comm)
 
     def column(self, name: str, n: int, k: int, after: list[str], rows: int | None = None) -> list[str]:
         """All-gather the sequence-sharded input over TP (sequence parallel), then
@@ -138,7 +149,7 @@ class LayerWriter:
         gather = self._tp("all-gather", f"{name}.ag", rows, after)
         if not self.s.framework.tp_overlap:
             return [self.gemm(name, rows, n, k, [gather])]
-        return [self.gemm(name, rows, n, k, after), self.ops.done(gather)]
+        return [self.gemm(name, rows, n, k, after), self._waited(gather)]
 
     def row(self, name: str, n: int, k: int, after: list[str], rows: int | None = None) -> list[str]:
         """``x[:, shard] @ W[shard, :]``, reduce-scattered (sequence parallel) or
@@ -150,7 +161,7 @@ class LayerWriter:
         if not self.s.framework.tp_overlap:
             return [self._tp(kind, f"{name}.{_short(kind)}", rows, [self.gemm(name, rows, n, k, after)])]
         reduce = self._tp(kind, f"{name}.{_short(kind)}", rows, after)
-        return [self.gemm(name, rows, n, k, after), self.ops.done(reduce)]
+        return [self.gemm(name, rows, n, k, after), self._waited(reduce)]
 
     def column_backward(self, tag: str, n: int, k: int, after: list[str], grads: list[str]) -> list[str]:
         """The backward of :meth:`column`: the weight gradient (``dW = X^T dY``) and the
@@ -159,11 +170,11 @@ class LayerWriter:
         if self.s.sp and not self.s.framework.saves_gathered_inputs:
             # Megatron-LM: the input is gathered again beside the data-gradient GEMM, whose
             # reduce-scatter then runs beside the weight-gradient GEMM
-            gather = self._tp("all-gather", f"{tag}.dw.ag", t, after, is_async=True)
+            gather = self._tp("all-gather", f"{tag}.dw.ag", t, after, overlapped=True)
             dx = self.gemm(f"{tag}.dx", t, k, n, after)
-            scatter = self._tp("reduce-scatter", f"{tag}.dx.rs", t, [dx], is_async=True)
+            scatter = self._tp("reduce-scatter", f"{tag}.dx.rs", t, [dx], overlapped=True)
             grads.append(self.gemm(f"{tag}.dw", k, n, t, [gather]))
-            return [self.ops.done(scatter)]
+            return [self._waited(scatter)]
         grads.append(self.gemm(f"{tag}.dw", k, n, t, after))
         return self.row(f"{tag}.dx", k, n, after)
 
@@ -289,7 +300,7 @@ class LayerWriter:
             shared = [self.gemm(f"{tag}.shared.gate_up", rows, (m.mlp_matrices - 1) * width, m.hidden, after)]
             out += [self.gemm(f"{tag}.shared.down", rows, m.hidden, width, shared)]
         if not self.s.sp and self.s.layout.tp > 1:
-            out = [self._tp("all-gather", f"{tag}.moe.ag", self.s.tokens, out, is_async=False)]
+            out = [self._tp("all-gather", f"{tag}.moe.ag", self.s.tokens, out, overlapped=False)]
         return out
 
     # ------------------------------------------------------------ backward

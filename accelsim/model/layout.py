@@ -143,8 +143,19 @@ FRAMEWORKS: dict[str, Framework] = {
                          kernel_search=True),
     "deepspeed": Framework(name="deepspeed", overlap_grad_reduce=True, overlap_param_gather=False,
                            param_bytes=2, grad_bytes=2, gemm_impl="cublas"),
+    "tensorrt-llm": Framework(name="tensorrt-llm", overlap_grad_reduce=False, overlap_param_gather=False,
+                              gemm_impl="cublas", kernel_search=True),
+    "vllm": Framework(name="vllm", overlap_grad_reduce=False, overlap_param_gather=False, gemm_impl="cublas",
+                      kernel_search=True),
 }
-"""Megatron-LM (GPUs), MaxText on XLA (TPUs), DeepSpeed ZeRO (GPUs)."""
+"""Training: Megatron-LM (GPUs), MaxText on XLA (TPUs), DeepSpeed ZeRO (GPUs). Inference on
+GPUs: TensorRT-LLM, whose engine build times each GEMM's tactics and keeps the fastest, and
+vLLM, whose GEMMs are cuBLAS's through PyTorch, whose heuristics are taken to find the
+fastest of its kernels as ``impl=cublas`` assumes: both search each GEMM's config (a
+decode step's GEMMs of a few rows then split K or take narrow tiles to fill the SMs; the
+default tile that fills the fewest waves leaves a 1 x 8192 x 28672 GEMM on 32 of 132 SMs)."""
+INFERENCE_DEFAULT = "tensorrt-llm"
+"""The framework of a GPU prefill or decode step when none is named."""
 
 
 def framework_named(name: str, *, source: str = "--framework") -> Framework:

@@ -23,7 +23,7 @@ from typing import Protocol
 from accelsim.network.collectives import Plan
 from accelsim.system.plans import PlanBook, instance_kind
 from accelsim.system.program import CompiledProgram, happens_before, order_bits
-from accelsim.system.trace import COLLECTIVE_KINDS, Op
+from accelsim.system.trace import COLLECTIVE_KINDS, PERMUTE_KIND, Op
 
 ORDER_BITS_LIMIT_BYTES = 256 * 2**20
 """The most memory the dependency order of one program may take as bit sets (two of
@@ -267,6 +267,13 @@ def _instances_joined(cls: ClassLike, i: int, op: Op) -> Joined:
         for ident, count in Counter(ids).items():  # in first-seen order
             key, ranks = by_id[ident]
             joined[key] = [ranks, count]
+    elif op.kind == PERMUTE_KIND:
+        # one instance per permute (comm_keys): its devices counted without hashing its key,
+        # which holds its pairs (1024 on a Llama 3 405B stage), once per device
+        found = [v for v in map(keys.get, cls.devices) if v is not None]
+        if found:
+            key, ranks = found[0]
+            joined[key] = [ranks, len(found)]
     else:
         for d in cls.devices:
             if d in keys:
