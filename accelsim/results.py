@@ -351,6 +351,29 @@ class ModelStepResult:
         """Idle time other than the bubble (waiting for peers, dependencies)."""
         return max(0.0, self.step.idle_s - self.bubble_s)
 
+    @property
+    def energy_j(self) -> float | None:
+        """The step's energy over every device and link (None: a chip without a power model)."""
+        return self.step.energy_j
+
+    @property
+    def tokens_per_j(self) -> float | None:
+        """Tokens per joule of the whole system: ``tokens`` over ``energy_j``."""
+        energy = self.energy_j
+        return self.tokens / energy if energy else None
+
+    @property
+    def average_power_w_per_device(self) -> float | None:
+        """The step's average power (devices and links) divided by the device count."""
+        power = self.step.average_power_w
+        return power / self.devices if power is not None else None
+
+    def _energy(self) -> dict[str, Any]:
+        if self.energy_j is None:
+            return {}
+        return {"energy_j": self.energy_j, "tokens_per_j": self.tokens_per_j,
+                "average_power_w_per_device": self.average_power_w_per_device}
+
     def to_json(self) -> dict[str, Any]:
         step = self.step.to_json()
         step.pop("schema_version")
@@ -364,7 +387,7 @@ class ModelStepResult:
             "compute_s": self.step.compute_s, "exposed_comm_s": self.step.exposed_comm_s,
             "overlapped_comm_s": self.step.overlapped_comm_s, "bubble_s": self.bubble_s, "idle_s": self.idle_s,
             "memory": dict(self.memory), "replay": step,
-        }
+        } | self._energy()
 
     def row(self) -> dict[str, Any]:
         """The step's scalars (a layout sweep's table)."""
@@ -373,7 +396,7 @@ class ModelStepResult:
             "compute_s": self.step.compute_s, "exposed_comm_s": self.step.exposed_comm_s,
             "bubble_s": self.bubble_s, "idle_s": self.idle_s, "memory_bytes": self.memory["total_bytes"],
             "sim_wall_s": self.step.sim_wall_s,
-        }
+        } | self._energy()
 
 
 def relative_error(predicted: float, measured: float) -> float:

@@ -154,6 +154,8 @@ def print_result(r: ModelStepResult) -> None:
         ("exposed comm", f"{seconds(r.step.exposed_comm_s)} ({seconds(r.step.overlapped_comm_s)} overlapped)"),
         ("pipeline bubble", seconds(r.bubble_s)),
         ("idle", seconds(r.idle_s)),
+        *([("energy", f"{r.energy_j:.4g} J per step, {r.average_power_w_per_device:.0f} W per device, "
+                      f"{r.tokens_per_j:.4g} tokens/J (docs/power.md)")] if r.energy_j else []),
         ("simulated in", f"{r.step.sim_wall_s:.1f} s, {r.step.ops:,} device-ops, {r.step.replayed_classes} "
                          f"replayed device classes, {r.step.kernels_simulated} kernels"),
     ]
