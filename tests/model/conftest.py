@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from accelsim.arch.model import load_arch
@@ -23,3 +25,13 @@ def tiny_moe() -> ModelSpec:
 @pytest.fixture(scope="session")
 def node():
     return load_arch("dgx-h100")
+
+
+@pytest.fixture
+def config(tmp_path) -> str:
+    """A tiny Llama's Hugging Face ``config.json``, as a user would pass it to ``accelsim model``."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+                                "num_attention_heads": 4, "num_hidden_layers": 4, "num_key_value_heads": 2,
+                                "vocab_size": 1024}))
+    return str(path)

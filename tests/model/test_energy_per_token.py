@@ -13,17 +13,6 @@ from accelsim.arch.model import chip_of, load_arch
 from accelsim.model.layout import FRAMEWORKS, Layout, Workload
 from accelsim.model.step import plan_step, run_step, step_trace
 
-TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
-        "num_hidden_layers": 4, "num_key_value_heads": 2, "vocab_size": 1024}
-
-
-@pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(TINY))
-    return str(path)
-
-
 def test_energy_per_token_follows_the_replayed_step(cli, config):
     r = cli("model", config, "--system", "dgx-h100", "--seq", "512", "--batch", "8", "--tp", "2", "--json")
     assert r.code == 0, r.err

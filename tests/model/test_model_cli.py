@@ -7,16 +7,6 @@ import json
 
 import pytest
 
-TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
-        "num_hidden_layers": 4, "num_key_value_heads": 2, "vocab_size": 1024}
-
-
-@pytest.fixture
-def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(TINY))
-    return str(path)
-
 
 def test_json_figures_agree(cli, config):
     r = cli("model", config, "--system", "dgx-h100", "--seq", "512", "--batch", "8", "--tp", "2", "--pp", "2",
