@@ -72,7 +72,12 @@ def render(reports: Sequence[tuple[str, dict]]) -> str:
     lines = [f"On **{len(honest)} records no fit touched** (published configs; written by "
              "`python validation/accuracy_headline.py` from the reports' `records.json`). Error = predicted / "
              f"measured - 1; MAPE = mean |error|; \"within 10%\": the share of records with |error| <= {WITHIN:.0%}.",
-             "", "#### Never fitted, by chip and family", ""]
+             "", "#### Never fitted, all together", ""]
+    lines += _table(honest, ("records of",), lambda r: ("all chips",), "chips",
+                    lambda rs: f"{len(set(r['measured_on'] for r in rs))} chips")
+    lines += _table(honest, ("records of",), lambda r: (f"{_kind(r['measured_on'])} chips",), "chips",
+                    lambda rs: _names(r["measured_on"] for r in rs))[2:]
+    lines += ["", "#### Never fitted, by chip and family", ""]
     lines += _table(honest, ("chip", "family"), lambda r: (r["measured_on"], r["family"]), "sources",
                     lambda rs: _names(r["source"] for r in rs))
     lines += ["", "#### Never fitted, by implementation", ""]
@@ -105,6 +110,11 @@ def _table(records: Sequence[dict], columns: tuple[str, ...], key: Callable[[dic
                      f"{statistics.median(errors):.1%} | {sum(e <= WITHIN for e in errors) / len(rs):.0%} | "
                      f"{statistics.fmean(r['error'] for r in rs) * 100:+.1f}% | {describe(rs)} |")
     return lines
+
+
+def _kind(chip: str) -> str:
+    """GPU or TPU, by the chip's config name (every TPU config is named ``tpu-...``)."""
+    return "TPU" if chip.startswith("tpu") else "GPU"
 
 
 def _names(values: Iterable[str]) -> str:

@@ -46,6 +46,15 @@ def test_only_never_fitted_records_of_published_configs_make_the_headline(tmp_pa
     assert "| h200-fit | never fitted | elementwise | 1 | 2.0% |" in fitted
 
 
+def test_all_records_together_and_by_chip_kind(tmp_path):
+    _report(tmp_path / "h200-sxm", "h200-sxm", [_record("a", error=0.1), _record("b", error=-0.3, measured_s=2e-3)])
+    _report(tmp_path / "tpu-v5e", "tpu-v5e", [_record("c", error=0.6, measured_on="tpu-v5e")])
+    text = headline.render(headline.read_reports(tmp_path)).split("#### Never fitted, by chip")[0]
+    assert "| all chips | 3 | 33.3% | 30.0% | 33% | +13.3% | 2 chips |" in text
+    assert "| GPU chips | 2 | 20.0% | 20.0% | 50% | -10.0% | h200-sxm |" in text
+    assert "| TPU chips | 1 | 60.0% | 60.0% | 0% | +60.0% | tpu-v5e |" in text
+
+
 def test_the_tables_go_between_the_markers_only():
     text = f"intro\n{headline.BEGIN}\nold\n{headline.END}\nrest\n"
     assert headline.with_headline(text, "new") == f"intro\n{headline.BEGIN}\nnew\n{headline.END}\nrest\n"
