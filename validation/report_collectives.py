@@ -29,13 +29,14 @@ import yaml
 
 from accelsim.arch.model import load_arch
 from accelsim.network import build_topology, simulate_collective
-from accelsim.network.nccl_tables import CARRIES, carries_to
+from accelsim.network import nccl_tables
+from accelsim.network.nccl_tables import CARRIES, LATENCY_PATHS, carries_to, latency_carry_scale
 from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
 from accelsim.validate.calibrate import coordinate_descent, is_held_out, loss
 from accelsim.validate.collectives import (
-    PARAMETERS, CollectiveMeasurement, fit, fitted_leaves, load_measurements, log_errors, predict, split,
-    tool_overhead_s,
+    PARAMETERS, CollectiveMeasurement, TuningParameter, fit, fitted_leaves, load_measurements, log_errors, predict,
+    split, tool_overhead_s,
 )
 from accelsim.validate.collectives import overlay as node_overlay
 
@@ -77,13 +78,41 @@ def refit(records: list[CollectiveMeasurement]) -> None:
     generation = node.collectives.generation
     for system in NODES:
         target = load_arch(published(system)).collectives
-        carried = {path: leaf if system == FITTED else {**leaf, "source": f"carried from DGX H100 ({CARRIES[path]}): "
-                                                                           f"{leaf['source']}"}
-                   for path, leaf in values.items()
-                   if system == FITTED or (carries_to(path, generation, target.generation)
-                                           and _present(target, path))}
+        if system == FITTED:
+            carried = values
+        else:
+            carried = {path: {**leaf, "source": f"carried from DGX H100 ({CARRIES[path]}): {leaf['source']}"}
+                       for path, leaf in values.items()
+                       if carries_to(path, generation, target.generation) and _present(target, path)}
+            carried = _in_cycles(carried, result.node.collectives, target)
         _write_overlay(system, carried, generation, target.generation)
     print(f"fitted {', '.join(result.values)} in {result.evaluations} evaluations; {note}", file=sys.stderr)
+
+
+def _in_cycles(carried: dict, fitted, target) -> dict:
+    """The carried leaves with every latency of the fitted node's NCCL model (fitted or NCCL's
+    own figure) scaled to ``target``'s kernel clock (``nccl_tables.latency_carry_scale``);
+    unchanged where the scale is 1."""
+    scale = latency_carry_scale(fitted.kernel_clock_hz, target.kernel_clock_hz)
+    if scale == 1.0:
+        return carried
+    how = (f"in GPU cycles: x {scale:.4f} = {fitted.kernel_clock_hz / 1e9:g} GHz (DGX H100's kernel_clock) / "
+           f"{target.kernel_clock_hz / 1e9:g} GHz (this node's)")
+    scaled = dict(carried)
+    for path in LATENCY_PATHS:
+        getter = TuningParameter(path, 0.0, 0.0, "seconds")
+        if getter.get(target) is None or getter.get(fitted) is None:
+            continue
+        value = format_quantity(getter.get(fitted) * scale, "seconds")
+        if path in carried:
+            leaf = carried[path]
+            scaled[path] = {**leaf, "value": value, "source": f"{leaf['source']}; {how}",
+                            "note": f"{leaf['note']}; {leaf['value']} on DGX H100"}
+        else:
+            scaled[path] = {"value": value, "basis": "derived",
+                            "source": f"carried from DGX H100 (every node), NCCL's own figure there "
+                                      f"({format_quantity(getter.get(fitted), 'seconds')}, {nccl_tables.SOURCE}), {how}"}
+    return scaled
 
 
 def published(system: str) -> str:
@@ -102,8 +131,9 @@ def _write_overlay(system: str, values: dict, fitted_generation: str, generation
     elif generation == fitted_generation:
         how = f"fitted on DGX H100 nccl-tests (same NCCL class, {generation}: every fitted value carries)"
     else:
-        how = (f"NCCL's latencies fitted on DGX H100 nccl-tests (NCCL's latency table is one for every GPU); its "
-               f"bandwidth figures stay its own ({generation}, not {fitted_generation})")
+        how = (f"NCCL's latencies fitted on DGX H100 nccl-tests, in GPU cycles where both kernel clocks are stated "
+               f"(NCCL's latency table is one for every GPU); its bandwidth figures stay its own ({generation}, not "
+               f"{fitted_generation})")
     overlay = node_overlay(published(system), spec.display_name.removesuffix(" (published figures)"), values,
                            name=f"{system}-calibrated", description=f"{system} with its NCCL model {how}.")
     overlay = {**overlay, "aliases": [system]}

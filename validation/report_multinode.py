@@ -46,6 +46,8 @@ def group_of(record: dict) -> str:
 
 
 def _size(n: float) -> str:
+    if n < 1024:
+        return f"{n:g} B"
     return f"{n / GIB:g} GiB" if n >= GIB else f"{n / MIB:g} MiB" if n >= MIB else f"{n / 1024:g} KiB"
 
 

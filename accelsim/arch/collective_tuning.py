@@ -37,6 +37,8 @@ class CollectiveTuning:
     protocols: Mapping[str, Protocol]
     nvls_efficiency: float | None
     nvls_latency_s: float | None
+    kernel_clock_hz: float | None = None
+    """The SM clock NCCL's kernels run at, when the config says (what carried latencies scale by)."""
 
 
 def resolve_collectives(spec: schema.NodeCollectives | None) -> CollectiveTuning | None:
@@ -59,4 +61,5 @@ def resolve_collectives(spec: schema.NodeCollectives | None) -> CollectiveTuning
         protocols=MappingProxyType(protocols),
         nvls_efficiency=spec.nvls_efficiency.value if spec.nvls_efficiency else None,
         nvls_latency_s=spec.nvls_latency.value if spec.nvls_latency else None,
+        kernel_clock_hz=spec.kernel_clock.value if spec.kernel_clock else None,
     )

@@ -643,6 +643,11 @@ class NodeCollectives(_Strict):
     send-once / receive-once streams achieve. Required when ``switch.nvls`` is true."""
     nvls_latency: Cited[Seconds] | None = calibratable(default=None)
     """Fixed cost of one NVLS all-reduce."""
+    kernel_clock: Cited[Hz] | None = None
+    """The SM clock NCCL's kernels run at (the GPU's maximum boost: a kernel that moves a few
+    bytes draws little power). A latency fitted on another node carries here in GPU cycles,
+    scaled by that node's ``kernel_clock`` over this one (``nccl_tables.latency_carry_scale``);
+    without it a carried latency is taken unscaled."""
 
     @model_validator(mode="after")
     def _simple_present(self) -> "NodeCollectives":

@@ -94,9 +94,25 @@ CARRIES = MappingProxyType({**{p: "every node" for p in LATENCY_PATHS},
                             **{p: "same generation" for p in BANDWIDTH_PATHS}})
 """Where a value fitted on one node carries: NCCL's latency table is the same for every
 GPU, so a fitted latency (what NCCL's launch, protocol and hop really cost) carries to
-every node that has no measurements of its own; its bandwidth tables are per
+every node that has no measurements of its own, in GPU cycles (scaled by the two nodes'
+kernel clocks, :func:`latency_carry_scale`); its bandwidth tables are per
 architecture class, so a fitted efficiency or cap carries only within the class (DGX
 H100 to DGX H200, not to DGX B200, whose NVLink 5 reaches a smaller share of its rate)."""
+
+
+def latency_carry_scale(fitted_clock_hz: float | None, clock_hz: float | None) -> float:
+    """What a latency fitted on a node whose NCCL kernels run at ``fitted_clock_hz`` is
+    multiplied by on a node whose kernels run at ``clock_hz``: it carries in GPU cycles.
+
+    NCCL's kernels poll flags, fence and loop in the SM's clock, and its launch and setup
+    run on the GPU too, so the fixed cost of a small collective is mostly cycles: on the
+    public nccl-tests curves read here 8x A100 (1.41 GHz) takes 1.34 to 1.60 times as long
+    as 8x H100 (1.98 GHz) from 8 B to 512 KiB, the clocks' ratio being 1.40
+    (docs/collectives.md, "Latencies carry in cycles"). Where either clock is not stated
+    the latency carries unscaled (1.0)."""
+    if fitted_clock_hz is None or clock_hz is None:
+        return 1.0
+    return fitted_clock_hz / clock_hz
 
 
 def carries_to(path: str, fitted_generation: str | None, generation: str | None) -> bool:

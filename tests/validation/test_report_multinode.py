@@ -34,3 +34,7 @@ def test_a_ring_record_is_predicted_on_the_measured_machine():
     ring = [r for r in RECORDS if r["algorithm"] == "ring" and r["system"] == "h100-ib-cluster"]
     row = rm.compare(ring)[0]
     assert row["ran"].startswith("ring") and abs(row["error"]) < 0.1  # an NVIDIA maintainer's ~396 GB/s
+
+
+def test_sizes_below_a_kibibyte_print_in_bytes():
+    assert [rm._size(n) for n in (8, 512, 2048, 3 * 2**20, 2**33)] == ["8 B", "512 B", "2 KiB", "3 MiB", "8 GiB"]
