@@ -163,6 +163,10 @@ DO_BENCH_FLUSH = {"bytes": 256_000_000, "access": "write"}
 (python/triton/testing.py: ``cache.zero_()``; 256e6 bytes in Triton 2.x, 256 MiB from the
 drivers' ``get_empty_cache_for_benchmark`` in 3.x; either is several L2s), which leaves the L2
 full of dirty lines."""
+TILEOPS_FLUSH = {"bytes": 52_428_800, "access": "write"}
+"""TileOPs' ``bench_kernel`` (benchmarks/benchmark_base.py, read at 046da58d): ``zero_()`` of a
+buffer of the device's ``L2_cache_size`` bytes (50 MiB on an H200), then a synchronize, before
+each profiled call."""
 FLUSH_NOTE = ("cache_flush: the timing tool writes {:.3g} bytes before each timed call, leaving the L2 full of "
               "dirty lines")
 
@@ -357,9 +361,12 @@ def convert_tileops_decode(raw: dict) -> Outcome:
             how = f"{par['split_kv']} splits of {par['block_n']}-token tiles, as the notes quote"
             tag = f"tileops-s{par['split_kv']}-n{par['block_n']}"
         notes.append(f"config: {how}")
+    notes.append(FLUSH_NOTE.format(TILEOPS_FLUSH["bytes"]) + " (TileOPs' bench_kernel zeroes a buffer of the "
+                 "L2's size, benchmarks/benchmark_base.py at 046da58d)")
     return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"],
                                                 latency_s=raw["value"] * 1e-6, raw=raw, notes=notes, config=config,
-                                                latency_kind="device", conditions=TILEOPS_CONDITIONS))
+                                                latency_kind="device", conditions=TILEOPS_CONDITIONS,
+                                                cache_flush=TILEOPS_FLUSH))
 
 
 DECODE_IMPLS = {"fa3": "fa3", "flashinfer": "flashinfer", "tileops": "flash_decoding"}
