@@ -863,6 +863,8 @@ def measure_case(family: str, p: dict, prepared: Prepared, run: Run, config: dic
         "kernels": names,
         **({"kernel_device_s": launches} if launches else {}),
         **clock_fields(clock),
+        # Timer._flush fills the buffer: the L2 starts each rep full of its dirty lines
+        **({"cache_flush": {"bytes": run.timer.policy.flush_bytes, "access": "write"}} if run.device.on_gpu else {}),
     }
 
 

@@ -31,6 +31,12 @@ launch and CTA costs, and the SM clock under matrix load.
 * ``launch_overhead``: back-to-back launches of an empty one-program kernel between two
   events, per launch; ``cta_cost``: what each further empty program adds on an SM (the
   difference of two grid sizes, per program per SM).
+* ``flushed_read``: the read kernel over a working set of 8-64 MiB, timed alone right after a
+  flush of a 256 MiB buffer by writing it (``zero_()``, as ``triton.testing.do_bench``), by
+  reading it, or by writing it and then idling (``torch.cuda._sleep``): if the L2 is
+  write-back, the write flush leaves its lines dirty and the read pays their write-backs
+  (``accelsim``'s ``shared_cache.dirty_at_start``, docs/kernels-norm.md); if the L2 cleans
+  itself while HBM idles, the third matches the read flush.
 
 Not measured (Triton exposes neither): TMA and ``cp.async`` latency and shared-memory
 bandwidth; the published figures are the reference for those.
@@ -70,15 +76,18 @@ PLANS = {
             "read_bytes": 2**30, "programs_per_sm": [1, 2, 4, 8, 16], "blocks": [1024, 4096], "read_reps": 10,
             "cache_sets": [(2**23, 64), (2**30, 1)], "mma": [("fp16", 128, 128, 64), ("bf16", 128, 128, 64),
                                                               ("fp8", 128, 128, 128)],
-            "mma_iters": 4096, "mma_programs_per_sm": 2, "chain_iters": 4096, "launches": 200, "cta_grids": (1, 64)},
+            "mma_iters": 4096, "mma_programs_per_sm": 2, "chain_iters": 4096, "launches": 200, "cta_grids": (1, 64),
+            "flushed_sets": [2**23, 2**24, 2**25, 2**26], "flush_bytes": 2**28, "idle_cycles": 200_000},
     "gpu-quick": {"working_sets": [2**20, 2**28], "steps": 2048, "reps": 3,
                   "read_bytes": 2**28, "programs_per_sm": [1, 4], "blocks": [1024], "read_reps": 5,
                   "cache_sets": [(2**23, 16)], "mma": [("bf16", 128, 128, 64)], "mma_iters": 1024,
-                  "mma_programs_per_sm": 2, "chain_iters": 1024, "launches": 50, "cta_grids": (1, 16)},
+                  "mma_programs_per_sm": 2, "chain_iters": 1024, "launches": 50, "cta_grids": (1, 16),
+                  "flushed_sets": [2**24], "flush_bytes": 2**28, "idle_cycles": 200_000},
     "cpu": {"working_sets": [2**12, 2**14], "steps": 64, "reps": 2,
             "read_bytes": 2**16, "programs_per_sm": [1, 2], "blocks": [256], "read_reps": 2,
             "cache_sets": [(2**14, 2)], "mma": [("fp16", 16, 16, 16)], "mma_iters": 2, "mma_programs_per_sm": 1,
-            "chain_iters": 2, "launches": 2, "cta_grids": (1, 2)},
+            "chain_iters": 2, "launches": 2, "cta_grids": (1, 2),
+            "flushed_sets": [2**14], "flush_bytes": 2**16, "idle_cycles": 0},
 }
 PLANS["cpu-quick"] = PLANS["cpu"]
 PER_CASE_S = {"gpu": 1.5, "cpu": 3.0}
@@ -161,8 +170,9 @@ def host_walk(array: torch.Tensor, steps: int) -> int:
     return idx
 
 
-def timed(fn, reps: int, on_gpu: bool) -> list[float]:
-    fn()  # warm-up (and, the first time, compile)
+def timed(fn, reps: int, on_gpu: bool, warm: bool = True) -> list[float]:
+    if warm:
+        fn()  # warm-up (and, the first time, compile)
     samples = []
     for _ in range(reps):
         if on_gpu:
@@ -249,6 +259,66 @@ def measure_cache_read(working_set: int, repeats: int, plan: dict, device, on_gp
                        "block_elements": block, "dtype": "fp32"},
             "latency_s": latency, "samples_s": samples, "bytes_per_s": nbytes / latency,
             "notes": "each repeat a launch reading the whole working set once; bytes_per_s counts every repeat"}
+
+
+FLUSHES = ("write", "read", "write-idle")
+
+
+def measure_flushed_reads(working_set: int, plan: dict, device, on_gpu: bool, sms: int) -> list[dict]:
+    """Seconds to read a working set once (the read kernel, four programs per SM), timed alone
+    after each kind of flush of a ``flush_bytes`` buffer (:data:`FLUSHES`)."""
+    _, read = _kernels()
+    programs = 4 * sms
+    block = min(1024, working_set // 4 // programs) or 1
+    chunk = (working_set // 4 // programs) // block * block
+    if chunk == 0:
+        raise ValueError(f"a {working_set}-byte working set does not fill {programs} programs of {block}")
+    x = torch.rand(programs * chunk, dtype=torch.float32, device=device.torch_device)
+    out = torch.zeros(programs, dtype=torch.float32, device=device.torch_device)
+    buffer = torch.empty(plan["flush_bytes"] // 4, dtype=torch.float32, device=device.torch_device)
+    buffer_chunk = buffer.numel() // programs // block * block
+    sink = torch.zeros(programs, dtype=torch.float32, device=device.torch_device)
+
+    def run():
+        read[(programs,)](x, out, chunk, BLOCK=block, num_warps=4, num_stages=1)
+
+    def idle():
+        if on_gpu and plan["idle_cycles"]:
+            torch.cuda._sleep(plan["idle_cycles"])
+
+    flushes = {
+        "write": buffer.zero_,
+        "read": lambda: read[(programs,)](buffer, sink, buffer_chunk, BLOCK=block, num_warps=4, num_stages=1),
+        "write-idle": lambda: (buffer.zero_(), idle()),
+    }
+    run()
+    if not math.isclose(float(out.double().sum()), float(x.double().sum()), rel_tol=1e-3):
+        raise RuntimeError("flushed read kernel's sum differs from torch.sum")
+    nbytes = programs * chunk * 4
+    records = []
+    for flush in FLUSHES:
+        # idle() first keeps the host ahead of the device, so that no gap opens after the flush
+        samples = timed_after(flushes[flush], run, plan["read_reps"], on_gpu, lead=idle)
+        latency = statistics.median(samples)
+        records.append({
+            "id": f"flushed-read-{nbytes}B-after-{flush}", "benchmark": "flushed_read",
+            "params": {"working_set_bytes": nbytes, "flush": flush, "flush_bytes": buffer.numel() * 4,
+                       "programs": programs, "block_elements": block, "dtype": "fp32",
+                       **({"idle_cycles": plan["idle_cycles"]} if flush == "write-idle" else {})},
+            "latency_s": latency, "samples_s": samples, "bytes_per_s": nbytes / latency,
+            "notes": "the read alone is timed (events after the flush); bytes_per_s counts the working set once"})
+    return records
+
+
+def timed_after(flush, fn, reps: int, on_gpu: bool, lead=None) -> list[float]:
+    """:func:`timed`, with ``lead`` and then ``flush`` run (untimed) before each rep."""
+    samples = []
+    for _ in range(reps):
+        if lead is not None:
+            lead()
+        flush()
+        samples += timed(fn, 1, on_gpu, warm=False)
+    return samples
 
 
 def measure_mma(dtype: str, tile: tuple[int, int, int], plan: dict, device, on_gpu: bool, sms: int,
@@ -369,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
               for size, repeats in plan["cache_sets"]]
     cases += [(f"mma {dtype} {bm}x{bn}x{bk}", lambda dtype=dtype, tile=(bm, bn, bk):
                measure_mma(dtype, tile, plan, device, on_gpu, sms, clocks)) for dtype, bm, bn, bk in plan["mma"]]
+    cases += [(f"flushed reads {size}", lambda size=size: measure_flushed_reads(size, plan, device, on_gpu, sms))
+              for size in plan["flushed_sets"]]
     cases += [("mma latency", lambda: [measure_mma_latency(plan, device, on_gpu)]),
               ("launches", lambda: measure_launches(plan, device, on_gpu, sms))]
     print(f"micro: {device.info['name']} ({scale}), {len(cases)} cases -> {path}", flush=True)

@@ -371,6 +371,12 @@ NOT_CONDITIONS = ("schema_version", "kind", "extends", "name", "aliases", "displ
 and values as accelsim's ``--set`` takes them, e.g. ``{"clock": "1500 MHz"}``."""
 
 
+CACHE_FLUSH_ACCESSES = ("write", "read")
+"""A record's optional ``cache_flush``: ``{bytes, access}``, the buffer the timing tool moves
+before each timed call to clear the L2, written (``triton.testing.do_bench`` zeroes 256 MiB: it
+leaves the L2 full of dirty lines) or read (it leaves the L2 clean)."""
+
+
 MAX_MEASURED_S = 86400.0
 """A day: no kernel or collective measurement takes longer; a larger value is a unit slip
 (accelsim's reader refuses it too)."""
@@ -422,6 +428,12 @@ def validate_record(record: Any, family: str) -> list[str]:
     if "informs" in record and not (isinstance(informs, list) and all(
             isinstance(v, str) and CONDITION_PATH.fullmatch(v) for v in informs)):
         errors.append("informs: expected a list of config paths (the published values derived from the record)")
+    flush = record.get("cache_flush")
+    if "cache_flush" in record and not (isinstance(flush, dict) and set(flush) == {"bytes", "access"}
+                                        and flush["access"] in CACHE_FLUSH_ACCESSES
+                                        and _is_number(flush["bytes"]) and flush["bytes"] >= 1):
+        errors.append("cache_flush: expected {bytes, access}: the bytes the timing tool's flush moves before each "
+                      f"timed call (at least 1) and how ({' or '.join(CACHE_FLUSH_ACCESSES)})")
     clock = record.get("sm_clock_mhz")
     if "sm_clock_mhz" in record and not clock_reading_ok(clock):
         errors.append("sm_clock_mhz: expected {median, min, max, readings}: clocks in MHz from 1 to 1e6 with "

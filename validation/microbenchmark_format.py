@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "launch_overhead": (("programs",), ("latency_s",)),
     "cta_cost": (("programs_per_sm",), ("latency_s",)),
     "clock_under_load": (("load",), ("clock_hz",)),
+    "flushed_read": (("working_set_bytes", "flush"), ("latency_s", "bytes_per_s")),
 }
 """What each benchmark measures:
 
@@ -52,7 +53,11 @@ BENCHMARKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 * ``shared_memory_bandwidth``: bytes per second read from shared memory by every SM;
 * ``launch_overhead``: seconds per launch of an empty kernel of ``programs`` programs, back to back;
 * ``cta_cost``: seconds a program's launch and retirement add (empty programs, many waves);
-* ``clock_under_load``: the SM clock while the tensor cores (or HBM) are kept busy.
+* ``clock_under_load``: the SM clock while the tensor cores (or HBM) are kept busy;
+* ``flushed_read``: seconds to read a working set once right after a cache flush of the kind
+  ``flush``: ``write`` (a buffer zeroed, as ``triton.testing.do_bench`` does: the L2 left full
+  of dirty lines), ``read`` (a buffer read: the L2 left clean), ``write-idle`` (zeroed, then the
+  GPU kept idle): write against read is what the dirty lines' write-backs cost a kernel.
 """
 
 RECORD_FIELDS = ("id", "benchmark", "params", "source", "notes", "measured")

@@ -90,6 +90,9 @@ class MemoryLevel:
     """HBM on a GPU: share of the queueing any traffic sees (``Hbm.queueing_unmixed_share``)."""
     turnaround_loss: float = 0.0
     """HBM: bandwidth lost to read-write turnarounds at an even mix (``Hbm.turnaround_loss``)."""
+    dirty_at_start_bytes: float | None = None
+    """L2 on a GPU: dirty bytes it holds when a kernel starts (``SharedCache.dirty_at_start``);
+    None: writes reach HBM as the kernel makes them."""
 
     def queueing_mix(self, read_bytes: float, write_bytes: float) -> float:
         """The share of ``queueing_latency`` these reads and writes wait at full load:
@@ -543,6 +546,7 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
         queueing_latency_s=queueing.value if (queueing := getattr(spec, "queueing_latency", None)) else 0.0,
         queueing_unmixed_share=share.value if (share := getattr(spec, "queueing_unmixed_share", None)) else 0.0,
         turnaround_loss=loss.value if (loss := getattr(spec, "turnaround_loss", None)) else 0.0,
+        dirty_at_start_bytes=dirty.value if (dirty := getattr(spec, "dirty_at_start", None)) else None,
     )
 
 

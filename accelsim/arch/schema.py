@@ -129,6 +129,8 @@ def _quantity(dimension: str, check=_positive):
 
 
 Bytes = _quantity("bytes")
+ByteCount = _quantity("bytes", _non_negative)
+"""Bytes where none is a meaningful amount (a clean cache holds no dirty bytes)."""
 BytesPerS = _quantity("bytes_per_s", _at_least_one("B/s"))
 Hz = _quantity("hz", _at_least_one("Hz"))
 Seconds = _quantity("seconds", _non_negative)
@@ -318,6 +320,14 @@ class SharedCache(_Strict):
     multicast: Cited[PositiveInt] | None = None
     """GPU: how many programs of a thread-block cluster one read of this level can serve
     at once (Hopper's TMA multicast); absent: none (every program reads its own copy)."""
+    dirty_at_start: Cited[ByteCount] | None = None
+    """GPU, how the chip was left rather than what it is: bytes of dirty lines (written by
+    earlier work, not yet in HBM) the L2 holds when a kernel, or a trace's first kernel,
+    starts; more than ``capacity`` counts as full. A timing tool that flushes the L2 by
+    writing a large buffer before each call leaves it full; one that flushes by reading
+    leaves 0. Each line the kernel brings in evicts the oldest, and a dirty one is written
+    back to HBM (``docs/engine.md``, "Dirty lines at a kernel's start"). Absent: writes
+    reach HBM as the kernel makes them (as in back-to-back calls)."""
 
 
 class Hbm(_Strict):
@@ -583,14 +593,19 @@ CHIP_KIND_RULES: dict[str, ChipKindRules] = {
         required="occupancy", matrix_entries=3, matrix_shape="[m, n, k] (the MMA granule)",
         only={"hbm.queueing_latency": "'hbm.queueing_latency' applies to GPUs only (the TPU engine does not model it)",
               "hbm.queueing_unmixed_share": "'hbm.queueing_unmixed_share' applies to GPUs only (the TPU engine does "
-                                            "not model queueing)"}),
+                                            "not model queueing)",
+              "shared_cache.dirty_at_start": "'shared_cache.dirty_at_start' applies to GPUs only (the TPU engine "
+                                             "keeps no L2 state)"}),
     "tpu": ChipKindRules(required="vector_unit.shape", matrix_entries=2, matrix_shape="[rows, cols] (the MXU)",
                          only={"cores.megacore": "'cores.megacore' applies to TPUs only"}),
 }
 
 
 def _field_at(spec: Any, path: str) -> Any:
+    """The field at a dotted path, or None where a section on the way is absent."""
     for name in path.split("."):
+        if spec is None:
+            return None
         spec = getattr(spec, name)
     return spec
 

@@ -44,6 +44,7 @@ from accelsim.engine.shortcuts import (
     kernel_runs,
     replay_key,
 )
+from accelsim.engine.write_backs import hbm_traffic
 from accelsim.trace.kernel import KernelTrace, check_gpu_grid
 from accelsim.units import PS_PER_S, check_simulated_ps, ps_to_seconds
 
@@ -127,14 +128,14 @@ def prepare_gpu(trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hits: np
     """The replay's view of the trace, the resources' capacities, each program's HBM bytes
     past the L2, and what the result reports of the L2 and HBM queueing."""
     per_cores = [per_core for per_core, _ in gpu_occupancies(trace, chip)]
-    hits, absorbed = hits
-    hbm_reads, hbm_writes = costs.read_bytes - hits, costs.write_bytes - absorbed
+    hbm_reads, hbm_writes = hbm_traffic(chip, costs, hits)
+    hits, written_back = hits[0], costs.write_bytes - hbm_writes
     hbm = hbm_reads + hbm_writes
     hbm_totals = (float(hbm_reads.sum()), float(hbm_writes.sum()))
     caps = capacities(chip, chip.num_cores, 1.0, *hbm_totals)
     # Programs in runs of identical ones (an even kernel is one or two runs) are timed once
     # per run: `run_of` maps a launch position to its run (None: every program its own).
-    starts, run_of = kernel_runs(trace, costs, hits, absorbed, runs_from=runs_from)
+    starts, run_of = kernel_runs(trace, costs, hits, written_back, runs_from=runs_from)
     ran, run_hits, run_hbm = (costs, hits, hbm) if run_of is None else (costs.take(starts), hits[starts], hbm[starts])
     demand = demand_columns(ran, run_hbm, "shared_cache" in caps)
     depth, streams = trace.kernel.pipeline_depth, instruction_streams(trace, chip)

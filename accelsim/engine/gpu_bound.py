@@ -12,6 +12,7 @@ from accelsim.engine.program_times import at_rows, gpu_program_times, instructio
 from accelsim.engine.programs import ProgramCosts
 from accelsim.engine.result import capacities, launch_s
 from accelsim.engine.shortcuts import Shortcuts, kernel_runs
+from accelsim.engine.write_backs import hbm_traffic
 from accelsim.trace.kernel import KernelTrace
 
 
@@ -35,8 +36,9 @@ def gpu_lower_bound_s(trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hi
               "local_memory": costs.local_bytes.sum(), "port": moved.sum()}
     reads = writes = 0.0
     if hits is not None:
-        hits, absorbed = hits
-        reads, writes = float((costs.read_bytes - hits).sum()), float((costs.write_bytes - absorbed).sum())
+        hbm_reads, hbm_writes = hbm_traffic(chip, costs, hits)
+        hits = hits[0]
+        reads, writes = float(hbm_reads.sum()), float(hbm_writes.sum())
         totals["hbm"] = reads + writes
     caps = capacities(chip, chip.num_cores, 1.0, reads, writes)
     if "shared_cache" in caps:

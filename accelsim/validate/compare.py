@@ -59,19 +59,31 @@ class Measurement:
     informs: tuple[str, ...] = ()
     """Config paths of its chip whose published value was derived from this record (the H200
     STREAM ``init`` record set ``hbm.efficiency``): the record checks nothing there."""
-
+    flushed_cache: str | None = None
+    """What the timing tool's cache flush (the record's ``cache_flush``) left in the L2 at
+    each timed call's start, as an override (``shared_cache.dirty_at_start=268435456 B``
+    after a flush by writing 256 MiB): applied last, where neither the command's ``--set``
+    nor the record's conditions say it."""
 
     def overrides_on(self, overrides: Sequence[str]) -> tuple[str, ...]:
         """The command's ``overrides``, then the record's conditions, then the clock it ran
-        at where neither of those sets one (:meth:`read_clock_applies`)."""
+        at where neither of those sets one (:meth:`read_clock_applies`), then the L2 its
+        timing tool's flush left, likewise."""
         given = (*overrides, *self.conditions)
-        return (*given, self.ran_at_clock) if self.read_clock_applies(overrides) else given
+        out = (*given, self.ran_at_clock) if self.read_clock_applies(overrides) else given
+        if self.flushed_cache is not None and not _sets(given, self.flushed_cache.split("=", 1)[0]):
+            out = (*out, self.flushed_cache)
+        return out
 
     def read_clock_applies(self, overrides: Sequence[str]) -> bool:
         """Whether the record is predicted at the clock read while it was timed: it has one,
         and neither ``overrides`` nor its conditions set a clock."""
-        return self.ran_at_clock is not None and not any(
-            o.split("=", 1)[0].strip() == "clock" for o in (*overrides, *self.conditions))
+        return self.ran_at_clock is not None and not _sets((*overrides, *self.conditions), "clock")
+
+
+def _sets(overrides: Sequence[str], path: str) -> bool:
+    """Whether one of ``overrides`` (``path=value``) sets ``path``."""
+    return any(o.split("=", 1)[0].strip() == path for o in overrides)
 
 
 LATENCY_KINDS = ("launches", "device")
@@ -90,7 +102,7 @@ def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cach
         try:
             cache[key] = load_arch(arch, list(key[1]))
         except InputError as exc:
-            if not measurement.conditions and not measurement.ran_at_clock:
+            if not measurement.conditions and not measurement.ran_at_clock and not measurement.flushed_cache:
                 raise
             given = f" with {' '.join(overrides)}" if overrides else ""
             raise ConditionsError(_refused_conditions(exc, f"its conditions on {arch}{given}"), source=measurement.file,
@@ -185,6 +197,7 @@ def read_measurements(paths: Iterable[str | Path]) -> list[Measurement]:
                 latency_kind=_latency_kind(record.get("latency_kind", LATENCY_KINDS[0]), path,
                                            f"records[{i}].latency_kind"),
                 informs=_informs(record, path, f"records[{i}].informs"),
+                flushed_cache=_flushed_cache(record, arch, path, f"records[{i}].cache_flush", checked),
             ))
     return out
 
@@ -278,6 +291,26 @@ def _ran_at_clock(record: dict, arch: str, path: Path, field: str, checked: set)
         raise InputError(f"expected {{median, min, max, readings}}: SM clocks in MHz from 1 to {MAX_CLOCK_MHZ:g} with "
                          "min <= median <= max, and a whole number of readings", source=str(path), field=field)
     (override,) = _loads_on(arch, (f"clock={value['median']:.0f} MHz",), checked, path, field)
+    return override
+
+
+CACHE_FLUSH_ACCESSES = ("write", "read")
+
+
+def _flushed_cache(record: dict, arch: str, path: Path, field: str, checked: set) -> str | None:
+    """The override of a record's ``cache_flush`` (what its timing tool did before each timed
+    call): a buffer written leaves that many dirty bytes in the L2 (as many as fit), one
+    read leaves it clean (``shared_cache.dirty_at_start``, docs/engine.md)."""
+    if "cache_flush" not in record:
+        return None
+    value = record["cache_flush"]
+    if not (isinstance(value, dict) and set(value) == {"bytes", "access"} and value["access"] in CACHE_FLUSH_ACCESSES
+            and is_finite_number(value["bytes"]) and value["bytes"] >= 1):
+        raise InputError("expected {bytes, access}: the bytes the timing tool's flush moves before each timed call "
+                         f"(at least 1) and how it moves them ({' or '.join(CACHE_FLUSH_ACCESSES)})", source=str(path),
+                         field=field)
+    dirty = f"{value['bytes']:.0f} B" if value["access"] == "write" else "0 B"
+    (override,) = _loads_on(arch, (f"shared_cache.dirty_at_start={dirty}",), checked, path, field)
     return override
 
 

@@ -32,10 +32,13 @@ def test_every_benchmark_is_checked_and_written(tmp_path):
     kinds = {r["benchmark"] for r in data["records"]}
     # cta_cost when the larger grid took longer; clock_under_load only where NVML reads a clock
     assert {"load_latency", "read_bandwidth", "cache_bandwidth", "mma_throughput", "mma_latency",
-            "launch_overhead"} <= kinds <= {*micro_fmt.BENCHMARKS}
+            "launch_overhead", "flushed_read"} <= kinds <= {*micro_fmt.BENCHMARKS}
     for record in data["records"]:
         assert record["latency_s"] > 0 and record["source"].startswith("validation/measure_micro.py on cpu")
     reads = [r for r in data["records"] if r["benchmark"] == "read_bandwidth"]
     assert all(r["params"]["bytes_in_flight_per_sm"] == r["params"]["programs_per_sm"] * r["params"]["block_elements"] * 4
                for r in reads)
+    flushed = [r for r in data["records"] if r["benchmark"] == "flushed_read"]
+    assert sorted(r["params"]["flush"] for r in flushed) == ["read", "write", "write-idle"]
+    assert all(r["params"]["working_set_bytes"] == flushed[0]["params"]["working_set_bytes"] for r in flushed)
     assert read_measurements([tmp_path]) == []  # not kernel records: validate passes over the file

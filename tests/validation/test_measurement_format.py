@@ -131,6 +131,8 @@ def test_a_valid_file_has_no_problems():
         (lambda f: f["records"][0].update(conditions={}), "conditions: expected an object"),
         (lambda f: f["records"][0].update(kernel_device_s=[{"name": "k", "device_s": 0}]), "kernel_device_s"),
         (lambda f: f["records"][0].update(kernel_device_s=[]), "kernel_device_s"),
+        (lambda f: f["records"][0].update(cache_flush={"bytes": 256e6, "access": "memset"}), "cache_flush: expected"),
+        (lambda f: f["records"][0].update(cache_flush={"bytes": 0, "access": "write"}), "cache_flush: expected"),
         # found by fuzzing: a unit slip the reader refuses, and values the checker crashed on
         (lambda f: f["records"][0].update(latency_s=10 ** 400), "latency_s: expected seconds above 0 and at most"),
         (lambda f: f["records"][0].update(samples_s=[1e6]), "samples_s"),
@@ -209,6 +211,12 @@ def test_the_checker_and_validate_agree_on_conditions(tmp_path, conditions):
     path.write_text(json.dumps(data))
     with pytest.raises(InputError, match="records\\[0\\].conditions"):
         read_measurements([path])
+
+
+def test_cache_flush_accesses_are_the_simulators():
+    from accelsim.validate.compare import CACHE_FLUSH_ACCESSES
+
+    assert fmt.CACHE_FLUSH_ACCESSES == CACHE_FLUSH_ACCESSES
 
 
 def test_the_condition_rules_are_the_simulators():

@@ -135,6 +135,19 @@ def test_liger_records_name_liger_launch():
     assert others and not any("config" in r for r in others)
 
 
+def test_records_timed_after_a_write_flush_say_so():
+    """Liger's benchmark scripts and FlashMLA's test time with ``triton.testing.do_bench``, which
+    zeroes 256 MB before each timed call; TileOPs' bench zeroes a buffer of the L2's size; no
+    other source says how it flushed the L2."""
+    records = [r for path in FILES for r in _load(path)["records"]]
+    do_bench = [r for r in records if "Liger-Kernel" in r["source"] or "FlashMLA" in r["notes"]]
+    tileops = [r for r in records if "tile-ai/TileOPs" in r["source"]]
+    assert len(do_bench) == 50 and len(tileops) == 27  # 45 norm records, 5 FlashMLA decodes
+    assert all(r["cache_flush"] == build_reference.DO_BENCH_FLUSH for r in do_bench)
+    assert all(r["cache_flush"] == build_reference.TILEOPS_FLUSH for r in tileops)
+    assert not any("cache_flush" in r for r in records if r not in do_bench and r not in tileops)
+
+
 def test_rebuilding_removes_only_files_it_wrote(tmp_path):
     """A folder's other JSON files stay; bad input is one line, exit 2, before anything changes."""
     keep = tmp_path / "mine" / "data.json"

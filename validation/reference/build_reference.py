@@ -158,8 +158,22 @@ Outcome = Converted | LeftOut | None
 """None: this converter does not handle the record; the next one is tried."""
 
 
+DO_BENCH_FLUSH = {"bytes": 256_000_000, "access": "write"}
+"""``triton.testing.do_bench`` zeroes a buffer before each timed call to clear the L2
+(python/triton/testing.py: ``cache.zero_()``; 256e6 bytes in Triton 2.x, 256 MiB from the
+drivers' ``get_empty_cache_for_benchmark`` in 3.x; either is several L2s), which leaves the L2
+full of dirty lines."""
+TILEOPS_FLUSH = {"bytes": 52_428_800, "access": "write"}
+"""TileOPs' ``bench_kernel`` (benchmarks/benchmark_base.py, read at 046da58d): ``zero_()`` of a
+buffer of the device's ``L2_cache_size`` bytes (50 MiB on an H200), then a synchronize, before
+each profiled call."""
+FLUSH_NOTE = ("cache_flush: the timing tool writes {:.3g} bytes before each timed call, leaving the L2 full of "
+              "dirty lines")
+
+
 def _record(family: str, params: dict, *, tag: str, implementation: str, latency_s: float, raw: dict, notes: list[str],
-            config: dict | None = None, latency_kind: str | None = None, conditions: dict | None = None) -> dict:
+            config: dict | None = None, latency_kind: str | None = None, conditions: dict | None = None,
+            cache_flush: dict | None = None) -> dict:
     hardware_note = HARDWARE_NOTES.get(raw["hardware"])
     all_notes = [n for n in [raw["notes"].strip(), *notes, hardware_note] if n]
     joined = ""
@@ -179,7 +193,7 @@ def _record(family: str, params: dict, *, tag: str, implementation: str, latency
         "notes": joined,
         "hardware": raw["hardware"],
     } | ({"config": config} if config else {}) | ({"latency_kind": latency_kind} if latency_kind else {}) | (
-        {"conditions": conditions} if conditions else {})
+        {"conditions": conditions} if conditions else {}) | ({"cache_flush": cache_flush} if cache_flush else {})
 
 
 def _arch_or_reason(raw: dict) -> str | LeftOut:
@@ -347,9 +361,12 @@ def convert_tileops_decode(raw: dict) -> Outcome:
             how = f"{par['split_kv']} splits of {par['block_n']}-token tiles, as the notes quote"
             tag = f"tileops-s{par['split_kv']}-n{par['block_n']}"
         notes.append(f"config: {how}")
+    notes.append(FLUSH_NOTE.format(TILEOPS_FLUSH["bytes"]) + " (TileOPs' bench_kernel zeroes a buffer of the "
+                 "L2's size, benchmarks/benchmark_base.py at 046da58d)")
     return Converted(arch, "attention", _record("attention", params, tag=tag, implementation=raw["workload"],
                                                 latency_s=raw["value"] * 1e-6, raw=raw, notes=notes, config=config,
-                                                latency_kind="device", conditions=TILEOPS_CONDITIONS))
+                                                latency_kind="device", conditions=TILEOPS_CONDITIONS,
+                                                cache_flush=TILEOPS_FLUSH))
 
 
 DECODE_IMPLS = {"fa3": "fa3", "flashinfer": "flashinfer", "tileops": "flash_decoding"}
@@ -448,9 +465,10 @@ def convert_flashmla_decode(raw: dict) -> Outcome:
                                      par["head_dim"], par["causal"], par["dtype"]), "impl": "flashmla"}
     notes = ["latency_s is the source's milliseconds per call (both kernels and their launches)",
              "flops and bytes are the format's FlashAttention counts with head_dim 576 (MLA's value is the key's "
-             "first 512 dims, read once); the comparison is on latency"]
+             "first 512 dims, read once); the comparison is on latency", FLUSH_NOTE.format(DO_BENCH_FLUSH["bytes"])]
     return Converted(arch, "attention", _record("attention", params, tag="flashmla", implementation=raw["workload"],
-                                                latency_s=raw["value"] * 1e-3, raw=raw, notes=notes))
+                                                latency_s=raw["value"] * 1e-3, raw=raw, notes=notes,
+                                                cache_flush=DO_BENCH_FLUSH))
 
 
 def convert_cudnn_frontend_prefill(raw: dict) -> Outcome:
@@ -546,8 +564,9 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     config = liger_norm_config(par["N_or_H"]) if tag == "liger" else None
     if config:
         notes.append(f"config: Liger's launch (one row per program, {config['num_warps']} warps from calculate_settings)")
+    notes.append(FLUSH_NOTE.format(DO_BENCH_FLUSH["bytes"]) + " (Liger's benchmark scripts time with triton.testing.do_bench)")
     return Converted(arch, family, _record(family, params, tag=tag, implementation=raw["workload"], latency_s=raw["value"] / 1e3, raw=raw, notes=notes,
-                                           config=config))
+                                           config=config, cache_flush=DO_BENCH_FLUSH))
 
 
 LIGER_WARPS = ((32768, 32), (8192, 16), (2048, 8), (0, 4))
