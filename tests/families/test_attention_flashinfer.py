@@ -10,6 +10,7 @@ import pytest
 from accelsim.arch.model import load_arch
 from accelsim.engine.chip import simulate_kernel
 from accelsim.engine.occupancy import gpu_occupancies
+from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.attention_impls.flashinfer import MIN_CHUNK_KEYS
 from accelsim.families.base import parse_values
@@ -36,8 +37,8 @@ def test_a_long_cache_fills_every_slot_of_one_wave():
 
 @pytest.mark.parametrize("seq_kv", [1000, 32768, 100_000])
 def test_every_key_is_read_once_and_the_merge_reads_what_the_split_wrote(seq_kv):
-    """1000 keys make chunks of 256 and a last one of 232, 32K of 331, 100K of 1011: none a
-    whole number of 128-key tiles."""
+    """1000 keys make 4 chunks of 250, 32K 99 of 331, 100K 99 of 1011: none a whole number of
+    128-key tiles."""
     trace, config = build(H200, **QWEN, seq_kv=seq_kv)
     totals = tensor_bytes(trace)
     assert totals["K", "read"] == totals["V", "read"] == seq_kv * 4 * 128 * 2
@@ -78,3 +79,8 @@ def test_batches_run_the_generic_split_decode():
     assert (config["block_m"], config["block_n"]) == (16, 64) and config["split_kv"] > 1
     assert trace.kernel.kernel_starts == [config["split_kv"] * 8 * 4]
     assert trace.kernel.grid == [config["split_kv"] * 8 * 4 + 8 * 32]
+
+
+def test_it_runs_on_nvidia_gpus_only():
+    with pytest.raises(InputError, match="impl=flashinfer is an NVIDIA GPU kernel"):
+        build(load_arch("mi300x"), **QWEN, seq_kv=4096)

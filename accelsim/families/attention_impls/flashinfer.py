@@ -16,9 +16,11 @@ query token, the query heads of a KV head packed as rows:
   one before runs its PV, so one tile is in flight (``pipeline_depth`` 2);
 - the split: ``max_num_kv_chunks = blocks per SM x SMs / (KV heads x row tiles)``, blocks per SM
   being the kernel's occupancy (``cudaOccupancyMaxActiveBlocksPerMultiprocessor``), and
-  ``chunk = max(ceil(kv_len / max_num_kv_chunks), 256)`` keys: a short cache runs on few
-  programs (1K keys over 4 KV heads: 16 programs of 256 keys on a 132-SM chip), a long one fills
-  every slot of one wave. A chunk walks its keys a KV tile at a time, its last tile short;
+  ``num_chunks = ceil(kv_len / max(ceil(kv_len / max_num_kv_chunks), 256))``, the kernel cutting
+  the cache evenly into them (``max_chunk_size = ceil_div(kv_len, num_chunks)``): a short cache
+  runs on few programs (1K keys over 4 KV heads: 16 programs of 256 keys on a 132-SM chip), a
+  long one fills every slot of one wave. A chunk walks its keys a KV tile at a time, its last
+  tile short;
 - a split writes 16-bit partial outputs (the output dtype, ``tmp`` is ``DTypeO*``) and fp32
   log-sum-exps, merged by a second launch, ``MergeStates``
   (``include/flashinfer/attention/cascade.cuh``, ``MergeStatesLargeNumIndexSetsKernel``): one
@@ -40,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from accelsim.arch.model import Chip, GpuChip
+from accelsim.arch.model import Chip
 from accelsim.engine.occupancy import programs_per_core
 from accelsim.families.attention_impls import decode
-from accelsim.families.attention_impls.base import Impl, Launches, config, gpu_only
+from accelsim.families.attention_impls.base import Impl, Launches, config, nvidia_only
 from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, Resources
 
 MMA_ROWS = 16
@@ -108,7 +110,7 @@ def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     """One request: FlashInfer's tiles and its chunk count (``split_kv``); more: the family's
     generic split decode (:func:`decode.default_config`)."""
     generic = decode.default_config(p, chip)  # a decode problem, or one line saying so
-    if p["batch"] > 1 or not isinstance(chip, GpuChip):
+    if p["batch"] > 1:
         return generic
     rows = tile_rows(p["seq_q"] * p["group"])
     block_n = kv_tile(p, chip, rows)
@@ -126,8 +128,8 @@ def _main_kernel(ks: Launches, p: dict[str, Any], cfg: dict[str, int], chip: Chi
     Returns the chunk count."""
     hk, d, size = p["kv_heads"], p["head_dim"], DTYPE_BYTES[p["dtype"]]
     bm, bn, rows_all, skv = cfg["block_m"], cfg["block_n"], p["seq_q"] * p["group"], p["seq_kv"]
-    chunk = chunk_keys(p, chip, bm, bn)
-    chunks = math.ceil(skv / chunk)  # the config's split_kv; the last chunk is the short one
+    chunks = cfg["split_kv"]
+    chunk = math.ceil(skv / chunks)  # the kernel's max_chunk_size: the plan's chunk count, cut evenly
     row_tiles = math.ceil(rows_all / bm)
     total = row_tiles * chunks * hk
     row_tile = np.arange(total) % row_tiles
@@ -215,7 +217,7 @@ def build(p: dict[str, Any], params: dict[str, Any], chip: Chip) -> KernelTrace:
 IMPL = Impl(
     name="flashinfer",
     summary="FlashInfer's single-request decode on tensor cores (its split by occupancy and MergeStates)",
-    unavailable=gpu_only,
+    unavailable=nvidia_only,
     default_config=default_config,
     build=build,
 )
