@@ -81,6 +81,9 @@ def test_batches_run_the_generic_split_decode():
     assert trace.kernel.grid == [config["split_kv"] * 8 * 4 + 8 * 32]
 
 
-def test_it_runs_on_nvidia_gpus_only():
+def test_it_runs_on_nvidia_gpus_only_in_dtypes_their_tensor_cores_take():
     with pytest.raises(InputError, match="impl=flashinfer is an NVIDIA GPU kernel"):
         build(load_arch("mi300x"), **QWEN, seq_kv=4096)
+    with pytest.raises(InputError, match="no matrix-unit rate for fp8") as refused:
+        build(load_arch("a100-sxm4-80gb"), **{**QWEN, "dtype": "fp8"}, seq_kv=4096)
+    assert refused.value.field == "dtype"

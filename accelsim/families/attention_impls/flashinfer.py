@@ -44,6 +44,7 @@ import numpy as np
 
 from accelsim.arch.model import Chip
 from accelsim.engine.occupancy import programs_per_core
+from accelsim.errors import InputError
 from accelsim.families.attention_impls import decode
 from accelsim.families.attention_impls.base import Impl, Launches, config, nvidia_only
 from accelsim.trace.kernel import DTYPE_BYTES, KernelTrace, Resources
@@ -112,6 +113,8 @@ def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     generic = decode.default_config(p, chip)  # a decode problem, or one line saying so
     if p["batch"] > 1:
         return generic
+    if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
+        raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
     rows = tile_rows(p["seq_q"] * p["group"])
     block_n = kv_tile(p, chip, rows)
     chunk = chunk_keys(p, chip, rows, block_n)
