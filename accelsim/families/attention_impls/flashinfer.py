@@ -4,7 +4,8 @@ launch TileOPs' decode benchmark times as FlashInfer's at batch one
 (``benchmarks/ops/attention/bench_gqa.py``, ``_flashinfer_gqa_dense_decode``).
 
 With tensor cores that call runs the FA2-style single-prefill kernel
-(``include/flashinfer/attention/prefill.cuh``, ``SinglePrefillWithKVCacheDispatched``) on one
+(``include/flashinfer/attention/prefill.cuh``, ``SinglePrefillWithKVCacheDispatched``; read at
+``nightly-v0.6.11-20260517``, the version the H200 records ran, and at 0.6.18: the same rules) on one
 query token, the query heads of a KV head packed as rows:
 
 - tiles: ``CTA_TILE_Q`` 16 rows where the packed rows are at most 16 (one warp along the rows,
