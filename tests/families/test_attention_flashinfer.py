@@ -14,6 +14,7 @@ from accelsim.errors import InputError
 from accelsim.families import get_family
 from accelsim.families.attention_impls.flashinfer import MIN_CHUNK_KEYS
 from accelsim.families.base import parse_values
+from accelsim.trace.kernel import check_blocks
 from tests.families.test_attention_impls import build
 from tests.trace_totals import tensor_bytes
 
@@ -44,6 +45,13 @@ def test_every_key_is_read_once_and_the_merge_reads_what_the_split_wrote(seq_kv)
     assert totals["K", "read"] == totals["V", "read"] == seq_kv * 4 * 128 * 2
     assert totals["O_partial", "read"] == totals["O_partial", "write"] == config["split_kv"] * 32 * 128 * 2
     assert totals["O_merged", "write"] == 32 * 128 * 2
+
+
+@pytest.mark.parametrize("shape", [{"seq_kv": 32768}, {"seq_q": 4, "head_dim": 64, "seq_kv": 1000},
+                                   {"heads": 8, "kv_heads": 8, "seq_kv": 200}])
+def test_its_traces_pass_the_trace_file_checks(shape):
+    """Every block a program reaches lies inside its tensor, the merge's strided reads too."""
+    check_blocks(build(H200, **{**QWEN, **shape})[0])
 
 
 def test_a_cache_of_one_chunk_writes_its_output_at_once():

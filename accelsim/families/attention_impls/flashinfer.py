@@ -61,6 +61,8 @@ MERGE_STAGES = 4
 MERGE_WARPS = 4
 """``MergeStates`` at head dim 128: 16 threads along the head dim, 8 chunks a load, 4 loads
 prefetched, 128 threads."""
+MERGE_GROUP = MERGE_ROWS * MERGE_STAGES
+"""Chunks a merge program has in flight, one step of its loop here."""
 STAT_BYTES = 4
 
 
@@ -155,10 +157,10 @@ def _main_kernel(ks: Launches, p: dict[str, Any], cfg: dict[str, int], chip: Chi
             steps.append({"transfers": [{"tensor": name, "block": ["kv_head", "part", "n_full"], "bytes": t * d * size}
                                         for name in ("K", "V")],
                           "compute": _compute(r, t, bm, bn, p)})
-        out = ([{"tensor": "O_partial", "block": ["kv_head", "part", "row_tile"], "bytes": r * d * size,
-                 "direction": "write"},
-                {"tensor": "LSE_partial", "block": ["kv_head", "part", "row_tile"], "bytes": r * STAT_BYTES,
-                 "direction": "write"}] if chunks > 1 else
+        mine = ["part_group", "part_in_group", "first_row"]
+        out = ([{"tensor": "O_partial", "block": mine, "bytes": r * d * size, "direction": "write"},
+                {"tensor": "LSE_partial", "block": mine, "bytes": r * STAT_BYTES, "direction": "write"}]
+               if chunks > 1 else
                [{"tensor": "O", "block": ["kv_head", "row_tile"], "bytes": r * d * size, "direction": "write"}])
         steps.append({"transfers": out, "compute": [{"unit": "vector", "flops": float(r * d), "dtype": "fp32"}]})
         templates.append({"name": f"chunk{len(templates)}", "steps": steps})
@@ -171,35 +173,39 @@ def _main_kernel(ks: Launches, p: dict[str, Any], cfg: dict[str, int], chip: Chi
         "V": {"shape": [hk, chunks, tiles, bn * d], "dtype": p["dtype"]},
         "O": {"shape": [hk, row_tiles, bm * d], "dtype": p["dtype"]},
     })
+    if chunks > 1:  # ``tmp``: [chunks, query rows, head dim], the chunks in the merge's groups
+        groups, rows_total = math.ceil(chunks / MERGE_GROUP), hk * row_tiles * bm
+        ks.tensors.update({"O_partial": {"shape": [groups, MERGE_GROUP, rows_total, d], "dtype": p["dtype"]},
+                           "LSE_partial": {"shape": [groups, MERGE_GROUP, rows_total], "dtype": "fp32"}})
     from accelsim.families.attention import _registers
     ks.add_kernel(templates, choice,
-                  {"kv_head": kv_head, "row_tile": row_tile, "part": part, "n_full": full},
+                  {"kv_head": kv_head, "row_tile": row_tile, "part": part, "n_full": full,
+                   "part_group": part // MERGE_GROUP, "part_in_group": part % MERGE_GROUP,
+                   "first_row": (kv_head * row_tiles + row_tile) * bm},
                   {"warps": 4, "local_memory_bytes": local_bytes(p, bm, bn),
                    "registers_per_thread": _registers(p, cfg)})
     return chunks
 
 
-def _merge_kernel(ks: Launches, p: dict[str, Any], chunks: int) -> None:
+def _merge_kernel(ks: Launches, p: dict[str, Any], chunks: int, bm: int) -> None:
     """``MergeStates``: grid (query tokens, query heads), one program per query head and token
-    walking its chunks' partial rows, then writing its output."""
+    walking its row of the chunks' partials a group at a time, then writing its output."""
     d, size, heads = p["head_dim"], DTYPE_BYTES[p["dtype"]], p["heads"] * p["seq_q"]
-    group = MERGE_ROWS * MERGE_STAGES
-    full, tail = divmod(chunks, group)
-    steps = [{"transfers": [{"tensor": "LSE_partial", "block": ["head"], "bytes": chunks * STAT_BYTES}]}]
-    for repeat, n in ((full, group), (1 if tail else 0, tail)):
+    full, tail = divmod(chunks, MERGE_GROUP)
+    token, query_head = np.arange(heads) // p["heads"], np.arange(heads) % p["heads"]
+    packed = token * p["group"] + query_head % p["group"]  # FlashInfer's packed row of a head's token
+    row = (query_head // p["group"] * math.ceil(p["seq_q"] * p["group"] / bm) + packed // bm) * bm + packed % bm
+    steps = [{"transfers": [{"tensor": "LSE_partial", "block": [0, 0, "row"], "bytes": chunks * STAT_BYTES}]}]
+    for repeat, n, first in ((full, MERGE_GROUP, "j"), (1 if tail else 0, tail, full)):
         if repeat:
             steps.append({"repeat": repeat, "loop_var": "j",
-                          "transfers": [{"tensor": "O_partial", "block": ["head", "j"], "bytes": n * d * size}],
+                          "transfers": [{"tensor": "O_partial", "block": [first, 0, "row"], "bytes": n * d * size}],
                           "compute": [{"unit": "special", "flops": float(n), "dtype": "fp32"},
                                       {"unit": "vector", "flops": float(n * (3 * d + 4)), "dtype": "fp32"}]})
     steps.append({"transfers": [{"tensor": "O_merged", "block": ["head"], "bytes": d * size, "direction": "write"}],
                   "compute": [{"unit": "vector", "flops": float(d), "dtype": "fp32"}]})
-    ks.tensors.update({
-        "O_partial": {"shape": [p["kv_heads"], chunks, p["seq_q"] * p["group"] * d], "dtype": p["dtype"]},
-        "LSE_partial": {"shape": [p["kv_heads"], chunks, p["seq_q"] * p["group"]], "dtype": "fp32"},
-        "O_merged": {"shape": [heads, d], "dtype": p["dtype"]},
-    })
-    ks.add({"name": "merge", "steps": steps}, heads, {"head": np.arange(heads)},
+    ks.tensors["O_merged"] = {"shape": [heads, d], "dtype": p["dtype"]}
+    ks.add({"name": "merge", "steps": steps}, heads, {"head": np.arange(heads), "row": row},
            {"warps": MERGE_WARPS, "local_memory_bytes": MERGE_STAGES * MERGE_ROWS * d * size + 128 * STAT_BYTES})
 
 
@@ -212,7 +218,7 @@ def build(p: dict[str, Any], params: dict[str, Any], chip: Chip) -> KernelTrace:
     ks = Launches()
     chunks = _main_kernel(ks, p, cfg, chip)
     if chunks > 1:
-        _merge_kernel(ks, p, chunks)
+        _merge_kernel(ks, p, chunks, cfg["block_m"])
     name = f"attention_flashinfer_decode_{p['dtype']}_h{p['heads']}_kv{p['kv_heads']}_q{p['seq_q']}_s{p['seq_kv']}"
     return ks.trace(name, {"family": "attention", "params": dict(params), "config": cfg,
                            "generator": "accelsim.families.attention_impls.flashinfer"})
