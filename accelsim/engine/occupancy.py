@@ -19,6 +19,12 @@ def gpu_occupancies(trace: KernelTrace, chip: GpuChip) -> list[tuple[int, str]]:
     return [_occupancy(res, chip, resources_field(i)) for i, res in enumerate(trace.resources_by_kernel)]
 
 
+def programs_per_core(resources: Resources, chip: GpuChip) -> int:
+    """Resident programs per SM of a kernel whose programs hold ``resources``: what
+    ``cudaOccupancyMaxActiveBlocksPerMultiprocessor`` answers a library sizing its launch."""
+    return _occupancy(resources, chip, "kernel.resources")[0]
+
+
 def resources_field(kernel: int) -> str:
     """Where a trace gives the resources of its ``kernel``-th kernel (0: the first)."""
     return "kernel.resources" if kernel == 0 else f"kernel.kernel_resources[{kernel - 1}]"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from accelsim.arch.model import Chip, TpuChip
 from accelsim.errors import InputError
-from accelsim.families.attention_impls import cudnn, decode, fa2, fa3, flashmla, pallas, triton, unfused
+from accelsim.families.attention_impls import cudnn, decode, fa2, fa3, flashinfer, flashmla, pallas, triton, unfused
 from accelsim.families.attention_impls.base import Impl, is_blackwell, is_hopper
 
 IMPLS: dict[str, Impl] = {impl.name: impl for impl in (
-    fa3.IMPL, cudnn.IMPL, fa2.IMPL, triton.IMPL, unfused.IMPL, decode.FLASH_DECODING, decode.FLASHINFER, flashmla.IMPL,
+    fa3.IMPL, cudnn.IMPL, fa2.IMPL, triton.IMPL, unfused.IMPL, decode.FLASH_DECODING, flashinfer.IMPL, flashmla.IMPL,
     pallas.IMPL)}
 
 DEFAULT = "default"

@@ -1,14 +1,11 @@
-"""Decode-only implementations: one or a few query tokens against a long KV cache, query
-heads of a KV group packed as the rows of one block, the KV sequence split over programs
-whose partial outputs a second kernel combines (the family's flash-decoding trace).
-
-``flash_decoding``: the split-KV kernel of Dao et al.'s Flash-Decoding (2023 blog) as
-FlashAttention's ``flash_fwd_splitkv_kernel`` and TileOPs' GQA decode launch it.
-``flashinfer``: FlashInfer's batch decode (Ye et al. 2025, arXiv:2501.01005): the same split
-and combine (its load-balanced scheduler fixes the split per request; here the family's split
-rule), one stream per program.
-Leaves out: paged KV (page-table reads), FlashInfer's cascade and persistent scheduling, MLA
-(FlashMLA's 576/512 latent head dims: not modelled yet)."""
+"""``flash_decoding``: one or a few query tokens against a long KV cache, query heads of a KV
+group packed as the rows of one block, the KV sequence split over programs whose partial
+outputs a second kernel combines (the family's flash-decoding trace): the split-KV kernel of
+Dao et al.'s Flash-Decoding (2023 blog) as FlashAttention's ``flash_fwd_splitkv_kernel`` and
+TileOPs' GQA decode launch it (``config=auto`` searches its splits and tiles).
+Leaves out: paged KV (page-table reads), TileOPs' batch-one kernel's warp specialization (a TMA
+producer warp and one wgmma consumer warpgroup, ``gqa_decode_bs1.py``: its MMAs are priced as
+chained here), MLA (``flashmla``). FlashInfer's decode is :mod:`.flashinfer`."""
 
 from __future__ import annotations
 
@@ -35,14 +32,6 @@ def _decode_space(p: dict[str, Any], chip: Chip) -> list[dict[str, int]]:
 FLASH_DECODING = Impl(
     name="flash_decoding",
     summary="split-KV decode with a combine kernel (Flash-Decoding; TileOPs' GQA decode)",
-    unavailable=gpu_only,
-    default_config=default_config,
-    config_space=_decode_space,
-)
-
-FLASHINFER = Impl(
-    name="flashinfer",
-    summary="FlashInfer's batch decode (split-KV and combine)",
     unavailable=gpu_only,
     default_config=default_config,
     config_space=_decode_space,
