@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the measurements are power readings (docs/power.md): report energy errors in DIR/power.md")
     add_step_options(p)
     add_set_option(p)
-    p.set_defaults(run=run_validate)
+    p.set_defaults(run=run_validate, options_of_fields={"arch": "--arch", "system": "--system", "measurements": "--measurements",
+                                                       "step_device": "--step-device"})
 
 
 def add_step_options(p: argparse.ArgumentParser) -> None:

@@ -89,7 +89,7 @@ def test_the_same_record_in_two_files_is_refused(tmp_path):
 
 
 def test_a_record_too_large_to_simulate_names_its_file_and_id(cli, tmp_path):
-    for size, says in ((2**47, "the kernel would have"), (2**60, "params.bytes: expected an integer <= 2^48")):
+    for size, says in ((2**47, "params: the kernel would have"), (2**60, "params.bytes: expected an integer <= 2^48")):
         path = _file(tmp_path, {**GOOD, "params": {"bytes": size}})
         result = cli("validate", "--arch", "h100-sxm", "--measurements", str(path), "-o", str(tmp_path / "out"))
         assert result.code == 2 and result.err.count("\n") == 1
