@@ -45,9 +45,9 @@ class Param:
                 f"expected one of: {', '.join(map(str, self.choices))}; got {shown(text)}", field=field
             )
         if self.kind is int and self.minimum is not None and value < self.minimum:
-            raise InputError(f"expected an integer >= {self.minimum}, got {value}", field=field)
+            raise InputError(f"expected an integer >= {self.minimum}, got {shown(value)}", field=field)
         if self.kind is int and value > MAX_COUNT:
-            raise InputError(f"expected an integer <= 2^48 (the largest count a kernel trace holds), got {value}",
+            raise InputError(f"expected an integer <= 2^48 (the largest count a kernel trace holds), got {shown(value)}",
                              field=field)
         return value
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from accelsim.errors import InputError
-from accelsim.validate.compare import read_measurements
+from accelsim.validate.compare import compare, read_measurements
 
 
 HEADER = {"kind": "measurements", "schema_version": 1, "family": "copy", "device": {"arch": "h100-sxm"},
@@ -102,3 +102,11 @@ def test_a_bad_parameter_names_the_record_and_its_params(cli, tmp_path):
         result = cli(args[0], "--arch", "h100-sxm", "--measurements", str(path), *args[1:])
         assert result.code == 2 and result.err.count("\n") == 1
         assert f"{path}: record 'r': params.bytes: expected an integer, got 'lots'" in result.err
+
+
+def test_a_config_value_the_simulator_refuses_names_the_records_config(tmp_path):
+    """The families name every value ``params.NAME``; a record keeps its config apart."""
+    path = _file(tmp_path, {**GOOD, "config": {"num_warps": 3}})
+    refused = []
+    assert compare(read_measurements([path]), refused=refused) == []
+    assert refused[0].reason == f"{path}: record 'r': config.num_warps: expected one of: 1, 2, 4, 8, 16, 32; got 3"
