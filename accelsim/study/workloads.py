@@ -499,9 +499,12 @@ def _run_sequence(job: Job, arch: Arch) -> dict[str, Any]:
     busy: dict[str, float] = {}
     topologies: dict = {}
     energy_j = 0.0  # kernels' energy on a chip with a power model (collectives' links not counted)
-    for step in job.body.sequence:
+    for i, step in enumerate(job.body.sequence):
         if step.kernel is not None:
-            sim, _ = _kernel_sim(step.kernel, step.params, chip)
+            try:
+                sim, _ = _kernel_sim(step.kernel, step.params, chip)
+            except InputError as exc:  # what only the point's chip refuses (a tile too large for it)
+                raise _in_step(exc, i) from None
             seconds = sim.latency_s * step.count
             energy_j += sim.energy.joules * step.count if sim.energy else 0.0
             totals["kernel_s"] += seconds

@@ -19,7 +19,7 @@ def _problem(family: str, given: dict) -> dict:
     implementations, its Triton kernel's (the one whose config is Triton's)."""
     params = get_family(family).params
     triton = {"impl": "triton"} if "impl" in {p.name for p in params} else {}
-    return parse_values(params, given | triton, "--param")
+    return parse_values(params, given | triton)
 
 
 GEMM = _problem("gemm", {"M": 1024, "N": 1024, "K": 1024})

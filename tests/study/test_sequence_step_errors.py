@@ -48,3 +48,16 @@ def test_a_named_sequence_leads_with_its_name(spec_file):
         """)
     assert _message(path) == "decode: sequence[0].kernel: unknown kernel family 'gemmm'; expected one of: gemm, " \
                              "attention, softmax, layernorm, rmsnorm, copy, elementwise"
+
+
+def test_a_step_only_the_points_chip_refuses_fails_its_run_at_the_steps_field(cli, spec_file, tmp_path):
+    path = spec_file("""\
+        base: h100-sxm
+        workloads:
+          - sequence:
+              - {kernel: gemm, params: {M: 64, N: 64, K: 64}}
+              - {kernel: gemm, params: {M: 64, N: 8192, K: 8192, block_n: 1024}}
+        """)
+    assert cli("sweep", str(path), "-o", str(tmp_path / "out"), "--quiet").code == 0
+    row = (tmp_path / "out" / "results.csv").read_text().splitlines()[1]
+    assert ",error,sequence[1].params.block_m: block_m/block_n/block_k/num_stages need 589824 bytes" in row
