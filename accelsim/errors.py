@@ -112,11 +112,18 @@ def checked(check: Callable[[T], None], value: T, source: str) -> T:
 def located_at_option(exc: InputError, options: Mapping[str, str]) -> InputError:
     """``exc`` as the command line shows it: an error that names no file and whose field a
     command-line option gave (``options``: field -> option, ``{"algorithm": "--algorithm"}``)
-    names the option instead. Lower layers name fields only; the CLI alone knows which
-    option filled a field, so this is where a field becomes a flag."""
-    option = options.get(exc.field) if exc.source is None and exc.field is not None else None
-    if option is not None:
-        exc.source, exc.field = option, None
+    names the option instead, and a field below it is named under the option
+    (``{"params": "--param"}``: ``params.block_m`` -> ``--param: block_m``). Lower layers
+    name fields only; the CLI alone knows which option filled a field, so this is where a
+    field becomes a flag."""
+    if exc.source is not None or exc.field is None:
+        return exc
+    if exc.field in options:
+        exc.source, exc.field = options[exc.field], None
+        return exc
+    head, dot, rest = exc.field.partition(".")
+    if dot and head in options:
+        exc.source, exc.field = options[head], rest
     return exc
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 
 
 def check_output_file(path: str | Path, flag: str | None = None, *, inputs: Sequence[str | Path] = ()) -> Path:
@@ -26,7 +26,7 @@ def check_output_file(path: str | Path, flag: str | None = None, *, inputs: Sequ
     path = _output_path(path, where)
     given = _input_at(path, inputs)
     if given is not None:
-        raise InputError(f"{str(path)!r} is also an input ({str(given)!r}); writing it would overwrite "
+        raise InputError(f"{shown(str(path))} is also an input ({shown(str(given))}); writing it would overwrite "
                          "that input: choose another path", source=where)
     _probe(path, where)
     return path
@@ -47,10 +47,10 @@ def _output_path(path: str | Path, where: str) -> Path:
         raise InputError("expected a file path, got an empty one", source=where)
     path = Path(path)
     if path.is_dir():
-        raise InputError(f"{str(path)!r} is a folder; expected a file path", source=where)
+        raise InputError(f"{shown(str(path))} is a folder; expected a file path", source=where)
     parent = path.parent
     if not parent.is_dir():
-        raise InputError(f"folder {str(parent)!r} does not exist", source=where)
+        raise InputError(f"folder {shown(str(parent))} does not exist", source=where)
     return path
 
 
@@ -69,7 +69,7 @@ def _probe(path: Path, where: str) -> None:
         probe.touch(exist_ok=False)
         probe.unlink()
     except OSError as exc:
-        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}", source=where) from None
+        raise InputError(f"cannot write {shown(str(path))}: {exc.strerror or exc}", source=where) from None
 
 
 def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool = True,
@@ -85,18 +85,18 @@ def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool 
         raise InputError("expected a folder path, got an empty one", source=where)
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise InputError(f"{str(path)!r} is a file; expected a folder", source=where)
+        raise InputError(f"{shown(str(path))} is a file; expected a folder", source=where)
     for name in writes:
         given = _input_at(path / name, inputs)
         if given is not None:
-            raise InputError(f"{str(given)!r} is an input and the file this command writes as {name!r} in "
-                             f"{str(path)!r}; writing it would overwrite that input: choose another folder",
+            raise InputError(f"{shown(str(given))} is an input and the file this command writes as {shown(name)} in "
+                             f"{shown(str(path))}; writing it would overwrite that input: choose another folder",
                              source=where)
     ancestor = path
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise InputError(f"cannot make folder {str(path)!r}: {str(ancestor)!r} is not a writable folder",
+        raise InputError(f"cannot make folder {shown(str(path))}: {shown(str(ancestor))} is not a writable folder",
                          source=where)
     if not create and ancestor != path:  # ask the folder now (access() says yes to root everywhere)
         probe = ancestor / f".accelsim-probe-{os.getpid()}"
@@ -104,12 +104,12 @@ def check_output_dir(path: str | Path, flag: str | None = None, *, create: bool 
             probe.mkdir()
             probe.rmdir()
         except OSError as exc:
-            raise InputError(f"cannot make folder {str(path)!r}: {exc.strerror or exc}", source=where) from None
+            raise InputError(f"cannot make folder {shown(str(path))}: {exc.strerror or exc}", source=where) from None
     if create:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InputError(f"cannot make folder {str(path)!r}: {exc.strerror or exc}", source=where) from None
+            raise InputError(f"cannot make folder {shown(str(path))}: {exc.strerror or exc}", source=where) from None
     return path
 
 
@@ -123,13 +123,13 @@ def write_text_atomic(path: str | Path, text: str, flag: str | None = None) -> P
     except FileNotFoundError:
         mode = None
     except OSError as exc:
-        raise InputError(f"cannot write {str(given)!r}: {exc.strerror or exc}", source=where) from None
+        raise InputError(f"cannot write {shown(str(given))}: {exc.strerror or exc}", source=where) from None
     if mode is not None and not stat.S_ISREG(mode):  # a device or FIFO: write through it
         try:
             with open(given, "w", encoding="utf-8") as handle:
                 handle.write(text)
         except OSError as exc:
-            raise InputError(f"cannot write {str(given)!r}: {exc.strerror or exc}", source=where) from None
+            raise InputError(f"cannot write {shown(str(given))}: {exc.strerror or exc}", source=where) from None
         return given
     target = Path(os.path.realpath(given)) if given.is_symlink() else given  # keep the link
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -138,7 +138,7 @@ def write_text_atomic(path: str | Path, text: str, flag: str | None = None) -> P
         tmp.replace(target)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write {str(given)!r}: {exc.strerror or exc}", source=where) from None
+        raise InputError(f"cannot write {shown(str(given))}: {exc.strerror or exc}", source=where) from None
     return given
 
 

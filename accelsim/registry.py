@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 
 T = TypeVar("T")
 
@@ -67,7 +67,7 @@ class Registry(Generic[T]):
                 also: Sequence[str] = ()) -> InputError:
         """The error for a name that is not registered: the name and the known ones
         (``also``: names the caller accepts besides, such as ``auto``)."""
-        return InputError(f"unknown {self.what} {name!r}; expected one of: {', '.join([*also, *self])}",
+        return InputError(f"unknown {self.what} {shown(name)}; expected one of: {', '.join([*also, *self])}",
                           source=source, field=field)
 
     def __contains__(self, name: object) -> bool:

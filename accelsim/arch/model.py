@@ -19,7 +19,7 @@ from typing import ClassVar, Union
 from accelsim.arch import schema
 from accelsim.arch.collective_tuning import CollectiveTuning, resolve_collectives
 from accelsim.arch.loader import Override, OverrideError, load_raw, parse_override, validate, with_values
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families import FAMILIES
 from accelsim.units import J_PER_PJ
 
@@ -455,7 +455,7 @@ def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[
     except InputError:
         target = None  # load_arch below says what is wrong with the name
     if target in chain:
-        raise InputError(f"{field!r} forms a cycle: {' -> '.join(Path(p).name for p in (*chain, target))}",
+        raise InputError(f"{shown(field)} forms a cycle: {' -> '.join(Path(p).name for p in (*chain, target))}",
                          source=referrer, field=field)
     token = _RESOLVING.set(chain + ((target,) if target else ()))
     try:
@@ -470,7 +470,7 @@ def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[
         _RESOLVING.reset(token)
     if not isinstance(arch, expected_kind):
         raise InputError(
-            f"{name!r} is a {type(arch).__name__.lower()}; expected a {expected_kind.__name__.lower()}",
+            f"{shown(name)} is a {type(arch).__name__.lower()}; expected a {expected_kind.__name__.lower()}",
             source=referrer,
             field=field,
         )

@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 
 
 def split_target(target: str) -> tuple[str, str]:
     """``"kernels/pallas/matmul.py:run"`` -> (path, function)."""
     path, sep, function = target.rpartition(":")
     if not sep or not path or not function.isidentifier():
-        raise InputError(f"expected FILE.py:FUNCTION, got {target!r}", source="capture")
+        raise InputError(f"expected FILE.py:FUNCTION, got {shown(target)}", source="capture")
     return path, function
 
 
@@ -61,7 +61,7 @@ def load_function(path: str, function: str) -> Callable[..., Any]:
         raise InputError(f"importing it called sys.exit({exc.code!r})", source=path) from None
     fn = getattr(module, function, None)
     if not callable(fn):
-        raise InputError(f"no function {function!r} in this file", source=path)
+        raise InputError(f"no function {shown(function)} in this file", source=path)
     return fn
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from accelsim.arrays import unique_rows
 from accelsim.capture.common import check_language, load_function, typed_params
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.trace.kernel import Compute, KernelTrace, check_programs
 
@@ -225,7 +225,7 @@ def _check_grid(grid: tuple[int, ...], source: str) -> None:
     if grid and min(grid) == 0:
         raise InputError(f"the kernel was launched with no programs (grid {list(grid)}): nothing to capture; give "
                          "parameters that make work", source=source)
-    check_programs(math.prod(grid), source=source)  # before the index maps are evaluated at every point
+    check_programs(math.prod(grid), source=source, field=None)  # before the index maps are evaluated at every point
 
 
 def _grid_points(grid: tuple[int, ...]) -> tuple[np.ndarray, int]:
@@ -321,12 +321,12 @@ def _block_sizes(block_shape, source: str) -> tuple[int, ...]:
     for entry in block_shape:
         size = getattr(entry, "block_size", None)
         if type(entry).__name__ in ("Element", "BoundedSlice"):  # offsets in elements, not block indices
-            raise InputError(f"block dimension {entry!r} is not supported yet", source=source)
+            raise InputError(f"block dimension {shown(entry)} is not supported yet", source=source)
         if size is None:
             if entry is None or type(entry).__name__ == "Squeezed":
                 size = 1
             else:
-                raise InputError(f"block dimension {entry!r} is not supported yet", source=source)
+                raise InputError(f"block dimension {shown(entry)} is not supported yet", source=source)
         sizes.append(int(size))
     return tuple(sizes)
 

@@ -70,11 +70,11 @@ def parse_topology(text: str) -> Topology:
     m = _TOPOLOGY.fullmatch(text.strip())
     if m is None or m.group(1) not in GENERATIONS:
         raise InputError(f"expected a TPU topology GEN:AxB or GEN:AxBxC with GEN one of {', '.join(GENERATIONS)} "
-                         f"(e.g. v5e:4x4, v5p:4x4x4), got {shown(text[:40])}", source="--topology")
+                         f"(e.g. v5e:4x4, v5p:4x4x4), got {shown(text[:40])}", field="topology")
     shape = tuple(int(d) for d in m.group(2).split("x"))
     if not all(1 <= d <= MAX_CHIPS for d in shape) or math.prod(shape) > MAX_CHIPS:
         raise InputError(f"expected at most {MAX_CHIPS} chips with every axis >= 1, got {shown(text[:40])}",
-                         source="--topology")
+                         field="topology")
     return Topology(m.group(1), shape)
 
 
@@ -88,15 +88,15 @@ def parse_mesh(text: str | None, devices: int) -> tuple[tuple[str, int], ...]:
         m = _AXIS.fullmatch(part.strip())
         if m is None:
             raise InputError(f"expected NAME=SIZE axes separated by commas (data=4,model=4), got {shown(part[:40])}",
-                             source="--mesh")
+                             field="mesh")
         axes.append((m.group(1), int(m.group(2))))
     names = [name for name, _ in axes]
     if len(axes) > MAX_MESH_AXES or len(set(names)) != len(names):
         raise InputError(f"expected at most {MAX_MESH_AXES} axes, each named once, got {shown(text[:60])}",
-                         source="--mesh")
+                         field="mesh")
     if math.prod(size for _, size in axes) != devices:
         raise InputError(f"the mesh's axes multiply to {math.prod(size for _, size in axes)} but the topology has "
-                         f"{devices} devices", source="--mesh")
+                         f"{devices} devices", field="mesh")
     return tuple(axes)
 
 
@@ -155,7 +155,7 @@ def _topology_devices(topology: Topology) -> list:
             raise InputError("compiling for a TPU needs libtpu: pip install -e '.[tpu]' (jax 0.10.2 with libtpu "
                              "0.0.42.1)", source="compile") from None
         raise InputError(f"libtpu refused the topology: {text.strip().splitlines()[0][:200]}",
-                         source="--topology") from None
+                         field="topology") from None
     return list(desc.devices)
 
 

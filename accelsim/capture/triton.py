@@ -63,7 +63,7 @@ from accelsim.capture.triton_classes import (
     representatives,
 )
 from accelsim.capture.triton_compile import KernelCall
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families.rowwise import (
     FP32_BYTES,
     MAX_REGISTERS_PER_THREAD,
@@ -1067,7 +1067,7 @@ def _tensor_arg(name: str, tensor) -> TensorArg:
     span = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()) if size > 0) + 1
     dtype = str(tensor.dtype).removeprefix("torch.")
     if dtype not in TRACE_DTYPES:
-        raise InputError(f"kernel argument {name!r} has dtype {dtype}, which traces cannot describe",
+        raise InputError(f"kernel argument {shown(name)} has dtype {dtype}, which traces cannot describe",
                          source="capture")
     return TensorArg(name=name, base=int(tensor.data_ptr()), end=int(tensor.data_ptr()) + span * itemsize,
                      itemsize=itemsize, shape=tuple(tensor.shape) or (1,), strides=tuple(tensor.stride()) or (1,),

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 
 TARGET_PATTERN = re.compile(r"^sm_(\d{2,3})a?$")
 RESOURCE_PATTERN = re.compile(r"\b(REG|SHARED|LOCAL|STACK):(\d+)")
@@ -67,20 +67,21 @@ class CompiledResources:
         }
 
 
-def parse_target(text: str, source: str = "--compile-for") -> int:
+def parse_target(text: str) -> int:
     """``sm_90`` / ``sm_90a`` / ``sm_80`` / ``sm_100`` -> the compute capability (90)."""
     match = TARGET_PATTERN.match(text.strip())
     if not match:
-        raise InputError(f"expected an NVIDIA target such as sm_80, sm_90 or sm_100, got {text!r}", source=source)
+        raise InputError(f"expected an NVIDIA target such as sm_80, sm_90 or sm_100, got {shown(text)}", field="compile_for")
     return int(match.group(1))
 
 
 def check_compile_target(tool: str, target: str | None) -> None:
-    """The CLI's ``--compile-for``: only Triton capture compiles, and the target must parse."""
+    """A compile target (the CLI's ``--compile-for``): only Triton capture compiles, and the
+    target must parse; errors name the field ``compile_for``."""
     if target is None:
         return
     if tool != "triton":
-        raise InputError(f"applies to Triton capture only, not {tool}", source="--compile-for")
+        raise InputError(f"applies to Triton capture only, not {tool}", field="compile_for")
     parse_target(target)
 
 

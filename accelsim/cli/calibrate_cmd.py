@@ -17,7 +17,7 @@ from accelsim.arch.loader import (
 from accelsim.arch.model import config_files, load_arch_and_spec
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.simulate_cmd import load_chip
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families import FAMILIES
 from accelsim.files import check_output_file, write_text_atomic
 from accelsim.workers import MAX_WORKERS
@@ -81,7 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fit the power model (idle and static power, energy per flop and per HBM byte) on "
                         "microbenchmark-level power readings (docs/power.md) instead")
     add_set_option(p)
-    p.set_defaults(run=run_calibrate)
+    p.set_defaults(run=run_calibrate, options_of_fields={"arch": "--arch", "system": "--system",
+                                                         "measurements": "--measurements"})
 
 
 def chosen_parameters(paths: list[str]):
@@ -99,7 +100,7 @@ def select(paths, arch: str, exclude: list[str]):
     records = [m for m in records if not any(text in m.implementation for text in exclude)]
     if not records:
         others = sorted({f"{m.arch} ({m.file})" for m in measured if m.arch != arch})
-        raise InputError(f"no measurement records for arch {arch!r}" + (" (after --exclude)" if exclude else "")
+        raise InputError(f"no measurement records for arch {shown(arch)}" + (" (after --exclude)" if exclude else "")
                          + (f"; the files given hold records of {', '.join(others[:3])}" if others else ""),
                          source="--measurements")
     return records
@@ -135,7 +136,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     records = select(args.measurements, chip.name, args.exclude)
     for family in args.scope:
         if family not in FAMILIES:
-            raise InputError(f"unknown kernel family {family!r}; expected one of: {', '.join(FAMILIES)}",
+            raise InputError(f"unknown kernel family {shown(family)}; expected one of: {', '.join(FAMILIES)}",
                              source="--scope")
     if args.scope:
         scoped = " and ".join(args.scope)
@@ -224,7 +225,7 @@ def fit_date() -> str:
     if not epoch:  # unset, or set empty (as unset, the reproducible-builds convention)
         return datetime.date.today().isoformat()
     if not epoch.strip().isdigit() or int(epoch) > MAX_EPOCH_S:
-        raise InputError(f"expected whole seconds since 1970 (0 to {MAX_EPOCH_S}), got {epoch!r}",
+        raise InputError(f"expected whole seconds since 1970 (0 to {MAX_EPOCH_S}), got {shown(epoch)}",
                          source="SOURCE_DATE_EPOCH")
     return datetime.datetime.fromtimestamp(int(epoch), tz=datetime.UTC).date().isoformat()
 
@@ -241,8 +242,8 @@ def refuse_overlay(name_or_path: str, name: str, flag: str) -> None:
     """A calibration overlay is not calibrated again: its published config is."""
     published = measured_config(name_or_path)
     if published != name:
-        raise InputError(f"{name!r} is a calibrated overlay; calibrate the published config it extends "
-                         f"({published!r})", source=flag)
+        raise InputError(f"{shown(name)} is a calibrated overlay; calibrate the published config it extends "
+                         f"({shown(published)})", source=flag)
 
 
 def overlay_name(arch: str, output: str) -> str:
@@ -251,13 +252,13 @@ def overlay_name(arch: str, output: str) -> str:
     _, spec = load_arch_and_spec(arch)
     path = Path(output)
     if path.suffix.lower() != ".yaml" or not path.stem:
-        raise InputError(f"expected NAME.yaml (configs are found by their name), got {output!r}", source="-o")
+        raise InputError(f"expected NAME.yaml (configs are found by their name), got {shown(output)}", source="-o")
     name = path.stem
     if name == spec.name:
-        raise InputError(f"the overlay would be named {name!r}, as the config it extends; name the file "
+        raise InputError(f"the overlay would be named {shown(name)}, as the config it extends; name the file "
                          f"otherwise (e.g. {spec.name}-calibrated.yaml)", source="-o")
     if name in builtin_names() and not is_calibration(read_yaml(find_config(name))[0]):
-        raise InputError(f"{name!r} is a published config's name: the overlay would pass for it; name the overlay "
+        raise InputError(f"{shown(name)} is a published config's name: the overlay would pass for it; name the overlay "
                          f"otherwise (e.g. {spec.name}-calibrated.yaml)", source="-o")
     return name
 

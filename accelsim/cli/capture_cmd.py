@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from accelsim.capture.common import split_target
 from accelsim.capture.triton_compile import check_compile_target
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families import FAMILIES
 from accelsim.families.base import parse_assignments
 from accelsim.files import check_output_file, write_json
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the built-in kernel family this kernel implements (written as metadata.family): a "
                         "calibrated chip's family_values for it then apply to the trace, as to the family")
     p.add_argument("-o", "--output", required=True, metavar="TRACE.json", help="where to write the kernel trace")
-    p.set_defaults(run=run_capture)
+    p.set_defaults(run=run_capture, options_of_fields={"compile_for": "--compile-for"})
 
 
 EXTRAS = {"jax": "jax", "jaxlib": "jax", "triton": "triton", "torch": "triton"}
@@ -42,7 +42,7 @@ def run_capture(args: argparse.Namespace) -> int:
         raise InputError("--launch applies to Pallas capture", source="--launch")
     check_compile_target(args.tool, args.compile_for)
     if args.family is not None and args.family not in FAMILIES:
-        raise InputError(f"unknown kernel family {args.family!r}; expected one of: {', '.join(FAMILIES)}",
+        raise InputError(f"unknown kernel family {shown(args.family)}; expected one of: {', '.join(FAMILIES)}",
                          source="--family")
     check_output_file(args.output, "-o", inputs=[path])  # never over the kernel's own source
     try:

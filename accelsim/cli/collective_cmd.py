@@ -9,7 +9,7 @@ import time
 
 from accelsim.arch.model import load_arch
 from accelsim.cli.output import print_json, table
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import ALGORITHMS, KINDS
 from accelsim.results import CollectiveResult
@@ -85,9 +85,9 @@ def parse_group(text: str, size: int) -> list[int]:
         try:
             first, last = int(low), int(high if dash else low)
         except ValueError:
-            raise InputError(f"expected rank numbers or ranges like 0-7, got {item.strip()!r}", source="--group") from None
+            raise InputError(f"expected rank numbers or ranges like 0-7, got {shown(item.strip())}", source="--group") from None
         if first > last:
-            raise InputError(f"range {item.strip()!r} runs backwards", source="--group")
+            raise InputError(f"range {shown(item.strip())} runs backwards", source="--group")
         if last >= size:
             raise InputError(f"rank {last} is past the system's {size} ranks (0-{size - 1})", source="--group")
         ranks.extend(range(first, last + 1))
@@ -111,17 +111,17 @@ def parse_size(text: str, option: str) -> float:
         except UnitError as exc:
             raise InputError(f"{exc}; or nccl-tests' 8, 64K, 8G (powers of 1024)", source=option) from None
     if not 1 <= value <= MAX_EXACT_BYTES or not float(value).is_integer():
-        raise InputError(f"size must be a whole number of bytes from 1 B to 8 PiB, got {text!r}", source=option)
+        raise InputError(f"size must be a whole number of bytes from 1 B to 8 PiB, got {shown(text)}", source=option)
     return value
 
 
 def sweep_sizes(text: str) -> list[float]:
     low_text, sep, high_text = text.partition(":")
     if not sep:
-        raise InputError(f"expected MIN:MAX (e.g. 8B:8GiB), got {text!r}", source="--sweep-bytes")
+        raise InputError(f"expected MIN:MAX (e.g. 8B:8GiB), got {shown(text)}", source="--sweep-bytes")
     low, high = parse_size(low_text, "--sweep-bytes"), parse_size(high_text, "--sweep-bytes")
     if high < low:
-        raise InputError(f"MAX is below MIN in {text!r}", source="--sweep-bytes")
+        raise InputError(f"MAX is below MIN in {shown(text)}", source="--sweep-bytes")
     sizes = []
     size = low
     while size <= high:

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="an XLA compiler option, e.g. xla_tpu_enable_windowed_einsum_for_all_gather=true (repeatable)")
     p.add_argument("-o", "--output", required=True, metavar="STEP.hlo.txt",
                    help="where to write the HLO text")
-    p.set_defaults(run=run_compile)
+    p.set_defaults(run=run_compile, options_of_fields={"topology": "--topology", "mesh": "--mesh"})
 
 
 def run_compile(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 from accelsim.arch.model import load_arch
 from accelsim.cli.output import table
 from accelsim.cli.simulate_cmd import load_chip
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.engine.timeline import chrome_trace
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.search import run_config, split_params
@@ -53,7 +53,7 @@ def run_demo(args: argparse.Namespace) -> int:
     timelines = [f"{chip.name}-{case[1]}-{i}.timeline.json" for i, (chip, case) in enumerate(cases)]
     for name in (*timelines, ROOFLINE, SYSTEM_TIMELINE):  # before the work: no half-written demo
         if (out / name).is_dir():
-            raise InputError(f"{str(out / name)!r} is a folder; the demo writes a file there", source="--out")
+            raise InputError(f"{shown(str(out / name))} is a folder; the demo writes a file there", source="--out")
     rows, points = [], []
     for (chip, (label, family_name, given)), timeline in zip(cases, timelines):
         family = get_family(family_name)

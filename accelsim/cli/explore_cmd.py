@@ -13,8 +13,8 @@ from accelsim.capture.triton_compile import check_compile_target
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs
 from accelsim.cli.output import print_json, table
-from accelsim.cli.simulate_cmd import load_chip
-from accelsim.errors import InputError, read_text_file
+from accelsim.cli.simulate_cmd import FAMILY_OPTIONS, load_chip
+from accelsim.errors import InputError, read_text_file, shown
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import split_params
@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "same)")
     p.add_argument("-o", "--output", metavar="DIR", help="write ranking.csv, ranking.md and ranking.png here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=run_explore)
+    p.set_defaults(run=run_explore, options_of_fields={**FAMILY_OPTIONS, "space": "--space",
+                                                            "compile_for": "--compile-for"})
 
 
 def run_explore(args: argparse.Namespace) -> int:
@@ -115,7 +116,7 @@ def _explore_captured(args, chip, space):
     params = parse_assignments(args.param, "--param")
     check_compile_target(tool, args.compile_for)
     if args.family is not None and args.family not in FAMILIES:
-        raise InputError(f"unknown kernel family {args.family!r}; expected one of: {', '.join(FAMILIES)}",
+        raise InputError(f"unknown kernel family {shown(args.family)}; expected one of: {', '.join(FAMILIES)}",
                          source="--family")
     if space is None:
         if tool != "triton":

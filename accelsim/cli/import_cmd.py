@@ -36,7 +36,7 @@ def register_nccl_tests(sub: argparse._SubParsersAction) -> None:
                                                           "(nccl-tests built without MPI)")
     p.add_argument("--algorithm", choices=ALGORITHMS_RAN, default="auto",
                    help="what NCCL ran: auto (its own choice, the default), ring (NCCL_ALGO=Ring or NVLS off), nvls")
-    p.set_defaults(run=run_nccl_tests)
+    p.set_defaults(run=run_nccl_tests, options_of_fields={"system": "--system"})
 
 
 def run_nccl_tests(args: argparse.Namespace) -> int:
@@ -77,7 +77,7 @@ def add_importer(formats: argparse._SubParsersAction, importer: Importer) -> Non
     if importer.what_if:
         add_set_option(p)
     p.add_argument("-o", "--output", required=True, metavar="OUT.json", help=f"{importer.writes} to write")
-    p.set_defaults(run=lambda args: run_importer(importer, args))
+    p.set_defaults(run=lambda args: run_importer(importer, args), options_of_fields=importer.options_of_fields)
 
 
 def run_importer(importer: Importer, args: argparse.Namespace) -> int:

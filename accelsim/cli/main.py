@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from accelsim.arch.loader import OverrideError
-from accelsim.errors import InputError, located_at_option
+from accelsim.errors import InputError, located_at_option, shown, shown_text
 
 EXIT_BAD_INPUT = 2
 
@@ -71,7 +71,7 @@ def check_assignments(argv: Sequence[str]) -> None:
             continue
         after = argv[i + 2] if i + 2 < len(argv) and not argv[i + 2].startswith("-") else None
         fix = f" (write {token} {shlex.quote(f'{value}={after}')})" if after is not None else ""
-        raise InputError(f"expected {form}, got {value!r}: the '=' is missing{fix}", source=token)
+        raise InputError(f"expected {form}, got {shown(value)}: the '=' is missing{fix}", source=token)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:  # a path given that cannot be read or written (checked up front where known)
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{shown_text(str(exc.filename))}: " if exc.filename else ""
         print(f"accelsim: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically, a sweep resumes from its journal

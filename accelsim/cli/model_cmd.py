@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   "written to DIR)")
     p.add_argument("--limit", type=int, default=12, metavar="N",
                    help=f"--sweep: layouts replayed, best bound first (1-{MAX_REPLAYS}; default 12)")
-    p.set_defaults(run=run_model, options_of_fields={"system": "--system"})
+    p.set_defaults(run=run_model, options_of_fields={"system": "--system", "framework": "--framework"})
 
 
 def run_model(args: argparse.Namespace) -> int:

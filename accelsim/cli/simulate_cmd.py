@@ -13,7 +13,7 @@ from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.engine.chip import simulate_kernel
 from accelsim.engine.timeline import chrome_trace
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families import FAMILIES, get_family
 from accelsim.families.base import parse_assignments
 from accelsim.families.search import best_config, run_config, split_params
@@ -22,6 +22,11 @@ from accelsim.report.peaks import roofline_figures
 from accelsim.results import KernelResult
 from accelsim.trace.kernel import load_trace
 from accelsim.units import format_quantity
+
+FAMILY_OPTIONS = {"family": "--kernel", "params": "--param"}
+"""The options that give a kernel family and its parameters: the families' errors name
+``family`` and ``params.NAME`` (as a system trace's family op has them), the command line
+``--kernel`` and ``--param: NAME``."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,13 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
     collective_cmd.add_options(p)
-    p.set_defaults(run=run_simulate, options_of_fields=collective_cmd.OPTIONS_OF_FIELDS)
+    p.set_defaults(run=run_simulate, options_of_fields={**collective_cmd.OPTIONS_OF_FIELDS, **FAMILY_OPTIONS})
 
 
 def load_chip(name: str, overrides: list[str]) -> Chip:
     arch = load_arch(name, overrides)
     if not isinstance(arch, Chip):
-        raise InputError(f"{name!r} is a {type(arch).__name__.lower()}; kernels run on a chip", source="--arch")
+        raise InputError(f"{shown(name)} is a {type(arch).__name__.lower()}; kernels run on a chip", source="--arch")
     return arch
 
 

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fresh", action="store_true", help="discard the folder's journal instead of resuming from it")
     p.add_argument("--dry-run", action="store_true", help="check the spec and list the points; run nothing")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(run=run_sweep_cmd)
+    p.set_defaults(run=run_sweep_cmd, options_of_fields={"output": "-o", "ray": "--ray"})
 
 
 def run_sweep_cmd(args: argparse.Namespace) -> int:

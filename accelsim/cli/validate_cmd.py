@@ -11,7 +11,7 @@ from accelsim.arch.loader import measured_config
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.calibrate_cmd import check_jobs, chosen_parameters, select
 from accelsim.cli.simulate_cmd import load_chip
-from accelsim.errors import InputError
+from accelsim.errors import InputError, located_at_option
 from accelsim.files import check_output_dir
 from accelsim.validate.calibrate import SPLITS
 from accelsim.validate.compare import compare, measurement_files
@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the measurements are power readings (docs/power.md): report energy errors in DIR/power.md")
     add_step_options(p)
     add_set_option(p)
-    p.set_defaults(run=run_validate)
+    p.set_defaults(run=run_validate, options_of_fields={"arch": "--arch", "system": "--system", "measurements": "--measurements",
+                                                       "step_device": "--step-device"})
 
 
 def add_step_options(p: argparse.ArgumentParser) -> None:
@@ -138,6 +139,7 @@ def write_step(args: argparse.Namespace, chip, out, file: str, step: dict) -> No
     try:
         comparison = compare_step(step, file, chip, trace=trace, system=system, device=args.step_device)
     except InputError as exc:
+        located_at_option(exc, {"step_device": "--step-device"})  # the one field an option gave
         exc.source = exc.source or args.step_trace or file
         raise
     path = write_step_report(comparison, out, command_line(args))

@@ -25,4 +25,4 @@ FAMILIES.register_lazy("elementwise", "accelsim.families.elementwise:FAMILY")
 
 
 def get_family(name: str) -> Family:
-    return FAMILIES.get(name, source="--kernel")
+    return FAMILIES.get(name, field="family")

@@ -100,9 +100,9 @@ def _problem(p: dict[str, Any]) -> dict[str, Any]:
     q["kv_heads"] = p["kv_heads"] or p["heads"]
     q["seq_kv"] = p["seq_kv"] or p["seq_q"]
     if q["heads"] % q["kv_heads"]:
-        raise InputError(f"heads={p['heads']} is not a multiple of kv_heads={q['kv_heads']}", source="--param", field="kv_heads")
+        raise InputError(f"heads={p['heads']} is not a multiple of kv_heads={q['kv_heads']}", field="params.kv_heads")
     if q["causal"] and q["seq_kv"] < q["seq_q"]:
-        raise InputError("causal attention needs seq_kv >= seq_q", source="--param", field="seq_kv")
+        raise InputError("causal attention needs seq_kv >= seq_q", field="params.seq_kv")
     q["group"] = q["heads"] // q["kv_heads"]
     q["backward"] = q["pass"] != "fwd"
     # a causal mask over one query row masks nothing (bottom-right aligned): decode; with
@@ -193,28 +193,28 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     p["schedule"] = impl.schedule_for(chip)
     for key in ("block_m", "block_n", "num_stages", "num_warps", "split_kv"):
         if not isinstance(config.get(key), int) or config[key] < 1:
-            raise InputError("expected a positive integer", source="--param", field=key)
+            raise InputError("expected a positive integer", field=f"params.{key}")
     if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
-        raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
+        raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", field="params.dtype")
     if config["split_kv"] > 1:
         if not (p["decode"] and isinstance(chip, GpuChip)):
             raise InputError("split_kv applies to GPU decode (seq_q * heads per KV head <= 64, seq_q <= 16, "
-                             "forward) only", source="--param", field="split_kv")
+                             "forward) only", field="params.split_kv")
         chunk, used = kv_split(p["seq_kv"], config["split_kv"], config["block_n"])
         if used < config["split_kv"]:
             raise InputError(f"split_kv={config['split_kv']} leaves some splits without keys: seq_kv={p['seq_kv']} "
                              f"in blocks of {config['block_n']} gives at most {used} splits of {chunk} keys",
-                             source="--param", field="split_kv")
+                             field="params.split_kv")
     need = _local_bytes(p, config, chip.kind, chip.staged_buffers(config["num_stages"]))
     limit, limit_field = local_limit(chip)
     combine = _combine_local_bytes(config["split_kv"], p["seq_q"])
     if config["split_kv"] > 1 and combine > limit:
         raise InputError(f"split_kv={config['split_kv']}: the combine kernel holds every split's log-sum-exp, "
                          f"{combine} bytes of local memory per program; {chip.name} allows {int(limit)} "
-                         f"({limit_field})", source="--param", field="split_kv")
+                         f"({limit_field})", field="params.split_kv")
     if need > limit:
         raise InputError(f"blocks need {need} bytes of local memory per program; "
-                         f"{chip.name} allows {int(limit)} ({limit_field})", source="--param", field="block_m")
+                         f"{chip.name} allows {int(limit)} ({limit_field})", field="params.block_m")
     # a config estimated above the limit would spill (our backward at 64x128 with 8 warps
     # spills 1.1 KB a thread compiled for sm_90)
     # a library's own launch compiles (its registers are what it allocates, clamped), a searched one may spill
@@ -222,7 +222,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     needed = _registers_needed(p, config) if isinstance(chip, GpuChip) and searched else 0
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
-                         "spill); use more warps or smaller blocks", source="--param", field="num_warps")
+                         "spill); use more warps or smaller blocks", field="params.num_warps")
 
 
 def _out_bytes(p: dict[str, Any]) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.arch.model import Chip, GpuChip, TpuChip
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.trace.kernel import MAX_COUNT
 from accelsim.trace.kernel import KernelTrace
 
@@ -36,20 +36,22 @@ class Param:
     def required(self) -> bool:
         return self.default is None
 
-    def parse(self, text: Any, source: str) -> Any:
-        value = self._convert(text, source)
+    def parse(self, text: Any, where: str = "params") -> Any:
+        """``text`` converted and checked; errors name the field ``where.name`` (``params.M``)."""
+        field = f"{where}.{self.name}"
+        value = self._convert(text, field)
         if self.choices is not None and value not in self.choices:
             raise InputError(
-                f"expected one of: {', '.join(map(str, self.choices))}; got {text!r}", source=source, field=self.name
+                f"expected one of: {', '.join(map(str, self.choices))}; got {shown(text)}", field=field
             )
         if self.kind is int and self.minimum is not None and value < self.minimum:
-            raise InputError(f"expected an integer >= {self.minimum}, got {value}", source=source, field=self.name)
+            raise InputError(f"expected an integer >= {self.minimum}, got {shown(value)}", field=field)
         if self.kind is int and value > MAX_COUNT:
-            raise InputError(f"expected an integer <= 2^48 (the largest count a kernel trace holds), got {value}",
-                             source=source, field=self.name)
+            raise InputError(f"expected an integer <= 2^48 (the largest count a kernel trace holds), got {shown(value)}",
+                             field=field)
         return value
 
-    def _convert(self, text: Any, source: str) -> Any:
+    def _convert(self, text: Any, field: str) -> Any:
         if self.kind is bool:
             if isinstance(text, bool):
                 return text
@@ -58,10 +60,10 @@ class Param:
                 return True
             if lowered in ("0", "false", "no", "off"):
                 return False
-            raise InputError(f"expected true or false, got {text!r}", source=source, field=self.name)
+            raise InputError(f"expected true or false, got {shown(text)}", field=field)
         if self.kind is int:
             if isinstance(text, bool):
-                raise InputError(f"expected an integer, got {text!r}", source=source, field=self.name)
+                raise InputError(f"expected an integer, got {shown(text)}", field=field)
             if isinstance(text, int):
                 return text
             digits = str(text).replace("_", "").strip()
@@ -69,33 +71,35 @@ class Param:
                 return int(digits, 10)
             except ValueError:
                 pass
-            return _whole_number(digits, text, source, self.name)
+            return _whole_number(digits, text, field)
         return str(text)
 
 
-def _whole_number(digits: str, text: Any, source: str, name: str) -> int:
+def _whole_number(digits: str, text: Any, field: str) -> int:
     """``1e15`` or ``4096.0``: a whole number written as a float, exact below 2^53."""
     try:
         value = float(digits)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value.is_integer() and abs(value) <= 2**53):
-        raise InputError(f"expected an integer, got {text!r}", source=source, field=name)
+        raise InputError(f"expected an integer, got {shown(text)}", field=field)
     return int(value)
 
 
-def parse_values(specs: Sequence[Param], given: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """Check names, convert types, fill defaults; errors name the parameter."""
+def parse_values(specs: Sequence[Param], given: Mapping[str, Any], where: str = "params") -> dict[str, Any]:
+    """Check names, convert types, fill defaults; errors name the parameter's field,
+    ``where.name`` (``params.M``: a caller that took the values from elsewhere, a command
+    line option or another file's field, says so)."""
     known = {p.name: p for p in specs}
     for name in given:
         if name not in known:
-            raise InputError(f"unknown parameter; expected one of: {', '.join(known)}", source=source, field=name)
+            raise InputError(f"unknown parameter; expected one of: {', '.join(known)}", field=f"{where}.{name}")
     out = {}
     for spec in specs:
         if spec.name in given:
-            out[spec.name] = spec.parse(given[spec.name], source)
+            out[spec.name] = spec.parse(given[spec.name], where)
         elif spec.required:
-            raise InputError("missing required parameter", source=source, field=spec.name)
+            raise InputError("missing required parameter", field=f"{where}.{spec.name}")
         else:
             out[spec.name] = spec.default
     return out
@@ -107,12 +111,12 @@ def parse_assignments(items: Sequence[str], source: str) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InputError(f"expected K=V, got {item!r}", source=source)
+            raise InputError(f"expected K=V, got {shown(item)}", source=source)
         out[key.strip()] = value.strip()
     return out
 
 
-def check_powers_of_two(config: Mapping[str, Any], fields: Sequence[str], source: str = "--param") -> None:
+def check_powers_of_two(config: Mapping[str, Any], fields: Sequence[str]) -> None:
     """Refuse a value Triton would not compile: every dimension of a Triton block tensor and
     the range of ``tl.arange`` must be a power of two, and so must ``num_warps`` (triton
     3.9.0: ``_utils.validate_block_shape``, "Shape element {i} must be a power of 2", run
@@ -124,7 +128,7 @@ def check_powers_of_two(config: Mapping[str, Any], fields: Sequence[str], source
         value = config.get(name)
         if isinstance(value, int) and (value < 1 or value & (value - 1)):
             raise InputError(f"expected a power of two on a GPU (Triton's block sizes and num_warps must be), "
-                             f"got {value}", source=source, field=name)
+                             f"got {value}", field=f"params.{name}")
 
 
 def local_limit(chip: Chip) -> tuple[float, str]:
@@ -179,11 +183,11 @@ class Family:
         """``config`` as printed for ``chip``: without the GPU-only fields on a TPU."""
         return {k: v for k, v in config.items() if isinstance(chip, GpuChip) or k not in self.gpu_only}
 
-    def parse_config(self, given: Mapping[str, Any], source: str = "--param") -> dict[str, Any]:
+    def parse_config(self, given: Mapping[str, Any], where: str = "params") -> dict[str, Any]:
         """The config values given, each converted and checked (type, choices, minimum);
         none is required."""
         specs = [Param(p.name, p.kind, default=False, choices=p.choices, help=p.help, minimum=p.minimum) for p in self.config_params]
-        return parse_values(specs, given, source)
+        return parse_values(specs, given, where)
 
     def resolve_config(self, params: dict[str, Any], given: Mapping[str, Any], chip: Chip) -> dict[str, Any]:
         """Defaults for what the user did not set, then the user's values, checked on the chip

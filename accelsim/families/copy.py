@@ -70,21 +70,21 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     block = config.get("block_bytes")
     if not isinstance(block, int) or block < 1:
-        raise InputError("expected a positive integer", source="--param", field="block_bytes")
+        raise InputError("expected a positive integer", field="params.block_bytes")
     if isinstance(chip, TpuChip):
         if block % TPU_BLOCK_GRANULE_BYTES:
             raise InputError(f"expected a multiple of {TPU_BLOCK_GRANULE_BYTES} (one 8x128 tile of 32-bit words), "
-                             f"got {block}", source="--param", field="block_bytes")
+                             f"got {block}", field="params.block_bytes")
         need = _tpu_local_bytes(block)
         if need > chip.local.capacity_bytes:
             raise InputError(f"double-buffered blocks need {need} bytes of VMEM; {chip.name} has "
-                             f"{int(chip.local.capacity_bytes)}", source="--param", field="block_bytes")
+                             f"{int(chip.local.capacity_bytes)}", field="params.block_bytes")
         return
     if config.get("num_warps") not in WARP_CHOICES:
-        raise InputError(f"expected one of: {', '.join(map(str, WARP_CHOICES))}", source="--param", field="num_warps")
+        raise InputError(f"expected one of: {', '.join(map(str, WARP_CHOICES))}", field="params.num_warps")
     if block % VECTOR_BYTES:
         raise InputError(f"expected a multiple of {VECTOR_BYTES} (one vector per thread), got {block}",
-                         source="--param", field="block_bytes")
+                         field="params.block_bytes")
 
 
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:

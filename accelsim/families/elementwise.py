@@ -101,47 +101,47 @@ def config_space(params: dict[str, Any], chip: Chip) -> list[dict[str, Any]]:
 
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if params["inputs"] + params["outputs"] < 1:
-        raise InputError("expected at least one input or output array", source="--param", field="inputs")
+        raise InputError("expected at least one input or output array", field="params.inputs")
     block = config.get("block_elements")
     if not isinstance(block, int) or block < 1:
-        raise InputError("expected a positive integer", source="--param", field="block_elements")
+        raise InputError("expected a positive integer", field="params.block_elements")
     if isinstance(chip, TpuChip):
         if config.get("local_memory_bytes"):
             raise InputError("applies to GPUs only (a Pallas kernel's VMEM is its double-buffered blocks)",
-                             source="--param", field="local_memory_bytes")
+                             field="params.local_memory_bytes")
         if params["dtype"] == "fp64":
             raise InputError(f"{chip.name} has no fp64 vector unit; expected one of: "
-                             f"{', '.join(DTYPES[1:])}", source="--param", field="dtype")
+                             f"{', '.join(DTYPES[1:])}", field="params.dtype")
         granule = _tpu_granule(params)
         if block % granule:
             raise InputError(f"expected a multiple of {granule} (whole 8x128 tiles of {params['dtype']}), got {block}",
-                             source="--param", field="block_elements")
+                             field="params.block_elements")
         need = _tpu_local_bytes(params, block)
         if need > chip.local.capacity_bytes:
             raise InputError(f"double-buffered blocks need {need} bytes of VMEM; {chip.name} has "
-                             f"{int(chip.local.capacity_bytes)}", source="--param", field="block_elements")
+                             f"{int(chip.local.capacity_bytes)}", field="params.block_elements")
         return
     warps = config.get("num_warps")
     if not isinstance(warps, int) or not 1 <= warps <= MAX_WARPS:
-        raise InputError(f"expected an integer from 1 to {MAX_WARPS} (up to 1024 threads)", source="--param",
-                         field="num_warps")
+        raise InputError(f"expected an integer from 1 to {MAX_WARPS} (up to 1024 threads)", 
+                         field="params.num_warps")
     threads = config["num_warps"] * chip.occupancy.warp_size
     if block % threads:
         raise InputError(f"expected a multiple of the program's {threads} threads (whole elements per thread), "
-                         f"got {block}", source="--param", field="block_elements")
+                         f"got {block}", field="params.block_elements")
     local = config.get("local_memory_bytes", 0)
     if not isinstance(local, int) or local < 0:
-        raise InputError("expected an integer >= 0", source="--param", field="local_memory_bytes")
+        raise InputError("expected an integer >= 0", field="params.local_memory_bytes")
     limit, limit_field = local_limit(chip)
     if local > limit:
         raise InputError(f"{local} bytes per program; {chip.name} allows {int(limit)} ({limit_field})",
-                         source="--param", field="local_memory_bytes")
+                         field="params.local_memory_bytes")
     registers = _registers(params, block // threads)
     if (registers > chip.occupancy.max_registers_per_thread
             or registers * threads > chip.occupancy.registers_per_core):
         raise InputError(f"{block // threads} elements per thread of {params['inputs']} input(s) need {registers} "
                          f"registers per thread: more than one {chip.name} core holds for {threads} threads",
-                         source="--param", field="block_elements")
+                         field="params.block_elements")
 
 
 def _registers(params: dict[str, Any], per_thread: int) -> int:

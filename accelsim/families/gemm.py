@@ -97,7 +97,7 @@ CONFIG = (
 def _problem(params: dict[str, Any]) -> tuple[int, int, int, int, str]:
     groups, batch = params["groups"], params["batch"]
     if params["M"] % groups:
-        raise InputError(f"M={params['M']} is not divisible by groups={groups}", source="--param", field="groups")
+        raise InputError(f"M={params['M']} is not divisible by groups={groups}", field="params.groups")
     return params["M"] // groups, params["N"], params["K"], batch * groups, params["dtype"]
 
 
@@ -252,62 +252,61 @@ def max_cluster(chip: Chip) -> int:
 def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     for key in ("block_m", "block_n", "block_k", "group_m", "split_k", "num_stages", "num_warps"):
         if not isinstance(config.get(key), int) or config[key] < 1:
-            raise InputError("expected a positive integer", source="--param", field=key)
+            raise InputError("expected a positive integer", field=f"params.{key}")
     split, k = config["split_k"], params["K"]
     if isinstance(chip, GpuChip) and (split - 1) * math.ceil(k / split) >= k:
         raise InputError(f"split_k={split} leaves some of its K slices empty (K={k}, ceil(K/split_k) each); "
-                         f"use fewer splits", source="--param", field="split_k")
+                         f"use fewer splits", field="params.split_k")
     dtype = params["dtype"]
     on_vector_units = isinstance(chip, GpuChip) and dtype == "fp32"
     if not on_vector_units and dtype not in chip.matrix.flops_per_cycle_per_core:
-        raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", source="--param", field="dtype")
+        raise InputError(f"{chip.name} has no matrix-unit rate for {dtype}", field="params.dtype")
     need = _local_bytes(config, dtype, chip.kind, chip.staged_buffers(config["num_stages"]), output_dtype(params))
     limit, limit_field = local_limit(chip)
     if need > limit:
         raise InputError(
             f"block_m/block_n/block_k/num_stages need {need} bytes of local memory per program; "
             f"{chip.name} allows {int(limit)} ({limit_field})",
-            source="--param",
-            field="block_m",
+            field="params.block_m",
         )
     if config.get("tile_scheduler") == "stream_k" and config.get("schedule") is None:
         raise InputError("tile_scheduler=stream_k is a persistent warp-specialized kernel's scheduler: give "
-                         "schedule=cooperative (impl=cutlass or cublas)", source="--param", field="tile_scheduler")
+                         "schedule=cooperative (impl=cutlass or cublas)", field="params.tile_scheduler")
     cluster = config.get("cluster", 1)
     if not isinstance(cluster, int) or cluster < 1:
-        raise InputError("expected a positive integer", source="--param", field="cluster")
+        raise InputError("expected a positive integer", field="params.cluster")
     if cluster > 1:
         most = max_cluster(chip)
         if cluster > most:
             raise InputError(f"{chip.name} cannot multicast a read to {cluster} programs (at most {most})",
-                             source="--param", field="cluster")
+                             field="params.cluster")
         if config.get("multicast", "B") == "B" and config["group_m"] % cluster:
             raise InputError(f"cluster={cluster} pairs consecutive programs down M: group_m must be a multiple of it",
-                             source="--param", field="group_m")
+                             field="params.group_m")
     pair = config.get("pair", 1)
     if not isinstance(pair, int) or pair < 1:
-        raise InputError("expected a positive integer", source="--param", field="pair")
+        raise InputError("expected a positive integer", field="params.pair")
     if pair > 1:
         most = chip.matrix.pair if isinstance(chip, GpuChip) else 1
         if pair > most:
             raise InputError(f"{chip.name} cannot span one MMA over {pair} programs (matrix_unit.pair: {most})",
-                             source="--param", field="pair")
+                             field="params.pair")
         if on_vector_units:
-            raise InputError("fp32 GEMMs run on the CUDA cores: no MMA to pair", source="--param", field="pair")
+            raise InputError("fp32 GEMMs run on the CUDA cores: no MMA to pair", field="params.pair")
         if cluster > 1:
             raise InputError("pair and cluster both share B tiles within a cluster; give one of them",
-                             source="--param", field="pair")
+                             field="params.pair")
         if config["group_m"] % pair:
             raise InputError(f"pair={pair} spans consecutive programs down M: group_m must be a multiple of it",
-                             source="--param", field="group_m")
+                             field="params.group_m")
     if accumulates_in_tensor_memory(chip, dtype):
         if config["block_m"] * config["block_n"] * ACC_BYTES > chip.local.tensor_memory_bytes:
             raise InputError(f"the {config['block_m']}x{config['block_n']} fp32 accumulator does not fit in "
                              f"{chip.name}'s {int(chip.local.tensor_memory_bytes)} bytes of tensor memory; use "
-                             f"smaller blocks", source="--param", field="block_n")
+                             f"smaller blocks", field="params.block_n")
     elif isinstance(chip, GpuChip) and config["block_m"] * config["block_n"] // (config["num_warps"] * 32) > 255:
         raise InputError("the accumulator does not fit in registers; use more warps or smaller blocks",
-                         source="--param", field="num_warps")
+                         field="params.num_warps")
 
 
 def triton_build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
@@ -332,7 +331,7 @@ def implementation(params: dict[str, Any], chip: Chip):
     if isinstance(chip, TpuChip):
         if name not in ("default", "triton"):
             raise InputError(f"{chip.name} runs the Pallas blocked matmul; impl={name} is a GPU library",
-                             source="--param", field="impl")
+                             field="params.impl")
         return triton.IMPL
     if name == "default":
         return cublas.IMPL if chip.vendor == "nvidia" else triton.IMPL

@@ -256,7 +256,7 @@ def gpu_layout(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: 
             f"{block_rows} rows of {params['cols']} columns need {registers} registers per thread with "
             f"{warps} warps; {chip.name} allows {register_budget(chip, warps)}: use block_rows=1 "
             "(a column loop) or more warps",
-            source="--param", field="block_rows",
+            field="params.block_rows",
         )
     return GpuLayout(1, threads * LOOP_ELEMENTS_PER_THREAD, LOOP_ELEMENTS_PER_THREAD + REGISTERS_OVERHEAD)
 
@@ -317,16 +317,16 @@ def config_space(op: RowOp, params: dict[str, Any], chip: Chip) -> list[dict[str
 def check(op: RowOp, params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     block_rows = config.get("block_rows")
     if not isinstance(block_rows, int) or block_rows < 1:
-        raise InputError("expected a positive integer", source="--param", field="block_rows")
+        raise InputError("expected a positive integer", field="params.block_rows")
     if isinstance(chip, TpuChip):
         _check_tpu(op, params, block_rows, chip)
         return
     warps = config.get("num_warps")
     if warps not in WARP_CHOICES:
-        raise InputError(f"expected one of: {', '.join(map(str, WARP_CHOICES))}", source="--param", field="num_warps")
+        raise InputError(f"expected one of: {', '.join(map(str, WARP_CHOICES))}", field="params.num_warps")
     if block_rows & (block_rows - 1):
         raise InputError(f"expected a power of two (a Triton block dimension), got {block_rows}",
-                         source="--param", field="block_rows")
+                         field="params.block_rows")
     gpu_layout(op, params, config, chip)
 
 
@@ -334,13 +334,13 @@ def _check_tpu(op: RowOp, params: dict[str, Any], block_rows: int, chip: Chip) -
     rows, cols = params["rows"], params["cols"]
     if block_rows % 8 and block_rows != rows:
         raise InputError(f"expected a multiple of 8 (TPU sublanes) or all {rows} rows, got {block_rows}",
-                         source="--param", field="block_rows")
+                         field="params.block_rows")
     need = _tpu_local_bytes(op, block_rows, cols, params["dtype"])
     if need > chip.local.capacity_bytes:
         raise InputError(
             f"a [{block_rows}, {cols}] block needs {need} bytes of VMEM (buffers and fp32 scratch); "
             f"{chip.name} has {int(chip.local.capacity_bytes)}",
-            source="--param", field="block_rows" if block_rows > 8 else "cols",
+            field="params.block_rows" if block_rows > 8 else "params.cols",
         )
 
 
@@ -513,7 +513,7 @@ def implementation(op: RowOp, params: dict[str, Any], chip: Chip):
     name = params.get("impl", "default")
     if isinstance(chip, TpuChip) and name not in ("default", "triton"):
         raise InputError(f"{chip.name} runs the Pallas kernel; impl={name} is a GPU implementation",
-                         source="--param", field="impl")
+                         field="params.impl")
     return {"default": triton.IMPL, "triton": triton.IMPL, "liger": liger.IMPL, "torch": torch.IMPL}[name]
 
 

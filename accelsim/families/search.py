@@ -18,7 +18,7 @@ from accelsim.engine.chip import (
     simulate_kernel,
 )
 from accelsim.engine.programs import program_costs
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.families.base import Family, parse_values
 from accelsim.trace.kernel import KernelTrace
 
@@ -38,15 +38,15 @@ def split_params(family: Family, given: Mapping[str, str]) -> tuple[dict[str, An
     for key, value in given.items():
         if key == "config":
             if value != "auto":
-                raise InputError(f"expected 'auto', got {value!r}", source="--param", field="config")
+                raise InputError(f"expected 'auto', got {shown(value)}", field="params.config")
             auto = True
         elif key in config_names:
             config[key] = value
         else:
             problem[key] = value
     if auto and config:
-        raise InputError("config=auto searches every tunable; drop the others", source="--param", field=next(iter(config)))
-    return parse_values(family.params, problem, "--param"), config, auto
+        raise InputError("config=auto searches every tunable; drop the others", field=f"params.{next(iter(config))}")
+    return parse_values(family.params, problem), config, auto
 
 
 def run_config(family: Family, params: dict[str, Any], config: dict[str, Any], chip: Chip, *,
@@ -62,7 +62,7 @@ def fitting_space(family: Family, params: dict[str, Any], chip: Chip) -> list[di
     space = family.config_space(params, chip.for_family(family.name))
     if not space:
         family.resolve_config(params, {}, chip)  # the default config's own reason, where it has one
-        raise InputError(f"no {family.name} config fits {chip.name} for these parameters", source="--param")
+        raise InputError(f"no {family.name} config fits {chip.name} for these parameters", field="params")
     return space
 
 

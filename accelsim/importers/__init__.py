@@ -13,8 +13,8 @@ turns logs into collective measurements, not a trace: it is :mod:`accelsim.cli.i
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,9 @@ class Importer:
     """Added to the error when what it built is not a valid trace."""
     writes: str = "system trace"
     """What ``-o`` names (its help): a system trace, or a measured step."""
+    options_of_fields: Mapping[str, str] = field(default_factory=dict)
+    """The options (of :attr:`add_arguments`) that give the fields its errors name
+    (``{"group": "--group"}``): the CLI names the option."""
 
 
 IMPORTERS: Registry[Importer] = Registry("importer")

@@ -427,7 +427,7 @@ def parse_group_option(text: str) -> tuple[str, list[int]]:
             raise ValueError
         return name, expand_devices([int(r) if r.strip().isdigit() else r.strip() for r in ranks.split(",")])
     except ValueError:
-        raise InputError(f"expected NAME=RANKS like 'tp0=0-3,8', got {shown(text)}", source="--group") from None
+        raise InputError(f"expected NAME=RANKS like 'tp0=0-3,8', got {shown(text)}", field="group") from None
 
 
 # ------------------------------------------------------------------ accelsim import chakra
@@ -446,13 +446,13 @@ def _group_options(texts: Sequence[str], files: int) -> dict[str, list[int]]:
     for text in texts:
         name, ranks = parse_group_option(text)
         if name in groups:
-            raise InputError(f"process group {name!r} is given twice", source="--group")
+            raise InputError(f"process group {shown(name)} is given twice", field="group")
         if len(set(ranks)) != len(ranks):
-            raise InputError(f"process group {name!r} names a rank twice: {text!r}", source="--group")
+            raise InputError(f"process group {shown(name)} names a rank twice: {shown(text)}", field="group")
         past = [r for r in ranks if r >= files]
         if past:
-            raise InputError(f"process group {name!r} names rank {past[0]}, but there are {files} rank "
-                             f"files (ranks 0-{files - 1})", source="--group")
+            raise InputError(f"process group {shown(name)} names rank {past[0]}, but there are {files} rank "
+                             f"files (ranks 0-{files - 1})", field="group")
         groups[name] = ranks
     return groups
 
@@ -470,5 +470,5 @@ def _convert(args: argparse.Namespace) -> Imported:
 IMPORTER = Importer(
     name="chakra", help="MLCommons Chakra execution traces (JSON form of et_def.proto), one file per rank",
     add_arguments=_add_arguments, inputs=lambda args: rank_files(args.files)[0], convert=_convert,
-    hint=" (give one file per rank, in rank order, and every --group's ranks)",
+    hint=" (give one file per rank, in rank order, and every --group's ranks)", options_of_fields={"group": "--group"},
 )

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.arch.model import config_files, load_arch
-from accelsim.errors import MAX_INPUT_BYTES, InputError, read_text_file
+from accelsim.errors import MAX_INPUT_BYTES, InputError, read_text_file, shown
 from accelsim.importers import Imported, Importer
 from accelsim.importers.hlo_cost import FREE, NO_WORK_CUSTOM_CALLS, Cost, CostModel, async_wrapped
 from accelsim.importers.hlo_tpu_fusion import FusedCollective, fused_collective
@@ -573,7 +573,7 @@ def _mark(val: Val, extra: frozenset) -> Val:
 def _attr_name(inst: Instruction, key: str, source: str) -> str:
     """The computation an attribute (``body=``, ``condition=``) names."""
     if key not in inst.attrs:
-        raise InputError(f"{inst.opcode} {inst.name!r} has no {key}=", source=source, line=inst.line, field=key)
+        raise InputError(f"{inst.opcode} {shown(inst.name)} has no {key}=", source=source, line=inst.line, field=key)
     return inst.attrs[key].strip().lstrip("%")
 
 
@@ -595,7 +595,7 @@ def trip_count(module: Module, comp: Computation, inst: Instruction) -> int | No
     m = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?([^",}\s]*)"?', config)
     if m:
         if not m.group(1).isdigit():
-            raise InputError(f"known_trip_count: expected a whole number of trips, got {m.group(1)!r}",
+            raise InputError(f"known_trip_count: expected a whole number of trips, got {shown(m.group(1))}",
                              source=module.source, line=inst.line, field="backend_config")
         return int(m.group(1))
     return _pattern_trip_count(module, comp, inst)
@@ -872,7 +872,7 @@ def _import_hlo(path, system_devices, system, unit_dtypes, max_ops, rates) -> Sy
     if system_devices is not None and module.num_devices > system_devices:
         raise InputError(
             f"the HLO module runs on {module.num_devices} devices (replica_count={module.replica_count}, "
-            f"num_partitions={module.num_partitions}) but system {system!r} has {system_devices}",
+            f"num_partitions={module.num_partitions}) but system {shown(system)} has {system_devices}",
             source=str(path))
     program = lower_module(module, max_ops=max_ops, rates=rates)
     return to_system_trace(program, source=Path(path).name, system=system, unit_dtypes=unit_dtypes)
@@ -900,7 +900,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _inputs(args: argparse.Namespace) -> list[str]:
     if args.max_ops is not None and not 1 <= args.max_ops <= MAX_UNROLLED_OPS:
-        raise InputError(f"expected an op count from 1 to {MAX_UNROLLED_OPS:,}, got {args.max_ops}", source="--max-ops")
+        raise InputError(f"expected an op count from 1 to {MAX_UNROLLED_OPS:,}, got {args.max_ops}", field="max_ops")
     return [args.file]
 
 
@@ -920,5 +920,5 @@ def _convert(args: argparse.Namespace) -> Imported:
 IMPORTER = Importer(
     name="hlo", help="scheduled XLA HLO text (jit(f).lower(...).compile().as_text() or an HLO dump)",
     add_arguments=_add_arguments, inputs=_inputs, convert=_convert, configs=lambda args: config_files(args.system),
-    what_if=True,
+    what_if=True, options_of_fields={"max_ops": "--max-ops"},
 )

@@ -196,7 +196,7 @@ def measured_step(profile: Profile, *, source: str, arch: str | None, device: in
     chosen = ran_on[0] if device is None else device
     if chosen not in ran_on:
         raise InputError(f"no work on device {chosen}; the trace has devices {', '.join(map(str, ran_on[:16]))}",
-                         source="--device")
+                         field="device")
     kernels = [describe(e) for e in profile.events if e.device == chosen]
     origin = min(k["start_s"] for k in kernels)
     for k in kernels:
@@ -294,7 +294,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _inputs(args: argparse.Namespace) -> list[str]:
     if args.device is not None and not 0 <= args.device < 2**20:
-        raise InputError(f"expected a device index from 0 to {2**20 - 1}, got {args.device}", source="--device")
+        raise InputError(f"expected a device index from 0 to {2**20 - 1}, got {args.device}", field="device")
     if args.arch is not None:
         from accelsim.arch.loader import measured_config
 
@@ -337,4 +337,5 @@ IMPORTER = Importer(
                          "measurement records and the kernels' timeline, for accelsim validate",
     add_arguments=_add_arguments, inputs=_inputs, convert=_convert,
     hint=" (a kernel's family parameters that the family refuses)", writes="measured step",
+    options_of_fields={"device": "--device"},
 )

@@ -128,6 +128,6 @@ def load_model(name_or_path: str) -> ModelSpec:
         path = path / "config.json"
     if not path.exists() and not name_or_path.endswith(".json"):
         raise InputError(
-            f"unknown model {name_or_path!r}; expected one of: {', '.join(PRESETS)}, or a config.json path",
+            f"unknown model {shown(name_or_path)}; expected one of: {', '.join(PRESETS)}, or a config.json path",
             source="MODEL")
     return load_hf_config(path)

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.model.spec import ModelSpec
 from accelsim.trace.kernel import error_message
 
@@ -158,9 +158,9 @@ INFERENCE_DEFAULT = "tensorrt-llm"
 """The framework of a GPU prefill or decode step when none is named."""
 
 
-def framework_named(name: str, *, source: str = "--framework") -> Framework:
+def framework_named(name: str) -> Framework:
     if name not in FRAMEWORKS:
-        raise InputError(f"unknown framework {name!r}; expected one of: {', '.join(FRAMEWORKS)}", source=source)
+        raise InputError(f"unknown framework {shown(name)}; expected one of: {', '.join(FRAMEWORKS)}", field="framework")
     return FRAMEWORKS[name]
 
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from accelsim.arch.collective_tuning import CollectiveTuning, Protocol
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.network.nccl_tables import ll_max_bus_bytes_per_s
 from accelsim.network.topology import Topology
 from accelsim.registry import Registry
@@ -147,12 +147,12 @@ def get_algorithm(name: str) -> Callable[[Topology, Request], Plan]:
     """The plan builder called ``name`` (``ring``) or ``name/protocol`` (``ring/ll``)."""
     algorithm, slash, proto = name.partition("/")
     if algorithm == "auto" and slash:
-        raise InputError(f"auto chooses the protocol too; give NAME/PROTOCOL (e.g. ring/{proto}) or auto, got {name!r}",
+        raise InputError(f"auto chooses the protocol too; give NAME/PROTOCOL (e.g. ring/{proto}) or auto, got {shown(name)}",
                          field="algorithm")
     if algorithm not in ALGORITHMS:
         raise ALGORITHMS.unknown(algorithm, field="algorithm", also=("auto",))
     if slash and not proto:
-        raise InputError(f"expected NAME or NAME/PROTOCOL, got {name!r}", field="algorithm")
+        raise InputError(f"expected NAME or NAME/PROTOCOL, got {shown(name)}", field="algorithm")
     builder = ALGORITHMS[algorithm]
 
     def build(topo: Topology, req: Request) -> Plan:
@@ -174,15 +174,15 @@ def check_protocol(system: str, tuning: CollectiveTuning | None, name: str) -> P
     """The protocol ``name`` of a system with NCCL model ``tuning`` (see
     :func:`~accelsim.network.topology.collective_tuning`); needs no links."""
     if tuning is None:
-        raise InputError(f"{system!r} has no NCCL model, so no protocol {name!r}", field="algorithm")
+        raise InputError(f"{shown(system)} has no NCCL model, so no protocol {shown(name)}", field="algorithm")
     if name not in tuning.protocols:
-        raise InputError(f"unknown protocol {name!r}; known: {', '.join(tuning.protocols)}", field="algorithm")
+        raise InputError(f"unknown protocol {shown(name)}; known: {', '.join(tuning.protocols)}", field="algorithm")
     return tuning.protocols[name]
 
 
 def check_kind(kind: str) -> str:
     if kind not in KINDS:
-        raise InputError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}", field="kind")
+        raise InputError(f"unknown collective {shown(kind)}; known: {', '.join(KINDS)}", field="kind")
     return kind
 
 

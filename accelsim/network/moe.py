@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from accelsim.errors import InputError, read_json_file
+from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network.collectives import Plan, Stream, phase, plan
 from accelsim.network.simulate import run_plans
 from accelsim.network.topology import Topology
@@ -173,7 +173,7 @@ def _streams_low_latency(topo: Topology, r: Routing, ranks: int) -> list[Stream]
 def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None) -> Plan:
     """The plan of one dispatch (or combine: the same traffic, transposed) in ``mode``."""
     if mode not in MODES:
-        raise InputError(f"unknown MoE all-to-all mode {mode!r}; known: {', '.join(MODES)}", field="mode")
+        raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
     ranks = len(matrix) if matrix is not None else topo.ranks
     if ranks > topo.ranks:
         raise InputError(f"the matrix has {ranks} ranks; {topo.name!r} has {topo.ranks}", field="bytes")

@@ -121,12 +121,9 @@ def explore_family(family: Family, params: dict[str, Any], chip: Chip,
         unknown = sorted({key for config in configs for key in config} - known)
         if unknown:  # a typo in the space file, not a config that does not fit
             raise InputError(f"{', '.join(map(repr, unknown))}: not a {family.name} config field; expected one of: "
-                             f"{', '.join(sorted(known))}", source="--space")
+                             f"{', '.join(sorted(known))}", field="space")
         for i, config in enumerate(configs):  # a value of the wrong type is a bad space, not a config that does not fit
-            try:
-                family.parse_config(config, "--space")
-            except InputError as exc:
-                raise InputError(exc.message, source="--space", field=f"candidate {i + 1}: {exc.field}") from None
+            family.parse_config(config, f"space.candidate {i + 1}")
         job = FamilyJob(family.name, params, resolve=True)
     out = _run_jobs(job, configs, chip, jobs, chip_source)
     # report the resolved config (defaults filled in) where it ran

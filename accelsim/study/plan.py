@@ -80,7 +80,7 @@ def _check_points(spec: LoadedSpec, points: list[Point], jobs: list[Job], kinds:
             try:
                 check_job_on(job, arch)
             except InputError as exc:
-                raise spec.error(f"{where}: {job.name}: {exc.one_line()}", ("workloads", job.spec_index)) from None
+                raise spec.error(f"{where}: {job.failed(exc)}", ("workloads", job.spec_index)) from None
 
 
 def _parameter_named(spec: LoadedSpec, field: str | None) -> str | None:

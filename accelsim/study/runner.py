@@ -92,7 +92,7 @@ def require_ray():
     try:
         import ray
     except ModuleNotFoundError:
-        raise InputError("Ray is not installed: pip install -e '.[ray]'", source="--ray") from None
+        raise InputError("Ray is not installed: pip install -e '.[ray]'", field="ray") from None
     return ray
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import yaml
 
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.study.spec import (
     MAX_POINTS,
     LoadedSpec,
@@ -214,7 +214,7 @@ def substitute(value: Value, variables: dict[str, Scalar], where: str) -> Value:
     if isinstance(value, str) and value.startswith("$"):
         name = value[1:]
         if name not in variables:
-            raise InputError(f"unknown variable {value!r}; this workload's vars are: {', '.join(variables) or 'none'}",
+            raise InputError(f"unknown variable {shown(value)}; this workload's vars are: {', '.join(variables) or 'none'}",
                              source=where)
         return variables[name]
     if isinstance(value, list):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelsim.arch.model import config_files
-from accelsim.errors import InputError
+from accelsim.errors import InputError, shown
 from accelsim.files import check_output_dir, write_text_atomic
 from accelsim.study.journal import (
     JOURNAL_NAME,
@@ -121,10 +121,10 @@ def _check_output_names(out_dir: Path) -> None:
     folder a file), so a finished sweep does not stop with half its outputs written."""
     for name in OUTPUT_FILES:
         if (out_dir / name).is_dir():
-            raise InputError(f"{str(out_dir / name)!r} is a folder; the sweep writes its {name} there", source="-o")
+            raise InputError(f"{shown(str(out_dir / name))} is a folder; the sweep writes its {name} there", field="output")
     plots = out_dir / PLOTS_FOLDER
     if plots.exists() and not plots.is_dir():
-        raise InputError(f"{str(plots)!r} is a file; the sweep writes its plots into a folder there", source="-o")
+        raise InputError(f"{shown(str(plots))} is a file; the sweep writes its plots into a folder there", field="output")
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -102,6 +102,12 @@ class Job:
         p = Path(text)
         return p if p.is_absolute() else Path(self.base_dir) / p
 
+    def failed(self, exc: InputError) -> str:
+        """``exc`` as this job's error reads in the spec's: led by the job's name, unless
+        that is only its kind (an unnamed sequence), which the field names already."""
+        detail = exc.one_line()
+        return detail if self.name == self.kind else f"{self.name}: {detail}"
+
 
 # ------------------------------------------------------------------ expansion
 
@@ -205,8 +211,7 @@ def check_job(job: Job, spec: LoadedSpec, base_kinds: dict[str, str]) -> None:
     try:
         CHECKS[job.kind](job, base_kinds)
     except InputError as exc:
-        detail = exc.one_line()
-        raise spec.error(f"{job.name}: {detail}", loc) from None
+        raise spec.error(job.failed(exc), loc) from None
 
 
 def _check_kernel(job: Job, base_kinds: dict[str, str]) -> None:
@@ -233,7 +238,14 @@ def _check_sequence(job: Job, base_kinds: dict[str, str]) -> None:
             else:
                 _check_collective(Job(index=0, name="", kind="collective", body=step), base_kinds)
         except InputError as exc:
-            raise InputError(f"step {i}: {exc.one_line()}", source="sequence") from None
+            raise _in_step(exc, i) from None
+
+
+def _in_step(exc: InputError, i: int) -> InputError:
+    """A sequence step's error at its field in the workload (``sequence[0].ranks``); the
+    step's checks name the step's own fields."""
+    inner = ".".join(part for part in (exc.source, exc.field) if part)
+    return InputError(exc.message, field=f"sequence[{i}]" + (f".{inner}" if inner else ""))
 
 
 def _roofline_overhead(body: SystemTraceWorkload) -> float:
@@ -313,7 +325,7 @@ def _sequence_on(job: Job, system: Arch) -> None:
         try:
             _collective_on(step, system)
         except InputError as exc:
-            raise InputError(f"step {i}: {exc.one_line()}", source="sequence") from None
+            raise _in_step(exc, i) from None
 
 
 def _system_trace_on(job: Job, system: Arch) -> None:
@@ -333,17 +345,20 @@ on simulating them)."""
 
 
 def _kernel_params(family_name: str, params: dict[str, Any]):
-    family = get_family(family_name)
-    given = {k: _text(v) for k, v in params.items()}
+    try:
+        family = get_family(family_name)
+    except InputError as exc:  # a workload names its family ``kernel``
+        raise InputError(exc.message, field="kernel") from None
+    given = {k: _text(v, f"params.{k}") for k, v in params.items()}
     problem, config, auto = split_params(family, given)
     return family, problem, config, auto
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, field: str = "params") -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        raise InputError(f"expected one value, got a list {shown(value)} (use 'vars' to expand a workload)", source="params")
+        raise InputError(f"expected one value, got a list {shown(value)} (use 'vars' to expand a workload)", field=field)
     return str(value)
 
 
@@ -484,9 +499,12 @@ def _run_sequence(job: Job, arch: Arch) -> dict[str, Any]:
     busy: dict[str, float] = {}
     topologies: dict = {}
     energy_j = 0.0  # kernels' energy on a chip with a power model (collectives' links not counted)
-    for step in job.body.sequence:
+    for i, step in enumerate(job.body.sequence):
         if step.kernel is not None:
-            sim, _ = _kernel_sim(step.kernel, step.params, chip)
+            try:
+                sim, _ = _kernel_sim(step.kernel, step.params, chip)
+            except InputError as exc:  # what only the point's chip refuses (a tile too large for it)
+                raise _in_step(exc, i) from None
             seconds = sim.latency_s * step.count
             energy_j += sim.energy.joules * step.count if sim.energy else 0.0
             totals["kernel_s"] += seconds

@@ -94,7 +94,7 @@ class CostModel:
         try:
             sim = run_given(family, params, config_given, auto, self.chip)[0].sim
         except InputError as exc:
-            raise _at(exc, f"{where}.params") from None
+            raise _at(exc, where) from None
         return _from_sim(sim, "family")
 
 
@@ -110,11 +110,16 @@ def family_args(op: Op, where: str) -> tuple[Family, dict, dict, bool]:
     try:
         return (family, *split_params(family, given))
     except InputError as exc:
-        raise _at(exc, f"{where}.params") from None
+        raise _at(exc, where) from None
 
 
-def _at(exc: InputError, source: str) -> InputError:
-    return InputError(exc.message, field=f"{source}.{exc.field}" if exc.field else source)
+def _at(exc: InputError, where: str) -> InputError:
+    """A family's error (naming its ``params.NAME``, as the op has them) located at the op
+    ``where``; any other error of the op's kernel, at its params."""
+    field = exc.field or "params"
+    if field != "params" and not field.startswith("params."):
+        field = f"params.{field}"
+    return InputError(exc.message, field=f"{where}.{field}")
 
 
 def _from_sim(sim: KernelSimulation, source: str) -> OpCost:

@@ -85,11 +85,12 @@ def _too_many_programs(count: int) -> str:
     return f"{count:,} programs; accelsim simulates at most {MAX_PROGRAMS:,} (2^24) in one kernel"
 
 
-def check_programs(count: int, source: str = "--param") -> None:
-    """Refuse a kernel of more than :data:`MAX_PROGRAMS` programs before building it."""
+def check_programs(count: int, source: str | None = None, field: str | None = "params") -> None:
+    """Refuse a kernel of more than :data:`MAX_PROGRAMS` programs before building it; the
+    error names what gave the problem (by default a family's ``params``)."""
     if count > MAX_PROGRAMS:
         raise InputError(f"the kernel would have {_too_many_programs(count)}: use larger blocks or a smaller "
-                         f"problem", source=source)
+                         f"problem", source=source, field=field)
 
 
 def _no_bool(entry: Any) -> Any:

@@ -216,8 +216,8 @@ def _init_prepare(arch: str, overrides: tuple[str, ...]) -> None:
 def _prepare_one(m: Measurement) -> Case:
     family = get_family(m.family)
     chip = chip_for(m, _PREPARE["arch"], _PREPARE["overrides"], _PREPARE["chips"]).for_family(family.name)
-    with record_errors(m, "params"):
-        params = parse_values(family.params, m.params, m.file)
+    with record_errors(m):
+        params = parse_values(family.params, m.params)
     with record_errors(m):
         if m.config is not None:
             config = family.resolve_config(params, m.config, chip)

@@ -106,7 +106,7 @@ def _time(r: dict, name: str, unit_s: float, source: str, where: str) -> float:
 def _kind(r: dict, name: str, source: str, where: str) -> str:
     kind = _field(r, name, str, source, where)
     if kind not in BUS_FACTORS:
-        raise InputError(f"unknown collective {kind!r}; expected one of: {', '.join(BUS_FACTORS)}", source=source,
+        raise InputError(f"unknown collective {shown(kind)}; expected one of: {', '.join(BUS_FACTORS)}", source=source,
                          field=f"{where}.{name}")
     return kind
 
@@ -126,7 +126,7 @@ def _collectives_record(r: Any, source: str, k: int) -> CollectiveMeasurement:
                              source=source, field=f"{where}.busbw_GBps")
     algorithm = r.get("algorithm", "auto")
     if algorithm not in ALGORITHMS_RAN:
-        raise InputError(f"expected one of {', '.join(ALGORITHMS_RAN)}, got {algorithm!r}", source=source,
+        raise InputError(f"expected one of {', '.join(ALGORITHMS_RAN)}, got {shown(algorithm)}", source=source,
                          field=f"{where}.algorithm")
     overrides = r.get("overrides", [])
     if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o for o in overrides):
@@ -143,13 +143,13 @@ ring/LL128 (``NCCL_ALGO=Ring NCCL_PROTO=LL128``), a tree (``NCCL_ALGO=Tree``).""
 
 
 def load_system(system: str, overrides: Sequence[str] = ()) -> Node | Cluster:
-    """The node or cluster ``--system`` names, for comparing collective records on it."""
+    """The node or cluster ``system`` names, for comparing collective records on it."""
     from accelsim.arch.model import load_arch
 
     arch = load_arch(system, overrides)
     if not isinstance(arch, Node | Cluster):
         raise InputError(f"{arch.name!r} is a {type(arch).__name__.lower()}; collective records are compared on a "
-                         f"GPU node or cluster (its NCCL model)", source="--system")
+                         f"GPU node or cluster (its NCCL model)", field="system")
     return arch
 
 
@@ -158,14 +158,14 @@ def system_chip(system: Node | Cluster) -> str:
 
 
 def load_node(system: str, overrides: Sequence[str] = ()) -> Node:
-    """The node ``--system`` names: collective records are fitted and compared on the node
+    """The node ``system`` names: collective records are fitted and compared on the node
     they were measured on (its NCCL model), so any other kind of system is refused."""
     from accelsim.arch.model import load_arch
 
     node = load_arch(system, overrides)
     if not isinstance(node, Node):
         raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; collective records are fitted and "
-                         f"compared on a node (its NCCL model): give the node the runs were on", source="--system")
+                         f"compared on a node (its NCCL model): give the node the runs were on", field="system")
     return node
 
 
@@ -190,9 +190,9 @@ def node_records(paths: Sequence[str | Path], node: Node | Cluster, measured_on:
     records = [m for m in read_collective_records(paths, measured_on, system_chip(node))
                if (m.fit or not fitted_only) and not any(text in m.tool for text in exclude)]
     if not records:
-        raise InputError(f"no collective records of {measured_on!r} (collectives files naming it as 'system', or "
+        raise InputError(f"no collective records of {shown(measured_on)} (collectives files naming it as 'system', or "
                          f"measurement files of family 'collective' measured on {system_chip(node)!r})"
-                         + (" after --exclude" if exclude else ""), source="--measurements")
+                         + (" after --exclude" if exclude else ""), field="measurements")
     return records
 
 

@@ -380,24 +380,32 @@ def measurement_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
+def _config_names(family_name: str) -> set[str]:
+    return {p.name for p in get_family(family_name).config_params} if family_name in FAMILIES else set()
+
+
 @contextmanager
-def record_errors(measurement: Measurement, what: str = "") -> Iterator[None]:
-    """Errors of a record's parameters or config (which the families name as ``--param``
-    options) as errors of the record: its file, its id, ``what`` (e.g. ``params``) and the field."""
+def record_errors(measurement: Measurement) -> Iterator[None]:
+    """Errors of a record's parameters or config as errors of the record: its file, its id
+    and the field. The families name every value they take ``params.NAME``; a record keeps
+    its config apart, so a config value's error names ``config.NAME``."""
     try:
         yield
     except InputError as exc:
-        if exc.source not in (None, "--param", measurement.file):
+        if exc.source not in (None, measurement.file):
             raise
-        field = ".".join(part for part in (what, exc.field or "") if part)
+        field = exc.field or ""
+        name = field.removeprefix("params.")
+        if measurement.config is not None and name in _config_names(measurement.family):
+            field = f"config.{name}"
         where = f"record {shown(measurement.id)}" + (f": {field}" if field else "")
         raise InputError(exc.message, source=measurement.file, field=where) from None
 
 
 def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Comparison:
     family = get_family(measurement.family)
-    with record_errors(measurement, "params"):
-        params = parse_values(family.params, measurement.params, measurement.file)
+    with record_errors(measurement):
+        params = parse_values(family.params, measurement.params)
     with record_errors(measurement):
         if measurement.config is not None:
             best = run_config(family, params, family.resolve_config(params, measurement.config, chip), chip)

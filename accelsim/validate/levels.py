@@ -32,7 +32,7 @@ def is_microbenchmark_level(m: Measurement) -> bool:
     return m.family in MICROBENCHMARK_FAMILIES
 
 
-def refuse_kernel_level(records: Sequence[Measurement], flag: str = "--measurements") -> None:
+def refuse_kernel_level(records: Sequence[Measurement]) -> None:
     """Raise one line naming the first kernel-level record's file and family: calibrate fits
     hardware parameters on microbenchmark-level records only."""
     kernel_level = [m for m in records if not is_microbenchmark_level(m)]
@@ -43,4 +43,4 @@ def refuse_kernel_level(records: Sequence[Measurement], flag: str = "--measureme
     raise InputError(
         f"{len(kernel_level)} kernel-level records ({', '.join(families)}; first in {first.file}): calibrate fits "
         f"hardware parameters on microbenchmark records only ({', '.join(MICROBENCHMARK_FAMILIES)}); check kernels "
-        "with accelsim validate", source=flag)
+        "with accelsim validate", field="measurements")

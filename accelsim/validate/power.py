@@ -89,7 +89,7 @@ def read_power_records(paths: Iterable[str | Path]) -> list[PowerRecord]:
         records += [_record(entry, path, f"records[{i}]") for i, entry in enumerate(raw)]
     ids = [r.id for r in records]
     if len(set(ids)) != len(ids):
-        raise InputError(f"record id {next(i for i in ids if ids.count(i) > 1)!r} appears twice", field="id")
+        raise InputError(f"record id {shown(next(i for i in ids if ids.count(i) > 1))} appears twice", field="id")
     return records
 
 
@@ -138,7 +138,7 @@ def chip_for(record: PowerRecord, arch: str, overrides: Sequence[str] = ()) -> C
     cap = [f'power.cap="{record.power_cap_w:g} W"'] if record.power_cap_w is not None else []
     chip = load_arch(arch, [*cap, *overrides])
     if not isinstance(chip, Chip) or chip.power is None:
-        raise InputError(f"{arch!r} has no power model (a chip config's power section)", field=f"{record.id}.arch")
+        raise InputError(f"{shown(arch)} has no power model (a chip config's power section)", field=f"{record.id}.arch")
     return chip
 
 
@@ -150,7 +150,7 @@ def predict(record: PowerRecord, arch: str, overrides: Sequence[str] = ()) -> Po
         return PowerPrediction(record=record, average_power_w=chip.power.idle_w, latency_s=None, energy_j=None,
                                clock_hz=chip.clock_hz)
     family = get_family(record.family)
-    params = parse_values(family.params, {k: str(v) for k, v in record.params.items()}, f"{record.id}.params")
+    params = parse_values(family.params, {k: str(v) for k, v in record.params.items()}, where=f"{record.id}.params")
     best = best_config(family, params, chip).best
     sim = best.sim
     return PowerPrediction(record=record, average_power_w=sim.energy.average_power_w, latency_s=sim.latency_s,
@@ -171,7 +171,7 @@ def refuse_kernel_level(records: Sequence[PowerRecord]) -> None:
     if kernel:
         raise InputError(f"{len(kernel)} kernel-level power records (first: {kernel[0].id}): calibrate --power fits "
                          "on microbenchmark-level readings only (idle, a unit or a memory level flat out); check "
-                         "kernels with accelsim validate --power", source="--measurements")
+                         "kernels with accelsim validate --power", field="measurements")
 
 
 def fit_power(records: Sequence[PowerRecord], arch: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -184,7 +184,7 @@ def fit_power(records: Sequence[PowerRecord], arch: str, overrides: Sequence[str
     chip = load_arch(arch, list(overrides))
     power = chip.power
     if power is None:
-        raise InputError(f"{arch!r} has no power model to fit", source="--arch")
+        raise InputError(f"{shown(arch)} has no power model to fit", field="arch")
     out: dict[str, Any] = {}
     idle = [r.average_power_w for r in records if r.kind == "idle"]
     if idle:
@@ -193,7 +193,7 @@ def fit_power(records: Sequence[PowerRecord], arch: str, overrides: Sequence[str
     for p in kernels:
         if p.clock_hz != chip.clock_hz:
             raise InputError(f"{p.record.id} ran under a cap it passed (at {p.clock_hz / 1e6:.0f} MHz): fit readings "
-                             "taken at the chip's clock", source="--measurements")
+                             "taken at the chip's clock", field="measurements")
     if not kernels:
         return out
     columns, start = _columns(power, kernels)

@@ -223,7 +223,7 @@ def _other_pairs(kernels: list[dict], replayed: ReplayResult, trace: SystemTrace
     kernels) on ``device``'s class."""
     track = next((c for c, (_, devices) in enumerate(replayed.classes) if device in devices), None)
     if track is None:
-        raise InputError(f"the trace has no device {device}", source="--step-device")
+        raise InputError(f"the trace has no device {device}", field="step_device")
     comm_ops = {op.name for program in trace.programs for op in program.ops if op.kind in COMM_KINDS}
     by_name: dict[str, list[Span]] = {}
     spans = []

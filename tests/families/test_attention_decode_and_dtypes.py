@@ -128,7 +128,7 @@ def test_a_split_whose_combine_does_not_fit_names_split_kv():
     config = {"block_m": "16", "block_n": "64", "num_stages": "2", "num_warps": "4"}
     with pytest.raises(InputError) as info:
         FAMILY.resolve_config(values, {**config, "split_kv": "4096"}, H100)
-    assert info.value.field == "split_kv" and "combine kernel" in info.value.message
+    assert info.value.field == "params.split_kv" and "combine kernel" in info.value.message
     FAMILY.resolve_config(values, {**config, "split_kv": "2048"}, H100)  # 139 KB: fits
 
 

@@ -86,7 +86,7 @@ def test_bad_parameters_name_the_field(chips, arch, given, field):
     with pytest.raises(InputError) as caught:
         params, config, _ = split_params(family, given)
         family.resolve_config(params, config, chips[arch])
-    assert caught.value.field == field
+    assert caught.value.field == f"params.{field}"
 
 
 def test_config_space_fits(chips):

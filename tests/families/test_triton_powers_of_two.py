@@ -19,7 +19,7 @@ def _problem(family: str, given: dict) -> dict:
     implementations, its Triton kernel's (the one whose config is Triton's)."""
     params = get_family(family).params
     triton = {"impl": "triton"} if "impl" in {p.name for p in params} else {}
-    return parse_values(params, given | triton, "--param")
+    return parse_values(params, given | triton)
 
 
 GEMM = _problem("gemm", {"M": 1024, "N": 1024, "K": 1024})
@@ -29,7 +29,7 @@ GEMM = _problem("gemm", {"M": 1024, "N": 1024, "K": 1024})
 def test_a_gemm_field_that_is_not_a_power_of_two_is_refused_on_a_gpu(field, value):
     with pytest.raises(InputError) as error:
         get_family("gemm").resolve_config(GEMM, {field: value}, load_arch("h100-sxm"))
-    assert error.value.field == field and f"got {value}" in error.value.message
+    assert error.value.field == f"params.{field}" and f"got {value}" in error.value.message
     assert "power of two" in error.value.one_line() and len(error.value.one_line()) <= 300
 
 

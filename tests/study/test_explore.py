@@ -86,7 +86,7 @@ def test_a_wrongly_typed_space_value_is_refused_not_ranked(cli, write_yaml, valu
     result = cli("explore", "--arch", "h100-sxm", "--kernel", "gemm", "--param", "M=256", "--param", "N=256",
                  "--param", "K=256", "--space", str(space))
     assert result.code == 2 and result.err.count("\n") == 1
-    assert f"candidate 2: block_m: {expected}" in result.err
+    assert f"--space: candidate 2.block_m: {expected}" in result.err
 
 
 def test_a_space_past_the_cap_is_refused_before_it_is_built(cli, write_yaml):

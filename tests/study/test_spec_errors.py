@@ -216,7 +216,7 @@ def test_a_point_whose_system_is_too_large_is_refused_at_its_parameter(spec_file
     ("{collective: all-reduce, bytes: 1 MiB, ranks: 0}", "ranks must be between 2 and 8 on 'dgx-h100-calibrated', got 0"),
     ("{collective: all-reduce, bytes: 1 MiB, ranks: 9}", "ranks must be between 2 and 8 on 'dgx-h100-calibrated', got 9"),
     ("{collective: all-reduce, bytes: 1 MiB, algorithm: ring/bogus}", "unknown protocol 'bogus'; known: ll, ll128"),
-    ("{sequence: [{collective: all-gather, bytes: 1024, ranks: 64}]}", "step 0: ranks: ranks must be between 2"),
+    ("{sequence: [{collective: all-gather, bytes: 1024, ranks: 64}]}", "sequence[0].ranks: ranks must be between 2"),
 ])
 def test_a_collective_the_system_cannot_run_is_refused_up_front(spec_file, workload, expected):
     path = spec_file(f"""\

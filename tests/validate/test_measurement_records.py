@@ -7,7 +7,7 @@ import json
 import pytest
 
 from accelsim.errors import InputError
-from accelsim.validate.compare import read_measurements
+from accelsim.validate.compare import compare, read_measurements
 
 
 HEADER = {"kind": "measurements", "schema_version": 1, "family": "copy", "device": {"arch": "h100-sxm"},
@@ -89,7 +89,7 @@ def test_the_same_record_in_two_files_is_refused(tmp_path):
 
 
 def test_a_record_too_large_to_simulate_names_its_file_and_id(cli, tmp_path):
-    for size, says in ((2**47, "the kernel would have"), (2**60, "params.bytes: expected an integer <= 2^48")):
+    for size, says in ((2**47, "params: the kernel would have"), (2**60, "params.bytes: expected an integer <= 2^48")):
         path = _file(tmp_path, {**GOOD, "params": {"bytes": size}})
         result = cli("validate", "--arch", "h100-sxm", "--measurements", str(path), "-o", str(tmp_path / "out"))
         assert result.code == 2 and result.err.count("\n") == 1
@@ -102,3 +102,11 @@ def test_a_bad_parameter_names_the_record_and_its_params(cli, tmp_path):
         result = cli(args[0], "--arch", "h100-sxm", "--measurements", str(path), *args[1:])
         assert result.code == 2 and result.err.count("\n") == 1
         assert f"{path}: record 'r': params.bytes: expected an integer, got 'lots'" in result.err
+
+
+def test_a_config_value_the_simulator_refuses_names_the_records_config(tmp_path):
+    """The families name every value ``params.NAME``; a record keeps its config apart."""
+    path = _file(tmp_path, {**GOOD, "config": {"num_warps": 3}})
+    refused = []
+    assert compare(read_measurements([path]), refused=refused) == []
+    assert refused[0].reason == f"{path}: record 'r': config.num_warps: expected one of: 1, 2, 4, 8, 16, 32; got 3"

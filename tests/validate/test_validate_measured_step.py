@@ -56,3 +56,12 @@ def test_two_measured_steps_in_one_report_are_refused(cli, report, tmp_path):
     result = cli("validate", "--arch", "h100-sxm", "--measurements", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
                  "-o", str(tmp_path / "o"))
     assert result.code == 2 and "2 measured steps of h100-sxm" in result.err
+
+
+def test_a_step_device_the_trace_has_not_names_the_option(cli, report, tmp_path):
+    trace = tmp_path / "one.json"
+    trace.write_text(json.dumps({"schema_version": 1, "kind": "system_trace", "name": "t", "num_devices": 1, "programs": [
+        {"name": "p", "devices": [0], "ops": [{"name": "g", "kind": "compute", "duration_s": 1e-6}]}]}))
+    result = cli("validate", "--arch", "h100-sxm", "--measurements", str(report / "step.json"), "--step-trace",
+                 str(trace), "--step-system", "dgx-h100", "--step-device", "5", "-o", str(tmp_path / "o"))
+    assert result.code == 2 and result.err == "accelsim: error: --step-device: the trace has no device 5\n"

@@ -39,5 +39,5 @@ def resolve(name: str, chip: Chip) -> Impl:
     if reason is not None:
         raise InputError(f"impl={impl.name} is {reason}; {chip.name} runs: "
                          f"{', '.join(n for n, i in IMPLS.items() if i.unavailable(chip) is None)}",
-                         source="--param", field="impl")
+                         field="params.impl")
     return impl

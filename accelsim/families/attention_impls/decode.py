@@ -20,7 +20,7 @@ from accelsim.families.attention_impls.base import Impl, gpu_only
 def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     if not p["decode"]:
         raise InputError("a decode kernel: seq_q * heads per KV head <= 64, seq_q <= 16, forward",
-                         source="--param", field="impl")
+                         field="params.impl")
     return triton.decode_config(p, chip)
 
 

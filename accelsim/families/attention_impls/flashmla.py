@@ -75,12 +75,12 @@ def schedule(batch: int, blocks: int, parts: int) -> list[list[tuple[int, int, i
 def _check(p: dict[str, Any]) -> None:
     if p["head_dim"] != HEAD_DIM_K:
         raise InputError(f"impl=flashmla runs MLA's latent heads: head_dim={HEAD_DIM_K} ({HEAD_DIM_V} of them the "
-                         f"value), got {p['head_dim']}", source="--param", field="head_dim")
+                         f"value), got {p['head_dim']}", field="params.head_dim")
     if p["backward"]:
-        raise InputError("impl=flashmla is a decode kernel: pass=fwd", source="--param", field="pass")
+        raise InputError("impl=flashmla is a decode kernel: pass=fwd", field="params.pass")
     if p["dtype"] not in ("bf16", "fp16"):
-        raise InputError(f"impl=flashmla runs bf16 or fp16 (its dense decode), got {p['dtype']}", source="--param",
-                         field="dtype")
+        raise InputError(f"impl=flashmla runs bf16 or fp16 (its dense decode), got {p['dtype']}", 
+                         field="params.dtype")
 
 
 def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:

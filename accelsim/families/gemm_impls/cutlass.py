@@ -91,22 +91,22 @@ def check(params: Params, config: Config, chip: Chip) -> None:
     schedule = config.get("schedule")
     if schedule is not None:
         if schedule not in SCHEDULES:
-            raise InputError(f"expected one of: {', '.join(SCHEDULES)}", source="--param", field="schedule")
+            raise InputError(f"expected one of: {', '.join(SCHEDULES)}", field="params.schedule")
         if not warp_specialized(chip):
             raise InputError(f"{chip.name} runs no warp-specialized kernels (no asynchronous MMA fed by TMA)",
-                             source="--param", field="schedule")
+                             field="params.schedule")
         rows, cols = chip.matrix.shape[0], chip.matrix.shape[1]
         if config["block_m"] % rows or config["block_n"] % cols:
             raise InputError(f"a warp-specialized tile is whole MMA instructions: block_m a multiple of {rows}, "
                              f"block_n of {cols} (matrix_unit.shape), got {config['block_m']}x{config['block_n']}",
-                             source="--param", field="block_m" if config["block_m"] % rows else "block_n")
+                             field="params.block_m" if config["block_m"] % rows else "params.block_n")
         if config.get("tile_scheduler") == "stream_k" and (schedule != "cooperative" or config.get("pair", 1) > 1
                                                             or config["split_k"] > 1):
             raise InputError("stream-K runs with the cooperative schedule, unsplit and without 2-SM pairs (CUTLASS's "
-                             "ping-pong kernel refuses its scheduler)", source="--param", field="tile_scheduler")
+                             "ping-pong kernel refuses its scheduler)", field="params.tile_scheduler")
         if schedule == "cooperative" and config["block_m"] < 128:
             raise InputError("a cooperative kernel splits a tile's rows over two consumer warpgroups: "
-                             "block_m must be at least 128", source="--param", field="block_m")
+                             "block_m must be at least 128", field="params.block_m")
     # the accumulator of a tile sits in both consumers' registers (cooperative) or in one's (ping-pong)
     math_warps = {"cooperative": 4 * CONSUMERS, "pingpong": 4}.get(schedule, config["num_warps"])
     gemm.check(params, {**config, "num_warps": math_warps}, chip)

@@ -114,7 +114,7 @@ def deepgemm_config(params: Params, chip: Chip) -> Config:
     stage_choices = (4, 3) if 128 % bn and 128 // math.gcd(128, bn) <= 4 else STAGE_CHOICES
     stages = next((s for s in stage_choices if shared_memory_bytes(s, k, bm, bn) <= SHARED_MEMORY_LIMIT_BYTES), None)
     if stages is None:
-        raise InputError(f"no DeepGEMM stage count fits {bm}x{bn} tiles", source="--param", field="K")
+        raise InputError(f"no DeepGEMM stage count fits {bm}x{bn} tiles", field="params.K")
     cluster, operand = 1, "B"
     multicast_b_legal = rows % (bm * 2) == 0 and sms % 2 == 0 and params["groups"] == 1
     multicast_a_legal = n % (bn * 2) == 0 and sms % 2 == 0
@@ -135,17 +135,17 @@ def check(params: Params, config: Config, chip: Chip) -> None:
     if not warp_specialized(chip):
         raise InputError(f"DeepGEMM runs on Hopper (wgmma fed by TMA); {chip.name} has no asynchronous MMA with "
                          f"TMA loads (matrix_unit.asynchronous, local_memory.bulk_copy_latency)",
-                         source="--param", field="impl")
+                         field="params.impl")
     if params["dtype"] != "fp8":
-        raise InputError(f"DeepGEMM's GEMMs take fp8 inputs, got dtype={params['dtype']}", source="--param",
-                         field="dtype")
+        raise InputError(f"DeepGEMM's GEMMs take fp8 inputs, got dtype={params['dtype']}", 
+                         field="params.dtype")
     if gemm.output_dtype(params) != "bf16":
-        raise InputError("DeepGEMM's fp8 GEMMs write bf16 (gemm_fp8_fp8_bf16_nt)", source="--param",
-                         field="out_dtype")
+        raise InputError("DeepGEMM's fp8 GEMMs write bf16 (gemm_fp8_fp8_bf16_nt)", 
+                         field="params.out_dtype")
     if params["K"] % BLOCK_K or params["N"] % 64:
-        raise InputError("DeepGEMM needs K a multiple of 128 and N a multiple of 64", source="--param", field="K")
+        raise InputError("DeepGEMM needs K a multiple of 128 and N a multiple of 64", field="params.K")
     if config.get("block_k") != BLOCK_K:
-        raise InputError(f"DeepGEMM's k-block is {BLOCK_K}", source="--param", field="block_k")
+        raise InputError(f"DeepGEMM's k-block is {BLOCK_K}", field="params.block_k")
     gemm.check(params, config, chip)
 
 

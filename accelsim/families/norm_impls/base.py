@@ -32,4 +32,4 @@ def fixed_launch(name: str, config: Config, expected: Config) -> None:
     for key, value in expected.items():
         if config.get(key) != value:
             raise InputError(f"impl={name} launches {key}={value} (the library's own launch); got {config.get(key)}",
-                             source="--param", field=key)
+                             field=f"params.{key}")

@@ -44,10 +44,10 @@ def default_config(op: RowOp, params: Params, chip: Chip) -> Config:
 def check(op: RowOp, params: Params, config: Config, chip: Chip) -> None:
     if isinstance(chip, TpuChip):
         raise InputError(f"{chip.name} runs the Pallas kernel; Liger-Kernel's kernels are Triton GPU kernels",
-                         source="--param", field="impl")
+                         field="params.impl")
     if 1 << (params["cols"] - 1).bit_length() > MAX_BLOCK:
         raise InputError(f"Liger-Kernel refuses rows above {MAX_BLOCK} columns (calculate_settings), "
-                         f"got cols={params['cols']}", source="--param", field="cols")
+                         f"got cols={params['cols']}", field="params.cols")
     fixed_launch("liger", config, {"block_rows": 1})
     rowwise.check(op, params, config, chip)
 

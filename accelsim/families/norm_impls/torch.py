@@ -84,7 +84,7 @@ def default_config(op: RowOp, params: Params, chip: Chip) -> Config:
 def check(op: RowOp, params: Params, config: Config, chip: Chip) -> None:
     if isinstance(chip, TpuChip):
         raise InputError(f"{chip.name} runs the Pallas kernel; impl=torch is PyTorch's CUDA kernels",
-                         source="--param", field="impl")
+                         field="params.impl")
     fixed_launch("torch", config, default_config(op, params, chip))
 
 
