@@ -47,3 +47,12 @@ def test_nccls_channels_issue_nvlink_and_network_bytes_alike():
     every_byte = ROUTER.tokens * rank_hit * ROUTER.token_bytes * 15
     assert one.latency_s >= every_byte / 36.7e9
     assert one.latency_s == pytest.approx(every_byte / 36.7e9, rel=0.15)
+
+
+def test_low_latency_rdma_puts_are_read_by_the_nic_not_the_sms():
+    # one GPU per node: every low-latency message is an RDMA put, which no SM copies
+    nics = build_topology(load_arch("h100-ib-cluster", ["nodes=16", "node.gpus=1", "network.nics_per_node=1"]))
+    one, many = (simulate_moe(nics, "deepep-ll", routing=ROUTER, sm_budget=sms).latency_s for sms in (1, 128))
+    assert one == pytest.approx(many)
+    assert simulate_moe(nics, "nccl", routing=ROUTER, sm_budget=1).latency_s > simulate_moe(
+        nics, "nccl", routing=ROUTER, sm_budget=128).latency_s
