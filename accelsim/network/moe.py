@@ -21,13 +21,18 @@ Three ways to move it (:data:`MODES`):
   its expert's rank (no deduplication, no forwarding), RDMA across nodes.
 
 Each carries an SM budget (how many SMs the kernels hold while they run; DeepEP V1 uses
-20 for normal kernels by default, NCCL a channel's worth per channel), recorded in the
-result so that a replay can take them from compute (``docs/collectives.md``); the
-transfer times here do not depend on it.
+20 for normal kernels by default, NCCL one per channel, DeepEP's low-latency kernels
+nearly the whole GPU), recorded in the result so that a replay can take them from
+compute (``docs/collectives.md``). The budget also bounds the transfers: the bytes a
+rank's SMs copy move no faster than the SMs doing that copy can issue them
+(:func:`sm_issue_caps`: SMs in the role x what one SM moves, NCCL's per-channel ceiling
+for the GPU's generation). Bytes a NIC reads itself (DeepEP's RDMA puts) are bounded by the
+NIC, not by the SMs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -36,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from accelsim.errors import InputError, read_json_file, shown
-from accelsim.network.collectives import Plan, Stream, phase, plan
+from accelsim.network.collectives import Phase, Plan, Stream, phase, plan
+from accelsim.network.nccl_tables import GENERATIONS
 from accelsim.network.simulate import run_plans
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds
@@ -127,10 +133,95 @@ class MoeResult:
                 "network_bytes_per_rank": self.network_bytes_per_rank}
 
 
-DEFAULT_SM_BUDGET = {"nccl": 16, "deepep": 20, "deepep-ll": 16}
+DEFAULT_SM_BUDGET = {"nccl": 16, "deepep": 20}
 """SMs held when the caller gives none: NCCL's channels on one NVSwitch node (16, one SM
-each); DeepEP V1's ``Buffer.num_sms`` default for normal kernels (20, ``deep_ep/buffer.py``);
-its low-latency kernels use whatever SMs they are launched on (16 here, an estimate)."""
+each); DeepEP V1's ``Buffer.num_sms`` default for normal kernels (20, ``deep_ep/buffer.py``).
+The low-latency kernels' count follows from the experts and the GPU
+(:func:`low_latency_sms`)."""
+
+
+def low_latency_sms(experts: int, device_sms: int) -> int:
+    """SMs DeepEP V1's low-latency kernels launch on: one warp group per expert, as few
+    groups per SM as fit the GPU (``csrc/kernels/legacy/internode_ll.cu`` @ dd758caf,
+    ``num_warp_groups = ceil_div(num_experts, num_device_sms)``, ``num_sms =
+    ceil_div(num_experts, num_warp_groups)``): 128 of H800's 132 SMs for 256 experts."""
+    if experts < 1 or device_sms < 1:
+        raise InputError(f"experts and device SMs must be at least 1, got {experts} and {device_sms}", field="experts")
+    groups = -(-experts // device_sms)
+    return -(-experts // groups)
+
+
+def sm_copy_bytes_per_s(topo: Topology) -> float | None:
+    """What one SM moves: NCCL's own ceiling on one channel (one thread block on one SM),
+    ``perChMaxRingLL128Bws`` of the GPU's generation (Hopper 36.7 GB/s, Ampere 20,
+    Blackwell 40; :mod:`accelsim.network.nccl_tables`). None where the system has no
+    NCCL generation (TPUs, GPUs without a tuning section): no SM bound."""
+    generation = topo.tuning.generation if topo.tuning is not None else None
+    if generation not in GENERATIONS:
+        return None
+    return GENERATIONS[generation].ll128_channel_bytes_per_s
+
+
+def _roles(mode: str, budget: int) -> dict[bool, int]:
+    """SMs that issue a rank's bytes, by whether the bytes cross the network. NCCL: every
+    channel's SM copies all its bytes. DeepEP normal kernels split the budget in two
+    (``num_channels = num_sms / 2``, ``csrc/kernels/legacy/intranode.cu`` and
+    ``internode.cu``): half send over NVLink (intranode senders, internode forwarders,
+    which also carry the own node's tokens), half stage the RDMA sends. Low-latency: every
+    SM copies its tokens to NVLink peers; RDMA puts are read by the NIC (IBGDA), no SM cap."""
+    if mode == "nccl":
+        return {False: budget, True: budget}
+    if mode == "deepep":
+        half = max(budget // 2, 1)
+        return {False: half, True: half}
+    return {False: budget}
+
+
+def sm_issue_caps(topo: Topology, mode: str, budget: int, streams: list[Stream]) -> list[float]:
+    """Each stream's rate cap from the SMs that issue it: a rank's bytes of one role share
+    that role's SMs x :func:`sm_copy_bytes_per_s` in proportion to their bytes (so that
+    they finish together where the SMs bind, as :func:`~accelsim.network.collectives.phase`
+    shares a protocol's cap). NCCL's SMs issue a rank's NVLink and network bytes alike, so
+    its cap is over both."""
+    per_sm = sm_copy_bytes_per_s(topo)
+    roles = _roles(mode, budget)
+    remote = [topo.domain(s) != topo.domain(d) for s, d, _ in streams]
+    key = [(s, False if mode == "nccl" else r) for (s, _, _), r in zip(streams, remote)]
+    totals: dict[tuple[int, bool], float] = {}
+    for k, (s, d, nbytes) in zip(key, streams):
+        if s != d and nbytes > 0:
+            totals[k] = totals.get(k, 0.0) + nbytes
+    caps = []
+    for k, r, (_, _, nbytes) in zip(key, remote, streams):
+        sms = roles.get(r)
+        caps.append(math.inf if per_sm is None or sms is None or nbytes <= 0 else sms * per_sm * nbytes / totals[k])
+    return caps
+
+
+RDMA_PUT_EFFICIENCY = 47 / 50
+"""Share of a 400 Gb/s ConnectX-7's 50 GB/s that NVSHMEM's puts (DeepEP's RDMA transport)
+reach between nodes: "when running shmem_put_bw between nodes, we get the expected bandwidth
+of around 47 GB/s" (github.com/deepseek-ai/DeepEP/issues/155, NVSHMEM's perftest); an NVIDIA
+maintainer expects the same 46-48 GB/s per NDR NIC of NCCL (github.com/NVIDIA/nccl-tests/issues/290).
+NCCL's all-to-all keeps the line rate, as every NCCL collective here does
+(docs/collectives.md)."""
+
+
+def _held(topo: Topology, mode: str, ph: Phase, streams: list[Stream], caps: list[float]) -> Phase:
+    """``ph`` (built by ``phase`` from ``streams``, in their order) with each stream's
+    transfers held to its SM cap (split as the stream is over its routes) and, for DeepEP's
+    kernels, its network legs to NVSHMEM's put bandwidth (:data:`RDMA_PUT_EFFICIENCY`)."""
+    transfers = iter(ph.transfers)
+    out = []
+    for (src, dst, nbytes), cap in zip(streams, caps):
+        if nbytes <= 0 or src == dst:
+            continue
+        nvshmem = mode != "nccl" and topo.domain(src) != topo.domain(dst)
+        for share, _ in topo.routes(src, dst):
+            t = next(transfers)
+            efficiency = t.efficiency * (RDMA_PUT_EFFICIENCY if nvshmem else 1.0)
+            out.append(dataclasses.replace(t, max_bytes_per_s=min(t.max_bytes_per_s, cap * share), efficiency=efficiency))
+    return dataclasses.replace(ph, transfers=tuple(out))
 
 
 def _streams_direct(topo: Topology, matrix: np.ndarray) -> list[Stream]:
@@ -170,8 +261,10 @@ def _streams_low_latency(topo: Topology, r: Routing, ranks: int) -> list[Stream]
     return [(i, j, per_pair) for i in range(ranks) for j in range(ranks) if i != j]
 
 
-def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None) -> Plan:
-    """The plan of one dispatch (or combine: the same traffic, transposed) in ``mode``."""
+def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None,
+             sm_budget: int | None = None) -> Plan:
+    """The plan of one dispatch (or combine: the same traffic, transposed) in ``mode``,
+    its streams held to what ``sm_budget`` SMs issue (None: no SM bound)."""
     if mode not in MODES:
         raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
     ranks = len(matrix) if matrix is not None else topo.ranks
@@ -188,17 +281,35 @@ def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matri
         streams = _streams_deepep(topo, routing, ranks)
     else:
         streams = _streams_low_latency(topo, routing, ranks)
-    return plan(mode, topo, [[phase(topo, streams, 1, simple)]], simple)
+    ph = phase(topo, streams, 1, simple)
+    caps = sm_issue_caps(topo, mode, sm_budget, streams) if sm_budget is not None else [math.inf] * len(streams)
+    ph = _held(topo, mode, ph, streams, caps)
+    return plan(mode, topo, [[ph]], simple)
+
+
+def default_sm_budget(mode: str, routing: Routing | None, device_sms: int | None) -> int:
+    """The SMs ``mode`` holds when the caller names none (:data:`DEFAULT_SM_BUDGET`; the
+    low-latency kernels' from the experts and the GPU's SMs)."""
+    if mode != "deepep-ll":
+        return DEFAULT_SM_BUDGET[mode]
+    if routing is None or device_sms is None:
+        raise InputError("deepep-ll's SM budget follows from the experts and the GPU's SMs: give sm_budget, or "
+                         "routing and device_sms", field="sm_budget")
+    return low_latency_sms(routing.experts, device_sms)
 
 
 def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None,
-                 sm_budget: int | None = None) -> MoeResult:
-    """One dispatch alone on ``topo``: its time, its SM budget and the bytes each rank puts
-    on NVLink and on the network (the busiest rank's)."""
-    p = moe_plan(topo, mode, routing=routing, matrix=matrix)
-    budget = DEFAULT_SM_BUDGET[mode] if sm_budget is None else sm_budget
+                 sm_budget: int | None = None, device_sms: int | None = None) -> MoeResult:
+    """One dispatch alone on ``topo`` with ``sm_budget`` SMs (None: the mode's default,
+    :func:`default_sm_budget`; ``device_sms``, the GPU's SMs, sizes the low-latency
+    kernels'): its time, its SM budget and the bytes each rank puts on NVLink and on the
+    network (the busiest rank's)."""
+    if mode not in MODES:
+        raise InputError(f"unknown MoE all-to-all mode {mode!r}; known: {', '.join(MODES)}", field="mode")
+    budget = default_sm_budget(mode, routing, device_sms) if sm_budget is None else sm_budget
     if budget < 1:
         raise InputError(f"an SM budget is at least 1, got {budget}", field="sm_budget")
+    p = moe_plan(topo, mode, routing=routing, matrix=matrix, sm_budget=budget)
     nvlink: dict[int, float] = {}
     network: dict[int, float] = {}
     for lane in p.lanes:
