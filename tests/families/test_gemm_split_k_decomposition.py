@@ -65,7 +65,12 @@ def test_cublas_default_splits_a_sub_wave_grid_to_fill_the_sms(h100):
 
 
 def test_a_split_the_scheduler_cannot_run_exactly_keeps_the_family_split(h100):
-    params = split_params(GEMM, {**SKINNY, "K": "8256"})[0]  # 129 k-blocks of 64: not a multiple of 2
+    shape = {**SKINNY, "K": "8256"}  # 129 k-blocks of 64: not a multiple of 2
+    params = split_params(GEMM, shape)[0]
     config = GEMM.resolve_config(params, {**COOPERATIVE, "split_k": "2"}, h100)
     assert cutlass.split_k_decomposition(params, config) is None
-    assert "stream_k" not in GEMM.build(params, config, h100).metadata
+    trace = GEMM.build(params, config, h100)
+    assert "stream_k" not in trace.metadata and trace.kernel.grid[1] == 2  # the family's split: tiles x splits
+    assert GEMM.default_config(params, h100)["split_k"] == 4  # the default splits all the same
+    assert run(h100, shape, {**COOPERATIVE, "split_k": "4"}).sim.latency_s < 0.6 * run(
+        h100, shape, {**COOPERATIVE, "split_k": "1"}).sim.latency_s

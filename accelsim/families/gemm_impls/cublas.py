@@ -61,20 +61,19 @@ def default_config(params: Params, chip: Chip) -> Config:
 
 def with_default_split(params: Params, config: Config, chip: Chip) -> Config:
     """``config`` split along K where its output tiles leave SMs idle (a skinny GEMM: decode's
-    weights times a few rows): CUTLASS's split-K decomposition (:func:`cutlass.split_k_decomposition`)
-    with the family's default count, doubled until the splits fill three quarters of the SMs
-    (at most 8, each at least 256 deep: :func:`gemm.triton_default_config`), halved until it
-    divides the k-blocks. An assumption, as the rest of this default: cuBLAS's heuristics are
-    not public, but its profiles of skinny GEMMs show a split-K reduction kernel after the GEMM
-    (``splitKreduce_kernel``; ``docs/import-profile.md``)."""
-    tiles = cutlass.output_tiles(params, config)
-    if config.get("schedule") != "cooperative" or "pair" in config or tiles >= cutlass.persistent_ctas(config, chip):
+    weights times a few rows): the most that :func:`cutlass.search_splits` offers whose units
+    still run in one wave (tiles x splits at most the persistent CTAs); a second wave of units
+    costs more than the split saves (a 1115 x 1025 x 1089 GEMM's 45 tiles: 19.2 us unsplit, 15.8
+    split in 2, 20.6 in 4). It runs
+    as CUTLASS's split-K decomposition where that is exact, else as the family's split
+    (:func:`cutlass.split_k_decomposition`). An assumption, as the rest of this default: cuBLAS's
+    heuristics are not public, but its profiles of skinny GEMMs show a split-K reduction kernel
+    after the GEMM (``splitKreduce_kernel``; ``docs/import-profile.md``)."""
+    tiles, ctas = cutlass.output_tiles(params, config), cutlass.persistent_ctas(config, chip)
+    if config.get("schedule") != "cooperative" or "pair" in config or tiles >= ctas:
         return config
-    split = gemm._default_split_k(tiles, params["K"], gemm.DEFAULT_FILL * chip.num_cores)
-    while split > 1 and math.ceil(params["K"] / config["block_k"]) % split:
-        split //= 2
-    split_config = {**config, "split_k": split}
-    return split_config if split > 1 and cutlass.split_k_decomposition(params, split_config) else config
+    fitting = [split for split in cutlass.search_splits(params, config, chip) if tiles * split <= ctas]
+    return {**config, "split_k": max(fitting)} if fitting else config
 
 
 IMPL = GemmImpl(

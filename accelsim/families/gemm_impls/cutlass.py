@@ -27,10 +27,11 @@ the ``splits`` parameter"): each output tile's k-loop is cut into ``split_k`` eq
 the persistent CTAs walk like any other work, the units before a tile's last write their fp32
 accumulators to the workspace and the last reads and adds them before the epilogue
 (:func:`split_k_decomposition`, traced by :mod:`.stream_k`). ``config=auto`` searches 2, 4 and
-8 splits where the output tiles cannot fill the SMs (each split at least 256 deep and a whole
-number of k-blocks), so that a skinny GEMM streams its weights from every SM rather than from
-as many as it has tiles. A grid that is not whole clusters keeps the family's split (fp32
-partial tiles added into C: :mod:`accelsim.families.gemm`).
+8 splits where the output tiles cannot fill the SMs (each split at least 8 k-blocks, the fewest
+CUTLASS gives a stream-K unit), so that a
+skinny GEMM streams its weights from every SM rather than from as many as it has tiles. Where
+the split is not exact (tiles that are not whole clusters, k-blocks the splits do not divide)
+it runs as the family's split (fp32 partial tiles added into C: :mod:`accelsim.families.gemm`).
 
 Left out: the epilogue's own shared-memory buffer (stages are counted against the whole CTA
 limit), raster order and swizzle (group-M order, 8 rows), and register reallocation (the
@@ -93,21 +94,17 @@ def config_space(params: Params, chip: Chip) -> list[Config]:
 
 
 SPLITS = (2, 4, 8)
-MIN_SPLIT_DEPTH = 256
-"""The shallowest k-range a split covers, as the family's own split-K search asks
-(:func:`accelsim.families.gemm.triton_config_space`)."""
 
 
 def search_splits(params: Params, config: Config, chip: Chip) -> list[int]:
     """The split-K counts ``config=auto`` tries for ``config``'s tile: none where its output
-    tiles fill the SMs or are not whole clusters; else each of :data:`SPLITS` that leaves every
-    split a whole number of k-blocks and at least :data:`MIN_SPLIT_DEPTH` deep."""
-    tiles = output_tiles(params, config)
-    if tiles >= persistent_ctas(config, chip) or tiles % config.get("cluster", 1):
+    tiles fill the SMs; else each of :data:`SPLITS` that leaves every split the k-iterations
+    CUTLASS's scheduler gives a unit at least (``min_iters_per_sk_unit_``,
+    :data:`stream_k.MIN_ITERS_PER_UNIT`), which pay for its partial's write and read."""
+    if output_tiles(params, config) >= persistent_ctas(config, chip):
         return []
     k_tiles = -(-params["K"] // config["block_k"])
-    return [split for split in SPLITS
-            if k_tiles % split == 0 and params["K"] // split >= MIN_SPLIT_DEPTH]
+    return [split for split in SPLITS if k_tiles // split >= stream_k.MIN_ITERS_PER_UNIT]
 
 
 def output_tiles(params: Params, config: Config) -> int:
