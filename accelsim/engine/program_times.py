@@ -118,17 +118,20 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     # loads overlap compute while `depth - 1` are in flight (Little's law).
     fill_exposed = np.where(costs.follows > 0, 0.0, costs.fill_bytes)
     drain_exposed = costs.drain_bytes * (1.0 - costs.drain_hidden)
+    drain_cached = costs.drain_cache_bytes * (1.0 - costs.drain_hidden)
     edge_bytes = fill_exposed + drain_exposed
     edge_rate = min(port_bandwidth, local_bandwidth)
     # Persistent CTAs whose consumers wait for their tile's store run their units in step
     # (the same work, started together), so every SM stores at once: the stores drain at the
     # SM's share of HBM, which takes them (the L2 is full of earlier dirty lines), not at the
-    # port's rate; the MMAs of the next unit wait meanwhile.
+    # port's rate; the MMAs of the next unit wait meanwhile. Writes pinned in the L2 (stream-K's
+    # partial accumulators) are not HBM's to take: they drain at the port's rate.
     store_rate = np.where(costs.drain_in_step > 0, min(edge_rate, hbm_share_per_core(chip)), edge_rate)
     first_latency = np.where(costs.follows > 0, 0.0, latency)
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=first_latency + fill_exposed / edge_rate + drain_exposed / store_rate + overhead,
+        exposed=first_latency + fill_exposed / edge_rate + (drain_exposed - drain_cached) / store_rate
+        + drain_cached / edge_rate + overhead,
         sm=np.maximum.reduce([
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,

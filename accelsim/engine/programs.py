@@ -160,6 +160,10 @@ class ProgramCosts:
     """Bytes the first iteration with reads brings in: the pipeline prologue."""
     drain_bytes: np.ndarray
     """Bytes the last iteration with writes sends out: the pipeline epilogue."""
+    drain_cache_bytes: np.ndarray
+    """The part of ``drain_bytes`` written to blocks pinned in the shared cache (``level:
+    shared_cache``, stream-K's partial accumulators): it stays in the L2, so it never waits
+    for HBM to take it."""
     follows: np.ndarray
     """1 where the program is a persistent CTA's work unit after its first (trace
     ``kernel.execution.persistent_ctas``): its first loads were prefetched while the unit
@@ -279,7 +283,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
         "special_s", "overlapped_s", "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
     )}
     fill = np.full(n, -1.0)
-    drain = np.zeros(n)
+    drain, drain_cache = np.zeros(n), np.zeros(n)
     for t_index, template in enumerate(trace.templates):
         members = template_members(template_of, t_index)
         if _count(members) == 0:
@@ -293,6 +297,8 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
                 fill[runs] = np.where(fill[runs] < 0, moved["read"], fill[runs])
             if moved["write"]:
                 drain[runs] = moved["write"]
+                drain_cache[runs] = sum(x.bytes for x in step.transfers
+                                        if x.direction == "write" and x.level == "shared_cache")
             per_iter = dict.fromkeys(acc, 0.0)
             per_iter["iterations"] = 1.0
             per_iter["read_iterations"] = float(any(x.direction == "read" for x in step.transfers))
@@ -325,6 +331,7 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     issued = acc["vector_s"] + special
     acc["vector_s"] = issued if isinstance(chip, TpuChip) else np.maximum(acc["vector_s"], special)
     return ProgramCosts(template=template_of, fill_bytes=np.maximum(fill, 0.0), drain_bytes=drain,
+                        drain_cache_bytes=drain_cache,
                         issued_vector_s=issued, **execution_arrays(trace, chip), **acc)
 
 

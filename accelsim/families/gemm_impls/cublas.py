@@ -13,13 +13,16 @@ and its own autotuned tables find the fastest of its kernels), and the default c
 search) takes the tile that needs the fewest waves of output tiles over the SMs, the larger
 tile on a tie, cooperative, with CUTLASS's stream-K scheduler where CUTLASS's heuristic
 spreads a quantised last wave after at least one whole one (:mod:`.stream_k`; assumed of cuBLAS as its kernels are, and
-then the waves counted are the busiest CTA's share). fp32 inputs run on the CUDA cores
+then the waves counted are the busiest CTA's share), and with CUTLASS's split-K decomposition where
+its tiles leave SMs idle (:func:`with_default_split`). fp32 inputs run on the CUDA cores
 (SGEMM) and every GEMM on chips without TMA (Ampere) in CUTLASS 2.x-style multistage kernels:
 the Triton-style trace of the ``gemm`` family.
 
-Left out: cuBLAS's split-K kernels for small output grids, its GEMV kernels for
-M = 1 (the tile kernels model them, within a few percent on the decode records), and
-heuristic choices the model cannot see (a kernel other than the fastest).
+Left out: cuBLAS's own split-K reduction kernel (``splitKreduce_kernel``, a second launch: the
+split is traced as CUTLASS reduces it, the last unit of a tile adding its peers' partials from
+the workspace), its GEMV kernels for M = 1 (the tile kernels model them, within a few percent
+on the decode records), and heuristic choices the model cannot see (a kernel other than the
+fastest).
 """
 
 from __future__ import annotations
@@ -44,9 +47,7 @@ def default_config(params: Params, chip: Chip) -> Config:
         tiles = batch * math.ceil(m / bm) * math.ceil(n / bn)
         waves = float(math.ceil(tiles / chip.num_cores))
         streamed = {**config, "tile_scheduler": "stream_k"}
-        # stream-K only past a whole wave: below one, the engine drains every unit's last store
-        # (a lone partial accumulator's too) at one SM's share of HBM, which makes sub-wave
-        # stream-K slower than it runs (a 1024^3 GEMM at 0.1 TB/s: 201.6 us, 111.1 data-parallel)
+        # stream-K only past a whole wave: below one the default splits K (with_default_split)
         if config["schedule"] == "cooperative" and "pair" not in config and tiles >= chip.num_cores \
                 and cutlass.decomposition(params, streamed, chip):
             config = streamed
@@ -55,7 +56,24 @@ def default_config(params: Params, chip: Chip) -> Config:
         key = (waves, -bm * bn)
         if best_key is None or key < best_key:
             best, best_key = config, key
-    return best if best is not None else gemm.triton_default_config(params, chip)
+    return with_default_split(params, best, chip) if best is not None else gemm.triton_default_config(params, chip)
+
+
+def with_default_split(params: Params, config: Config, chip: Chip) -> Config:
+    """``config`` split along K where its output tiles leave SMs idle (a skinny GEMM: decode's
+    weights times a few rows): the most that :func:`cutlass.search_splits` offers whose units
+    still run in one wave (tiles x splits at most the persistent CTAs); a second wave of units
+    costs more than the split saves (a 1115 x 1025 x 1089 GEMM's 45 tiles: 19.2 us unsplit, 15.8
+    split in 2, 20.6 in 4). It runs
+    as CUTLASS's split-K decomposition where that is exact, else as the family's split
+    (:func:`cutlass.split_k_decomposition`). An assumption, as the rest of this default: cuBLAS's
+    heuristics are not public, but its profiles of skinny GEMMs show a split-K reduction kernel
+    after the GEMM (``splitKreduce_kernel``; ``docs/import-profile.md``)."""
+    tiles, ctas = cutlass.output_tiles(params, config), cutlass.persistent_ctas(config, chip)
+    if config.get("schedule") != "cooperative" or "pair" in config or tiles >= ctas:
+        return config
+    fitting = [split for split in cutlass.search_splits(params, config, chip) if tiles * split <= ctas]
+    return {**config, "split_k": max(fitting)} if fitting else config
 
 
 IMPL = GemmImpl(

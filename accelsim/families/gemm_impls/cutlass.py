@@ -20,9 +20,22 @@ CTA per tile), which the Triton-style trace of the ``gemm`` family already descr
 which ``config=auto`` searches beside the data-parallel one where CUTLASS's heuristic would
 stream.
 
-Left out: the split-K tile scheduler, the epilogue's own shared-memory buffer (stages are
-counted against the whole CTA limit), raster order and swizzle (group-M order, 8 rows), and
-register reallocation (the consumers' accumulators must fit as in the Triton-style trace).
+``split_k > 1`` (cooperative, no 2-SM pair): the same scheduler's ``DecompositionMode::SplitK``
+(``PersistentTileSchedulerSm90StreamKParams`` in ``include/cutlass/gemm/kernel/
+tile_scheduler_params.h``: "Force a split-K decomposition. This should be paired with setting
+the ``splits`` parameter"): each output tile's k-loop is cut into ``split_k`` equal units that
+the persistent CTAs walk like any other work, the units before a tile's last write their fp32
+accumulators to the workspace and the last reads and adds them before the epilogue
+(:func:`split_k_decomposition`, traced by :mod:`.stream_k`). ``config=auto`` searches 2, 4 and
+8 splits where the output tiles cannot fill the SMs (each split at least 8 k-blocks, the fewest
+CUTLASS gives a stream-K unit), so that a
+skinny GEMM streams its weights from every SM rather than from as many as it has tiles. Where
+the split is not exact (tiles that are not whole clusters, k-blocks the splits do not divide)
+it runs as the family's split (fp32 partial tiles added into C: :mod:`accelsim.families.gemm`).
+
+Left out: the epilogue's own shared-memory buffer (stages are counted against the whole CTA
+limit), raster order and swizzle (group-M order, 8 rows), and register reallocation (the
+consumers' accumulators must fit as in the Triton-style trace).
 """
 
 from __future__ import annotations
@@ -75,7 +88,28 @@ def config_space(params: Params, chip: Chip) -> list[Config]:
             streamed = {**config, "tile_scheduler": "stream_k"}
             if schedule == "cooperative" and "pair" not in config and decomposition(params, streamed, chip):
                 out.append(streamed)
+            if schedule == "cooperative" and "pair" not in config:
+                out.extend({**config, "split_k": split} for split in search_splits(params, config, chip))
     return out
+
+
+SPLITS = (2, 4, 8)
+
+
+def search_splits(params: Params, config: Config, chip: Chip) -> list[int]:
+    """The split-K counts ``config=auto`` tries for ``config``'s tile: none where its output
+    tiles fill the SMs; else each of :data:`SPLITS` that leaves every split the k-iterations
+    CUTLASS's scheduler gives a unit at least (``min_iters_per_sk_unit_``,
+    :data:`stream_k.MIN_ITERS_PER_UNIT`), which pay for its partial's write and read."""
+    if output_tiles(params, config) >= persistent_ctas(config, chip):
+        return []
+    k_tiles = -(-params["K"] // config["block_k"])
+    return [split for split in SPLITS if k_tiles // split >= stream_k.MIN_ITERS_PER_UNIT]
+
+
+def output_tiles(params: Params, config: Config) -> int:
+    m, n, _, batch, _ = gemm._problem(params)
+    return batch * -(-m // config["block_m"]) * -(-n // config["block_n"])
 
 
 def default_config(params: Params, chip: Chip) -> Config:
@@ -117,20 +151,36 @@ def persistent_ctas(config: Config, chip: Chip) -> int:
 
 
 def decomposition(params: Params, config: Config, chip: Chip) -> stream_k.Decomposition | None:
-    """The stream-K split of ``config``'s tiles (:func:`stream_k.decompose`), or None where it
-    runs data-parallel (its scheduler, or CUTLASS's heuristic, says so). CUTLASS pads the
+    """The stream-K scheduler's split of ``config``'s tiles: split-K where ``split_k > 1``
+    (:func:`split_k_decomposition`), else CUTLASS's heuristic (:func:`stream_k.decompose`); None
+    where it runs data-parallel (its scheduler, or the heuristic, says so). CUTLASS pads the
     tile grid to whole clusters, so its stream-K tiles are whole clusters; the model's grid is
     not padded, so a tile count that is not a multiple of the cluster runs data-parallel (left
     out: the padded CTA)."""
+    if config["split_k"] > 1:
+        return split_k_decomposition(params, config)
     if config.get("tile_scheduler") != "stream_k":
         return None
-    m, n, k, batch, _ = gemm._problem(params)
-    tiles = batch * -(-m // config["block_m"]) * -(-n // config["block_n"])
-    cluster = config.get("cluster", 1)
+    tiles, cluster = output_tiles(params, config), config.get("cluster", 1)
     if tiles % cluster:
         return None
-    split = stream_k.decompose(tiles, -(-k // config["block_k"]), persistent_ctas(config, chip), cluster)
+    k_tiles = -(-params["K"] // config["block_k"])
+    split = stream_k.decompose(tiles, k_tiles, persistent_ctas(config, chip), cluster)
     return split if split.streams else None
+
+
+def split_k_decomposition(params: Params, config: Config) -> stream_k.Decomposition | None:
+    """``DecompositionMode::SplitK``: every tile a stream-K tile, shared by ``split_k`` units of
+    equal k-ranges (the stream-K units are a multiple of the tiles: :mod:`.stream_k`). None
+    where the scheduler does not run (a ping-pong kernel, a 2-SM pair) or the split is not exact
+    (the tiles are not whole clusters, the k-blocks do not divide by the splits): the family's
+    own split then runs."""
+    tiles, split = output_tiles(params, config), config["split_k"]
+    k_tiles = -(-params["K"] // config["block_k"])
+    if (config.get("schedule") != "cooperative" or tiles % config.get("cluster", 1) or k_tiles % split
+            or config.get("pair", 1) > 1):
+        return None
+    return stream_k.Decomposition(dp_tiles=0, sk_tiles=tiles, sk_units=tiles * split)
 
 
 def build(params: Params, config: Config, chip: Chip) -> KernelTrace:

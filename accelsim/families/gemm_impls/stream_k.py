@@ -140,7 +140,7 @@ def unit_segments(split: Decomposition, k_tiles: int, cluster: int = 1) -> list[
 def build(params: dict, config: dict, chip, split: Decomposition) -> KernelTrace:
     """The data-parallel trace of ``config`` (:func:`gemm.triton_build`) with its last
     ``split.sk_tiles`` tiles replaced by ``split.sk_units`` stream-K units."""
-    base = gemm.triton_build(params, config, chip)
+    base = gemm.triton_build(params, {**config, "split_k": 1}, chip)  # split-K's units are traced here
     m, n, k, batch, dtype = gemm._problem(params)
     bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
     num_m, num_n = -(-m // bm), -(-n // bn)
@@ -193,6 +193,7 @@ def build(params: dict, config: dict, chip, split: Decomposition) -> KernelTrace
     data["program_template"] = [int(t) for t in template_of]
     data["program_vars"] = {**{k_: [int(x) for x in v] for k_, v in variables.items()}, **seg_vars}
     data["tensors"]["P"] = {"shape": [split.sk_tiles, bm * bn], "dtype": "fp32"}
+    data["metadata"]["config"] = dict(config)
     data["metadata"]["stream_k"] = {"dp_tiles": split.dp_tiles, "sk_tiles": split.sk_tiles,
                                     "sk_units": split.sk_units}
     return KernelTrace.model_validate(data)
