@@ -357,6 +357,16 @@ class Multislice:
 
 Arch = Union[Chip, Node, Cluster, Torus, Multislice]
 
+
+_KIND_NAMES = {GpuChip: "GPU chip", TpuChip: "TPU chip", Chip: "chip", Node: "node", Cluster: "cluster",
+               Torus: "TPU slice", Multislice: "multislice"}
+
+
+def kind_name(kind: type | object) -> str:
+    """What a config is, in words for an error line: ``GPU chip``, ``node``, ``TPU slice``..."""
+    cls = kind if isinstance(kind, type) else type(kind)
+    return next((name for k, name in _KIND_NAMES.items() if issubclass(cls, k)), cls.__name__.lower())
+
 MAX_SYSTEM_CHIPS = 1 << 20
 """The largest system: a million chips (the system trace format's device limit)."""
 
@@ -470,7 +480,7 @@ def _referenced(name: str, field: str, expected_kind: type, overrides: Sequence[
         _RESOLVING.reset(token)
     if not isinstance(arch, expected_kind):
         raise InputError(
-            f"{shown(name)} is a {type(arch).__name__.lower()}; expected a {expected_kind.__name__.lower()}",
+            f"{shown(name)} is a {kind_name(arch)}; expected a {kind_name(expected_kind)}",
             source=referrer,
             field=field,
         )

@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import replace
 
-from accelsim.arch.model import Chip, TpuChip, config_files, load_arch
+from accelsim.arch.model import Chip, TpuChip, config_files, kind_name, load_arch
 from accelsim.cli import collective_cmd
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def load_chip(name: str, overrides: list[str]) -> Chip:
     arch = load_arch(name, overrides)
     if not isinstance(arch, Chip):
-        raise InputError(f"{shown(name)} is a {type(arch).__name__.lower()}; kernels run on a chip", source="--arch")
+        raise InputError(f"{shown(name)} is a {kind_name(arch)}; kernels run on a chip", source="--arch")
     return arch
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.loader import put
-from accelsim.arch.model import Cluster, Node
+from accelsim.arch.model import Cluster, Node, kind_name
 from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.collectives import BUS_FACTORS
@@ -148,7 +148,7 @@ def load_system(system: str, overrides: Sequence[str] = ()) -> Node | Cluster:
 
     arch = load_arch(system, overrides)
     if not isinstance(arch, Node | Cluster):
-        raise InputError(f"{arch.name!r} is a {type(arch).__name__.lower()}; collective records are compared on a "
+        raise InputError(f"{arch.name!r} is a {kind_name(arch)}; collective records are compared on a "
                          f"GPU node or cluster (its NCCL model)", field="system")
     return arch
 
@@ -164,7 +164,7 @@ def load_node(system: str, overrides: Sequence[str] = ()) -> Node:
 
     node = load_arch(system, overrides)
     if not isinstance(node, Node):
-        raise InputError(f"{node.name!r} is a {type(node).__name__.lower()}; collective records are fitted and "
+        raise InputError(f"{node.name!r} is a {kind_name(node)}; collective records are fitted and "
                          f"compared on a node (its NCCL model): give the node the runs were on", field="system")
     return node
 

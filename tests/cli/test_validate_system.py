@@ -40,7 +40,7 @@ def test_the_published_node_is_further_off_than_the_calibrated_one(cli, tmp_path
 
 
 def test_what_cannot_be_compared_is_one_line(cli, tmp_path):
-    for args, says in ((("--system", "tpu-v5e-4x4"), "is a torus"),
+    for args, says in ((("--system", "tpu-v5e-4x4"), "is a TPU slice"),
                        (("--system", "h100-ib-cluster"), "no collective records of 'h100-ib-cluster'"),
                        (("--system", "dgx-h100", "--arch", "h100-sxm"), "one of them"),
                        (("--system", "dgx-h100", "--split-by", "kernel"), "held out by their ids only")):
