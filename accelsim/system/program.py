@@ -55,6 +55,8 @@ class CompiledProgram:
 
     index: int
     program: Program
+    ops: list[Op]
+    """The program's ops (read at every op's start and end)."""
     devices: list[int]
     streams: list[list[int]]
     """Per stream, its ops in list order."""
@@ -70,10 +72,6 @@ class CompiledProgram:
     """Device -> its position in :attr:`devices`."""
     foldable: bool
     """Its devices are interchangeable (:func:`foldable`)."""
-
-    @property
-    def ops(self) -> list[Op]:
-        return self.program.ops
 
 
 def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) -> CompiledProgram:
@@ -99,7 +97,7 @@ def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) ->
         ndeps.append(len(before))
     devices = program.device_ids()
     return CompiledProgram(
-        index=index, program=program, devices=devices, streams=streams, stream_of=stream_of,
+        index=index, program=program, ops=ops, devices=devices, streams=streams, stream_of=stream_of,
         dependents=dependents, ndeps=ndeps, costs=[None] * len(ops),
         comm_joins=comm_joins(program, devices, indexes), position={d: k for k, d in enumerate(devices)},
         foldable=foldable(program),
