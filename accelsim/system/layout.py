@@ -109,7 +109,7 @@ class CommLayout:
         foldable = self._foldable_partitions(full, owners) if self.fold_groups else set()
         layout = Layout()
         counted: set[int] = set()  # plans are cached: each distinct one once
-        counted_layouts: set[tuple | None] = set()
+        counted_layouts: set[tuple] = set()
         for (c, i), joined in full.items():
             cls = self.classes[c]
             op = cls.prog.ops[i]
@@ -118,9 +118,10 @@ class CommLayout:
                 joined = self._fold(cls, i, op, joined, layout)
             layout.joined[c, i] = joined
             shared = None if folded else self._shared_key(cls, i, op, reach=False)
-            if shared is not None and shared in counted_layouts:  # its plans' links are in
-                continue
-            counted_layouts.add(shared)
+            if shared is not None:
+                if shared in counted_layouts:  # its plans' links are in
+                    continue
+                counted_layouts.add(shared)
             for plan in self._plans_of(cls, i, op, joined, folded=folded):
                 if plan is not None and id(plan) not in counted:
                     counted.add(id(plan))
