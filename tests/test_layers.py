@@ -42,6 +42,7 @@ UNITS: dict[str, str] = {
     "accelsim.workers": "foundation",
     "accelsim.results": "foundation",
     "accelsim.figures": "foundation",
+    "accelsim.blas": "foundation",
     "accelsim.families.": "families",
     "accelsim.families": "registries",
 }

@@ -88,7 +88,9 @@ def absorbed_write_bytes(
     if max_chunks is None:
         max_chunks = int(np.clip(TARGET_ACCESSES // max(n, 1), 1, 16))
     writes = _accesses(trace, concurrency=concurrency, max_chunks=max_chunks, direction="write")
-    if writes is None:
+    if writes is None or _all_distinct(writes[0]):
+        # no block is written twice: no write follows another of its block, so none is
+        # absorbed, whatever the reads in between (skips ordering every read)
         return np.zeros(n)
     reads = _accesses(trace, concurrency=concurrency, max_chunks=max_chunks)
     parts = [writes] + ([reads] if reads is not None else [])
@@ -150,6 +152,12 @@ def _every_block_distinct(trace: KernelTrace, direction: str = "read") -> bool:
                 if forms.setdefault(transfer.tensor, block) != block:
                     return False
     return True
+
+
+def _all_distinct(ids: np.ndarray) -> bool:
+    """Whether no two accesses (columns of ``ids``, one row per key column) name one block."""
+    keys = np.sort(_single_key(list(ids)))
+    return not (keys[1:] == keys[:-1]).any()
 
 
 def _single_key(columns: list[np.ndarray]) -> np.ndarray:

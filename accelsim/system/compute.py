@@ -237,15 +237,14 @@ class DeviceCompute(_SharedDevice):
             if lane.ops:
                 lane.clock += dt_ps * self._rate(lane.memory_bound)
 
-    def _left_ps(self, lane: _Lane, end: float) -> int:
-        return max(0, round((end - lane.clock) / self._rate(lane.memory_bound)))
-
     def _soonest(self) -> tuple[int, tuple[int, list[tuple[float, float]]]]:
-        soonest = min(self._left_ps(lane, lane.ops[0][0]) for lane in self._lanes if lane.ops)
+        readings = [(lane.clock, self._rate(lane.memory_bound)) for lane in self._lanes]
+        soonest = min(max(0, round((lane.ops[0][0] - clock) / rate))
+                      for lane, (clock, rate) in zip(self._lanes, readings) if lane.ops)
         # the ops that end then are each lane's first in its heap, found when they end
         # from the readings of now (rates hold until then): listing them here would cost
         # a pass over every op that ends with them at every start before
-        return soonest, (soonest, [(lane.clock, self._rate(lane.memory_bound)) for lane in self._lanes])
+        return soonest, (soonest, readings)
 
     def _remove(self, due: tuple[int, list[tuple[float, float]]]) -> list[simpy.Event]:
         soonest, readings = due

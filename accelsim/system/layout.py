@@ -15,15 +15,14 @@ Two exactness-preserving shortcuts are decided here, each from the plans alone:
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from accelsim.network.collectives import Plan
 from accelsim.system.plans import PlanBook, instance_kind
-from accelsim.system.program import CompiledProgram, happens_before, order_bits
-from accelsim.system.trace import COLLECTIVE_KINDS, PERMUTE_KIND, Op
+from accelsim.system.program import CompiledProgram, GroupLayout, happens_before, order_bits
+from accelsim.system.trace import COLLECTIVE_KINDS, Op
 
 ORDER_BITS_LIMIT_BYTES = 256 * 2**20
 """The most memory the dependency order of one program may take as bit sets (two of
@@ -31,8 +30,10 @@ about ``ops**2 / 16`` bytes each, estimated before they are built: 46,000 ops). 
 program's collectives are taken as overlapping whatever else crosses their links, so
 they play every group and part: exact, only slower."""
 
-Joined = dict[tuple, list]
-"""Instance key -> [ranks, how many devices of the class join it]."""
+T = TypeVar("T")
+
+Joined = dict[tuple, tuple[tuple[int, ...], int]]
+"""Instance key -> (ranks, how many devices of the class join it)."""
 
 
 class ClassLike(Protocol):
@@ -69,6 +70,10 @@ class CommLayout:
         self._tag_bits: dict[tuple[int, int], int | None] = {}
         """(id(tags), class) -> the ops a list of tags names, as a bit set (None: a tag of a single
         device or of another class)."""
+        self._partitions: dict[int, frozenset | None] = {}
+        """id(group layout) -> its partition (:func:`_whole_groups` of an op on it)."""
+        self._group_plans: dict[tuple, list[Plan | None]] = {}
+        """(whole, kind, bytes, id(group layout)) -> the plans of its groups (:meth:`_plans_of`)."""
 
     def joins(self) -> dict[tuple[int, int], Joined]:
         """(class, op) -> every instance its devices join (before any is folded)."""
@@ -76,8 +81,25 @@ class CommLayout:
         for cls in self.classes:
             for i, op in enumerate(cls.prog.ops):
                 if op.is_comm:
-                    full[cls.id, i] = _instances_joined(cls, i, op)
+                    full[cls.id, i] = _instances_joined(cls, i)
         return full
+
+    def _layout_of(self, cls: ClassLike, i: int) -> GroupLayout | None:
+        """The groups of collective ``i`` when ``cls`` holds every device of its program:
+        then the op joins each group of the layout with all the program's devices in it,
+        so what follows from its groups alone (plans, partition) is shared by every op on
+        them, and computed once per layout instead of once per op and group."""
+        joins = cls.prog.comm_joins[i]
+        return joins.layout if joins.layout is not None and len(cls.devices) == len(cls.prog.devices) else None
+
+    def _partition(self, cls: ClassLike, i: int, op: Op, joined: Joined) -> frozenset | None:
+        """:func:`_whole_groups`, once per group layout."""
+        layout = self._layout_of(cls, i)
+        if layout is None:
+            return _whole_groups(op, joined)
+        if id(layout) not in self._partitions:  # the classes hold the layout: its id stays its own
+            self._partitions[id(layout)] = _whole_groups(op, joined)
+        return self._partitions[id(layout)]
 
     def build(self, full: dict[tuple[int, int], Joined]) -> Layout:
         """The layout, from :meth:`joins`; every instance played is planned here."""
@@ -87,13 +109,20 @@ class CommLayout:
         foldable = self._foldable_partitions(full, owners) if self.fold_groups else set()
         layout = Layout()
         counted: set[int] = set()  # plans are cached: each distinct one once
+        counted_layouts: set[tuple] = set()
         for (c, i), joined in full.items():
             cls = self.classes[c]
             op = cls.prog.ops[i]
-            if _whole_groups(op, joined) in foldable:
+            folded = self._partition(cls, i, op, joined) in foldable
+            if folded:
                 joined = self._fold(cls, i, op, joined, layout)
             layout.joined[c, i] = joined
-            for plan in self._plans_of(cls, i, op, joined):
+            shared = None if folded else self._shared_key(cls, i, op, reach=False)
+            if shared is not None:
+                if shared in counted_layouts:  # its plans' links are in
+                    continue
+                counted_layouts.add(shared)
+            for plan in self._plans_of(cls, i, op, joined, folded=folded):
                 if plan is not None and id(plan) not in counted:
                     counted.add(id(plan))
                     layout.links |= self.plans.links(plan)
@@ -101,68 +130,123 @@ class CommLayout:
 
     def _fold(self, cls: ClassLike, i: int, op: Op, joined: Joined, layout: Layout) -> Joined:
         """Keep the first device's group; the others' plans are credited with its loads."""
-        key = cls.prog.comm_keys[i][cls.devices[0]][0]
+        key = cls.prog.comm_joins[i].of(cls.prog.position[cls.devices[0]])[0]
+        if self._layout_of(cls, i) is not None:  # the first device's group comes first
+            layout.folded_plans.extend(self._plans_of(cls, i, op, joined)[1:])
+            return {key: joined[key]}
         for (base, seq), (ranks, _count) in joined.items():
             if (base, seq) != key:
                 layout.folded_plans.append(self.plans.plan(op.kind, op.bytes, ranks, base, (cls.prog.index, i)))
         return {key: joined[key]}
 
-    def _plans_of(self, cls: ClassLike, i: int, op: Op, joined: Joined, reach: bool = False) -> list[Plan | None]:
-        """The plans of the instances an op joins, as played (or every part: ``reach``)."""
+    def _plans_of(self, cls: ClassLike, i: int, op: Op, joined: Joined, reach: bool = False,
+                  folded: bool = False) -> list[Plan | None]:
+        """The plans of the instances an op joins, as played (or every part: ``reach``).
+        Plans as played are asked for only once :meth:`_choose_whole` has decided which
+        play every part. ``folded``: ``joined`` is the first device's group alone."""
         where, kind = (cls.prog.index, i), instance_kind(op)
         get = self.plans.reach if reach else self.plans.plan
-        return [get(kind, op.bytes, ranks, base, where) for (base, _seq), (ranks, _count) in joined.items()]
+
+        def plans() -> list[Plan | None]:
+            return [get(kind, op.bytes, ranks, base, where) for (base, _seq), (ranks, _count) in joined.items()]
+
+        return plans() if folded else self._per_layout(self._group_plans, cls, i, op, reach, plans)
+
+    def _per_layout(self, memo: dict[tuple, T], cls: ClassLike, i: int, op: Op, reach: bool,
+                    make: Callable[[], T]) -> T:
+        """``make()`` for op ``i``, kept in ``memo`` for the other ops on its group layout
+        where they share it (:meth:`_shared_key`)."""
+        shared = self._shared_key(cls, i, op, reach)
+        if shared is None:
+            return make()
+        if shared not in memo:
+            memo[shared] = make()
+        return memo[shared]
+
+    def _shared_key(self, cls: ClassLike, i: int, op: Op, reach: bool) -> tuple | None:
+        """What the plans of op ``i`` depend on where every op on its groups has the same
+        plans (:meth:`_layout_of`; a collective's plan depends neither on its communicator
+        nor on its sequence number), else None."""
+        layout = self._layout_of(cls, i)
+        return None if layout is None else (reach, instance_kind(op), op.bytes, id(layout))
 
     def _link_owners(self, full: dict[tuple[int, int], Joined]) -> dict[str, dict[tuple, list]]:
         """Per link, what crosses it: ``{(partition, ranks): [tags, ...]}``, where partition
         is the op's groups when they all lie in its class (else None) and a tag is (class,
         op) for a class of several devices, None for one of a single device. Ops with the
-        same plan and owner share one list of tags, entered once per link."""
+        same plan and owner share one list of tags, entered once per link; the ops on one
+        group layout (:meth:`_layout_of`) find their lists once."""
         owners: dict[str, dict[tuple, list]] = {}
         tags_of: dict[tuple, list] = {}
+        layout_tags: dict[tuple, list[list]] = {}
         for (c, i), joined in full.items():
             cls = self.classes[c]
             op = cls.prog.ops[i]
-            partition = _whole_groups(op, joined)
             tag = (c, i) if len(cls.devices) > 1 else None
-            for ((_base, _seq), (ranks, _count)), plan in zip(joined.items(), self._plans_of(cls, i, op, joined, True)):
-                if plan is None:
-                    continue
-                owner = (partition, ranks)
-                tags = tags_of.get((id(plan), owner))
-                if tags is None:
-                    tags = tags_of[id(plan), owner] = []
-                    for link in self.plans.links(plan):
-                        owners.setdefault(link, {}).setdefault(owner, []).append(tags)
+            tag_lists = self._per_layout(layout_tags, cls, i, op, True,
+                                         lambda: self._enter(owners, tags_of, cls, i, op, joined))
+            for tags in tag_lists:
                 if not tags or tags[-1] != tag:
                     tags.append(tag)
         return owners
+
+    def _enter(self, owners: dict[str, dict[tuple, list]], tags_of: dict[tuple, list], cls: ClassLike, i: int,
+               op: Op, joined: Joined) -> list[list]:
+        """The list of tags of each instance of op ``i`` that moves data, its plan's and
+        owner's (``tags_of``); a new one is entered on the links the plan crosses."""
+        partition = self._partition(cls, i, op, joined)
+        lists = []
+        for ((_base, _seq), (ranks, _count)), plan in zip(joined.items(), self._plans_of(cls, i, op, joined, True)):
+            if plan is None:
+                continue
+            owner = (partition, ranks)
+            tags = tags_of.get((id(plan), owner))
+            if tags is None:
+                tags = tags_of[id(plan), owner] = []
+                for link in self.plans.links(plan):
+                    owners.setdefault(link, {}).setdefault(owner, []).append(tags)
+            lists.append(tags)
+        return lists
 
     def _choose_whole(self, full: dict[tuple[int, int], Joined], owners: dict[str, dict[tuple, list]]) -> None:
         """Which instances play every part of their collective (``plans.whole_keys``): those
         whose plan simulates one representative part (``Plan.partial``) while other traffic
         that can run at the same time crosses the links of the whole collective. A
         representative part is exact only when nothing else meets the parts it stands for."""
-        plans = self.plans
         crowded: dict[tuple, list] = {}
+        candidates_of: dict[tuple, list] = {}
         for (c, i), joined in full.items():
             cls = self.classes[c]
             op = cls.prog.ops[i]
-            kind, where = instance_kind(op), (cls.prog.index, i)
-            partition = _whole_groups(op, joined)
-            for (base, _seq), (ranks, _count) in joined.items():
-                part = plans.plan(kind, op.bytes, ranks, base, where, whole=False)
-                key = plans.key(kind, op.bytes, ranks, base)
-                if part is None or not part.partial or key in plans.whole_keys:
-                    continue
-                own = (partition, ranks)
-                reach = plans.reach(kind, op.bytes, ranks, base, where)
-                shared = crowded.get((id(reach), own))
-                if shared is None:  # the links something else crosses too, once per plan and owner
-                    shared = crowded[id(reach), own] = [owners[link] for link in plans.links(reach)
-                                                        if len(owners[link]) > 1]
-                if any(self._contended(cls, i, on_link, own) for on_link in shared):
-                    plans.whole_keys.add(key)
+            candidates = self._per_layout(candidates_of, cls, i, op, False,
+                                          lambda: self._partial_parts(cls, i, op, joined, owners, crowded))
+            for key, own, links in candidates:
+                if key not in self.plans.whole_keys and any(self._contended(cls, i, on_link, own) for on_link in links):
+                    self.plans.whole_keys.add(key)
+
+    def _partial_parts(self, cls: ClassLike, i: int, op: Op, joined: Joined, owners: dict[str, dict[tuple, list]],
+                       crowded: dict[tuple, list]) -> list[tuple[tuple, tuple, list]]:
+        """The instances of op ``i`` planned as one representative part whose whole
+        collective crosses links that other traffic crosses too: (plan key, owner, the
+        owners of those links)."""
+        plans = self.plans
+        kind, where = instance_kind(op), (cls.prog.index, i)
+        partition = self._partition(cls, i, op, joined)
+        found = []
+        for (base, _seq), (ranks, _count) in joined.items():
+            part = plans.plan(kind, op.bytes, ranks, base, where, whole=False)
+            key = plans.key(kind, op.bytes, ranks, base)
+            if part is None or not part.partial:
+                continue
+            own = (partition, ranks)
+            reach = plans.reach(kind, op.bytes, ranks, base, where)
+            shared = crowded.get((id(reach), own))
+            if shared is None:  # the links something else crosses too, once per plan and owner
+                shared = crowded[id(reach), own] = [owners[link] for link in plans.links(reach)
+                                                    if len(owners[link]) > 1]
+            if shared:
+                found.append((key, own, shared))
+        return found
 
     def _foldable_partitions(self, full: dict[tuple[int, int], Joined],
                              owners: dict[str, dict[tuple, list]]) -> set[frozenset]:
@@ -178,7 +262,7 @@ class CommLayout:
         for (c, i), joined in full.items():
             cls = self.classes[c]
             op = cls.prog.ops[i]
-            partition = _whole_groups(op, joined)
+            partition = self._partition(cls, i, op, joined)
             if partition is None or ok.get(partition) is False:
                 continue
             key = (op.kind, op.bytes, partition)
@@ -247,38 +331,26 @@ def members_moving(classes: Sequence[ClassLike], full: dict[tuple[int, int], Joi
     sizes: dict[tuple, int] = {}
     for (c, i), joined in full.items():
         cls = classes[c]
-        first = cls.prog.comm_keys[i].get(cls.devices[0]) if len(cls.devices) > 1 else None
-        for key, (ranks, _count) in joined.items():
-            if first is None or key == first[0]:
-                sizes[key] = len(ranks) if len(ranks) > 1 else 0
+        first = cls.prog.comm_joins[i].of(cls.prog.position[cls.devices[0]]) if len(cls.devices) > 1 else None
+        for key, (ranks, _count) in ([(first[0], joined[first[0]])] if first is not None else joined.items()):
+            sizes[key] = len(ranks) if len(ranks) > 1 else 0
     return sum(sizes.values())
 
 
-def _instances_joined(cls: ClassLike, i: int, op: Op) -> Joined:
-    """Instance key -> [ranks, devices of ``cls`` that join it]."""
-    keys = cls.prog.comm_keys[i]
+def _instances_joined(cls: ClassLike, i: int) -> Joined:
+    """Instance key -> (ranks, devices of ``cls`` that join it), in the order the class's
+    devices first meet them."""
+    joins = cls.prog.comm_joins[i]
+    if len(cls.devices) == len(cls.prog.devices):  # every device of the program: its counts
+        return {key: (ranks, count) for key, ranks, count in zip(joins.keys, joins.ranks, joins.counts) if count}
     joined: Joined = {}
-    if op.kind in COLLECTIVE_KINDS:
-        # a group's devices share one (key, ranks) object (comm_keys): count them by
-        # identity, in C, rather than hash a long ranks tuple per device
-        found = [v for v in map(keys.get, cls.devices) if v is not None]
-        ids = list(map(id, found))
-        by_id = dict(zip(ids, found))
-        for ident, count in Counter(ids).items():  # in first-seen order
-            key, ranks = by_id[ident]
-            joined[key] = [ranks, count]
-    elif op.kind == PERMUTE_KIND:
-        # one instance per permute (comm_keys): its devices counted without hashing its key,
-        # which holds its pairs (1024 on a Llama 3 405B stage), once per device
-        found = [v for v in map(keys.get, cls.devices) if v is not None]
-        if found:
-            key, ranks = found[0]
-            joined[key] = [ranks, len(found)]
-    else:
-        for d in cls.devices:
-            if d in keys:
-                key, ranks = keys[d]
-                joined.setdefault(key, [ranks, 0])[1] += 1
+    position = cls.prog.position
+    for d in cls.devices:
+        slot = joins.slots[position[d]]
+        if slot >= 0:
+            key = joins.keys[slot]
+            ranks, count = joined.get(key, (joins.ranks[slot], 0))
+            joined[key] = (ranks, count + 1)
     return joined
 
 

@@ -76,7 +76,7 @@ class PlanBook:
     def key(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple) -> tuple:
         """What an instance's plan depends on: kind, size and ranks (a permute's pairs),
         the last as a small number. The same group is one tuple object wherever it is
-        named (:func:`~accelsim.system.program.comm_keys`), so it is found by identity: a
+        named (:func:`~accelsim.system.program.comm_joins`), so it is found by identity: a
         long tuple is hashed anew at every lookup, and a 1024-rank group's plan is looked
         up for every device."""
         group = base[1] if base[0] == "perm" else ranks

@@ -13,8 +13,40 @@ from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op,
 InstanceKey = tuple
 """``(base, seq)``: the ``seq``-th instance on ``base`` (a group and communicator, a pair
 set, or one ``src -> dst`` pair and tag)."""
-Joins = dict[int, tuple[InstanceKey, tuple[int, ...]]]
-"""Per device of a program: the instance it joins and that instance's ranks."""
+
+
+@dataclass(frozen=True, eq=False)
+class GroupLayout:
+    """How a program's devices meet the groups of one replica-group list: what every op on
+    those groups shares (its instances differ only in their keys)."""
+
+    ranks: list[tuple[int, ...]]
+    """The distinct groups the devices join, in the order the devices first meet them."""
+    slots: list[int]
+    """Per device (its position in the program's devices), its group in :attr:`ranks`."""
+    counts: list[int]
+    """Per group, how many of the program's devices join it."""
+
+
+@dataclass(frozen=True, eq=False)
+class CommJoins:
+    """Which instance each of a program's devices joins in one communication op."""
+
+    keys: list[InstanceKey]
+    """The instances, in the order the program's devices first meet them."""
+    ranks: list[tuple[int, ...]]
+    """Per instance, its ranks (a send/recv's ``(src, dst)``)."""
+    slots: list[int]
+    """Per device (its position in the program's devices), its instance, -1 for none."""
+    counts: list[int]
+    """Per instance, how many of the program's devices join it."""
+    layout: GroupLayout | None = None
+    """A collective's groups, shared by every op on them (None for other ops)."""
+
+    def of(self, position: int) -> tuple[InstanceKey, tuple[int, ...]] | None:
+        """The instance (key, ranks) the device at ``position`` joins, if any."""
+        slot = self.slots[position]
+        return None if slot < 0 else (self.keys[slot], self.ranks[slot])
 
 
 @dataclass
@@ -23,6 +55,8 @@ class CompiledProgram:
 
     index: int
     program: Program
+    ops: list[Op]
+    """The program's ops (read at every op's start and end)."""
     devices: list[int]
     streams: list[list[int]]
     """Per stream, its ops in list order."""
@@ -32,14 +66,12 @@ class CompiledProgram:
     ndeps: list[int]
     costs: list[OpCost | None]
     """Compute ops' costs, priced on first start."""
-    comm_keys: list[Joins | None]
-    """Per comm op: device -> (instance key, ranks); see :func:`comm_keys`."""
+    comm_joins: list[CommJoins | None]
+    """Per comm op, the instances its devices join; see :func:`comm_joins`."""
+    position: dict[int, int]
+    """Device -> its position in :attr:`devices`."""
     foldable: bool
     """Its devices are interchangeable (:func:`foldable`)."""
-
-    @property
-    def ops(self) -> list[Op]:
-        return self.program.ops
 
 
 def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) -> CompiledProgram:
@@ -65,8 +97,9 @@ def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) ->
         ndeps.append(len(before))
     devices = program.device_ids()
     return CompiledProgram(
-        index=index, program=program, devices=devices, streams=streams, stream_of=stream_of,
-        dependents=dependents, ndeps=ndeps, costs=[None] * len(ops), comm_keys=comm_keys(program, devices, indexes),
+        index=index, program=program, ops=ops, devices=devices, streams=streams, stream_of=stream_of,
+        dependents=dependents, ndeps=ndeps, costs=[None] * len(ops),
+        comm_joins=comm_joins(program, devices, indexes), position={d: k for k, d in enumerate(devices)},
         foldable=foldable(program),
     )
 
@@ -92,33 +125,37 @@ def foldable(program: Program) -> bool:
 
 
 class _Sequencer:
-    """The n-th op a device issues on one base is the n-th instance there."""
+    """The n-th op a device issues on one base is the n-th instance there. Counters are
+    cells (one-item lists) so that ops on the same groups reuse theirs without hashing
+    every group again."""
 
     def __init__(self) -> None:
-        self.counters: dict[tuple, int] = {}
+        self.counters: dict[tuple, list[int]] = {}
+
+    def cell(self, base: tuple) -> list[int]:
+        return self.counters.setdefault(base, [0])
 
     def next(self, base: tuple) -> InstanceKey:
-        seq = self.counters.get(base, 0)
-        self.counters[base] = seq + 1
-        return base, seq
+        cell = self.cell(base)
+        cell[0] += 1
+        return base, cell[0] - 1
 
 
-def comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict]) -> list[Joins | None]:
-    """Per comm op, ``device -> (instance key, ranks)`` for the program's devices: which
-    instance each joins. The n-th op a device issues on one group and communicator (or
-    one pair set, or one src->dst pair and tag) is the n-th instance there. ``indexes`` caches
-    :func:`group_index` across programs that repeat the same groups."""
+def comm_joins(program: Program, devices: list[int], indexes: dict[tuple, dict]) -> list[CommJoins | None]:
+    """Per comm op, which instance each of the program's devices joins. The n-th op a
+    device issues on one group and communicator (or one pair set, or one src->dst pair and
+    tag) is the n-th instance there. ``indexes`` caches :func:`group_index` across programs
+    that repeat the same groups."""
     seq = _Sequencer()
-    layouts: dict[tuple, tuple[list[tuple], list[int]]] = {}
-    out: list[Joins | None] = []
+    layouts: dict[tuple, GroupLayout] = {}
+    cells: dict[tuple[int, str | None], tuple[list[tuple], list[list[int]]]] = {}
+    permutes: dict[tuple, tuple[tuple, tuple[int, ...], list[int], int]] = {}
+    out: list[CommJoins | None] = []
     for op in program.ops:
         if op.kind in COLLECTIVE_KINDS:
-            out.append(_collective_joins(op, devices, indexes, layouts, seq))
+            out.append(_collective_joins(op, devices, indexes, layouts, cells, seq))
         elif op.kind == PERMUTE_KIND:
-            pairs = tuple(sorted((s, t) for s, t in op.pairs))
-            key = seq.next(("perm", pairs))
-            ranks = tuple(sorted({d for pair in pairs for d in pair}))
-            out.append({d: (key, ranks) for d in ranks})
+            out.append(_permute_joins(op, devices, permutes, seq))
         elif op.kind in P2P_KINDS:
             out.append(_p2p_joins(op, devices, seq))
         else:
@@ -126,34 +163,56 @@ def comm_keys(program: Program, devices: list[int], indexes: dict[tuple, dict]) 
     return out
 
 
-def _collective_joins(op: Op, devices: list[int], indexes: dict[tuple, dict],
-                      layouts: dict[tuple, tuple[list[tuple], list[int]]], seq: _Sequencer) -> Joins:
+def _collective_joins(op: Op, devices: list[int], indexes: dict[tuple, dict], layouts: dict[tuple, GroupLayout],
+                      cells: dict[tuple[int, str | None], tuple[list[tuple], list[list[int]]]],
+                      seq: _Sequencer) -> CommJoins:
     groups = tuple(map(tuple, op.groups)) if op.groups is not None else (tuple(sorted(devices)),)
-    if groups not in layouts:
+    layout = layouts.get(groups)
+    if layout is None:
         if groups not in indexes:
             indexes[groups] = group_index(groups)
-        layouts[groups] = group_layout(indexes[groups], devices)
-    order, slots = layouts[groups]
-    # in the order the program's devices first meet them; a group's devices share one
-    # (key, ranks) object, which later steps count by identity
-    joins = [(seq.next(("coll", group, op.communicator)), group) for group in order]
-    return dict(zip(devices, map(joins.__getitem__, slots)))
+        layout = layouts[groups] = group_layout(indexes[groups], devices)
+    found = cells.get((id(layout), op.communicator))
+    if found is None:  # the layout lives as long as ``layouts``: its id stays its own
+        bases = [("coll", group, op.communicator) for group in layout.ranks]
+        found = cells[id(layout), op.communicator] = (bases, [seq.cell(base) for base in bases])
+    bases, counters = found
+    keys = [(base, cell[0]) for base, cell in zip(bases, counters)]
+    for cell in counters:
+        cell[0] += 1
+    return CommJoins(keys=keys, ranks=layout.ranks, slots=layout.slots, counts=layout.counts, layout=layout)
 
 
-def _p2p_joins(op: Op, devices: list[int], seq: _Sequencer) -> Joins:
-    keys = {}
+def _permute_joins(op: Op, devices: list[int], permutes: dict[tuple, tuple[tuple, tuple[int, ...], list[int], int]],
+                   seq: _Sequencer) -> CommJoins:
+    """One instance of every device named in the pairs. ``permutes`` keeps, per pair set
+    (a pipeline repeats a few), one tuple of it (found by identity where plans are
+    looked up), its ranks and which of the program's devices they hold."""
+    pairs = tuple(sorted((s, t) for s, t in op.pairs))
+    if pairs not in permutes:
+        ranks = tuple(sorted({d for pair in pairs for d in pair}))
+        members = set(ranks)
+        slots = [0 if d in members else -1 for d in devices]
+        permutes[pairs] = pairs, ranks, slots, slots.count(0)
+    pairs, ranks, slots, count = permutes[pairs]
+    return CommJoins(keys=[seq.next(("perm", pairs))], ranks=[ranks], slots=slots, counts=[count])
+
+
+def _p2p_joins(op: Op, devices: list[int], seq: _Sequencer) -> CommJoins:
+    keys, ranks = [], []
     for d in devices:
         peer = op.peer if op.peer is not None else d + op.peer_offset
         src, dst = (d, peer) if op.kind == "send" else (peer, d)
         # counted per side: d may also be the other end of (src, dst)
         _, n = seq.next((op.kind, src, dst, op.tag))
-        keys[d] = ((("p2p", src, dst, op.tag), n), (src, dst))
-    return keys
+        keys.append((("p2p", src, dst, op.tag), n))
+        ranks.append((src, dst))
+    return CommJoins(keys=keys, ranks=ranks, slots=list(range(len(devices))), counts=[1] * len(devices))
 
 
-def group_layout(index: dict[int, tuple], devices: list[int]) -> tuple[list[tuple], list[int]]:
+def group_layout(index: dict[int, tuple], devices: list[int]) -> GroupLayout:
     """The distinct groups the devices join, in the order the devices first meet them,
-    and each device's position in that list (what every op on these groups shares)."""
+    each device's position in that list and each group's devices among them."""
     order: list[tuple] = []
     slot_of: dict[int, int] = {}
     slots = []
@@ -164,7 +223,10 @@ def group_layout(index: dict[int, tuple], devices: list[int]) -> tuple[list[tupl
             slot = slot_of[id(group)] = len(order)
             order.append(group)
         slots.append(slot)
-    return order, slots
+    counts = [0] * len(order)
+    for slot in slots:
+        counts[slot] += 1
+    return GroupLayout(ranks=order, slots=slots, counts=counts)
 
 
 def happens_before(prog: CompiledProgram) -> list[list[int]]:

@@ -168,10 +168,12 @@ class Streams:
         s = prog.stream_of[i]
         if not op.is_async:
             cls.busy[s] = False
-        touched = {s}
+        touched = None  # other streams whose ops became ready (most ends ready none)
+        deps_left = cls.deps_left
         for j in prog.dependents[i]:
-            cls.deps_left[j] -= 1
-            if not cls.deps_left[j]:
+            deps_left[j] -= 1
+            if not deps_left[j] and prog.stream_of[j] != s:
+                touched = touched or set()
                 touched.add(prog.stream_of[j])
-        for t in sorted(touched):
+        for t in sorted({s, *touched}) if touched else (s,):
             self._try_stream(cls, t)
