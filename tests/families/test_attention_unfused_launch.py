@@ -64,3 +64,12 @@ def test_backward_views_do_and_copies_dk_across_the_sequence():
     totals = tensor_bytes(trace)
     assert totals["dK", "read"] == SECTOR_BYTES * 2 * 1024 * 64
     assert totals["dK_packed", "write"] == 2 * 2 * 1024 * 64
+
+
+@pytest.mark.parametrize(("seq", "exps"), [(1024, 1), (2048, 2)])
+def test_a_block_per_row_softmax_evaluates_its_exps_twice(seq, exps):
+    trace = build(batch=1, heads=1, seq_q=seq, head_dim=64, impl="unfused")
+    (softmax,) = kernel_templates(trace, "softmax")
+    per, _ = softmax_launch(seq, "bf16", backward=False)
+    special = [c for step in softmax.steps for c in step.compute if c.unit == "special"]
+    assert [c.flops for c in special] == [exps * per * seq]

@@ -46,6 +46,7 @@ GEMM_WARPS = 8
 GEMM_STAGES = 4
 ELEMENTS_PER_PROGRAM = 512
 ROW_WARPS = 4
+"""Warps of an elementwise kernel's block (ATen's ``num_threads()``: 128)."""
 LEGACY_UNROLL = 4
 """``launch_legacy_kernel<128, 4>``: elements per thread of ATen's strided loop for 2-byte outputs
 (``unroll_factor``, 2 for 4-byte ones)."""
@@ -55,11 +56,11 @@ MAX_THREADS = 1024
 """``max_threads`` in ATen's ``SoftMax.cu``."""
 WARP_THREADS = 32
 VECTOR_BYTES = 16
+"""ATen softmax's ILP: the elements of one 16-byte vector load."""
 SECTOR_BYTES = 32
 """The unit a warp's global loads are served in (CUDA C++ Best Practices Guide, "Coalesced Access to
 Global Memory", compute capability 6.0 and later: a warp's accesses coalesce into as many 32-byte
 transactions as they touch)."""
-"""ATen softmax's ILP: the elements of one 16-byte vector load."""
 
 
 def _bmm(ks: Launches, name: str, a: str, b: str, c: str, batch: int, m: int, n: int, k: int, dtype: str) -> None:
@@ -185,15 +186,18 @@ def _next_pow2(n: int) -> int:
 def _rows(ks: Launches, name: str, inputs: list[str], output: str, rows: int, cols: int, dtype: str,
           flops_per_element: float, exps: bool, backward: bool) -> None:
     """A softmax row kernel (forward or backward): each program reads its rows, then writes
-    them, launched as ATen launches it (:func:`softmax_launch`)."""
+    them, launched as ATen launches it (:func:`softmax_launch`). A forward row of a block's
+    evaluates each exp twice (``cunn_SoftMaxForward``'s sum pass, then its epilogue's
+    ``exp(x - max) / sum``); a warp's row keeps its exps in registers."""
     size = DTYPE_BYTES[dtype]
     per, warps = softmax_launch(cols, dtype, backward)
+    exps_per_element = 2 if exps and per == 1 else 1
     programs = math.ceil(rows / per)
     for tensor in (*inputs, output):
         ks.tensors[tensor] = {"shape": [programs, per * cols], "dtype": dtype}
     work = [{"unit": "vector", "flops": float(flops_per_element * per * cols), "dtype": "fp32"}]
     if exps:
-        work.append({"unit": "special", "flops": float(per * cols), "dtype": "fp32"})
+        work.append({"unit": "special", "flops": float(exps_per_element * per * cols), "dtype": "fp32"})
     ks.add({"name": name, "steps": [
         {"transfers": [{"tensor": t, "block": ["item"], "bytes": per * cols * size} for t in inputs], "compute": work},
         {"transfers": [{"tensor": output, "block": ["item"], "bytes": per * cols * size, "direction": "write"}]},
