@@ -227,15 +227,15 @@ def _hooks(recorder: "_Recorder") -> Iterator[None]:
         patches.append((obj, name, vars(obj).get(name, _ABSENT)))
         setattr(obj, name, value)
 
-    for name, wrapper in recorder.builder_hooks(builder).items():
+    for name, wrapper in _builder_hooks(builder, recorder.memory, recorder.compute).items():
         patch(builder, name, wrapper)
     patch(builder, "options", dataclasses.replace(builder.options, sanitize_overflow=False))
     for cls in (interpreter.ReduceOps, interpreter.ScanOps):
-        patch(cls, "apply_impl", recorder.reduction_hook(cls.apply_impl))
-    patch(builder, "cast_impl", recorder.cast_hook(_fast_cast(builder.cast_impl)))
-    patch(builder, "create_fp_to_fp", recorder.cast_hook(builder.create_fp_to_fp))
+        patch(cls, "apply_impl", recorder.compute.reduction_hook(cls.apply_impl))
+    patch(builder, "cast_impl", recorder.compute.cast_hook(_fast_cast(builder.cast_impl)))
+    patch(builder, "create_fp_to_fp", recorder.compute.cast_hook(builder.create_fp_to_fp))
     patch(interpreter, "_patch_builtin", _cached_patch_builtin(interpreter))
-    patch(interpreter, "_patch_lang_core", recorder.lang_hook(interpreter._patch_lang_core))
+    patch(interpreter, "_patch_lang_core", recorder.loops.lang_hook(interpreter._patch_lang_core))
     patch(interpreter.GridExecutor, "__call__", recorder.launch_hook(interpreter.GridExecutor.__call__))
     patch(interpreter.InterpretedFunction, "run", recorder.call_hook(interpreter.InterpretedFunction.run))
     threads = torch.get_num_threads()
@@ -413,6 +413,14 @@ class ProgramRecord:
         if not self.stack:
             self.close_step(None, 0)
 
+    # --- data flow
+    def same_elements(self, src, out, transform=None) -> None:
+        """``out`` holds ``src``'s elements (converted or rearranged by ``transform``)."""
+        entry = self.valid.get(id(src.data))
+        if entry is not None and entry[0] is src.data:
+            mask = entry[1] if entry[1] is None or transform is None else transform(entry[1])
+            self.valid[id(out.data)] = (out.data, mask)
+
     # --- the finished program
     def finish(self) -> "ProgramSummary":
         self.close_step(None, 0)
@@ -518,30 +526,41 @@ class Launch:
         return math.prod(self.grid)
 
 
+@dataclass
+class _Running:
+    """What the recorder's parts share during a capture: the program instance running now
+    (``None`` between programs and for programs a pass skips) and the feature probe."""
+
+    program: ProgramRecord | None = None
+    probe: FeatureProbe | None = None
+    """The features of every program, while and after the prologue runs for all at once."""
+    probing: Callable | None = None
+    """While the probe runs: whether a handle holds one value per program."""
+
+
 class _Recorder:
-    """Receives the interpreter's calls during a capture and keeps the launch's record."""
+    """Receives the interpreter's calls during a capture and keeps the launch's record.
+
+    It runs the launch (its passes over the programs, the feature probe) and gives each
+    program a :class:`ProgramRecord`; what a program does goes to its parts, which share
+    the running program (:class:`_Running`): loads and stores to :class:`_MemoryEvents`,
+    dots and block work to :class:`_ComputeEvents`, loops to :class:`_LoopEvents`."""
 
     def __init__(self, *, compress: bool) -> None:
         self.compress = compress
         self.launches = 0
         self.launch: Launch | None = None
-        self.program: ProgramRecord | None = None
-        self.arguments: list[TensorArg] = []
-        self.position: dict[str, int] = {}
-        self.by_address: list[TensorArg] = []
+        self.running = _Running()
+        self.memory = _MemoryEvents(self.running)
+        self.compute = _ComputeEvents(self.running)
+        self.loops = _LoopEvents(self.running)
         self.constants: dict[str, Any] = {}
-        self.bases: np.ndarray = np.zeros(0, dtype=np.uint64)
         self.mode_of: Callable[[int], str | None] = lambda pid: None
         """'compressed', 'full', 'features' or None (skip) for each program of the current pass."""
-        self.probe: FeatureProbe | None = None
-        """The features of every program, while and after the prologue runs for all at once."""
-        self._probing: Callable | None = None
-        """While the probe runs: whether a handle holds one value per program."""
         self.finished: dict[int, ProgramSummary] = {}
         self.call: KernelCall | None = None
         """The first launch's kernel and arguments, for compiling it (``compile_for``)."""
 
-    # --- launch and programs
     def call_hook(self, original: Callable) -> Callable:
         recorder = self
 
@@ -585,14 +604,15 @@ class _Recorder:
                 programs = run_pass(lambda pid: "full")
             launch = Launch(
                 kernel=fn.__name__, grid=_trim_grid(interpreter.interpreter_builder.grid_dim),
-                arguments=self.arguments, constants=self.constants,
+                arguments=self.memory.arguments, constants=self.constants,
                 num_warps=int(kwargs.get("num_warps") or DEFAULT_NUM_WARPS),
                 num_stages=int(kwargs.get("num_stages") or DEFAULT_NUM_STAGES),
                 programs=programs,
             )
             if self.compress:
                 n = launch.num_programs
-                features = self.probe.features() if self.probe is not None and n > REPRESENTATIVES else None
+                probe = self.running.probe
+                features = probe.features() if probe is not None and n > REPRESENTATIVES else None
                 classes = _class_members(features, n)
                 chosen = {int(pid) for members in classes for pid in (*representatives(members), *held_out(members))}
                 launch.programs = run_pass(lambda pid: "compressed" if pid in chosen else None)
@@ -620,7 +640,7 @@ class _Recorder:
         previous_range = names.get("range", _ABSENT)
         executor._init_args_hst = init_and_record
         executor.fn = _per_program(fn, self)
-        names["range"] = self._tracked(builtins.range)
+        names["range"] = self.loops.tracked(builtins.range)
         try:
             yield fn
         finally:
@@ -642,11 +662,8 @@ class _Recorder:
                     tensors.append(_tensor_arg(name, tensor))
             elif name in executor.constexprs and isinstance(value, (int, float, bool, str)):
                 constants[name] = value
-        self.arguments = tensors  # in argument order: what the trace lists
-        self.position = {t.name: i for i, t in enumerate(tensors)}
-        self.by_address = sorted(tensors, key=lambda t: (t.base, self.position[t.name]))  # for lookups only
+        self.memory.set_arguments(tensors)
         self.constants = constants
-        self.bases = np.array([t.base for t in self.by_address], dtype=np.uint64)
 
     def run_program(self, fn: Callable, kwargs: dict) -> None:
         from triton.runtime import interpreter
@@ -661,12 +678,12 @@ class _Recorder:
         if mode == "features":
             self._probe_features(builder, fn, kwargs)
             return
-        self.program = ProgramRecord(pid, compress=mode == "compressed")
+        self.running.program = ProgramRecord(pid, compress=mode == "compressed")
         try:
             fn(**kwargs)
-            self.finished[pid] = self.program.finish()
+            self.finished[pid] = self.running.program.finish()
         finally:
-            self.program = None
+            self.running.program = None
 
     def _probe_features(self, builder, fn: Callable, kwargs: dict) -> None:
         """Run the prologue once for every program: ``tl.program_id`` gives every
@@ -677,7 +694,7 @@ class _Recorder:
         anything else it cannot run (a branch on a per-program value)."""
         from triton.runtime.interpreter import TensorHandle
 
-        probe = self.probe = FeatureProbe.for_grid(builder.grid_dim)
+        probe = self.running.probe = FeatureProbe.for_grid(builder.grid_dim)
         programs = probe.programs
         per_program: dict[int, Any] = {}
 
@@ -712,34 +729,43 @@ class _Recorder:
                 setattr(builder, name, over_programs(name, getattr(builder, name)))
         patched["create_get_program_id"] = vars(builder).get("create_get_program_id", _ABSENT)
         builder.create_get_program_id = program_id
-        self._probing = is_per_program
+        self.running.probing = is_per_program
         try:
             fn(**kwargs)
         except Exception:  # noqa: BLE001 - ProbeDone, or an operation that needs one program: features so far
             pass
         finally:
-            self._probing = None
+            self.running.probing = None
             for name, before in patched.items():
                 if before is _ABSENT:
                     delattr(builder, name)
                 else:
                     setattr(builder, name, before)
 
-    # --- loops
+
+class _LoopEvents:
+    """Loops in the kernel (``tl.range``, ``tl.static_range``, the module's ``range``):
+    each iteration opens a step of the running program; a compressed program runs only
+    some iterations of an innermost loop (:data:`COMPRESS_ABOVE`); while the feature
+    probe runs, a loop ends it."""
+
+    def __init__(self, running: _Running) -> None:
+        self.running = running
+
     def lang_hook(self, original: Callable) -> Callable:
         """Wrap the interpreter's ``tl.range``/``tl.static_range`` each time it patches the language."""
-        recorder = self
+        loops = self
 
         def patch_lang_core(lang, scope):
             original(lang, scope)
             for name in ("range", "static_range"):
-                scope.set_attr(lang, name, recorder._tracked(getattr(lang, name)))
+                scope.set_attr(lang, name, loops.tracked(getattr(lang, name)))
 
         return patch_lang_core
 
-    def _tracked(self, make_range: Callable) -> Callable:
+    def tracked(self, make_range: Callable) -> Callable:
         def tracked_range(*args, **kwargs):
-            if self._probing is not None:
+            if self.running.probing is not None:
                 self._probe_loop(args)
             return self._loop(make_range(*args, **kwargs))
 
@@ -748,7 +774,8 @@ class _Recorder:
     def _probe_loop(self, bounds: tuple) -> None:
         """A loop ends the feature probe: its start and trip count per program are its last
         features."""
-        programs = self.probe.programs
+        probe = self.running.probe
+        programs = probe.programs
         values = []
         for bound in bounds:
             handle = getattr(bound, "handle", None)
@@ -760,12 +787,12 @@ class _Recorder:
             values.append(np.ones(programs, dtype=np.int64))
         start, stop, step = values[:3]
         if (step > 0).all():
-            self.probe.add(start)
-            self.probe.add(np.maximum(-(-(stop - start) // step), 0))
+            probe.add(start)
+            probe.add(np.maximum(-(-(stop - start) // step), 0))
         raise ProbeDone
 
     def _loop(self, values: range) -> Iterator[int]:
-        program = self.program
+        program = self.running.program
         if program is None:
             yield from values
             return
@@ -788,7 +815,26 @@ class _Recorder:
             yield values[trips - 2]
         program.exit_loop(loop)
 
-    # --- memory
+
+class _MemoryEvents:
+    """Loads and stores of the running program: the tensor argument whose memory each
+    touches, its block and its masked-in bytes; loaded tiles (and their transposes), which
+    a dot may take as operands, and which of their elements the load masked in."""
+
+    def __init__(self, running: _Running) -> None:
+        self.running = running
+        self.arguments: list[TensorArg] = []
+        self.position: dict[str, int] = {}
+        self.by_address: list[TensorArg] = []
+        self.bases: np.ndarray = np.zeros(0, dtype=np.uint64)
+
+    def set_arguments(self, tensors: list[TensorArg]) -> None:
+        """The launch's tensor arguments, in argument order."""
+        self.arguments = tensors  # in argument order: what the trace lists
+        self.position = {t.name: i for i, t in enumerate(tensors)}
+        self.by_address = sorted(tensors, key=lambda t: (t.base, self.position[t.name]))  # for lookups only
+        self.bases = np.array([t.base for t in self.by_address], dtype=np.uint64)
+
     def _locate(self, ptrs: np.ndarray, mask: np.ndarray, element_bytes: int):
         """(tensor name, block, bytes, tile bytes, tile elements), or None if nothing is masked in."""
         ptrs = np.asarray(ptrs)
@@ -829,8 +875,8 @@ class _Recorder:
             spans.sort(key=lambda a: (a.end - a.base, self.position[a.name]))
         return spans[0] if spans else None
 
-    def _transfer(self, ptrs, mask, direction: str, out=None) -> None:
-        program = self.program
+    def transfer(self, ptrs, mask, direction: str, out=None) -> None:
+        program = self.running.program
         if program is None:
             return
         element = ptrs.get_element_ty()
@@ -847,13 +893,13 @@ class _Recorder:
                 masked_in = None if mask is None else np.broadcast_to(np.asarray(mask.data, dtype=bool), out.data.shape)
                 program.valid[id(out.data)] = (out.data, None if masked_in is None or masked_in.all() else masked_in)
 
-    def _view(self, arg, out, perm) -> None:
+    def view(self, arg, out, perm) -> None:
         """``out`` is a transpose of ``arg``: if ``arg`` is a loaded tile (or a view of
         one), a dot that takes ``out`` takes that tile."""
-        program = self.program
+        program = self.running.program
         if program is None:
             return
-        self._same_elements(arg, out, lambda mask: np.transpose(mask, perm))
+        program.same_elements(arg, out, lambda mask: np.transpose(mask, perm))
         key = id(arg.data)
         view = program.views.get(key)
         if view is not None and view[0] is arg.data:
@@ -862,9 +908,17 @@ class _Recorder:
             return
         program.views[id(out.data)] = (out.data, key)
 
-    # --- compute
-    def _dot(self, a, b, out, precision) -> None:
-        program = self.program
+
+class _ComputeEvents:
+    """Compute of the running program: dots (shape, dtype, useful products), the
+    ``tl.where`` that discards some of their outputs, vector and special-function work on
+    blocks, float conversions and reductions; blocks splatted from a scalar (constants)."""
+
+    def __init__(self, running: _Running) -> None:
+        self.running = running
+
+    def dot(self, a, b, out, precision) -> None:
+        program = self.running.program
         if program is None:
             return
         for operand in (a, b):
@@ -889,139 +943,69 @@ class _Recorder:
         program.recent_dots = [record, *program.recent_dots[:3]]
         program.after_dot()
 
-    def _same_elements(self, src, out, transform=None) -> None:
-        """``out`` holds ``src``'s elements (converted or rearranged by ``transform``)."""
-        entry = self.program.valid.get(id(src.data))
-        if entry is not None and entry[0] is src.data:
-            mask = entry[1] if entry[1] is None or transform is None else transform(entry[1])
-            self.program.valid[id(out.data)] = (out.data, mask)
-
     def _useful_elements(self, operand) -> np.ndarray:
         """Which elements of a dot operand count: a loaded tile's masked-in ones (its data
         zeros count), any other operand's nonzero ones (a ``p`` that a causal mask made 0)."""
-        entry = self.program.valid.get(id(operand.data))
+        entry = self.running.program.valid.get(id(operand.data))
         if entry is not None and entry[0] is operand.data:
             return np.ones(operand.data.shape, dtype=bool) if entry[1] is None else entry[1]
         return _as_float32(operand) != 0
 
-    def _select(self, cond, lhs, rhs) -> None:
+    def select(self, cond, lhs, rhs) -> None:
         """A ``tl.where`` that replaces some of a dot's outputs by a constant (a causal
         mask's ``-inf``) discards them; one choosing between computed values (an activation
         such as leaky ReLU) discards nothing."""
-        program = self.program
+        program = self.running.program
         if program is None:
             return
         for dot in program.recent_dots:
             for this, other, keep in ((lhs, rhs, True), (rhs, lhs, False)):
-                if this.data is dot.out and self._is_uniform(other):
+                if this.data is dot.out and self.is_uniform(other):
                     chosen = np.broadcast_to(np.asarray(cond.data, dtype=bool), dot.out.shape).reshape(dot.m, dot.n)
                     chosen = chosen if keep else ~chosen
                     dot.keep = chosen if dot.keep is None else dot.keep & chosen
 
-    def _uniform(self, handle):
-        if self.program is not None:
-            self.program.uniform[id(handle.data)] = handle.data
+    def uniform(self, handle):
+        if self.running.program is not None:
+            self.running.program.uniform[id(handle.data)] = handle.data
         return handle
 
-    def _is_uniform(self, handle) -> bool:
+    def is_uniform(self, handle) -> bool:
         if handle.data.size <= 1:
             return True
-        return self.program is not None and self.program.uniform.get(id(handle.data)) is handle.data
+        return self.running.program is not None and self.running.program.uniform.get(id(handle.data)) is handle.data
 
-    def _count(self, unit: str, handle, per_element: int = 1, *, useful: bool = True) -> None:
+    def count(self, unit: str, handle, per_element: int = 1, *, useful: bool = True) -> None:
         """Work on a block (a scalar runs on the scalar unit: not counted)."""
         size = handle.data.size
-        if self.program is None or size <= 1:
+        if self.running.program is None or size <= 1:
             return
         dtype = "fp32" if unit == "special" else _trace_dtype(handle)
-        work = self.program.current.work
+        work = self.running.program.current.work
         key = (unit, dtype, useful)
         work[key] = work.get(key, 0.0) + per_element * size
 
-    def builder_hooks(self, builder) -> dict[str, Callable]:
-        """Wrappers for the builder methods the capture listens to, by name."""
-        hooks: dict[str, Callable] = {}
-        original = {name: getattr(builder, name) for name in
-                    ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
-                     "create_dot", "create_select", "create_splat", "create_broadcast", "create_trans")}
-
-        def load(ptrs, mask, other, cache_policy, is_volatile):
-            out = original["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
-            self._transfer(ptrs, mask, "read", out)
-            return out
-
-        def store(ptrs, value, mask, cache_policy):
-            self._transfer(ptrs, mask, "write")
-            return original["create_masked_store"](ptrs, value, mask, cache_policy)
-
-        def atomic_rmw(op, ptr, val, mask, sem, scope):
-            self._transfer(ptr, mask, "write")
-            return original["create_atomic_rmw"](op, ptr, val, mask, sem, scope)
-
-        def atomic_cas(ptr, cmp, val, sem, scope):
-            self._transfer(ptr, None, "write")
-            return original["create_atomic_cas"](ptr, cmp, val, sem, scope)
-
-        def dot(a, b, d, input_precision, max_num_imprecise_acc):
-            out = _fast_dot(a, b, d)
-            if out is None:
-                out = original["create_dot"](a, b, d, input_precision, max_num_imprecise_acc)
-            self._dot(a, b, out, input_precision)
-            return out
-
-        def trans(arg, perm):
-            out = original["create_trans"](arg, perm)
-            self._view(arg, out, perm)
-            return out
-
-        def select(cond, lhs, rhs):
-            out = original["create_select"](cond, lhs, rhs)
-            if _is_float(out):
-                self._count("vector", out, useful=False)  # masking, not arithmetic
-                self._select(cond, lhs, rhs)
-            return out
-
-        def splat(ret_ty, arg):
-            return self._uniform(original["create_splat"](ret_ty, arg))
-
-        def broadcast(arg, shape):
-            out = original["create_broadcast"](arg, shape)
-            return self._uniform(out) if self._is_uniform(arg) else out
-
-        hooks.update(create_splat=splat, create_broadcast=broadcast, create_masked_load=load, create_masked_store=store, create_atomic_rmw=atomic_rmw,
-                     create_atomic_cas=atomic_cas, create_dot=dot, create_select=select, create_trans=trans)
-        for name, per_element in VECTOR_OPS.items():
-            if hasattr(builder, name):
-                hooks[name] = self._counting(getattr(builder, name), "vector", per_element, on_input=False)
-        for name in COMPARE_OPS:
-            if hasattr(builder, name):
-                hooks[name] = self._counting(getattr(builder, name), "vector", 1, on_input=True)
-        for name in SPECIAL_OPS:
-            if hasattr(builder, name):
-                hooks[name] = self._counting(getattr(builder, name), "special", 1, on_input=False)
-        return hooks
-
-    def _counting(self, method: Callable, kind: str, per_element: int, *, on_input: bool) -> Callable:
+    def counting(self, method: Callable, kind: str, per_element: int, *, on_input: bool) -> Callable:
         def counted(*args):
             out = method(*args)
             if _is_float(args[0] if on_input else out):
-                self._count(kind, args[0] if on_input else out, per_element)
+                self.count(kind, args[0] if on_input else out, per_element)
             return out
 
         return counted
 
     def cast_hook(self, original: Callable) -> Callable:
         """Conversions between floating-point types: time on the vector unit, not flops."""
-        recorder = self
+        compute = self
 
         def cast(src, dst_type, *rest):
             out = original(src, dst_type, *rest)
-            if recorder._is_uniform(src):
-                return recorder._uniform(out)
-            if recorder.program is not None:
-                recorder._same_elements(src, out)
+            if compute.is_uniform(src):
+                return compute.uniform(out)
+            if compute.running.program is not None:
+                compute.running.program.same_elements(src, out)
             if _is_float(src) and _is_float(out):
-                recorder._count("vector", out, useful=False)
+                compute.count("vector", out, useful=False)
             return out
 
         return cast
@@ -1029,19 +1013,86 @@ class _Recorder:
     def reduction_hook(self, original: Callable) -> Callable:
         """Reductions and scans: one vector flop per input element; rows of the largest
         reduction output size the cross-warp scratch."""
-        recorder = self
+        compute = self
 
         def apply_impl(reduction, inputs):
             first = inputs[0]
             data = first.handle.data
-            if recorder.program is not None and first.dtype.is_floating():
-                recorder._count("vector", first.handle)
+            program = compute.running.program
+            if program is not None and first.dtype.is_floating():
+                compute.count("vector", first.handle)
                 axis = reduction.axis
                 rows = 1 if axis is None or data.ndim == 0 else data.size // data.shape[axis]
-                recorder.program.largest_reduction_rows = max(recorder.program.largest_reduction_rows, rows)
+                program.largest_reduction_rows = max(program.largest_reduction_rows, rows)
             return original(reduction, inputs)
 
         return apply_impl
+
+
+def _builder_hooks(builder, memory: _MemoryEvents, compute: _ComputeEvents) -> dict[str, Callable]:
+    """Wrappers for the builder methods the capture listens to, by name: loads, stores,
+    atomics and transposes report to ``memory``, dots and block arithmetic to ``compute``."""
+    hooks: dict[str, Callable] = {}
+    original = {name: getattr(builder, name) for name in
+                ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
+                 "create_dot", "create_select", "create_splat", "create_broadcast", "create_trans")}
+
+    def load(ptrs, mask, other, cache_policy, is_volatile):
+        out = original["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
+        memory.transfer(ptrs, mask, "read", out)
+        return out
+
+    def store(ptrs, value, mask, cache_policy):
+        memory.transfer(ptrs, mask, "write")
+        return original["create_masked_store"](ptrs, value, mask, cache_policy)
+
+    def atomic_rmw(op, ptr, val, mask, sem, scope):
+        memory.transfer(ptr, mask, "write")
+        return original["create_atomic_rmw"](op, ptr, val, mask, sem, scope)
+
+    def atomic_cas(ptr, cmp, val, sem, scope):
+        memory.transfer(ptr, None, "write")
+        return original["create_atomic_cas"](ptr, cmp, val, sem, scope)
+
+    def dot(a, b, d, input_precision, max_num_imprecise_acc):
+        out = _fast_dot(a, b, d)
+        if out is None:
+            out = original["create_dot"](a, b, d, input_precision, max_num_imprecise_acc)
+        compute.dot(a, b, out, input_precision)
+        return out
+
+    def trans(arg, perm):
+        out = original["create_trans"](arg, perm)
+        memory.view(arg, out, perm)
+        return out
+
+    def select(cond, lhs, rhs):
+        out = original["create_select"](cond, lhs, rhs)
+        if _is_float(out):
+            compute.count("vector", out, useful=False)  # masking, not arithmetic
+            compute.select(cond, lhs, rhs)
+        return out
+
+    def splat(ret_ty, arg):
+        return compute.uniform(original["create_splat"](ret_ty, arg))
+
+    def broadcast(arg, shape):
+        out = original["create_broadcast"](arg, shape)
+        return compute.uniform(out) if compute.is_uniform(arg) else out
+
+    hooks.update(create_splat=splat, create_broadcast=broadcast, create_masked_load=load, create_masked_store=store,
+                 create_atomic_rmw=atomic_rmw, create_atomic_cas=atomic_cas, create_dot=dot, create_select=select,
+                 create_trans=trans)
+    for name, per_element in VECTOR_OPS.items():
+        if hasattr(builder, name):
+            hooks[name] = compute.counting(getattr(builder, name), "vector", per_element, on_input=False)
+    for name in COMPARE_OPS:
+        if hasattr(builder, name):
+            hooks[name] = compute.counting(getattr(builder, name), "vector", 1, on_input=True)
+    for name in SPECIAL_OPS:
+        if hasattr(builder, name):
+            hooks[name] = compute.counting(getattr(builder, name), "special", 1, on_input=False)
+    return hooks
 
 
 def _per_program(fn: Callable, recorder: "_Recorder") -> Callable:

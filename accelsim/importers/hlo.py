@@ -28,7 +28,7 @@ import gzip
 import re
 import zlib
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -162,22 +162,19 @@ def _shaped(shape: Shape, deps: frozenset) -> Val:
 
 
 class _Lowering:
-    """Walks computations in schedule order, emitting ops."""
+    """Walks computations in schedule order, emitting ops: compute and async starts and
+    dones here; collectives, sends and receives through :class:`_Communication`; loop
+    trip counts and branch weights from :class:`_Estimates`."""
 
     def __init__(self, module: Module, max_ops: int, rates: BranchRates | None = None) -> None:
         self.module = module
         self.costs = CostModel(module)
         self.max_ops = max_ops
-        self.rates = rates
-        self._seconds: dict[str, float] = {}
-        self._working: dict[str, bool] = {}
         self.ops: list[HloOp] = []
         self.counts: Counter[str] = Counter()
-        self._sizes: dict[str, float] = {}
-        self._looped: dict[str, float] = {}
-        self._channel_sends: dict[str, str] = {}
+        self.estimates = _Estimates(module, self.costs, rates)
+        self.comm = _Communication(module, self.costs, self.counts, self._emit)
         self._async_names: set[str] = set()
-        self._trip_counts: dict[tuple[str, str], int | None] = {}
         self._chains: dict[str, str] = {}
         """Async collective fusions: chain -> the op its latest start emitted."""
 
@@ -219,7 +216,7 @@ class _Lowering:
                 return _shaped(inst.shape, deps)
             return operands[0]
         if op in ("recv", "recv-done"):
-            return self._recv(inst, operands, deps)
+            return self.comm.recv(inst, operands, deps)
         if op in FREE:
             return _shaped(inst.shape, deps)
         if op == "custom-call" and _target(inst) in NO_WORK_CUSTOM_CALLS:
@@ -240,9 +237,9 @@ class _Lowering:
         if op in ASYNC_DONES:
             return self._done(inst, operands, prefix)
         if op in COLLECTIVE_OPCODES:
-            return self._collective(comp, inst, deps, prefix, scale, is_async=op in ASYNC_STARTS)
+            return self.comm.collective(comp, inst, deps, prefix, scale, is_async=op in ASYNC_STARTS)
         if op == "send":
-            return self._send(comp, inst, deps, prefix, scale)
+            return self.comm.send(comp, inst, deps, prefix, scale)
         return self._compute(comp, inst, deps, prefix, scale, MAIN)
 
     def _emit(self, op: HloOp) -> str:
@@ -295,8 +292,8 @@ class _Lowering:
             return _shaped(inst.shape, deps | {name})
         self.counts[f"{'async_collective' if fused.role == 'start' else 'collective'}_fusion:"
                     f"{fused.kind or COLLECTIVE_OPCODES[fused.collective.opcode]}"] += 1
-        value = self._collective(fused.computation, fused.collective, deps, prefix, scale,
-                                 is_async=fused.role == "start", kind=fused.kind, name=f"{prefix}{inst.name}")
+        value = self.comm.collective(fused.computation, fused.collective, deps, prefix, scale,
+                                     is_async=fused.role == "start", kind=fused.kind, name=f"{prefix}{inst.name}")
         if fused.role == "sync":
             return _shaped(inst.shape, _leaf_deps(value) | deps)
         started = _leaf_deps(value) - deps
@@ -349,16 +346,70 @@ class _Lowering:
     def _is_async(self, name: str) -> bool:
         return name in self._async_names
 
-    # ------------------------------------------------------------ communication
+    # ------------------------------------------------------------ control flow
 
-    def _collective(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int,
-                    is_async: bool, kind: str | None = None, name: str | None = None) -> Val:
+    def _while(self, comp: Computation, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
+        """The body once per trip; a condition that does work (:meth:`_Estimates.condition_works`)
+        before every trip and after the last, each trip waiting for it."""
+        body = self.module.computations[_attr_name(inst, "body", self.module.source)]
+        condition = self.module.computations[_attr_name(inst, "condition", self.module.source)]
+        working = self.estimates.condition_works(condition.name)
+        if working:
+            self.counts["while_conditions_run"] += 1
+        trips = self.estimates.trips(comp, inst)
+        if trips is None:
+            self.counts["while_unknown_trip_count_run_once"] += 1
+            trips = 1
+        state = operands[0] if operands else ()
+
+        def check(state: Val, label: str, times: int) -> Val:
+            if not working:
+                return state
+            predicate = self.run(condition, [state], f"{prefix}{inst.name}.{label}.cond/", scale * times)
+            return _mark(state, _leaf_deps(predicate))
+
+        size = self.estimates.static_size
+        per_trip = size(body.name) + (size(condition.name) if working else 0)
+        if len(self.ops) + per_trip * trips <= self.max_ops or trips <= 1:
+            for trip in range(trips):
+                state = check(state, str(trip), 1)
+                state = self.run(body, [state], f"{prefix}{inst.name}.{trip}/", scale)
+            return check(state, str(trips), 1)
+        self.counts["folded_while_loops"] += 1
+        state = check(state, f"x{trips + 1}", trips + 1)
+        return self.run(body, [state], f"{prefix}{inst.name}.x{trips}/", scale * trips)
+
+    def _conditional(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
+        branches = inst.called()
+        chosen = max(range(len(branches)), key=lambda i: (self.estimates.weight(branches[i]), -i))
+        if len(branches) > 1:
+            self.counts["conditionals_costliest_branch"] += 1
+        predicate = _leaf_deps(operands[0]) if operands else frozenset()
+        arg = operands[chosen + 1] if chosen + 1 < len(operands) else frozenset()
+        arg = _mark(arg, predicate) if predicate else arg
+        return self.run(self.module.computations[branches[chosen]], [arg],
+                        f"{prefix}{inst.name}.{branches[chosen]}/", scale)
+
+
+class _Communication:
+    """Collectives, sends and receives as ops: their bytes, device groups or pairs; a
+    ``recv`` depends on the ``send`` of its channel."""
+
+    def __init__(self, module: Module, costs: CostModel, counts: Counter[str], emit: Callable[[HloOp], str]) -> None:
+        self.module = module
+        self.costs = costs
+        self.counts = counts
+        self._emit = emit
+        self._channel_sends: dict[str, str] = {}
+
+    def collective(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int,
+                   is_async: bool, kind: str | None = None, name: str | None = None) -> Val:
         """``kind`` and ``name`` when they are not the instruction's own (a collective a
         TPU fusion holds: named after the fusion)."""
         kind = kind or COLLECTIVE_OPCODES[inst.opcode]
         if inst.opcode == "ragged-all-to-all":
             self.counts["ragged_all_to_all_as_all_to_all"] += 1
-        size = self._comm_bytes(comp, inst, kind)
+        size = comm_bytes(self.costs, comp, inst, kind)
         mode = group_mode(inst.opcode, inst.attrs)
         module = self.module
         try:
@@ -384,18 +435,7 @@ class _Lowering:
             self.counts["folded_collectives"] += 1
         return _shaped(inst.shape, frozenset({name}))
 
-    def _comm_bytes(self, comp: Computation, inst: Instruction, kind: str) -> float:
-        operands = self.costs.operand_shapes(comp, inst)
-        if kind == "all-gather":
-            out = inst.shape
-            if inst.opcode == "all-gather-start" and out.is_tuple and len(out.elements) == 2:
-                out = out.elements[1]
-            return out.size_bytes
-        if inst.opcode == "ragged-all-to-all" or (kind == "collective-permute" and "slice_sizes" in inst.attrs):
-            return operands[0].size_bytes if operands else 0.0  # the rest: output buffer, offsets, sizes
-        return float(sum(s.size_bytes for s in operands))  # a combined collective sends every buffer
-
-    def _send(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int) -> Val:
+    def send(self, comp: Computation, inst: Instruction, deps: frozenset, prefix: str, scale: int) -> Val:
         """``send``: a collective-permute over its source-target pairs, async until ``send-done``."""
         if inst.attrs.get("is_host_transfer") == "true":
             self.counts["host_transfers_skipped"] += 1
@@ -415,7 +455,7 @@ class _Lowering:
         self._channel_sends[inst.attrs.get("channel_id", "")] = name
         return _shaped(inst.shape, frozenset({name}))
 
-    def _recv(self, inst: Instruction, operands: list[Val], deps: frozenset) -> Val:
+    def recv(self, inst: Instruction, operands: list[Val], deps: frozenset) -> Val:
         if inst.opcode == "recv-done":
             source = operands[0] if operands else frozenset()
             channel_send = _leaf_deps(source)
@@ -426,45 +466,29 @@ class _Lowering:
             return _shaped(inst.shape, deps)
         return _shaped(inst.shape, deps | {send})
 
-    # ------------------------------------------------------------ control flow
 
-    def _trips(self, comp: Computation, inst: Instruction) -> int | None:
+class _Estimates:
+    """What one pass over a computation would cost, before emitting it: loop trip counts,
+    whether a loop condition does work, ops emitted (for the unrolling budget), and a
+    conditional branch's weight (its time on the target system with ``rates``)."""
+
+    def __init__(self, module: Module, costs: CostModel, rates: BranchRates | None) -> None:
+        self.module = module
+        self.costs = costs
+        self.rates = rates
+        self._seconds: dict[str, float] = {}
+        self._working: dict[str, bool] = {}
+        self._sizes: dict[str, float] = {}
+        self._looped: dict[str, float] = {}
+        self._trip_counts: dict[tuple[str, str], int | None] = {}
+
+    def trips(self, comp: Computation, inst: Instruction) -> int | None:
         key = (comp.name, inst.name)
         if key not in self._trip_counts:
             self._trip_counts[key] = trip_count(self.module, comp, inst)
         return self._trip_counts[key]
 
-    def _while(self, comp: Computation, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
-        """The body once per trip; a condition that does work (:meth:`_condition_works`)
-        before every trip and after the last, each trip waiting for it."""
-        body = self.module.computations[_attr_name(inst, "body", self.module.source)]
-        condition = self.module.computations[_attr_name(inst, "condition", self.module.source)]
-        working = self._condition_works(condition.name)
-        if working:
-            self.counts["while_conditions_run"] += 1
-        trips = self._trips(comp, inst)
-        if trips is None:
-            self.counts["while_unknown_trip_count_run_once"] += 1
-            trips = 1
-        state = operands[0] if operands else ()
-
-        def check(state: Val, label: str, times: int) -> Val:
-            if not working:
-                return state
-            predicate = self.run(condition, [state], f"{prefix}{inst.name}.{label}.cond/", scale * times)
-            return _mark(state, _leaf_deps(predicate))
-
-        per_trip = self.static_size(body.name) + (self.static_size(condition.name) if working else 0)
-        if len(self.ops) + per_trip * trips <= self.max_ops or trips <= 1:
-            for trip in range(trips):
-                state = check(state, str(trip), 1)
-                state = self.run(body, [state], f"{prefix}{inst.name}.{trip}/", scale)
-            return check(state, str(trips), 1)
-        self.counts["folded_while_loops"] += 1
-        state = check(state, f"x{trips + 1}", trips + 1)
-        return self.run(body, [state], f"{prefix}{inst.name}.x{trips}/", scale * trips)
-
-    def _condition_works(self, name: str) -> bool:
+    def condition_works(self, name: str) -> bool:
         """Does a loop condition do work worth an op: a collective, or compute on arrays?
         The usual condition, a loop counter compared with a bound (a scalar compare, maybe
         fused), costs nothing here, as it costs next to nothing on a scalar unit."""
@@ -481,18 +505,7 @@ class _Lowering:
         shapes = [*self.costs.operand_shapes(comp, inst), *inst.shape.leaves()]
         return int(any(shape.num_elements > 1 for shape in shapes))
 
-    def _conditional(self, inst: Instruction, operands: list[Val], prefix: str, scale: int) -> Val:
-        branches = inst.called()
-        chosen = max(range(len(branches)), key=lambda i: (self._weight(branches[i]), -i))
-        if len(branches) > 1:
-            self.counts["conditionals_costliest_branch"] += 1
-        predicate = _leaf_deps(operands[0]) if operands else frozenset()
-        arg = operands[chosen + 1] if chosen + 1 < len(operands) else frozenset()
-        arg = _mark(arg, predicate) if predicate else arg
-        return self.run(self.module.computations[branches[chosen]], [arg],
-                        f"{prefix}{inst.name}.{branches[chosen]}/", scale)
-
-    def _weight(self, name: str) -> tuple[float, int]:
+    def weight(self, name: str) -> tuple[float, int]:
         """A branch's weight: its estimated time on the target system (:class:`BranchRates`:
         compute, HBM and communication, loops per trip), its op count breaking ties;
         without rates, its flops plus its op count."""
@@ -504,7 +517,7 @@ class _Lowering:
         rates = self.rates
         op = inst.opcode
         if op in COLLECTIVE_OPCODES:
-            return self._comm_bytes(comp, inst, COLLECTIVE_OPCODES[op]) * rates.comm_byte_s
+            return comm_bytes(self.costs, comp, inst, COLLECTIVE_OPCODES[op]) * rates.comm_byte_s
         if op == "send":
             return sum(shape.size_bytes for shape in self.costs.operand_shapes(comp, inst)[:1]) * rates.comm_byte_s
         if not _emits_op(comp, inst) or op in ASYNC_DONES:
@@ -537,12 +550,12 @@ class _Lowering:
         comp = self.module.computations[name]
         for inst in comp.instructions:
             if inst.opcode == "while":
-                trips = self._trips(comp, inst)
+                trips = self.trips(comp, inst)
                 trips = 1 if trips is None else trips
                 body = _attr_name(inst, "body", self.module.source)
                 condition = _attr_name(inst, "condition", self.module.source)
                 total += trips * self._one_pass(body, leaf, cache)
-                if self._condition_works(condition):
+                if self.condition_works(condition):
                     total += (trips + 1) * self._one_pass(condition, leaf, cache)
             elif inst.opcode in ("call", "async-start"):
                 total += sum(self._one_pass(c, leaf, cache) for c in inst.called())
@@ -552,6 +565,19 @@ class _Lowering:
                 total += leaf(comp, inst)
         cache[name] = total
         return total
+
+
+def comm_bytes(costs: CostModel, comp: Computation, inst: Instruction, kind: str) -> float:
+    """Bytes a collective of ``kind`` sends per device."""
+    operands = costs.operand_shapes(comp, inst)
+    if kind == "all-gather":
+        out = inst.shape
+        if inst.opcode == "all-gather-start" and out.is_tuple and len(out.elements) == 2:
+            out = out.elements[1]
+        return out.size_bytes
+    if inst.opcode == "ragged-all-to-all" or (kind == "collective-permute" and "slice_sizes" in inst.attrs):
+        return operands[0].size_bytes if operands else 0.0  # the rest: output buffer, offsets, sizes
+    return float(sum(s.size_bytes for s in operands))  # a combined collective sends every buffer
 
 
 def _emits_op(_comp: Computation, inst: Instruction) -> int:
@@ -712,7 +738,7 @@ def _body_step(module: Module, body: Computation, index: int) -> int | None:
 
 def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS, rates: BranchRates | None = None) -> HloProgram:
     """The module's entry computation as a flat op list (the intermediate form);
-    ``rates`` weigh conditional branches by time (:meth:`_Lowering._weight`)."""
+    ``rates`` weigh conditional branches by time (:meth:`_Estimates.weight`)."""
     lowering = _Lowering(module, max_ops, rates)
     entry = module.entry_computation
     lowering.run(entry, [], "", 1)
