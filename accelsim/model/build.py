@@ -171,9 +171,9 @@ def _write_task(st: _Stage, shape: StepShape, i: int, task: Task, layers: list[i
         pairs = st.groups.from_stage(source)
         after = [st.ops.permute(f"{tag}.recv", _p2p_bytes(shape), pairs, [], stream=f"pp.recv.{task.kind}")]
     units = _task_units(shape, st.index, task, layers)
+    # a tied output projection's gradient is reduced once the lookup's gradient is added in
     shared = EMBED in units and HEAD in units and not _unit_params(shape, EMBED)
     held: list[str] = []
-    """A tied output projection's gradient ops, reduced once the lookup's gradient is added in."""
     for unit in units:
         after = after + _wait_gather(st, shape, i, unit)
         grads: list[str] = []
