@@ -22,6 +22,8 @@ from accelsim.model.pipeline import Task, receives, schedule, sends
 
 HEAD = -1
 """The output projection, as a unit of parameters beside the layers."""
+EMBED = -2
+"""The input embedding, as a unit of parameters beside the layers (GPU training steps)."""
 
 
 @dataclass
@@ -67,11 +69,18 @@ def _is_last_chunk(shape: StepShape, stage: int, chunk: int) -> bool:
     return stage == shape.layout.pp - 1 and chunk == shape.layout.virtual_stages - 1
 
 
+def _has_embedding(shape: StepShape, stage: int, chunk: int) -> bool:
+    """The embedding's lookup and weight gradient as ops of their own: GPU training steps,
+    on the first chunk (XLA's embedding is not modelled)."""
+    return shape.training and not shape.tpu and stage == 0 and chunk == 0
+
+
 def _task_units(shape: StepShape, stage: int, task: Task, layers: list[int]) -> list[int]:
-    """Parameter units a task runs through, in order (the output projection last forward,
-    first backward)."""
+    """Parameter units a task runs through, in order (the embedding first forward, last
+    backward; the output projection last forward, first backward)."""
     head = [HEAD] if _is_last_chunk(shape, stage, task.chunk) else []
-    return layers + head if task.kind == "F" else head + layers[::-1]
+    embed = [EMBED] if _has_embedding(shape, stage, task.chunk) else []
+    return embed + layers + head if task.kind == "F" else head + layers[::-1] + embed
 
 
 def _write_stage(st: _Stage, shape: StepShape, microbatches: int) -> None:
@@ -80,6 +89,9 @@ def _write_stage(st: _Stage, shape: StepShape, microbatches: int) -> None:
     chunks = _chunk_layers(shape, st.index)
     last_backward = {t.chunk: i for i, t in enumerate(tasks) if t.kind == "B"}
     st.gathers = _gather_order(shape, st.index, tasks, chunks)
+    if shape.training and shape.framework.zeroes_grad_buffer:
+        st.ops.memory_pass("zero-grad", _stage_params(shape, st.index) / shape.layout.fsdp * shape.framework.grad_bytes,
+                           [])
     if st.gathers:
         _issue_gather(st, shape, 0)
     for i, task in enumerate(tasks):
@@ -91,10 +103,11 @@ def _write_stage(st: _Stage, shape: StepShape, microbatches: int) -> None:
 def _gather_order(shape: StepShape, stage: int, tasks: list[Task], chunks: list[list[int]]) -> list[tuple[int, int]]:
     layout, fw = shape.layout, shape.framework
     if layout.fsdp > 1:
-        return [(i, u) for i, t in enumerate(tasks) for u in _task_units(shape, stage, t, chunks[t.chunk])]
+        return [(i, u) for i, t in enumerate(tasks) for u in _task_units(shape, stage, t, chunks[t.chunk])
+                if _unit_params(shape, u)]
     if shape.training and layout.zero >= 1 and layout.dp * layout.cp > 1 and fw.overlap_param_gather:
         return [(i, u) for i, t in enumerate(tasks) if t.kind == "F" and t.microbatch == 0
-                for u in _task_units(shape, stage, t, chunks[t.chunk])]
+                for u in _task_units(shape, stage, t, chunks[t.chunk]) if _unit_params(shape, u)]
     return []
 
 
@@ -107,6 +120,8 @@ def _dense_params(shape: StepShape, unit: int) -> float:
     m, layout = shape.model, shape.layout
     if unit == HEAD:
         return m.lm_head_params / layout.tp
+    if unit == EMBED:  # a weight of its own unless tied to the output projection on the same stage
+        return 0.0 if m.tied_embeddings and layout.pp == 1 else m.embedding_params / layout.tp
     if m.is_moe_layer(unit):
         return (m.attention_params + m.shared_expert_params) / layout.tp + m.router_params
     return m.layer_params(unit) // layout.tp
@@ -114,14 +129,18 @@ def _dense_params(shape: StepShape, unit: int) -> float:
 
 def _expert_params(shape: StepShape, unit: int) -> float:
     m = shape.model
-    if unit == HEAD or not m.is_moe_layer(unit):
+    if unit < 0 or not m.is_moe_layer(unit):
         return 0.0
     return m.moe.experts // shape.layout.ep * m.expert_params
 
 
+def _unit_name(unit: int) -> str:
+    return {HEAD: "head", EMBED: "embed"}.get(unit, str(unit))
+
+
 def _gather_name(st: _Stage, j: int) -> str:
     task, unit = st.gathers[j]
-    return f"pg.{task}.{'head' if unit == HEAD else unit}"
+    return f"pg.{task}.{_unit_name(unit)}"
 
 
 def _issue_gather(st: _Stage, shape: StepShape, j: int) -> None:
@@ -151,18 +170,32 @@ def _write_task(st: _Stage, shape: StepShape, i: int, task: Task, layers: list[i
     if source is not None:
         pairs = st.groups.from_stage(source)
         after = [st.ops.permute(f"{tag}.recv", _p2p_bytes(shape), pairs, [], stream=f"pp.recv.{task.kind}")]
-    for unit in _task_units(shape, st.index, task, layers):
+    units = _task_units(shape, st.index, task, layers)
+    # a tied output projection's gradient is reduced once the lookup's gradient is added in
+    shared = EMBED in units and HEAD in units and not _unit_params(shape, EMBED)
+    held: list[str] = []
+    for unit in units:
         after = after + _wait_gather(st, shape, i, unit)
         grads: list[str] = []
-        if task.kind == "F":
+        if task.kind == "F" and unit == EMBED:
+            after = writer.embedding_forward(tag, after)
+        elif task.kind == "F":
             after = writer.logits_forward(tag, after) if unit == HEAD else \
                 writer.forward(f"{tag}.L{unit}", unit, after)
+        elif unit == EMBED:
+            writer.embedding_backward(tag, after, grads)
         elif unit == HEAD:
             after = writer.logits_backward(tag, after, grads)
         else:
             after, grads = writer.backward(f"{tag}.L{unit}", unit, after, forward_tag=f"R{tag[1:]}.L{unit}")
-        if task.kind == "B" and (layout.fsdp > 1 or reduce_grads):
-            _reduce(st, shape, f"{tag}.{'head' if unit == HEAD else unit}", unit, grads)
+        if task.kind != "B" or not (layout.fsdp > 1 or reduce_grads):
+            continue
+        if shared and unit == HEAD:
+            held = grads
+        elif shared and unit == EMBED:
+            _reduce(st, shape, f"{tag}.head", HEAD, held + grads)
+        elif _unit_params(shape, unit):
+            _reduce(st, shape, f"{tag}.{_unit_name(unit)}", unit, grads)
     target = sends(task, st.index, layout.pp, layout.virtual_stages)
     if target is not None:
         st.ops.permute(f"{tag}.send", _p2p_bytes(shape), st.groups.to_stage(target), after,
@@ -209,20 +242,32 @@ def _grad_collectives(st: _Stage, shape: StepShape, name: str, unit: int, deps: 
     return out
 
 
+def _stage_units(shape: StepShape, stage: int) -> list[int]:
+    """The parameter units a stage holds (the embedding when it is a weight of its own)."""
+    units = [u for layers in _chunk_layers(shape, stage) for u in layers]
+    if stage == shape.layout.pp - 1:
+        units.append(HEAD)
+    if _has_embedding(shape, stage, 0) and _unit_params(shape, EMBED):
+        units.append(EMBED)
+    return units
+
+
+def _stage_params(shape: StepShape, stage: int) -> float:
+    """Parameters one device of the stage holds before FSDP and ZeRO sharding."""
+    return sum(_unit_params(shape, u) for u in _stage_units(shape, stage))
+
+
 def _finish_training(st: _Stage, shape: StepShape) -> None:
     layout, fw = shape.layout, shape.framework
     waits = [st.ops.done(op) for op in st.pending] + st.waits
     for unit, grads in st.deferred:
-        waits += _grad_collectives(st, shape, f"end.{'head' if unit == HEAD else unit}", unit, grads, False)
-    units = [u for layers in _chunk_layers(shape, st.index) for u in layers]
-    if st.index == layout.pp - 1:
-        units.append(HEAD)
-    params = sum(_unit_params(shape, u) for u in units) / layout.fsdp / (layout.dp if layout.zero >= 1 else 1)
+        waits += _grad_collectives(st, shape, f"end.{_unit_name(unit)}", unit, grads, False)
+    units = _stage_units(shape, st.index)
+    params = _stage_params(shape, st.index) / layout.fsdp / (layout.dp if layout.zero >= 1 else 1)
     master = MASTER_WEIGHT_BYTES if fw.param_bytes < 4 else 0
     per_param = 2 * fw.param_bytes + fw.grad_bytes + 2 * (ADAM_STATE_BYTES + master)
     update = st.ops.memory_pass("optimizer", params * per_param, waits)
     if layout.fsdp == 1 and layout.zero >= 1 and layout.dp * layout.cp > 1 and not fw.overlap_param_gather:
         for unit in units:
-            name = "head" if unit == HEAD else unit
-            st.ops.collective(f"pg.end.{name}", "all-gather", _dense_params(shape, unit) * fw.param_bytes,
+            st.ops.collective(f"pg.end.{_unit_name(unit)}", "all-gather", _dense_params(shape, unit) * fw.param_bytes,
                               st.groups.replicas, [update])

@@ -106,10 +106,19 @@ class LayerWriter:
     def gemm(self, name: str, m: int, n: int, k: int, after: list[str], groups: int = 1, batch: int = 1) -> str:
         return self.ops.kernel(name, "gemm", self.s.gemm_params(m, n, k, groups, batch), after)
 
-    def elementwise(self, name: str, elements: int, inputs: int, outputs: int, after: list[str]) -> list[str]:
+    def wgrad(self, name: str, m: int, n: int, k: int, after: list[str], batch: int = 1) -> str:
+        """A weight-gradient GEMM; with the framework's ``wgrad_into_main_grad`` it writes
+        the fp32 main gradient (Megatron-LM's gradient-accumulation fusion)."""
+        params = self.s.gemm_params(m, n, k, batch=batch)
+        if self.s.framework.wgrad_into_main_grad:
+            params["out_dtype"] = "fp32"
+        return self.ops.kernel(name, "gemm", params, after)
+
+    def elementwise(self, name: str, elements: int, inputs: int, outputs: int, after: list[str],
+                    dtype: str = "bf16") -> list[str]:
         if self.s.framework.fused_elementwise:
             return after
-        params = {"elements": elements, "dtype": "bf16", "inputs": inputs, "outputs": outputs}
+        params = {"elements": elements, "dtype": dtype, "inputs": inputs, "outputs": outputs}
         return [self.ops.kernel(name, "elementwise", params, after)]
 
     def norm(self, name: str, rows: int, after: list[str]) -> list[str]:
@@ -173,15 +182,15 @@ class LayerWriter:
             gather = self._tp("all-gather", f"{tag}.dw.ag", t, after, overlapped=True)
             dx = self.gemm(f"{tag}.dx", t, k, n, after)
             scatter = self._tp("reduce-scatter", f"{tag}.dx.rs", t, [dx], overlapped=True)
-            grads.append(self.gemm(f"{tag}.dw", k, n, t, [gather]))
+            grads.append(self.wgrad(f"{tag}.dw", k, n, t, [gather]))
             return [self._waited(scatter)]
-        grads.append(self.gemm(f"{tag}.dw", k, n, t, after))
+        grads.append(self.wgrad(f"{tag}.dw", k, n, t, after))
         return self.row(f"{tag}.dx", k, n, after)
 
     def row_backward(self, tag: str, n: int, k: int, after: list[str], grads: list[str]) -> list[str]:
         """The backward of :meth:`row`: dY gathered over TP (sequence parallel), then the
         weight and input gradients."""
-        grads.append(self.gemm(f"{tag}.dw", k, n, self.s.tokens, after))
+        grads.append(self.wgrad(f"{tag}.dw", k, n, self.s.tokens, after))
         return self.column(f"{tag}.dx", k, n, after)
 
     # ------------------------------------------------------------ attention
@@ -205,7 +214,7 @@ class LayerWriter:
             return [self.gemm(f"{tag}.{name}", t, n, k, after) for name, n, k in ups]
         out = []
         for name, n, k in ups:
-            grads.append(self.gemm(f"{tag}.{name}.dw", k, n, t, after))
+            grads.append(self.wgrad(f"{tag}.{name}.dw", k, n, t, after))
             out.append(self.gemm(f"{tag}.{name}.dx", t, k, n, after))
         return out
 
@@ -338,20 +347,49 @@ class LayerWriter:
         per_expert = expert_rows // local
         width = (m.mlp_matrices - 1) * e.expert_ffn
         back = self._all_to_all(f"{tag}.combine", rows, after)
-        grads.append(self.gemm(f"{tag}.experts.down.dw", e.expert_ffn, m.hidden, per_expert, back, batch=local))
+        grads.append(self.wgrad(f"{tag}.experts.down.dw", e.expert_ffn, m.hidden, per_expert, back, batch=local))
         dx = [self.gemm(f"{tag}.experts.down.dx", expert_rows, e.expert_ffn, m.hidden, back, groups=local)]
         dx = self.elementwise(f"{tag}.experts.act", expert_rows * e.expert_ffn, m.mlp_matrices, m.mlp_matrices - 1, dx)
-        grads.append(self.gemm(f"{tag}.experts.gate_up.dw", m.hidden, width, per_expert, dx, batch=local))
+        grads.append(self.wgrad(f"{tag}.experts.gate_up.dw", m.hidden, width, per_expert, dx, batch=local))
         dx = [self.gemm(f"{tag}.experts.gate_up.dx", expert_rows, m.hidden, width, dx, groups=local)]
         out = self._all_to_all(f"{tag}.dispatch", rows, dx)
-        grads.append(self.gemm(f"{tag}.router.dw", m.hidden, e.experts, rows, after))
+        grads.append(self.wgrad(f"{tag}.router.dw", m.hidden, e.experts, rows, after))
         if e.shared_experts:
             shared = e.shared_experts * e.expert_ffn
-            grads.append(self.gemm(f"{tag}.shared.down.dw", shared, m.hidden, rows, after))
+            grads.append(self.wgrad(f"{tag}.shared.down.dw", shared, m.hidden, rows, after))
             sdx = [self.gemm(f"{tag}.shared.down.dx", rows, shared, m.hidden, after)]
-            grads.append(self.gemm(f"{tag}.shared.gate_up.dw", m.hidden, (m.mlp_matrices - 1) * shared, rows, sdx))
+            grads.append(self.wgrad(f"{tag}.shared.gate_up.dw", m.hidden, (m.mlp_matrices - 1) * shared, rows, sdx))
             out += [self.gemm(f"{tag}.shared.gate_up.dx", rows, m.hidden, (m.mlp_matrices - 1) * shared, sdx)]
         return out
+
+    # ------------------------------------------------------------ embedding
+
+    def embedding_forward(self, tag: str, after: list[str]) -> list[str]:
+        """The vocabulary-parallel lookup (Megatron-LM's ``VocabParallelEmbedding``): each TP
+        rank looks up the tokens of its vocabulary shard, and the partial rows are summed
+        over TP, reduce-scattered into the sequence-parallel region (all-reduced without
+        sequence parallelism; XLA's gather is its own and is not modelled)."""
+        s = self.s
+        after = self.elementwise(f"{tag}.embed", s.tokens * s.model.hidden, 1, 1, after)
+        if s.layout.tp == 1 or s.tpu:
+            return after
+        kind = "reduce-scatter" if s.sp else "all-reduce"
+        return [self._tp(kind, f"{tag}.embed.{_short(kind)}", s.tokens, after, overlapped=False)]
+
+    def embedding_backward(self, tag: str, after: list[str], grads: list[str]) -> None:
+        """The lookup's weight gradient (nothing flows further back): the sequence-parallel
+        gradient gathered over TP, PyTorch's dense embedding backward (a zeroed table of
+        the rank's vocabulary rows, the tokens' rows added in), and the table added into
+        the fp32 main gradient (Megatron-LM's gradient hook: bf16 gradient and fp32 main
+        gradient read, fp32 written: five bf16-sized arrays)."""
+        s = self.s
+        if s.sp and not s.tpu:
+            after = [self._tp("all-gather", f"{tag}.embed.ag", s.tokens, after, overlapped=False)]
+        table = math.ceil(s.model.vocab / s.layout.tp) * s.model.hidden
+        after = self.elementwise(f"{tag}.embed.zero", table, 0, 1, after)
+        after = self.elementwise(f"{tag}.embed.dw", s.tokens * s.model.hidden, 2, 1, after)
+        main_grad_bytes = s.framework.grad_bytes // 2
+        grads += self.elementwise(f"{tag}.embed.acc", table, 1 + main_grad_bytes, main_grad_bytes, after)
 
     # ------------------------------------------------------------ output projection
 
@@ -364,14 +402,39 @@ class LayerWriter:
         after = self.norm(f"{tag}.final_norm", s.sp_tokens if s.training else rows, after)
         after = self.column(f"{tag}.logits", vocab, m.hidden, after, rows=rows)
         if s.training and not s.framework.fused_elementwise:
-            after = [self.ops.kernel(f"{tag}.loss", "softmax", {"rows": rows, "cols": vocab, "dtype": "fp32"},
-                                     after)]
+            after = self.cross_entropy(f"{tag}.loss", rows, vocab, after)
         return after
+
+    def cross_entropy(self, tag: str, rows: int, vocab: int, after: list[str]) -> list[str]:
+        """Megatron-LM's vocabulary-parallel cross-entropy (``tensor_parallel.cross_entropy``,
+        unfused, its default), one kernel per PyTorch op over the rank's ``rows x vocab``
+        logits: the bf16 logits cast to fp32, the row max (all-reduced over TP), the max
+        subtracted, exp, the row sum (it and the target's logit all-reduced over TP), the
+        division into the softmax kept for the backward; each in place on the fp32 copy.
+        An fp32 array is written as two bf16 arrays where a pass mixes the two."""
+        elements = rows * vocab
+        after = self.elementwise(f"{tag}.cast", elements, 1, 2, after)
+        after = self._loss_all_reduce(f"{tag}.max", rows, self.elementwise(f"{tag}.max", elements, 1, 0, after,
+                                                                           dtype="fp32"))
+        after = self.elementwise(f"{tag}.sub", elements, 1, 1, after, dtype="fp32")
+        after = self.elementwise(f"{tag}.exp", elements, 1, 1, after, dtype="fp32")
+        after = self.elementwise(f"{tag}.sum", elements, 1, 0, after, dtype="fp32")
+        after = self._loss_all_reduce(f"{tag}.target", rows, after)
+        after = self._loss_all_reduce(f"{tag}.sum", rows, after)
+        return self.elementwise(f"{tag}.div", elements, 1, 1, after, dtype="fp32")
+
+    def _loss_all_reduce(self, name: str, values: int, after: list[str]) -> list[str]:
+        """fp32 per-token values all-reduced over TP (the loss's max, sums and target logits)."""
+        if self.s.layout.tp == 1:
+            return after
+        return [self.ops.collective(f"{name}.ar", "all-reduce", values * 4, self.g.tp, after)]
 
     def logits_backward(self, tag: str, after: list[str], grads: list[str]) -> list[str]:
         s, m = self.s, self.s.model
         vocab = math.ceil(m.vocab / s.layout.tp)
-        after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 1, 1, after)
+        # the kept softmax times the loss's gradient (the target's entry corrected), cast back to bf16
+        after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 1, 1, after, dtype="fp32")
+        after = self.elementwise(f"{tag}.loss.cast", s.tokens * vocab, 2, 1, after)
         after = self.column_backward(f"{tag}.logits", vocab, m.hidden, after, grads)
         return self.norm_backward(f"{tag}.final_norm", s.sp_tokens, after)
 

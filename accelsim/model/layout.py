@@ -130,6 +130,14 @@ class Framework:
     saves_gathered_inputs: bool = False
     """The backward reuses each sequence-parallel all-gather's output (XLA keeps it);
     otherwise it gathers again beside the data-gradient GEMM (Megatron-LM)."""
+    wgrad_into_main_grad: bool = False
+    """Weight-gradient GEMMs accumulate into the fp32 main gradient (Megatron-LM's
+    ``--gradient-accumulation-fusion``, its default: cuBLAS writes C in fp32); otherwise
+    they write the weights' dtype."""
+    zeroes_grad_buffer: bool = False
+    """Every step starts by zeroing the stage's whole gradient buffer (Megatron-LM's
+    ``zero_grad_buffer``: one contiguous buffer of every local parameter's main gradient,
+    not sharded by the distributed optimizer)."""
     kernel_search: bool = False
     """Each GEMM and attention with ``config=auto`` (XLA tiles its own dots; the best
     block shapes stand in for its choice); otherwise the implementation's own choice."""
@@ -137,7 +145,8 @@ class Framework:
 
 FRAMEWORKS: dict[str, Framework] = {
     "megatron": Framework(name="megatron", overlap_grad_reduce=True, overlap_param_gather=True,
-                          param_bytes=2, grad_bytes=4, gemm_impl="cublas"),
+                          param_bytes=2, grad_bytes=4, gemm_impl="cublas", wgrad_into_main_grad=True,
+                          zeroes_grad_buffer=True),
     "maxtext": Framework(name="maxtext", overlap_grad_reduce=True, overlap_param_gather=True,
                          param_bytes=4, grad_bytes=4, fused_elementwise=True, saves_gathered_inputs=True,
                          kernel_search=True),

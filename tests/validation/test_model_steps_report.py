@@ -42,13 +42,23 @@ def test_every_record_names_a_suite_with_its_source_and_what_it_can_be_built_on(
 
 
 def test_the_megatron_flop_counts_are_the_publications():
-    model = ms.gpt({"id": "gpt", "model": {"layers": 24, "hidden": 2048, "heads": 16}}, ms.H100_VOCAB)
+    model = ms.gpt({"id": "gpt", "model": {"layers": 24, "hidden": 2048, "heads": 16}}, ms.H100_VOCAB, tied=False)
     b, s, l, h, v = 1, 4096, 24, 2048, ms.H100_VOCAB
     dense = 24 * b * s * l * h * h * 3  # forward + backward of 12 h^2 per token and layer
     attention = 12 * b * s * s * l * h  # QK^T and PV over every key, three passes
     logits = 6 * b * s * h * v
     assert ms.megatron_2024_flops(model, b, s) == pytest.approx(dense + attention + logits)
     assert ms.megatron_2021_flops(model, b, s) == pytest.approx(4 / 3 * (dense + attention) + logits)  # recompute
+
+
+def test_the_h100_table_sizes_are_untied_models():
+    """The README's model sizes (in the ids) are the untied parameter counts, within the
+    rounding of a label; the tied counts miss the small ones by more."""
+    for record in (r for r in DATA["records"] if r["suite"] == "megatron-h100"):
+        label = float(record["id"].removeprefix("megatron-h100-").removesuffix("b")) * 1e9
+        assert ms.gpt(record, ms.H100_VOCAB, tied=False).params == pytest.approx(label, rel=0.03)
+    small = next(r for r in DATA["records"] if r["id"] == "megatron-h100-1.7b")
+    assert ms.gpt(small, ms.H100_VOCAB, tied=True).params < 0.9 * 1.7e9
 
 
 def test_the_report_gives_each_suites_mape_and_no_wall_time():

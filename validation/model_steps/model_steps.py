@@ -49,11 +49,11 @@ A100_VOCAB, A100_SEQ = 51200, 2048
 H100_VOCAB, H100_SEQ = 131072, 4096
 
 
-def gpt(record: dict, vocab: int) -> ModelSpec:
+def gpt(record: dict, vocab: int, tied: bool) -> ModelSpec:
     m = record["model"]
     return ModelSpec(name=record["id"], layers=m["layers"], hidden=m["hidden"], heads=m["heads"], kv_heads=m["heads"],
                      head_dim=m["hidden"] // m["heads"], ffn=4 * m["hidden"], vocab=vocab, mlp="plain",
-                     norm="layernorm", tied_embeddings=True, source=record["id"])
+                     norm="layernorm", tied_embeddings=tied, source=record["id"])
 
 
 def megatron_2021_flops(model: ModelSpec, batch: int, seq: int) -> float:
@@ -77,15 +77,15 @@ def plan(record: dict):
     suite, gpus = record["suite"], record["gpus"]
     tp, pp = record["tp"], record.get("pp", 1)
     if suite == "megatron-a100":
-        model = gpt(record, A100_VOCAB)
+        model = gpt(record, A100_VOCAB, tied=True)
         workload = Workload(mode="train", seq_len=A100_SEQ, batch=record["batch"])
         layout = Layout(tp=tp, pp=pp, dp=gpus // (tp * pp), zero=0, sequence_parallel=False, recompute="full")
         framework = replace(FRAMEWORKS["megatron"], overlap_grad_reduce=False, overlap_param_gather=False,
-                            grad_bytes=2, attention_impl="unfused")
+                            grad_bytes=2, attention_impl="unfused", wgrad_into_main_grad=False)
         system = cluster(gpus, "a100-roce-cluster", "network.fabric=infiniband")
         flops = megatron_2021_flops(model, record["batch"], A100_SEQ)
     elif suite == "megatron-h100":
-        model = gpt(record, H100_VOCAB)
+        model = gpt(record, H100_VOCAB, tied=False)
         workload = Workload(mode="train", seq_len=H100_SEQ, batch=record["batch"])
         layout = Layout(tp=tp, pp=pp, dp=gpus // (tp * pp), zero=1)
         framework = replace(FRAMEWORKS["megatron"], tp_overlap=True, attention_impl="cudnn")
