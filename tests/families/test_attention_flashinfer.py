@@ -94,4 +94,4 @@ def test_it_runs_on_nvidia_gpus_only_in_dtypes_their_tensor_cores_take():
         build(load_arch("mi300x"), **QWEN, seq_kv=4096)
     with pytest.raises(InputError, match="no matrix-unit rate for fp8") as refused:
         build(load_arch("a100-sxm4-80gb"), **{**QWEN, "dtype": "fp8"}, seq_kv=4096)
-    assert refused.value.field == "dtype"
+    assert refused.value.field == "params.dtype"

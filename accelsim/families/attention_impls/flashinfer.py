@@ -117,7 +117,7 @@ def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     if p["batch"] > 1:
         return generic
     if p["dtype"] not in chip.matrix.flops_per_cycle_per_core:
-        raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", source="--param", field="dtype")
+        raise InputError(f"{chip.name} has no matrix-unit rate for {p['dtype']}", field="params.dtype")
     rows = tile_rows(p["seq_q"] * p["group"])
     block_n = kv_tile(p, chip, rows)
     chunk = chunk_keys(p, chip, rows, block_n)
