@@ -12,7 +12,10 @@ from accelsim.families.search import split_params
 
 CASES = [
     ("gemm", {"M": "512", "N": "512", "K": "512"}, {}, True),
-    ("gemm", {"M": "512", "N": "384", "K": "4096"}, {"split_k": 4}, False),
+    # Triton's split-K adds each split's partial into C: one block written four times
+    ("gemm", {"M": "512", "N": "384", "K": "4096", "impl": "triton"}, {"split_k": 4}, False),
+    # CUTLASS's SplitK mode writes each split's partial to a workspace of its own
+    ("gemm", {"M": "512", "N": "384", "K": "4096", "impl": "cutlass"}, {"split_k": 4}, True),
     ("attention", {"batch": "1", "heads": "4", "seq_q": "512", "seq_kv": "512", "head_dim": "64", "pass": "bwd"},
      {}, None),
     ("rmsnorm", {"rows": "1024", "cols": "4096"}, {}, True),
