@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accelsim.model.layer import LayerWriter, StepShape
+from accelsim.model.layer import StepShape, VocabWriter
 from accelsim.model.memory import ADAM_STATE_BYTES, MASTER_WEIGHT_BYTES, stage_layers
 from accelsim.model.ops import OpList, StageGroups
 from accelsim.model.pipeline import Task, receives, schedule, sends
@@ -32,7 +32,7 @@ class _Stage:
 
     ops: OpList
     groups: StageGroups
-    writer: LayerWriter
+    writer: VocabWriter
     index: int
     gathers: list[tuple[int, int]] = field(default_factory=list)
     """(task, unit) in the order their parameters are gathered."""
@@ -51,7 +51,7 @@ def build_programs(shape: StepShape, microbatches: int) -> list[dict]:
     for stage in range(layout.pp):
         groups = StageGroups(layout, stage)
         ops = OpList()
-        st = _Stage(ops=ops, groups=groups, writer=LayerWriter(ops, shape, groups), index=stage)
+        st = _Stage(ops=ops, groups=groups, writer=VocabWriter(ops, shape, groups), index=stage)
         _write_stage(st, shape, microbatches)
         last = groups.first + groups.size - 1
         programs.append({"name": f"stage {stage}" if layout.pp > 1 else "spmd",

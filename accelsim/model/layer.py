@@ -362,6 +362,12 @@ class LayerWriter:
             out += [self.gemm(f"{tag}.shared.gate_up.dx", rows, m.hidden, (m.mlp_matrices - 1) * shared, sdx)]
         return out
 
+
+class VocabWriter(LayerWriter):
+    """A stage's ops with the units at the model's vocabulary ends besides its layers: the
+    input embedding, the output projection and the loss (each stage's builder writes with
+    one; only the first and last stages call these)."""
+
     # ------------------------------------------------------------ embedding
 
     def embedding_forward(self, tag: str, after: list[str]) -> list[str]:
