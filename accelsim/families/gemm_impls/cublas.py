@@ -38,13 +38,13 @@ from accelsim.families.gemm_impls.base import Config, GemmImpl, Params, warp_spe
 def default_config(params: Params, chip: Chip) -> Config:
     if not warp_specialized(chip) or params["dtype"] == "fp32":
         return gemm.triton_default_config(params, chip)
-    m, n, k, batch, _ = gemm._problem(params)
+    k = gemm._problem(params)[2]
     best, best_key = None, None
     for bm, bn in cutlass.TILES:
         config = cutlass.warp_specialized_config(params, chip, bm, bn, "cooperative" if bm >= 128 else "pingpong")
         if config is None:
             continue
-        tiles = batch * math.ceil(m / bm) * math.ceil(n / bn)
+        tiles = cutlass.output_tiles(params, config)
         waves = float(math.ceil(tiles / chip.num_cores))
         streamed = {**config, "tile_scheduler": "stream_k"}
         # stream-K only past a whole wave: below one the default splits K (with_default_split)
@@ -69,9 +69,10 @@ def with_default_split(params: Params, config: Config, chip: Chip) -> Config:
     (:func:`cutlass.split_k_decomposition`). An assumption, as the rest of this default: cuBLAS's
     heuristics are not public, but its profiles of skinny GEMMs show a split-K reduction kernel
     after the GEMM (``splitKreduce_kernel``; ``docs/import-profile.md``)."""
-    tiles, ctas = cutlass.output_tiles(params, config), cutlass.persistent_ctas(config, chip)
-    if config.get("schedule") != "cooperative" or "pair" in config or tiles >= ctas:
+    if config.get("schedule") != "cooperative" or "pair" in config:
         return config
+    tiles, ctas = cutlass.output_tiles(params, config), cutlass.persistent_ctas(config, chip)
+    # search_splits offers none where the tiles already fill the persistent CTAs
     fitting = [split for split in cutlass.search_splits(params, config, chip) if tiles * split <= ctas]
     return {**config, "split_k": max(fitting)} if fitting else config
 

@@ -85,10 +85,10 @@ def config_space(params: Params, chip: Chip) -> list[Config]:
             if config is None:
                 continue
             out.append(config)
-            streamed = {**config, "tile_scheduler": "stream_k"}
-            if schedule == "cooperative" and "pair" not in config and decomposition(params, streamed, chip):
-                out.append(streamed)
             if schedule == "cooperative" and "pair" not in config:
+                streamed = {**config, "tile_scheduler": "stream_k"}
+                if decomposition(params, streamed, chip):
+                    out.append(streamed)
                 out.extend({**config, "split_k": split} for split in search_splits(params, config, chip))
     return out
 
