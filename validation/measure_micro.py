@@ -31,6 +31,9 @@ launch and CTA costs, and the SM clock under matrix load.
 * ``launch_overhead``: back-to-back launches of an empty one-program kernel between two
   events, per launch; ``cta_cost``: what each further empty program adds on an SM (the
   difference of two grid sizes, per program per SM).
+* ``kernel_interval`` (GPU only): the empty kernel's device interval as CUPTI reports it, and
+  the period of its dependent launches in a CUDA graph: what a device timing holds of a kernel
+  beyond its programs (``kernel_device_overhead``), and the gap between kernels it leaves out.
 * ``flushed_read``: the read kernel over a working set of 8-64 MiB, timed alone right after a
   flush of a 256 MiB buffer by writing it (``zero_()``, as ``triton.testing.do_bench``), by
   reading it, or by writing it and then idling (``torch.cuda._sleep``): if the L2 is
@@ -404,6 +407,41 @@ def measure_launches(plan: dict, device, on_gpu: bool, sms: int) -> list[dict]:
     return records
 
 
+def measure_kernel_interval(plan: dict, device) -> list[dict]:
+    """An empty one-program kernel timed two ways (GPU only): its device interval as CUPTI reports
+    it (the PyTorch profiler's kernel events, as ``measure_gpu.py``'s ``kernel_device_s``), and
+    the period of dependent launches replayed from a CUDA graph. The interval is what a device
+    timing holds of a kernel beyond its programs (``kernel_device_overhead``); the period less
+    the interval is the gap between two kernels, which such a timing leaves out."""
+    from torch.profiler import ProfilerActivity, profile
+
+    _, empty = _compute_kernels()
+    x = torch.zeros(1, device=device.torch_device)
+    launches = plan["launches"]
+    empty[(1,)](x)  # compile outside the profile and the capture
+    device.sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(launches):
+            empty[(1,)](x)
+        device.sync()
+    intervals = [(e.time_range.end - e.time_range.start) * 1e-6 for e in prof.events()
+                 if e.device_type == torch.autograd.DeviceType.CUDA]
+    if not intervals:
+        raise RuntimeError("the profiler reported no kernel")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(launches):
+            empty[(1,)](x)
+    periods = [s / launches for s in timed(graph.replay, plan["reps"], True)]
+    params = {"programs": 1, "launches": launches}
+    return [{"id": "kernel-interval-profiler", "benchmark": "kernel_interval", "params": {**params, "timing": "profiler"},
+             "latency_s": statistics.median(intervals), "samples_s": intervals[:64],
+             "notes": "an empty one-program Triton kernel: its device interval (CUPTI, PyTorch profiler), median"},
+            {"id": "kernel-interval-graph", "benchmark": "kernel_interval", "params": {**params, "timing": "graph"},
+             "latency_s": statistics.median(periods), "samples_s": periods,
+             "notes": "the same kernel launched back to back from a CUDA graph, per launch: interval and gap"}]
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     return suite_parser(__doc__.split("\n\n")[0], "output folder for microbenchmarks.json").parse_args(argv)
 
@@ -443,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
               for size in plan["flushed_sets"]]
     cases += [("mma latency", lambda: [measure_mma_latency(plan, device, on_gpu)]),
               ("launches", lambda: measure_launches(plan, device, on_gpu, sms))]
+    if on_gpu:  # neither CUPTI nor CUDA graphs on the interpreter
+        cases.append(("kernel interval", lambda: measure_kernel_interval(plan, device)))
     print(f"micro: {device.info['name']} ({scale}), {len(cases)} cases -> {path}", flush=True)
     for label, measure in cases:
         if time.monotonic() + per_case > deadline:

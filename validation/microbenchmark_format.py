@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "shared_memory_bandwidth": (("programs_per_sm",), ("bytes_per_s",)),
     "launch_overhead": (("programs",), ("latency_s",)),
     "cta_cost": (("programs_per_sm",), ("latency_s",)),
+    "kernel_interval": (("programs", "timing"), ("latency_s",)),
     "clock_under_load": (("load",), ("clock_hz",)),
     "flushed_read": (("working_set_bytes", "flush"), ("latency_s", "bytes_per_s")),
 }
@@ -53,6 +54,9 @@ BENCHMARKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 * ``shared_memory_bandwidth``: bytes per second read from shared memory by every SM;
 * ``launch_overhead``: seconds per launch of an empty kernel of ``programs`` programs, back to back;
 * ``cta_cost``: seconds a program's launch and retirement add (empty programs, many waves);
+* ``kernel_interval``: an empty kernel of ``programs`` programs timed as ``timing`` says:
+  ``profiler`` (its device interval, CUPTI) or ``graph`` (the period of dependent launches from a
+  CUDA graph: the interval and the gap before the next kernel);
 * ``clock_under_load``: the SM clock while the tensor cores (or HBM) are kept busy;
 * ``flushed_read``: seconds to read a working set once right after a cache flush of the kind
   ``flush``: ``write`` (a buffer zeroed, as ``triton.testing.do_bench`` does: the L2 left full

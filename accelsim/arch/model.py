@@ -188,6 +188,8 @@ class Chip:
     hbm: MemoryLevel
     launch_overhead_s: float
     links: Links
+    kernel_device_overhead_s: float = 0.0
+    """The part of ``launch_overhead_s`` inside a kernel's device interval (once per kernel)."""
     power: PowerModel | None = None
     """Energy per operation and byte, static power, TDP and DVFS (None: no energy figures)."""
     uncertainty: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
@@ -601,6 +603,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
         shared_cache=_memory_level(spec.shared_cache) if spec.shared_cache else None,
         hbm=_memory_level(spec.hbm),
         launch_overhead_s=spec.launch_overhead.value,
+        kernel_device_overhead_s=spec.kernel_device_overhead.value if spec.kernel_device_overhead else 0.0,
         uncertainty=MappingProxyType({f: (i.p05, i.p95) for f, i in spec.uncertainty.items()}),
         links=Links(
             name=spec.interconnect.name,

@@ -521,6 +521,13 @@ class ChipSpec(_ConfigFile):
     hbm: Hbm
     launch_overhead: Cited[Seconds] = calibratable()
     """Fixed cost per kernel launch (GPU) or per pallas_call (TPU)."""
+    kernel_device_overhead: Cited[Seconds] | None = calibratable(default=None)
+    """The part of ``launch_overhead`` that a kernel's own device interval holds, once per
+    kernel: from the kernel's start on the device to its first program, and from its last
+    program's end to the kernel's end. A device timing (CUPTI, ``latency_kind: device``)
+    sees it where it leaves the launch out; absent: none (``docs/engine.md``, "A kernel's
+    device-side fixed time"). Not checked against ``launch_overhead``, so that a fit or a
+    what-if of either leaves the other as published."""
     interconnect: ChipInterconnect
     power: ChipPower | None = None
     """Energy and power (``docs/power.md``); absent: results carry no energy."""

@@ -87,6 +87,7 @@ PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
     "hbm.efficiency": lambda c: c.hbm.efficiency,
     "shared_cache.efficiency": lambda c: c.shared_cache.efficiency if c.shared_cache else None,
     "launch_overhead": lambda c: c.launch_overhead_s,
+    "kernel_device_overhead": lambda c: c.kernel_device_overhead_s,
     "cores.program_overhead": lambda c: c.program_overhead_s,
     "hbm.latency": lambda c: c.hbm.latency_s,
     "shared_cache.latency": lambda c: c.shared_cache.latency_s if c.shared_cache else None,
@@ -111,15 +112,19 @@ FITTABLE_PARAMETERS = (*DEFAULT_PARAMETERS, Parameter("hbm.queueing_latency", 0.
                        Parameter("hbm.latency", 50e-9, 3e-6, "seconds"),
                        Parameter("shared_cache.latency", 20e-9, 1e-6, "seconds"),
                        Parameter("local_memory.latency", 1e-9, 200e-9, "seconds"),
-                       Parameter("local_memory.fill_bandwidth_bytes_per_cycle", 8.0, 1024.0))
+                       Parameter("local_memory.fill_bandwidth_bytes_per_cycle", 8.0, 1024.0),
+                       Parameter("kernel_device_overhead", 0.0, 2e-6, "seconds"))
 """What ``--fit`` may name: the defaults; HBM queueing, which only kernels bound by loads
 in flight at a high HBM load see (``validation/stream_occupancy/``), and the share of it
 read-only traffic sees (only a set with read-only and mixed kernels tells it); the turnaround
 loss, which only a set with both read-only or write-only and mixed kernels can tell
 apart from ``hbm.efficiency``; and the latencies and a core's port bandwidth, which only
 kernels bound by loads in flight or by few programs (pointer chases, decode steps, small
-grids) tell apart. Every field ``calibratable_paths()`` lists but ``interconnect.latency``
-(which no kernel waits: collectives fit with ``calibrate --system``)."""
+grids) tell apart; a kernel's device-side fixed time, which only device-timed records (a
+profiler's kernel interval: tiny kernels, a CUDA graph's period) see, bounded by the
+smallest published launch overhead (2 us) that it is part of. Every field
+``calibratable_paths()`` lists but ``interconnect.latency`` (which no kernel waits: collectives
+fit with ``calibrate --system``)."""
 
 
 def is_held_out(record_id: str) -> bool:
@@ -234,7 +239,7 @@ def errors(cases: Sequence[Case], arch: str, overrides: Sequence[str]) -> np.nda
 
 
 def _log_error(case: Case, chip: Chip) -> float:
-    return math.log(simulated_for(case.measurement, simulate_kernel(case.trace, chip)) / case.measurement.latency_s)
+    return math.log(simulated_for(case.measurement, simulate_kernel(case.trace, chip), chip) / case.measurement.latency_s)
 
 
 class FitChips:

@@ -115,9 +115,12 @@ def _refused_conditions(exc: InputError, where: str) -> str:
     return f"{exc.field + ': ' if exc.field else ''}{exc.message} ({where})"
 
 
-def simulated_for(measurement: Measurement, sim: KernelSimulation) -> float:
-    """The simulated latency as the record timed it (:attr:`Measurement.latency_kind`)."""
-    return sim.latency_s - sim.launch_overhead_s if measurement.latency_kind == "device" else sim.latency_s
+def simulated_for(measurement: Measurement, sim: KernelSimulation, chip: Chip) -> float:
+    """The simulated latency as the record timed it (:attr:`Measurement.latency_kind`): a
+    device timing leaves the launch out but holds each kernel's device-side part of it."""
+    if measurement.latency_kind != "device":
+        return sim.latency_s
+    return sim.latency_s - sim.launch_overhead_s + sim.kernels * chip.kernel_device_overhead_s
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,8 @@ class Comparison:
     hbm_bytes: float = 0.0
     """Of the simulated kernel: where it sits on a roofline."""
     per_kernel_s: tuple[float, ...] = ()
-    """Each simulated kernel's time, launch left out (one entry for a one-kernel trace)."""
+    """Each simulated kernel's device time: its programs' span and the chip's
+    ``kernel_device_overhead``, the rest of the launch left out (one entry for a one-kernel trace)."""
     clock_hz: float = 0.0
     """The clock the record was predicted at."""
     at_read_clock: bool = False
@@ -414,8 +418,9 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
         else:
             best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
     sim = best.sim
-    kernels = tuple(sim.per_kernel_s) if sim.per_kernel_s else (sim.latency_s - sim.launch_overhead_s,)
-    return Comparison(measurement, simulated_for(measurement, sim), sim.bound, best.config, sim.flops, sim.hbm_bytes,
+    bodies = tuple(sim.per_kernel_s) if sim.per_kernel_s else (sim.latency_s - sim.launch_overhead_s,)
+    kernels = tuple(body + chip.kernel_device_overhead_s for body in bodies)
+    return Comparison(measurement, simulated_for(measurement, sim, chip), sim.bound, best.config, sim.flops, sim.hbm_bytes,
                       kernels, chip.clock_hz)
 
 

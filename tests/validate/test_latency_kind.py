@@ -1,6 +1,7 @@
 """A record timed as device time (``latency_kind: device``: a profiler's kernel duration, launch
-gaps excluded) is compared with the simulated latency less its launch overhead, in
-validate and in calibrate alike; the default (``launches``) keeps the launch."""
+gaps excluded) is compared with the simulated latency less its launch overhead but with the
+part of it a kernel's device interval holds (``kernel_device_overhead``), in validate and in
+calibrate alike; the default (``launches``) keeps the launch."""
 
 from __future__ import annotations
 
@@ -26,10 +27,18 @@ def records(tmp_path):
     return read_measurements([path])
 
 
-def test_device_time_leaves_out_the_launch(records):
+def test_device_time_leaves_out_the_launch_but_its_device_part(records):
     launched, device = compare(records)
-    launch = load_arch("h100-sxm").launch_overhead_s
+    chip = load_arch("h100-sxm")
+    assert 0 < chip.kernel_device_overhead_s < chip.launch_overhead_s
     assert launched.measurement.latency_kind == "launches" and device.measurement.latency_kind == "device"
+    assert device.predicted_s == pytest.approx(
+        launched.predicted_s - chip.launch_overhead_s + chip.kernel_device_overhead_s, abs=1e-12)
+
+
+def test_without_a_device_part_the_whole_launch_is_left_out(records):
+    launched, device = compare(records, overrides=["kernel_device_overhead=0 us"])
+    launch = load_arch("h100-sxm").launch_overhead_s
     assert device.predicted_s == pytest.approx(launched.predicted_s - launch, abs=1e-12)
 
 
