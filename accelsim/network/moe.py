@@ -42,8 +42,8 @@ import numpy as np
 
 from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network.collectives import Phase, Plan, Stream, phase, plan
-from accelsim.network.nccl_tables import GENERATIONS
 from accelsim.network.simulate import run_plans
+from accelsim.network.sm_issue import sm_copy_bytes_per_s
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds
 
@@ -149,17 +149,6 @@ def low_latency_sms(experts: int, device_sms: int) -> int:
         raise InputError(f"experts and device SMs must be at least 1, got {experts} and {device_sms}", field="experts")
     groups = -(-experts // device_sms)
     return -(-experts // groups)
-
-
-def sm_copy_bytes_per_s(topo: Topology) -> float | None:
-    """What one SM moves: NCCL's own ceiling on one channel (one thread block on one SM),
-    ``perChMaxRingLL128Bws`` of the GPU's generation (Hopper 36.7 GB/s, Ampere 20,
-    Blackwell 40; :mod:`accelsim.network.nccl_tables`). None where the system has no
-    NCCL generation (TPUs, GPUs without a tuning section): no SM bound."""
-    generation = topo.tuning.generation if topo.tuning is not None else None
-    if generation not in GENERATIONS:
-        return None
-    return GENERATIONS[generation].ll128_channel_bytes_per_s
 
 
 def _roles(mode: str, budget: int) -> dict[bool, int]:
