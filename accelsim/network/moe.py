@@ -48,8 +48,13 @@ from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds
 
 MODES = ("nccl", "deepep", "deepep-ll")
-MAX_MATRIX_RANKS = 1024
-"""Largest matrix read from a file (a million pairs)."""
+MAX_RANKS = 256
+"""Most ranks a dispatch is simulated over: DeepEP's largest published run (EP 256) is
+65,280 streams and about a minute on one core; 512 ranks (a quarter million streams) outgrow
+the memory of a small machine."""
+MAX_TOKENS = 2**20
+MAX_TOKEN_BYTES = 2**30
+MAX_EXPERTS = 2**16
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,16 +69,44 @@ class Routing:
     """Nodes a token may use (DeepSeek-V3: 4); None: any."""
 
     def check(self, ranks: int, ranks_per_node: int) -> None:
+        """Refuse choices no router makes on ``ranks`` ranks, naming the field (``routing.NAME``)."""
+        if not 1 <= self.experts <= MAX_EXPERTS:
+            raise InputError(f"experts must be 1 to {MAX_EXPERTS}, got {self.experts}", field="routing.experts")
         if self.experts % ranks:
-            raise InputError(f"{self.experts} experts do not spread evenly over {ranks} ranks", field="experts")
+            raise InputError(f"{self.experts} experts do not spread evenly over {ranks} ranks", field="routing.experts")
         if not 1 <= self.top_k <= self.experts:
-            raise InputError(f"top_k must be 1 to {self.experts}, got {self.top_k}", field="top_k")
+            raise InputError(f"top_k must be 1 to {self.experts}, got {self.top_k}", field="routing.top_k")
         nodes = ranks // ranks_per_node
         if self.node_limit is not None and not 1 <= self.node_limit:
-            raise InputError(f"node_limit must be at least 1, got {self.node_limit}", field="node_limit")
+            raise InputError(f"node_limit must be at least 1, got {self.node_limit}", field="routing.node_limit")
         allowed = min(self.node_limit or nodes, nodes) * self.experts // nodes
         if self.top_k > allowed:
-            raise InputError(f"top_k {self.top_k} exceeds the {allowed} experts a token may reach", field="top_k")
+            raise InputError(f"top_k {self.top_k} exceeds the {allowed} experts a token may reach",
+                             field="routing.top_k")
+
+
+ROUTING_FIELDS = {"tokens": MAX_TOKENS, "token_bytes": MAX_TOKEN_BYTES, "top_k": MAX_EXPERTS,
+                  "experts": MAX_EXPERTS, "node_limit": MAX_RANKS}
+"""The router's fields as text gives them (``tokens=4096``), each a whole number from 1 to its bound."""
+
+
+def routing_of(values: dict[str, str]) -> Routing:
+    """A :class:`Routing` from ``NAME -> text`` (``node_limit`` optional), each a whole
+    number within :data:`ROUTING_FIELDS`' bound; an error names ``routing.NAME``."""
+    unknown = sorted(set(values) - set(ROUTING_FIELDS))
+    if unknown:
+        raise InputError(f"unknown field {shown(unknown[0])}; known: {', '.join(ROUTING_FIELDS)}", field="routing")
+    missing = [name for name in ROUTING_FIELDS if name != "node_limit" and name not in values]
+    if missing:
+        raise InputError(f"needs {', '.join(missing)} (NAME=VALUE each)", field="routing")
+    numbers = {}
+    for name, text in values.items():
+        bound = ROUTING_FIELDS[name]
+        digits = text.lstrip("0")
+        if not (text.isascii() and text.isdigit() and len(digits) <= 12 and 1 <= int(digits or "0") <= bound):
+            raise InputError(f"expected a whole number from 1 to {bound}, got {shown(text)}", field=f"routing.{name}")
+        numbers[name] = int(digits)
+    return Routing(**numbers)
 
 
 def _miss(allowed: int, away: int, k: int) -> float:
@@ -102,8 +135,8 @@ def load_matrix(path: str | Path, ranks: int) -> np.ndarray:
     """A ``{"bytes": [[...], ...]}`` file: ``ranks`` rows of ``ranks`` non-negative byte counts."""
     doc = read_json_file(Path(path), "traffic matrix")
     rows = doc.get("bytes") if isinstance(doc, dict) else None
-    if not isinstance(rows, list) or len(rows) != ranks or len(rows) > MAX_MATRIX_RANKS:
-        raise InputError(f"expected 'bytes': a list of {ranks} rows (at most {MAX_MATRIX_RANKS})", source=str(path),
+    if not isinstance(rows, list) or len(rows) != ranks or len(rows) > MAX_RANKS:
+        raise InputError(f"expected 'bytes': a list of {ranks} rows (at most {MAX_RANKS})", source=str(path),
                          field="bytes")
     for i, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != ranks or not all(
@@ -294,10 +327,14 @@ def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, m
     kernels'): its time, its SM budget and the bytes each rank puts on NVLink and on the
     network (the busiest rank's)."""
     if mode not in MODES:
-        raise InputError(f"unknown MoE all-to-all mode {mode!r}; known: {', '.join(MODES)}", field="mode")
+        raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
+    if topo.ranks > MAX_RANKS:
+        raise InputError(f"{topo.name!r} has {topo.ranks} ranks; a MoE dispatch is simulated over at most {MAX_RANKS}",
+                         field="system")
     budget = default_sm_budget(mode, routing, device_sms) if sm_budget is None else sm_budget
-    if budget < 1:
-        raise InputError(f"an SM budget is at least 1, got {budget}", field="sm_budget")
+    if budget < 1 or device_sms is not None and budget > device_sms:
+        most = "" if device_sms is None else f" and at most the GPU's {device_sms}"
+        raise InputError(f"an SM budget is at least 1{most}, got {budget}", field="sm_budget")
     p = moe_plan(topo, mode, routing=routing, matrix=matrix, sm_budget=budget)
     nvlink: dict[int, float] = {}
     network: dict[int, float] = {}
