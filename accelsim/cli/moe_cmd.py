@@ -29,12 +29,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traffic", metavar="FILE", help='--moe nccl: a {"bytes": [[...]]} matrix of the bytes rank i '
                    "sends rank j, instead of --routing")
     p.add_argument("--sm-budget", type=int, metavar="N", help="SMs the --moe kernels hold (default: the mode's)")
+    p.add_argument("--combine", action="store_true", help="--moe: the combine (the dispatch's traffic transposed)")
 
 
 def check_not_moe(args: argparse.Namespace) -> None:
     """Refuse MoE options on anything but ``--moe``."""
     given = [flag for flag, value in (("--routing", args.routing), ("--traffic", args.traffic),
-                                      ("--sm-budget", args.sm_budget)) if value]
+                                      ("--sm-budget", args.sm_budget), ("--combine", args.combine)) if value]
     if given:
         raise InputError(f"{', '.join(given)}: options of --moe MODE on --system", source="simulate")
 
@@ -61,20 +62,22 @@ def run_moe(args: argparse.Namespace) -> int:
     routing = routing_of(parse_assignments(args.routing, "--routing")) if args.routing else None
     matrix = load_matrix(args.traffic, topo.ranks) if args.traffic is not None else None
     result = simulate_moe(topo, args.moe, routing=routing, matrix=matrix, sm_budget=args.sm_budget,
-                          device_sms=chip.num_cores)
+                          device_sms=chip.num_cores, kind="combine" if args.combine else "dispatch",
+                          hbm_bytes_per_s=chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency)
     note = promoted_note(args.system, topo.name)
     if args.json:
-        print_json({"system": topo.name, **result.as_dict(), **({"system_note": note} if note else {})})
+        print_json({"system": topo.name, "kind": "combine" if args.combine else "dispatch", **result.as_dict(),
+                    **({"system_note": note} if note else {})})
         return 0
     if note:
         print(f"# {note}")
-    print_moe(result, topo.name)
+    print_moe(result, topo.name, "combine" if args.combine else "dispatch")
     return 0
 
 
-def print_moe(r: MoeResult, system: str) -> None:
+def print_moe(r: MoeResult, system: str, kind: str) -> None:
     rows = [
-        ("MoE dispatch", f"{r.mode} over {r.ranks} ranks on {system}"),
+        (f"MoE {kind}", f"{r.mode} over {r.ranks} ranks on {system}"),
         ("SM budget", str(r.sm_budget)),
         ("latency", format_quantity(r.latency_s, "seconds")),
         ("NVLink bytes", format_quantity(r.nvlink_bytes_per_rank, "bytes") + " per rank (the busiest)"),

@@ -18,7 +18,9 @@ Three ways to move it (:data:`MODES`):
   which forwards it over NVLink to the destination GPUs of that node. The two legs are
   pipelined (chunks), so they share one phase.
 * ``deepep-ll``: DeepEP's low-latency kernels: every (token, expert) selection straight to
-  its expert's rank (no deduplication, no forwarding), RDMA across nodes.
+  its expert's rank (no deduplication, no forwarding), RDMA across nodes; they receive
+  after a grid sync, one HBM-bound pass over what arrived (:func:`low_latency_receive_s`,
+  ``csrc/kernels/legacy/internode_ll.cu`` @ dd758caf).
 
 Each carries an SM budget (how many SMs the kernels hold while they run; DeepEP V1 uses
 20 for normal kernels by default, NCCL one per channel, DeepEP's low-latency kernels
@@ -320,12 +322,35 @@ def default_sm_budget(mode: str, routing: Routing | None, device_sms: int | None
     return low_latency_sms(routing.experts, device_sms)
 
 
+KINDS = ("dispatch", "combine")
+
+
+def low_latency_receive_s(routing: Routing, kind: str, hbm_bytes_per_s: float) -> float:
+    """The low-latency kernels' receive phase, which runs after the data has arrived: each
+    kernel's send phase ends in a grid sync (``cg::this_grid().sync()``; combine first
+    waits for every (expert, source) flag), and only then do its SMs read the receive
+    buffer (``csrc/kernels/legacy/internode_ll.cu`` @ dd758caf). A rank receives
+    ``tokens x top_k`` messages (each of its experts' share from every rank); dispatch
+    copies each into the packed per-expert layout (read and write it), combine reads the
+    ``top_k`` messages of a token and writes the weighted sum (one token per ``top_k``
+    read). At the GPU's HBM bandwidth, as one HBM-bound copy."""
+    if kind not in KINDS:
+        raise InputError(f"expected one of: {', '.join(KINDS)}, got {shown(kind)}", field="kind")
+    read = routing.tokens * routing.top_k * routing.token_bytes
+    written = read if kind == "dispatch" else read / routing.top_k
+    return (read + written) / hbm_bytes_per_s
+
+
 def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None,
-                 sm_budget: int | None = None, device_sms: int | None = None) -> MoeResult:
-    """One dispatch alone on ``topo`` with ``sm_budget`` SMs (None: the mode's default,
-    :func:`default_sm_budget`; ``device_sms``, the GPU's SMs, sizes the low-latency
-    kernels'): its time, its SM budget and the bytes each rank puts on NVLink and on the
-    network (the busiest rank's)."""
+                 sm_budget: int | None = None, device_sms: int | None = None, kind: str = "dispatch",
+                 hbm_bytes_per_s: float | None = None) -> MoeResult:
+    """One dispatch (``kind``: or the combine, its traffic transposed) alone on ``topo``
+    with ``sm_budget`` SMs (None: the mode's default, :func:`default_sm_budget`;
+    ``device_sms``, the GPU's SMs, sizes the low-latency kernels'): its time, its SM budget
+    and the bytes each rank puts on NVLink and on the network (the busiest rank's). With
+    ``hbm_bytes_per_s`` (the GPU's achievable HBM bandwidth) the low-latency kernels' time
+    includes their receive phase after the data (:func:`low_latency_receive_s`); the other
+    modes receive as the data arrives."""
     if mode not in MODES:
         raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
     if topo.ranks > MAX_RANKS:
@@ -345,6 +370,9 @@ def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, m
                 src = first.split("->")[0]
                 bucket = network if topo.links[first].scale_out else nvlink
                 bucket[src] = bucket.get(src, 0.0) + t.bytes
-    return MoeResult(mode=mode, latency_s=ps_to_seconds(run_plans(topo, [p])[0]), ranks=topo.ranks,
+    receive_s = 0.0
+    if mode == "deepep-ll" and hbm_bytes_per_s is not None:
+        receive_s = low_latency_receive_s(routing, kind, hbm_bytes_per_s)
+    return MoeResult(mode=mode, latency_s=ps_to_seconds(run_plans(topo, [p])[0]) + receive_s, ranks=topo.ranks,
                      sm_budget=budget, nvlink_bytes_per_rank=max(nvlink.values(), default=0.0),
                      network_bytes_per_rank=max(network.values(), default=0.0))

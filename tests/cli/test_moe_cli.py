@@ -24,14 +24,16 @@ def topo():
     return build_topology(load_arch("dgx-h100"))
 
 
-def test_the_json_is_simulate_moe_s_result(cli, topo):
-    result = cli(*MOE, "deepep", *ROUTING, "--sm-budget", "24", "--json")
+@pytest.mark.parametrize("mode, kind", [("deepep", "dispatch"), ("deepep-ll", "combine")])
+def test_the_json_is_simulate_moe_s_result(cli, topo, mode, kind):
+    result = cli(*MOE, mode, *ROUTING, "--sm-budget", "24", "--json", *(["--combine"] if kind == "combine" else []))
     assert result.code == 0, result.err
-    expected = simulate_moe(topo, "deepep", routing=Routing(tokens=4096, token_bytes=7392, top_k=8, experts=256),
-                            sm_budget=24)
+    hbm = load_arch("h100-sxm").hbm
+    expected = simulate_moe(topo, mode, routing=Routing(tokens=4096, token_bytes=7392, top_k=8, experts=256),
+                            sm_budget=24, kind=kind, hbm_bytes_per_s=hbm.bandwidth_bytes_per_s * hbm.efficiency)
     shown = json.loads(result.out)
     assert shown.pop("system_note").startswith("dgx-h100 is dgx-h100-calibrated")
-    assert shown == {"system": topo.name, **expected.as_dict()}
+    assert shown == {"system": topo.name, "kind": kind, **expected.as_dict()}
 
 
 def test_the_low_latency_kernels_hold_the_sms_deepep_launches_them_on(cli):
@@ -62,6 +64,8 @@ def test_a_traffic_matrix_moves_its_busiest_rank_s_bytes(cli, tmp_path):
     (("simulate", "--moe", "nccl", *ROUTING), "--moe runs on a --system SYSTEM"),
     (("simulate", "--system", "dgx-h100", "--collective", "all-reduce", "--bytes", "1M", "--sm-budget", "4"),
      "--sm-budget: options of --moe MODE on --system"),
+    (("simulate", "--system", "dgx-h100", "--collective", "all-reduce", "--bytes", "1M", "--combine"),
+     "--combine: options of --moe MODE on --system"),
     (("simulate", "--system", "tpu-v5e-4x4", "--moe", "nccl", *ROUTING), "--moe simulates GPU kernels"),
     (("simulate", "--system", "h100-ib-cluster", "--set", "nodes=64", "--moe", "nccl", *ROUTING),
      "--system: 'h100-ib-cluster' has 512 ranks; a MoE dispatch is simulated over at most 256"),
