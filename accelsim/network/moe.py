@@ -45,7 +45,7 @@ import numpy as np
 from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network.collectives import Phase, Plan, Stream, phase, plan
 from accelsim.network.simulate import run_plans
-from accelsim.network.sm_issue import sm_copy_bytes_per_s
+from accelsim.network.sm_issue import sender, sm_copy_bytes_per_s
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds
 
@@ -366,9 +366,8 @@ def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, m
     for lane in p.lanes:
         for ph in lane:
             for t in ph.transfers:
-                first = t.links[0]
-                src = first.split("->")[0]
-                bucket = network if topo.links[first].scale_out else nvlink
+                src = sender(t.links)
+                bucket = network if topo.links[t.links[0]].scale_out else nvlink
                 bucket[src] = bucket.get(src, 0.0) + t.bytes
     receive_s = 0.0
     if mode == "deepep-ll" and hbm_bytes_per_s is not None:

@@ -32,7 +32,7 @@ def sm_copy_bytes_per_s(topo: Topology) -> float | None:
     return GENERATIONS[generation].ll128_channel_bytes_per_s
 
 
-def _sender(links: tuple[str, ...]) -> str:
+def sender(links: tuple[str, ...]) -> str:
     """The device a route starts at (its first link's near end)."""
     return links[0].split("->")[0]
 
@@ -41,10 +41,10 @@ def _held_phase(ph: Phase, rate_of: dict[str, float]) -> Phase:
     """``ph`` with a sender's transfers sharing ``rate_of[sender]`` in proportion to their bytes."""
     totals: Counter[str] = Counter()
     for t in ph.transfers:
-        totals[_sender(t.links)] += t.bytes
+        totals[sender(t.links)] += t.bytes
     out = []
     for t in ph.transfers:
-        src = _sender(t.links)
+        src = sender(t.links)
         cap = rate_of[src] * t.bytes / totals[src] if t.bytes > 0 else t.max_bytes_per_s
         out.append(dataclasses.replace(t, max_bytes_per_s=min(t.max_bytes_per_s, cap)))
     return dataclasses.replace(ph, transfers=tuple(out))
@@ -61,7 +61,7 @@ def held_to_sms(topo: Topology, plan: Plan, sms: int) -> Plan:
         return plan
     lanes_of: Counter[str] = Counter()
     for lane in plan.lanes:
-        lanes_of.update({_sender(t.links) for ph in lane for t in ph.transfers})
+        lanes_of.update({sender(t.links) for ph in lane for t in ph.transfers})
     rate_of = {src: sms * per_sm / n for src, n in lanes_of.items()}
     lanes = tuple(tuple(_held_phase(ph, rate_of) for ph in lane) for lane in plan.lanes)
     return dataclasses.replace(plan, lanes=lanes)
