@@ -61,17 +61,18 @@ def run_moe(args: argparse.Namespace) -> int:
     topo = build_topology(system)
     routing = routing_of(parse_assignments(args.routing, "--routing")) if args.routing else None
     matrix = load_matrix(args.traffic, topo.ranks) if args.traffic is not None else None
+    kind = "combine" if args.combine else "dispatch"
     result = simulate_moe(topo, args.moe, routing=routing, matrix=matrix, sm_budget=args.sm_budget,
-                          device_sms=chip.num_cores, kind="combine" if args.combine else "dispatch",
+                          device_sms=chip.num_cores, kind=kind,
                           hbm_bytes_per_s=chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency)
     note = promoted_note(args.system, topo.name)
     if args.json:
-        print_json({"system": topo.name, "kind": "combine" if args.combine else "dispatch", **result.as_dict(),
+        print_json({"system": topo.name, "kind": kind, **result.as_dict(),
                     **({"system_note": note} if note else {})})
         return 0
     if note:
         print(f"# {note}")
-    print_moe(result, topo.name, "combine" if args.combine else "dispatch")
+    print_moe(result, topo.name, kind)
     return 0
 
 
