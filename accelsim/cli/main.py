@@ -58,7 +58,7 @@ def installed_version() -> str:
         return "(not installed: run from a source checkout)"
 
 
-ASSIGNMENT_OPTIONS = {"--param": "K=V", "--set": "PATH=VALUE"}
+ASSIGNMENT_OPTIONS = {"--param": "K=V", "--set": "PATH=VALUE", "--routing": "NAME=VALUE"}
 
 
 def check_assignments(argv: Sequence[str]) -> None:

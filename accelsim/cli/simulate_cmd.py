@@ -8,7 +8,7 @@ import time
 from dataclasses import replace
 
 from accelsim.arch.model import Chip, TpuChip, config_files, kind_name, load_arch
-from accelsim.cli import collective_cmd
+from accelsim.cli import collective_cmd, moe_cmd
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.engine.chip import simulate_kernel
@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
     collective_cmd.add_options(p)
-    p.set_defaults(run=run_simulate, options_of_fields={**collective_cmd.OPTIONS_OF_FIELDS, **FAMILY_OPTIONS})
+    moe_cmd.add_options(p)
+    p.set_defaults(run=run_simulate, options_of_fields={**collective_cmd.OPTIONS_OF_FIELDS, **FAMILY_OPTIONS,
+                                                        **moe_cmd.OPTIONS_OF_FIELDS})
 
 
 def load_chip(name: str, overrides: list[str]) -> Chip:
@@ -51,6 +53,11 @@ def load_chip(name: str, overrides: list[str]) -> Chip:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    if args.moe is not None:
+        if args.system is None:
+            raise InputError("--moe runs on a --system SYSTEM", source="simulate")
+        return moe_cmd.run_moe(args)
+    moe_cmd.check_not_moe(args)
     if args.system is not None:
         return collective_cmd.run_collective(args)
     if args.arch is None:

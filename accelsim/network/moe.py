@@ -18,7 +18,9 @@ Three ways to move it (:data:`MODES`):
   which forwards it over NVLink to the destination GPUs of that node. The two legs are
   pipelined (chunks), so they share one phase.
 * ``deepep-ll``: DeepEP's low-latency kernels: every (token, expert) selection straight to
-  its expert's rank (no deduplication, no forwarding), RDMA across nodes.
+  its expert's rank (no deduplication, no forwarding), RDMA across nodes; they receive
+  after a grid sync, one HBM-bound pass over what arrived (:func:`low_latency_receive_s`,
+  ``csrc/kernels/legacy/internode_ll.cu`` @ dd758caf).
 
 Each carries an SM budget (how many SMs the kernels hold while they run; DeepEP V1 uses
 20 for normal kernels by default, NCCL one per channel, DeepEP's low-latency kernels
@@ -42,14 +44,19 @@ import numpy as np
 
 from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network.collectives import Phase, Plan, Stream, phase, plan
-from accelsim.network.nccl_tables import GENERATIONS
 from accelsim.network.simulate import run_plans
+from accelsim.network.sm_issue import sender, sm_copy_bytes_per_s
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds
 
 MODES = ("nccl", "deepep", "deepep-ll")
-MAX_MATRIX_RANKS = 1024
-"""Largest matrix read from a file (a million pairs)."""
+MAX_RANKS = 256
+"""Most ranks a dispatch is simulated over: DeepEP's largest published run (EP 256) is
+65,280 streams and about a minute on one core; 512 ranks (a quarter million streams) outgrow
+the memory of a small machine."""
+MAX_TOKENS = 2**20
+MAX_TOKEN_BYTES = 2**30
+MAX_EXPERTS = 2**16
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,16 +71,44 @@ class Routing:
     """Nodes a token may use (DeepSeek-V3: 4); None: any."""
 
     def check(self, ranks: int, ranks_per_node: int) -> None:
+        """Refuse choices no router makes on ``ranks`` ranks, naming the field (``routing.NAME``)."""
+        if not 1 <= self.experts <= MAX_EXPERTS:
+            raise InputError(f"experts must be 1 to {MAX_EXPERTS}, got {self.experts}", field="routing.experts")
         if self.experts % ranks:
-            raise InputError(f"{self.experts} experts do not spread evenly over {ranks} ranks", field="experts")
+            raise InputError(f"{self.experts} experts do not spread evenly over {ranks} ranks", field="routing.experts")
         if not 1 <= self.top_k <= self.experts:
-            raise InputError(f"top_k must be 1 to {self.experts}, got {self.top_k}", field="top_k")
+            raise InputError(f"top_k must be 1 to {self.experts}, got {self.top_k}", field="routing.top_k")
         nodes = ranks // ranks_per_node
         if self.node_limit is not None and not 1 <= self.node_limit:
-            raise InputError(f"node_limit must be at least 1, got {self.node_limit}", field="node_limit")
+            raise InputError(f"node_limit must be at least 1, got {self.node_limit}", field="routing.node_limit")
         allowed = min(self.node_limit or nodes, nodes) * self.experts // nodes
         if self.top_k > allowed:
-            raise InputError(f"top_k {self.top_k} exceeds the {allowed} experts a token may reach", field="top_k")
+            raise InputError(f"top_k {self.top_k} exceeds the {allowed} experts a token may reach",
+                             field="routing.top_k")
+
+
+ROUTING_FIELDS = {"tokens": MAX_TOKENS, "token_bytes": MAX_TOKEN_BYTES, "top_k": MAX_EXPERTS,
+                  "experts": MAX_EXPERTS, "node_limit": MAX_RANKS}
+"""The router's fields as text gives them (``tokens=4096``), each a whole number from 1 to its bound."""
+
+
+def routing_of(values: dict[str, str]) -> Routing:
+    """A :class:`Routing` from ``NAME -> text`` (``node_limit`` optional), each a whole
+    number within :data:`ROUTING_FIELDS`' bound; an error names ``routing.NAME``."""
+    unknown = sorted(set(values) - set(ROUTING_FIELDS))
+    if unknown:
+        raise InputError(f"unknown field {shown(unknown[0])}; known: {', '.join(ROUTING_FIELDS)}", field="routing")
+    missing = [name for name in ROUTING_FIELDS if name != "node_limit" and name not in values]
+    if missing:
+        raise InputError(f"needs {', '.join(missing)} (NAME=VALUE each)", field="routing")
+    numbers = {}
+    for name, text in values.items():
+        bound = ROUTING_FIELDS[name]
+        digits = text.lstrip("0")
+        if not (text.isascii() and text.isdigit() and len(digits) <= 12 and 1 <= int(digits or "0") <= bound):
+            raise InputError(f"expected a whole number from 1 to {bound}, got {shown(text)}", field=f"routing.{name}")
+        numbers[name] = int(digits)
+    return Routing(**numbers)
 
 
 def _miss(allowed: int, away: int, k: int) -> float:
@@ -102,8 +137,8 @@ def load_matrix(path: str | Path, ranks: int) -> np.ndarray:
     """A ``{"bytes": [[...], ...]}`` file: ``ranks`` rows of ``ranks`` non-negative byte counts."""
     doc = read_json_file(Path(path), "traffic matrix")
     rows = doc.get("bytes") if isinstance(doc, dict) else None
-    if not isinstance(rows, list) or len(rows) != ranks or len(rows) > MAX_MATRIX_RANKS:
-        raise InputError(f"expected 'bytes': a list of {ranks} rows (at most {MAX_MATRIX_RANKS})", source=str(path),
+    if not isinstance(rows, list) or len(rows) != ranks or len(rows) > MAX_RANKS:
+        raise InputError(f"expected 'bytes': a list of {ranks} rows (at most {MAX_RANKS})", source=str(path),
                          field="bytes")
     for i, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != ranks or not all(
@@ -149,17 +184,6 @@ def low_latency_sms(experts: int, device_sms: int) -> int:
         raise InputError(f"experts and device SMs must be at least 1, got {experts} and {device_sms}", field="experts")
     groups = -(-experts // device_sms)
     return -(-experts // groups)
-
-
-def sm_copy_bytes_per_s(topo: Topology) -> float | None:
-    """What one SM moves: NCCL's own ceiling on one channel (one thread block on one SM),
-    ``perChMaxRingLL128Bws`` of the GPU's generation (Hopper 36.7 GB/s, Ampere 20,
-    Blackwell 40; :mod:`accelsim.network.nccl_tables`). None where the system has no
-    NCCL generation (TPUs, GPUs without a tuning section): no SM bound."""
-    generation = topo.tuning.generation if topo.tuning is not None else None
-    if generation not in GENERATIONS:
-        return None
-    return GENERATIONS[generation].ll128_channel_bytes_per_s
 
 
 def _roles(mode: str, budget: int) -> dict[bool, int]:
@@ -298,27 +322,56 @@ def default_sm_budget(mode: str, routing: Routing | None, device_sms: int | None
     return low_latency_sms(routing.experts, device_sms)
 
 
+KINDS = ("dispatch", "combine")
+
+
+def low_latency_receive_s(routing: Routing, kind: str, hbm_bytes_per_s: float) -> float:
+    """The low-latency kernels' receive phase, which runs after the data has arrived: each
+    kernel's send phase ends in a grid sync (``cg::this_grid().sync()``; combine first
+    waits for every (expert, source) flag), and only then do its SMs read the receive
+    buffer (``csrc/kernels/legacy/internode_ll.cu`` @ dd758caf). A rank receives
+    ``tokens x top_k`` messages (each of its experts' share from every rank); dispatch
+    copies each into the packed per-expert layout (read and write it), combine reads the
+    ``top_k`` messages of a token and writes the weighted sum (one token per ``top_k``
+    read). At the GPU's HBM bandwidth, as one HBM-bound copy."""
+    if kind not in KINDS:
+        raise InputError(f"expected one of: {', '.join(KINDS)}, got {shown(kind)}", field="kind")
+    read = routing.tokens * routing.top_k * routing.token_bytes
+    written = read if kind == "dispatch" else read / routing.top_k
+    return (read + written) / hbm_bytes_per_s
+
+
 def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None,
-                 sm_budget: int | None = None, device_sms: int | None = None) -> MoeResult:
-    """One dispatch alone on ``topo`` with ``sm_budget`` SMs (None: the mode's default,
-    :func:`default_sm_budget`; ``device_sms``, the GPU's SMs, sizes the low-latency
-    kernels'): its time, its SM budget and the bytes each rank puts on NVLink and on the
-    network (the busiest rank's)."""
+                 sm_budget: int | None = None, device_sms: int | None = None, kind: str = "dispatch",
+                 hbm_bytes_per_s: float | None = None) -> MoeResult:
+    """One dispatch (``kind``: or the combine, its traffic transposed) alone on ``topo``
+    with ``sm_budget`` SMs (None: the mode's default, :func:`default_sm_budget`;
+    ``device_sms``, the GPU's SMs, sizes the low-latency kernels'): its time, its SM budget
+    and the bytes each rank puts on NVLink and on the network (the busiest rank's). With
+    ``hbm_bytes_per_s`` (the GPU's achievable HBM bandwidth) the low-latency kernels' time
+    includes their receive phase after the data (:func:`low_latency_receive_s`); the other
+    modes receive as the data arrives."""
     if mode not in MODES:
-        raise InputError(f"unknown MoE all-to-all mode {mode!r}; known: {', '.join(MODES)}", field="mode")
+        raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
+    if topo.ranks > MAX_RANKS:
+        raise InputError(f"{topo.name!r} has {topo.ranks} ranks; a MoE dispatch is simulated over at most {MAX_RANKS}",
+                         field="system")
     budget = default_sm_budget(mode, routing, device_sms) if sm_budget is None else sm_budget
-    if budget < 1:
-        raise InputError(f"an SM budget is at least 1, got {budget}", field="sm_budget")
+    if budget < 1 or device_sms is not None and budget > device_sms:
+        most = "" if device_sms is None else f" and at most the GPU's {device_sms}"
+        raise InputError(f"an SM budget is at least 1{most}, got {budget}", field="sm_budget")
     p = moe_plan(topo, mode, routing=routing, matrix=matrix, sm_budget=budget)
     nvlink: dict[int, float] = {}
     network: dict[int, float] = {}
     for lane in p.lanes:
         for ph in lane:
             for t in ph.transfers:
-                first = t.links[0]
-                src = first.split("->")[0]
-                bucket = network if topo.links[first].scale_out else nvlink
+                src = sender(t.links)
+                bucket = network if topo.links[t.links[0]].scale_out else nvlink
                 bucket[src] = bucket.get(src, 0.0) + t.bytes
-    return MoeResult(mode=mode, latency_s=ps_to_seconds(run_plans(topo, [p])[0]), ranks=topo.ranks,
+    receive_s = 0.0
+    if mode == "deepep-ll" and hbm_bytes_per_s is not None:
+        receive_s = low_latency_receive_s(routing, kind, hbm_bytes_per_s)
+    return MoeResult(mode=mode, latency_s=ps_to_seconds(run_plans(topo, [p])[0]) + receive_s, ranks=topo.ranks,
                      sm_budget=budget, nvlink_bytes_per_rank=max(nvlink.values(), default=0.0),
                      network_bytes_per_rank=max(network.values(), default=0.0))

@@ -110,6 +110,7 @@ class Rendezvous:
         if plan is None:
             self._done(inst)
             return
+        plan = self.plans.held(plan, self._fewest_sms(inst))
         inst.started_ps = self.env.now
         share = 0.0
         if self.hbm_bytes_per_s is not None:
@@ -125,6 +126,12 @@ class Rendezvous:
             self.classes[c].compute.comm_changed(+1, inst.shares[c], inst.budgets[c])
         process = play_plan(self.env, self.pool, plan)
         process.callbacks.append(lambda _e: self._done(inst, communicated=True))
+
+    def _fewest_sms(self, inst: Instance) -> int | None:
+        """The smallest ``sm_budget`` among the instance's ops (None: no op holds one): the
+        members' kernels run in step, so the rank that issues slowest paces them all."""
+        budgets = [self.classes[c].prog.ops[i].sm_budget for c, i in inst.members]
+        return min((b for b in budgets if b is not None), default=None)
 
     def _done(self, inst: Instance, communicated: bool = False) -> None:
         del self.instances[inst.key]

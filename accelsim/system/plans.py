@@ -7,6 +7,7 @@ from __future__ import annotations
 from accelsim.errors import InputError
 from accelsim.network import Planner, links_of
 from accelsim.network.collectives import BUS_FACTORS, Plan, Request, estimate_s
+from accelsim.network.sm_issue import held_to_sms
 from accelsim.network.topology import Topology
 from accelsim.system.trace import P2P_KINDS, PERMUTE_KIND, Op
 
@@ -43,6 +44,7 @@ class PlanBook:
         """id(group) -> (group, its number); holds the group, so the id stays its."""
         self._links: dict[int, frozenset[str]] = {}
         self._hbm_shares: dict[int, float] = {}
+        self._held: dict[tuple[int, int], Plan] = {}
 
     def plan(self, kind: str, nbytes: float, ranks: tuple[int, ...], base: tuple,
              where: tuple[int, int], whole: bool | None = None) -> Plan | None:
@@ -85,6 +87,16 @@ class PlanBook:
             number = self._group_numbers.setdefault(group, len(self._group_numbers))
             known = self._group_ids[id(group)] = (group, number)
         return kind, nbytes, known[1]
+
+    def held(self, plan: Plan, sms: int | None) -> Plan:
+        """``plan`` as ``sms`` SMs issue it (:func:`~accelsim.network.sm_issue.held_to_sms`;
+        None: no budget, the plan as made). Cached beside the plan it holds."""
+        if sms is None:
+            return plan
+        key = (id(plan), sms)
+        if key not in self._held:
+            self._held[key] = held_to_sms(self.topo, plan, sms)
+        return self._held[key]
 
     def links(self, plan: Plan) -> frozenset[str]:
         found = self._links.get(id(plan))

@@ -6,7 +6,8 @@ import pytest
 
 from accelsim.arch.model import load_arch
 from accelsim.network import build_topology
-from accelsim.network.moe import Routing, hit_chances, simulate_moe, sm_copy_bytes_per_s
+from accelsim.network.moe import Routing, hit_chances, simulate_moe
+from accelsim.network.sm_issue import sm_copy_bytes_per_s
 from accelsim.network.nccl_tables import GENERATIONS
 
 ROUTER = Routing(tokens=512, token_bytes=7392, top_k=8, experts=256, node_limit=None)
