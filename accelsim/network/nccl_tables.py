@@ -81,6 +81,27 @@ def ll_max_bus_bytes_per_s(host_cpu: str, nodes: int) -> float:
     return two if nodes <= 2 else more
 
 
+TREE_LL128_CHANNEL_BYTES_PER_S = MappingProxyType({
+    "ampere": (20.0 * GB, 20.0 * GB, 20.0 * GB),
+    "hopper": (36.7 * GB, 36.7 * GB, 29.0 * GB),
+    "blackwell": (55.6 * GB, 31.67 * GB, 20.0 * GB),
+})
+"""``perChMaxTreeLL128Bws[class]`` (one node, 2 nodes, more than 2): NCCL caps tree/LL128's
+bus bandwidth per channel by these, not by the ring's ``perChMaxRingLL128Bws``, and lower
+as the tree spans more nodes (Blackwell: 55.6, 31.67, 20 GB/s against the ring's 40)."""
+
+
+def tree_ll128_cap_scale(generation: str | None, nodes: int) -> float:
+    """What a ring/LL128 per-rank cap is multiplied by for a tree over ``nodes`` nodes of
+    ``generation``: NCCL's per-channel tree/LL128 ceiling over its ring/LL128 one, at
+    NCCL's node-count index (1, 2, more), with the same channels for both (1.0 where the
+    class is not known)."""
+    if generation not in GENERATIONS:
+        return 1.0
+    tree = TREE_LL128_CHANNEL_BYTES_PER_S[generation][min(nodes, 3) - 1]
+    return tree / GENERATIONS[generation].ll128_channel_bytes_per_s
+
+
 LL128_CHANNELS = 8
 """Channels the configs size LL128's per-rank cap with (an estimate: NCCL's ring search
 finds 8 to 24 on one NVSwitch node; with the fitted cap this matters little)."""
