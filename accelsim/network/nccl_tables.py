@@ -34,6 +34,11 @@ RING_NET_STEP_S = MappingProxyType({"ll": 2.7 * US, "ll128": 4.0 * US, "simple":
 """``hwLatencies[NET][Ring]``: one ring step across the network, before the plugin's own
 latency (``latencyInter``: 0 for NCCL's InfiniBand and socket transports,
 ``src/transport/net_ib/init.cc`` and ``net_socket.cc``)."""
+TREE_NVLINK_STEP_S = MappingProxyType({"ll": 0.6 * US, "ll128": 1.25 * US, "simple": 4.0 * US})
+"""``hwLatencies[NVLINK][Tree]``: one step of a tree's intra-node chain."""
+TREE_NET_STEP_S = MappingProxyType({"ll": 5.0 * US, "ll128": 8.5 * US, "simple": 14.0 * US})
+"""``hwLatencies[NET][Tree]``: one tree step across the network (LL and LL128 near twice
+the ring's: a tree's network step is a round trip of the parent's proxy, not a hop)."""
 NVLS_NVLINK_LATENCY_S = 25.0 * US
 """``hwLatencies[NVLINK][NVLS][Simple]`` (23 us in 2.20 to 2.27)."""
 NET_OVERHEAD_S = 1.0 * US
@@ -100,6 +105,15 @@ def tree_ll128_cap_scale(generation: str | None, nodes: int) -> float:
         return 1.0
     tree = TREE_LL128_CHANNEL_BYTES_PER_S[generation][min(nodes, 3) - 1]
     return tree / GENERATIONS[generation].ll128_channel_bytes_per_s
+
+
+def tree_latency_scales(protocol: str) -> tuple[float, float, float]:
+    """(base, NVLink step, network step) of a tree over a ring's, in NCCL's tables, for
+    ``protocol``: what a node's ring latencies (NCCL's, or fitted and carried) are
+    multiplied by for a tree."""
+    return (TREE_BASE_LATENCY_S[protocol] / RING_BASE_LATENCY_S[protocol],
+            TREE_NVLINK_STEP_S[protocol] / RING_NVLINK_STEP_S[protocol],
+            TREE_NET_STEP_S[protocol] / RING_NET_STEP_S[protocol])
 
 
 LL128_CHANNELS = 8

@@ -11,7 +11,7 @@ from accelsim.network.collectives import (
     Phase, Plan, Request, Stream, across_nodes, needs, phase, plan, register, with_protocol,
 )
 from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.nccl_tables import tree_ll128_cap_scale
+from accelsim.network.nccl_tables import tree_latency_scales, tree_ll128_cap_scale
 from accelsim.network.topology import ClusterTopology, Topology
 
 
@@ -69,21 +69,32 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     steps = k - 1 + depth
     partial = not req.whole and (k > 1 or len(simulated) < len(trees))
     wire = tree_across_nodes(topo, across_nodes(topo, proto, len(parts)), len(parts))
-    return plan("tree", topo, [[up_and_down(topo, up, down, steps, wire, depth)]], proto, partial)
+    return plan("tree", topo, [[up_and_down(topo, up, down, steps, wire, depth)]], wire, partial)
 
 
 def tree_across_nodes(topo: Topology, proto: Protocol | None, nodes: int) -> Protocol | None:
-    """``proto`` as a tree over ``nodes`` nodes runs it: NCCL caps tree/LL128 per channel
-    by ``perChMaxTreeLL128Bws`` where a ring has ``perChMaxRingLL128Bws``, lower as the tree
-    spans more nodes (``ncclTopoTuneModel``, src/graph/tuning.cc, NCCL 2.30.7 @ 5067397c;
-    :func:`~accelsim.network.nccl_tables.tree_ll128_cap_scale`). The node's LL128 per-rank
-    cap (a ring's, possibly fitted) is scaled by the ratio of the two, so a fit of the
-    ring's cap carries to the tree."""
-    cap = proto.max_bandwidth_per_rank_bytes_per_s if proto is not None else None
-    if proto is None or proto.name != "ll128" or cap is None or topo.tuning is None:
+    """``proto`` as a tree over ``nodes`` nodes runs it, by NCCL's own figures for trees
+    where the node's are a ring's (``ncclTopoTuneModel``, src/graph/tuning.cc, NCCL 2.30.7
+    @ 5067397c), each scaled by NCCL's tree-over-ring ratio so that a fitted or carried
+    ring figure carries to the tree:
+
+    * latencies: ``baseLatencies`` and ``hwLatencies`` of Tree (NVLink chain step, network
+      step: LL 5.0 against the ring's 2.7 us, LL128 8.5 against 4.0;
+      :func:`~accelsim.network.nccl_tables.tree_latency_scales`);
+    * LL128's per-rank cap: ``perChMaxTreeLL128Bws`` against ``perChMaxRingLL128Bws``,
+      lower as the tree spans more nodes
+      (:func:`~accelsim.network.nccl_tables.tree_ll128_cap_scale`)."""
+    if proto is None or topo.tuning is None:
         return proto
-    scale = tree_ll128_cap_scale(topo.tuning.generation, nodes)
-    return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=cap * scale)
+    base, intra, net = tree_latency_scales(proto.name)
+    cap = proto.max_bandwidth_per_rank_bytes_per_s
+    if proto.name == "ll128" and cap is not None:
+        cap *= tree_ll128_cap_scale(topo.tuning.generation, nodes)
+    net_step = proto.net_step_latency_s
+    return dataclasses.replace(proto, base_latency_s=proto.base_latency_s * base,
+                               step_latency_s=proto.step_latency_s * intra,
+                               net_step_latency_s=None if net_step is None else net_step * net,
+                               max_bandwidth_per_rank_bytes_per_s=cap)
 
 
 def up_and_down(topo: Topology, up: list[Stream], down: list[Stream], steps: int, proto: Protocol | None,
