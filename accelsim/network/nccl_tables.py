@@ -107,6 +107,27 @@ def tree_ll128_cap_scale(generation: str | None, nodes: int) -> float:
     return tree / GENERATIONS[generation].ll128_channel_bytes_per_s
 
 
+NVLS_TREE_CHANNEL_BYTES_PER_S = MappingProxyType({
+    "hopper": (57.7 * GB, 57.7 * GB, 45.5 * GB),
+    "blackwell": (96.0 * GB, 96.0 * GB, 80.0 * GB),
+})
+"""``perChMaxNVLSTreeBws[class]`` for 2 nodes and more than 2 (NCCL 2.28+; its one-node
+entry is 0, NVLSTree needing 2 nodes, so the 2-node figure stands in): NCCL caps NVLSTree's
+bus bandwidth per channel, one channel per NVLS head."""
+MAX_NVLS_HEADS = 32
+"""``NCCL_MAX_NVLS_ARITY`` (src/include/device.h): NVLS heads per node at most."""
+
+
+def nvls_tree_bus_cap_bytes_per_s(generation: str | None, nodes: int, heads: int) -> float | None:
+    """NCCL's ceiling on NVLSTree's bus bandwidth across ``nodes`` nodes with ``heads``
+    NVLS heads per node (each a GPU with a NIC, at most :data:`MAX_NVLS_HEADS`): heads x
+    ``perChMaxNVLSTreeBws`` of the class at NCCL's node-count index. None where the class
+    has no figure."""
+    if generation not in NVLS_TREE_CHANNEL_BYTES_PER_S:
+        return None
+    return min(heads, MAX_NVLS_HEADS) * NVLS_TREE_CHANNEL_BYTES_PER_S[generation][min(nodes, 3) - 1]
+
+
 def tree_latency_scales(protocol: str) -> tuple[float, float, float]:
     """(base, NVLink step, network step) of a tree over a ring's, in NCCL's tables, for
     ``protocol``: what a node's ring latencies (NCCL's, or fitted and carried) are

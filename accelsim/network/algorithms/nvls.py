@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.algorithms.tree import tree_depth, tree_streams
 from accelsim.network.collectives import Phase, Plan, Request, Transfer, needs, phase, register
 from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
+from accelsim.network.nccl_tables import nvls_tree_bus_cap_bytes_per_s
 from accelsim.network.topology import ClusterTopology, NodeTopology, Topology, downlink, uplink
 
 
@@ -59,8 +61,13 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     a double binary tree per rail reduces and broadcasts those shards across nodes over
     the NICs, and NVLS multicasts the result inside each node (1/k up, the buffer down).
     The four stages are pipelined, as NCCL runs them: they move their bytes at once on the
-    links they share, after a fill of all their latencies. Unless ``req.whole``, the
-    rails sharing the first rail's NIC and the first node's GPUs are simulated."""
+    links they share, after a fill of all their latencies. NCCL rates NVLSTree's bus
+    bandwidth no higher than ``perChMaxNVLSTreeBws`` per NVLS head (one per NIC, as many as
+    the node has GPUs and NICs, at most 32; ``ncclTopoTuneModel``, src/graph/tuning.cc,
+    NCCL 2.30.7 @ 5067397c, from 2.28): a GPU's buffer enters and leaves the switch no
+    faster than that bus bandwidth's algorithm rate (:func:`_nvls_tree_cap`). Unless
+    ``req.whole``, the rails sharing the first rail's NIC and the first node's GPUs are
+    simulated."""
     if not (isinstance(topo, ClusterTopology) and topo.nvls):
         raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", field="algorithm")
     needs(req, ("all-reduce",), "nvls-tree")
@@ -75,10 +82,16 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     efficiency = topo.tuning.nvls_efficiency if topo.tuning else 1.0
     simple = topo.tuning.protocols["simple"] if topo.tuning else None
 
+    cap = _nvls_tree_cap(topo, len(parts), len(inner), len(req.ranks))
+
     def switch_phase(up_bytes: float, down_bytes: float) -> Phase:
-        transfers = [t for g in gpus for t in (Transfer(links=(uplink(g),), bytes=up_bytes, efficiency=efficiency),
-                                               Transfer(links=(downlink(g),), bytes=down_bytes, efficiency=efficiency))]
+        transfers = [t for g in gpus for t in (
+            Transfer(links=(uplink(g),), bytes=up_bytes, efficiency=efficiency, max_bytes_per_s=cap * up_bytes / whole),
+            Transfer(links=(downlink(g),), bytes=down_bytes, efficiency=efficiency,
+                     max_bytes_per_s=cap * down_bytes / whole))]
         return Phase(transfers=tuple(transfers), latency_s=0.0)
+
+    whole = req.size_bytes
 
     every = rails(topo, parts)
     columns = every if req.whole else rails_of_first_nic(topo, every)
@@ -97,3 +110,15 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     launch = topo.tuning.nvls_latency_s if topo.tuning else topo.launch_s
     return Plan(algorithm="nvls-tree", lanes=lanes, launch_s=launch, protocol="simple" if simple else "",
                 partial=not req.whole)
+
+
+def _nvls_tree_cap(topo: ClusterTopology, nodes: int, local: int, ranks: int) -> float:
+    """The algorithm bandwidth NCCL's NVLSTree ceiling allows (bytes of the buffer per
+    second; inf without one): the bus-bandwidth cap of
+    :func:`~accelsim.network.nccl_tables.nvls_tree_bus_cap_bytes_per_s` over the all-reduce
+    bus factor 2 (n - 1) / n. Each GPU's stage moving the whole buffer through its switch
+    port is held to it, the shard stages in proportion."""
+    heads = min(local, topo.nics_per_node)
+    generation = topo.tuning.generation if topo.tuning is not None else None
+    bus = nvls_tree_bus_cap_bytes_per_s(generation, nodes, heads)
+    return math.inf if bus is None else bus * ranks / (2 * (ranks - 1))
