@@ -139,7 +139,8 @@ def suite() -> tuple[float, str]:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else f"exit {done.returncode}"
+    counts = [line for line in done.stdout.splitlines() if " passed" in line or " failed" in line]
+    summary = counts[-1].strip("= ") if counts else f"exit {done.returncode}"
     return wall, summary
 
 
