@@ -94,7 +94,7 @@ def plan(record: dict):
     else:
         model = PRESETS.get(record["preset"])
         workload = Workload(mode="train", seq_len=record["seq"], batch=record["batch"])
-        layout = Layout(tp=tp, pp=pp, cp=record["cp"], dp=record["dp"], zero=1, virtual_stages=2)
+        layout = Layout(tp=tp, pp=pp, cp=record["cp"], dp=record["dp"], zero=2, virtual_stages=2)
         framework = replace(FRAMEWORKS["megatron"], attention_impl="cudnn", hidden_dropout=False)
         system = cluster(gpus, "h100-ib-cluster")
         flops = None
