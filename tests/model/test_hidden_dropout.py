@@ -4,6 +4,7 @@ residual adds move two bf16 arrays in and one out."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from accelsim.model.layout import FRAMEWORKS, Layout, Workload
@@ -48,3 +49,15 @@ def test_without_dropout_the_adds_move_bf16_only(tiny, node):
 def test_inference_has_no_dropout(tiny, node):
     ops = ops_of(tiny, node, MEGATRON, Workload(mode="prefill", seq_len=512, batch=4))
     assert all(op.params["dtype"] == "bf16" for op in residual_adds(ops))
+
+
+def test_the_cli_trains_without_dropout_when_told(cli, config, tmp_path):
+    def dropout_ops(*extra) -> int:
+        trace = tmp_path / "step.json"
+        r = cli("model", config, "--system", "dgx-h100", "--seq", "512", "--batch", "8", "--tp", "2", "-o",
+                str(trace), "--no-replay", *extra)
+        assert r.code == 0, r.err
+        ops = json.loads(trace.read_text())["programs"][0]["ops"]
+        return sum(op["name"].endswith(".dropout") for op in ops)
+
+    assert dropout_ops() > 0 and dropout_ops("--no-dropout") == 0
