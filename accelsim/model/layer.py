@@ -455,6 +455,8 @@ class VocabWriter(LayerWriter):
         subtracted, exp, the row sum (it and the target's logit all-reduced over TP), the
         division into the softmax kept for the backward; each in place on the fp32 copy.
         An fp32 array is written as two bf16 arrays where a pass mixes the two."""
+        if self.s.framework.fused_cross_entropy:
+            return self.fused_cross_entropy(tag, rows, vocab, after)
         elements = rows * vocab
         after = self.elementwise(f"{tag}.cast", elements, 1, 2, after)
         after = self._loss_all_reduce(f"{tag}.max", rows, self.elementwise(f"{tag}.max", elements, 1, 0, after,
@@ -466,6 +468,18 @@ class VocabWriter(LayerWriter):
         after = self._loss_all_reduce(f"{tag}.sum", rows, after)
         return self.elementwise(f"{tag}.div", elements, 1, 1, after, dtype="fp32")
 
+    def fused_cross_entropy(self, tag: str, rows: int, vocab: int, after: list[str]) -> list[str]:
+        """``--cross-entropy-loss-fusion`` (``megatron/core/fusions/fused_cross_entropy.py``
+        at 937571cf): the same steps as three ``jit_fuser`` (``torch.compile``) functions,
+        each one kernel: the cast to fp32 with the row max; the max subtracted, exp and the
+        row sum (into the fp32 copy, an input the function mutates); the division. The
+        target's logit and the sum go over TP in one all-reduce."""
+        elements = rows * vocab
+        after = self._loss_all_reduce(f"{tag}.max", rows, self.elementwise(f"{tag}.max", elements, 1, 2, after))
+        after = self.elementwise(f"{tag}.exp", elements, 1, 1, after, dtype="fp32")
+        after = self._loss_all_reduce(f"{tag}.sum", 2 * rows, after)
+        return self.elementwise(f"{tag}.div", elements, 1, 1, after, dtype="fp32")
+
     def _loss_all_reduce(self, name: str, values: int, after: list[str]) -> list[str]:
         """fp32 per-token values all-reduced over TP (the loss's max, sums and target logits)."""
         if self.s.layout.tp == 1:
@@ -475,9 +489,13 @@ class VocabWriter(LayerWriter):
     def logits_backward(self, tag: str, after: list[str], grads: list[str]) -> list[str]:
         s, m = self.s, self.s.model
         vocab = math.ceil(m.vocab / s.layout.tp)
-        # the kept softmax times the loss's gradient (the target's entry corrected), cast back to bf16
-        after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 1, 1, after, dtype="fp32")
-        after = self.elementwise(f"{tag}.loss.cast", s.tokens * vocab, 2, 1, after)
+        # the kept softmax times the loss's gradient (the target's entry corrected), cast back to
+        # bf16; fused, one kernel writes both (the softmax is an input the function mutates)
+        if s.framework.fused_cross_entropy:
+            after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 2, 3, after)
+        else:
+            after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 1, 1, after, dtype="fp32")
+            after = self.elementwise(f"{tag}.loss.cast", s.tokens * vocab, 2, 1, after)
         after = self.column_backward(f"{tag}.logits", vocab, m.hidden, after, grads)
         return self.norm_backward(f"{tag}.final_norm", s.sp_tokens, after)
 

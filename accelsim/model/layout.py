@@ -138,6 +138,10 @@ class Framework:
     """Every step starts by zeroing the stage's whole gradient buffer (Megatron-LM's
     ``zero_grad_buffer``: one contiguous buffer of every local parameter's main gradient,
     not sharded by the distributed optimizer)."""
+    fused_cross_entropy: bool = False
+    """Megatron-LM's ``--cross-entropy-loss-fusion``: the loss's passes compiled in three
+    forward kernels and one backward kernel (docs/model.md); otherwise one kernel per
+    PyTorch op."""
     hidden_dropout: bool = False
     """Training drops out the output of each block's last projection before the residual
     add (Megatron-LM's ``--hidden-dropout``, 0.1 by default): the bias-dropout-add kernel
