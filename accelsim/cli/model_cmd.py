@@ -54,6 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{INFERENCE_DEFAULT} for GPU inference, maxtext on TPUs)")
     p.add_argument("--tp-overlap", action="store_true", help="TP collectives beside their GEMMs (collective matmul)")
     p.add_argument("--no-overlap-grad-reduce", dest="overlap_grad_reduce", action="store_false")
+    p.add_argument("--cross-entropy-loss-fusion", dest="fused_cross_entropy", action="store_true",
+                   help="Megatron-LM's fused vocabulary-parallel cross-entropy")
+    p.add_argument("--no-dropout", dest="hidden_dropout", action="store_false",
+                   help="train without hidden dropout (Megatron-LM's --hidden-dropout 0)")
     p.add_argument("--gemm-impl", help="gemm family implementation (default: the framework's)")
     p.add_argument("--attention-impl", help="attention family implementation (default: the chip's)")
     p.add_argument("-o", "--output", metavar="TRACE.json", help="write the step's system trace (replay it with "
@@ -115,7 +119,9 @@ def _framework(args: argparse.Namespace, tpu: bool) -> Framework:
     default = "maxtext" if tpu else ("megatron" if args.mode == "train" else INFERENCE_DEFAULT)
     base = framework_named(args.framework or default)
     changes = {"tp_overlap": args.tp_overlap or base.tp_overlap,
-               "overlap_grad_reduce": args.overlap_grad_reduce and base.overlap_grad_reduce}
+               "overlap_grad_reduce": args.overlap_grad_reduce and base.overlap_grad_reduce,
+               "hidden_dropout": args.hidden_dropout and base.hidden_dropout,
+               "fused_cross_entropy": args.fused_cross_entropy or base.fused_cross_entropy}
     if args.gemm_impl:
         changes["gemm_impl"] = args.gemm_impl
     if args.attention_impl:

@@ -26,6 +26,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
 PLAIN_MLP_TYPES = ("gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon", "gpt_bigcode")
 """``model_type`` s whose MLP is up-activation-down (no gate)."""
 LAYERNORM_TYPES = PLAIN_MLP_TYPES
+BIASED_TYPES = ("gpt2", "gpt_neox", "opt", "bloom", "gpt_bigcode")
+"""``model_type`` s with a bias on every projection; Llama-style configs say so in ``mlp_bias``
+(a bias on the QKV projection alone, Qwen2's, is added inside its GEMM and costs nothing more)."""
 
 
 def load_hf_config(path: str | Path) -> ModelSpec:
@@ -48,6 +51,7 @@ def spec_from_hf(data: dict[str, Any], source: str, name: object = "model") -> M
     fields["tied_embeddings"] = reader.boolean("tie_word_embeddings", default=model_type in PLAIN_MLP_TYPES)
     fields["mlp"] = "plain" if model_type in PLAIN_MLP_TYPES else "gated"
     fields["norm"] = "layernorm" if model_type in LAYERNORM_TYPES else "rmsnorm"
+    fields["linear_bias"] = reader.boolean("mlp_bias", default=model_type in BIASED_TYPES)
     experts = reader.integer("num_local_experts", "n_routed_experts", "num_experts", default=0)
     if experts:
         fields["moe"] = {

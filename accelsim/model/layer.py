@@ -51,6 +51,11 @@ class StepShape:
         return self.sequences * self.seq_per_device
 
     @property
+    def dropout(self) -> bool:
+        """Hidden dropout runs (training under a framework that has it)."""
+        return self.training and self.framework.hidden_dropout
+
+    @property
     def sp(self) -> bool:
         return self.training and self.layout.tp > 1 and self.layout.sequence_parallel
 
@@ -130,6 +135,35 @@ class LayerWriter:
     def norm_backward(self, name: str, rows: int, after: list[str]) -> list[str]:
         """Reads x and dy, writes dx (the weight gradient's reduction is small)."""
         return self.elementwise(name, rows * self.s.model.hidden, 2, 1, after)
+
+    def bias_dropout_add(self, name: str, after: list[str]) -> list[str]:
+        """A block's output added into the residual stream (sequence-parallel rows): with
+        hidden dropout, Megatron-LM's fused bias-dropout-add (``fusions/fused_bias_dropout.py``
+        at 937571cf, the projection's bias added in the same kernel), which also writes the
+        one-byte keep mask the backward reads. Bytes are counted in one-byte units there:
+        two bf16 arrays read, one bf16 array and the mask written."""
+        elements = self.s.sp_tokens * self.s.model.hidden
+        if not self.s.dropout:
+            return self.elementwise(name, elements, 2, 1, after)
+        return self.elementwise(name, elements, 2 * ACT_BYTES, ACT_BYTES + 1, after, dtype="int8")
+
+    def dropout_backward(self, name: str, after: list[str], grads: list[str]) -> list[str]:
+        """The residual branch's gradient through the bias-dropout-add: the keep mask applied
+        (gradient and mask read, the branch's written), then the bias gradient from it."""
+        elements = self.s.sp_tokens * self.s.model.hidden
+        if self.s.dropout:
+            after = self.elementwise(f"{name}.dropout", elements, ACT_BYTES + 1, ACT_BYTES, after, dtype="int8")
+        self.bias_grad(name, elements, after, grads)
+        return after
+
+    def bias_grad(self, name: str, elements: int, after: list[str], grads: list[str]) -> None:
+        """A bias added outside its GEMM (Megatron-LM's ``skip_bias_add`` projections, whose
+        bias goes into the bias-GeLU or bias-dropout-add kernel) has its gradient summed
+        over the rows by a reduction of its own: PyTorch's autograd sums a broadcast
+        input's gradient to its shape (``sum_to``). Biases inside Transformer Engine's
+        GEMMs (the QKV projection's) come from the weight-gradient GEMM's epilogue."""
+        if self.s.model.linear_bias and self.s.training:
+            grads += self.elementwise(f"{name}.dbias", elements, 1, 0, after)
 
     # ------------------------------------------------------------ tensor parallel
 
@@ -266,7 +300,7 @@ class LayerWriter:
         if decode_mla:
             after = self._decode_absorb(f"{tag}.o", after, False)
         after = self.row(f"{tag}.o", m.hidden, m.attn_out_width // tp, after)
-        after = self.elementwise(f"{tag}.add1", s.sp_tokens * m.hidden, 2, 1, after)
+        after = self.bias_dropout_add(f"{tag}.add1", after)
         after = self.norm(f"{tag}.norm2", s.sp_tokens, after)
         if m.is_moe_layer(layer):
             after = self.moe_forward(tag, after)
@@ -275,7 +309,7 @@ class LayerWriter:
             after = self.column(f"{tag}.gate_up", (m.mlp_matrices - 1) * width, m.hidden, after)
             after = self.elementwise(f"{tag}.act", s.tokens * width, m.mlp_matrices - 1, 1, after)
             after = self.row(f"{tag}.down", m.hidden, width, after)
-        return self.elementwise(f"{tag}.add2", s.sp_tokens * m.hidden, 2, 1, after)
+        return self.bias_dropout_add(f"{tag}.add2", after)
 
     def _routed_rows(self) -> tuple[int, int, int]:
         """(rows this rank routes, rows its experts take: top_k of them each, rounded up to
@@ -323,15 +357,18 @@ class LayerWriter:
         if s.layout.recompute == "full":
             after = self.forward(forward_tag, layer, after)
         grads: list[str] = []
+        branch = self.dropout_backward(f"{tag}.add2", after, grads)
         if m.is_moe_layer(layer):
-            after = self.moe_backward(tag, after, grads)
+            after = self.moe_backward(tag, branch, grads)
         else:
             width = m.ffn // tp
-            after = self.row_backward(f"{tag}.down", m.hidden, width, after, grads)
+            after = self.row_backward(f"{tag}.down", m.hidden, width, branch, grads)
             after = self.elementwise(f"{tag}.act", s.tokens * width, m.mlp_matrices, m.mlp_matrices - 1, after)
+            self.bias_grad(f"{tag}.gate_up", s.tokens * (m.mlp_matrices - 1) * width, after, grads)
             after = self.column_backward(f"{tag}.gate_up", (m.mlp_matrices - 1) * width, m.hidden, after, grads)
         after = self.norm_backward(f"{tag}.norm2", s.sp_tokens, after)
         after = self.elementwise(f"{tag}.add1", s.sp_tokens * m.hidden, 2, 1, after)
+        after = self.dropout_backward(f"{tag}.add1", after, grads)
         after = self.row_backward(f"{tag}.o", m.hidden, m.attn_out_width // tp, after, grads)
         if s.layout.recompute == "selective":
             after = self.attention(f"{tag}.attn.recompute", self._kv_gather(f"{tag}.recompute", after))
@@ -418,6 +455,8 @@ class VocabWriter(LayerWriter):
         subtracted, exp, the row sum (it and the target's logit all-reduced over TP), the
         division into the softmax kept for the backward; each in place on the fp32 copy.
         An fp32 array is written as two bf16 arrays where a pass mixes the two."""
+        if self.s.framework.fused_cross_entropy:
+            return self.fused_cross_entropy(tag, rows, vocab, after)
         elements = rows * vocab
         after = self.elementwise(f"{tag}.cast", elements, 1, 2, after)
         after = self._loss_all_reduce(f"{tag}.max", rows, self.elementwise(f"{tag}.max", elements, 1, 0, after,
@@ -429,6 +468,18 @@ class VocabWriter(LayerWriter):
         after = self._loss_all_reduce(f"{tag}.sum", rows, after)
         return self.elementwise(f"{tag}.div", elements, 1, 1, after, dtype="fp32")
 
+    def fused_cross_entropy(self, tag: str, rows: int, vocab: int, after: list[str]) -> list[str]:
+        """``--cross-entropy-loss-fusion`` (``megatron/core/fusions/fused_cross_entropy.py``
+        at 937571cf): the same steps as three ``jit_fuser`` (``torch.compile``) functions,
+        each one kernel: the cast to fp32 with the row max; the max subtracted, exp and the
+        row sum (into the fp32 copy, an input the function mutates); the division. The
+        target's logit and the sum go over TP in one all-reduce."""
+        elements = rows * vocab
+        after = self._loss_all_reduce(f"{tag}.max", rows, self.elementwise(f"{tag}.max", elements, 1, 2, after))
+        after = self.elementwise(f"{tag}.exp", elements, 1, 1, after, dtype="fp32")
+        after = self._loss_all_reduce(f"{tag}.sum", 2 * rows, after)
+        return self.elementwise(f"{tag}.div", elements, 1, 1, after, dtype="fp32")
+
     def _loss_all_reduce(self, name: str, values: int, after: list[str]) -> list[str]:
         """fp32 per-token values all-reduced over TP (the loss's max, sums and target logits)."""
         if self.s.layout.tp == 1:
@@ -438,9 +489,13 @@ class VocabWriter(LayerWriter):
     def logits_backward(self, tag: str, after: list[str], grads: list[str]) -> list[str]:
         s, m = self.s, self.s.model
         vocab = math.ceil(m.vocab / s.layout.tp)
-        # the kept softmax times the loss's gradient (the target's entry corrected), cast back to bf16
-        after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 1, 1, after, dtype="fp32")
-        after = self.elementwise(f"{tag}.loss.cast", s.tokens * vocab, 2, 1, after)
+        # the kept softmax times the loss's gradient (the target's entry corrected), cast back to
+        # bf16; fused, one kernel writes both (the softmax is an input the function mutates)
+        if s.framework.fused_cross_entropy:
+            after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 2, 3, after)
+        else:
+            after = self.elementwise(f"{tag}.loss.grad", s.tokens * vocab, 1, 1, after, dtype="fp32")
+            after = self.elementwise(f"{tag}.loss.cast", s.tokens * vocab, 2, 1, after)
         after = self.column_backward(f"{tag}.logits", vocab, m.hidden, after, grads)
         return self.norm_backward(f"{tag}.final_norm", s.sp_tokens, after)
 

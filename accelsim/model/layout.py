@@ -138,6 +138,16 @@ class Framework:
     """Every step starts by zeroing the stage's whole gradient buffer (Megatron-LM's
     ``zero_grad_buffer``: one contiguous buffer of every local parameter's main gradient,
     not sharded by the distributed optimizer)."""
+    fused_cross_entropy: bool = False
+    """Megatron-LM's ``--cross-entropy-loss-fusion``: the loss's passes compiled in three
+    forward kernels and one backward kernel (docs/model.md); otherwise one kernel per
+    PyTorch op."""
+    hidden_dropout: bool = False
+    """Training drops out the output of each block's last projection before the residual
+    add (Megatron-LM's ``--hidden-dropout``, 0.1 by default): the bias-dropout-add kernel
+    also writes a one-byte keep mask, and the backward applies it in a kernel of its own.
+    Attention dropout inside the fused attention kernel is not priced (the attention
+    family has no dropout)."""
     kernel_search: bool = False
     """Each GEMM and attention with ``config=auto`` (XLA tiles its own dots; the best
     block shapes stand in for its choice); otherwise the implementation's own choice."""
@@ -146,7 +156,7 @@ class Framework:
 FRAMEWORKS: dict[str, Framework] = {
     "megatron": Framework(name="megatron", overlap_grad_reduce=True, overlap_param_gather=True,
                           param_bytes=2, grad_bytes=4, gemm_impl="cublas", wgrad_into_main_grad=True,
-                          zeroes_grad_buffer=True),
+                          zeroes_grad_buffer=True, hidden_dropout=True),
     "maxtext": Framework(name="maxtext", overlap_grad_reduce=True, overlap_param_gather=True,
                          param_bytes=4, grad_bytes=4, fused_elementwise=True, saves_gathered_inputs=True,
                          kernel_search=True),

@@ -110,10 +110,13 @@ def in_flight_microbatches(layout: Layout, microbatches: int, stage: int) -> flo
 
 
 def activation_bytes_per_token(model: ModelSpec, layout: Layout, layer: int, unfused_attention: bool,
-                               seq_kv: int, training: bool, dot_outputs_only: bool = False) -> float:
+                               seq_kv: int, training: bool, dot_outputs_only: bool = False,
+                               dropout_masks: bool = False) -> float:
     """Bytes one token of one layer stores for the backward on one device.
     ``dot_outputs_only``: selective recompute as XLA's ``checkpoint_dots_with_no_batch_dims``
-    (MaxText's ``minimal``) keeps it: the projections' outputs, everything else recomputed."""
+    (MaxText's ``minimal``) keeps it: the projections' outputs, everything else recomputed.
+    ``dropout_masks``: hidden dropout's two one-byte keep masks (Korthikanti et al.'s ``sbh``
+    after the attention and after the MLP), sequence-parallel."""
     h, tp = model.hidden, layout.tp
     sp = tp if layout.sequence_parallel and tp > 1 and training else 1
     if layout.recompute == "full":
@@ -133,7 +136,8 @@ def activation_bytes_per_token(model: ModelSpec, layout: Layout, layer: int, unf
         mlp = ACT_BYTES * (2 * h / sp + (routed + shared) / sp)
     else:
         mlp = ACT_BYTES * (2 * h / sp + model.mlp_matrices * model.ffn / tp)
-    return attn + mlp
+    masks = 2 * h / sp if dropout_masks and training else 0.0
+    return attn + mlp + masks
 
 
 def device_memory(model: ModelSpec, workload: Workload, layout: Layout, framework: Framework, microbatches: int,
@@ -166,12 +170,12 @@ def _stage_memory(model: ModelSpec, workload: Workload, layout: Layout, framewor
     zero_optimizer = layout.dp if layout.zero >= 1 else 1
     zero_grads = layout.dp if layout.zero >= 2 else 1
     per_layer = [activation_bytes_per_token(model, layout, i, unfused_attention, workload.seq_len, True,
-                                            framework.fused_elementwise) for i in layers]
+                                            framework.fused_elementwise, framework.hidden_dropout) for i in layers]
     stored = sum(per_layer) * tokens * in_flight_microbatches(layout, microbatches, stage)
     if layout.recompute == "full" and layers:  # the layer being recomputed holds its whole activations
         whole = layout.model_copy(update={"recompute": "none"})
-        stored += max(activation_bytes_per_token(model, whole, i, unfused_attention, workload.seq_len, True)
-                      for i in layers) * tokens
+        stored += max(activation_bytes_per_token(model, whole, i, unfused_attention, workload.seq_len, True,
+                                                 dropout_masks=framework.hidden_dropout) for i in layers) * tokens
     if stage == layout.pp - 1:
         stored += tokens * math.ceil(model.vocab / layout.tp) * LOGIT_BYTES
     return Memory(weights_bytes=params * framework.param_bytes, gradients_bytes=params * framework.grad_bytes / zero_grads,

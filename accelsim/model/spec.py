@@ -84,6 +84,10 @@ class ModelSpec(_Strict):
     """``gated``: SwiGLU (gate, up, down matrices); ``plain``: GELU (up, down)."""
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     tied_embeddings: bool = False
+    linear_bias: bool = False
+    """Every projection has a bias (GPT-2, Megatron-LM's ``--add-bias-linear`` default);
+    Llama-style models have none. Biases are added inside neighbouring kernels; what
+    they cost is their gradients' reductions in the backward."""
     moe: MoeSpec | None = None
     mla: MlaSpec | None = None
     source: str = ""

@@ -8,6 +8,8 @@ import math
 
 import pytest
 
+from dataclasses import replace
+
 from accelsim.model.layout import FRAMEWORKS, Layout, Workload
 from accelsim.model.step import plan_step, step_trace
 
@@ -17,6 +19,10 @@ FORWARD_BYTES_PER_LOGIT = (2 + 4) + 4 + 8 + 8 + 4 + 8
 """cast bf16 -> fp32, max, subtract, exp, sum, divide (in place on the fp32 copy)."""
 BACKWARD_BYTES_PER_LOGIT = 8 + (4 + 2)
 """softmax times the loss gradient (in place), cast back to bf16."""
+FUSED_FORWARD_BYTES_PER_LOGIT = (2 + 4) + 8 + 8
+"""--cross-entropy-loss-fusion: cast with the max; subtract, exp and sum; divide."""
+FUSED_BACKWARD_BYTES_PER_LOGIT = 4 + (4 + 2)
+"""the softmax read, multiplied in place and written in bf16 too, in one kernel."""
 
 
 def loss_ops(trace, prefix: str):
@@ -42,3 +48,14 @@ def test_loss_passes_move_megatrons_bytes(tiny, node, tp):
 def test_xla_fuses_the_loss(tiny, node):
     trace = step_trace(plan_step(tiny, TRAIN, Layout(dp=8), FRAMEWORKS["maxtext"], node))
     assert not loss_ops(trace, "")
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_the_fused_loss_moves_fewer_bytes_and_reduces_twice(tiny, node, tp):
+    framework = replace(FRAMEWORKS["megatron"], fused_cross_entropy=True)
+    trace = step_trace(plan_step(tiny, TRAIN, Layout(tp=tp, dp=8 // tp), framework, node))
+    logits = TRAIN.seq_len * math.ceil(tiny.vocab / tp)
+    assert moved_bytes(loss_ops(trace, "F0.0.")) == FUSED_FORWARD_BYTES_PER_LOGIT * logits
+    assert moved_bytes(loss_ops(trace, "B0.0.")) == FUSED_BACKWARD_BYTES_PER_LOGIT * logits
+    reduces = [op for op in loss_ops(trace, "F0.0.") if op.kind == "all-reduce"]
+    assert [op.bytes for op in reduces] == ([TRAIN.seq_len * 4.0, TRAIN.seq_len * 8.0] if tp > 1 else [])

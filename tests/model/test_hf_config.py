@@ -31,6 +31,13 @@ def test_llama_config_matches_the_preset(tmp_path):
     assert (spec.kv_heads, spec.head_dim, spec.mlp) == (8, 128, "gated")
 
 
+def test_gpt2_has_biases_and_llama_only_when_its_mlp_does(tmp_path):
+    gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "vocab_size": 50257}
+    assert load_hf_config(write(tmp_path, gpt2)).linear_bias
+    assert not load_hf_config(write(tmp_path, LLAMA3_8B)).linear_bias
+    assert load_hf_config(write(tmp_path, {**LLAMA3_8B, "mlp_bias": True})).linear_bias
+
+
 def test_mixtral_config_is_moe(tmp_path):
     spec = load_model(write(tmp_path, MIXTRAL))
     assert spec.moe.experts == 8 and spec.params == PRESETS.get("mixtral-8x7b").params

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from accelsim.errors import InputError
@@ -64,3 +66,17 @@ def test_layers_split_over_chunks_middle_first():
     chunks = stage_layers(PRESETS.get("llama3-405b"), Layout(pp=16))
     sizes = [len(c) for c in chunks]
     assert sum(sizes) == 126 and sizes[0] == sizes[-1] == 7 and set(sizes[1:-1]) == {8}
+
+
+def test_llama3_405b_fits_on_16k_gpus_with_its_gradients_sharded():
+    """The paper's run (TP 8, PP 16, two chunks, DP 128, 8k tokens, no recompute) shards
+    optimizer state and gradients over DP: 75 GB on stage 1; ZeRO-1's whole fp32 gradient
+    buffer (12.8 GB more) does not fit 80 GB."""
+    framework = replace(MEGATRON, hidden_dropout=False)
+    workload = Workload(mode="train", seq_len=8192, batch=2048)
+
+    def total(zero):
+        layout = Layout(tp=8, pp=16, dp=128, zero=zero, virtual_stages=2)
+        return device_memory(PRESETS.get("llama3-405b"), workload, layout, framework, 16, 80e9).total_bytes
+
+    assert total(2) < 80e9 < total(1)

@@ -53,7 +53,7 @@ def gpt(record: dict, vocab: int, tied: bool) -> ModelSpec:
     m = record["model"]
     return ModelSpec(name=record["id"], layers=m["layers"], hidden=m["hidden"], heads=m["heads"], kv_heads=m["heads"],
                      head_dim=m["hidden"] // m["heads"], ffn=4 * m["hidden"], vocab=vocab, mlp="plain",
-                     norm="layernorm", tied_embeddings=tied, source=record["id"])
+                     norm="layernorm", tied_embeddings=tied, linear_bias=True, source=record["id"])
 
 
 def megatron_2021_flops(model: ModelSpec, batch: int, seq: int) -> float:
@@ -94,8 +94,8 @@ def plan(record: dict):
     else:
         model = PRESETS.get(record["preset"])
         workload = Workload(mode="train", seq_len=record["seq"], batch=record["batch"])
-        layout = Layout(tp=tp, pp=pp, cp=record["cp"], dp=record["dp"], zero=1, virtual_stages=2)
-        framework = replace(FRAMEWORKS["megatron"], attention_impl="cudnn")
+        layout = Layout(tp=tp, pp=pp, cp=record["cp"], dp=record["dp"], zero=2, virtual_stages=2)
+        framework = replace(FRAMEWORKS["megatron"], attention_impl="cudnn", hidden_dropout=False)
         system = cluster(gpus, "h100-ib-cluster")
         flops = None
     return plan_step(model, workload, layout, framework, system, check_memory=False), flops
