@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from accelsim.engine.fair_share import EPS, max_min_rates
+from accelsim.engine.fair_share import EPS, max_min_rates, max_min_rates_sparse
 from accelsim.units import MAX_SIMULATED_PS, PS_PER_S, check_simulated_ps
 
 CEIL_SLACK = 1e-15
@@ -51,6 +51,13 @@ def _wait_ps(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
     left[remaining <= EPS] = 0.0
     # up, but not past float noise (a time of 2e12 * (1 + 1e-16) ps is 2e12 ps)
     return np.ceil(left * (1 - CEIL_SLACK) - CEIL_SLACK)
+
+
+DENSE_LIMIT_ENTRIES = 2**25
+"""Flows x resources entries up to which a pool keeps its demands as one dense matrix
+(256 MiB), summed by BLAS; past it, as each flow's few (resource, amount) pairs. A
+16,384-GPU step's link pool has 16,384 flows on 33,024 links at once (4 GiB dense);
+every replay the validation reports make stays under it."""
 
 
 def _ceil_ps(left_ps: float) -> int:
@@ -85,6 +92,110 @@ class Flow(simpy.Event):
     """The event's callbacks: called with the flow at its end (None once it has ended)."""
 
 
+class _DenseDemands:
+    """Every slot's demand as a row of one slots x resources matrix: per-event sums are
+    BLAS products (whose float rounding every committed result was made with)."""
+
+    def __init__(self, resources: int) -> None:
+        self.matrix = np.zeros((0, resources))
+
+    def grow(self, slots: int) -> None:
+        self.matrix = np.vstack([self.matrix, np.zeros((slots, self.matrix.shape[1]))])
+
+    def set(self, slot: int, columns: list[int] | slice, amounts: list[float]) -> None:
+        if not isinstance(columns, slice):
+            self.matrix[slot] = 0.0
+        self.matrix[slot, columns] = amounts
+
+    def add_scaled(self, out: np.ndarray, slot: int, scale: float) -> None:
+        """``out += demand[slot] * scale``, in place."""
+        out += self.matrix[slot] * scale
+
+    def take(self, slots: np.ndarray) -> np.ndarray:
+        return self.matrix.take(slots, axis=0)
+
+    def served(self, weights: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
+        """``weights @ demand`` (of these slots, or of every slot): per resource."""
+        return weights @ (self.matrix if slots is None else self.matrix[slots])
+
+    def sparse(self) -> _SparseDemands:
+        """The same demands as (resource, amount) pairs."""
+        out = _SparseDemands(self.matrix.shape[1])
+        out.grow(self.matrix.shape[0])
+        for slot, row in enumerate(self.matrix):
+            columns = np.flatnonzero(row)
+            out.set(slot, columns, row[columns])
+        return out
+
+
+@dataclass
+class _SparseBlock:
+    """Some slots' demands as (resource, amount) pairs, zero-padded to one width."""
+
+    columns: np.ndarray
+    amounts: np.ndarray
+    resources: int
+
+    def served(self, weights: np.ndarray) -> np.ndarray:
+        """``weights @ demand`` per resource, added in slot order."""
+        return np.bincount(self.columns.ravel(), weights=(weights[:, None] * self.amounts).ravel(),
+                           minlength=self.resources)
+
+
+class _SparseDemands:
+    """Every slot's demand as its (resource, amount) pairs, for pools of many resources
+    whose flows each name a few (links); sums are added in slot order, so they can
+    differ from :class:`_DenseDemands`' BLAS products in the last bits."""
+
+    def __init__(self, resources: int) -> None:
+        self.resources = resources
+        self.columns = np.zeros((0, 1), dtype=np.int64)
+        self.amounts = np.zeros((0, 1))
+        self.count = np.zeros(0, dtype=np.int64)
+
+    def grow(self, slots: int) -> None:
+        width = self.columns.shape[1]
+        self.columns = np.vstack([self.columns, np.zeros((slots, width), dtype=np.int64)])
+        self.amounts = np.vstack([self.amounts, np.zeros((slots, width))])
+        self.count = np.concatenate([self.count, np.zeros(slots, dtype=np.int64)])
+
+    def set(self, slot: int, columns: list[int] | slice | np.ndarray, amounts) -> None:
+        if isinstance(columns, slice):
+            columns = range(self.resources)[columns]
+        n = len(columns)
+        if n > self.columns.shape[1]:
+            more = n - self.columns.shape[1]
+            self.columns = np.hstack([self.columns, np.zeros((len(self.count), more), dtype=np.int64)])
+            self.amounts = np.hstack([self.amounts, np.zeros((len(self.count), more))])
+        self.columns[slot] = 0
+        self.amounts[slot] = 0.0
+        self.columns[slot, :n] = columns
+        self.amounts[slot, :n] = amounts
+        self.count[slot] = n
+
+    def add_scaled(self, out: np.ndarray, slot: int, scale: float) -> None:
+        n = self.count[slot]
+        out[self.columns[slot, :n]] += self.amounts[slot, :n] * scale
+
+    def take(self, slots: np.ndarray) -> _SparseBlock:
+        return _SparseBlock(self.columns[slots], self.amounts[slots], self.resources)
+
+    def served(self, weights: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
+        if slots is None:
+            return _SparseBlock(self.columns, self.amounts, self.resources).served(weights)
+        return self.take(slots).served(weights)
+
+
+def _fair_rates(demand: np.ndarray | _SparseBlock, max_rate: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    if isinstance(demand, _SparseBlock):
+        return max_min_rates_sparse(demand.columns, demand.amounts, max_rate, capacity)
+    return max_min_rates(demand, max_rate, capacity)
+
+
+def _served(weights: np.ndarray, demand: np.ndarray | _SparseBlock) -> np.ndarray:
+    return demand.served(weights) if isinstance(demand, _SparseBlock) else weights @ demand
+
+
 class _Rows:
     """The running flows as arrays, one row (a *slot*) per flow, so that an event costs a
     few numpy operations however many flows run. Slots are handed out lowest first."""
@@ -93,7 +204,8 @@ class _Rows:
         self.flows: list[Flow | None] = []
         self.free: list[int] = []
         """Slots not in use, the next to hand out last."""
-        self.demand = np.zeros((0, resources))
+        self.resources = resources
+        self.demand: _DenseDemands | _SparseDemands = _DenseDemands(resources)
         self.remaining = np.zeros(0)
         self.rate = np.zeros(0)
         """Idle slots have rate 0 (every allocation zeroes them, and no time passes between
@@ -114,7 +226,9 @@ class _Rows:
         grow = max(16, slot)
         self.flows.extend([None] * grow)
         self.free.extend(range(slot + grow - 1, slot, -1))
-        self.demand = np.vstack([self.demand, np.zeros((grow, self.demand.shape[1]))])
+        if isinstance(self.demand, _DenseDemands) and (slot + grow) * self.resources > DENSE_LIMIT_ENTRIES:
+            self.demand = self.demand.sparse()
+        self.demand.grow(grow)
         for attr in ("remaining", "rate", "max_rate", "rem0"):
             setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(grow)]))
         self.t0 = np.concatenate([self.t0, np.zeros(grow, dtype=np.int64)])
@@ -159,7 +273,7 @@ class _FreeRun:
         rows.remaining[active] = rem0 - done
         self.on = False
         self.heap = []
-        return done @ rows.demand[active]
+        return rows.demand.served(done, active)
 
     def repace(self, slots: np.ndarray, paces: np.ndarray, now: int) -> np.ndarray:
         """Bring these flows' progress to now, then restart their clocks at new paces; the
@@ -167,9 +281,9 @@ class _FreeRun:
         rows = self.rows
         rem0 = rows.rem0[slots]
         left = np.maximum(rem0 - rows.rate[slots] * (now - rows.t0[slots]) / PS_PER_S, 0.0)
-        demand = rows.demand[slots]
-        served = (rem0 - left) @ demand
-        self.load += (paces - rows.max_rate[slots]) @ demand
+        demand = rows.demand.take(slots)
+        served = _served(rem0 - left, demand)
+        self.load += _served(paces - rows.max_rate[slots], demand)
         rows.t0[slots], rows.rem0[slots], rows.rate[slots] = now, left, paces
         rows.version[slots] += 1
         ends = now + _wait_ps(left, paces)
@@ -188,8 +302,8 @@ class _FreeRun:
                 due.append(slot)
         due.sort()
         for slot in due:
-            used += rows.demand[slot] * rows.rem0[slot]
-            self.load -= rows.max_rate[slot] * rows.demand[slot]
+            rows.demand.add_scaled(used, slot, rows.rem0[slot])
+            rows.demand.add_scaled(self.load, slot, -rows.max_rate[slot])
         return due
 
 
@@ -259,16 +373,14 @@ class FluidResources:
             rows.flows[slot] = flow
             flow.slot, flow.started_ps, flow.env = slot, now, self.env
             rows.version[slot] += 1
-            if not isinstance(columns, slice):
-                rows.demand[slot] = 0.0
-            rows.demand[slot, columns] = amounts
+            rows.demand.set(slot, columns, amounts)
             rows.remaining[slot] = 1.0
             rows.max_rate[slot] = flow.max_rate
             rows.active[slot] = True
             if free.on:  # at its own pace from now: its end goes on the heap
                 rate = rows.rate[slot] = flow.max_rate
                 rows.t0[slot], rows.rem0[slot] = now, 1.0
-                free.load += rate * rows.demand[slot]
+                rows.demand.add_scaled(free.load, slot, rate)
                 alone_ps = PS_PER_S / rate
                 if not now + alone_ps <= MAX_SIMULATED_PS:
                     check_simulated_ps(now + alone_ps)
@@ -341,7 +453,7 @@ class FluidResources:
     def rates(self) -> dict[str, float]:
         """Current use of each resource per second."""
         rows = self._rows
-        total = (rows.rate * rows.active) @ rows.demand
+        total = rows.demand.served(rows.rate * rows.active)
         return dict(zip(self._names, total.tolist()))
 
     # ------------------------------------------------------------ starting flows
@@ -374,7 +486,7 @@ class FluidResources:
         rows = self._rows
         done = np.minimum(rows.rate * dt, rows.remaining)
         rows.remaining -= done
-        self._used += done @ rows.demand
+        self._used += rows.demand.served(done)
 
     def _allocate(self) -> None:
         """Every running flow's rate (:func:`~accelsim.engine.fair_share.max_min_rates`);
@@ -384,15 +496,15 @@ class FluidResources:
         rows.rate[:] = 0.0
         if active.size == 0:
             return
-        demand = rows.demand.take(active, axis=0)
+        demand = rows.demand.take(active)
         max_rate = rows.max_rate.take(active)
-        load = max_rate @ demand
+        load = _served(max_rate, demand)
         if (load <= self._capacity).all():
             rows.rate[active] = max_rate  # nothing is contended: every flow at its own pace
             if self._free_running and self.observer is None:
                 self._free.enter(active, load, self.env.now)
             return
-        rows.rate[active] = max_min_rates(demand, max_rate, self._capacity)
+        rows.rate[active] = _fair_rates(demand, max_rate, self._capacity)
 
     def _flush(self) -> None:
         """The coalesced reallocation, unless a timer's has made it already."""
@@ -449,7 +561,7 @@ class FluidResources:
             self._advance()
             due = self._due.tolist()
             for slot in due:
-                self._used += rows.demand[slot] * rows.remaining[slot]
+                rows.demand.add_scaled(self._used, slot, rows.remaining[slot])
         for slot in due:
             flow = rows.flows[slot]
             flow.remaining, flow.rate, flow.finished_ps = 0.0, float(rows.rate[slot]), now
