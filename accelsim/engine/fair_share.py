@@ -39,6 +39,17 @@ def max_min_rates_sparse(columns: np.ndarray, amounts: np.ndarray, max_rate: np.
     return _progressive_filling(_Pairs(columns, amounts, capacity), max_rate)
 
 
+def pair_sums(columns: np.ndarray, amounts: np.ndarray, weights: np.ndarray, resources: int) -> np.ndarray:
+    """``weights @ demand`` per resource, for demands as (resource, amount) pairs per flow
+    (``columns``, ``amounts``: flows x width, padded with zero amounts), added in flow
+    order. Flows of weight 0 add nothing, so they are left out where they are most: a
+    link pool's idle slots, a progressive filling's frozen flows."""
+    weighted = np.flatnonzero(weights)
+    if 2 * weighted.size < weights.size:
+        columns, amounts, weights = columns[weighted], amounts[weighted], weights[weighted]
+    return np.bincount(columns.ravel(), weights=(weights[:, None] * amounts).ravel(), minlength=resources)
+
+
 class _Dense:
     """Demands as a flows x resources matrix, cut to the resources some flow uses: a
     pool of many links with few in use at once costs what those few do (unused columns
@@ -77,8 +88,7 @@ class _Pairs:
         self.dominant = (amounts / capacity[columns]).max(axis=1)
 
     def served(self, weights: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        return np.bincount(self.columns[rows].ravel(), weights=(weights[:, None] * self.amounts[rows]).ravel(),
-                           minlength=len(self.capacity))
+        return pair_sums(self.columns[rows], self.amounts[rows], weights, len(self.capacity))
 
     def using(self, resources: np.ndarray) -> np.ndarray:
         return (resources[self.columns] & (self.amounts > 0)).any(axis=1)

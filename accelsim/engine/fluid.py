@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from accelsim.engine.fair_share import EPS, max_min_rates, max_min_rates_sparse
+from accelsim.engine.fair_share import EPS, max_min_rates, max_min_rates_sparse, pair_sums
 from accelsim.units import MAX_SIMULATED_PS, PS_PER_S, check_simulated_ps
 
 CEIL_SLACK = 1e-15
@@ -138,8 +138,7 @@ class _SparseBlock:
 
     def served(self, weights: np.ndarray) -> np.ndarray:
         """``weights @ demand`` per resource, added in slot order."""
-        return np.bincount(self.columns.ravel(), weights=(weights[:, None] * self.amounts).ravel(),
-                           minlength=self.resources)
+        return pair_sums(self.columns, self.amounts, weights, self.resources)
 
 
 class _SparseDemands:
