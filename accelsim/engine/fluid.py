@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from accelsim.engine.fair_share import EPS, max_min_rates, max_min_rates_sparse, pair_sums
+from accelsim.engine import demands
+from accelsim.engine.fair_share import EPS
 from accelsim.units import MAX_SIMULATED_PS, PS_PER_S, check_simulated_ps
 
 CEIL_SLACK = 1e-15
@@ -56,8 +57,9 @@ def _wait_ps(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
 DENSE_LIMIT_ENTRIES = 2**25
 """Flows x resources entries up to which a pool keeps its demands as one dense matrix
 (256 MiB), summed by BLAS; past it, as each flow's few (resource, amount) pairs. A
-16,384-GPU step's link pool has 16,384 flows on 33,024 links at once (4 GiB dense);
-every replay the validation reports make stays under it."""
+16,384-GPU step's link pool has 16,384 flows on 33,024 links at once (4 GiB dense); the
+benchmarks' and the model-step reports' replays checked stay far under it (1.3M at most),
+and keep the BLAS rounding their results were made with."""
 
 
 def _ceil_ps(left_ps: float) -> int:
@@ -92,109 +94,6 @@ class Flow(simpy.Event):
     """The event's callbacks: called with the flow at its end (None once it has ended)."""
 
 
-class _DenseDemands:
-    """Every slot's demand as a row of one slots x resources matrix: per-event sums are
-    BLAS products (whose float rounding every committed result was made with)."""
-
-    def __init__(self, resources: int) -> None:
-        self.matrix = np.zeros((0, resources))
-
-    def grow(self, slots: int) -> None:
-        self.matrix = np.vstack([self.matrix, np.zeros((slots, self.matrix.shape[1]))])
-
-    def set(self, slot: int, columns: list[int] | slice, amounts: list[float]) -> None:
-        if not isinstance(columns, slice):
-            self.matrix[slot] = 0.0
-        self.matrix[slot, columns] = amounts
-
-    def add_scaled(self, out: np.ndarray, slot: int, scale: float) -> None:
-        """``out += demand[slot] * scale``, in place."""
-        out += self.matrix[slot] * scale
-
-    def take(self, slots: np.ndarray) -> np.ndarray:
-        return self.matrix.take(slots, axis=0)
-
-    def served(self, weights: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
-        """``weights @ demand`` (of these slots, or of every slot): per resource."""
-        return weights @ (self.matrix if slots is None else self.matrix[slots])
-
-    def sparse(self) -> _SparseDemands:
-        """The same demands as (resource, amount) pairs."""
-        out = _SparseDemands(self.matrix.shape[1])
-        out.grow(self.matrix.shape[0])
-        for slot, row in enumerate(self.matrix):
-            columns = np.flatnonzero(row)
-            out.set(slot, columns, row[columns])
-        return out
-
-
-@dataclass
-class _SparseBlock:
-    """Some slots' demands as (resource, amount) pairs, zero-padded to one width."""
-
-    columns: np.ndarray
-    amounts: np.ndarray
-    resources: int
-
-    def served(self, weights: np.ndarray) -> np.ndarray:
-        """``weights @ demand`` per resource, added in slot order."""
-        return pair_sums(self.columns, self.amounts, weights, self.resources)
-
-
-class _SparseDemands:
-    """Every slot's demand as its (resource, amount) pairs, for pools of many resources
-    whose flows each name a few (links); sums are added in slot order, so they can
-    differ from :class:`_DenseDemands`' BLAS products in the last bits."""
-
-    def __init__(self, resources: int) -> None:
-        self.resources = resources
-        self.columns = np.zeros((0, 1), dtype=np.int64)
-        self.amounts = np.zeros((0, 1))
-        self.count = np.zeros(0, dtype=np.int64)
-
-    def grow(self, slots: int) -> None:
-        width = self.columns.shape[1]
-        self.columns = np.vstack([self.columns, np.zeros((slots, width), dtype=np.int64)])
-        self.amounts = np.vstack([self.amounts, np.zeros((slots, width))])
-        self.count = np.concatenate([self.count, np.zeros(slots, dtype=np.int64)])
-
-    def set(self, slot: int, columns: list[int] | slice | np.ndarray, amounts) -> None:
-        if isinstance(columns, slice):
-            columns = range(self.resources)[columns]
-        n = len(columns)
-        if n > self.columns.shape[1]:
-            more = n - self.columns.shape[1]
-            self.columns = np.hstack([self.columns, np.zeros((len(self.count), more), dtype=np.int64)])
-            self.amounts = np.hstack([self.amounts, np.zeros((len(self.count), more))])
-        self.columns[slot] = 0
-        self.amounts[slot] = 0.0
-        self.columns[slot, :n] = columns
-        self.amounts[slot, :n] = amounts
-        self.count[slot] = n
-
-    def add_scaled(self, out: np.ndarray, slot: int, scale: float) -> None:
-        n = self.count[slot]
-        out[self.columns[slot, :n]] += self.amounts[slot, :n] * scale
-
-    def take(self, slots: np.ndarray) -> _SparseBlock:
-        return _SparseBlock(self.columns[slots], self.amounts[slots], self.resources)
-
-    def served(self, weights: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
-        if slots is None:
-            return _SparseBlock(self.columns, self.amounts, self.resources).served(weights)
-        return self.take(slots).served(weights)
-
-
-def _fair_rates(demand: np.ndarray | _SparseBlock, max_rate: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    if isinstance(demand, _SparseBlock):
-        return max_min_rates_sparse(demand.columns, demand.amounts, max_rate, capacity)
-    return max_min_rates(demand, max_rate, capacity)
-
-
-def _served(weights: np.ndarray, demand: np.ndarray | _SparseBlock) -> np.ndarray:
-    return demand.served(weights) if isinstance(demand, _SparseBlock) else weights @ demand
-
-
 class _Rows:
     """The running flows as arrays, one row (a *slot*) per flow, so that an event costs a
     few numpy operations however many flows run. Slots are handed out lowest first."""
@@ -204,7 +103,7 @@ class _Rows:
         self.free: list[int] = []
         """Slots not in use, the next to hand out last."""
         self.resources = resources
-        self.demand: _DenseDemands | _SparseDemands = _DenseDemands(resources)
+        self.demand: demands.DenseDemands | demands.SparseDemands = demands.DenseDemands(resources)
         self.remaining = np.zeros(0)
         self.rate = np.zeros(0)
         """Idle slots have rate 0 (every allocation zeroes them, and no time passes between
@@ -225,7 +124,7 @@ class _Rows:
         grow = max(16, slot)
         self.flows.extend([None] * grow)
         self.free.extend(range(slot + grow - 1, slot, -1))
-        if isinstance(self.demand, _DenseDemands) and (slot + grow) * self.resources > DENSE_LIMIT_ENTRIES:
+        if isinstance(self.demand, demands.DenseDemands) and (slot + grow) * self.resources > DENSE_LIMIT_ENTRIES:
             self.demand = self.demand.sparse()
         self.demand.grow(grow)
         for attr in ("remaining", "rate", "max_rate", "rem0"):
@@ -281,8 +180,8 @@ class _FreeRun:
         rem0 = rows.rem0[slots]
         left = np.maximum(rem0 - rows.rate[slots] * (now - rows.t0[slots]) / PS_PER_S, 0.0)
         demand = rows.demand.take(slots)
-        served = _served(rem0 - left, demand)
-        self.load += _served(paces - rows.max_rate[slots], demand)
+        served = demands.served(rem0 - left, demand)
+        self.load += demands.served(paces - rows.max_rate[slots], demand)
         rows.t0[slots], rows.rem0[slots], rows.rate[slots] = now, left, paces
         rows.version[slots] += 1
         ends = now + _wait_ps(left, paces)
@@ -497,13 +396,13 @@ class FluidResources:
             return
         demand = rows.demand.take(active)
         max_rate = rows.max_rate.take(active)
-        load = _served(max_rate, demand)
+        load = demands.served(max_rate, demand)
         if (load <= self._capacity).all():
             rows.rate[active] = max_rate  # nothing is contended: every flow at its own pace
             if self._free_running and self.observer is None:
                 self._free.enter(active, load, self.env.now)
             return
-        rows.rate[active] = _fair_rates(demand, max_rate, self._capacity)
+        rows.rate[active] = demands.fair_rates(demand, max_rate, self._capacity)
 
     def _flush(self) -> None:
         """The coalesced reallocation, unless a timer's has made it already."""

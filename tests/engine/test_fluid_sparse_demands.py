@@ -9,7 +9,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsim.engine import fluid
+from accelsim.engine import demands, fluid
 from accelsim.engine.fair_share import max_min_rates, max_min_rates_sparse
 from accelsim.engine.fluid import Flow, FluidResources
 
@@ -40,7 +40,7 @@ def replay(capacities, flows, free_running):
     for name, demand, rate, at in flows:
         env.process(launch(name, demand, rate, at))
     env.run()
-    return ends, pool.used, pool.events, isinstance(pool._rows.demand, fluid._SparseDemands)
+    return ends, pool.used, pool.events, isinstance(pool._rows.demand, demands.SparseDemands)
 
 
 @pytest.mark.parametrize("free_running", [False, True])
@@ -86,4 +86,4 @@ def test_a_pool_under_the_limit_stays_dense():
     pool = FluidResources(env, {r: 1.0 for r in LINKS})
     for i in range(100):
         pool.start(Flow(f"f{i}", {LINKS[i % len(LINKS)]: 1.0}, max_rate=1.0))
-    assert isinstance(pool._rows.demand, fluid._DenseDemands)
+    assert isinstance(pool._rows.demand, demands.DenseDemands)
