@@ -25,21 +25,89 @@ def max_min_rates(demand: np.ndarray, max_rate: np.ndarray, capacity: np.ndarray
     at it); repeat with what is left. Every resource that saturates at the same level is
     frozen in one round, which gives the rates of freezing them one at a time.
     """
-    # only the resources some flow uses: a pool of many links with few in use at once
-    # costs what those few do (unused columns never bottleneck or weigh)
-    used = np.flatnonzero(demand.any(axis=0))
-    capacity = capacity[used]
-    demand = demand[:, used]
-    dominant = (demand / capacity).max(axis=1)
+    return _progressive_filling(_Dense(demand, capacity), max_rate)
+
+
+def max_min_rates_sparse(columns: np.ndarray, amounts: np.ndarray, max_rate: np.ndarray,
+                         capacity: np.ndarray) -> np.ndarray:
+    """:func:`max_min_rates` of flows whose demands are given as ``amounts`` on resources
+    ``columns`` (flows x width, padded with zero amounts), for pools of many resources
+    whose flows each use a few (a link pool of 33,024 links, 16,384 flows at once):
+    memory and work grow with the pairs, not with flows x resources. The same rounds;
+    a resource's sums are added in flow order here and by BLAS's blocking there, so
+    rates can differ in the last bits."""
+    return _progressive_filling(_Pairs(columns, amounts, capacity), max_rate)
+
+
+def pair_sums(columns: np.ndarray, amounts: np.ndarray, weights: np.ndarray, resources: int) -> np.ndarray:
+    """``weights @ demand`` per resource, for demands as (resource, amount) pairs per flow
+    (``columns``, ``amounts``: flows x width, padded with zero amounts), added in flow
+    order. Flows of weight 0 add nothing, so they are left out where they are most: a
+    link pool's idle slots, a progressive filling's frozen flows."""
+    weighted = np.flatnonzero(weights)
+    if 2 * weighted.size < weights.size:
+        columns, amounts, weights = columns[weighted], amounts[weighted], weights[weighted]
+    return np.bincount(columns.ravel(), weights=(weights[:, None] * amounts).ravel(), minlength=resources)
+
+
+class _Dense:
+    """Demands as a flows x resources matrix, cut to the resources some flow uses: a
+    pool of many links with few in use at once costs what those few do (unused columns
+    never bottleneck or weigh)."""
+
+    def __init__(self, demand: np.ndarray, capacity: np.ndarray) -> None:
+        used = np.flatnonzero(demand.any(axis=0))
+        self.capacity = capacity[used]
+        self.demand = demand[:, used]
+        self.dominant = (self.demand / self.capacity).max(axis=1)
+
+    def served(self, weights: np.ndarray) -> np.ndarray:
+        return weights @ self.demand
+
+    def using(self, resources: np.ndarray) -> np.ndarray:
+        return (self.demand[:, np.flatnonzero(resources)] > 0).any(axis=1)
+
+    def frozen(self, freeze: np.ndarray, rates: np.ndarray, free: np.ndarray, load: np.ndarray,
+               weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # a freeze changes the load only in the columns the frozen flows use, so only
+        # those are summed again (exactly, so a resource whose flows are all frozen has
+        # no load left, not float residue)
+        frozen_demand = self.demand[freeze]
+        free = np.maximum(free - rates @ frozen_demand, 0.0)
+        touched = np.flatnonzero(frozen_demand.any(axis=0))
+        load[touched] = weights @ self.demand[:, touched]
+        return free, load
+
+
+class _Pairs:
+    """Demands as (resource, amount) pairs per flow, zero-padded to one width; sums are
+    added in flow order."""
+
+    def __init__(self, columns: np.ndarray, amounts: np.ndarray, capacity: np.ndarray) -> None:
+        self.columns, self.amounts, self.capacity = columns, amounts, capacity
+        self.dominant = (amounts / capacity[columns]).max(axis=1)
+
+    def served(self, weights: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        return pair_sums(self.columns[rows], self.amounts[rows], weights, len(self.capacity))
+
+    def using(self, resources: np.ndarray) -> np.ndarray:
+        return (resources[self.columns] & (self.amounts > 0)).any(axis=1)
+
+    def frozen(self, freeze: np.ndarray, rates: np.ndarray, free: np.ndarray, load: np.ndarray,
+               weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # summed again from scratch over the flows still unfrozen: exact, as above
+        return np.maximum(free - self.served(rates, freeze), 0.0), self.served(weights)
+
+
+def _progressive_filling(demand: _Dense | _Pairs, max_rate: np.ndarray) -> np.ndarray:
+    capacity, dominant = demand.capacity, demand.dominant
     rate = np.where(dominant > 0, 0.0, max_rate)  # a flow using nothing shared runs free
     unfrozen = dominant > 0
     weight = np.divide(1.0, dominant, out=np.zeros_like(dominant), where=unfrozen)
-    free = capacity - rate @ demand
+    free = capacity - demand.served(rate)
     cap_level = np.divide(max_rate, weight, out=np.full_like(max_rate, np.inf), where=unfrozen)
-    # each resource's load from the unfrozen flows; a freeze changes it only in the
-    # columns the frozen flows use, so only those are summed again (exactly, so a
-    # resource whose flows are all frozen has no load left, not float residue)
-    load = (weight * unfrozen) @ demand
+    # each resource's load from the unfrozen flows
+    load = demand.served(weight * unfrozen)
     while unfrozen.any():
         with np.errstate(divide="ignore", invalid="ignore"):
             levels = np.where(load > EPS, free / load, np.inf)
@@ -52,12 +120,8 @@ def max_min_rates(demand: np.ndarray, max_rate: np.ndarray, capacity: np.ndarray
             # every resource that saturates at this level at once (a symmetric
             # collective has thousands of links in a few classes): freezing them
             # one by one would find the same level for each of the others
-            bottlenecks = np.flatnonzero(levels <= level * (1 + TIE_SLACK))
-            freeze = unfrozen & (demand[:, bottlenecks] > 0).any(axis=1)
+            freeze = unfrozen & demand.using(levels <= level * (1 + TIE_SLACK))
             rate[freeze] = level * weight[freeze]
-        frozen_demand = demand[freeze]
-        free = np.maximum(free - rate[freeze] @ frozen_demand, 0.0)
         unfrozen &= ~freeze
-        touched = np.flatnonzero(frozen_demand.any(axis=0))
-        load[touched] = (weight * unfrozen) @ demand[:, touched]
+        free, load = demand.frozen(freeze, rate[freeze], free, load, weight * unfrozen)
     return rate

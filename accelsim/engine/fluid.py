@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from accelsim.engine.fair_share import EPS, max_min_rates
+from accelsim.engine import demands
+from accelsim.engine.fair_share import EPS
 from accelsim.units import MAX_SIMULATED_PS, PS_PER_S, check_simulated_ps
 
 CEIL_SLACK = 1e-15
@@ -51,6 +52,14 @@ def _wait_ps(remaining: np.ndarray, rate: np.ndarray) -> np.ndarray:
     left[remaining <= EPS] = 0.0
     # up, but not past float noise (a time of 2e12 * (1 + 1e-16) ps is 2e12 ps)
     return np.ceil(left * (1 - CEIL_SLACK) - CEIL_SLACK)
+
+
+DENSE_LIMIT_ENTRIES = 2**25
+"""Flows x resources entries up to which a pool keeps its demands as one dense matrix
+(256 MiB), summed by BLAS; past it, as each flow's few (resource, amount) pairs. A
+16,384-GPU step's link pool has 16,384 flows on 33,024 links at once (4 GiB dense); the
+benchmarks' and the model-step reports' replays checked stay far under it (1.3M at most),
+and keep the BLAS rounding their results were made with."""
 
 
 def _ceil_ps(left_ps: float) -> int:
@@ -93,7 +102,8 @@ class _Rows:
         self.flows: list[Flow | None] = []
         self.free: list[int] = []
         """Slots not in use, the next to hand out last."""
-        self.demand = np.zeros((0, resources))
+        self.resources = resources
+        self.demand: demands.DenseDemands | demands.SparseDemands = demands.DenseDemands(resources)
         self.remaining = np.zeros(0)
         self.rate = np.zeros(0)
         """Idle slots have rate 0 (every allocation zeroes them, and no time passes between
@@ -114,7 +124,9 @@ class _Rows:
         grow = max(16, slot)
         self.flows.extend([None] * grow)
         self.free.extend(range(slot + grow - 1, slot, -1))
-        self.demand = np.vstack([self.demand, np.zeros((grow, self.demand.shape[1]))])
+        if isinstance(self.demand, demands.DenseDemands) and (slot + grow) * self.resources > DENSE_LIMIT_ENTRIES:
+            self.demand = self.demand.sparse()
+        self.demand.grow(grow)
         for attr in ("remaining", "rate", "max_rate", "rem0"):
             setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(grow)]))
         self.t0 = np.concatenate([self.t0, np.zeros(grow, dtype=np.int64)])
@@ -159,7 +171,7 @@ class _FreeRun:
         rows.remaining[active] = rem0 - done
         self.on = False
         self.heap = []
-        return done @ rows.demand[active]
+        return rows.demand.served(done, active)
 
     def repace(self, slots: np.ndarray, paces: np.ndarray, now: int) -> np.ndarray:
         """Bring these flows' progress to now, then restart their clocks at new paces; the
@@ -167,9 +179,9 @@ class _FreeRun:
         rows = self.rows
         rem0 = rows.rem0[slots]
         left = np.maximum(rem0 - rows.rate[slots] * (now - rows.t0[slots]) / PS_PER_S, 0.0)
-        demand = rows.demand[slots]
-        served = (rem0 - left) @ demand
-        self.load += (paces - rows.max_rate[slots]) @ demand
+        demand = rows.demand.take(slots)
+        served = demands.served(rem0 - left, demand)
+        self.load += demands.served(paces - rows.max_rate[slots], demand)
         rows.t0[slots], rows.rem0[slots], rows.rate[slots] = now, left, paces
         rows.version[slots] += 1
         ends = now + _wait_ps(left, paces)
@@ -188,8 +200,8 @@ class _FreeRun:
                 due.append(slot)
         due.sort()
         for slot in due:
-            used += rows.demand[slot] * rows.rem0[slot]
-            self.load -= rows.max_rate[slot] * rows.demand[slot]
+            rows.demand.add_scaled(used, slot, rows.rem0[slot])
+            rows.demand.add_scaled(self.load, slot, -rows.max_rate[slot])
         return due
 
 
@@ -259,16 +271,14 @@ class FluidResources:
             rows.flows[slot] = flow
             flow.slot, flow.started_ps, flow.env = slot, now, self.env
             rows.version[slot] += 1
-            if not isinstance(columns, slice):
-                rows.demand[slot] = 0.0
-            rows.demand[slot, columns] = amounts
+            rows.demand.set(slot, columns, amounts)
             rows.remaining[slot] = 1.0
             rows.max_rate[slot] = flow.max_rate
             rows.active[slot] = True
             if free.on:  # at its own pace from now: its end goes on the heap
                 rate = rows.rate[slot] = flow.max_rate
                 rows.t0[slot], rows.rem0[slot] = now, 1.0
-                free.load += rate * rows.demand[slot]
+                rows.demand.add_scaled(free.load, slot, rate)
                 alone_ps = PS_PER_S / rate
                 if not now + alone_ps <= MAX_SIMULATED_PS:
                     check_simulated_ps(now + alone_ps)
@@ -341,7 +351,7 @@ class FluidResources:
     def rates(self) -> dict[str, float]:
         """Current use of each resource per second."""
         rows = self._rows
-        total = (rows.rate * rows.active) @ rows.demand
+        total = rows.demand.served(rows.rate * rows.active)
         return dict(zip(self._names, total.tolist()))
 
     # ------------------------------------------------------------ starting flows
@@ -374,7 +384,7 @@ class FluidResources:
         rows = self._rows
         done = np.minimum(rows.rate * dt, rows.remaining)
         rows.remaining -= done
-        self._used += done @ rows.demand
+        self._used += rows.demand.served(done)
 
     def _allocate(self) -> None:
         """Every running flow's rate (:func:`~accelsim.engine.fair_share.max_min_rates`);
@@ -384,15 +394,15 @@ class FluidResources:
         rows.rate[:] = 0.0
         if active.size == 0:
             return
-        demand = rows.demand.take(active, axis=0)
+        demand = rows.demand.take(active)
         max_rate = rows.max_rate.take(active)
-        load = max_rate @ demand
+        load = demands.served(max_rate, demand)
         if (load <= self._capacity).all():
             rows.rate[active] = max_rate  # nothing is contended: every flow at its own pace
             if self._free_running and self.observer is None:
                 self._free.enter(active, load, self.env.now)
             return
-        rows.rate[active] = max_min_rates(demand, max_rate, self._capacity)
+        rows.rate[active] = demands.fair_rates(demand, max_rate, self._capacity)
 
     def _flush(self) -> None:
         """The coalesced reallocation, unless a timer's has made it already."""
@@ -449,7 +459,7 @@ class FluidResources:
             self._advance()
             due = self._due.tolist()
             for slot in due:
-                self._used += rows.demand[slot] * rows.remaining[slot]
+                rows.demand.add_scaled(self._used, slot, rows.remaining[slot])
         for slot in due:
             flow = rows.flows[slot]
             flow.remaining, flow.rate, flow.finished_ps = 0.0, float(rows.rate[slot]), now

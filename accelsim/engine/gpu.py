@@ -73,6 +73,19 @@ def reuse_window(trace: KernelTrace, chip: GpuChip) -> dict[str, Any] | None:
             "capacity_bytes": chip.shared_cache.capacity_bytes}
 
 
+REUSE_BLIND = {"kernel": {"resources", "kernel_resources", "pipeline_depth"}, "metadata": True}
+"""What of a trace the reuse model never reads: the programs' resources (they set how
+many programs are resident at once, which :func:`reuse_window` gives), the pipeline
+depth (timing) and the metadata (names, the config)."""
+
+
+def reuse_key(trace: KernelTrace, chip: GpuChip) -> str:
+    """All that :func:`shared_cache_hits` depends on, as one string: the reuse window and
+    the trace less :data:`REUSE_BLIND`. A search's configs that differ only in warps or
+    pipeline stages (at the same residency) share their hits."""
+    return f"{reuse_window(trace, chip)!r}" + trace.model_dump_json(exclude=REUSE_BLIND)
+
+
 def demand_columns(costs: ProgramCosts, hbm: np.ndarray, shared_cache: bool) -> dict[str, np.ndarray]:
     """Each program's demand on the GPU's shared resources, from its ``costs`` and the
     bytes it moves to and from HBM past the L2 (per program, or per run of identical

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from accelsim.arch.model import Chip
+import numpy as np
+
+from accelsim.arch.model import Chip, GpuChip
 from accelsim.engine.chip import (
     KernelSimulation,
     ReplayMemo,
@@ -17,6 +19,7 @@ from accelsim.engine.chip import (
     shared_cache_hits,
     simulate_kernel,
 )
+from accelsim.engine.gpu import reuse_key
 from accelsim.engine.programs import program_costs
 from accelsim.errors import InputError, shown
 from accelsim.families.base import Family, parse_values
@@ -103,14 +106,27 @@ class Search:
     """Of ``simulated``, how many replays ran (the others came from the replay memo)."""
 
 
+def _shared_cache_hits(trace: KernelTrace, chip: Chip, known: dict[str, np.ndarray]) -> np.ndarray | None:
+    """:func:`~accelsim.engine.chip.shared_cache_hits`, computed once per
+    :func:`~accelsim.engine.gpu.reuse_key` of a search (read-only: configs share them)."""
+    if not isinstance(chip, GpuChip):
+        return shared_cache_hits(trace, chip)
+    key = reuse_key(trace, chip)
+    if key not in known:
+        known[key] = shared_cache_hits(trace, chip)
+        known[key].flags.writeable = False
+    return known[key]
+
+
 def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     """The config :func:`autotune` would put first, replaying only what can still win.
 
     Best-first over lower bounds that never exceed the simulated latency, each tighter
     and dearer than the one before: the family's ``quick_bound`` (no trace needed);
     once a config's trace is built, :func:`~accelsim.engine.chip.latency_lower_bound_s`;
-    on a GPU, that bound again with the trace's shared-cache hits (the reuse model, then
-    kept for the replay). The config with the lowest bound takes its next step (build,
+    on a GPU, that bound again with the trace's shared-cache hits (the reuse model, once
+    per reuse key: configs that differ only in warps or stages share them; then kept for
+    the replay). The config with the lowest bound takes its next step (build,
     hits, replay) until no bound can beat the best replayed latency. Ties keep config
     order (:func:`rank_key`)."""
     chip = chip.for_family(family.name)  # the bounds too: a family's values may be faster
@@ -126,6 +142,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     best: tuple[int | float, int] | None = None
     runs: dict[int, Run] = {}
     replays: ReplayMemo = {}
+    hits_of: dict[str, np.ndarray] = {}
     replayed = 0
     refused: list[InputError] = []
 
@@ -143,7 +160,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
             heapq.heappush(heap, (latency_lower_bound_s(trace, chip, costs=costs), i, TRACE, (trace, costs, None)))
             continue
         trace, costs, hits = payload
-        if stage == TRACE and (hits := shared_cache_hits(trace, chip)) is not None:
+        if stage == TRACE and (hits := _shared_cache_hits(trace, chip, hits_of)) is not None:
             bound = latency_lower_bound_s(trace, chip, hits, costs=costs)
             heapq.heappush(heap, (bound, i, HITS, (trace, costs, hits)))
         else:

@@ -238,9 +238,14 @@ class DeviceCompute(_SharedDevice):
                 lane.clock += dt_ps * self._rate(lane.memory_bound)
 
     def _soonest(self) -> tuple[int, tuple[int, list[tuple[float, float]]]]:
-        readings = [(lane.clock, self._rate(lane.memory_bound)) for lane in self._lanes]
-        soonest = min(max(0, round((lane.ops[0][0] - clock) / rate))
-                      for lane, (clock, rate) in zip(self._lanes, readings) if lane.ops)
+        readings = []
+        soonest = None
+        for lane in self._lanes:
+            rate = self._rate(lane.memory_bound)
+            readings.append((lane.clock, rate))
+            if lane.ops:
+                left = max(0, round((lane.ops[0][0] - lane.clock) / rate))
+                soonest = left if soonest is None or left < soonest else soonest
         # the ops that end then are each lane's first in its heap, found when they end
         # from the readings of now (rates hold until then): listing them here would cost
         # a pass over every op that ends with them at every start before
