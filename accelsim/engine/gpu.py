@@ -31,6 +31,7 @@ from accelsim.engine.program_times import (
     gpu_program_times,
     hbm_queueing_s,
     instruction_streams,
+    wave_programs,
 )
 from accelsim.engine.programs import ProgramCosts, program_costs
 from accelsim.engine.result import KernelSimulation, ReplayClock, Segment, capacities, kernel_result, kernel_seconds
@@ -148,7 +149,8 @@ def prepare_gpu(trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hits: np
     caps = capacities(chip, chip.num_cores, 1.0, *hbm_totals)
     # Programs in runs of identical ones (an even kernel is one or two runs) are timed once
     # per run: `run_of` maps a launch position to its run (None: every program its own).
-    starts, run_of = kernel_runs(trace, costs, hits, written_back, runs_from=runs_from)
+    wave = wave_programs(trace, chip, per_cores)
+    starts, run_of = kernel_runs(trace, costs, hits, written_back, wave, runs_from=runs_from)
     ran, run_hits, run_hbm = (costs, hits, hbm) if run_of is None else (costs.take(starts), hits[starts], hbm[starts])
     demand = demand_columns(ran, run_hbm, "shared_cache" in caps)
     depth, streams = trace.kernel.pipeline_depth, instruction_streams(trace, chip)
@@ -164,7 +166,11 @@ def prepare_gpu(trace: KernelTrace, chip: GpuChip, costs: ProgramCosts, hits: np
     kernel = GpuKernel(
         programs=costs.num_programs, per_cores=per_cores, barriers=barriers, resources=list(demand),
         demand_rows=np.stack(list(demand.values()), axis=1),
-        times=gpu_program_times(chip, ran, run_hits, depth, at_rows(streams, starts), queue_s=queue),
+        times=gpu_program_times(chip, ran, run_hits, depth, at_rows(streams, starts), queue_s=queue,
+                                wave=wave[starts],
+                                hbm_write_share=np.divide(hbm_writes[starts], ran.write_bytes,
+                                                          out=np.zeros_like(ran.write_bytes),
+                                                          where=ran.write_bytes > 0)),
         group_key=cohort_keys(ran), run_starts=starts, run_of=run_of,
     )
     read = float(costs.read_bytes.sum())

@@ -86,12 +86,18 @@ def at_rows(values: int | np.ndarray, rows: np.ndarray) -> int | np.ndarray:
 
 
 def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int, streams: int = 1, *,
-                      queue_s: float = 0.0) -> ProgramTimes:
+                      queue_s: float = 0.0, wave: int | np.ndarray | None = None,
+                      hbm_write_share: np.ndarray | None = None) -> ProgramTimes:
     """Per-program seconds on an SM. Matrix and vector units are separate pipes: the
     SM's busiest unit bounds throughput, and one program's own matrix and vector work
     overlap only across its ``streams`` (:func:`instruction_streams`). ``queue_s`` is
     the HBM queueing delay (:func:`hbm_queueing_s`): a read from HBM waits it on top of
-    the latency (stores do not wait: a program retires with its stores in flight)."""
+    the latency (stores do not wait: a program retires with its stores in flight).
+    ``wave``: the programs that finish together with each one (:func:`wave_programs`), whose
+    exposed drains reach HBM at the same moment and share it: the drain's share of the
+    program's writes that go on to HBM (``hbm_write_share``: its HBM write bytes over its
+    writes; none without it); None: a drain moves at the port's rate, or at the SM's share
+    of HBM where persistent CTAs store in step (a bound: no replay is faster)."""
     clock = chip.clock_hz
     compute = costs.matrix_s + costs.issued_vector_s  # what the program's streams issue in turn
     local_bandwidth = chip.local.bandwidth_bytes_per_cycle * clock
@@ -127,11 +133,18 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     # port's rate; the MMAs of the next unit wait meanwhile. Writes pinned in the L2 (stream-K's
     # partial accumulators) are not HBM's to take: they drain at the port's rate.
     store_rate = np.where(costs.drain_in_step > 0, min(edge_rate, hbm_share_per_core(chip)), edge_rate)
+    drain_s = (drain_exposed - drain_cached) / store_rate + drain_cached / edge_rate
+    if wave is not None:
+        # The same holds for any wave: programs that started together with the same work
+        # store their last tiles at the same moment, so what of those stores goes on to HBM
+        # moves at the wave's share of it, the rest (writes the L2 keeps) at the port's rate.
+        share = np.minimum(edge_rate, chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency / wave)
+        to_hbm = (drain_exposed - drain_cached) * (0.0 if hbm_write_share is None else hbm_write_share)
+        drain_s = np.maximum(drain_s, to_hbm / share + np.maximum(drain_exposed - to_hbm, 0.0) / edge_rate)
     first_latency = np.where(costs.follows > 0, 0.0, latency)
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=first_latency + fill_exposed / edge_rate + (drain_exposed - drain_cached) / store_rate
-        + drain_cached / edge_rate + overhead,
+        exposed=first_latency + fill_exposed / edge_rate + drain_s + overhead,
         sm=np.maximum.reduce([
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
@@ -141,6 +154,16 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
         serial=False,
         startup=startup,
     )
+
+
+def wave_programs(trace: KernelTrace, chip: Chip, per_cores: list[int]) -> np.ndarray:
+    """Per program, the programs of its kernel that run at once: a full wave (every SM's
+    resident programs) or the whole kernel where it is smaller. Programs launched together
+    on an idle chip with the same work finish together and are replaced together (the
+    replay's cohorts), so each wave's last stores coincide."""
+    counts = np.diff([0, *(trace.kernel.kernel_starts or []), trace.num_programs])
+    waves = np.minimum(counts, chip.num_cores * np.asarray(per_cores))
+    return waves[kernel_index(trace)].astype(float)
 
 
 def hbm_share_per_core(chip: Chip) -> float:

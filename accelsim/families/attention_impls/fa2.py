@@ -11,7 +11,11 @@ wait on each other (``matrix_unit.chained_efficiency``, whose published H100 val
 FlashAttention-3 paper's "FlashAttention-2 achieving only 35% utilization on the H100").
 Decode: FA2's split-KV kernel and its combine (the family's flash-decoding trace).
 Leaves out: the lower peak of ``mma.sync`` on Hopper (no microbenchmark number in the
-configs yet; it is inside the chained efficiency), dropout, ALiBi, paged KV."""
+configs yet; it is inside the chained efficiency: Luo et al.'s code,
+github.com/HPMLL/NVIDIA-Hopper-Benchmark ``TensorCores/mma``, times it but publishes no
+logs), dropout, ALiBi, paged KV. On the FA3 paper's H100 records what is left is flat in the
+sequence length and set by the head dim (d128 within 6%, d64 and d256 10-22% too fast):
+one chained efficiency does not carry the per-score rate across head dims."""
 
 from __future__ import annotations
 
