@@ -144,6 +144,9 @@ class PowerModel:
     floor_clock_hz: float
     min_clock_hz: float
     clock_step_hz: float
+    boost_clock_hz: float | None = None
+    """With ``power.dvfs.boost`` on, the clock kernels run at where their power allows (the
+    chip's ``clock_hz`` then), which a record's locked clock replaces; None: off."""
 
 
 def _enabled_boost(spec: schema.ChipSpec) -> schema.Boost | None:
@@ -179,6 +182,7 @@ def _power_model(spec: schema.ChipPower | None, boost: schema.Boost | None) -> P
         interconnect_j_per_byte=spec.interconnect_pj_per_byte.value * J_PER_PJ,
         dvfs_exponent=spec.dvfs.exponent.value, floor_clock_hz=spec.dvfs.floor_clock.value, min_clock_hz=spec.dvfs.min_clock.value,
         clock_step_hz=spec.dvfs.clock_step.value,
+        boost_clock_hz=boost.clock.value if boost is not None else None,
     )
 
 

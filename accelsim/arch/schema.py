@@ -383,16 +383,10 @@ class Boost(_Strict):
 
     enabled: bool = False
     clock: Cited[Hz]
-    """The clock a kernel runs at where its power allows (the boost / default application clock)."""
+    """The clock a kernel runs at where its power allows (the boost / default application clock;
+    a record's locked clock is set here, not in ``clock``, while the boost is on)."""
     matrix_reference_clock: Cited[Hz]
     """The clock the GEMM behind ``matrix_unit.efficiency`` and the matrix energy ran at, at the TDP."""
-
-    @model_validator(mode="after")
-    def _reference_below_boost(self) -> "Boost":
-        if self.matrix_reference_clock.value > self.clock.value:
-            raise ValueError(f"'matrix_reference_clock' ({self.matrix_reference_clock.value / 1e9:g} GHz) must not be "
-                             f"above 'clock' ({self.clock.value / 1e9:g} GHz)")
-        return self
 
 
 class Dvfs(_Strict):
