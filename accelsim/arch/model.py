@@ -144,19 +144,37 @@ class PowerModel:
     floor_clock_hz: float
     min_clock_hz: float
     clock_step_hz: float
+    boost_clock_hz: float | None = None
+    """With ``power.dvfs.boost`` on, the clock kernels run at where their power allows (the
+    chip's ``clock_hz`` then), which a record's locked clock replaces; None: off."""
 
 
-def _power_model(spec: schema.ChipPower | None) -> PowerModel | None:
+def _enabled_boost(spec: schema.ChipSpec) -> schema.Boost | None:
+    """The chip's boost section where it is switched on (``power.dvfs.boost.enabled``)."""
+    boost = spec.power.dvfs.boost if spec.power else None
+    return boost if boost is not None and boost.enabled else None
+
+
+def _power_model(spec: schema.ChipPower | None, boost: schema.Boost | None) -> PowerModel | None:
+    """The power model; with the boost (:func:`_enabled_boost`) on, the matrix energies move from the reference GEMM's
+    clock to the boost clock (``(boost / reference) ^ (exponent - 1)``, the DVFS rule's ``V^2``)
+    and the cap is the TDP unless one is given."""
     if spec is None:
         return None
+    matrix_scale = 1.0
+    if boost is not None:
+        reference_hz = max(boost.matrix_reference_clock.value, spec.dvfs.floor_clock.value)
+        matrix_scale = (boost.clock.value / reference_hz) ** (spec.dvfs.exponent.value - 1.0)
 
-    def per_dtype(cited) -> Mapping[str, float]:
-        return MappingProxyType({dtype: pj * J_PER_PJ for dtype, pj in cited.value.items()})
+    def per_dtype(cited, scale: float = 1.0) -> Mapping[str, float]:
+        return MappingProxyType({dtype: pj * J_PER_PJ * scale for dtype, pj in cited.value.items()})
 
+    cap = spec.cap or (spec.tdp if boost is not None else None)
     return PowerModel(
         tdp_w=spec.tdp.value, idle_w=spec.idle.value, static_w=spec.static.value,
-        cap_w=spec.cap.value if spec.cap else None,
-        matrix_j_per_flop=per_dtype(spec.matrix_pj_per_flop), vector_j_per_flop=per_dtype(spec.vector_pj_per_flop),
+        cap_w=cap.value if cap else None,
+        matrix_j_per_flop=per_dtype(spec.matrix_pj_per_flop, matrix_scale),
+        vector_j_per_flop=per_dtype(spec.vector_pj_per_flop),
         special_function_j_per_op=spec.special_function_pj_per_op.value * J_PER_PJ,
         local_memory_j_per_byte=spec.local_memory_pj_per_byte.value * J_PER_PJ,
         shared_cache_j_per_byte=spec.shared_cache_pj_per_byte.value * J_PER_PJ if spec.shared_cache_pj_per_byte else 0.0,
@@ -164,6 +182,7 @@ def _power_model(spec: schema.ChipPower | None) -> PowerModel | None:
         interconnect_j_per_byte=spec.interconnect_pj_per_byte.value * J_PER_PJ,
         dvfs_exponent=spec.dvfs.exponent.value, floor_clock_hz=spec.dvfs.floor_clock.value, min_clock_hz=spec.dvfs.min_clock.value,
         clock_step_hz=spec.dvfs.clock_step.value,
+        boost_clock_hz=boost.clock.value if boost is not None else None,
     )
 
 
@@ -562,15 +581,35 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
     )
 
 
+def _matrix_efficiencies(spec: schema.ChipSpec) -> tuple[float, float]:
+    """``matrix_unit``'s efficiency and chained efficiency as the resolved chip prices them:
+    as given, or with the boost on, the given efficiency made a clock-free pipe efficiency
+    (``efficiency x clock / matrix_reference_clock``: the reference GEMM's throughput over the
+    peak at the clock it ran at). A chained efficiency given apart is kept as written."""
+    mu = spec.matrix_unit
+    efficiency = mu.efficiency.value
+    boost = _enabled_boost(spec)
+    if boost is not None:
+        efficiency *= spec.clock.value / boost.matrix_reference_clock.value
+        if efficiency > 1.0:
+            raise InputError(f"matrix_unit.efficiency x clock / matrix_reference_clock is {efficiency:.3g}; "
+                             "expected at most 1 (a pipe cannot pass its peak)",
+                             field="power.dvfs.boost.matrix_reference_clock")
+    chained = mu.chained_efficiency.value if mu.chained_efficiency else efficiency
+    return efficiency, chained
+
+
 def _resolve_chip(spec: schema.ChipSpec) -> Chip:
     mu, vu, lm = spec.matrix_unit, spec.vector_unit, spec.local_memory
     kind = CHIP_KINDS[spec.family]
+    boost = _enabled_boost(spec)
+    matrix_efficiency, chained_efficiency = _matrix_efficiencies(spec)
     return kind(
         **kind.kind_fields(spec),
         name=spec.name,
         display_name=spec.display_name,
         vendor=spec.vendor,
-        clock_hz=spec.clock.value,
+        clock_hz=boost.clock.value if boost else spec.clock.value,
         num_cores=spec.cores.count.value,
         core_kind=spec.cores.kind,
         program_overhead_s=spec.cores.program_overhead.value,
@@ -578,8 +617,8 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             units_per_core=mu.units_per_core.value,
             shape=tuple(mu.shape.value),
             flops_per_cycle_per_core=MappingProxyType(dict(mu.flops_per_cycle_per_core.value)),
-            efficiency=mu.efficiency.value,
-            chained_efficiency=(mu.chained_efficiency or mu.efficiency).value,
+            efficiency=matrix_efficiency,
+            chained_efficiency=chained_efficiency,
             pair=mu.pair.value if mu.pair else 1,
             asynchronous=bool(mu.asynchronous.value) if mu.asynchronous else False,
             instruction_shape=tuple(mu.instruction_shape.value) if mu.instruction_shape else None,
@@ -611,5 +650,5 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             bandwidth_per_link_bytes_per_s=spec.interconnect.bandwidth_per_link.value,
             latency_s=spec.interconnect.latency.value,
         ),
-        power=_power_model(spec.power),
+        power=_power_model(spec.power, boost),
     )

@@ -371,6 +371,24 @@ def power_fit(**kwargs: Any) -> Any:
     return Field(json_schema_extra={"power_fit": True}, **kwargs)
 
 
+class Boost(_Strict):
+    """The per-kernel clock under the power limit (``docs/power.md``, "The boost clock"), off
+    unless ``enabled``: every kernel starts at ``clock`` (the GPU's boost clock) under a cap of
+    the TDP (or ``power.cap``), and one whose power passes the cap there runs at the clock the
+    cap leaves it (:class:`Dvfs`). The chip's ``clock`` stays the one its peaks are quoted at;
+    ``matrix_unit.efficiency`` and ``power.matrix_pj_per_flop`` are taken as measured by one
+    GEMM that ran at ``matrix_reference_clock`` under the TDP, so the resolved chip has the
+    clock-free pipe efficiency ``efficiency x clock / matrix_reference_clock`` and the matrix
+    energy per flop at ``clock``."""
+
+    enabled: bool = False
+    clock: Cited[Hz]
+    """The clock a kernel runs at where its power allows (the boost / default application clock;
+    a record's locked clock is set here, not in ``clock``, while the boost is on)."""
+    matrix_reference_clock: Cited[Hz]
+    """The clock the GEMM behind ``matrix_unit.efficiency`` and the matrix energy ran at, at the TDP."""
+
+
 class Dvfs(_Strict):
     """How the clock answers a power cap (``docs/power.md``, "The DVFS rule"): the energy of an
     operation in the clock's domain goes as ``V^2``, and ``V`` tracks the clock down to
@@ -385,6 +403,9 @@ class Dvfs(_Strict):
     """The lowest clock the power manager sets."""
     clock_step: Cited[Hz]
     """The steps the clock takes (NVIDIA GPUs: 15 MHz)."""
+    boost: Boost | None = None
+    """The boost clock with the TDP as the cap (off unless ``boost.enabled``; absent: the chip
+    runs at ``clock``, its matrix efficiency and energy as measured at the TDP)."""
 
     @field_validator("exponent")
     @classmethod

@@ -97,7 +97,7 @@ class ConditionsError(InputError):
 def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cache: dict) -> Chip:
     """``arch`` with ``overrides`` and then the record's :attr:`Measurement.conditions` (and
     the clock it ran at, :meth:`Measurement.overrides_on`), one chip per distinct set in ``cache``."""
-    key = (arch, measurement.overrides_on(overrides))
+    key = (arch, _clocks_as_boost(measurement.overrides_on(overrides), arch, overrides, cache))
     if key not in cache:
         try:
             cache[key] = load_arch(arch, list(key[1]))
@@ -108,6 +108,22 @@ def chip_for(measurement: Measurement, arch: str, overrides: Sequence[str], cach
             raise ConditionsError(_refused_conditions(exc, f"its conditions on {arch}{given}"), source=measurement.file,
                                   field=f"record {shown(measurement.id)}: conditions") from None
     return cache[key]
+
+
+def _clocks_as_boost(given: tuple[str, ...], arch: str, overrides: Sequence[str], cache: dict) -> tuple[str, ...]:
+    """``given`` with a record's clock (a lock in its conditions, or the clock read while it ran)
+    set as the boost clock where the command's chip has the boost on (``power.dvfs.boost``,
+    ``docs/power.md``): there ``clock`` is the clock the peaks are quoted at and the boost clock
+    the one kernels run at, at most. The command's own overrides are kept as written."""
+    base_key = (arch, tuple(overrides))
+    if base_key not in cache:
+        cache[base_key] = load_arch(arch, list(overrides))
+    power = cache[base_key].power
+    if power is None or power.boost_clock_hz is None:
+        return given
+    record_part = [f"power.dvfs.boost.clock={o.split('=', 1)[1]}" if _sets((o,), "clock") else o
+                   for o in given[len(overrides):]]
+    return (*given[:len(overrides)], *record_part)
 
 
 def _refused_conditions(exc: InputError, where: str) -> str:

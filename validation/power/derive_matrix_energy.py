@@ -12,6 +12,14 @@ accelsim replays them, at the config's energy per byte), the rest is the matrix 
 The rule is an assumption (He 2024 saw an A100's bf16 matmuls run at its 400 W limit); it is
 not a fit on measured power, and the records that check it are in validation/reference/power/.
 
+The same energy is read, with ``power.dvfs.boost`` on (``docs/power.md``, "The boost clock"), as the
+energy per flop at the clock that matmul ran at under the TDP (``boost.matrix_reference_clock``: on
+H100 1.525 GHz, from gpu-fryer's tensor-pipe panel), and moved to the boost clock by the DVFS rule's
+``V^2``. The memory levels' part of ``TDP x t`` is then counted at this script's clock, not at
+the reference clock where the shared memory and L2 bytes cost ``(1.525 / 1.98)^2`` of their energy
+at the boost: on the H100 bf16 matmul that understates the matrix energy by about 5% (0.63 pJ at
+1.525 GHz against the config's 0.60), so a GEMM as dense throttles a step or two less than it would.
+
 Run: ``python validation/power/derive_matrix_energy.py`` (prints one line per chip and dtype).
 """
 

@@ -1,0 +1,61 @@
+"""``power.dvfs.boost`` (``docs/power.md``, "The boost clock"): off by default; on, the resolved
+chip runs at the boost clock under the TDP as its cap, its matrix efficiency becomes the pipe's
+clock-free efficiency (the reference GEMM's throughput over the peak at the clock it ran at) and
+its matrix energy per flop moves to the boost clock by the DVFS rule's V^2."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelsim.arch.model import load_arch
+from accelsim.errors import InputError
+
+ON = ["power.dvfs.boost.enabled=true"]
+
+
+def test_off_by_default_the_chip_is_as_published():
+    chip = load_arch("h100-sxm")
+    assert chip.clock_hz == pytest.approx(1.83e9)
+    assert chip.matrix.efficiency == pytest.approx(0.80)
+    assert chip.power.cap_w is None
+
+
+def test_on_the_clock_is_the_boost_and_the_cap_the_tdp():
+    chip = load_arch("h100-sxm", ON)
+    assert chip.clock_hz == pytest.approx(1.98e9)
+    assert chip.power.cap_w == chip.power.tdp_w == 700.0
+
+
+def test_a_given_cap_stays():
+    assert load_arch("h100-sxm", ON + ['power.cap="500 W"']).power.cap_w == 500.0
+
+
+def test_the_efficiency_is_the_reference_gemms_throughput_over_its_clocks_peak():
+    published, boosted = load_arch("h100-sxm"), load_arch("h100-sxm", ON)
+    sustained = published.matrix_flops_per_s("bf16") * published.matrix.efficiency
+    peak_at_reference = boosted.matrix_flops_per_s("bf16") * 1.525e9 / boosted.clock_hz
+    assert boosted.matrix.efficiency == pytest.approx(sustained / peak_at_reference)
+    assert boosted.matrix.chained_efficiency == published.matrix.chained_efficiency
+
+
+def test_the_matrix_energy_moves_to_the_boost_clock_by_v_squared():
+    published, boosted = load_arch("h100-sxm"), load_arch("h100-sxm", ON)
+    for dtype, joules in published.power.matrix_j_per_flop.items():
+        assert boosted.power.matrix_j_per_flop[dtype] == pytest.approx(joules * (1.98 / 1.525) ** 2)
+    assert boosted.power.vector_j_per_flop == published.power.vector_j_per_flop
+
+
+def test_chips_without_a_reading_have_no_boost_section():
+    for name in ("h100-pcie", "h100-nvl", "a100-sxm4-80gb", "b200"):
+        chip = load_arch(name)
+        assert chip.power.cap_w is None
+
+
+def test_a_reference_clock_that_makes_the_pipe_pass_its_peak_is_refused():
+    with pytest.raises(InputError, match="at most 1"):
+        load_arch("h100-sxm", ON + ['power.dvfs.boost.matrix_reference_clock="1.4 GHz"'])
+
+
+def test_switching_it_on_where_there_is_no_section_names_it():
+    with pytest.raises(InputError, match="no 'power.dvfs.boost' section"):
+        load_arch("h100-pcie", ON)
