@@ -37,6 +37,7 @@ from accelsim.arch.model import config_files, load_arch
 from accelsim.errors import MAX_INPUT_BYTES, InputError, read_text_file, shown
 from accelsim.importers import Imported, Importer
 from accelsim.importers.hlo_cost import FREE, NO_WORK_CUSTOM_CALLS, Cost, CostModel, async_wrapped
+from accelsim.importers.hlo_sparsecore import offloaded_collective
 from accelsim.importers.hlo_tpu_fusion import FusedCollective, fused_collective
 from accelsim.importers.hlo_groups import (
     Groups,
@@ -176,6 +177,8 @@ class _Lowering:
         self.comm = _Communication(module, self.costs, self.counts, self._emit)
         self._async_names: set[str] = set()
         self._chains: dict[str, str] = {}
+        self._offloads: dict[str, Computation] = {}
+        """SparseCore custom-call starts and updates seen (by prefixed name) -> what they run."""
         """Async collective fusions: chain -> the op its latest start emitted."""
 
     # ------------------------------------------------------------ walking
@@ -224,6 +227,9 @@ class _Lowering:
             return _shaped(inst.shape, deps)
         if op == "fusion" and (fused := fused_collective(self.module, inst)) is not None:
             return self._collective_fusion(comp, inst, fused, deps, prefix, scale)
+        if op in ("custom-call-start", "custom-call-update", "custom-call-done") and (
+                (offloaded := self._sparsecore(comp, inst, operands, deps, prefix, scale)) is not None):
+            return offloaded
         if (wrapped := async_wrapped(inst)) is not None:
             return self._short_async(comp, inst, wrapped, env, args, operands, prefix, scale)
         if op == "while":
@@ -318,6 +324,29 @@ class _Lowering:
             return self._done(inst, operands, prefix)
         before = len(self.ops)
         result = self._instruction(comp, instruction, env, args, prefix, scale)
+        return self._started(before, operands, result)
+
+    def _sparsecore(self, comp: Computation, inst: Instruction, operands: list[Val], deps: frozenset, prefix: str,
+                    scale: int) -> Val | None:
+        """A collective offloaded to the SparseCores (:mod:`~accelsim.importers.hlo_sparsecore`):
+        the start moves nothing, the update issues the collective on its inputs in the
+        background, the done waits for it. None for any other custom call."""
+        if inst.opcode == "custom-call-start":
+            called = offloaded_collective(self.module, inst, COLLECTIVE_OPCODES)
+            if called is None:
+                return None
+            self._offloads[f"{prefix}{inst.name}"] = called
+            return _shaped(inst.shape, deps)
+        if inst.opcode == "custom-call-done":
+            return self._done(inst, operands, prefix) if f"{prefix}{inst.operands[0]}" in self._offloads else None
+        called = self._offloads.get(f"{prefix}{inst.operands[0]}") if inst.operands else None
+        if called is None:
+            return None
+        self._offloads[f"{prefix}{inst.name}"] = called
+        self.counts["sparsecore_offload:" + "+".join(sorted({COLLECTIVE_OPCODES[i.opcode] for i in called.instructions
+                                                              if i.opcode in COLLECTIVE_OPCODES}))] += 1
+        before = len(self.ops)
+        result = self.run(called, operands[1:], f"{prefix}{inst.name}/", scale)
         return self._started(before, operands, result)
 
     def _started(self, before: int, operands: list[Val], result: Val) -> Val:

@@ -32,6 +32,8 @@ class OpEstimate:
     """The fusion kind (``kLoop``, ``kOutput``, ``kInput``, ``kCustom``) or the opcode."""
     accelsim_s: float
     xla_s: float
+    hbm_bytes: float
+    """The op's HBM traffic, as the trace counts it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +42,14 @@ class KindTotals:
     ops: int
     accelsim_s: float
     xla_s: float
+    hbm_bytes: float
+    fewest_xla_s: float
+    """XLA's smallest estimate of one op of the kind: at most its fixed cost per op."""
+
+    @property
+    def xla_hbm_bytes_per_s(self) -> float:
+        """The HBM rate XLA's estimates imply for the kind: its bytes over XLA's time."""
+        return self.hbm_bytes / self.xla_s if self.xla_s else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +78,8 @@ class EstimateComparison:
         for op in self.ops:
             groups[op.kind].append(op)
         totals = [KindTotals(kind=kind, ops=len(ops), accelsim_s=math.fsum(o.accelsim_s for o in ops),
-                             xla_s=math.fsum(o.xla_s for o in ops)) for kind, ops in groups.items()]
+                             xla_s=math.fsum(o.xla_s for o in ops), hbm_bytes=math.fsum(o.hbm_bytes for o in ops),
+                             fewest_xla_s=min(o.xla_s for o in ops)) for kind, ops in groups.items()]
         return sorted(totals, key=lambda t: (-t.xla_s, t.kind))
 
     def largest_differences(self, count: int) -> list[OpEstimate]:
@@ -83,7 +94,8 @@ class EstimateComparison:
             "xla_s": self.xla_s,
             "unestimated_ops": self.unestimated_ops,
             "unestimated_accelsim_s": self.unestimated_s,
-            "by_kind": [{"kind": t.kind, "ops": t.ops, "accelsim_s": t.accelsim_s, "xla_s": t.xla_s}
+            "by_kind": [{"kind": t.kind, "ops": t.ops, "accelsim_s": t.accelsim_s, "xla_s": t.xla_s,
+                         "hbm_bytes": t.hbm_bytes, "fewest_xla_s": t.fewest_xla_s}
                         for t in self.by_kind()],
             "largest_differences": [{"op": o.name, "kind": o.kind, "accelsim_s": o.accelsim_s, "xla_s": o.xla_s}
                                     for o in self.largest_differences(top)],
@@ -111,7 +123,7 @@ def compare_with_xla(trace: SystemTrace, chip: Chip, base_dir: Path | str = ".",
                 unestimated_s += seconds
                 continue
             ops.append(OpEstimate(name=op.name, kind=_kind(entry, op.name), accelsim_s=seconds,
-                                  xla_s=_cycles(entry, op.name) / chip.clock_hz))
+                                  xla_s=_cycles(entry, op.name) / chip.clock_hz, hbm_bytes=op.bytes or 0.0))
     return EstimateComparison(clock_hz=chip.clock_hz, ops=tuple(ops), unestimated_ops=unestimated,
                               unestimated_s=unestimated_s)
 

@@ -53,6 +53,18 @@ def test_side_by_side_prices_each_op_as_the_replay_does(trace):
     assert len(xla.ops) + xla.unestimated_ops == compute
 
 
+def test_kinds_carry_their_hbm_bytes_and_xla_smallest_op(trace):
+    """What tells a fixed cost per op from a rate: XLA's smallest estimate of a kind, and
+    the HBM rate its estimates imply (the kind's bytes over XLA's time)."""
+    xla = compare_with_xla(trace, chip_of(load_arch("tpu-v5e-4x4")))
+    ops = {op.name: op for op in trace.programs[0].ops}
+    for kind in xla.by_kind():
+        mine = [e for e in xla.ops if e.kind == kind.kind]
+        assert kind.hbm_bytes == math.fsum(ops[e.name].bytes or 0.0 for e in mine)
+        assert kind.fewest_xla_s == min(e.xla_s for e in mine) > 0
+        assert kind.xla_hbm_bytes_per_s == kind.hbm_bytes / kind.xla_s
+
+
 def test_a_trace_without_estimates_has_no_comparison(trace):
     plain = trace.model_copy(update={"metadata": {}})
     assert compare_with_xla(plain, chip_of(load_arch("tpu-v5e-4x4"))) is None

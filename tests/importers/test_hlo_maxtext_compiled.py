@@ -56,3 +56,17 @@ def test_the_step_replays_with_xla_s_estimates_beside_it(step):
     assert result.step_time_s >= result.compute_s > 0 and result.comm_s > 0
     xla = compare_with_xla(trace, chip_of(system))
     assert xla is not None and math.isfinite(xla.xla_s) and xla.xla_s > 0
+
+
+def test_with_maxtext_0_2_5_s_flags_the_sparsecores_gather_asynchronously():
+    """``compile_maxtext.py --flags sparsecore``: the all-gathers XLA offloads to the
+    SparseCores import as async all-gathers, each ended by its done; nothing is unknown."""
+    record = next(r for r in load_records() if r["id"] == "maxtext-64b-v5p-128")
+    trace = import_hlo(MAXTEXT / "compiled" / "maxtext-64b-v5p-128-sparsecore.hlo.txt.gz",
+                       system_devices=record["chips"], system="tpu-v5p")
+    counts = trace.metadata["importer_counts"]
+    assert not [key for key in counts if key.startswith("unknown_")]
+    ops = trace.programs[0].ops
+    offloaded = {op.name for op in ops if op.kind == "all-gather" and op.is_async}
+    assert offloaded and all("call-update/" in name for name in offloaded)
+    assert {op.start for op in ops if op.kind == "done" and op.start in offloaded} == offloaded

@@ -2,7 +2,7 @@
 """Compile MaxText's published v5p training steps with the TPU compiler, on a CPU.
 
     bash validation/maxtext/make_compile_env.sh .maxtext-env      # once: Python 3.12, maxtext 0.2.5
-    python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...]
+    python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...] [--flags sparsecore]
 
 For each single-slice record of ``v5p_mfu.json`` (the configs of MaxText's
 ``MaxText/configs/v5p/*.sh`` and the TFLOP/s per chip its README publishes), runs
@@ -41,6 +41,15 @@ LIBTPU_INIT_ARGS = CONFIG_LIBTPU_INIT_ARGS.replace("fuse_all_gather=true", "fuse
 into continuation fusions on any TPU but a v5e (``FAILED_PRECONDITION: Continuation fusion
 for AllGather is enabled on platform viperfish ... not supported/recommended``), so the
 all-gathers stay plain async all-gathers, overlapping independent work."""
+SPARSECORE_LIBTPU_INIT_ARGS = LIBTPU_INIT_ARGS + (
+    " --xla_sc_disable_megacore_partitioning=true --xla_tpu_use_tc_device_shape_on_sc=true"
+    " --xla_tpu_enable_sparse_core_collective_offload_all_gather=true")
+"""What maxtext 0.2.5's ``src/maxtext/configs/tpu/v5p/32b.sh`` exports (its only v5p script
+whose flags differ from the 2024 ones; its 64b-512b scripts still export those): the same
+flags plus all-gathers offloaded to the SparseCores, with all-gather continuation fusion
+off (the script writes ``fuse_all_gather=true`` and then ``=false``; here ``=false`` once)."""
+FLAG_SETS = {"scripts": ("", LIBTPU_INIT_ARGS), "sparsecore": ("-sparsecore", SPARSECORE_LIBTPU_INIT_ARGS)}
+"""``--flags`` -> (suffix of the compiled file's name, LIBTPU_INIT_ARGS)."""
 
 
 def records(only: list[str] | None) -> list[dict]:
@@ -70,12 +79,13 @@ def last_error_line(stderr: str) -> str:
     return (errors or lines or ["no output"])[-1][:400]
 
 
-def compile_record(python: str, record: dict) -> Path | None:
+def compile_record(python: str, record: dict, flags: str = "scripts") -> Path | None:
     base_yml = subprocess.run([python, "-c", "import maxtext, pathlib; print(pathlib.Path(maxtext.__file__).parent "
                                "/ 'configs' / 'base.yml')"], check=True, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as scratch:
         text = Path(scratch) / "step.hlo.txt"
-        env = dict(os.environ, LIBTPU_INIT_ARGS=LIBTPU_INIT_ARGS, TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+        suffix, libtpu_init_args = FLAG_SETS[flags]
+        env = dict(os.environ, LIBTPU_INIT_ARGS=libtpu_init_args, TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
         started = time.perf_counter()
         ran = subprocess.run([python, str(HERE / "train_compile_text.py"), str(text),
                               *train_compile_args(record, base_yml)], env=env, capture_output=True, text=True)
@@ -83,7 +93,7 @@ def compile_record(python: str, record: dict) -> Path | None:
             print(f"{record['id']}: not compiled: {last_error_line(ran.stderr)}")
             return None
         OUT.mkdir(exist_ok=True)
-        target = OUT / f"{record['id']}.hlo.txt.gz"
+        target = OUT / f"{record['id']}{suffix}.hlo.txt.gz"
         target.write_bytes(gzip.compress(text.read_bytes(), compresslevel=9, mtime=0))
         print(f"{record['id']}: {time.perf_counter() - started:.0f} s, {target.stat().st_size / 1e6:.2f} MB gzip")
         return target
@@ -93,10 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", required=True, help="the environment make_compile_env.sh made")
     parser.add_argument("--only", nargs="*", help="record ids (default: every single-slice record)")
+    parser.add_argument("--flags", choices=FLAG_SETS, default="scripts",
+                        help="scripts: the v5p config scripts' LIBTPU_INIT_ARGS (default); sparsecore: maxtext "
+                             "0.2.5's 32b.sh, all-gathers offloaded to the SparseCores (file ID-sparsecore.hlo.txt.gz)")
     args = parser.parse_args(argv)
     python = str(Path(args.env) / "bin" / "python")
     for record in records(args.only):
-        compile_record(python, record)
+        compile_record(python, record, args.flags)
     return 0
 
 

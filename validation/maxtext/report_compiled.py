@@ -45,7 +45,7 @@ def replay_on(trace, system_name: str, overrides: list[str]) -> dict:
     return {"step_time_s": result.step_time_s, "compute_s": result.compute_s, "exposed_comm_s": result.exposed_comm_s}
 
 
-def replay_compiled(record: dict, path: Path) -> dict:
+def replay_compiled(record: dict, path: Path, what_ifs: bool = True) -> dict:
     from accelsim.arch.model import load_arch
     from accelsim.importers.hlo import import_hlo
     from accelsim.importers.hlo_estimates import compare_with_xla
@@ -55,9 +55,10 @@ def replay_compiled(record: dict, path: Path) -> dict:
     started = time.perf_counter()
     trace = import_hlo(path, system_devices=record["chips"], system="tpu-v5p")
     v5p = replay_on(trace, "tpu-v5p-4x4x8", shape)
-    xla = compare_with_xla(trace, chip_of(load_arch("tpu-v5p-4x4x8", shape)))
+    chip = chip_of(load_arch("tpu-v5p-4x4x8", shape))
+    xla = compare_with_xla(trace, chip)
     what_ifs = {gen: replay_on(trace, system, chips[record["chips"]]) for gen, (system, chips) in WHAT_IFS.items()
-                if record["chips"] in chips}
+                if what_ifs and record["chips"] in chips}
     tflops = model_tflops_per_chip(model(record["global_parameter_scale"]), record["per_device_batch_size"])
     totals = trace.metadata["per_device_totals"]
     return {**v5p, "model_tflops": tflops, "tflops_per_chip": tflops / v5p["step_time_s"], "xla": xla,
@@ -65,7 +66,53 @@ def replay_compiled(record: dict, path: Path) -> dict:
             "matrix_tflops": totals["matrix_flops"] / 1e12, "hbm_tb": totals["compute_bytes"] / 1e12,
             "comm_gb": {kind: totals[f"{kind}_bytes"] / 1e9 for kind in
                         ("all-gather", "reduce-scatter", "all-reduce", "collective-permute") if f"{kind}_bytes" in totals},
-            "wall_s": time.perf_counter() - started}
+            "on_chip_tb": totals["on_chip_bytes"] / 1e12, "rates": chip_rates(chip), "wall_s": time.perf_counter() - started}
+
+
+def chip_rates(chip) -> dict:
+    """What bounds a fusion beyond flops and HBM bytes, from the chip's cited figures: the
+    fixed cost per program (``cores.program_overhead``: the Pallas docs' 0.35 us per grid
+    step) and VMEM's load/store rate (``local_memory.bandwidth_bytes_per_cycle``: the JAX
+    scaling book's 3 vreg loads and 1 store per cycle per core), beside the HBM rate the
+    replay prices bytes at."""
+    return {"program_overhead_s": chip.program_overhead_s,
+            "vmem_bytes_per_s": chip.local.bandwidth_bytes_per_cycle * chip.num_cores * chip.clock_hz,
+            "hbm_bytes_per_s": chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency}
+
+
+def _label(record: dict) -> str:
+    flags = ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)" if record.get("variant") else ""
+    return f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}{flags}"
+
+
+def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
+    """The record's compiled programs: with the config scripts' flags, and with the
+    SparseCore offload (``compile_maxtext.py --flags sparsecore``) where compiled."""
+    steps = [(record, COMPILED / f"{record['id']}.hlo.txt.gz")]
+    sparsecore = COMPILED / f"{record['id']}-sparsecore.hlo.txt.gz"
+    if sparsecore.exists():
+        steps.append(({**record, "id": f"{record['id']}-sparsecore", "variant": "sparsecore"}, sparsecore))
+    return steps
+
+
+def fusion_bounds(record: dict, row: dict) -> str:
+    """Whether a fixed cost per fusion or VMEM's load/store rate explains why XLA's
+    estimates of the elementwise fusions and copies exceed accelsim's."""
+    xla, rates = row["xla"], row["rates"]
+    kinds = {kind.kind: kind for kind in xla.by_kind()}
+    fixed_s = len(xla.ops) * rates["program_overhead_s"]
+    through_vmem_s = (row["hbm_tb"] + row["on_chip_tb"]) * 1e12 / rates["vmem_bytes_per_s"]
+    implied = ", ".join(f"{name} {kinds[name].xla_hbm_bytes_per_s / 1e12:.2f} TB/s" for name in ("kLoop", "copy")
+                        if name in kinds)
+    return (f"- {record['id']}, per fusion: a fixed {rates['program_overhead_s'] * 1e6:.2f} us per op (the chip's "
+            f"`cores.program_overhead`) adds {fixed_s * 1e3:.1f} ms over the {len(xla.ops)} ops XLA estimated "
+            f"(its smallest kLoop estimate is {kinds['kLoop'].fewest_xla_s * 1e6:.2f} us); every HBM and on-chip "
+            f"byte loaded into and stored from vregs at VMEM's rate ({rates['vmem_bytes_per_s'] / 1e12:.0f} TB/s per "
+            f"chip) takes {through_vmem_s * 1e3:.0f} ms. Neither closes the gap: XLA's estimates of the large "
+            f"fusions imply HBM rates of {implied} against the "
+            f"{rates['hbm_bytes_per_s'] / 1e12:.2f} TB/s accelsim prices bytes at (the published 2765 GB/s, 0.9 "
+            f"efficiency): a rate difference on its large fusions (tens of ms each), not a fixed cost. XLA's TPU "
+            f"cost model is not public, so what sets its rate is not known; accelsim keeps the published one.")
 
 
 def _seconds(value: float | None) -> str:
@@ -90,12 +137,12 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
     ]
     for record, row in rows:
         error = row["tflops_per_chip"] / record["tflops_per_chip"] - 1
-        lines.append(f"| {record['hardware']}, {record['model']}, batch {record['per_device_batch_size']} | "
+        lines.append(f"| {_label(record)} | "
                      f"{record['tflops_per_chip']} | {row['tflops_per_chip']:.0f} ({error:+.1%}) | "
                      f"{row['step_time_s']:.3f} s | {row['compute_s']:.3f} s | {row['exposed_comm_s']:.3f} s | "
                      f"{row['matrix_tflops']:.0f} ({row['model_tflops']:.0f}) |")
-    lines += [f"| {record['hardware']}, {record['model']}, batch {record['per_device_batch_size']} | "
-              f"{record['tflops_per_chip']} | not replayed | - | - | - | - |" for record, _ in refused]
+    lines += [f"| {_label(record)} | {record['tflops_per_chip']} | not replayed | - | - | - | - |"
+              for record, _ in refused]
     if refused:
         lines += ["", "Compiled and committed but not replayed (the replay refuses them before it starts):", ""]
         lines += [f"- {record['id']}: {reason}" for record, reason in refused]
@@ -115,11 +162,13 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
     for record, row in rows:
         if row["xla"] is None:
             continue
-        lines += ["", f"By kind, {record['id']}:", "", "| kind | ops | XLA | accelsim | accelsim / XLA |",
-                  "| --- | ---: | ---: | ---: | ---: |"]
+        lines += ["", f"By kind, {record['id']}:", "",
+                  "| kind | ops | XLA | accelsim | accelsim / XLA | HBM bytes / XLA's time | XLA's smallest op |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for kind in row["xla"].by_kind():
             ratio = f"{kind.accelsim_s / kind.xla_s:.2f}" if kind.xla_s else "-"
-            lines.append(f"| {kind.kind} | {kind.ops} | {kind.xla_s:.3f} s | {kind.accelsim_s:.3f} s | {ratio} |")
+            lines.append(f"| {kind.kind} | {kind.ops} | {kind.xla_s:.3f} s | {kind.accelsim_s:.3f} s | {ratio} | "
+                         f"{kind.xla_hbm_bytes_per_s / 1e12:.2f} TB/s | {kind.fewest_xla_s * 1e6:.2f} us |")
     lines += ["", "## How to read this", ""]
     for record, row in rows:
         xla = row["xla"]
@@ -132,15 +181,18 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
             f"({compute_only / record['tflops_per_chip'] - 1:+.1%} against the measurement) with every collective "
             f"hidden; accelsim's compute alone gives {row['model_tflops'] / row['compute_s']:.0f}. The rest of the "
             f"gap is the {row['exposed_comm_s']:.2f} s of communication the replay leaves exposed.")
+        lines.append(fusion_bounds(record, row))
     lines += [
         "",
         "This libtpu compiles MaxText's v5p configs into a different program from the one measured (the README's "
         "figures date from 2024 and an older MaxText and libtpu): with all-gather continuation fusion refused on a "
-        "v5p (maxtext 0.2.5's own scripts set `xla_tpu_enable_async_collective_fusion_fuse_all_gather=false`, "
-        "and offload collectives to the SparseCores instead, which the 2024 scripts do not ask for), the FSDP "
-        "all-gathers are synchronous ops in the schedule, and the tensor-parallel reduce-scatters are "
-        "decomposed into collective-permutes whose start and done are adjacent, so nothing overlaps them. The "
-        "replay takes the schedule as written; the measured step must have overlapped what this one does not.",
+        "v5p, the FSDP all-gathers are synchronous ops in the schedule, and the tensor-parallel reduce-scatters are "
+        "decomposed into collective-permutes whose start and done are adjacent, so nothing overlaps them. With "
+        "maxtext 0.2.5's `32b.sh` flags (`--flags sparsecore`: all-gathers offloaded to the SparseCores) XLA moves "
+        "the tensor-parallel activation all-gathers of the layer loop to the SparseCores as asynchronous custom "
+        "calls, but each one's input reaches it at its `custom-call-update`, one or two instructions before its "
+        "done, so they still overlap almost nothing; the FSDP all-gathers and the permutes stay as they were. The "
+        "replay takes the schedule as written; the measured step must have overlapped what these do not.",
     ]
     lines += ["", "## The same programs on v6e and TPU7x", "",
               "The v5p program replayed unchanged on as many chips of another generation (`tpu-v6e-8x8`, "
@@ -148,6 +200,8 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
               "them (v6e has 32 GB of HBM per chip, too little for these steps).", "",
               "| run | v5p | " + " | ".join(WHAT_IFS) + " |", "| --- | ---: | " + " | ".join("---:" for _ in WHAT_IFS) + " |"]
     for record, row in rows:
+        if not row["what_ifs"]:
+            continue
         cells = [f"{row['what_ifs'][gen]['step_time_s']:.3f} s ({row['model_tflops'] / row['what_ifs'][gen]['step_time_s']:.0f} "
                  f"TFLOP/s/chip, exposed comm {row['what_ifs'][gen]['exposed_comm_s']:.3f} s)"
                  if gen in row["what_ifs"] else "-" for gen in WHAT_IFS]
@@ -169,12 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     from accelsim.errors import InputError
 
     rows, refused = [], []
-    for record in load_records():
-        path = COMPILED / f"{record['id']}.hlo.txt.gz"
-        if record["slices"] != 1 or not path.exists():
+    for record, path in [step for record in load_records() if record["slices"] == 1 for step in compiled_steps(record)]:
+        if not path.exists():
             continue
         try:
-            rows.append((record, replay_compiled(record, path)))
+            rows.append((record, replay_compiled(record, path, what_ifs="variant" not in record)))
         except InputError as error:  # the replay's own bounds: reported, not hidden
             refused.append((record, str(error)))
             print(f"{record['id']}: not replayed: {error}")
