@@ -9,7 +9,7 @@ Prints one table; nothing is written. Rows run one after the other in this proce
 (the sweep's 2 workers in their own, before a capture row loads torch: afterwards the
 pool would start its workers from a fork server, whose CPU time this process cannot
 count); the test suite (``--suite``) runs ``python -m
-pytest -q`` in a subprocess and is left out unless asked for. On a shared machine,
+pytest`` (its ``addopts``: quiet, a worker per core) in a subprocess and is left out unless asked for. On a shared machine,
 compare a row only with the same row of the same run, or of a run at a similar load:
 the load columns say how busy the cores were (2 cores: a load above 2 means waiting).
 Capture rows do not count importing torch and triton (seconds, once per process).
@@ -134,7 +134,7 @@ def model_step() -> tuple[float, str]:
 
 def suite() -> tuple[float, str]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     counts = [line for line in done.stdout.splitlines() if " passed" in line or " failed" in line]
