@@ -64,3 +64,17 @@ def exactly():
         return pytest.approx(seconds, rel=1e-12, abs=1e-11)
 
     return approx
+
+
+def draw_flows(draw, strategies, resources: tuple[str, ...], max_flows: int, max_used: int) -> tuple[dict, list]:
+    """A hypothesis draw of a fluid pool's capacities and flows (name, demand per resource,
+    rate cap, start in picoseconds) over ``resources``: what the fluid-model property tests
+    replay. ``strategies``: ``hypothesis.strategies``, passed in so that conftest loads
+    hypothesis only where a test asks for it."""
+    capacities = {r: draw(strategies.floats(1.0, 100.0)) for r in resources}
+    flows = []
+    for i in range(draw(strategies.integers(1, max_flows))):
+        used = draw(strategies.lists(strategies.sampled_from(resources), min_size=0, max_size=max_used, unique=True))
+        demand = {r: draw(strategies.floats(0.1, 50.0)) for r in used}
+        flows.append((f"f{i}", demand, draw(strategies.floats(0.05, 20.0)), draw(strategies.integers(0, 3 * 10**12))))
+    return capacities, flows

@@ -6,18 +6,14 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from accelsim.engine.fluid import Flow, FluidResources
+from tests.engine.conftest import draw_flows
 
 RESOURCES = ("a", "b", "c")
 
 
 @st.composite
 def scenarios(draw):
-    capacities = {r: draw(st.floats(1.0, 100.0)) for r in RESOURCES}
-    flows = []
-    for i in range(draw(st.integers(1, 25))):
-        used = draw(st.lists(st.sampled_from(RESOURCES), min_size=0, max_size=3, unique=True))
-        demand = {r: draw(st.floats(0.1, 50.0)) for r in used}
-        flows.append((f"f{i}", demand, draw(st.floats(0.05, 20.0)), draw(st.integers(0, 3 * 10**12))))
+    capacities, flows = draw_flows(draw, st, RESOURCES, max_flows=25, max_used=3)
     # follow-ups started when a flow ends, as a kernel's next program is
     chained = draw(st.lists(st.integers(0, len(flows) - 1), max_size=10))
     return capacities, flows, chained

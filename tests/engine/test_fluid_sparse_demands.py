@@ -12,19 +12,14 @@ from hypothesis import strategies as st
 from accelsim.engine import demands, fluid
 from accelsim.engine.fair_share import max_min_rates, max_min_rates_sparse
 from accelsim.engine.fluid import Flow, FluidResources
+from tests.engine.conftest import draw_flows
 
 LINKS = tuple(f"l{i}" for i in range(12))
 
 
 @st.composite
 def scenarios(draw):
-    capacities = {r: draw(st.floats(1.0, 100.0)) for r in LINKS}
-    flows = []
-    for i in range(draw(st.integers(1, 40))):
-        used = draw(st.lists(st.sampled_from(LINKS), min_size=0, max_size=4, unique=True))
-        demand = {r: draw(st.floats(0.1, 50.0)) for r in used}
-        flows.append((f"f{i}", demand, draw(st.floats(0.05, 20.0)), draw(st.integers(0, 3 * 10**12))))
-    return capacities, flows
+    return draw_flows(draw, st, LINKS, max_flows=40, max_used=4)
 
 
 def replay(capacities, flows, free_running):
