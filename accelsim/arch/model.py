@@ -436,6 +436,11 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
     own = [parse_override(o) for o in overrides if not (reference and o.lstrip().startswith(reference + "."))]
     spec = with_values(validate(raw), own)
+    if isinstance(spec, schema.ChipSpec) and _enabled_boost(spec) and any(o.path == ("clock",) for o in own):
+        # with the boost on, `clock` is the clock matrix_unit.efficiency was quoted at, not
+        # the one kernels run at: an override would rescale the pipe efficiency, silently
+        raise OverrideError("with power.dvfs.boost.enabled kernels run at power.dvfs.boost.clock under the power "
+                            "cap; set that (or power.cap), not clock", field="clock")
     arch = resolve(spec, overrides, referrer=str(raw.path))
     if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
         error = OverrideError if overrides else InputError
@@ -585,7 +590,10 @@ def _matrix_efficiencies(spec: schema.ChipSpec) -> tuple[float, float]:
     """``matrix_unit``'s efficiency and chained efficiency as the resolved chip prices them:
     as given, or with the boost on, the given efficiency made a clock-free pipe efficiency
     (``efficiency x clock / matrix_reference_clock``: the reference GEMM's throughput over the
-    peak at the clock it ran at). A chained efficiency given apart is kept as written."""
+    peak at the clock it ran at). A chained efficiency given apart is kept as written: it is
+    the share of the peak an implementation's chained MMAs reach (FlashAttention-2's 35%,
+    from its paper, at whatever clock that ran), with no reference clock of its own to make
+    it clock-free; so with the boost on such chains run at the boost clock's peak times it."""
     mu = spec.matrix_unit
     efficiency = mu.efficiency.value
     boost = _enabled_boost(spec)

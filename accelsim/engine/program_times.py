@@ -160,7 +160,9 @@ def wave_programs(trace: KernelTrace, chip: Chip, per_cores: list[int]) -> np.nd
     """Per program, the programs of its kernel that run at once: a full wave (every SM's
     resident programs) or the whole kernel where it is smaller. Programs launched together
     on an idle chip with the same work finish together and are replaced together (the
-    replay's cohorts), so each wave's last stores coincide."""
+    replay's cohorts), so each wave's last stores coincide. A kernel's last, partial wave is
+    counted as a full one (its drain then shares HBM with more programs than it has: slower,
+    where few programs are left)."""
     counts = np.diff([0, *(trace.kernel.kernel_starts or []), trace.num_programs])
     waves = np.minimum(counts, chip.num_cores * np.asarray(per_cores))
     return waves[kernel_index(trace)].astype(float)

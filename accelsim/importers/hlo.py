@@ -177,9 +177,9 @@ class _Lowering:
         self.comm = _Communication(module, self.costs, self.counts, self._emit)
         self._async_names: set[str] = set()
         self._chains: dict[str, str] = {}
+        """Async collective fusions: chain -> the op its latest start emitted."""
         self._offloads: dict[str, Computation] = {}
         """SparseCore custom-call starts and updates seen (by prefixed name) -> what they run."""
-        """Async collective fusions: chain -> the op its latest start emitted."""
 
     # ------------------------------------------------------------ walking
 
@@ -338,7 +338,8 @@ class _Lowering:
             self._offloads[f"{prefix}{inst.name}"] = called
             return _shaped(inst.shape, deps)
         if inst.opcode == "custom-call-done":
-            return self._done(inst, operands, prefix) if f"{prefix}{inst.operands[0]}" in self._offloads else None
+            offloaded = bool(inst.operands) and f"{prefix}{inst.operands[0]}" in self._offloads
+            return self._done(inst, operands, prefix) if offloaded else None
         called = self._offloads.get(f"{prefix}{inst.operands[0]}") if inst.operands else None
         if called is None:
             return None
@@ -363,7 +364,10 @@ class _Lowering:
         return (tuple(operands), _mark(result, started), frozenset())
 
     def _done(self, inst: Instruction, operands: list[Val], prefix: str) -> Val:
-        started = _leaf_deps(operands[0]) if operands else frozenset()
+        if not operands:
+            raise InputError(f"{inst.opcode} {shown(inst.name)} names no operand; expected the start it waits for",
+                             source=self.module.source, line=inst.line, field=inst.opcode)
+        started = _leaf_deps(operands[0])
         async_ops = [name for name in sorted(started) if self._is_async(name)]
         if not async_ops:
             target = operands[0][1] if isinstance(operands[0], tuple) and len(operands[0]) > 1 else operands[0]

@@ -45,7 +45,7 @@ import numpy as np
 from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network.collectives import Phase, Plan, Stream, phase, plan
 from accelsim.network.simulate import run_plans
-from accelsim.network.sm_issue import sender, sm_copy_bytes_per_s
+from accelsim.network.sm_issue import sender, senders, sm_copy_bytes_per_s
 from accelsim.network.topology import Topology
 from accelsim.units import ps_to_seconds
 
@@ -360,13 +360,19 @@ def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, m
     if budget < 1 or device_sms is not None and budget > device_sms:
         most = "" if device_sms is None else f" and at most the GPU's {device_sms}"
         raise InputError(f"an SM budget is at least 1{most}, got {budget}", field="sm_budget")
+    if kind not in ("dispatch", "combine"):
+        raise InputError(f"kind is dispatch or combine, got {shown(kind)}", field="kind")
+    if kind == "combine" and matrix is not None:
+        matrix = np.ascontiguousarray(np.asarray(matrix).T)  # the dispatch's traffic, back
     p = moe_plan(topo, mode, routing=routing, matrix=matrix, sm_budget=budget)
-    nvlink: dict[int, float] = {}
-    network: dict[int, float] = {}
+    gpu_of = senders(topo)
+    nvlink: dict[str, float] = {}
+    network: dict[str, float] = {}
     for lane in p.lanes:
         for ph in lane:
             for t in ph.transfers:
                 src = sender(t.links)
+                src = gpu_of.get(src, src)
                 bucket = network if topo.links[t.links[0]].scale_out else nvlink
                 bucket[src] = bucket.get(src, 0.0) + t.bytes
     receive_s = 0.0

@@ -18,7 +18,7 @@ from collections import Counter
 
 from accelsim.network.collectives import Phase, Plan
 from accelsim.network.nccl_tables import GENERATIONS
-from accelsim.network.topology import Topology
+from accelsim.network.topology import ClusterTopology, Topology, nic_up, uplink
 
 
 def sm_copy_bytes_per_s(topo: Topology) -> float | None:
@@ -33,18 +33,34 @@ def sm_copy_bytes_per_s(topo: Topology) -> float | None:
 
 
 def sender(links: tuple[str, ...]) -> str:
-    """The device a route starts at (its first link's near end)."""
+    """The device a route starts at (its first link's near end): a GPU within a node, its
+    NIC for a route that leaves the node (see :func:`senders`)."""
     return links[0].split("->")[0]
 
 
-def _held_phase(ph: Phase, rate_of: dict[str, float]) -> Phase:
+def senders(topo: Topology) -> dict[str, str]:
+    """NICs -> the GPU whose SMs issue what leaves through them: a route across nodes starts
+    at the sender's rail NIC (``ClusterTopology._route``), but its bytes are that GPU's to
+    copy, NVLink and network alike. Where GPUs share a NIC it names the first of them, so
+    their budgets pace that NIC's bytes together (an underestimate of what they issue)."""
+    if not isinstance(topo, ClusterTopology):
+        return {}
+    out: dict[str, str] = {}
+    for rank in range(topo.ranks):
+        out.setdefault(sender((nic_up(*topo.nic_of(rank)),)), sender((uplink(rank),)))
+    return out
+
+
+def _held_phase(ph: Phase, rate_of: dict[str, float], gpu_of: dict[str, str]) -> Phase:
     """``ph`` with a sender's transfers sharing ``rate_of[sender]`` in proportion to their bytes."""
     totals: Counter[str] = Counter()
     for t in ph.transfers:
-        totals[sender(t.links)] += t.bytes
+        src = sender(t.links)
+        totals[gpu_of.get(src, src)] += t.bytes
     out = []
     for t in ph.transfers:
         src = sender(t.links)
+        src = gpu_of.get(src, src)
         cap = rate_of[src] * t.bytes / totals[src] if t.bytes > 0 else t.max_bytes_per_s
         out.append(dataclasses.replace(t, max_bytes_per_s=min(t.max_bytes_per_s, cap)))
     return dataclasses.replace(ph, transfers=tuple(out))
@@ -52,16 +68,18 @@ def _held_phase(ph: Phase, rate_of: dict[str, float]) -> Phase:
 
 def held_to_sms(topo: Topology, plan: Plan, sms: int) -> Plan:
     """``plan`` with each rank's bytes held to what ``sms`` SMs issue: in every phase a
-    sender's transfers share ``sms`` x :func:`sm_copy_bytes_per_s` in proportion to their
-    bytes (so that they finish together where the SMs bind); a sender active in several
+    GPU's transfers (its NIC's included, :func:`senders`) share ``sms`` x
+    :func:`sm_copy_bytes_per_s` in proportion to their bytes (so that they finish together
+    where the SMs bind); a sender active in several
     lanes at once (lanes run side by side) splits its SMs evenly over them. ``plan``
     itself where the system has no per-SM rate."""
     per_sm = sm_copy_bytes_per_s(topo)
     if per_sm is None:
         return plan
+    gpu_of = senders(topo)
     lanes_of: Counter[str] = Counter()
     for lane in plan.lanes:
-        lanes_of.update({sender(t.links) for ph in lane for t in ph.transfers})
+        lanes_of.update({gpu_of.get(src, src) for ph in lane for t in ph.transfers for src in (sender(t.links),)})
     rate_of = {src: sms * per_sm / n for src, n in lanes_of.items()}
-    lanes = tuple(tuple(_held_phase(ph, rate_of) for ph in lane) for lane in plan.lanes)
+    lanes = tuple(tuple(_held_phase(ph, rate_of, gpu_of) for ph in lane) for lane in plan.lanes)
     return dataclasses.replace(plan, lanes=lanes)

@@ -211,7 +211,8 @@ def _own_pairs(kernels: list[dict], replayed: ReplayResult, chip: Chip) -> tuple
     pairs = []
     for i, k in enumerate(kernels):
         simulated = k.get("record") is not None
-        launch_outside = chip.launch_overhead_s - chip.kernel_device_overhead_s  # a kernel's device time holds the rest
+        # a kernel's device time holds the rest (at most the whole launch)
+        launch_outside = chip.launch_overhead_s - min(chip.kernel_device_overhead_s, chip.launch_overhead_s)
         seconds = spans[i].duration_s - (launch_outside if simulated else 0.0)
         pairs.append(KernelPair(i, k, max(seconds, 0.0), "family" if simulated else "measured"))
     return tuple(spans[i] for i in sorted(spans)), pairs

@@ -59,3 +59,12 @@ def test_a_reference_clock_that_makes_the_pipe_pass_its_peak_is_refused():
 def test_switching_it_on_where_there_is_no_section_names_it():
     with pytest.raises(InputError, match="no 'power.dvfs.boost' section"):
         load_arch("h100-pcie", ON)
+
+
+def test_on_a_clock_override_is_refused_for_the_boost_clock():
+    """With the boost on, ``clock`` is the clock the matrix efficiency was quoted at: an
+    override would rescale the pipe efficiency and leave the kernels at the boost clock."""
+    with pytest.raises(InputError) as caught:
+        load_arch("h100-sxm", ON + ["clock=1.2 GHz"])
+    assert caught.value.field == "clock" and "power.dvfs.boost.clock" in caught.value.message
+    assert load_arch("h100-sxm", ["clock=1.2 GHz"]).clock_hz == pytest.approx(1.2e9)  # off: as ever

@@ -50,6 +50,16 @@ def test_a_traffic_matrix_moves_its_busiest_rank_s_bytes(cli, tmp_path):
     assert json.loads(result.out)["nvlink_bytes_per_rank"] == 7 * 8e6
 
 
+def test_a_combine_sends_the_dispatch_s_traffic_back(cli, tmp_path):
+    """Rank 0 dispatches to every peer; in the combine every peer sends back to rank 0."""
+    path = tmp_path / "traffic.json"
+    path.write_text(json.dumps({"bytes": [[1e6 if i == 0 and j else 0 for j in range(8)] for i in range(8)]}))
+    dispatch = json.loads(cli(*MOE, "nccl", "--traffic", str(path), "--json").out)
+    combine = json.loads(cli(*MOE, "nccl", "--traffic", str(path), "--combine", "--json").out)
+    assert dispatch["nvlink_bytes_per_rank"] == 7e6  # rank 0 sends it all
+    assert combine["nvlink_bytes_per_rank"] == 1e6  # each peer sends its one part back
+
+
 @pytest.mark.parametrize("args, says", [
     ((*MOE, "bogus", *ROUTING), "--moe: unknown MoE all-to-all mode 'bogus'"),
     ((*MOE, "deepep", "--routing", "tokens=1"), "--routing: needs token_bytes, top_k, experts"),

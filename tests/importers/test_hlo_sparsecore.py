@@ -62,3 +62,16 @@ def test_the_done_waits_for_it_and_the_work_between_overlaps(program):
 def test_nothing_is_an_unknown_custom_call(program):
     assert not [key for key in program.counts if key.startswith("unknown")]
     assert [op.kind for op in program.ops] == ["compute", "all-gather", "compute", "done"]
+
+
+def test_a_done_without_operands_is_an_ordinary_custom_call():
+    """Bad input never reaches a traceback: a ``custom-call-done()`` that names no start is
+    no offload, and lowers as any other custom call would."""
+    text = OFFLOADED.replace("custom-call-done(%ag.call-update)", "custom-call-done()")
+    try:
+        program = lower_module(parse_module(text))
+    except Exception as exc:  # noqa: BLE001 - what matters is that it is the one-line kind
+        from accelsim.errors import InputError
+        assert isinstance(exc, InputError), f"{type(exc).__name__}: {exc}"
+    else:
+        assert "ag.call-done" not in {op.start for op in program.ops if op.kind == "done"}

@@ -48,3 +48,10 @@ def test_calibration_sees_the_same_predictions(records):
     by_id = {c.measurement.id: c for c in compare(records)}
     for case, e in zip(cases, log_errors):
         assert e == pytest.approx(math.log(by_id[case.measurement.id].predicted_s / case.measurement.latency_s))
+
+
+def test_the_device_part_is_at_most_the_whole_launch(records):
+    """A fit (or what-if) may take ``launch_overhead`` below ``kernel_device_overhead``; a
+    device timing then holds the whole launch, never more than the launch-inclusive time."""
+    launched, device = compare(records, overrides=["launch_overhead=1 us"])
+    assert device.predicted_s == pytest.approx(launched.predicted_s, abs=1e-12)
