@@ -131,14 +131,20 @@ def _refused_conditions(exc: InputError, where: str) -> str:
     return f"{exc.field + ': ' if exc.field else ''}{exc.message} ({where})"
 
 
+def launch_inside_s(chip: Chip) -> float:
+    """The part of a kernel's launch inside its own device interval: the chip's
+    ``kernel_device_overhead``, at most the whole launch (a fit may take
+    ``launch_overhead`` below it)."""
+    return min(chip.kernel_device_overhead_s, chip.launch_overhead_s)
+
+
 def simulated_for(measurement: Measurement, sim: KernelSimulation, chip: Chip) -> float:
     """The simulated latency as the record timed it (:attr:`Measurement.latency_kind`): a
-    device timing leaves the launch out but holds each kernel's device-side part of it (at
-    most the whole launch: a fit may take ``launch_overhead`` below the chip's value)."""
+    device timing leaves the launch out but holds each kernel's device-side part of it
+    (:func:`launch_inside_s`)."""
     if measurement.latency_kind != "device":
         return sim.latency_s
-    inside = min(chip.kernel_device_overhead_s, chip.launch_overhead_s)
-    return sim.latency_s - sim.launch_overhead_s + sim.kernels * inside
+    return sim.latency_s - sim.launch_overhead_s + sim.kernels * launch_inside_s(chip)
 
 
 @dataclass(frozen=True)
@@ -437,7 +443,7 @@ def predict(measurement: Measurement, chip: Chip, *, search: bool = True) -> Com
             best = run_config(family, params, family.resolve_config(params, {}, chip), chip)
     sim = best.sim
     bodies = tuple(sim.per_kernel_s) if sim.per_kernel_s else (sim.latency_s - sim.launch_overhead_s,)
-    kernels = tuple(body + min(chip.kernel_device_overhead_s, chip.launch_overhead_s) for body in bodies)
+    kernels = tuple(body + launch_inside_s(chip) for body in bodies)
     return Comparison(measurement, simulated_for(measurement, sim, chip), sim.bound, best.config, sim.flops, sim.hbm_bytes,
                       kernels, chip.clock_hz)
 

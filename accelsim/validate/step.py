@@ -33,7 +33,7 @@ from accelsim.results import relative_error
 from accelsim.system.replay import ReplayOptions, ReplayResult, replay
 from accelsim.system.trace import COMM_KINDS, SystemTrace, check_trace
 from accelsim.units import PS_PER_S
-from accelsim.validate.compare import MEASURED_STEP, measurement_files
+from accelsim.validate.compare import MEASURED_STEP, launch_inside_s, measurement_files
 
 COMM_CLASSES = ("collective",)
 """Kernel classes counted as communication (``accelsim.importers.profile_kernels``)."""
@@ -211,8 +211,7 @@ def _own_pairs(kernels: list[dict], replayed: ReplayResult, chip: Chip) -> tuple
     pairs = []
     for i, k in enumerate(kernels):
         simulated = k.get("record") is not None
-        # a kernel's device time holds the rest (at most the whole launch)
-        launch_outside = chip.launch_overhead_s - min(chip.kernel_device_overhead_s, chip.launch_overhead_s)
+        launch_outside = chip.launch_overhead_s - launch_inside_s(chip)  # a kernel's device time holds the rest
         seconds = spans[i].duration_s - (launch_outside if simulated else 0.0)
         pairs.append(KernelPair(i, k, max(seconds, 0.0), "family" if simulated else "measured"))
     return tuple(spans[i] for i in sorted(spans)), pairs
