@@ -83,6 +83,7 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     simple = topo.tuning.protocols["simple"] if topo.tuning else None
 
     cap = _nvls_tree_cap(topo, len(parts), len(inner), len(req.ranks))
+    whole = req.size_bytes
 
     def switch_phase(up_bytes: float, down_bytes: float) -> Phase:
         transfers = [t for g in gpus for t in (
@@ -90,8 +91,6 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
             Transfer(links=(downlink(g),), bytes=down_bytes, efficiency=efficiency,
                      max_bytes_per_s=cap * down_bytes / whole))]
         return Phase(transfers=tuple(transfers), latency_s=0.0)
-
-    whole = req.size_bytes
 
     every = rails(topo, parts)
     columns = every if req.whole else rails_of_first_nic(topo, every)
