@@ -36,6 +36,11 @@ NORMAL_SMS = 24
 """SMs the normal kernels ran on when the figures were taken: ``for i in (24, )`` in
 tests/test_intranode.py and tests/test_internode.py from the first release (@ ebfe47e) to
 tests/legacy/ (@ dd758caf), where the library's default is 20."""
+LOW_LATENCY_RDMA_ONLY_EPS = (128, 256)
+"""EP sizes whose low-latency figures predate NVLink in those kernels: DeepEP's README update of
+2025-06-05 (de8cfca, "low-latency kernels now leverage NVLink as much as possible", #173)
+replaced the EP 8 to 64 rows and kept the EP 128 and 256 rows of the first release (@ ebfe47e),
+whose kernels put every message through the NICs, the own node's peers included."""
 
 
 def token_bytes(record: dict) -> float:
@@ -58,7 +63,8 @@ def predict(record: dict) -> float:
     hbm = arch.node.chip.hbm
     seconds = simulate_moe(build_topology(arch), record["mode"], routing=routing, sm_budget=sms,
                            device_sms=arch.node.chip.num_cores, kind=record["kind"],
-                           hbm_bytes_per_s=hbm.bandwidth_bytes_per_s * hbm.efficiency).latency_s
+                           hbm_bytes_per_s=hbm.bandwidth_bytes_per_s * hbm.efficiency,
+                           nvlink=record["mode"] != "deepep-ll" or ep not in LOW_LATENCY_RDMA_ONLY_EPS).latency_s
     rank_hit, node_hit = hit_chances(routing, ep, GPUS_PER_NODE)
     if record["metric"] == "latency_us":
         return seconds * 1e6
@@ -83,7 +89,9 @@ def render(rows: list[tuple[dict, float, float]]) -> str:
              "predicted faster). H800 is `h100-ib-cluster` with 8 NVLink links per GPU reaching 160 GB/s per "
              f"direction (DeepEP's stated setup); normal kernels on {NORMAL_SMS} SMs (DeepEP's test scripts), "
              "low-latency kernels on the SMs DeepEP launches them on (128 of 132 for 256 experts), their receive "
-             "phase after the data at H800's HBM bandwidth.", "",
+             "phase after the data at H800's HBM bandwidth; the low-latency EP "
+             f"{' and '.join(map(str, LOW_LATENCY_RDMA_ONLY_EPS))} rows predate NVLink in those kernels (every "
+             "message through the NICs). The normal kernels carry each token's routing beside it.", "",
              "| mode | rows | MAPE | worst |", "| --- | ---: | ---: | ---: |"]
     for mode in ("deepep", "deepep-ll"):
         errs = [abs(e) for r, _, e in rows if r["mode"] == mode]

@@ -16,11 +16,15 @@ Three ways to move it (:data:`MODES`):
   intranode and internode): within a node over NVLink; across nodes a token goes once per
   destination node over RDMA, to the GPU with the sender's local index there (its rail),
   which forwards it over NVLink to the destination GPUs of that node. The two legs are
-  pipelined (chunks), so they share one phase.
+  pipelined (chunks), so they share one phase. Each token carries its routing beside it
+  on every hop (:func:`deepep_message_bytes`).
 * ``deepep-ll``: DeepEP's low-latency kernels: every (token, expert) selection straight to
   its expert's rank (no deduplication, no forwarding), RDMA across nodes; they receive
   after a grid sync, one HBM-bound pass over what arrived (:func:`low_latency_receive_s`,
-  ``csrc/kernels/legacy/internode_ll.cu`` @ dd758caf).
+  ``csrc/kernels/legacy/internode_ll.cu`` @ dd758caf). Within a node they store over NVLink
+  since DeepEP#173 (June 2025); before it, and with ``nvlink=False`` (DeepEP's
+  ``allow_nvlink_for_low_latency_mode``), every message is an RDMA put through the NICs,
+  the own node's peers included (:class:`NicsOnly`).
 
 Each carries an SM budget (how many SMs the kernels hold while they run; DeepEP V1 uses
 20 for normal kernels by default, NCCL one per channel, DeepEP's low-latency kernels
@@ -46,10 +50,11 @@ from accelsim.errors import InputError, read_json_file, shown
 from accelsim.network.collectives import Phase, Plan, Stream, phase, plan
 from accelsim.network.simulate import run_plans
 from accelsim.network.sm_issue import sender, senders, sm_copy_bytes_per_s
-from accelsim.network.topology import Topology
+from accelsim.network.topology import ClusterTopology, Topology, nic_down, nic_up
 from accelsim.units import ps_to_seconds
 
 MODES = ("nccl", "deepep", "deepep-ll")
+KINDS = ("dispatch", "combine")
 MAX_RANKS = 256
 """Most ranks a dispatch is simulated over: DeepEP's largest published run (EP 256) is
 65,280 streams and about a minute on one core; 512 ranks (a quarter million streams) outgrow
@@ -201,6 +206,11 @@ def _roles(mode: str, budget: int) -> dict[bool, int]:
     return {False: budget}
 
 
+def _over_nics(topo: Topology, src: int, dst: int) -> bool:
+    """Whether a stream leaves through a NIC (its route crosses a scale-out link)."""
+    return src != dst and any(topo.links[name].scale_out for name in topo.route(src, dst))
+
+
 def sm_issue_caps(topo: Topology, mode: str, budget: int, streams: list[Stream]) -> list[float]:
     """Each stream's rate cap from the SMs that issue it: a rank's bytes of one role share
     that role's SMs x :func:`sm_copy_bytes_per_s` in proportion to their bytes (so that
@@ -209,7 +219,7 @@ def sm_issue_caps(topo: Topology, mode: str, budget: int, streams: list[Stream])
     its cap is over both."""
     per_sm = sm_copy_bytes_per_s(topo)
     roles = _roles(mode, budget)
-    remote = [topo.domain(s) != topo.domain(d) for s, d, _ in streams]
+    remote = [_over_nics(topo, s, d) for s, d, _ in streams]
     key = [(s, False if mode == "nccl" else r) for (s, _, _), r in zip(streams, remote)]
     totals: dict[tuple[int, bool], float] = {}
     for k, (s, d, nbytes) in zip(key, streams):
@@ -240,7 +250,7 @@ def _held(topo: Topology, mode: str, ph: Phase, streams: list[Stream], caps: lis
     for (src, dst, nbytes), cap in zip(streams, caps):
         if nbytes <= 0 or src == dst:
             continue
-        nvshmem = mode != "nccl" and topo.domain(src) != topo.domain(dst)
+        nvshmem = mode != "nccl" and _over_nics(topo, src, dst)
         for share, _ in topo.routes(src, dst):
             t = next(transfers)
             efficiency = t.efficiency * (RDMA_PUT_EFFICIENCY if nvshmem else 1.0)
@@ -253,13 +263,52 @@ def _streams_direct(topo: Topology, matrix: np.ndarray) -> list[Stream]:
     return [(i, j, float(matrix[i, j])) for i in range(n) for j in range(n) if i != j and matrix[i, j] > 0]
 
 
-def _streams_deepep(topo: Topology, r: Routing, ranks: int) -> list[Stream]:
+def deepep_message_bytes(token_bytes: float, top_k: int, kind: str, across_nodes: bool) -> float:
+    """Bytes a normal kernel moves per token of ``token_bytes`` (its values and any FP8
+    scales): the token and the routing that travels beside it on every hop (DeepEP V1
+    @ dd758caf). Within a node (``csrc/kernels/legacy/intranode.cu``, per-slot buffers
+    beside ``channel_x_buffers``) a dispatch carries its source index (4 B), its ``top_k``
+    expert indices (``topk_idx_t``, 8 B each) and weights (4 B each), a combine its
+    source index and weights. Across nodes (``internode.cu``, ``get_num_bytes_per_token``)
+    one message holds the token, an 8-byte ``SourceMeta``, ``top_k`` 4-byte indices (dispatch
+    only) and ``top_k`` 4-byte weights, padded to 16 B, on the RDMA leg and the NVLink
+    forward alike."""
+    if kind not in KINDS:
+        raise InputError(f"expected one of: {', '.join(KINDS)}, got {shown(kind)}", field="kind")
+    indices = top_k if kind == "dispatch" else 0
+    if not across_nodes:
+        return token_bytes + 4 + 8 * indices + 4 * top_k
+    return math.ceil((token_bytes + 8 + 4 * indices + 4 * top_k) / 16) * 16
+
+
+@dataclass(frozen=True, kw_only=True)
+class NicsOnly(ClusterTopology):
+    """A cluster whose GPUs reach every other rank through their NICs, their own node's
+    peers included: DeepEP's low-latency kernels as first released (every message an IBGDA
+    put, ``nvshmemi_ibgda_put_nbi_warp``, ``csrc/kernels/internode_ll.cu`` @ ebfe47e) and
+    with ``allow_nvlink_for_low_latency_mode=False``. A put to a peer of the same node
+    leaves through the sender's rail NIC and arrives through the peer's."""
+
+    def _route(self, src: int, dst: int) -> tuple[str, ...]:
+        return (nic_up(*self.nic_of(src)), nic_down(*self.nic_of(dst)))
+
+    @classmethod
+    def of(cls, topo: Topology) -> NicsOnly:
+        """``topo`` (a cluster) with every route through the NICs."""
+        if not isinstance(topo, ClusterTopology):
+            raise InputError(f"{topo.name!r} has no NICs to send through", field="nvlink")
+        return cls(**{f.name: getattr(topo, f.name) for f in dataclasses.fields(topo) if f.init})
+
+
+def _streams_deepep(topo: Topology, r: Routing, ranks: int, kind: str) -> list[Stream]:
     """Normal kernels: NVLink within a node; across nodes one RDMA send per (token, node)
-    to the sender's rail GPU there, which forwards to the node's destination GPUs."""
+    to the sender's rail GPU there, which forwards to the node's destination GPUs. Each
+    token as the kernels move it, its routing beside it (:func:`deepep_message_bytes`)."""
     g = topo.domain_size
     rank_hit, node_hit = hit_chances(r, ranks, g)
-    per_rank = r.tokens * rank_hit * r.token_bytes
-    per_node = r.tokens * node_hit * r.token_bytes
+    message = deepep_message_bytes(r.token_bytes, r.top_k, kind, across_nodes=ranks > g)
+    per_rank = r.tokens * rank_hit * message
+    per_node = r.tokens * node_hit * message
     forwarded: dict[tuple[int, int], float] = {}
     streams: list[Stream] = []
     for src in range(ranks):
@@ -286,11 +335,19 @@ def _streams_low_latency(topo: Topology, r: Routing, ranks: int) -> list[Stream]
 
 
 def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None,
-             sm_budget: int | None = None) -> Plan:
+             sm_budget: int | None = None, kind: str = "dispatch", nvlink: bool = True) -> Plan:
     """The plan of one dispatch (or combine: the same traffic, transposed) in ``mode``,
-    its streams held to what ``sm_budget`` SMs issue (None: no SM bound)."""
+    its streams held to what ``sm_budget`` SMs issue (None: no SM bound); ``nvlink=False``:
+    the low-latency kernels put even their own node's messages through the NICs
+    (:class:`NicsOnly`)."""
     if mode not in MODES:
         raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
+    if kind not in KINDS:
+        raise InputError(f"kind is dispatch or combine, got {shown(kind)}", field="kind")
+    if not nvlink:
+        if mode != "deepep-ll":
+            raise InputError(f"only deepep-ll sends within a node without NVLink, not {mode}", field="nvlink")
+        topo = NicsOnly.of(topo)
     ranks = len(matrix) if matrix is not None else topo.ranks
     if ranks > topo.ranks:
         raise InputError(f"the matrix has {ranks} ranks; {topo.name!r} has {topo.ranks}", field="bytes")
@@ -302,7 +359,7 @@ def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matri
     elif routing is None:
         raise InputError(f"{mode} needs the router's choices (tokens, top_k, experts), not a matrix", field="mode")
     elif mode == "deepep":
-        streams = _streams_deepep(topo, routing, ranks)
+        streams = _streams_deepep(topo, routing, ranks, kind)
     else:
         streams = _streams_low_latency(topo, routing, ranks)
     ph = phase(topo, streams, 1, simple)
@@ -321,8 +378,6 @@ def default_sm_budget(mode: str, routing: Routing | None, device_sms: int | None
                          "routing and device_sms", field="sm_budget")
     return low_latency_sms(routing.experts, device_sms)
 
-
-KINDS = ("dispatch", "combine")
 
 
 def low_latency_receive_s(routing: Routing, kind: str, hbm_bytes_per_s: float) -> float:
@@ -343,14 +398,15 @@ def low_latency_receive_s(routing: Routing, kind: str, hbm_bytes_per_s: float) -
 
 def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, matrix: np.ndarray | None = None,
                  sm_budget: int | None = None, device_sms: int | None = None, kind: str = "dispatch",
-                 hbm_bytes_per_s: float | None = None) -> MoeResult:
+                 hbm_bytes_per_s: float | None = None, nvlink: bool = True) -> MoeResult:
     """One dispatch (``kind``: or the combine, its traffic transposed) alone on ``topo``
     with ``sm_budget`` SMs (None: the mode's default, :func:`default_sm_budget`;
     ``device_sms``, the GPU's SMs, sizes the low-latency kernels'): its time, its SM budget
     and the bytes each rank puts on NVLink and on the network (the busiest rank's). With
     ``hbm_bytes_per_s`` (the GPU's achievable HBM bandwidth) the low-latency kernels' time
     includes their receive phase after the data (:func:`low_latency_receive_s`); the other
-    modes receive as the data arrives."""
+    modes receive as the data arrives. ``nvlink=False``: the low-latency kernels send
+    within a node through the NICs too (:func:`moe_plan`)."""
     if mode not in MODES:
         raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
     if topo.ranks > MAX_RANKS:
@@ -360,11 +416,9 @@ def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, m
     if budget < 1 or device_sms is not None and budget > device_sms:
         most = "" if device_sms is None else f" and at most the GPU's {device_sms}"
         raise InputError(f"an SM budget is at least 1{most}, got {budget}", field="sm_budget")
-    if kind not in ("dispatch", "combine"):
-        raise InputError(f"kind is dispatch or combine, got {shown(kind)}", field="kind")
     if kind == "combine" and matrix is not None:
         matrix = np.ascontiguousarray(np.asarray(matrix).T)  # the dispatch's traffic, back
-    p = moe_plan(topo, mode, routing=routing, matrix=matrix, sm_budget=budget)
+    p = moe_plan(topo, mode, routing=routing, matrix=matrix, sm_budget=budget, kind=kind, nvlink=nvlink)
     gpu_of = senders(topo)
     nvlink: dict[str, float] = {}
     network: dict[str, float] = {}

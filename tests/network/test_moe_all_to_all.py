@@ -10,7 +10,8 @@ import pytest
 from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
 from accelsim.network import build_topology
-from accelsim.network.moe import Routing, expected_matrix, hit_chances, load_matrix, matrix_text, simulate_moe
+from accelsim.network.moe import (Routing, deepep_message_bytes, expected_matrix, hit_chances, load_matrix, matrix_text,
+                                  simulate_moe)
 
 ROUTER = Routing(tokens=512, token_bytes=7392, top_k=8, experts=256, node_limit=None)
 
@@ -41,7 +42,8 @@ def test_deepep_sends_a_token_once_per_node_where_nccl_sends_it_per_rank(two_nod
     nccl = simulate_moe(two_nodes, "nccl", routing=ROUTER)
     deepep = simulate_moe(two_nodes, "deepep", routing=ROUTER)
     rank_hit, node_hit = hit_chances(ROUTER, 16, 8)
-    assert deepep.network_bytes_per_rank == pytest.approx(ROUTER.tokens * node_hit * ROUTER.token_bytes)
+    message = deepep_message_bytes(ROUTER.token_bytes, ROUTER.top_k, "dispatch", across_nodes=True)
+    assert deepep.network_bytes_per_rank == pytest.approx(ROUTER.tokens * node_hit * message)
     assert nccl.network_bytes_per_rank == pytest.approx(8 * ROUTER.tokens * rank_hit * ROUTER.token_bytes)
     assert deepep.latency_s < nccl.latency_s  # the NIC is the bottleneck and DeepEP moves less through it
 
