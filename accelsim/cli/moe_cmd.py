@@ -83,5 +83,8 @@ def print_moe(r: MoeResult, system: str, kind: str) -> None:
         ("latency", format_quantity(r.latency_s, "seconds")),
         ("NVLink bytes", format_quantity(r.nvlink_bytes_per_rank, "bytes") + " per rank (the busiest)"),
         ("network bytes", format_quantity(r.network_bytes_per_rank, "bytes") + " per rank (the busiest)"),
+        ("parts alone", ", ".join(f"{name} {format_quantity(seconds, 'seconds') if seconds else 0}" for name, seconds in (
+            ("NVLink", r.times.nvlink_s), ("network", r.times.network_s), ("SM issue", r.times.issue_s),
+            ("latencies", r.times.fixed_s), ("receive", r.times.receive_s)))),
     ]
     print(table(("", ""), rows).split("\n", 2)[2])

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from accelsim.errors import InputError, read_json_file, shown
-from accelsim.network.collectives import Phase, Plan, Stream, phase, plan
+from accelsim.network.collectives import Phase, Plan, Stream, link_loads, phase, plan
 from accelsim.network.simulate import run_plans
 from accelsim.network.sm_issue import sender, senders, sm_copy_bytes_per_s
 from accelsim.network.topology import ClusterTopology, Topology, nic_down, nic_up
@@ -158,6 +158,44 @@ def matrix_text(matrix: np.ndarray) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MoeTimes:
+    """Where a MoE all-to-all's time goes: each part as it would take alone. The simulated
+    time is no less than :attr:`bound_s` (the bandwidth parts overlap, the rest adds) and,
+    where every rank's traffic is alike, close to it."""
+
+    fixed_s: float
+    """Launch and step latencies (NCCL's, as for every GPU collective here)."""
+    nvlink_s: float
+    """The busiest NVLink link's load over its bandwidth."""
+    network_s: float
+    """The busiest NIC link's load over its bandwidth."""
+    issue_s: float
+    """The slowest stream at its rate cap: what the SMs that issue it copy (:func:`sm_issue_caps`)."""
+    receive_s: float
+    """The low-latency kernels' pass over what arrived (:func:`low_latency_receive_s`); 0 elsewhere."""
+
+    @property
+    def bound_s(self) -> float:
+        return self.fixed_s + max(self.nvlink_s, self.network_s, self.issue_s) + self.receive_s
+
+    def as_dict(self) -> dict:
+        return {"fixed_s": self.fixed_s, "nvlink_s": self.nvlink_s, "network_s": self.network_s,
+                "issue_s": self.issue_s, "receive_s": self.receive_s}
+
+
+def part_times(topo: Topology, p: Plan, receive_s: float = 0.0) -> MoeTimes:
+    """:class:`MoeTimes` of the one-lane plan ``p`` on ``topo``."""
+    busiest = {False: 0.0, True: 0.0}
+    for name, load in link_loads(p).items():
+        link = topo.links[name]
+        busiest[link.scale_out] = max(busiest[link.scale_out], load / link.bandwidth_bytes_per_s)
+    phases = [ph for lane in p.lanes for ph in lane]
+    issue = max((t.bytes / t.max_bytes_per_s for ph in phases for t in ph.transfers), default=0.0)
+    return MoeTimes(fixed_s=p.launch_s + sum(ph.latency_s for ph in phases), nvlink_s=busiest[False],
+                    network_s=busiest[True], issue_s=issue, receive_s=receive_s)
+
+
+@dataclass(frozen=True, kw_only=True)
 class MoeResult:
     mode: str
     latency_s: float
@@ -166,11 +204,13 @@ class MoeResult:
     """SMs the kernels hold while they run (compute on the same GPU gets the rest)."""
     nvlink_bytes_per_rank: float
     network_bytes_per_rank: float
+    times: MoeTimes
+    """Where the time goes (:func:`part_times`)."""
 
     def as_dict(self) -> dict:
         return {"mode": self.mode, "latency_s": self.latency_s, "ranks": self.ranks, "sm_budget": self.sm_budget,
                 "nvlink_bytes_per_rank": self.nvlink_bytes_per_rank,
-                "network_bytes_per_rank": self.network_bytes_per_rank}
+                "network_bytes_per_rank": self.network_bytes_per_rank, "times": self.times.as_dict()}
 
 
 DEFAULT_SM_BUDGET = {"nccl": 16, "deepep": 20}
@@ -434,4 +474,5 @@ def simulate_moe(topo: Topology, mode: str, *, routing: Routing | None = None, m
         receive_s = low_latency_receive_s(routing, kind, hbm_bytes_per_s)
     return MoeResult(mode=mode, latency_s=ps_to_seconds(run_plans(topo, [p])[0]) + receive_s, ranks=topo.ranks,
                      sm_budget=budget, nvlink_bytes_per_rank=max(nvlink.values(), default=0.0),
-                     network_bytes_per_rank=max(network.values(), default=0.0))
+                     network_bytes_per_rank=max(network.values(), default=0.0),
+                     times=part_times(topo, p, receive_s))
