@@ -305,14 +305,15 @@ def _streams_direct(topo: Topology, matrix: np.ndarray) -> list[Stream]:
 
 def deepep_message_bytes(token_bytes: float, top_k: int, kind: str, across_nodes: bool) -> float:
     """Bytes a normal kernel moves per token of ``token_bytes`` (its values and any FP8
-    scales): the token and the routing that travels beside it on every hop (DeepEP V1
-    @ dd758caf). Within a node (``csrc/kernels/legacy/intranode.cu``, per-slot buffers
-    beside ``channel_x_buffers``) a dispatch carries its source index (4 B), its ``top_k``
-    expert indices (``topk_idx_t``, 8 B each) and weights (4 B each), a combine its
-    source index and weights. Across nodes (``internode.cu``, ``get_num_bytes_per_token``)
-    one message holds the token, an 8-byte ``SourceMeta``, ``top_k`` 4-byte indices (dispatch
-    only) and ``top_k`` 4-byte weights, padded to 16 B, on the RDMA leg and the NVLink
-    forward alike."""
+    scales): the token and the routing that travels beside it on every hop (DeepEP V1,
+    ``csrc/kernels/intranode.cu`` and ``internode.cu`` from the first release @ ebfe47e,
+    whose figures the records are, to ``csrc/kernels/legacy/`` @ dd758caf). Within a node
+    (per-slot buffers beside ``channel_x_buffers``) a dispatch carries its source index
+    (4 B), its ``top_k`` expert indices (``int64_t``, 8 B each) and weights (4 B each), a
+    combine its source index and weights. Across nodes one message holds the token, an
+    8-byte ``SourceMeta``, ``top_k`` 4-byte indices (dispatch only) and ``top_k`` 4-byte
+    weights, padded to 16 B (``get_num_bytes_per_rdma_token``; the NVLink forward carries
+    the same fields, padded too since)."""
     if kind not in KINDS:
         raise InputError(f"expected one of: {', '.join(KINDS)}, got {shown(kind)}", field="kind")
     indices = top_k if kind == "dispatch" else 0
