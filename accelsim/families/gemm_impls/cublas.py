@@ -81,7 +81,7 @@ IMPL = GemmImpl(
     name="cublas",
     description="cuBLAS (warp-specialized persistent TMA kernels on Hopper/Blackwell; multistage on Ampere)",
     default_config=default_config,
-    config_space=cutlass.config_space,
+    config_space=cutlass.kernel_space,
     build=cutlass.build,
     check=cutlass.check,
 )

@@ -33,12 +33,27 @@ skinny GEMM streams its weights from every SM rather than from as many as it has
 the split is not exact (tiles that are not whole clusters, k-blocks the splits do not divide)
 it runs as the family's split (fp32 partial tiles added into C: :mod:`accelsim.families.gemm`).
 
+**Launch order** (:func:`launch_order`): the persistent tile scheduler's defaults
+(``PersistentTileSchedulerSm90``'s ``Arguments`` in ``include/cutlass/gemm/kernel/
+sm90_tile_scheduler.hpp``: ``max_swizzle_size = 1``, ``RasterOrderOptions::Heuristic``; the
+heuristic in ``tile_scheduler_params.h``, ``get_rasterization_order``: along M where the grid
+has more tile columns than rows, else along N). Along N the clusters walk a row of tiles,
+their CTAs the cluster's rows (``group_m`` = the cluster's rows); along M they walk a whole
+column (``group_m`` = every tile row). It decides what the L2 keeps: waynehacking8's 8192^3
+fp16 run of a 128x256, 2x1-cluster kernel moves 1.38 TB/s x 1.92 ms = 2.65 GB through DRAM
+(``results/ncu_cutlass_8192.txt`` @fd74d2ac, Nsight Compute: B re-read every wave), which the
+model gives as 2.61 GB with this order and 1.76 GB with Triton's 8-row groups. cuBLAS's
+order is not public: its configs (:mod:`.cublas`) keep the 8-row groups.
+
 Left out: the epilogue's own shared-memory buffer (stages are counted against the whole CTA
-limit), raster order and swizzle (group-M order, 8 rows), and register reallocation (the
-consumers' accumulators must fit as in the Triton-style trace).
+limit), a ``max_swizzle_size`` other than 1, the register-direct epilogue
+(``DefaultEpilogue``) that ``EpilogueScheduleAuto`` builds for some kernels, and register
+reallocation (the consumers' accumulators must fit as in the Triton-style trace).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
@@ -75,7 +90,28 @@ def warp_specialized_config(params: Params, chip: Chip, bm: int, bn: int, schedu
     return None
 
 
+def launch_order(params: Params, config: Config) -> Config:
+    """``config`` with the tile order CUTLASS's persistent scheduler launches by default
+    (module docstring, "Launch order") as the family's ``group_m``: the cluster's (or 2-SM
+    pair's) rows where it rasters along N, every tile row (a whole number of clusters) where
+    it rasters along M."""
+    m, n, _, _, _ = gemm._problem(params)
+    rows = max(config.get("cluster", 1), config.get("pair", 1))
+    tile_rows = -(-m // config["block_m"])
+    tiles_m = -(-tile_rows // rows) * rows  # the grid is whole clusters
+    tiles_n = -(-n // config["block_n"])
+    return {**config, "group_m": tiles_m if tiles_n > tiles_m else rows}
+
+
 def config_space(params: Params, chip: Chip) -> list[Config]:
+    """The kernels ``config=auto`` searches, each in CUTLASS's launch order."""
+    return kernel_space(params, chip, order=launch_order)
+
+
+def kernel_space(params: Params, chip: Chip, order: Callable[[Params, Config], Config] | None = None) -> list[Config]:
+    """The tiles and schedules searched, with their stream-K and split-K variants; ``order``
+    gives each its launch order (None: the family's 8-row groups, for :mod:`.cublas`, whose
+    order is not public)."""
     if not warp_specialized(chip) or params["dtype"] == "fp32":
         return gemm.triton_config_space(params, chip)
     out = []
@@ -84,6 +120,8 @@ def config_space(params: Params, chip: Chip) -> list[Config]:
             config = warp_specialized_config(params, chip, bm, bn, schedule)
             if config is None:
                 continue
+            if order is not None:
+                config = order(params, config)
             out.append(config)
             if schedule == "cooperative" and "pair" not in config:
                 streamed = {**config, "tile_scheduler": "stream_k"}
@@ -114,11 +152,12 @@ def output_tiles(params: Params, config: Config) -> int:
 
 def default_config(params: Params, chip: Chip) -> Config:
     """CUTLASS has no heuristic of its own: 128x256 cooperative, the profiler's largest
-    tile, or the Triton-style default where the kernels are not warp-specialized."""
+    tile, in its scheduler's default order, or the Triton-style default where the kernels are
+    not warp-specialized. A tile given in place of the default's keeps the default's order."""
     if not warp_specialized(chip) or params["dtype"] == "fp32":
         return gemm.triton_default_config(params, chip)
     config = warp_specialized_config(params, chip, 128, 256, "cooperative")
-    return config if config is not None else gemm.triton_default_config(params, chip)
+    return launch_order(params, config) if config is not None else gemm.triton_default_config(params, chip)
 
 
 def check(params: Params, config: Config, chip: Chip) -> None:
