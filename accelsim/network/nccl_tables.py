@@ -120,7 +120,8 @@ STEPS = 8
 """``NCCL_STEPS`` (src/include/device.h): the slots a connection's buffer is cut into."""
 
 
-def tree_simple_fill_s(generation: str | None, nodes: int, hops: int, channel_bytes: float) -> float:
+def tree_simple_fill_s(generation: str | None, nodes: int, hops: int, channel_bytes: float,
+                       buffer_bytes: float = SIMPLE_BUFFER_BYTES) -> float:
     """What a Simple tree's pipeline fill costs beyond its step latencies: the last chunk
     crossing ``hops`` hops, each a whole chunk at one channel's rate, on a tree over
     ``nodes`` nodes whose channels each carry ``channel_bytes`` (0.0 where the class has no
@@ -130,13 +131,14 @@ def tree_simple_fill_s(generation: str | None, nodes: int, hops: int, channel_by
     (``postPeer`` after the slice, src/device/prims_simple.h), and a tree's chunk is one
     step (``calcCollChunking``, src/enqueue.cc: ``stepSize x chunkSteps`` with
     ``chunkSteps`` 1 outside rings, and no shrinking for deep trees, which LL128 and CollNet
-    have), ``SIMPLE_BUFFER_BYTES / STEPS`` or the channel's whole part when smaller. So a
+    have), ``buffer_bytes`` (``NCCL_BUFFSIZE``) / ``STEPS`` or the channel's whole part when
+    smaller. So a
     chunk crosses every hop store-and-forward, at a channel's rate: NCCL's per-channel tree
     ceiling over 2, its tree's bus-to-algorithm ratio (``ratio *= .5``, src/graph/tuning.cc).
     LL and LL128 flag every line and forward as lines arrive, so they have no such fill."""
     if generation not in TREE_CHANNEL_BYTES_PER_S:
         return 0.0
-    chunk = min(SIMPLE_BUFFER_BYTES / STEPS, channel_bytes)
+    chunk = min(buffer_bytes / STEPS, channel_bytes)
     rate = TREE_CHANNEL_BYTES_PER_S[generation][min(nodes, 3) - 1] / 2
     return hops * chunk / rate
 

@@ -6,6 +6,7 @@ line and pay no such fill."""
 import pytest
 
 from accelsim.arch.model import load_arch
+from accelsim.errors import InputError
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.nccl_tables import SIMPLE_BUFFER_BYTES, STEPS, tree_simple_fill_s
 
@@ -46,3 +47,20 @@ def test_a_small_simple_tree_moves_its_whole_part_per_hop():
     part = _tree(8 * 64 * 1024, "simple").latency_s
     fill = tree_simple_fill_s("ampere", 2, 16, 64 * 1024)
     assert fill <= part - tiny <= 1.1 * fill
+
+
+def test_the_platforms_nccl_buffsize_sets_the_chunk():
+    """A3 Mega's TCPXO environment sets NCCL_BUFFSIZE to 8 MiB: 1 MiB chunks, twice the fill."""
+    topo = build_topology(load_arch("gcp-a3-mega"))
+    default = build_topology(load_arch("gcp-a3-mega", ["network.nccl_buffer_size=4 MiB"]))
+    assert topo.simple_buffer_bytes == 8 * MIB and default.simple_buffer_bytes == 4 * MIB
+    size = 2**30
+    extra = tree_simple_fill_s("hopper", 2, 16, size / 8, 8 * MIB) - tree_simple_fill_s("hopper", 2, 16, size / 8)
+    assert extra == pytest.approx(16 * 512 * 1024 / 20.7e9)
+    big, small = (simulate_collective(t, "all-reduce", size, "tree/simple").latency_s for t in (topo, default))
+    assert big - small == pytest.approx(extra)
+
+
+def test_a_buffer_size_that_is_not_positive_is_refused():
+    with pytest.raises(InputError, match="nccl_buffer_size"):
+        load_arch("gcp-a3-mega", ["network.nccl_buffer_size=0 MiB"])

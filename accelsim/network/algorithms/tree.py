@@ -71,7 +71,7 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     wire = tree_across_nodes(topo, across_nodes(topo, proto, len(parts)), len(parts))
     both = up_and_down(topo, up, down, steps, wire, depth)
     if wire is not None and wire.name == "simple" and topo.tuning is not None:
-        fill = tree_simple_fill_s(topo.tuning.generation, len(parts), 2 * steps, share)
+        fill = tree_simple_fill_s(topo.tuning.generation, len(parts), 2 * steps, share, topo.simple_buffer_bytes)
         both = dataclasses.replace(both, latency_s=both.latency_s + fill)
     return plan("tree", topo, [[both]], wire, partial)
 
