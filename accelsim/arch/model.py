@@ -324,6 +324,8 @@ class Cluster:
     """NCCL_PROTO of the platform (None: every protocol of the node)."""
     nvls_enabled: bool = True
     """NCCL_NVLS_ENABLE of the platform."""
+    nccl_buffer_bytes: float | None = None
+    """NCCL_BUFFSIZE of the platform (None: NCCL's default)."""
     tuner: str | None = None
     """The platform's NCCL tuner plugin (None: NCCL's own)."""
     nic_j_per_byte: float | None = None
@@ -544,6 +546,7 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             host_cpu=net.host_cpu,
             nccl_protocols=tuple(net.nccl_protocols) if net.nccl_protocols is not None else None,
             nvls_enabled=net.nvls_enabled,
+            nccl_buffer_bytes=net.nccl_buffer_size.value if net.nccl_buffer_size is not None else None,
             tuner=net.tuner,
             nic_j_per_byte=spec.power.nic_pj_per_byte.value * J_PER_PJ if spec.power else None,
         )

@@ -763,6 +763,10 @@ class ScaleOutNetwork(_Strict):
     nvls_enabled: bool = True
     """The platform's ``NCCL_NVLS_ENABLE``: false where its network plugin cannot run NVLS
     (GPUDirect-TCPXO), so neither NVLS nor NVLS-tree is a candidate."""
+    nccl_buffer_size: Cited[Bytes] | None = None
+    """The platform's ``NCCL_BUFFSIZE``: Simple's buffer per connection, whose eighth
+    (``NCCL_STEPS``) is a tree's chunk (``accelsim.network.nccl_tables.tree_simple_fill_s``).
+    None: NCCL's default, 4 MiB."""
     tuner: Literal["aws-ofi-p6"] | None = None
     """The platform's NCCL tuner plugin, where it picks the algorithm and protocol instead of
     NCCL's own cost model (``accelsim.network.tuners``). None: NCCL's choice (``auto``)."""

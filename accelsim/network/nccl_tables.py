@@ -107,6 +107,42 @@ def tree_ll128_cap_scale(generation: str | None, nodes: int) -> float:
     return tree / GENERATIONS[generation].ll128_channel_bytes_per_s
 
 
+TREE_CHANNEL_BYTES_PER_S = MappingProxyType({
+    "ampere": (24.0 * GB, 23.6 * GB, 17.8 * GB),
+    "hopper": (38.7 * GB, 41.4 * GB, 36.0 * GB),
+    "blackwell": (70.0 * GB, 42.8 * GB, 24.0 * GB),
+})
+"""``perChMaxTreeBws[class]`` (one node, 2 nodes, more than 2): NCCL's ceiling on one
+channel's tree bus bandwidth (one thread block per channel moves its part of the buffer)."""
+SIMPLE_BUFFER_BYTES = 4 * 2**20
+"""``DEFAULT_BUFFSIZE`` (src/init.cc, ``NCCL_BUFFSIZE``): Simple's buffer per connection."""
+STEPS = 8
+"""``NCCL_STEPS`` (src/include/device.h): the slots a connection's buffer is cut into."""
+
+
+def tree_simple_fill_s(generation: str | None, nodes: int, hops: int, channel_bytes: float,
+                       buffer_bytes: float = SIMPLE_BUFFER_BYTES) -> float:
+    """What a Simple tree's pipeline fill costs beyond its step latencies: the last chunk
+    crossing ``hops`` hops, each a whole chunk at one channel's rate, on a tree over
+    ``nodes`` nodes whose channels each carry ``channel_bytes`` (0.0 where the class has no
+    figure).
+
+    On Simple a step becomes visible to the next rank only once all of it is written
+    (``postPeer`` after the slice, src/device/prims_simple.h), and a tree's chunk is one
+    step (``calcCollChunking``, src/enqueue.cc: ``stepSize x chunkSteps`` with
+    ``chunkSteps`` 1 outside rings, and no shrinking for deep trees, which LL128 and CollNet
+    have), ``buffer_bytes`` (``NCCL_BUFFSIZE``) / ``STEPS`` or the channel's whole part when
+    smaller. So a
+    chunk crosses every hop store-and-forward, at a channel's rate: NCCL's per-channel tree
+    ceiling over 2, its tree's bus-to-algorithm ratio (``ratio *= .5``, src/graph/tuning.cc).
+    LL and LL128 flag every line and forward as lines arrive, so they have no such fill."""
+    if generation not in TREE_CHANNEL_BYTES_PER_S:
+        return 0.0
+    chunk = min(buffer_bytes / STEPS, channel_bytes)
+    rate = TREE_CHANNEL_BYTES_PER_S[generation][min(nodes, 3) - 1] / 2
+    return hops * chunk / rate
+
+
 NVLS_TREE_CHANNEL_BYTES_PER_S = MappingProxyType({
     "hopper": (57.7 * GB, 57.7 * GB, 45.5 * GB),
     "blackwell": (96.0 * GB, 96.0 * GB, 80.0 * GB),

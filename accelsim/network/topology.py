@@ -42,6 +42,7 @@ from typing import ClassVar
 from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.model import Arch, Chip, Cluster, Multislice, Node, Torus
 from accelsim.errors import InputError
+from accelsim.network.nccl_tables import SIMPLE_BUFFER_BYTES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +139,8 @@ class ClusterTopology(NodeTopology):
     (:func:`~accelsim.network.nccl_tables.ll_max_bus_bytes_per_s`)."""
     tuner: str | None = None
     """The platform's NCCL tuner plugin (:mod:`accelsim.network.tuners`); None: NCCL's own."""
+    simple_buffer_bytes: float = SIMPLE_BUFFER_BYTES
+    """The platform's ``NCCL_BUFFSIZE``: a Simple tree's chunk is an eighth of it."""
 
     @property
     def domain_size(self) -> int:
@@ -380,6 +383,7 @@ def cluster(
     tuning: CollectiveTuning | None = None,
     host_cpu: str = "intel",
     tuner: str | None = None,
+    simple_buffer_bytes: float = SIMPLE_BUFFER_BYTES,
 ) -> Topology:
     """Switch nodes whose NICs meet on a non-blocking fabric."""
     links = _gpu_links(range(nodes * gpus_per_node), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
@@ -389,7 +393,7 @@ def cluster(
                 links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=latency, scale_out=True)
     return ClusterTopology(name=name, ranks=nodes * gpus_per_node, links=MappingProxyType(links), launch_s=launch_s,
                            nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node, host_cpu=host_cpu,
-                           tuner=tuner, tuning=tuning)
+                           tuner=tuner, tuning=tuning, simple_buffer_bytes=simple_buffer_bytes)
 
 
 def _torus_links(shape: tuple[int, ...], wraparound: tuple[bool, ...], link_bytes_per_s: float,
@@ -479,6 +483,7 @@ def build_topology(system: Arch) -> Topology:
             nic_bytes_per_s=system.nic_bandwidth_bytes_per_s, fabric_latency_s=system.switch_latency_s,
             nvls=node.nvls and system.nvls_enabled, launch_s=chip.launch_overhead_s,
             tuning=collective_tuning(system), host_cpu=system.host_cpu, tuner=system.tuner,
+            simple_buffer_bytes=system.nccl_buffer_bytes or SIMPLE_BUFFER_BYTES,
         )
     if isinstance(system, Multislice):
         part = system.slice

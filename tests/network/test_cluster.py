@@ -78,8 +78,10 @@ def test_two_rail_groups_on_one_nic_share_it(ideal_cluster):
 def test_a_configured_cluster_builds_and_simulates():
     topo = build_topology(load_arch("h100-ib-cluster", ["nodes=4"]))
     assert (topo.kind, topo.ranks, topo.local_ranks) == ("cluster", 32, 8)
-    r = simulate_collective(topo, "all-reduce", S)
-    nvls_tree = simulate_collective(topo, "all-reduce", S, "nvls-tree")
+    # 4 GiB, where a Simple tree's pipeline fill (18 hops of 512 KiB, 0.5 ms) is amortised;
+    # at 1 GiB the ring is as fast
+    r = simulate_collective(topo, "all-reduce", 4 * S)
+    nvls_tree = simulate_collective(topo, "all-reduce", 4 * S, "nvls-tree")
     # from 3 nodes NCCL rates NVLSTree no higher than 8 heads x 45.5 GB/s on Hopper
     # (perChMaxNVLSTreeBws), below what a tree over the same NICs reaches; a tree's shards
     # cross the NICs once, so bus bandwidth may pass the NICs' line rate, not the GPUs' NVLink

@@ -11,7 +11,7 @@ from accelsim.network.collectives import (
     Phase, Plan, Request, Stream, across_nodes, needs, phase, plan, register, with_protocol,
 )
 from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.nccl_tables import tree_latency_scales, tree_ll128_cap_scale
+from accelsim.network.nccl_tables import tree_latency_scales, tree_ll128_cap_scale, tree_simple_fill_s
 from accelsim.network.topology import ClusterTopology, Topology
 
 
@@ -69,7 +69,11 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     steps = k - 1 + depth
     partial = not req.whole and (k > 1 or len(simulated) < len(trees))
     wire = tree_across_nodes(topo, across_nodes(topo, proto, len(parts)), len(parts))
-    return plan("tree", topo, [[up_and_down(topo, up, down, steps, wire, depth)]], wire, partial)
+    both = up_and_down(topo, up, down, steps, wire, depth)
+    if wire is not None and wire.name == "simple" and topo.tuning is not None:
+        fill = tree_simple_fill_s(topo.tuning.generation, len(parts), 2 * steps, share, topo.simple_buffer_bytes)
+        both = dataclasses.replace(both, latency_s=both.latency_s + fill)
+    return plan("tree", topo, [[both]], wire, partial)
 
 
 def tree_across_nodes(topo: Topology, proto: Protocol | None, nodes: int) -> Protocol | None:
