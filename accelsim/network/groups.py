@@ -70,14 +70,21 @@ def nic_channels(topo: Topology, senders: Sequence[int], receivers: Sequence[int
     ``senders`` of the GPU the channel leaves through, index in ``receivers`` of the GPU
     it enters at): the first GPU on that NIC on each side (rail to rail), at most one
     channel per receiver. A channel per NIC, not per evenly spaced GPU: with 5 NICs for
-    8 GPUs, evenly spaced exits put two channels on one NIC and left another idle."""
+    8 GPUs, evenly spaced exits put two channels on one NIC and left another idle. Where
+    NCCL's search finds fewer channels than NICs (``net_channels``: a GB200 rack's 72 NICs
+    carry 15), that many NICs, evenly spaced (which ones NCCL picks is not modelled; every
+    NIC and GPU of a node is alike here)."""
     exits: dict[int, int] = {}
     for i, gpu in enumerate(senders):
         exits.setdefault(topo.nic_of(gpu)[1], i)
     entries: dict[int, int] = {}
     for i, gpu in enumerate(receivers):
         entries.setdefault(topo.nic_of(gpu)[1], i)
-    nics = sorted(exits)[:len(receivers)]
+    nics = sorted(exits)
+    limit = topo.net_channels if isinstance(topo, ClusterTopology) else None
+    if limit is not None and limit < len(nics):
+        nics = [nics[c * len(nics) // limit] for c in range(limit)]
+    nics = nics[:len(receivers)]
     return [(exits[nic], entries.get(nic, c * len(receivers) // len(nics))) for c, nic in enumerate(nics)]
 
 

@@ -70,6 +70,59 @@ GENERATIONS = MappingProxyType({
                             ll128_channel_bytes_per_s=40.0 * GB, nvls_efficiency=0.74),
 })
 
+MAX_GRAPH_CHANNELS = 32
+"""``ringGraph->maxChannels = MAXCHANNELS / 2`` (src/init.cc, ``MAXCHANNELS`` 64 in
+src/include/device.h): the most channels NCCL's ring and tree search may find (the tree
+graph may have no more than the ring's)."""
+
+NET_SEARCH_SPEEDS_BYTES_PER_S = MappingProxyType({
+    "ampere": tuple(s * GB for s in (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
+                                     4.0, 3.0, 2.4, 1.2, 0.24, 0.12)),
+    "hopper": tuple(s * GB for s in (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                                     2.4, 1.2, 0.24, 0.12)),
+    "blackwell": tuple(s * GB for s in (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                                        2.4, 1.2, 0.24, 0.12)),
+})
+"""``speedArrayInter``, ``sm90SpeedArrayInter``, ``sm100SpeedArrayInter`` (src/graph/search.cc,
+NCCL 2.25.1 and 2.26.2, the versions of the GB200 rack runs; 2.28+ put 96, 86 and 80 GB/s
+first for Blackwell, above any 400 Gb/s NIC): the per-channel bandwidths NCCL's search
+tries across nodes, fastest first."""
+
+
+def net_graph_channels(generation: str | None, nvlink_links: int, nic_bytes_per_s: float, nics: int) -> int | None:
+    """How many channels NCCL's ring/tree search finds across nodes (``ncclTopoCompute``,
+    src/graph/search.cc @ v2.26.2-1), hence how many NICs of a node carry a ring or a tree;
+    None where the class has no figures.
+
+    Each channel runs at one speed of :data:`NET_SEARCH_SPEEDS_BYTES_PER_S`, starting at the
+    fastest a NIC can take (``system->maxBw``, the GPU-to-NIC path), and takes that much of
+    every GPU's NVLink (NCCL counts ``nvlink_links`` x ``SMxx_NVLINK_BW``, ``getTotalBw``),
+    and of one NIC (a NIC holds ``floor(NIC / speed)`` channels), up to
+    :data:`MAX_GRAPH_CHANNELS`. The search stops once channels x speed reaches the GPU's
+    NVLink total; otherwise it tries slower speeds down to 0.49 of the best found and keeps
+    the largest channels x speed (``ncclTopoCompareGraphs``; the first found on a tie).
+    Duplicating channels afterwards (``ncclTopoDupChannels``, ``ncclTopoPostset``) reuses
+    the same NICs. On 8-GPU nodes with a NIC per GPU this is one channel per NIC (DGX H100: 8
+    at 45 GB/s, the NVLink total 18 x 20.6 = 371 GB/s holding 7 at 48); on a GB200 NVL72
+    rack, whose 72 GPUs each have a NIC, 15 at 48 GB/s (18 x 40 = 720 GB/s of NVLink: the
+    search stops at 15 x 48 = 720)."""
+    if generation not in NET_SEARCH_SPEEDS_BYTES_PER_S:
+        return None
+    nvlink = nvlink_links * GENERATIONS[generation].nvlink_channel_bytes_per_s
+    best_channels, best_speed = 0, 0.0
+    for speed in NET_SEARCH_SPEEDS_BYTES_PER_S[generation]:
+        if speed > nic_bytes_per_s * (1 + 1e-9):
+            continue
+        if best_channels and speed / best_speed <= 0.49:
+            break
+        channels = min(MAX_GRAPH_CHANNELS, int(nvlink / speed + 1e-9), nics * int(nic_bytes_per_s / speed + 1e-9))
+        if channels * speed > best_channels * best_speed * (1 + 1e-9):
+            best_channels, best_speed = channels, speed
+        if best_channels * best_speed >= nvlink * (1 - 1e-9):
+            break
+    return best_channels or None
+
+
 LL_MAX_BUS_ACROSS_NODES = MappingProxyType({
     "amd": (22.5 * GB, 19.0 * GB),
     "other": (39.0 * GB, 20.4 * GB),

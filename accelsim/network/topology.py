@@ -42,7 +42,7 @@ from typing import ClassVar
 from accelsim.arch.collective_tuning import CollectiveTuning
 from accelsim.arch.model import Arch, Chip, Cluster, Multislice, Node, Torus
 from accelsim.errors import InputError
-from accelsim.network.nccl_tables import SIMPLE_BUFFER_BYTES
+from accelsim.network.nccl_tables import SIMPLE_BUFFER_BYTES, net_graph_channels
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +141,9 @@ class ClusterTopology(NodeTopology):
     """The platform's NCCL tuner plugin (:mod:`accelsim.network.tuners`); None: NCCL's own."""
     simple_buffer_bytes: float = SIMPLE_BUFFER_BYTES
     """The platform's ``NCCL_BUFFSIZE``: a Simple tree's chunk is an eighth of it."""
+    net_channels: int | None = None
+    """NICs of a node that NCCL's rings and trees use, one channel each, as its search finds
+    them (:func:`~accelsim.network.nccl_tables.net_graph_channels`); None: every NIC."""
 
     @property
     def domain_size(self) -> int:
@@ -384,6 +387,7 @@ def cluster(
     host_cpu: str = "intel",
     tuner: str | None = None,
     simple_buffer_bytes: float = SIMPLE_BUFFER_BYTES,
+    net_channels: int | None = None,
 ) -> Topology:
     """Switch nodes whose NICs meet on a non-blocking fabric."""
     links = _gpu_links(range(nodes * gpus_per_node), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
@@ -393,7 +397,8 @@ def cluster(
                 links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=latency, scale_out=True)
     return ClusterTopology(name=name, ranks=nodes * gpus_per_node, links=MappingProxyType(links), launch_s=launch_s,
                            nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node, host_cpu=host_cpu,
-                           tuner=tuner, tuning=tuning, simple_buffer_bytes=simple_buffer_bytes)
+                           tuner=tuner, tuning=tuning, simple_buffer_bytes=simple_buffer_bytes,
+                           net_channels=net_channels)
 
 
 def _torus_links(shape: tuple[int, ...], wraparound: tuple[bool, ...], link_bytes_per_s: float,
@@ -484,6 +489,7 @@ def build_topology(system: Arch) -> Topology:
             nvls=node.nvls and system.nvls_enabled, launch_s=chip.launch_overhead_s,
             tuning=collective_tuning(system), host_cpu=system.host_cpu, tuner=system.tuner,
             simple_buffer_bytes=system.nccl_buffer_bytes or SIMPLE_BUFFER_BYTES,
+            net_channels=_net_channels(system),
         )
     if isinstance(system, Multislice):
         part = system.slice
@@ -520,6 +526,16 @@ def _platform_protocols(system: Cluster) -> CollectiveTuning | None:
         raise InputError(f"none of the protocols {list(allowed)} is in {system.node.name!r}'s NCCL model "
                          f"(it has {', '.join(tuning.protocols)})", source=system.name, field="network.nccl_protocols")
     return dataclasses.replace(tuning, protocols=MappingProxyType(kept))
+
+
+def _net_channels(system: Cluster) -> int | None:
+    """The NICs per node NCCL's search puts channels on (None where the node has no NCCL
+    model of a known class)."""
+    tuning = system.node.collectives
+    if tuning is None:
+        return None
+    return net_graph_channels(tuning.generation, system.node.chip.links.count, system.nic_bandwidth_bytes_per_s,
+                              system.nics_per_node)
 
 
 def _ici_link_bytes_per_s(system: Torus) -> float:
