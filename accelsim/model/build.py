@@ -7,7 +7,9 @@ one layer ahead; ZeRO-1/2 with overlapped gathers: the first forward of each chu
 tasks of the pipeline schedule (activations and gradients between stages as
 collective-permutes on their own streams, so a stage waits for its input and not for its
 own sends), gradient reductions (FSDP: reduce-scatter after each layer's backward; else
-per layer in each chunk's last backward, or all after the backward without overlap), the
+per layer in each chunk's last backward, one bucket after it on Megatron-LM's later
+stages and chunks, or all after the backward without overlap; each bucket's NaN-check
+norm and division by the replicas before it where the framework has them), the
 optimizer update, and ZeRO's parameter all-gather when not overlapped.
 """
 
@@ -41,8 +43,8 @@ class _Stage:
     """Async gradient collectives, waited for (``done``) before the optimizer."""
     waits: list[str] = field(default_factory=list)
     """Other gradient collectives the optimizer waits for (on a stream of their own)."""
-    deferred: list[tuple[int, list[str]]] = field(default_factory=list)
-    """Gradient reductions issued after the whole backward (no overlap): (unit, grad ops)."""
+    deferred: list[tuple[list[int], list[str]]] = field(default_factory=list)
+    """Gradient reductions issued after the whole backward (no overlap): (units, grad ops)."""
 
 
 def build_programs(shape: StepShape, microbatches: int) -> list[dict]:
@@ -174,6 +176,9 @@ def _write_task(st: _Stage, shape: StepShape, i: int, task: Task, layers: list[i
     # a tied output projection's gradient is reduced once the lookup's gradient is added in
     shared = EMBED in units and HEAD in units and not _unit_params(shape, EMBED)
     held: list[str] = []
+    bucket = _one_bucket(shape, st.index, task.chunk)
+    bucket_units: list[int] = []
+    bucket_grads: list[str] = []
     for unit in units:
         after = after + _wait_gather(st, shape, i, unit)
         grads: list[str] = []
@@ -190,12 +195,17 @@ def _write_task(st: _Stage, shape: StepShape, i: int, task: Task, layers: list[i
             after, grads = writer.backward(f"{tag}.L{unit}", unit, after, forward_tag=f"R{tag[1:]}.L{unit}")
         if task.kind != "B" or not (layout.fsdp > 1 or reduce_grads):
             continue
-        if shared and unit == HEAD:
+        if bucket:
+            bucket_units += [unit] if _unit_params(shape, unit) else []
+            bucket_grads += grads
+        elif shared and unit == HEAD:
             held = grads
         elif shared and unit == EMBED:
-            _reduce(st, shape, f"{tag}.head", HEAD, held + grads)
+            _reduce(st, shape, f"{tag}.head", [HEAD], held + grads)
         elif _unit_params(shape, unit):
-            _reduce(st, shape, f"{tag}.{_unit_name(unit)}", unit, grads)
+            _reduce(st, shape, f"{tag}.{_unit_name(unit)}", [unit], grads)
+    if bucket_units:
+        _reduce(st, shape, f"{tag}.bucket", bucket_units, bucket_grads)
     target = sends(task, st.index, layout.pp, layout.virtual_stages)
     if target is not None:
         st.ops.permute(f"{tag}.send", _p2p_bytes(shape), st.groups.to_stage(target), after,
@@ -208,10 +218,21 @@ def _p2p_bytes(shape: StepShape) -> float:
     return shape.tokens * shape.model.hidden * 2 / shape.layout.tp
 
 
-def _reduce(st: _Stage, shape: StepShape, name: str, unit: int, grads: list[str]) -> None:
-    """A unit's gradient reduction: issued now (overlapped), or kept for after the backward."""
+def _one_bucket(shape: StepShape, stage: int, chunk: int) -> bool:
+    """The chunk's overlapped gradient reductions are one bucket (the framework's
+    ``later_stages_one_bucket``: every stage after the first, every chunk after a stage's
+    first), reduced after its last backward."""
+    fw = shape.framework
+    return (fw.later_stages_one_bucket and fw.overlap_grad_reduce and shape.layout.fsdp == 1
+            and (stage > 0 or chunk > 0))
+
+
+def _reduce(st: _Stage, shape: StepShape, name: str, units: list[int], grads: list[str]) -> None:
+    """A bucket's gradient reduction (its units' gradients): issued now (overlapped), or kept
+    for after the backward."""
     layout, fw = shape.layout, shape.framework
     if layout.fsdp > 1:
+        unit, = units
         nbytes = _unit_params(shape, unit) * fw.grad_bytes
         rs = st.ops.collective(f"rs.{name}", "reduce-scatter", nbytes, st.groups.fsdp, grads, is_async=True)
         st.pending.append(rs)
@@ -220,22 +241,37 @@ def _reduce(st: _Stage, shape: StepShape, name: str, unit: int, grads: list[str]
                                               st.groups.replicas, [rs], stream="dp"))
         return
     if fw.overlap_grad_reduce:
-        st.pending += _grad_collectives(st, shape, name, unit, grads, is_async=True)
+        st.pending += _grad_collectives(st, shape, name, units, grads, is_async=True)
     else:
-        st.deferred.append((unit, grads))
+        st.deferred.append((units, grads))
 
 
-def _grad_collectives(st: _Stage, shape: StepShape, name: str, unit: int, deps: list[str],
+def _bucket_passes(st: _Stage, shape: StepShape, name: str, units: list[int], deps: list[str]) -> list[str]:
+    """What the framework does to a bucket's gradients on the compute stream before reducing
+    them: its norm read for the NaN check and its division by the replicas in place
+    (``grad_nan_check``, ``grad_prescale``)."""
+    layout, fw = shape.layout, shape.framework
+    nbytes = sum(_unit_params(shape, u) for u in units) * fw.grad_bytes
+    if fw.grad_nan_check:
+        deps = [st.ops.memory_pass(f"nan.{name}", nbytes, deps)]
+    if fw.grad_prescale and layout.dp * layout.cp > 1:
+        deps = [st.ops.memory_pass(f"scale.{name}", 2 * nbytes, deps)]
+    return deps
+
+
+def _grad_collectives(st: _Stage, shape: StepShape, name: str, units: list[int], deps: list[str],
                       is_async: bool) -> list[str]:
-    """All-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) of a unit's gradients over the
+    """All-reduce (ZeRO-0) or reduce-scatter (ZeRO-1/2) of a bucket's gradients over the
     replicas, experts' over the ranks that hold the same experts."""
     layout, fw = shape.layout, shape.framework
     kind = "all-reduce" if layout.zero == 0 else "reduce-scatter"
+    deps = _bucket_passes(st, shape, name, units, deps)
     out = []
     if layout.dp * layout.cp > 1:
-        out.append(st.ops.collective(f"gr.{name}", kind, _dense_params(shape, unit) * fw.grad_bytes,
-                                     st.groups.replicas, deps, is_async=is_async))
-    experts = _expert_params(shape, unit)
+        dense = sum(_dense_params(shape, u) for u in units)
+        out.append(st.ops.collective(f"gr.{name}", kind, dense * fw.grad_bytes, st.groups.replicas, deps,
+                                     is_async=is_async))
+    experts = sum(_expert_params(shape, u) for u in units)
     if experts and layout.data_parallel * layout.cp // layout.ep > 1:
         out.append(st.ops.collective(f"gr.{name}.experts", kind, experts * fw.grad_bytes,
                                      st.groups.expert_replicas, deps, is_async=is_async))
@@ -260,8 +296,9 @@ def _stage_params(shape: StepShape, stage: int) -> float:
 def _finish_training(st: _Stage, shape: StepShape) -> None:
     layout, fw = shape.layout, shape.framework
     waits = [st.ops.done(op) for op in st.pending] + st.waits
-    for unit, grads in st.deferred:
-        waits += _grad_collectives(st, shape, f"end.{_unit_name(unit)}", unit, grads, False)
+    for units, grads in st.deferred:
+        name = "end." + "-".join(map(_unit_name, units))
+        waits += _grad_collectives(st, shape, name, units, grads, False)
     units = _stage_units(shape, st.index)
     params = _stage_params(shape, st.index) / layout.fsdp / (layout.dp if layout.zero >= 1 else 1)
     master = MASTER_WEIGHT_BYTES if fw.param_bytes < 4 else 0

@@ -148,6 +148,22 @@ class Framework:
     also writes a one-byte keep mask, and the backward applies it in a kernel of its own.
     Attention dropout inside the fused attention kernel is not priced (the attention
     family has no dropout)."""
+    grad_nan_check: bool = False
+    """Before a gradient bucket's data-parallel reduction, its main gradient is read once for
+    its norm, checked for NaN (Megatron-LM's ``--check-for-nan-in-loss-and-grad``, on by
+    default: ``Bucket.start_grad_sync`` in ``core/distributed/param_and_grad_buffer.py`` at
+    937571cf)."""
+    grad_prescale: bool = False
+    """Before a gradient bucket is summed over the replicas, it is divided by their number in
+    place, read and written (Megatron-LM's ``gradient_scaling_factor`` of 1 / DP, without
+    ``--ddp-average-in-collective``, its default at 937571cf; the 2021 code's
+    ``allreduce_gradients`` divided its buffer the same way)."""
+    later_stages_one_bucket: bool = False
+    """With overlapped reductions, pipeline stages after the first and model chunks after a
+    stage's first keep their gradients in one bucket, reduced once the chunk's last backward
+    is done (Megatron-LM's ``DistributedDataParallel`` at 937571cf: ``bucket_size = None``
+    there, "data-parallel communication on these stages is not on the critical path");
+    otherwise each layer is a bucket of its own."""
     kernel_search: bool = False
     """Each GEMM and attention with ``config=auto`` (XLA tiles its own dots; the best
     block shapes stand in for its choice); otherwise the implementation's own choice."""
@@ -156,7 +172,8 @@ class Framework:
 FRAMEWORKS: dict[str, Framework] = {
     "megatron": Framework(name="megatron", overlap_grad_reduce=True, overlap_param_gather=True,
                           param_bytes=2, grad_bytes=4, gemm_impl="cublas", wgrad_into_main_grad=True,
-                          zeroes_grad_buffer=True, hidden_dropout=True),
+                          zeroes_grad_buffer=True, hidden_dropout=True, grad_nan_check=True, grad_prescale=True,
+                          later_stages_one_bucket=True),
     "maxtext": Framework(name="maxtext", overlap_grad_reduce=True, overlap_param_gather=True,
                          param_bytes=4, grad_bytes=4, fused_elementwise=True, saves_gathered_inputs=True,
                          kernel_search=True),

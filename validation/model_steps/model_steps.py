@@ -81,7 +81,7 @@ def plan(record: dict):
         workload = Workload(mode="train", seq_len=A100_SEQ, batch=record["batch"])
         layout = Layout(tp=tp, pp=pp, dp=gpus // (tp * pp), zero=0, sequence_parallel=False, recompute="full")
         framework = replace(FRAMEWORKS["megatron"], overlap_grad_reduce=False, overlap_param_gather=False,
-                            grad_bytes=2, attention_impl="unfused", wgrad_into_main_grad=False)
+                            grad_bytes=2, attention_impl="unfused", wgrad_into_main_grad=False, grad_nan_check=False)
         system = cluster(gpus, "a100-roce-cluster", "network.fabric=infiniband")
         flops = megatron_2021_flops(model, record["batch"], A100_SEQ)
     elif suite == "megatron-h100":
