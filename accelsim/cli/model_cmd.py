@@ -27,6 +27,12 @@ from accelsim.system.trace import save_system_trace
 from accelsim.units import format_quantity
 
 LAYOUT_OPTIONS = ("tp", "pp", "cp", "dp", "fsdp", "ep", "virtual_stages", "micro_batch")
+OPTIONS_OF_FIELDS = {
+    "system": "--system", "framework": "--framework", "seq-len": "--seq", "batch": "--batch", "limit": "--limit",
+    **{spelled: f"--{name.replace('_', '-')}" for name in LAYOUT_OPTIONS for spelled in (name, name.replace("_", "-"))},
+}
+"""The options that give the fields the model's and layout's checks name (``micro_batch``,
+or ``micro-batch`` as :func:`~accelsim.model.layout.validated` spells it)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   "written to DIR)")
     p.add_argument("--limit", type=int, default=12, metavar="N",
                    help=f"--sweep: layouts replayed, best bound first (1-{MAX_REPLAYS}; default 12)")
-    p.set_defaults(run=run_model, options_of_fields={"system": "--system", "framework": "--framework"})
+    p.set_defaults(run=run_model, options_of_fields=OPTIONS_OF_FIELDS)
 
 
 def run_model(args: argparse.Namespace) -> int:
@@ -82,8 +88,8 @@ def run_model(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     system = load_arch(args.system, args.overrides)
     framework = _framework(args, isinstance(chip_of(system), TpuChip))
-    workload = validated(Workload, {"mode": args.mode, "seq_len": args.seq, "batch": args.batch or 1,
-                                    "dtype": args.dtype}, "accelsim model")
+    workload = validated(Workload, {"mode": args.mode, "seq_len": args.seq, "batch": 1 if args.batch is None else args.batch,
+                                    "dtype": args.dtype})
     options = ReplayOptions(timeline=bool(args.timeline))
     if args.sweep is not None:
         return _sweep(args, model, workload, system, framework, options)
@@ -91,7 +97,7 @@ def run_model(args: argparse.Namespace) -> int:
     if args.micro_batch is None and args.mode != "train" and args.batch is not None:
         # inference: a replica's whole batch at once, or one microbatch per stage when pipelined
         per_stage = max(1, args.batch // (layout.data_parallel * layout.pp))
-        layout = validated(Layout, {**layout.model_dump(), "micro_batch": per_stage}, "accelsim model")
+        layout = validated(Layout, {**layout.model_dump(), "micro_batch": per_stage})
     if args.batch is None:
         per_replica = layout.micro_batch * (layout.pp * layout.virtual_stages if layout.pp > 1 else 1)
         workload = workload.model_copy(update={"batch": layout.data_parallel * per_replica})
@@ -123,10 +129,22 @@ def _framework(args: argparse.Namespace, tpu: bool) -> Framework:
                "hidden_dropout": args.hidden_dropout and base.hidden_dropout,
                "fused_cross_entropy": args.fused_cross_entropy or base.fused_cross_entropy}
     if args.gemm_impl:
-        changes["gemm_impl"] = args.gemm_impl
+        changes["gemm_impl"] = _implementation("gemm", args.gemm_impl, "--gemm-impl")
     if args.attention_impl:
-        changes["attention_impl"] = args.attention_impl
+        changes["attention_impl"] = _implementation("attention", args.attention_impl, "--attention-impl")
     return replace(base, **changes)
+
+
+def _implementation(family: str, name: str, flag: str) -> str:
+    """``name`` once it is one of ``family``'s implementations, checked here: the step's
+    kernels would otherwise refuse it deep in the built trace (or ``--no-replay`` write it)."""
+    from accelsim.families import FAMILIES
+
+    impl = next(p for p in FAMILIES.get(family).params if p.name == "impl")
+    try:
+        return impl.parse(name)
+    except InputError as exc:
+        raise InputError(exc.message, source=flag) from None
 
 
 def _layout(args: argparse.Namespace, chips: int) -> Layout:
@@ -137,7 +155,7 @@ def _layout(args: argparse.Namespace, chips: int) -> Layout:
         for name in ("tp", "pp", "cp", "fsdp"):
             used *= max(1, given.get(name, 1))
         values["dp"] = max(1, chips // used) if used <= chips else 1
-    return validated(Layout, values, "accelsim model")
+    return validated(Layout, values)
 
 
 def print_result(r: ModelStepResult) -> None:
