@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 from accelsim.arch.model import config_files, load_arch
-from accelsim.arch.model import TpuChip
+from accelsim.arch.model import Chip, TpuChip
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
@@ -87,7 +87,7 @@ def run_model(args: argparse.Namespace) -> int:
         check_output_dir(args.sweep, "--sweep")
     model = load_model(args.model)
     system = load_arch(args.system, args.overrides)
-    framework = _framework(args, isinstance(chip_of(system), TpuChip))
+    framework = _framework(args, chip_of(system))
     workload = validated(Workload, {"mode": args.mode, "seq_len": args.seq, "batch": 1 if args.batch is None else args.batch,
                                     "dtype": args.dtype})
     options = ReplayOptions(timeline=bool(args.timeline))
@@ -103,13 +103,15 @@ def run_model(args: argparse.Namespace) -> int:
         workload = workload.model_copy(update={"batch": layout.data_parallel * per_replica})
     step = plan_step(model, workload, layout, framework, system)
     trace = step_trace(step)
-    if args.output:
-        save_system_trace(trace, args.output)
     if not args.replay:
+        if args.output:
+            save_system_trace(trace, args.output)
         print(f"wrote {args.output}: {trace.num_ops} ops on {trace.num_devices} devices" if args.output
               else f"{trace.num_ops} ops on {trace.num_devices} devices (not replayed)")
         return 0
     result, replayed = run_step(step, trace, options=options)
+    if args.output:  # after the replay: a step refused while replayed leaves no trace behind
+        save_system_trace(trace, args.output)
     if args.timeline:
         write_json(args.timeline, chrome_trace(replayed), "--timeline")
     if args.json:
@@ -119,10 +121,10 @@ def run_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _framework(args: argparse.Namespace, tpu: bool) -> Framework:
+def _framework(args: argparse.Namespace, chip: Chip) -> Framework:
     from dataclasses import replace
 
-    default = "maxtext" if tpu else ("megatron" if args.mode == "train" else INFERENCE_DEFAULT)
+    default = "maxtext" if isinstance(chip, TpuChip) else ("megatron" if args.mode == "train" else INFERENCE_DEFAULT)
     base = framework_named(args.framework or default)
     changes = {"tp_overlap": args.tp_overlap or base.tp_overlap,
                "overlap_grad_reduce": args.overlap_grad_reduce and base.overlap_grad_reduce,
@@ -132,6 +134,7 @@ def _framework(args: argparse.Namespace, tpu: bool) -> Framework:
         changes["gemm_impl"] = _implementation("gemm", args.gemm_impl, "--gemm-impl")
     if args.attention_impl:
         changes["attention_impl"] = _implementation("attention", args.attention_impl, "--attention-impl")
+        _runs_on(chip, changes["attention_impl"])
     return replace(base, **changes)
 
 
@@ -145,6 +148,16 @@ def _implementation(family: str, name: str, flag: str) -> str:
         return impl.parse(name)
     except InputError as exc:
         raise InputError(exc.message, source=flag) from None
+
+
+def _runs_on(chip: Chip, attention_impl: str) -> None:
+    """Refuse an attention implementation the system's chip cannot run (FA3 on an A100)."""
+    from accelsim.families import attention_impls
+
+    try:
+        attention_impls.resolve(attention_impl, chip)
+    except InputError as exc:
+        raise InputError(exc.message, source="--attention-impl") from None
 
 
 def _layout(args: argparse.Namespace, chips: int) -> Layout:

@@ -69,3 +69,19 @@ def test_bad_options_are_one_line_naming_the_option(cli, config, args, words):
     r = cli("model", config, "--system", "dgx-h100", *args)
     assert r.code == 2 and r.err.count("\n") == 1 and f"accelsim: error: {words}" in r.err, r.err
     assert len(r.err) <= 301
+
+
+def test_an_attention_impl_the_chip_cannot_run_is_refused_before_anything_is_written(cli, config, tmp_path):
+    trace = tmp_path / "step.json"
+    for replay in ([], ["--no-replay"]):
+        r = cli("model", config, "--system", "dgx-a100", "--tp", "4", "--attention-impl", "fa3", "-o", str(trace),
+                *replay)
+        assert r.code == 2 and r.err.startswith("accelsim: error: --attention-impl: impl=fa3 is a Hopper"), r.err
+        assert not trace.exists()
+
+
+def test_a_step_refused_while_replayed_leaves_no_trace(cli, config, tmp_path):
+    """DeepGEMM on an A100 is refused by the GEMM kernels as the step replays."""
+    trace = tmp_path / "step.json"
+    r = cli("model", config, "--system", "dgx-a100", "--tp", "4", "--gemm-impl", "deepgemm", "-o", str(trace))
+    assert r.code == 2 and "DeepGEMM runs on Hopper" in r.err and not trace.exists(), r.err
