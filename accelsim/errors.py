@@ -48,8 +48,19 @@ def shown(value: object) -> str:
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 3] + "..."
 
 
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (``ESC``, ``BEL``, other
+    controls) written as its escape (``\\x1b``): an error line echoes names from the input
+    (a config's keys, a path, a ``--set`` field), and those must not drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def shown_text(text: str) -> str:
-    """``text`` itself (no quotes) cut as :func:`shown` cuts a value: a name or path echoed bare."""
+    """``text`` itself (no quotes, controls escaped: :func:`printable`) cut as :func:`shown`
+    cuts a value: a name or path echoed bare."""
+    text = printable(text)
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS // 2 - 2] + "..." + text[-(MAX_SHOWN_CHARS // 2 - 1):]
 
 
@@ -87,7 +98,7 @@ class InputError(Exception):
         if where and self.line is not None:
             where += f":{self.line}"
         parts = [p for p in (where, self.field) if p]
-        text = " ".join(": ".join(parts + [self.message]).split())
+        text = printable(" ".join(": ".join(parts + [self.message]).split()))
         return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS - 4] + " ..."
 
     def __str__(self) -> str:

@@ -11,6 +11,7 @@ same examples run every time (tests/conftest.py)."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 from typing import Any
 
@@ -103,6 +104,22 @@ def refused_or_ok(result) -> bool:
     assert len(lines) == 1 and lines[0].startswith("accelsim: error: "), result.err[-2000:]
     assert len(lines[0]) <= MAX_ERROR_LINE, lines[0]
     return False
+
+
+def read_or_refused(tmp_path, data: Any, read):
+    """``read(path)`` of ``data`` written to a JSON file, or None where it raised an
+    :class:`~accelsim.errors.InputError` that is the one line of at most 300 characters the
+    CLI would print (readers that run in-process, without the CLI's plots)."""
+    from accelsim.errors import InputError
+
+    path = tmp_path / "input.json"
+    path.write_text(json.dumps(data))
+    try:
+        return read(path)
+    except InputError as exc:
+        line = f"accelsim: error: {exc.one_line()}"
+        assert "\n" not in line and len(line) <= MAX_ERROR_LINE, line
+        return None
 
 
 AWKWARD_TOKENS = st.sampled_from([

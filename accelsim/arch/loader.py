@@ -124,6 +124,10 @@ def nearest_names(name: str) -> list[str]:
 
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_YAML_DEPTH = 100
+"""Deepest nesting of lists and mappings a YAML input may have (configs and sweep specs
+nest under ten). Checked on the parser's events before composing: libyaml's composer
+recurses in C, and some 30,000 nested ``[`` crash the interpreter (a segfault, no error)."""
 _YAML_CACHE: dict[tuple[str, int, int], tuple[dict[str, Any], dict[Path_, int]]] = {}
 
 
@@ -143,8 +147,31 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
     return copy.deepcopy(data), dict(lines)
 
 
+def too_deep_line(text: str) -> int | None:
+    """The line (1-based) where ``text``'s YAML nests lists and mappings deeper than
+    :data:`MAX_YAML_DEPTH`, or None; a syntax error is left for the composer to report."""
+    loader = _SAFE_LOADER(text)
+    depth = 0
+    try:
+        while (event := loader.get_event()) is not None:
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    return event.start_mark.line + 1
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return None
+
+
 def _parse_yaml(path: Path) -> tuple[dict[str, Any], dict[Path_, int]]:
     text = read_text_file(path, "YAML file")
+    deep = too_deep_line(text)
+    if deep is not None:
+        raise InputError(f"lists and mappings nested more than {MAX_YAML_DEPTH} deep", source=str(path), line=deep)
     try:
         loader = _SAFE_LOADER(text)
         try:
@@ -329,7 +356,10 @@ def parse_override(text: str) -> Override:
 
 def _override_value(text: str, key: str) -> Any:
     """An override's value as YAML (safe loader), refusing aliases (``*name``) as config
-    files do: nested aliases expand exponentially (9 levels exhaust the memory)."""
+    files do: nested aliases expand exponentially (9 levels exhaust the memory), and
+    nesting deeper than config files may (:func:`too_deep_line`)."""
+    if too_deep_line(text) is not None:
+        raise OverrideError(f"lists and mappings nested more than {MAX_YAML_DEPTH} deep in the value", field=key)
     loader = _SAFE_LOADER(text)
     try:
         node = loader.get_single_node()

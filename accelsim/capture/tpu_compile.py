@@ -30,8 +30,10 @@ GENERATIONS = ("v4", "v5e", "v5p", "v6e")
 MAX_CHIPS = 8960
 """The largest single slice named here (a v5p pod); larger topologies are refused up front."""
 MAX_MESH_AXES = 8
-_TOPOLOGY = re.compile(r"(v\w+):(\d+(?:x\d+){1,2})")
-_AXIS = re.compile(r"([A-Za-z_]\w*)=(\d+)")
+_TOPOLOGY = re.compile(r"(v\w+):(\d{1,12}(?:x\d{1,12}){1,2})")
+_AXIS = re.compile(r"([A-Za-z_]\w*)=(\d{1,12})")
+"""Sizes of at most 12 digits: past every bound, yet never past what ``int()`` converts
+(4,300 digits), so a long number is refused in one line, not a ValueError traceback."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 from accelsim.arch.model import config_files, load_arch
-from accelsim.arch.model import TpuChip
+from accelsim.arch.model import Chip, TpuChip
 from accelsim.cli.arch_cmd import add_set_option
 from accelsim.cli.output import print_json, table
 from accelsim.errors import InputError
@@ -27,6 +27,12 @@ from accelsim.system.trace import save_system_trace
 from accelsim.units import format_quantity
 
 LAYOUT_OPTIONS = ("tp", "pp", "cp", "dp", "fsdp", "ep", "virtual_stages", "micro_batch")
+OPTIONS_OF_FIELDS = {
+    "system": "--system", "framework": "--framework", "seq-len": "--seq", "batch": "--batch", "limit": "--limit",
+    **{spelled: f"--{name.replace('_', '-')}" for name in LAYOUT_OPTIONS for spelled in (name, name.replace("_", "-"))},
+}
+"""The options that give the fields the model's and layout's checks name (``micro_batch``,
+or ``micro-batch`` as :func:`~accelsim.model.layout.validated` spells it)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   "written to DIR)")
     p.add_argument("--limit", type=int, default=12, metavar="N",
                    help=f"--sweep: layouts replayed, best bound first (1-{MAX_REPLAYS}; default 12)")
-    p.set_defaults(run=run_model, options_of_fields={"system": "--system", "framework": "--framework"})
+    p.set_defaults(run=run_model, options_of_fields=OPTIONS_OF_FIELDS)
 
 
 def run_model(args: argparse.Namespace) -> int:
@@ -81,9 +87,9 @@ def run_model(args: argparse.Namespace) -> int:
         check_output_dir(args.sweep, "--sweep")
     model = load_model(args.model)
     system = load_arch(args.system, args.overrides)
-    framework = _framework(args, isinstance(chip_of(system), TpuChip))
-    workload = validated(Workload, {"mode": args.mode, "seq_len": args.seq, "batch": args.batch or 1,
-                                    "dtype": args.dtype}, "accelsim model")
+    framework = _framework(args, chip_of(system))
+    workload = validated(Workload, {"mode": args.mode, "seq_len": args.seq, "batch": 1 if args.batch is None else args.batch,
+                                    "dtype": args.dtype})
     options = ReplayOptions(timeline=bool(args.timeline))
     if args.sweep is not None:
         return _sweep(args, model, workload, system, framework, options)
@@ -91,19 +97,21 @@ def run_model(args: argparse.Namespace) -> int:
     if args.micro_batch is None and args.mode != "train" and args.batch is not None:
         # inference: a replica's whole batch at once, or one microbatch per stage when pipelined
         per_stage = max(1, args.batch // (layout.data_parallel * layout.pp))
-        layout = validated(Layout, {**layout.model_dump(), "micro_batch": per_stage}, "accelsim model")
+        layout = validated(Layout, {**layout.model_dump(), "micro_batch": per_stage})
     if args.batch is None:
         per_replica = layout.micro_batch * (layout.pp * layout.virtual_stages if layout.pp > 1 else 1)
         workload = workload.model_copy(update={"batch": layout.data_parallel * per_replica})
     step = plan_step(model, workload, layout, framework, system)
     trace = step_trace(step)
-    if args.output:
-        save_system_trace(trace, args.output)
     if not args.replay:
+        if args.output:
+            save_system_trace(trace, args.output)
         print(f"wrote {args.output}: {trace.num_ops} ops on {trace.num_devices} devices" if args.output
               else f"{trace.num_ops} ops on {trace.num_devices} devices (not replayed)")
         return 0
     result, replayed = run_step(step, trace, options=options)
+    if args.output:  # after the replay: a step refused while replayed leaves no trace behind
+        save_system_trace(trace, args.output)
     if args.timeline:
         write_json(args.timeline, chrome_trace(replayed), "--timeline")
     if args.json:
@@ -113,20 +121,43 @@ def run_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _framework(args: argparse.Namespace, tpu: bool) -> Framework:
+def _framework(args: argparse.Namespace, chip: Chip) -> Framework:
     from dataclasses import replace
 
-    default = "maxtext" if tpu else ("megatron" if args.mode == "train" else INFERENCE_DEFAULT)
+    default = "maxtext" if isinstance(chip, TpuChip) else ("megatron" if args.mode == "train" else INFERENCE_DEFAULT)
     base = framework_named(args.framework or default)
     changes = {"tp_overlap": args.tp_overlap or base.tp_overlap,
                "overlap_grad_reduce": args.overlap_grad_reduce and base.overlap_grad_reduce,
                "hidden_dropout": args.hidden_dropout and base.hidden_dropout,
                "fused_cross_entropy": args.fused_cross_entropy or base.fused_cross_entropy}
     if args.gemm_impl:
-        changes["gemm_impl"] = args.gemm_impl
+        changes["gemm_impl"] = _implementation("gemm", args.gemm_impl, "--gemm-impl")
     if args.attention_impl:
-        changes["attention_impl"] = args.attention_impl
+        changes["attention_impl"] = _implementation("attention", args.attention_impl, "--attention-impl")
+        _runs_on(chip, changes["attention_impl"])
     return replace(base, **changes)
+
+
+def _implementation(family: str, name: str, flag: str) -> str:
+    """``name`` once it is one of ``family``'s implementations, checked here: the step's
+    kernels would otherwise refuse it deep in the built trace (or ``--no-replay`` write it)."""
+    from accelsim.families import FAMILIES
+
+    impl = next(p for p in FAMILIES.get(family).params if p.name == "impl")
+    try:
+        return impl.parse(name)
+    except InputError as exc:
+        raise InputError(exc.message, source=flag) from None
+
+
+def _runs_on(chip: Chip, attention_impl: str) -> None:
+    """Refuse an attention implementation the system's chip cannot run (FA3 on an A100)."""
+    from accelsim.families import attention_impls
+
+    try:
+        attention_impls.resolve(attention_impl, chip)
+    except InputError as exc:
+        raise InputError(exc.message, source="--attention-impl") from None
 
 
 def _layout(args: argparse.Namespace, chips: int) -> Layout:
@@ -137,7 +168,7 @@ def _layout(args: argparse.Namespace, chips: int) -> Layout:
         for name in ("tp", "pp", "cp", "fsdp"):
             used *= max(1, given.get(name, 1))
         values["dp"] = max(1, chips // used) if used <= chips else 1
-    return validated(Layout, values, "accelsim model")
+    return validated(Layout, values)
 
 
 def print_result(r: ModelStepResult) -> None:

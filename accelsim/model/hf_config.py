@@ -47,7 +47,8 @@ def spec_from_hf(data: dict[str, Any], source: str, name: object = "model") -> M
     fields["kv_heads"] = reader.integer("num_key_value_heads", default=heads)
     gpt2_default = 4 * fields["hidden"] if model_type in PLAIN_MLP_TYPES else None  # GPT-2: n_inner null
     fields["ffn"] = reader.integer("intermediate_size", "n_inner", default=gpt2_default)
-    fields["head_dim"] = reader.integer("head_dim", default=max(1, fields["hidden"] // heads))
+    # heads < 1 is the spec's to refuse (naming the field), not a division by zero here
+    fields["head_dim"] = reader.integer("head_dim", default=max(1, fields["hidden"] // max(1, heads)))
     fields["tied_embeddings"] = reader.boolean("tie_word_embeddings", default=model_type in PLAIN_MLP_TYPES)
     fields["mlp"] = "plain" if model_type in PLAIN_MLP_TYPES else "gated"
     fields["norm"] = "layernorm" if model_type in LAYERNORM_TYPES else "rmsnorm"

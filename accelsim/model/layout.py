@@ -256,8 +256,9 @@ def _divides(total: int, degree: int, field: str, what: str) -> None:
         raise InputError(f"{what} ({total}) do not split evenly over {field.upper()} {degree}", field=field)
 
 
-def validated(kind: type[_Strict], values: dict, source: str) -> _Strict:
-    """``kind(**values)`` with a bad value as one line naming its field (``--tp``)."""
+def validated(kind: type[_Strict], values: dict, source: str | None = None) -> _Strict:
+    """``kind(**values)`` with a bad value as one line naming its field (``micro-batch``;
+    without a ``source``, the command line names the option that gave it)."""
     try:
         return kind.model_validate(values)
     except ValidationError as exc:

@@ -29,6 +29,8 @@ def test_topologies_by_name():
     ("v5e", "expected a TPU topology"),
     ("v5p:64x64x64", "at most 8960 chips"),
     ("v5e:0x4", "at most 8960 chips with every axis >= 1"),
+    ("v5e:999999999999x1", "at most 8960 chips"),
+    ("v5e:" + "9" * 5000 + "x4", "expected a TPU topology"),  # past int()'s 4,300 digits: was a ValueError
 ])
 def test_bad_topologies_are_one_line(text, message):
     with pytest.raises(InputError, match=message):
@@ -44,6 +46,8 @@ def test_mesh_axes_cover_the_devices():
         parse_mesh("data=4,data=4", 16)
     with pytest.raises(InputError, match="NAME=SIZE"):
         parse_mesh("data:4", 4)
+    with pytest.raises(InputError, match="NAME=SIZE"):
+        parse_mesh("data=" + "9" * 5000, 4)
 
 
 def test_bad_options_fail_before_compiling(cli, tmp_path):

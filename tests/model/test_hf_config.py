@@ -53,6 +53,7 @@ def test_a_folder_holding_config_json(tmp_path):
     ({"num_hidden_layers": None}, "num_hidden_layers", "missing"),
     ({"num_key_value_heads": 5}, "num_attention_heads", "not a multiple"),
     ({"vocab_size": 1 << 30}, "vocab_size", "at most"),
+    ({"num_attention_heads": 0}, "num_attention_heads", "at least 1"),
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings", "true or false"),
     ({"num_local_experts": 2, "num_experts_per_tok": 4}, "num_experts_per_tok", "routed experts"),
 ])

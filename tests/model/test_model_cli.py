@@ -54,11 +54,34 @@ def test_does_not_fit_is_refused(cli):
 
 
 @pytest.mark.parametrize("args, words", [
-    (("--tp", "0"), "tp"),
-    (("--seq", "0"), "seq-len"),
-    (("--framework", "jax"), "invalid choice"),
-    (("--dp", "16"), "needs 16 devices"),
+    (("--tp", "0"), "--tp: expected a number at least 1, got 0"),
+    (("--seq", "0"), "--seq: expected a number at least 1, got 0"),
+    (("--batch", "0"), "--batch: expected a number at least 1, got 0"),
+    (("--micro-batch", "99999999"), "--micro-batch: expected a number at most"),
+    (("--tp", "3"), "--tp: attention heads (4) do not split evenly over TP 3"),
+    (("--framework", "jax"), "model: argument --framework: invalid choice: 'jax'"),
+    (("--dp", "16"), "layout: the layout (DP16) needs 16 devices"),
+    (("--gemm-impl", "bogus", "--no-replay"), "--gemm-impl: expected one of: default, cublas"),
+    (("--attention-impl", "x" * 1000), "--attention-impl: expected one of: default, fa3"),
+    (("--sweep", "out", "--batch", "8", "--limit", "0"), "--limit: expected 1 to 256 layouts to replay, got 0"),
 ])
-def test_bad_options_are_one_line(cli, config, args, words):
+def test_bad_options_are_one_line_naming_the_option(cli, config, args, words):
     r = cli("model", config, "--system", "dgx-h100", *args)
-    assert r.code == 2 and words in r.err and r.err.count("\n") == 1
+    assert r.code == 2 and r.err.count("\n") == 1 and f"accelsim: error: {words}" in r.err, r.err
+    assert len(r.err) <= 301
+
+
+def test_an_attention_impl_the_chip_cannot_run_is_refused_before_anything_is_written(cli, config, tmp_path):
+    trace = tmp_path / "step.json"
+    for replay in ([], ["--no-replay"]):
+        r = cli("model", config, "--system", "dgx-a100", "--tp", "4", "--attention-impl", "fa3", "-o", str(trace),
+                *replay)
+        assert r.code == 2 and r.err.startswith("accelsim: error: --attention-impl: impl=fa3 is a Hopper"), r.err
+        assert not trace.exists()
+
+
+def test_a_step_refused_while_replayed_leaves_no_trace(cli, config, tmp_path):
+    """DeepGEMM on an A100 is refused by the GEMM kernels as the step replays."""
+    trace = tmp_path / "step.json"
+    r = cli("model", config, "--system", "dgx-a100", "--tp", "4", "--gemm-impl", "deepgemm", "-o", str(trace))
+    assert r.code == 2 and "DeepGEMM runs on Hopper" in r.err and not trace.exists(), r.err
