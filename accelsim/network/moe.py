@@ -62,6 +62,8 @@ the memory of a small machine."""
 MAX_TOKENS = 2**20
 MAX_TOKEN_BYTES = 2**30
 MAX_EXPERTS = 2**16
+MAX_PAIR_BYTES = 2**40
+"""A traffic matrix's largest byte count from one rank to another: 1 TiB, past any MoE layer's."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,8 +149,9 @@ def load_matrix(path: str | Path, ranks: int) -> np.ndarray:
                          field="bytes")
     for i, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != ranks or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in row):
-            raise InputError(f"expected {ranks} non-negative finite byte counts", source=str(path), field=f"bytes[{i}]")
+                isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= MAX_PAIR_BYTES for v in row):
+            raise InputError(f"expected {ranks} byte counts from 0 to {MAX_PAIR_BYTES} (1 TiB)", source=str(path),
+                             field=f"bytes[{i}]")
     return np.array(rows, dtype=float)
 
 

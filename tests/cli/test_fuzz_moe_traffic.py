@@ -32,11 +32,15 @@ def test_a_mutated_traffic_matrix(cli, tmp_path, egress_bytes_per_s, data):
         assert r["nvlink_bytes_per_rank"] / egress_bytes_per_s <= r["latency_s"] * (1 + 1e-9)
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="accelsim/network/moe.py load_matrix calls math.isfinite on a JSON integer past a float's "
-                          "range (network is coll6's to fix; reported by the input audit)")
 def test_a_byte_count_past_a_float_s_range_is_one_line(cli, tmp_path):
     path = tmp_path / "traffic.json"
     path.write_text(json.dumps({"bytes": [[10**400 if i == 0 and j == 1 else 0 for j in range(8)] for i in range(8)]}))
     result = cli(*MOE, "--traffic", str(path))
-    assert result.code == 2 and "traffic.json: bytes[0]" in result.err
+    assert result.code == 2 and "traffic.json: bytes[0]" in result.err and "\n" not in result.err.strip()
+
+
+def test_a_byte_count_past_a_tebibyte_is_one_line(cli, tmp_path):
+    path = tmp_path / "traffic.json"
+    path.write_text(json.dumps({"bytes": [[1e300 if i == 1 and j == 0 else 0 for j in range(8)] for i in range(8)]}))
+    result = cli(*MOE, "--traffic", str(path))
+    assert result.code == 2 and "traffic.json: bytes[1]" in result.err
