@@ -591,23 +591,33 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
 
 def _matrix_efficiencies(spec: schema.ChipSpec) -> tuple[float, float]:
     """``matrix_unit``'s efficiency and chained efficiency as the resolved chip prices them:
-    as given, or with the boost on, the given efficiency made a clock-free pipe efficiency
-    (``efficiency x clock / matrix_reference_clock``: the reference GEMM's throughput over the
-    peak at the clock it ran at). A chained efficiency given apart is kept as written: it is
-    the share of the peak an implementation's chained MMAs reach (FlashAttention-2's 35%,
-    from its paper, at whatever clock that ran), with no reference clock of its own to make
-    it clock-free; so with the boost on such chains run at the boost clock's peak times it."""
+    as given, or with the boost on, each made a share of the peak per cycle at the clock its
+    measurement ran at: the efficiency ``x clock / matrix_reference_clock`` (the reference GEMM's
+    throughput over the peak at its clock, under the TDP), a chained efficiency given apart
+    ``x clock / chained_reference_clock`` (FlashAttention-2's share of the datasheet peak, on
+    kernels that ran below the TDP, at the boost clock); without one, chains take the
+    efficiency."""
     mu = spec.matrix_unit
     efficiency = mu.efficiency.value
+    chained = mu.chained_efficiency.value if mu.chained_efficiency else None
     boost = _enabled_boost(spec)
     if boost is not None:
-        efficiency *= spec.clock.value / boost.matrix_reference_clock.value
-        if efficiency > 1.0:
-            raise InputError(f"matrix_unit.efficiency x clock / matrix_reference_clock is {efficiency:.3g}; "
-                             "expected at most 1 (a pipe cannot pass its peak)",
-                             field="power.dvfs.boost.matrix_reference_clock")
-    chained = mu.chained_efficiency.value if mu.chained_efficiency else efficiency
-    return efficiency, chained
+        efficiency = _per_cycle_at(efficiency, spec.clock.value, boost.matrix_reference_clock.value,
+                                   "efficiency", "matrix_reference_clock")
+        if chained is not None:
+            chained = _per_cycle_at(chained, spec.clock.value, boost.chained_reference_clock.value,
+                                    "chained_efficiency", "chained_reference_clock")
+    return efficiency, efficiency if chained is None else chained
+
+
+def _per_cycle_at(share: float, quoted_hz: float, ran_hz: float, name: str, clock_field: str) -> float:
+    """A share of the peak quoted at ``quoted_hz`` that a kernel reached running at ``ran_hz``, as
+    a share of the peak per cycle; more than 1 is refused (a pipe cannot pass its peak)."""
+    per_cycle = share * quoted_hz / ran_hz
+    if per_cycle > 1.0:
+        raise InputError(f"matrix_unit.{name} x clock / {clock_field} is {per_cycle:.3g}; "
+                         "expected at most 1 (a pipe cannot pass its peak)", field=f"power.dvfs.boost.{clock_field}")
+    return per_cycle
 
 
 def _resolve_chip(spec: schema.ChipSpec) -> Chip:

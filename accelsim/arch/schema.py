@@ -379,7 +379,8 @@ class Boost(_Strict):
     ``matrix_unit.efficiency`` and ``power.matrix_pj_per_flop`` are taken as measured by one
     GEMM that ran at ``matrix_reference_clock`` under the TDP, so the resolved chip has the
     clock-free pipe efficiency ``efficiency x clock / matrix_reference_clock`` and the matrix
-    energy per flop at ``clock``."""
+    energy per flop at ``clock``; ``matrix_unit.chained_efficiency`` likewise as measured on
+    kernels that ran at ``chained_reference_clock``."""
 
     enabled: bool = False
     clock: Cited[Hz]
@@ -387,6 +388,10 @@ class Boost(_Strict):
     a record's locked clock is set here, not in ``clock``, while the boost is on)."""
     matrix_reference_clock: Cited[Hz]
     """The clock the GEMM behind ``matrix_unit.efficiency`` and the matrix energy ran at, at the TDP."""
+    chained_reference_clock: Cited[Hz]
+    """The clock the kernels behind ``matrix_unit.chained_efficiency`` ran at: with the boost on, the
+    chained efficiency per cycle is ``chained_efficiency x clock / chained_reference_clock`` (a share
+    of the peak quoted at ``clock``, reached at this clock)."""
 
 
 class Dvfs(_Strict):

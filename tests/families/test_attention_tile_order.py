@@ -55,6 +55,13 @@ def test_non_causal_tiles_keep_the_grids_order_on_persistent_ctas():
     assert (execution.persistent_ctas, execution.epilogue) == (H100.num_cores, "overlapped")
 
 
+def test_fp8_tiles_wait_for_their_store_before_the_next_tiles_loads():
+    """FA3's fp8 kernel frees Q after its last PV and transposes the next V into the store's
+    shared memory: the epilogue is on the consumers' way."""
+    trace = build(batch=2, heads=4, seq_q=2048, head_dim=128, impl="fa3", dtype="fp8")
+    assert trace.kernel.execution.epilogue == "exposed"
+
+
 def test_the_causal_trace_reads_each_programs_own_q_block():
     trace = build(batch=2, heads=4, seq_q=2048, head_dim=128, causal=True, impl="fa3")
     assert trace.kernel.grid == [128] and trace.kernel.execution.persistent_ctas == H100.num_cores

@@ -94,6 +94,8 @@ class Impl:
     schedule: Schedule = Schedule()
     blackwell_schedule: Schedule | None = None
     """How its Blackwell kernels schedule the work, where that differs from ``schedule``."""
+    hopper_schedule: Schedule | None = None
+    """How its Hopper kernels schedule the work, where that differs from ``schedule``."""
     forward_tiles: Callable[[dict[str, Any], int, Chip], "TileSchedule"] | None = None
     """How a tile scheduler runs its fused forward's tiles: ``forward_tiles(problem, block_m,
     chip)`` (None: one CTA per tile, in the grid's order)."""
@@ -105,7 +107,9 @@ class Impl:
 
     def schedule_for(self, chip: Chip) -> Schedule:
         """Its schedule on ``chip``."""
-        return self.blackwell_schedule if self.blackwell_schedule and is_blackwell(chip) else self.schedule
+        if self.blackwell_schedule and is_blackwell(chip):
+            return self.blackwell_schedule
+        return self.hopper_schedule if self.hopper_schedule and is_hopper(chip) else self.schedule
 
 
 def gpu_only(chip: Chip) -> str | None:

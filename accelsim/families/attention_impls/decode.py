@@ -3,9 +3,17 @@ group packed as the rows of one block, the KV sequence split over programs whose
 outputs a second kernel combines (the family's flash-decoding trace): the split-KV kernel of
 Dao et al.'s Flash-Decoding (2023 blog) as FlashAttention's ``flash_fwd_splitkv_kernel`` and
 TileOPs' GQA decode launch it (``config=auto`` searches its splits and tiles).
-Leaves out: paged KV (page-table reads), TileOPs' batch-one kernel's warp specialization (a TMA
-producer warp and one wgmma consumer warpgroup, ``gqa_decode_bs1.py``: its MMAs are priced as
-chained here), MLA (``flashmla``). FlashInfer's decode is :mod:`.flashinfer`."""
+On Hopper its MMAs are warpgroup MMAs (wgmma), not FlashAttention-2's ``mma.sync`` chains: TileOPs'
+kernels are TileLang programs (``tileops/kernels/attention/gqa_decode.py``: 64-row blocks of
+query heads, 128 threads) whose ``T.gemm`` lowers to wgmma on Hopper where M >= 64 and the
+warps are a multiple of four (tile-ai/tilelang ``src/op/gemm.cc``, ``allowWgmma``), and its batch-one kernel issues ``wgmma_gemm`` from
+one consumer warpgroup fed by a TMA producer warp (``gqa_decode_bs1.py``). Each consumer still
+runs QK^T, the softmax and PV in turn, so the MMAs are priced at the pipe's efficiency
+(``matrix_unit.efficiency``, not the chained one) with the softmax on the same chain
+(``Schedule(chained=False)``); elsewhere the split-KV kernel is FlashAttention-2's, chained.
+Leaves out: paged KV (page-table reads), the batch-one kernel's producer warp (its loads are
+priced as the consumers' own, pipelined), MLA (``flashmla``). FlashInfer's decode is
+:mod:`.flashinfer`."""
 
 from __future__ import annotations
 
@@ -14,7 +22,7 @@ from typing import Any
 from accelsim.arch.model import Chip
 from accelsim.errors import InputError
 from accelsim.families.attention_impls import triton
-from accelsim.families.attention_impls.base import Impl, gpu_only
+from accelsim.families.attention_impls.base import Impl, Schedule, gpu_only
 
 
 def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
@@ -35,4 +43,5 @@ FLASH_DECODING = Impl(
     unavailable=gpu_only,
     default_config=default_config,
     config_space=_decode_space,
+    hopper_schedule=Schedule(chained=False),
 )

@@ -9,11 +9,17 @@ above; backward 128x128 at d <= 64, 64x128 at d <= 128, 64x64 above, 8 warps), K
 double-buffered, one program per (q block, batch, head); each warp's QK^T, softmax and PV
 wait on each other (``matrix_unit.chained_efficiency``, whose published H100 value is the
 FlashAttention-3 paper's "FlashAttention-2 achieving only 35% utilization on the H100").
+That value is a throughput over the peak quoted at the config's ``clock``: with
+``power.dvfs.boost`` on it is taken per cycle at the clock FA2's kernels ran at
+(``chained_reference_clock``, the 1.98 GHz boost they keep below the TDP), so an unthrottled
+FA2 kernel keeps its flops per second (docs/power.md, "The boost clock").
 Decode: FA2's split-KV kernel and its combine (the family's flash-decoding trace).
-Leaves out: the lower peak of ``mma.sync`` on Hopper (no microbenchmark number in the
-configs yet; it is inside the chained efficiency: Luo et al.'s code,
-github.com/HPMLL/NVIDIA-Hopper-Benchmark ``TensorCores/mma``, times it but publishes no
-logs), dropout, ALiBi, paged KV. On the FA3 paper's H100 records what is left is flat in the
+Leaves out: the lower peak of ``mma.sync`` on Hopper as a quantity of its own (reported at
+63-65% of the dense peak, github.com/waynehacking8/blackwell-tensorcore-kernels
+``results/mma_ablation.md``, after Luo et al., arXiv:2501.12084; Luo et al.'s code,
+github.com/HPMLL/NVIDIA-Hopper-Benchmark ``TensorCores/mma``, publishes no logs): it is
+inside the chained efficiency, whose 0.37 per cycle is about 0.6 of that ceiling), dropout,
+ALiBi, paged KV. On the FA3 paper's H100 records what is left is flat in the
 sequence length and set by the head dim (d128 within 6%, d64 and d256 10-22% too fast):
 one chained efficiency does not carry the per-score rate across head dims."""
 

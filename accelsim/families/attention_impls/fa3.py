@@ -28,9 +28,18 @@ first) within sections of heads whose K and V fit a 32 MB share of L2 (:func:`ti
 Either way a CTA's producer loads its next tile's Q and K while the consumers finish the one
 before (``prefetch_next_work``; ``kernel.execution.persistent_ctas``), and the consumers issue
 a tile's O store by TMA and go on to the next tile (``CollectiveEpilogueFwd::store``: one warp
-waits for the store; the ``overlapped`` epilogue).
-Leaves out: the in-kernel V transpose of fp8 (producer work), block quantization's scales,
-PackGQA, the backward's scheduler, varlen, paged KV, clusters."""
+waits for the store; the ``overlapped`` epilogue). fp8 is the exception, as the release the
+FA3 paper timed writes it (``hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp``, 2024; the paper's
+section 3.3 on fp8's layouts): its consumers (``mma_fp8``) free Q only after their last PV,
+where bf16's ``mma`` frees it before, so the producer loads the next tile's Q only then, and
+its producer (``load_fp8``) waits for the tile's O store to leave shared memory (``barrier_O``:
+O shares it with the transposed V) before it transposes the next tile's first V block for the
+first PV; so a tile's store and the next tile's loads are on the consumers' way, the
+``exposed`` epilogue, the nearest the engine has.
+Leaves out: the in-kernel V transpose of fp8 in the steady state (producer work beside the
+consumers' MMAs), fp8's softmax without intra-warpgroup overlap (``mma_fp8`` waits for each
+GEMM), block quantization's scales, PackGQA, the backward's scheduler, varlen, paged KV,
+clusters."""
 
 from __future__ import annotations
 
@@ -114,8 +123,9 @@ def forward_tiles(p: dict[str, Any], block_m: int, chip: Chip) -> TileSchedule:
     """FA3's persistent schedulers (module docstring): one CTA per SM, a free one taking the
     next tile (the engine's dispatch: the dynamic scheduler's atomic counter, and the static
     one's round robin where tiles are equally long), in the causal order of :func:`tile_order`
-    or the grid's."""
-    return TileSchedule(order=tile_order(p, block_m), persistent_ctas=chip.num_cores, epilogue="overlapped")
+    or the grid's; fp8's tiles wait for the store before the next tile's loads (``exposed``)."""
+    epilogue = "exposed" if p["dtype"] == "fp8" else "overlapped"
+    return TileSchedule(order=tile_order(p, block_m), persistent_ctas=chip.num_cores, epilogue=epilogue)
 
 
 WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, producer_warps=4, consumer_chains="shared")
