@@ -9,6 +9,11 @@ above; backward 128x128 at d <= 64, 64x128 at d <= 128, 64x64 above, 8 warps), K
 double-buffered, one program per (q block, batch, head); each warp's QK^T, softmax and PV
 wait on each other (``matrix_unit.chained_efficiency``, whose published H100 value is the
 FlashAttention-3 paper's "FlashAttention-2 achieving only 35% utilization on the H100").
+Backward (``csrc/flash_attn/src/flash_bwd_kernel.h``, ``compute_dq_dk_dv_1colblock``): per q block
+the S and dP MMAs, P and dS on the CUDA cores, P and dS stored to shared memory (``sP``, ``sdS``)
+and ``__syncthreads()`` before the dV, dK and dQ MMAs read them, dQ added to its fp32 buffer by
+``atomicAdd`` from registers: all eight warps in step, one chain per program with those stores on
+it (``Schedule.backward``; the attention family's default ``backward_staged``).
 Decode: FA2's split-KV kernel and its combine (the family's flash-decoding trace).
 Leaves out: the lower peak of ``mma.sync`` on Hopper (no microbenchmark number in the
 configs yet; it is inside the chained efficiency: Luo et al.'s code,
