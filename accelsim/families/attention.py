@@ -151,9 +151,8 @@ def _local_bytes(p: dict[str, Any], config: dict[str, Any], kind: str, buffers: 
     if kind == "tpu":
         blocks = 2 * (bm * d + 2 * bn * d + bm * d) * size
         return int(blocks + bm * d * 4 + 2 * bm * 128 * 4 + bm * bn * 4)
-    if p["backward"]:  # K and V, staged Q and dO, and what its warps store for the next MMAs
-        staged = sum(_tensor_bytes(t) for t in _staged_tensors(p, bm, bn).values())
-        return int((2 * bn * d + stages * 2 * bm * d) * size + staged)
+    if p["backward"]:
+        return int((2 * bn * d + stages * 2 * bm * d) * size)
     return int((bm * d + stages * 2 * bn * d) * size)
 
 

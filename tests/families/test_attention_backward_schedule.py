@@ -49,8 +49,6 @@ def test_what_the_warps_store_for_the_next_mmas_each_iteration(impl, head_dim, n
     bm, bn = config["block_m"], config["block_n"]
     expected = {"sP": bm * bn * 2, "sdS": bm * bn * 2, "sdQ": bm * head_dim * 4}
     assert staged(main_loop(trace)) == {name: expected[name] for name in names}
-    assert trace.kernel.resources.local_memory_bytes >= (2 * bn + 2 * 2 * bm) * head_dim * 2 + sum(
-        expected[name] for name in names)
 
 
 def test_the_forwards_keep_their_schedules():
