@@ -149,7 +149,8 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,
         ]),
-        chain=(compute - costs.overlapped_s) / streams,
+        # what the threads store to local memory between MMAs waits on them (and they on it)
+        chain=(compute - costs.overlapped_s + costs.staged_bytes / local_bandwidth) / streams,
         latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
         serial=False,
         startup=startup,

@@ -148,6 +148,10 @@ class ProgramCosts:
     on the units' pipes, off the program's dependency chain."""
     local_bytes: np.ndarray
     """Bytes through the core's local memory: fills, drains and matrix operand reads."""
+    staged_bytes: np.ndarray
+    """The part of ``local_bytes`` that the program's own threads move between their registers
+    and local memory (transfers at ``level: local``: a backward's dS stored to shared memory for
+    the next MMA to read): its instruction streams wait on them, so they are on its chain."""
     read_bytes: np.ndarray
     """Reads of blocks that live in HBM (served by L2/CMEM or HBM)."""
     write_bytes: np.ndarray
@@ -280,7 +284,8 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
     template_of = program_templates(trace)
     acc = {key: np.zeros(n) for key in (
         "iterations", "read_iterations", "flops", "matrix_flops", "special_ops", "matrix_s", "vector_s",
-        "special_s", "overlapped_s", "local_bytes", "read_bytes", "write_bytes", "pinned_bytes", "cache_bytes",
+        "special_s", "overlapped_s", "local_bytes", "staged_bytes", "read_bytes", "write_bytes", "pinned_bytes",
+        "cache_bytes",
     )}
     fill = np.full(n, -1.0)
     drain, drain_cache = np.zeros(n), np.zeros(n)
@@ -321,6 +326,8 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
                     per_iter["read_bytes" if transfer.direction == "read" else "write_bytes"] += transfer.bytes
                 elif transfer.level == "shared_cache":
                     per_iter["pinned_bytes"] += transfer.bytes
+                else:
+                    per_iter["staged_bytes"] += transfer.bytes
                 if transfer.level != "local":
                     shared = transfer.multicast if transfer.direction == "read" else 1
                     per_iter["cache_bytes"] += transfer.bytes / shared

@@ -19,7 +19,11 @@ GPU backward (FA2 style): one program per (batch, head, K/V block); it keeps K a
 V, loops over Q blocks (from the diagonal on, if causal) recomputing ``P``, and
 runs five matmuls per iteration (QK^T, dV += P^T dO, dP = dO V^T, dK += dS^T Q,
 dQ += dS K with dQ accumulated by fp32 atomics), then writes dK and dV: our Triton
-kernel ``kernels/triton/attention.py`` (``attention_bwd``). The q blocks on a causal
+kernel ``kernels/triton/attention.py`` (``attention_bwd``). Barriers over all its MMA warps
+separate each iteration's phases, so the warps run in step (one chain per program, the FP32
+work on it: ``Schedule.backward``), and what they store to shared memory for the next MMAs
+(the implementation's ``backward_staged``: P and dS, or FA3's dS and dQ partial) is on that
+chain too (``level: local`` transfers). The q blocks on a causal
 diagonal count their attended pairs as useful flops (2.5x the forward's, the
 FlashAttention papers' convention). ``pass=bwd-kernel`` is that kernel alone;
 ``pass=bwd`` a whole backward call (SDPA's, FlashAttention-2's): a first kernel computes
@@ -54,7 +58,7 @@ import numpy as np
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families import attention_impls
-from accelsim.families.attention_impls.base import Schedule, TileSchedule
+from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
@@ -190,7 +194,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     impl = attention_impls.resolve(p["impl"], chip)
     if impl.build is not None:
         return  # the implementation builds its own kernels: no fused tile to check
-    p["schedule"] = impl.schedule_for(chip)
+    _set_schedule(p, impl, chip)
     for key in ("block_m", "block_n", "num_stages", "num_warps", "split_kv"):
         if not isinstance(config.get(key), int) or config[key] < 1:
             raise InputError("expected a positive integer", field=f"params.{key}")
@@ -265,7 +269,7 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
     impl = attention_impls.resolve(p["impl"], chip)
     if impl.build is not None:
         return impl.build(p, params, chip)
-    p["schedule"] = impl.schedule_for(chip)
+    _set_schedule(p, impl, chip)
     if isinstance(chip, TpuChip):
         return _build_tpu_bwd(p, params, config) if p["backward"] else _build_tpu(p, params, config)
     buffers = chip.staged_buffers(config["num_stages"])
@@ -275,6 +279,15 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
         return _build_gpu_decode(p, params, config, buffers)
     tiles = impl.forward_tiles(p, config["block_m"], chip) if impl.forward_tiles else TileSchedule()
     return _build_gpu_fwd(p, params, config, buffers, tiles)
+
+
+def _set_schedule(p: dict[str, Any], impl: Impl, chip: Chip) -> None:
+    """The implementation's schedule on ``chip`` into ``p``; a GPU backward's as its main loop runs
+    it (:meth:`Schedule.backward`), with what its warps store to shared memory each iteration."""
+    p["schedule"] = impl.schedule_for(chip)
+    if p["backward"] and isinstance(chip, GpuChip):
+        p["schedule"] = p["schedule"].backward()
+        p["staged"] = impl.backward_staged(p["head_dim"])
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -625,6 +638,8 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     if last_rows < bm:
         tail = np.where(first_full < n_q, 1, np.where(n_masked > 0, 2, 0))
 
+    staged = _staged_tensors(p, bm, bn)
+
     def iteration(q_block: str | int, pairs: float, q_rows: int = bm) -> dict:
         scores = bm * bn
         return {"transfers": [
@@ -633,6 +648,8 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"tensor": "LSE", "block": ["batch", "head", q_block], "bytes": q_rows * STAT_BYTES},
             {"tensor": "Delta", "block": ["batch", "head", q_block], "bytes": q_rows * STAT_BYTES},
             {"tensor": "dQ", "block": ["batch", "head", q_block], "bytes": q_rows * d * 4, "direction": "write"},
+            *({"tensor": name, "bytes": _tensor_bytes(t), "direction": "write", "level": "local"}
+              for name, t in staged.items()),
         ], "compute": [
             {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # S = Q K^T
             {"unit": "special", "flops": float(scores), "dtype": "fp32"},
@@ -666,8 +683,27 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                     "first_full": first_full.tolist()}
     if p["pass"] == "bwd-kernel":
         return _gpu_trace(p, params, config, "bwd", [n_kv, h, b], templates, template_of, program_vars,
-                          buffers=buffers)
-    return _whole_gpu_backward(p, params, config, templates, template_of, program_vars, buffers)
+                          buffers=buffers, extra_tensors=staged)
+    return _whole_gpu_backward(p, params, config, templates, template_of, program_vars, buffers, staged)
+
+
+STAGED_DTYPES = {"P": None, "dS": None, "dQ": "fp32"}
+"""What a fused backward's MMA warps may store to shared memory each iteration for the next MMAs
+(:attr:`~accelsim.families.attention_impls.base.Impl.backward_staged`): P and dS in the input
+type ([q rows, keys]), dQ's fp32 partial ([q rows, head dim])."""
+
+
+def _staged_tensors(p: dict[str, Any], bm: int, bn: int) -> dict[str, dict]:
+    """The program's shared-memory buffers its warps store each iteration (``level: local``
+    transfers: on the program's chain, :class:`~accelsim.engine.programs.ProgramCosts`'
+    ``staged_bytes``), named ``s<name>``, one [rows, columns] block each."""
+    dtype = "bf16" if p["dtype"] == "fp8" else p["dtype"]
+    return {f"s{name}": {"shape": [bm, p["head_dim"] if name == "dQ" else bn], "dtype": STAGED_DTYPES[name] or dtype}
+            for name in p.get("staged", ())}
+
+
+def _tensor_bytes(tensor: dict) -> int:
+    return math.prod(tensor["shape"]) * DTYPE_BYTES[tensor["dtype"]]
 
 
 ROWS_PER_ELEMENTWISE_PROGRAM = 128
@@ -678,7 +714,8 @@ ELEMENTWISE_WARPS = 4
 """Warps of a program of the backward's elementwise kernels (Triton's default ``num_warps``)."""
 
 
-def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars, buffers: int) -> KernelTrace:
+def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars, buffers: int,
+                        staged: dict[str, dict]) -> KernelTrace:
     """A framework's backward call: a first kernel computes ``Delta = rowsum(dO * O)`` and
     clears the fp32 dQ, then the backward kernel, then a kernel casts dQ to the input type
     (what FlashAttention-2's ``_bwd_preprocess``, PyTorch's SDPA backward and our Triton
@@ -721,7 +758,7 @@ def _whole_gpu_backward(p, params, config, main_templates, main_of, main_vars, b
     elementwise = {"warps": ELEMENTWISE_WARPS}  # no shared memory: rows stream through registers
     return _gpu_trace(p, params, config, "bwd", [2 * side + main], templates, template_of, program_vars, buffers=buffers,
                       kernel_starts=[side, side + main], resources_by_kernel=[elementwise, None, elementwise],
-                      extra_tensors={"dQ_out": {"shape": [b, h, sq, d], "dtype": _tensors(p)["O"]["dtype"]}})
+                      extra_tensors={"dQ_out": {"shape": [b, h, sq, d], "dtype": _tensors(p)["O"]["dtype"]}, **staged})
 
 
 def _build_tpu(p: dict[str, Any], params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:

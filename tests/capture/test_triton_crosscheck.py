@@ -55,6 +55,16 @@ def assert_agree(captured: KernelTrace, built: KernelTrace, *, flops: bool = Tru
     return latency
 
 
+def without_main_loop_sync(trace: KernelTrace) -> KernelTrace:
+    """``trace`` without its backward's warps in step and its shared-memory stores."""
+    data = trace.model_dump(exclude_none=True)
+    data["kernel"].pop("execution", None)
+    for template in data["templates"]:
+        for step in template["steps"]:
+            step["transfers"] = [x for x in step["transfers"] if x["level"] != "local"]
+    return KernelTrace.model_validate(data)
+
+
 GEMM_CASES = {
     "512_default": ({"M": 512, "N": 512, "K": 512},
                     {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_stages": 4, "num_warps": 8}),
@@ -98,7 +108,11 @@ def test_attention_backward_agrees_with_the_attention_family(causal):
     config = {"block_m": 64, "block_n": 128, "num_stages": 2, "num_warps": 8}
     captured, built = captured_and_built("attention", "attention", params, config, {"split_kv": 1},
                                          function="run_bwd", family_params={"pass": "bwd-kernel"})
-    assert_agree(captured, built, flops=False)
+    # The family's backward also runs its warps in step and stores P and dS to shared memory for the
+    # transposed dots (Schedule.backward, level-local transfers), which Triton's loads, stores and
+    # dots do not show the capture: without them the two agree, with them the family is slower.
+    assert_agree(captured, without_main_loop_sync(built), flops=False)
+    assert simulate_kernel(built, CHIP).latency_s > 1.1 * simulate_kernel(captured, CHIP).latency_s
     a, b = program_costs(captured, CHIP).matrix_flops.sum(), program_costs(built, CHIP).matrix_flops.sum()
     assert b == useful_flops({**params, "pass": "bwd-kernel", "kv_heads": 0, "seq_kv": 0, "dtype": "bf16"})
     assert a == b if not causal else a > b

@@ -8,7 +8,7 @@ chooses among the mechanisms the engine has (docs/kernels-attention.md lists the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -53,11 +53,25 @@ class Schedule:
 
     def execution(self, warps: int) -> dict[str, Any] | None:
         """The trace's ``kernel.execution`` for a program of ``warps`` warps: the consumer
-        warpgroups beside the producer, which loads by TMA; None without warp specialization."""
-        if not self.producer_warps:
+        warpgroups beside the producer, which loads by TMA; without a producer, the warpgroups
+        of a program whose warps share one chain; None where neither (each warpgroup a stream)."""
+        if not self.producer_warps and self.consumer_chains == "separate":
             return None
         consumers = max(1, (warps - self.producer_warps) // WARPGROUP_WARPS)
-        return {"loads": "tma", "consumers": consumers, "consumer_chains": self.consumer_chains}
+        return {"loads": "tma" if self.producer_warps else "threads", "consumers": consumers,
+                "consumer_chains": self.consumer_chains}
+
+    def backward(self) -> "Schedule":
+        """This schedule in a fused backward's main loop, where barriers over all the program's
+        MMA warps separate each iteration's phases: the S and dP MMAs, then P and dS on the CUDA
+        cores, then dS (and P) stored to shared memory for the other warps' MMAs to read, then the
+        dV, dK and dQ MMAs (FlashAttention-2's ``flash_bwd_kernel.h``: ``__syncthreads()`` between
+        the stores of ``sP``/``sdS`` and the GEMMs that read them; FlashAttention-3's
+        ``hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp``, ``bwd_step``: ``NamedBarrier::sync`` over
+        ``NumMmaThreads`` before the dV and the dQ GEMMs). So the warps run in step and no warp's
+        CUDA-core work overlaps another's MMAs: one chain per program, its FP32 work on it (no
+        iteration is software-pipelined against the next, as FA3's forward is)."""
+        return replace(self, overlapped_vector=False, consumer_chains="shared")
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,11 @@ class Impl:
     forward_tiles: Callable[[dict[str, Any], int, Chip], "TileSchedule"] | None = None
     """How a tile scheduler runs its fused forward's tiles: ``forward_tiles(problem, block_m,
     chip)`` (None: one CTA per tile, in the grid's order)."""
+    backward_staged: Callable[[int], tuple[str, ...]] = lambda head_dim: ("P", "dS")
+    """What its fused backward's MMA warps store to shared memory each iteration for the next MMAs
+    to read, by head dim: ``P`` and ``dS`` ([q rows, keys], the input type), ``dQ`` (the fp32
+    [q rows, head dim] partial a producer warp reduce-adds to global memory by TMA). Default: P
+    and dS, FlashAttention-2's ``sP`` and ``sdS`` (its dQ is added from registers by atomics)."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.

@@ -8,7 +8,8 @@ TMA and warpgroup MMAs, in bf16/fp16 and fp8. So this model assumes: FA3's sched
 (producer warpgroup, two consumer warpgroups of 64 rows, asynchronous MMAs, FP32 softmax
 work overlapped, exps on the chain; :mod:`.fa3`); 128-row q tiles with 128-key tiles, or
 the largest of 96 and 64 keys whose two K/V stages fit in shared memory (head dim 256: 64);
-the backward as FA3's. Assumed, not known: the tiles, the stages, the persistent scheduling
+the backward as FA3's (its main loop's stores, :func:`.fa3.backward_staged`, and its consumers in
+step). Assumed, not known: the tiles, the stages, the persistent scheduling
 cuDNN may use. On Blackwell (no FA3) the same assumptions stand for its tcgen05 kernels."""
 
 from __future__ import annotations
@@ -58,4 +59,5 @@ IMPL = Impl(
     default_config=default_config,
     schedule=fa3.WARP_SPECIALIZED,
     blackwell_schedule=TENSOR_MEMORY_SCHEDULE,
+    backward_staged=fa3.backward_staged,
 )

@@ -13,6 +13,11 @@ That value is a throughput over the peak quoted at the config's ``clock``: with
 ``power.dvfs.boost`` on it is taken per cycle at the clock FA2's kernels ran at
 (``chained_reference_clock``, the 1.98 GHz boost they keep below the TDP), so an unthrottled
 FA2 kernel keeps its flops per second (docs/power.md, "The boost clock").
+Backward (``csrc/flash_attn/src/flash_bwd_kernel.h``, ``compute_dq_dk_dv_1colblock``): per q block
+the S and dP MMAs, P and dS on the CUDA cores, P and dS stored to shared memory (``sP``, ``sdS``)
+and ``__syncthreads()`` before the dV, dK and dQ MMAs read them, dQ added to its fp32 buffer by
+``atomicAdd`` from registers: all eight warps in step, one chain per program with those stores on
+it (``Schedule.backward``; the attention family's default ``backward_staged``).
 Decode: FA2's split-KV kernel and its combine (the family's flash-decoding trace).
 Leaves out: the lower peak of ``mma.sync`` on Hopper as a quantity of its own (reported at
 63-65% of the dense peak, github.com/waynehacking8/blackwell-tensorcore-kernels

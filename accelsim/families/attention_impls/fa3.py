@@ -16,8 +16,13 @@ tokens) FA3's time per score is within 0-5% of the tensor cores' time at their p
 MUFU's time for one exp (docs/kernels-attention.md, "Why the exps are on the chain");
 with the pipes fully overlapped it would be up to twice as fast as measured.
 Backward (``hopper/flash_bwd_launch_template.h``): one program per K/V block, 64x128 tiles at
-d <= 128 (128x128 at d <= 64, 64x64 above), two consumer warpgroups and a producer, dQ by
-atomic adds; the same schedule. Decode: FA3's split-KV path with its combine kernel.
+d <= 128 (128x128 at d <= 64, 64x64 above), two consumer warpgroups and a producer; its main loop
+(``hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp``, ``bwd_step``) runs the S and dP MMAs, the exps and
+dS, stores dS (and P above d128) to shared memory, syncs both consumer warpgroups on a named
+barrier, runs the dV, dQ and dK MMAs and stores dQ's fp32 partial to shared memory for a producer
+warp's TMA reduce-add (:func:`backward_staged`): the consumers in step, one chain with its FP32
+work and those stores on it (:meth:`Schedule.backward`). Decode: FA3's split-KV path with its
+combine kernel.
 Tile scheduling (``hopper/flash_fwd_launch_template.h``: on sm_90 a forward that is not split
 runs a persistent scheduler of ``hopper/tile_scheduler.hpp``, one CTA per SM): non-causal,
 ``StaticPersistentTileScheduler``, CTA ``c`` taking tiles ``c``, ``c + SMs``, ... in the grid's
@@ -71,6 +76,17 @@ def forward_tile(head_dim: int, causal: bool, fp8: bool) -> tuple[int, int]:
 def backward_tile(head_dim: int) -> tuple[int, int]:
     """(q rows per iteration, K/V rows per program) of FA3's Hopper backward."""
     return (128, 128) if head_dim <= 64 else (64, 128) if head_dim <= 128 else (64, 64)
+
+
+def backward_staged(head_dim: int) -> tuple[str, ...]:
+    """What FA3's backward stores to shared memory each iteration (``CollectiveMainloopBwdSm90``
+    with ``run_mha_bwd_hdim*``'s sm90 template arguments): dS for the dQ GEMM always; P too where
+    the dV and dK GEMMs cannot take it from registers (``Mma_dKV_is_RS`` false: head dims above
+    128); the fp32 dQ partial where a producer warp reduce-adds it by TMA (``dQacc_use_TMA``: head
+    dims below 256; at 256 the MMA warps add it by atomics from registers)."""
+    if head_dim <= 128:
+        return "dS", "dQ"
+    return ("P", "dS", "dQ") if head_dim < 256 else ("P", "dS")
 
 
 def warps(block_m: int) -> int:
@@ -138,4 +154,5 @@ IMPL = Impl(
     default_config=default_config,
     schedule=WARP_SPECIALIZED,
     forward_tiles=forward_tiles,
+    backward_staged=backward_staged,
 )

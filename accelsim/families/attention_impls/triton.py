@@ -5,7 +5,8 @@ modelled before it had implementations.
 Models: one program per (batch, head, q block), one instruction stream per warpgroup whose
 QK^T, softmax and PV wait on each other (``matrix_unit.chained_efficiency``); the tutorial's
 autotuning space; the FA2-style backward of our Triton kernel (five MMAs per iteration, dQ by
-fp32 atomics); split-KV decode with a combine kernel.
+fp32 atomics; P and dS through shared memory for the transposed dots, the program's warps in step,
+as FA2's: ``Schedule.backward``); split-KV decode with a combine kernel.
 Leaves out: Triton's instruction scheduling and register allocation (estimated), warp
 specialization (Triton 3.x can, the tutorial does not ask for it)."""
 
