@@ -367,7 +367,8 @@ class FluidResources:
         """A flow's demand as (columns, amounts) of its row over every resource (zero
         where it uses none): a transfer on a pool of thousands of links names a few."""
         demand = flow.demand
-        if list(demand) == self._names:  # a kernel's flows name every resource, in order
+        # a kernel's flows name every resource, in order; a transfer, a few of thousands of links
+        if len(demand) == len(self._names) and list(demand) == self._names:
             columns: list[int] | slice = slice(None)
         elif self._index.keys() >= demand.keys():
             columns = [self._index[name] for name in demand]
