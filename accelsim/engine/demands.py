@@ -7,6 +7,7 @@ slots x resources matrix whose per-event sums are BLAS products, or each slot's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -28,9 +29,19 @@ class DenseDemands:
             self.matrix[slot] = 0.0
         self.matrix[slot, columns] = amounts
 
+    def set_many(self, slots: list[int], demands: list[tuple[list[int] | slice, list[float]]]) -> None:
+        """:meth:`set` for each slot and its (columns, amounts)."""
+        for slot, (columns, amounts) in zip(slots, demands):
+            self.set(slot, columns, amounts)
+
     def add_scaled(self, out: np.ndarray, slot: int, scale: float) -> None:
         """``out += demand[slot] * scale``, in place."""
         out += self.matrix[slot] * scale
+
+    def add_scaled_many(self, out: np.ndarray, slots: np.ndarray, scales: np.ndarray) -> None:
+        """:meth:`add_scaled` for each slot in turn."""
+        for slot, scale in zip(slots.tolist(), scales):
+            self.add_scaled(out, slot, scale)
 
     def take(self, slots: np.ndarray) -> np.ndarray:
         return self.matrix.take(slots, axis=0)
@@ -93,9 +104,34 @@ class SparseDemands:
         self.amounts[slot, :n] = amounts
         self.count[slot] = n
 
+    def set_many(self, slots: list[int], demands: list[tuple[list[int] | slice, list[float]]]) -> None:
+        """:meth:`set` for each slot and its (columns, amounts), in a few array operations
+        (a phase of a collective starts thousands of flows at once)."""
+        every = range(self.resources)
+        columns = [every[c] if isinstance(c, slice) else c for c, _ in demands]
+        counts = np.fromiter(map(len, columns), dtype=np.int64, count=len(columns))
+        widest = int(counts.max(initial=0))
+        if widest > self.columns.shape[1]:
+            more = widest - self.columns.shape[1]
+            self.columns = np.hstack([self.columns, np.zeros((len(self.count), more), dtype=np.int64)])
+            self.amounts = np.hstack([self.amounts, np.zeros((len(self.count), more))])
+        at = np.array(slots, dtype=np.int64)
+        self.columns[at] = 0
+        self.amounts[at] = 0.0
+        self.count[at] = counts
+        row = np.repeat(at, counts)
+        place = np.arange(len(row)) - np.repeat(np.cumsum(counts) - counts, counts)
+        self.columns[row, place] = list(chain.from_iterable(columns))
+        self.amounts[row, place] = list(chain.from_iterable(amounts for _, amounts in demands))
+
     def add_scaled(self, out: np.ndarray, slot: int, scale: float) -> None:
         n = self.count[slot]
         out[self.columns[slot, :n]] += self.amounts[slot, :n] * scale
+
+    def add_scaled_many(self, out: np.ndarray, slots: np.ndarray, scales: np.ndarray) -> None:
+        """:meth:`add_scaled` for each slot in turn: added one pair at a time in slot order
+        (``np.add.at``), as the loop would (a padding pair adds 0 to resource 0)."""
+        np.add.at(out, self.columns[slots].ravel(), (self.amounts[slots] * scales[:, None]).ravel())
 
     def take(self, slots: np.ndarray) -> SparseBlock:
         return SparseBlock(self.columns[slots], self.amounts[slots], self.resources)

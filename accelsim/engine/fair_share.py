@@ -36,7 +36,13 @@ def max_min_rates_sparse(columns: np.ndarray, amounts: np.ndarray, max_rate: np.
     memory and work grow with the pairs, not with flows x resources. The same rounds;
     a resource's sums are added in flow order here and by BLAS's blocking there, so
     rates can differ in the last bits."""
-    return _progressive_filling(_Pairs(columns, amounts, capacity), max_rate)
+    return max_min_rates_of_pairs(PairDemand(columns, amounts, capacity), max_rate)
+
+
+def max_min_rates_of_pairs(demand: PairDemand, max_rate: np.ndarray) -> np.ndarray:
+    """:func:`max_min_rates_sparse` of demands already gathered into pairs (a pool keeps
+    them to move its flows' progress until the next allocation)."""
+    return _progressive_filling(demand, max_rate)
 
 
 def pair_sums(columns: np.ndarray, amounts: np.ndarray, weights: np.ndarray, resources: int) -> np.ndarray:
@@ -79,27 +85,47 @@ class _Dense:
         return free, load
 
 
-class _Pairs:
-    """Demands as (resource, amount) pairs per flow, zero-padded to one width; sums are
-    added in flow order."""
+class PairDemand:
+    """Demands as a list of (flow, resource, amount) pairs with positive amounts, in flow
+    order, over the resources some flow uses (renumbered): every sum adds the same products
+    in the same order as :func:`pair_sums` over the padded rows (a padding pair adds 0, a
+    no-op), and costs what the pairs and the resources in use do, not every resource of a
+    pool of thousands of links."""
 
     def __init__(self, columns: np.ndarray, amounts: np.ndarray, capacity: np.ndarray) -> None:
-        self.columns, self.amounts, self.capacity = columns, amounts, capacity
         self.dominant = (amounts / capacity[columns]).max(axis=1)
+        self.flow, place = np.nonzero(amounts > 0)  # in flow order, then a flow's own
+        resource = columns[self.flow, place]
+        self.amount = amounts[self.flow, place]
+        in_use = np.zeros(len(capacity), dtype=bool)
+        in_use[resource] = True
+        self.used = np.flatnonzero(in_use)
+        """The resources in use, in pool order: sums and capacities are theirs."""
+        local = np.empty(len(capacity), dtype=np.int64)
+        local[self.used] = np.arange(len(self.used))
+        self.resource = local[resource]
+        self.capacity = capacity[self.used]
 
-    def served(self, weights: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        return pair_sums(self.columns[rows], self.amounts[rows], weights, len(self.capacity))
+    def served(self, weights: np.ndarray) -> np.ndarray:
+        """``weights @ demand`` per resource in use, added in flow order."""
+        return np.bincount(self.resource, weights=weights[self.flow] * self.amount, minlength=len(self.capacity))
 
     def using(self, resources: np.ndarray) -> np.ndarray:
-        return (resources[self.columns] & (self.amounts > 0)).any(axis=1)
+        out = np.zeros(len(self.dominant), dtype=bool)
+        out[self.flow[resources[self.resource]]] = True
+        return out
 
     def frozen(self, freeze: np.ndarray, rates: np.ndarray, free: np.ndarray, load: np.ndarray,
                weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # summed again from scratch over the flows still unfrozen: exact, as above
-        return np.maximum(free - self.served(rates, freeze), 0.0), self.served(weights)
+        pairs = freeze[self.flow]
+        at = np.cumsum(freeze) - 1  # a frozen flow's place among the frozen
+        taken = np.bincount(self.resource[pairs], weights=rates[at[self.flow[pairs]]] * self.amount[pairs],
+                            minlength=len(self.capacity))
+        return np.maximum(free - taken, 0.0), self.served(weights)
 
 
-def _progressive_filling(demand: _Dense | _Pairs, max_rate: np.ndarray) -> np.ndarray:
+def _progressive_filling(demand: _Dense | PairDemand, max_rate: np.ndarray) -> np.ndarray:
     capacity, dominant = demand.capacity, demand.dominant
     rate = np.where(dominant > 0, 0.0, max_rate)  # a flow using nothing shared runs free
     unfrozen = dominant > 0

@@ -35,7 +35,7 @@ import numpy as np
 import simpy
 
 from accelsim.engine import demands
-from accelsim.engine.fair_share import EPS
+from accelsim.engine.fair_share import EPS, PairDemand, max_min_rates_of_pairs
 from accelsim.units import MAX_SIMULATED_PS, PS_PER_S, check_simulated_ps
 
 CEIL_SLACK = 1e-15
@@ -247,6 +247,9 @@ class FluidResources:
         self._last_ps = 0
         self._in_callbacks = False
         self._due = np.zeros(0, dtype=np.int64)
+        self._pairs: tuple[np.ndarray, PairDemand] | None = None
+        """The running flows and their demands as pairs, from the last allocation of a pool
+        that keeps pairs, while they are the flows running at those rates."""
         self._coalesce = coalesce_starts
         self._flush_pending = False
         self._free_running = free_running
@@ -265,17 +268,20 @@ class FluidResources:
         demands = list(map(self._checked_row, flows))
         if not self._free.on:
             self._advance()
-        rows, now, free = self._rows, self.env.now, self._free
-        for flow, (columns, amounts) in zip(flows, demands):
-            slot = rows.take()
+        rows, now, free, env = self._rows, self.env.now, self._free, self.env
+        slots = [rows.take() for _ in flows]
+        for flow, slot in zip(flows, slots):
             rows.flows[slot] = flow
-            flow.slot, flow.started_ps, flow.env = slot, now, self.env
-            rows.version[slot] += 1
-            rows.demand.set(slot, columns, amounts)
-            rows.remaining[slot] = 1.0
-            rows.max_rate[slot] = flow.max_rate
-            rows.active[slot] = True
-            if free.on:  # at its own pace from now: its end goes on the heap
+            flow.slot, flow.started_ps, flow.env = slot, now, env
+        at = np.array(slots, dtype=np.int64)
+        rows.version[at] += 1
+        rows.demand.set_many(slots, demands)
+        rows.remaining[at] = 1.0
+        rows.max_rate[at] = [flow.max_rate for flow in flows]
+        rows.active[at] = True
+        self._pairs = None
+        if free.on:  # at its own pace from now: its end goes on the heap
+            for flow, slot in zip(flows, slots):
                 rate = rows.rate[slot] = flow.max_rate
                 rows.t0[slot], rows.rem0[slot] = now, 1.0
                 rows.demand.add_scaled(free.load, slot, rate)
@@ -311,6 +317,7 @@ class FluidResources:
             self._used += self._free.repace(slots, paces, self.env.now)
         else:
             self._advance()
+            self._pairs = None
         self._rows.max_rate[slots] = paces
         if not self._in_callbacks:
             self._reschedule()
@@ -360,7 +367,8 @@ class FluidResources:
         """A flow's demand as (columns, amounts) of its row over every resource (zero
         where it uses none): a transfer on a pool of thousands of links names a few."""
         demand = flow.demand
-        if list(demand) == self._names:  # a kernel's flows name every resource, in order
+        # a kernel's flows name every resource, in order; a transfer, a few of thousands of links
+        if len(demand) == len(self._names) and list(demand) == self._names:
             columns: list[int] | slice = slice(None)
         elif self._index.keys() >= demand.keys():
             columns = [self._index[name] for name in demand]
@@ -384,7 +392,11 @@ class FluidResources:
         rows = self._rows
         done = np.minimum(rows.rate * dt, rows.remaining)
         rows.remaining -= done
-        self._used += rows.demand.served(done)
+        if self._pairs is not None:  # the running flows are those of the last allocation
+            active, pairs = self._pairs
+            self._used[pairs.used] += pairs.served(done[active])
+        else:
+            self._used += rows.demand.served(done)
 
     def _allocate(self) -> None:
         """Every running flow's rate (:func:`~accelsim.engine.fair_share.max_min_rates`);
@@ -392,10 +404,14 @@ class FluidResources:
         rows = self._rows
         active = np.nonzero(rows.active)[0]
         rows.rate[:] = 0.0
+        self._pairs = None
         if active.size == 0:
             return
         demand = rows.demand.take(active)
         max_rate = rows.max_rate.take(active)
+        if isinstance(demand, demands.SparseBlock):
+            self._allocate_pairs(active, PairDemand(demand.columns, demand.amounts, self._capacity), max_rate)
+            return
         load = demands.served(max_rate, demand)
         if (load <= self._capacity).all():
             rows.rate[active] = max_rate  # nothing is contended: every flow at its own pace
@@ -403,6 +419,23 @@ class FluidResources:
                 self._free.enter(active, load, self.env.now)
             return
         rows.rate[active] = demands.fair_rates(demand, max_rate, self._capacity)
+
+    def _allocate_pairs(self, active: np.ndarray, pairs: PairDemand, max_rate: np.ndarray) -> None:
+        """:meth:`_allocate` of a pool that keeps demands as pairs: the sums run over the
+        resources in use (the same sums), and the pairs are kept for :meth:`_advance`
+        until flows start, end or change pace."""
+        rows = self._rows
+        load = pairs.served(max_rate)
+        if (load <= pairs.capacity).all():
+            rows.rate[active] = max_rate
+            if self._free_running and self.observer is None:
+                every = np.zeros(len(self._capacity))
+                every[pairs.used] = load
+                self._free.enter(active, every, self.env.now)
+                return
+        else:
+            rows.rate[active] = max_min_rates_of_pairs(pairs, max_rate)
+        self._pairs = (active, pairs)
 
     def _flush(self) -> None:
         """The coalesced reallocation, unless a timer's has made it already."""
@@ -458,18 +491,19 @@ class FluidResources:
         else:
             self._advance()
             due = self._due.tolist()
-            for slot in due:
-                rows.demand.add_scaled(self._used, slot, rows.remaining[slot])
-        for slot in due:
+            rows.demand.add_scaled_many(self._used, self._due, rows.remaining[self._due])
+        at = np.array(due, dtype=np.int64)
+        for slot, rate in zip(due, rows.rate[at].tolist()):
             flow = rows.flows[slot]
-            flow.remaining, flow.rate, flow.finished_ps = 0.0, float(rows.rate[slot]), now
+            flow.remaining, flow.rate, flow.finished_ps = 0.0, rate, now
             flow.slot = -1
             done.append(flow)
-            rows.remaining[slot] = rows.rate[slot] = 0.0
-            rows.active[slot] = False
             rows.flows[slot] = None
-            rows.version[slot] += 1
-            rows.free.append(slot)
+        rows.remaining[at] = rows.rate[at] = 0.0
+        rows.active[at] = False
+        self._pairs = None
+        rows.version[at] += 1
+        rows.free.extend(due)
         if len(rows.free) == len(rows.flows):
             # Idle: hand out slots from 0 again, as to a new pool. A slot orders flows that
             # end in the same picosecond, so what runs next (a kernel after a barrier) then

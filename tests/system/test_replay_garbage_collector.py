@@ -18,6 +18,16 @@ def test_nothing_stays_frozen_after_a_replay(dgx):
     assert gc.get_freeze_count() == 0
 
 
+def test_the_thresholds_come_back_after_a_replay(dgx):
+    threshold = gc.get_threshold()
+    gc.set_threshold(900, 11, 12)
+    try:
+        replay(spmd(STEP), dgx)
+        assert gc.get_threshold() == (900, 11, 12)
+    finally:
+        gc.set_threshold(*threshold)
+
+
 def test_objects_the_caller_froze_stay_frozen(dgx):
     gc.freeze()
     try:
