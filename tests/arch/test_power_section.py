@@ -10,7 +10,6 @@ from accelsim.arch.schema import power_fit_paths
 from tests.arch.test_bad_input import assert_one_line_error, config_file, h100  # noqa: F401 (fixtures)
 
 REQUIRED = ("a100-sxm4-80gb", "h100-sxm", "h200-sxm", "b200", "tpu-v5e", "tpu-v5p", "tpu-v6e")
-BOOSTED = ("h100-sxm", "h200-sxm")  # power.dvfs.boost on by default: the TDP is their cap
 
 
 @pytest.mark.parametrize("name", REQUIRED)
@@ -19,7 +18,7 @@ def test_the_required_chips_have_a_power_model(name):
     power = chip.power
     assert 0 < power.static_w < power.tdp_w and 0 < power.idle_w < power.tdp_w
     assert set(chip.matrix.flops_per_cycle_per_core) <= set(power.matrix_j_per_flop)
-    assert power.cap_w == (power.tdp_w if name in BOOSTED else None)
+    assert power.cap_w is None
 
 
 def test_a_cap_is_a_what_if():
