@@ -1,4 +1,4 @@
-"""``power.dvfs.boost`` (``docs/power.md``, "The boost clock"): on by default for h100-sxm; on, the resolved
+"""``power.dvfs.boost`` (``docs/power.md``, "The boost clock"): off by default; on, the resolved
 chip runs at the boost clock under the TDP as its cap, its matrix efficiency becomes the pipe's
 clock-free efficiency (the reference GEMM's throughput over the peak at the clock it ran at) and
 its matrix energy per flop moves to the boost clock by the DVFS rule's V^2."""
@@ -12,13 +12,6 @@ from accelsim.errors import InputError
 
 ON = ["power.dvfs.boost.enabled=true"]
 OFF = ["power.dvfs.boost.enabled=false"]
-
-
-def test_on_by_default_for_h100_sxm_and_the_chips_that_extend_it():
-    for name in ("h100-sxm", "h200-sxm"):
-        chip = load_arch(name)
-        assert chip.clock_hz == pytest.approx(1.98e9)
-        assert chip.power.cap_w == chip.power.tdp_w == 700.0
 
 
 def test_off_the_chip_is_as_published():
