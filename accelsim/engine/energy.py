@@ -177,7 +177,7 @@ def with_energy(trace: KernelTrace, chip: Chip, sim: KernelSimulation, simulate_
     sim.power_cap_w = power.cap_w
     if sim.energy.average_power_w <= power.cap_w or not clock_steps(chip):
         return sim
-    throttled = _highest_fitting_step(trace, chip, simulate_at)
+    throttled = _highest_fitting_step(trace, chip, simulate_at, _rule_guess(chip, sim))
     throttled.power_cap_w = power.cap_w
     throttled.throttled_clock_hz = throttled.energy.clock_hz
     throttled.full_clock_latency_s = sim.latency_s
@@ -188,9 +188,13 @@ def first_fitting(count: int, fits: Callable[[int], bool]) -> int:
     """The first of ``count`` clock steps (highest clock first) whose power fits, by binary search
     (power falls with the clock: fewer operations per second, each at a lower voltage); the last
     step if none fits."""
-    low, high = 0, count - 1
-    if not fits(high):
-        return high
+    if not fits(count - 1):
+        return count - 1
+    return _bisect(0, count - 1, fits)
+
+
+def _bisect(low: int, high: int, fits: Callable[[int], bool]) -> int:
+    """The first fitting step in ``[low, high]``, ``high`` fitting."""
     while low < high:
         middle = (low + high) // 2
         if fits(middle):
@@ -200,8 +204,55 @@ def first_fitting(count: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-def _highest_fitting_step(trace: KernelTrace, chip: Chip, simulate_at: SimulateAt) -> KernelSimulation:
-    """The replay at the highest of :func:`clock_steps` whose power fits under the cap."""
+def first_fitting_near(count: int, fits: Callable[[int], bool], guess: int) -> int:
+    """:func:`first_fitting`'s step, searched from ``guess`` outwards: steps doubling away from
+    it until the answer is bracketed, then a binary search inside the bracket. Where power falls
+    with the clock (the premise of :func:`first_fitting`) the first fitting step is one step, so
+    both return it; a good guess costs two or three replays instead of a binary search's
+    ``log2(count)``."""
+    guess = min(max(guess, 0), count - 1)
+    if fits(guess):
+        low, high, stride = 0, guess, 1
+        while high > 0:
+            probe = max(high - stride, 0)
+            if not fits(probe):
+                low = probe + 1
+                break
+            high, stride = probe, stride * 2
+    else:
+        low, stride = guess + 1, 1
+        while True:
+            if low > count - 1:
+                return count - 1
+            probe = min(low + stride - 1, count - 1)
+            if fits(probe):
+                high = probe
+                break
+            low, stride = probe + 1, stride * 2
+    return _bisect(low, high, fits)
+
+
+def _rule_guess(chip: Chip, full: KernelSimulation) -> int:
+    """The clock step the DVFS rule gives a compute-bound kernel from its run at the chip's
+    clock alone (its body f0 / f as long, its clock-domain energy scaled by the voltage, HBM's
+    and the launch's the same): only where :func:`first_fitting_near` starts looking."""
+    power = chip.power
+    assert power is not None and full.energy is not None
+    parts = full.energy.joules_by_part
+    clock_j = sum(parts[name] for name in CLOCK_PARTS)
+    body_s = full.latency_s - full.launch_overhead_s
+    steps = clock_steps(chip)
+    for index, clock in enumerate(steps):
+        latency_s = full.launch_overhead_s + body_s * chip.clock_hz / clock
+        if latency_s > 0 and ((clock_j * voltage_scale(power, clock, chip.clock_hz) + parts["hbm"]) / latency_s
+                              + power.static_w) <= power.cap_w:
+            return index
+    return len(steps) - 1
+
+
+def _highest_fitting_step(trace: KernelTrace, chip: Chip, simulate_at: SimulateAt, guess: int) -> KernelSimulation:
+    """The replay at the highest of :func:`clock_steps` whose power fits under the cap, searched
+    from ``guess``."""
     power = chip.power
     steps = clock_steps(chip)
     tried: dict[int, KernelSimulation] = {}
@@ -215,4 +266,4 @@ def _highest_fitting_step(trace: KernelTrace, chip: Chip, simulate_at: SimulateA
             tried[index] = run
         return tried[index]
 
-    return replay(first_fitting(len(steps), lambda i: replay(i).energy.average_power_w <= power.cap_w))
+    return replay(first_fitting_near(len(steps), lambda i: replay(i).energy.average_power_w <= power.cap_w, guess))

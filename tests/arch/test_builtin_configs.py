@@ -57,8 +57,9 @@ def test_aliases_do_not_collide():
 
 
 def test_gpu_peaks_match_datasheets():
-    """Per-cycle figures times cores times clock give the vendors' dense peaks."""
-    h100 = model.load_arch("h100-sxm")
+    """Per-cycle figures times cores times clock give the vendors' dense peaks (H100's at the
+    1.83 GHz it is quoted at: with the boost clock, on by default, the chip's clock is 1.98 GHz)."""
+    h100 = model.load_arch("h100-sxm", ["power.dvfs.boost.enabled=false"])
     assert h100.matrix_flops_per_s("bf16") == pytest.approx(989.4e12, rel=0.01)
     assert h100.matrix_flops_per_s("fp8") == pytest.approx(1978.9e12, rel=0.01)
     a100 = model.load_arch("a100-sxm4-80gb")

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import pytest
 
-from accelsim.arch.model import Chip, load_arch
+from accelsim.arch.model import Chip, load_arch, load_arch_and_spec
 from accelsim.trace.kernel import KernelTrace
 
 IDEAL = (
@@ -24,14 +24,20 @@ IDEAL_SHARED_CACHE = ("shared_cache.efficiency=1", "shared_cache.latency=0 ns")
 
 @lru_cache(maxsize=None)
 def _ideal(name: str, overrides: tuple[str, ...]) -> Chip:
-    has_cache = load_arch(name).shared_cache is not None
-    return load_arch(name, [*IDEAL, *(IDEAL_SHARED_CACHE if has_cache else ()), *overrides])
+    chip, spec = load_arch_and_spec(name)
+    has_cache = chip.shared_cache is not None
+    # the boost clock (h100-sxm and the configs that extend it) prices kernels under the TDP as a
+    # cap, at per-kernel clocks: an ideal chip runs at its one fixed clock, uncapped
+    has_boost = spec.power is not None and spec.power.dvfs.boost is not None
+    return load_arch(name, [*IDEAL, *(IDEAL_SHARED_CACHE if has_cache else ()),
+                            *(("power.dvfs.boost.enabled=false",) if has_boost else ()), *overrides])
 
 
 @pytest.fixture
 def ideal_chip():
-    """``ideal_chip(name, *overrides)``: a built-in chip with every efficiency 1 and every
-    latency and fixed overhead 0, so simulated times have exact analytic answers."""
+    """``ideal_chip(name, *overrides)``: a built-in chip with every efficiency 1, every
+    latency and fixed overhead 0 and no boost clock (one fixed clock, no cap), so simulated
+    times have exact analytic answers."""
 
     def load(name: str, *overrides: str) -> Chip:
         return _ideal(name, tuple(overrides))

@@ -29,7 +29,7 @@ def test_which_steps_are_chained(units, chained):
 
 
 def test_chained_efficiency_applies_only_to_chained_steps():
-    chip = load_arch("h100-sxm", ["matrix_unit.efficiency=0.8", "matrix_unit.chained_efficiency=0.4"])
+    chip = load_arch("h100-sxm", ["power.dvfs.boost.enabled=false", "matrix_unit.efficiency=0.8", "matrix_unit.chained_efficiency=0.4"])
     matmul = Compute(**MATRIX)
     streamed, chained = _compute_cost(chip, matmul, False)[0], _compute_cost(chip, matmul, True)[0]
     assert chained == pytest.approx(2 * streamed)

@@ -37,7 +37,7 @@ def chain(t: KernelTrace) -> float:
 def test_a_step_can_say_its_mmas_are_not_chained():
     assert is_chained(Step(compute=[Compute(**MATRIX), Compute(**SPECIAL), Compute(**MATRIX)]))
     assert not is_chained(Step(chained=False, compute=[Compute(**MATRIX), Compute(**SPECIAL), Compute(**MATRIX)]))
-    chip = load_arch("h100-sxm", ["matrix_unit.chained_efficiency=0.4", "matrix_unit.efficiency=0.8"])
+    chip = load_arch("h100-sxm", ["power.dvfs.boost.enabled=false", "matrix_unit.chained_efficiency=0.4", "matrix_unit.efficiency=0.8"])
     assert program_costs(trace(chained=False), chip).matrix_s[0] == pytest.approx(
         program_costs(trace(), chip).matrix_s[0] / 2)
 

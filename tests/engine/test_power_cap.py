@@ -16,6 +16,7 @@ from accelsim.families import get_family
 from accelsim.families.search import split_params
 
 CAP_W = 500.0
+OFF = ["power.dvfs.boost.enabled=false"]  # the boost is on by default; these test a cap at the fixed clock
 
 
 def _gemm(chip):
@@ -27,8 +28,8 @@ def _gemm(chip):
 @pytest.fixture(scope="module")
 def runs():
     """The GEMM at the chip's clock with no cap, and under a 500 W cap."""
-    free = load_arch("h100-sxm")
-    capped = load_arch("h100-sxm", [f'power.cap="{CAP_W:g} W"'])
+    free = load_arch("h100-sxm", OFF)
+    capped = load_arch("h100-sxm", OFF + [f'power.cap="{CAP_W:g} W"'])
     trace = _gemm(free)
     return free, trace, simulate_kernel(trace, free), simulate_kernel(trace, capped)
 
@@ -91,7 +92,7 @@ def test_hbm_energy_does_not_follow_the_clock(runs):
 
 def test_a_cap_above_the_kernels_power_changes_nothing(runs):
     chip, trace, full, _ = runs
-    high = simulate_kernel(trace, load_arch("h100-sxm", ['power.cap="900 W"']))
+    high = simulate_kernel(trace, load_arch("h100-sxm", OFF + ['power.cap="900 W"']))
     assert high.latency_s == full.latency_s and high.throttled_clock_hz is None
     assert high.power_cap_w == 900.0 and high.energy.joules == full.energy.joules
 

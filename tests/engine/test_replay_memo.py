@@ -36,11 +36,11 @@ def test_a_reused_replay_equals_a_fresh_one():
 
 
 def test_different_inputs_replay_again():
-    chip = load_arch("h100-sxm")
+    chip = load_arch("h100-sxm", ["power.dvfs.boost.enabled=false"])  # no cap: one replay a kernel
     memo = {}
     trace = _trace(chip, block_m=128, block_n=64, num_stages=4, num_warps=8)
     simulate_kernel(trace, chip, replays=memo)
-    faster = load_arch("h100-sxm", ["hbm.bandwidth=6.7 TB/s"])
+    faster = load_arch("h100-sxm", ["power.dvfs.boost.enabled=false", "hbm.bandwidth=6.7 TB/s"])
     result = simulate_kernel(trace, faster, replays=memo)
     assert len(memo) == 2
     assert _summary(result) == _summary(simulate_kernel(trace, faster))

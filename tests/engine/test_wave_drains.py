@@ -39,7 +39,7 @@ def tiles(programs: int, k_steps: int = 4, mma_k: int = 64) -> KernelTrace:
 
 @pytest.fixture(scope="module")
 def h100():
-    return load_arch("h100-sxm")
+    return load_arch("h100-sxm", ["power.dvfs.boost.enabled=false"])  # one fixed clock, no cap
 
 
 def exposed(chip, trace: KernelTrace, hbm_write_share: float | None) -> np.ndarray:
@@ -79,7 +79,7 @@ def test_the_replay_pays_the_waves_drain(h100):
     wave's drain once more (8.6 MB at 2.7 TB/s: 3.2 us), where at the port's rate it would
     add nothing."""
     trace = tiles(4 * h100.num_cores, mma_k=512)
-    slow_hbm = load_arch("h100-sxm", ["hbm.bandwidth=1.675 TB/s"])
+    slow_hbm = load_arch("h100-sxm", ["power.dvfs.boost.enabled=false", "hbm.bandwidth=1.675 TB/s"])
     drain_each = STORE_BYTES * h100.num_cores / (h100.hbm.bandwidth_bytes_per_s * h100.hbm.efficiency)
     grown = simulate_kernel(trace, slow_hbm).latency_s - simulate_kernel(trace, h100).latency_s
     assert grown == pytest.approx(4 * drain_each, rel=0.05)
