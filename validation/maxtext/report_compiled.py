@@ -132,7 +132,8 @@ def exposure_by_schedule(trace, replayed) -> dict[tuple[str, str], dict[str, flo
     forms = {op.name: (schedule_form(ops, i), op.kind) for i, op in enumerate(ops)
              if op.kind not in ("compute", "done")}
     exposed = exposed_comm_by_op(replayed)
-    rows: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: {"ops": 0, "in_flight_s": 0.0, "exposed_s": 0.0})
+    rows: dict[tuple[str, str], dict[str, float]] = defaultdict(
+        lambda: {"ops": 0, "in_flight_s": 0.0, "exposed_s": 0.0})
     for seg in replayed.segments:
         if seg.track == 0 and seg.name in forms and seg.lane != "comm":
             row = rows[forms[seg.name]]
