@@ -18,7 +18,8 @@ from accelsim.system.replay import chip_of, replay
 MAXTEXT = Path(__file__).parents[2] / "validation" / "maxtext"
 sys.path.insert(0, str(MAXTEXT))
 
-from maxtext_v5p import TORUS, load_records, model, model_tflops_per_chip  # noqa: E402
+from maxtext_v5p import TORUS, load_records, model, model_tflops_per_chip, model_tflops_terms  # noqa: E402
+from report_compiled import matrix_terms  # noqa: E402
 
 STEP = "maxtext-64b-v5p-128.hlo.txt.gz"
 """The smallest slice compiled (64 chips); the others replay in the report script."""
@@ -48,6 +49,17 @@ def test_the_step_runs_the_model_s_matmuls_and_at_most_a_recomputed_forward_more
     model_flops = model_tflops_per_chip(model(record["global_parameter_scale"]), record["per_device_batch_size"]) * 1e12
     ratio = trace.metadata["per_device_totals"]["matrix_flops"] / model_flops
     assert 1.0 <= ratio <= 4 / 3
+
+
+def test_beyond_xla_s_remat_clones_and_attention_the_step_runs_6_x_params_x_tokens(step):
+    """Nothing is counted twice: take away the clones XLA's rematerialization pass made
+    (``NAME.rematN``) and splash attention, and the matmuls left are MaxText's 6 x
+    parameters x tokens (``minimal`` remat recomputes no weight matmul)."""
+    record, _, trace = step
+    terms = matrix_terms(trace)
+    learnable, _ = model_tflops_terms(model(record["global_parameter_scale"]), record["per_device_batch_size"])
+    assert terms["xla_remat"] > 0 and terms["splash"] > 0
+    assert (terms["all"] - terms["xla_remat"] - terms["splash"]) / (learnable * 1e12) == pytest.approx(1.0, abs=0.01)
 
 
 def test_the_step_replays_with_xla_s_estimates_beside_it(step):

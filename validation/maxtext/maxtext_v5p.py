@@ -78,10 +78,17 @@ def model(scale: int) -> ModelSpec:
 
 def model_tflops_per_chip(m: ModelSpec, per_chip_batch: int) -> float:
     """MaxText's count (PaLM appendix B): 6 x parameters x tokens, plus causal attention."""
+    return sum(model_tflops_terms(m, per_chip_batch))
+
+
+def model_tflops_terms(m: ModelSpec, per_chip_batch: int) -> tuple[float, float]:
+    """MaxText's count per chip in its two terms, TFLOP: the weights' matmuls (6 x
+    parameters x tokens: forward and the two backward matmuls) and causal attention
+    (forward and backward, half the (query, key) pairs)."""
     tokens = per_chip_batch * SEQ
     learnable = 6 * m.params * tokens
     attention = 12 * m.heads * m.layers * m.head_dim * SEQ**2 * per_chip_batch / 2
-    return (learnable + attention) / 1e12
+    return learnable / 1e12, attention / 1e12
 
 
 # ---------------------------------------------------------------------------- the step

@@ -15,6 +15,15 @@ and accelsim's time for the same ops, each alone on the chip. The what-ifs repla
 same per-chip program on as many v6e chips (``tpu-v6e-8x8``: a 2D slice, 32 GB of HBM
 per chip) and TPU7x chips (``tpu7x-4x4x4``): what the v5p program would take there, not
 what XLA would compile for them. Writes ``compiled.md`` into ``--out``.
+
+Two breakdowns say where the gap comes from. The step's matrix work against MaxText's
+count: the clones XLA's HLO rematerialization pass made under memory pressure (its
+``.remat`` names: ``xla/hlo/transforms/simplifiers/hlo_rematerialization.cc``), splash
+attention (every block counted, ``accelsim/importers/hlo_splash.py``) and what the rest
+exceeds 6 x parameters x tokens by (the forward the remat policy recomputes). And the
+exposed communication op by op (``accelsim.system.timeline.exposed_comm_by_op``), by how
+the schedule issues each collective: synchronous, asynchronous with nothing scheduled
+between its start and the first op that waits for it, or with work between.
 """
 
 from __future__ import annotations
@@ -23,13 +32,14 @@ import argparse
 import json
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
-from maxtext_v5p import TORUS, load_records, model, model_tflops_per_chip  # noqa: E402
+from maxtext_v5p import TORUS, load_records, model, model_tflops_terms  # noqa: E402
 
 COMPILED = HERE / "compiled"
 WHAT_IFS = {"v6e": ("tpu-v6e-8x8", {64: [], 128: ["shape=[8,16]"]}),
@@ -49,24 +59,88 @@ def replay_compiled(record: dict, path: Path, what_ifs: bool = True) -> dict:
     from accelsim.arch.model import load_arch
     from accelsim.importers.hlo import import_hlo
     from accelsim.importers.hlo_estimates import compare_with_xla
-    from accelsim.system.replay import chip_of
+    from accelsim.system.replay import ReplayOptions, chip_of, replay
 
     shape = [f"shape={json.dumps(TORUS[record['chips']])}"]
     started = time.perf_counter()
     trace = import_hlo(path, system_devices=record["chips"], system="tpu-v5p")
-    v5p = replay_on(trace, "tpu-v5p-4x4x8", shape)
-    chip = chip_of(load_arch("tpu-v5p-4x4x8", shape))
+    v5p_system = load_arch("tpu-v5p-4x4x8", shape)
+    replayed = replay(trace, v5p_system, options=ReplayOptions(timeline=True))
+    result = replayed.result()
+    v5p = {"step_time_s": result.step_time_s, "compute_s": result.compute_s, "exposed_comm_s": result.exposed_comm_s}
+    chip = chip_of(v5p_system)
     xla = compare_with_xla(trace, chip)
     what_ifs = {gen: replay_on(trace, system, chips[record["chips"]]) for gen, (system, chips) in WHAT_IFS.items()
                 if what_ifs and record["chips"] in chips}
-    tflops = model_tflops_per_chip(model(record["global_parameter_scale"]), record["per_device_batch_size"])
+    learnable, attention = model_tflops_terms(model(record["global_parameter_scale"]), record["per_device_batch_size"])
+    tflops = learnable + attention
     totals = trace.metadata["per_device_totals"]
     return {**v5p, "model_tflops": tflops, "tflops_per_chip": tflops / v5p["step_time_s"], "xla": xla,
             "what_ifs": what_ifs, "counts": trace.metadata["importer_counts"], "ops": len(trace.programs[0].ops),
+            "matrix": {**matrix_terms(trace), "learnable": learnable * 1e12, "causal_attention": attention * 1e12},
+            "exposure": exposure_by_schedule(trace, replayed),
             "matrix_tflops": totals["matrix_flops"] / 1e12, "hbm_tb": totals["compute_bytes"] / 1e12,
             "comm_gb": {kind: totals[f"{kind}_bytes"] / 1e9 for kind in
                         ("all-gather", "reduce-scatter", "all-reduce", "collective-permute") if f"{kind}_bytes" in totals},
             "on_chip_tb": totals["on_chip_bytes"] / 1e12, "rates": chip_rates(chip), "wall_s": time.perf_counter() - started}
+
+
+def matrix_terms(trace) -> dict[str, float]:
+    """The trace's matrix flops per device: all, the clones XLA's HLO rematerialization
+    pass made (an instruction's copy, named ``NAME.rematN``, recomputing a value it chose
+    not to keep in HBM), and splash attention's (every block, dense)."""
+    from accelsim.importers.hlo_splash import SPLASH_KERNEL
+
+    terms = {"all": 0.0, "xla_remat": 0.0, "splash": 0.0}
+    for op in trace.programs[0].ops:
+        if op.kind != "compute" or op.unit != "matrix" or not op.flops:
+            continue
+        own = op.name.rsplit("/", 1)[-1]
+        terms["all"] += op.flops
+        if ".remat" in own:
+            terms["xla_remat"] += op.flops
+        elif SPLASH_KERNEL.match(own):
+            terms["splash"] += op.flops
+    return terms
+
+
+SCHEDULE_FORMS = ("synchronous", "async, nothing between", "async, work between")
+"""How a compiled schedule issues a collective: as one blocking op; started and waited for
+with no compute op scheduled between the start and the first op that waits for it (its
+done, or an op that uses its result); or with compute scheduled between."""
+
+
+def schedule_form(ops: list, i: int) -> str:
+    """The :data:`SCHEDULE_FORMS` entry of communication op ``ops[i]`` (schedule order)."""
+    op = ops[i]
+    if not op.is_async:
+        return SCHEDULE_FORMS[0]
+    for later in ops[i + 1:]:
+        if (later.kind == "done" and later.start == op.name) or op.name in later.deps:
+            return SCHEDULE_FORMS[1]
+        if later.kind == "compute":
+            return SCHEDULE_FORMS[2]
+    return SCHEDULE_FORMS[2]
+
+
+def exposure_by_schedule(trace, replayed) -> dict[tuple[str, str], dict[str, float]]:
+    """Per (schedule form, collective kind): the ops, their time in flight and the part of
+    it exposed (no compute running), on the replayed class of the trace's program."""
+    from accelsim.system.timeline import exposed_comm_by_op
+
+    ops = trace.programs[0].ops
+    forms = {op.name: (schedule_form(ops, i), op.kind) for i, op in enumerate(ops)
+             if op.kind not in ("compute", "done")}
+    exposed = exposed_comm_by_op(replayed)
+    rows: dict[tuple[str, str], dict[str, float]] = defaultdict(
+        lambda: {"ops": 0, "in_flight_s": 0.0, "exposed_s": 0.0})
+    for seg in replayed.segments:
+        if seg.track == 0 and seg.name in forms and seg.lane != "comm":
+            row = rows[forms[seg.name]]
+            row["ops"] += 1
+            row["in_flight_s"] += (seg.end_ps - seg.start_ps) / 1e12
+            row["exposed_s"] += exposed.get((0, seg.name), 0.0)
+    return dict(rows)
 
 
 def chip_rates(chip) -> dict:
@@ -115,6 +189,60 @@ def fusion_bounds(record: dict, row: dict) -> str:
             f"cost model is not public, so what sets its rate is not known; accelsim keeps the published one.")
 
 
+def matrix_section(rows: list[tuple[dict, dict]]) -> list[str]:
+    """Where the step's matrix TFLOP per chip go, against MaxText's count."""
+    lines = ["", "## The matrix work per chip, against MaxText's count", "",
+             "MaxText's count: 6 x parameters x tokens (the weights' matmuls, forward and backward) plus causal "
+             "attention (half the (query, key) pairs). accelsim's, from the compiled program: the clones XLA's "
+             "HLO rematerialization pass made under memory pressure (`NAME.rematN`: recomputed, not kept in HBM), "
+             "splash attention (every block, dense: a causal mask at 512-wide blocks over 2048 tokens skips 6 of "
+             "16, so the kernel runs 1.25x MaxText's causal count where this counts 2x, plus the forward the remat "
+             "policy recomputes), and the other matmuls less 6 x parameters x tokens: the layer forward the "
+             "remat policy recomputes in the backward. None of it is counted twice: each is an instruction of "
+             "the schedule.", "",
+             "| run | accelsim | MaxText's count | XLA's remat clones | splash attention (MaxText: causal "
+             "attention) | other matmuls less 6 x params x tokens (remat policy) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for record, row in rows:
+        m = {key: value / 1e12 for key, value in row["matrix"].items()}
+        rest = m["all"] - m["xla_remat"] - m["splash"] - m["learnable"]
+        lines.append(f"| {record['id']} ({record['remat_policy']}) | {m['all']:.0f} | "
+                     f"{m['learnable'] + m['causal_attention']:.0f} | {m['xla_remat']:.0f} | {m['splash']:.0f} "
+                     f"({m['causal_attention']:.0f}) | {rest:+.0f} |")
+    return lines
+
+
+def exposure_section(rows: list[tuple[dict, dict]]) -> list[str]:
+    """The exposed communication, by how the schedule issues each collective."""
+    lines = ["", "## Where the exposed communication is", "",
+             "Each collective's time in flight on v5p (ops of a folded loop carry all its trips) and the part of "
+             "it no compute op overlaps (`exposed_comm_by_op`: shared equally where several are in flight; the "
+             "column sums to the step's exposed communication), by how the compiled schedule issues it: "
+             "synchronous (one blocking op), async with nothing scheduled between its start and the first op "
+             "that waits for it, or async with work between. The ICI rates these imply are the torus's: a "
+             "collective-permute to a neighbour at one link's 90 GB/s one way, an all-gather over a 4-chip ring "
+             "at 180 GB/s of bus bandwidth, over a 4x4 torus at 360 GB/s (the JAX scaling book's v5p link, "
+             "`tpu-v5p`).", "",
+             "| run | schedule | kind | ops | in flight | exposed |", "| --- | --- | --- | ---: | ---: | ---: |"]
+    for record, row in rows:
+        order = {form: k for k, form in enumerate(SCHEDULE_FORMS)}
+        for (form, kind), cell in sorted(row["exposure"].items(),
+                                         key=lambda item: (order[item[0][0]], -item[1]["exposed_s"], item[0][1])):
+            lines.append(f"| {record['id']} | {form} | {kind} | {cell['ops']} | {cell['in_flight_s']:.3f} s | "
+                         f"{cell['exposed_s']:.3f} s |")
+    return lines
+
+
+def exposure_summary(record: dict, row: dict) -> str:
+    """How much of the exposed communication the schedule leaves nothing to overlap with."""
+    unhidden = sum(cell["exposed_s"] for (form, _), cell in row["exposure"].items() if form != SCHEDULE_FORMS[2])
+    total = sum(cell["exposed_s"] for cell in row["exposure"].values())
+    share = unhidden / total if total else 0.0
+    return (f"- {record['id']}, exposed communication: {unhidden:.2f} s of the {total:.2f} s ({share:.0%}) is "
+            f"collectives the schedule issues synchronously or waits for with nothing scheduled in between: no "
+            f"replay of this program can hide it.")
+
+
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f} s"
 
@@ -146,6 +274,7 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
     if refused:
         lines += ["", "Compiled and committed but not replayed (the replay refuses them before it starts):", ""]
         lines += [f"- {record['id']}: {reason}" for record, reason in refused]
+    lines += matrix_section(rows) + exposure_section(rows)
     lines += ["", "## XLA's estimates beside accelsim's, per step", "",
               "XLA: the sum of the `estimated_cycles` XLA's TPU cost model wrote for each op, at 1.75 GHz (compute "
               "only; XLA writes none for collectives or the DMAs it schedules). accelsim: the same ops, each alone "
@@ -181,13 +310,18 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
             f"({compute_only / record['tflops_per_chip'] - 1:+.1%} against the measurement) with every collective "
             f"hidden; accelsim's compute alone gives {row['model_tflops'] / row['compute_s']:.0f}. The rest of the "
             f"gap is the {row['exposed_comm_s']:.2f} s of communication the replay leaves exposed.")
+        lines.append(exposure_summary(record, row))
         lines.append(fusion_bounds(record, row))
     lines += [
         "",
         "This libtpu compiles MaxText's v5p configs into a different program from the one measured (the README's "
         "figures date from 2024 and an older MaxText and libtpu): with all-gather continuation fusion refused on a "
-        "v5p, the FSDP all-gathers are synchronous ops in the schedule, and the tensor-parallel reduce-scatters are "
-        "decomposed into collective-permutes whose start and done are adjacent, so nothing overlaps them. With "
+        "v5p, the FSDP and tensor-parallel all-gathers are synchronous ops in the schedule. In the 64B programs "
+        "(tensor parallelism 4) almost every collective-permute also has its done right after its start: the "
+        "tensor-parallel reduce-scatters XLA decomposed into permutes, and the permutes inside its windowed-einsum "
+        "(collective matmul) loops too, which exist to run beside the loop's matmul; in the 128B-512B programs "
+        "(tensor parallelism 8) XLA schedules most permutes beside work and the replay hides them as scheduled "
+        "(\"Where the exposed communication is\"). With "
         "maxtext 0.2.5's `32b.sh` flags (`--flags sparsecore`: all-gathers offloaded to the SparseCores) XLA moves "
         "the tensor-parallel activation all-gathers of the layer loop to the SparseCores as asynchronous custom "
         "calls, but each one's input reaches it at its `custom-call-update`, one or two instructions before its "
