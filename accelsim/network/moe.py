@@ -150,8 +150,8 @@ def load_matrix(path: str | Path, ranks: int) -> np.ndarray:
     for i, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != ranks or not all(
                 isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= MAX_PAIR_BYTES for v in row):
-            raise InputError(f"expected {ranks} non-negative byte counts, each at most {MAX_PAIR_BYTES} (1 TiB)", source=str(path),
-                             field=f"bytes[{i}]")
+            raise InputError(f"expected {ranks} non-negative byte counts, each at most {MAX_PAIR_BYTES} (1 TiB)",
+                             source=str(path), field=f"bytes[{i}]")
     return np.array(rows, dtype=float)
 
 
