@@ -205,6 +205,26 @@ class _FreeRun:
         return due
 
 
+def _checked_row(flow: Flow, names: list[str], index: Mapping[str, int]) -> tuple[list[int] | slice, list[float]]:
+    """A flow's demand as (columns, amounts) of its row over every resource of a pool whose
+    resources are ``names`` (``index``: each one's column), zero where it uses none: a
+    transfer on a pool of thousands of links names a few."""
+    demand = flow.demand
+    # a kernel's flows name every resource, in order; a transfer, a few of thousands of links
+    if len(demand) == len(names) and list(demand) == names:
+        columns: list[int] | slice = slice(None)
+    elif index.keys() >= demand.keys():
+        columns = [index[name] for name in demand]
+    else:
+        unknown = [name for name in demand if name not in index]
+        raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
+    if not flow.max_rate > 0:
+        raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
+    if flow.env is not None:
+        raise ValueError(f"flow {flow.name!r} was started before: a flow runs once")
+    return columns, list(demand.values())
+
+
 class FluidResources:
     """A set of shared resources (capacity per second each) and the flows using them.
 
@@ -265,7 +285,7 @@ class FluidResources:
     def start_many(self, flows: list[Flow]) -> list[Flow]:
         """Add several flows at once (one reallocation); they are the events of their ends.
         Flows started by the waiters of flows that end join those ends' reallocation."""
-        demands = list(map(self._checked_row, flows))
+        demands = [_checked_row(flow, self._names, self._index) for flow in flows]
         if not self._free.on:
             self._advance()
         rows, now, free, env = self._rows, self.env.now, self._free, self.env
@@ -360,26 +380,6 @@ class FluidResources:
         rows = self._rows
         total = rows.demand.served(rows.rate * rows.active)
         return dict(zip(self._names, total.tolist()))
-
-    # ------------------------------------------------------------ starting flows
-
-    def _checked_row(self, flow: Flow) -> tuple[list[int] | slice, list[float]]:
-        """A flow's demand as (columns, amounts) of its row over every resource (zero
-        where it uses none): a transfer on a pool of thousands of links names a few."""
-        demand = flow.demand
-        # a kernel's flows name every resource, in order; a transfer, a few of thousands of links
-        if len(demand) == len(self._names) and list(demand) == self._names:
-            columns: list[int] | slice = slice(None)
-        elif self._index.keys() >= demand.keys():
-            columns = [self._index[name] for name in demand]
-        else:
-            unknown = [name for name in demand if name not in self._index]
-            raise ValueError(f"flow {flow.name!r} uses unknown resources {sorted(unknown)}")
-        if not flow.max_rate > 0:
-            raise ValueError(f"flow {flow.name!r} needs a positive max_rate")
-        if flow.env is not None:
-            raise ValueError(f"flow {flow.name!r} was started before: a flow runs once")
-        return columns, list(demand.values())
 
     # ------------------------------------------------------------ the allocation
 
