@@ -750,6 +750,10 @@ def _nic_count(v: int) -> int:
     return v
 
 
+MAX_NCCL_BUFFER_BYTES = 2**30
+"""``NCCL_BUFFSIZE`` at most: 1 GiB, 256 times NCCL's 4 MiB default."""
+
+
 class ScaleOutNetwork(_Strict):
     fabric: Literal["infiniband", "roce", "efa", "gpudirect-tcpx", "gpudirect-tcpxo"]
     """The transport NCCL's network plugin runs on (its latency is ``switch_latency``)."""
@@ -775,6 +779,13 @@ class ScaleOutNetwork(_Strict):
     tuner: Literal["aws-ofi-p6"] | None = None
     """The platform's NCCL tuner plugin, where it picks the algorithm and protocol instead of
     NCCL's own cost model (``accelsim.network.tuners``). None: NCCL's choice (``auto``)."""
+
+    @field_validator("nccl_buffer_size")
+    @classmethod
+    def _buffer_size_range(cls, value: Cited | None) -> Cited | None:
+        if value is not None and not 0 < value.value <= MAX_NCCL_BUFFER_BYTES:
+            raise ValueError(f"'nccl_buffer_size' must be above 0 and at most 1 GiB, got {shown(value.value)} bytes")
+        return value
 
 
 class ClusterSpec(_ConfigFile):

@@ -479,7 +479,8 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
         return
     threshold = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(max(threshold[0], YOUNG_COLLECTION_ALLOCATIONS), *threshold[1:])
+    if threshold[0] > 0:  # 0: the caller turned automatic collection off; keep it off
+        gc.set_threshold(max(threshold[0], YOUNG_COLLECTION_ALLOCATIONS), *threshold[1:])
     try:
         yield gc.freeze
     finally:

@@ -47,3 +47,16 @@ def test_results_do_not_depend_on_the_collector(dgx):
     finally:
         gc.enable()
     assert plain.summary() | {"sim_wall_s": 0} == without.summary() | {"sim_wall_s": 0}
+
+
+def test_collection_a_caller_turned_off_stays_off_during_a_replay(dgx, monkeypatch):
+    threshold = gc.get_threshold()
+    seen = []
+    real = gc.set_threshold
+    monkeypatch.setattr(gc, "set_threshold", lambda *a: (seen.append(a), real(*a)))
+    real(0, 10, 10)
+    try:
+        replay(spmd(STEP), dgx)
+        assert all(a[0] == 0 for a in seen) and gc.get_threshold() == (0, 10, 10)
+    finally:
+        real(*threshold)

@@ -10,7 +10,9 @@ work overlapped, exps on the chain; :mod:`.fa3`); 128-row q tiles with 128-key t
 the largest of 96 and 64 keys whose two K/V stages fit in shared memory (head dim 256: 64);
 the backward as FA3's (its main loop's stores, :func:`.fa3.backward_staged`, and its consumers in
 step). Assumed, not known: the tiles, the stages, the persistent scheduling
-cuDNN may use. On Blackwell (no FA3) the same assumptions stand for its tcgen05 kernels."""
+cuDNN may use. On Blackwell (no FA3) the same assumptions stand for its tcgen05 kernels,
+the backward's Hopper staging (what FA3 stores to shared memory) included; no B200 backward
+record checks it."""
 
 from __future__ import annotations
 
