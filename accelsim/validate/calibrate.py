@@ -32,7 +32,7 @@ from accelsim.families.base import parse_values
 from accelsim.families.search import best_config
 from accelsim.trace.kernel import KernelTrace
 from accelsim.units import format_quantity, parse_quantity
-from accelsim.validate.compare import Measurement, chip_for, record_errors, simulated_for
+from accelsim.validate.compare import Measurement, boost_on, chip_for, clocks_as_boost, record_errors, simulated_for
 from accelsim.workers import mapped, worker_pool
 
 HELD_OUT_PER_TEN = 3
@@ -254,6 +254,7 @@ class FitChips:
         self.arch, self.base_overrides = arch, tuple(base_overrides)
         self.spec = validate(load_raw(arch))
         self.base = [parse_override(text) for text in base_overrides]
+        self.boosted = boost_on(resolve(with_values(self.spec, self.base)))
         self.key: tuple | None = None
         self.chips: dict[tuple[str, ...], Chip] = {}
 
@@ -261,7 +262,8 @@ class FitChips:
         key = tuple(values.items())
         if key != self.key:
             self.key, self.chips = key, {}
-        conditions = measurement.overrides_on(self.base_overrides)[len(self.base_overrides):]
+        conditions = clocks_as_boost(measurement.overrides_on(self.base_overrides)[len(self.base_overrides):],
+                                     self.boosted)
         if conditions not in self.chips:
             self.chips[conditions] = self._chip([
                 *self.base, *(Override(tuple(path.split(".")), value, f"{path} (calibration)")

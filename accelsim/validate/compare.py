@@ -118,12 +118,22 @@ def _clocks_as_boost(given: tuple[str, ...], arch: str, overrides: Sequence[str]
     base_key = (arch, tuple(overrides))
     if base_key not in cache:
         cache[base_key] = load_arch(arch, list(overrides))
-    power = cache[base_key].power
-    if power is None or power.boost_clock_hz is None:
-        return given
-    record_part = [f"power.dvfs.boost.clock={o.split('=', 1)[1]}" if _sets((o,), "clock") else o
-                   for o in given[len(overrides):]]
-    return (*given[:len(overrides)], *record_part)
+    return (*given[:len(overrides)], *clocks_as_boost(given[len(overrides):], boost_on(cache[base_key])))
+
+
+def boost_on(chip: Chip) -> bool:
+    """Whether ``chip`` runs each kernel at its own clock under the cap (``power.dvfs.boost``)."""
+    power = getattr(chip, "power", None)  # a system has none of its own
+    return power is not None and power.boost_clock_hz is not None
+
+
+def clocks_as_boost(record_part: Sequence[str], boosted: bool) -> tuple[str, ...]:
+    """A record's overrides with a ``clock`` in them set as ``power.dvfs.boost.clock`` where
+    ``boosted`` (:func:`boost_on`): there a record's clock is the one its kernels run at,
+    at most, and ``clock`` stays the clock the peaks are quoted at."""
+    if not boosted:
+        return tuple(record_part)
+    return tuple(f"power.dvfs.boost.clock={o.split('=', 1)[1]}" if _sets((o,), "clock") else o for o in record_part)
 
 
 def _refused_conditions(exc: InputError, where: str) -> str:
@@ -295,7 +305,7 @@ def _loads_on(arch: str, overrides: tuple[str, ...], checked: set, path: Path, f
     ``checked``); a refusal is an error of the record's ``field``."""
     if (arch, overrides) not in checked:
         try:
-            load_arch(arch, overrides)
+            load_arch(arch, clocks_as_boost(overrides, boost_on(load_arch(arch))))
         except InputError as exc:
             raise InputError(_refused_conditions(exc, f"on {arch}"), source=str(path), field=field) from None
         checked.add((arch, overrides))
