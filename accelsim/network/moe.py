@@ -66,6 +66,12 @@ MAX_PAIR_BYTES = 2**40
 """A traffic matrix's largest byte count from one rank to another: 1 TiB, past any MoE layer's."""
 
 
+def _check_kind(kind: str) -> None:
+    """``kind`` is one of :data:`KINDS`, else one line naming it."""
+    if kind not in KINDS:
+        raise InputError(f"expected one of: {', '.join(KINDS)}, got {shown(kind)}", field="kind")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Routing:
     """A router's choices, per rank: ``tokens`` each of ``token_bytes``."""
@@ -317,8 +323,7 @@ def deepep_message_bytes(token_bytes: float, top_k: int, kind: str, across_nodes
     8-byte ``SourceMeta``, ``top_k`` 4-byte indices (dispatch only) and ``top_k`` 4-byte
     weights, padded to 16 B (``get_num_bytes_per_rdma_token``; the NVLink forward carries
     the same fields, padded too since)."""
-    if kind not in KINDS:
-        raise InputError(f"expected one of: {', '.join(KINDS)}, got {shown(kind)}", field="kind")
+    _check_kind(kind)
     indices = top_k if kind == "dispatch" else 0
     if not across_nodes:
         return token_bytes + 4 + 8 * indices + 4 * top_k
@@ -386,8 +391,7 @@ def moe_plan(topo: Topology, mode: str, *, routing: Routing | None = None, matri
     (:class:`NicsOnly`)."""
     if mode not in MODES:
         raise InputError(f"unknown MoE all-to-all mode {shown(mode)}; known: {', '.join(MODES)}", field="mode")
-    if kind not in KINDS:
-        raise InputError(f"kind is dispatch or combine, got {shown(kind)}", field="kind")
+    _check_kind(kind)
     if not nvlink:
         if mode != "deepep-ll":
             raise InputError(f"only deepep-ll sends within a node without NVLink, not {mode}", field="nvlink")
@@ -423,7 +427,6 @@ def default_sm_budget(mode: str, routing: Routing | None, device_sms: int | None
     return low_latency_sms(routing.experts, device_sms)
 
 
-
 def low_latency_receive_s(routing: Routing, kind: str, hbm_bytes_per_s: float) -> float:
     """The low-latency kernels' receive phase, which runs after the data has arrived: each
     kernel's send phase ends in a grid sync (``cg::this_grid().sync()``; combine first
@@ -433,8 +436,7 @@ def low_latency_receive_s(routing: Routing, kind: str, hbm_bytes_per_s: float) -
     copies each into the packed per-expert layout (read and write it), combine reads the
     ``top_k`` messages of a token and writes the weighted sum (one token per ``top_k``
     read). At the GPU's HBM bandwidth, as one HBM-bound copy."""
-    if kind not in KINDS:
-        raise InputError(f"expected one of: {', '.join(KINDS)}, got {shown(kind)}", field="kind")
+    _check_kind(kind)
     read = routing.tokens * routing.top_k * routing.token_bytes
     written = read if kind == "dispatch" else read / routing.top_k
     return (read + written) / hbm_bytes_per_s

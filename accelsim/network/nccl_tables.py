@@ -75,13 +75,13 @@ MAX_GRAPH_CHANNELS = 32
 src/include/device.h): the most channels NCCL's ring and tree search may find (the tree
 graph may have no more than the ring's)."""
 
+_SM90_SPEEDS_INTER = tuple(s * GB for s in (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0,
+                                            3.0, 2.4, 1.2, 0.24, 0.12))
 NET_SEARCH_SPEEDS_BYTES_PER_S = MappingProxyType({
     "ampere": tuple(s * GB for s in (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
                                      4.0, 3.0, 2.4, 1.2, 0.24, 0.12)),
-    "hopper": tuple(s * GB for s in (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
-                                     2.4, 1.2, 0.24, 0.12)),
-    "blackwell": tuple(s * GB for s in (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
-                                        2.4, 1.2, 0.24, 0.12)),
+    "hopper": _SM90_SPEEDS_INTER,
+    "blackwell": _SM90_SPEEDS_INTER,  # the same list in these versions
 })
 """``speedArrayInter``, ``sm90SpeedArrayInter``, ``sm100SpeedArrayInter`` (src/graph/search.cc,
 NCCL 2.25.1 and 2.26.2, the versions of the GB200 rack runs; 2.28+ put 96, 86 and 80 GB/s

@@ -305,7 +305,7 @@ def _loads_on(arch: str, overrides: tuple[str, ...], checked: set, path: Path, f
     ``checked``); a refusal is an error of the record's ``field``."""
     if (arch, overrides) not in checked:
         try:
-            load_arch(arch, clocks_as_boost(overrides, boost_on(load_arch(arch))))
+            load_arch(arch, clocks_as_boost(overrides, _sets(overrides, "clock") and boost_on(load_arch(arch))))
         except InputError as exc:
             raise InputError(_refused_conditions(exc, f"on {arch}"), source=str(path), field=field) from None
         checked.add((arch, overrides))
