@@ -12,7 +12,10 @@ the same class.
 
 All figures from NCCL 2.30.7 (github.com/NVIDIA/nccl @ 5067397c, ``src/graph/tuning.cc``
 and ``src/graph/topo.h``); the ring latencies are unchanged since 2.20.3 (@ b6475625),
-where the configs first cited them.
+where the configs first cited them. They serve every record, whatever release it ran: the
+per-channel figures that differ between releases (Blackwell's, NVLSTree's from 2.28) are
+NCCL's estimates of the same kernels, and the newest describe the older runs better
+(docs/collectives.md, "Which NCCL release's figures").
 """
 
 from __future__ import annotations
