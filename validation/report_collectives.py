@@ -30,7 +30,7 @@ import yaml
 from accelsim.arch.model import load_arch
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network import nccl_tables
-from accelsim.network.nccl_tables import CARRIES, LATENCY_PATHS, carries_to, latency_carry_scale
+from accelsim.network.nccl_tables import CARRIES, CYCLE_RATE_PATHS, LATENCY_PATHS, carries_to, latency_carry_scale
 from accelsim.network.analytic import scaling_book_all_gather_terms, torus_case
 from accelsim.units import format_quantity
 from accelsim.validate.calibrate import coordinate_descent, is_held_out, loss
@@ -99,11 +99,13 @@ def _in_cycles(carried: dict, fitted, target) -> dict:
     how = (f"in GPU cycles: x {scale:.4f} = {fitted.kernel_clock_hz / 1e9:g} GHz (DGX H100's kernel_clock) / "
            f"{target.kernel_clock_hz / 1e9:g} GHz (this node's)")
     scaled = dict(carried)
-    for path in LATENCY_PATHS:
-        getter = TuningParameter(path, 0.0, 0.0, "seconds")
+    paths = [(path, "seconds", scale) for path in LATENCY_PATHS] + [(path, "bytes_per_s", 1 / scale)
+                                                                  for path in CYCLE_RATE_PATHS]
+    for path, unit, factor in paths:
+        getter = TuningParameter(path, 0.0, 0.0, unit)
         if getter.get(target) is None or getter.get(fitted) is None:
             continue
-        value = format_quantity(getter.get(fitted) * scale, "seconds")
+        value = format_quantity(getter.get(fitted) * factor, unit)
         if path in carried:
             leaf = carried[path]
             scaled[path] = {**leaf, "value": value, "source": f"{leaf['source']}; {how}",
@@ -111,7 +113,7 @@ def _in_cycles(carried: dict, fitted, target) -> dict:
         else:
             scaled[path] = {"value": value, "basis": "derived",
                             "source": f"carried from DGX H100 (every node), NCCL's own figure there "
-                                      f"({format_quantity(getter.get(fitted), 'seconds')}, {nccl_tables.SOURCE}), {how}"}
+                                      f"({format_quantity(getter.get(fitted), unit)}, {nccl_tables.SOURCE}), {how}"}
     return scaled
 
 

@@ -39,6 +39,9 @@ class CollectiveTuning:
     nvls_latency_s: float | None
     kernel_clock_hz: float | None = None
     """The SM clock NCCL's kernels run at, when the config says (what carried latencies scale by)."""
+    channel_bytes_per_s: float | None = None
+    """Wire bytes one NCCL channel moves per second, when the config says (see
+    :func:`accelsim.network.nccl_tables.collective_channels`)."""
 
 
 def resolve_collectives(spec: schema.NodeCollectives | None) -> CollectiveTuning | None:
@@ -62,4 +65,5 @@ def resolve_collectives(spec: schema.NodeCollectives | None) -> CollectiveTuning
         nvls_efficiency=spec.nvls_efficiency.value if spec.nvls_efficiency else None,
         nvls_latency_s=spec.nvls_latency.value if spec.nvls_latency else None,
         kernel_clock_hz=spec.kernel_clock.value if spec.kernel_clock else None,
+        channel_bytes_per_s=spec.channel_bandwidth.value if spec.channel_bandwidth else None,
     )

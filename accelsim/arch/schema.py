@@ -691,6 +691,13 @@ class NodeCollectives(_Strict):
     send-once / receive-once streams achieve. Required when ``switch.nvls`` is true."""
     nvls_latency: Cited[Seconds] | None = calibratable(default=None)
     """Fixed cost of one NVLS all-reduce."""
+    channel_bandwidth: Cited[BytesPerS] | None = calibratable(default=None)
+    """Wire bytes one NCCL channel (one thread block) moves per second: a ring or tree
+    that NCCL runs on few channels, as it does below some hundreds of KiB
+    (``nccl_tables.collective_channels``), sends no faster than its channels do. Without
+    it the channel count is not modelled; the shipped nodes leave it out (with it fitted on
+    DGX H100, never-fitted systems got worse overall: docs/collectives.md, "NCCL's channel
+    count for small messages")."""
     kernel_clock: Cited[Hz] | None = None
     """The SM clock NCCL's kernels run at (the GPU's maximum boost: a kernel that moves a few
     bytes draws little power). A latency fitted on another node carries here in GPU cycles,

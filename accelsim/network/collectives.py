@@ -13,7 +13,9 @@ On GPU systems with an NCCL model (``topo.tuning``) a plan also has a *protocol*
 LL128 or Simple): a step costs the protocol's ``step_latency`` (plus any NIC latency
 it crosses), the plan's fixed cost is the protocol's ``base_latency``, a transfer's
 link load is its bytes over (link efficiency x protocol efficiency), and a rank sends
-no faster than the protocol's ``max_bandwidth_per_rank``. Without one, a step costs
+no faster than the protocol's ``max_bandwidth_per_rank`` (nor, where the node states a
+``channel_bandwidth``, than the channels NCCL runs a ring or tree of its size on:
+:func:`on_channels`). Without one, a step costs
 the route's link latencies and the fixed cost is the chip's launch overhead.
 
 Sizes follow nccl-tests: ``size_bytes`` is the all-reduce and broadcast buffer, the
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 
 from accelsim.arch.collective_tuning import CollectiveTuning, Protocol
 from accelsim.errors import InputError, shown
-from accelsim.network.nccl_tables import ll_max_bus_bytes_per_s
+from accelsim.network.nccl_tables import collective_channels, ll_max_bus_bytes_per_s
 from accelsim.network.topology import Topology
 from accelsim.registry import Registry
 
@@ -261,6 +263,22 @@ def across_nodes(topo: Topology, proto: Protocol | None, nodes: int) -> Protocol
     ceiling = ll_max_bus_bytes_per_s(topo.host_cpu, nodes)
     own = proto.max_bandwidth_per_rank_bytes_per_s
     return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=min(ceiling, own or math.inf))
+
+
+def on_channels(topo: Topology, proto: Protocol | None, algorithm: str, req: Request) -> Protocol | None:
+    """``proto`` as NCCL runs ``req`` as ``algorithm`` (``ring`` or ``tree``): on the channels
+    :func:`~accelsim.network.nccl_tables.collective_channels` gives for its size, each
+    moving the node's ``channel_bandwidth`` of wire bytes, so a rank sends no faster than
+    channels x that x the protocol's efficiency (the channels' share of the rank's bytes
+    is equal: NCCL splits the buffer across them). Unchanged where the node states no
+    channel bandwidth."""
+    rate = topo.tuning.channel_bytes_per_s if topo.tuning is not None else None
+    if proto is None or rate is None:
+        return proto
+    channels = collective_channels(algorithm, proto.name, req.size_bytes, len(req.ranks))
+    own = proto.max_bandwidth_per_rank_bytes_per_s
+    cap = channels * rate * proto.efficiency
+    return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=min(cap, own or math.inf))
 
 
 def launch_s(topo: Topology, proto: Protocol | None) -> float:

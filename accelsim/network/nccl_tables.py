@@ -126,6 +126,36 @@ def net_graph_channels(generation: str | None, nvlink_links: int, nic_bytes_per_
     return best_channels or None
 
 
+THREAD_THRESHOLD_BYTES = MappingProxyType({"ll": 8, "ll128": 8, "simple": 64})
+"""``NCCL_LL_THREAD_THRESHOLD``, ``NCCL_LL128_THREAD_THRESHOLD``,
+``NCCL_SIMPLE_THREAD_THRESHOLD`` (src/include/comm.h @ v2.26.2-1, lines 37-39): the bytes
+each thread of a channel should have before NCCL adds a channel; ring/LL's is multiplied
+by the ranks (``threadThresholds[RING][LL] *= nRanks``, src/graph/tuning.cc @ v2.26.2-1
+line 493, line 593 @ v2.30.7-1)."""
+MAX_THREADS = MappingProxyType({"ll": 512, "ll128": 640, "simple": 512})
+"""``maxThreads`` of ring and tree (``NCCL_LL_MAX_NTHREADS``, ``NCCL_LL128_MAX_NTHREADS``,
+``NCCL_SIMPLE_MAX_NTHREADS``, src/include/device.h @ v2.26.2-1; ring/Simple's default is
+the maximum on NVLink, src/graph/tuning.cc ``simpleDefaultThreads``)."""
+
+
+def collective_channels(algorithm: str, protocol: str, size_bytes: float, ranks: int,
+                        channels: int = MAX_GRAPH_CHANNELS) -> int:
+    """How many channels NCCL runs a ring or tree collective of ``size_bytes`` on (its
+    buffer as nccl-tests sizes it: ``ncclFuncMaxSendRecvCount``) over ``ranks`` ranks, of
+    the communicator's ``channels``.
+
+    ``topoGetAlgoInfo`` (src/enqueue.cc @ v2.26.2-1, lines 1734-1756; the same loop in
+    ``getAlgoInfo`` since 2.12 and @ v2.30.7-1 lines 2070-2095) starts from every channel
+    and drops one while ``nBytes < nc x nThreads x threadThreshold``
+    (:data:`MAX_THREADS`, :data:`THREAD_THRESHOLD_BYTES`): ring/LL on 8 ranks runs one
+    channel up to 32 KiB and one more per 32 KiB after, a tree or LL128 one per 4 or 5
+    KiB, Simple one per 32 KiB. Below one channel's threshold NCCL halves the threads
+    instead, which is not modelled."""
+    threshold = THREAD_THRESHOLD_BYTES[protocol] * (ranks if (algorithm, protocol) == ("ring", "ll") else 1)
+    per_channel = MAX_THREADS[protocol] * threshold
+    return max(1, min(channels, int(size_bytes // per_channel)))
+
+
 LL_MAX_BUS_ACROSS_NODES = MappingProxyType({
     "amd": (22.5 * GB, 19.0 * GB),
     "other": (39.0 * GB, 20.4 * GB),
@@ -236,9 +266,13 @@ finds 8 to 24 on one NVSwitch node; with the fitted cap this matters little)."""
 LATENCY_PATHS = ("protocols.ll.base_latency", "protocols.ll128.base_latency", "protocols.simple.base_latency",
                  "protocols.ll.step_latency", "protocols.ll128.step_latency", "protocols.simple.step_latency",
                  "nvls_latency")
+CYCLE_RATE_PATHS = ("channel_bandwidth",)
+"""Rates of one thread block (bytes per second of one channel): what the SM does per cycle,
+so they carry to every node in GPU cycles as the latencies do (x the clocks' ratio
+inverted)."""
 BANDWIDTH_PATHS = ("link_efficiency", "protocols.ll128.max_bandwidth_per_rank", "nvls_efficiency")
 
-CARRIES = MappingProxyType({**{p: "every node" for p in LATENCY_PATHS},
+CARRIES = MappingProxyType({**{p: "every node" for p in LATENCY_PATHS + CYCLE_RATE_PATHS},
                             **{p: "same generation" for p in BANDWIDTH_PATHS}})
 """Where a value fitted on one node carries: NCCL's latency table is the same for every
 GPU, so a fitted latency (what NCCL's launch, protocol and hop really cost) carries to

@@ -293,7 +293,7 @@ class TuningParameter:
 _FIELDS = {
     "link_efficiency": "link_efficiency", "nvls_efficiency": "nvls_efficiency", "nvls_latency": "nvls_latency_s",
     "base_latency": "base_latency_s", "step_latency": "step_latency_s",
-    "max_bandwidth_per_rank": "max_bandwidth_per_rank_bytes_per_s",
+    "max_bandwidth_per_rank": "max_bandwidth_per_rank_bytes_per_s", "channel_bandwidth": "channel_bytes_per_s",
 }
 
 PARAMETERS = (
@@ -303,6 +303,7 @@ PARAMETERS = (
     TuningParameter("protocols.ll128.max_bandwidth_per_rank", 50e9, 450e9, "bytes_per_s"),
     TuningParameter("nvls_efficiency", 0.3, 1.0),
     TuningParameter("nvls_latency", 0.0, 150e-6, "seconds"),
+    TuningParameter("channel_bandwidth", 2e9, 100e9, "bytes_per_s"),
 )
 """What the fit moves. Step latencies stay at NCCL's figures: with one group size (8
 ranks) only base + steps x step is seen, so the two cannot be told apart. Simple's

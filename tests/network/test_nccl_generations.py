@@ -7,7 +7,7 @@ import pytest
 from accelsim.arch.model import load_arch
 from accelsim.network import build_topology, simulate_collective
 from accelsim.network.nccl_tables import (
-    GENERATIONS, LATENCY_PATHS, LL128_CHANNELS, RING_BASE_LATENCY_S, RING_NET_STEP_S, RING_NVLINK_STEP_S, carries_to,
+    CYCLE_RATE_PATHS, GENERATIONS, LATENCY_PATHS, LL128_CHANNELS, RING_BASE_LATENCY_S, RING_NET_STEP_S, RING_NVLINK_STEP_S, carries_to,
     latency_carry_scale,
 )
 from accelsim.validate.collectives import PARAMETERS
@@ -54,7 +54,8 @@ def test_the_plain_names_hold_what_carries_from_the_dgx_h100_fit():
             if published[path] is None or not carries_to(path, "hopper", tuning.generation):
                 assert value == published[path]
             else:
-                assert value == pytest.approx(fitted[path] * (scale if path in LATENCY_PATHS else 1.0), rel=1e-3)
+                factor = scale if path in LATENCY_PATHS else 1 / scale if path in CYCLE_RATE_PATHS else 1.0
+                assert value == pytest.approx(fitted[path] * factor, rel=1e-3)
 
 
 def test_a_b200_node_costs_what_an_h100_node_does_at_8_bytes():

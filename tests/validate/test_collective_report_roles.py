@@ -1,6 +1,5 @@
 """The collectives report names the records a published config was derived from."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -9,15 +8,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _report():
-    spec = importlib.util.spec_from_file_location("report_collectives", ROOT / "validation" / "report_collectives.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_every_derivation_point_is_a_record_and_is_not_a_check():
-    report = _report()
+def test_every_derivation_point_is_a_record_and_is_not_a_check(report_collectives):
+    report = report_collectives
     records = {r["id"]: r for r in json.loads((ROOT / "validation/collectives/all_reduce.json").read_text())["records"]}
     measurements = {m.id: m for m in report.load_measurements(report.MEASUREMENTS)}
     for record_id, field in report.DERIVED_FROM.items():

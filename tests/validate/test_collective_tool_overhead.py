@@ -1,8 +1,6 @@
 """A measurement tool's per-call overhead: added to what it timed, nothing to nccl-tests."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +9,6 @@ from accelsim.network import build_topology, simulate_collective
 from accelsim.validate.collectives import (
     TOOL_CALL_OVERHEAD_S, CollectiveMeasurement, predict, tool_overhead_s, with_added_latency,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +51,8 @@ def test_an_explicit_overhead_overrides_the_tools(topo):
     assert predict(topo, m, tool_overhead=0.0) == simulate_collective(topo, "all-reduce", 65536, "auto", 8)
 
 
-def test_the_committed_overhead_is_what_its_fit_gives():
-    spec = importlib.util.spec_from_file_location("report_collectives", ROOT / "validation" / "report_collectives.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+def test_the_committed_overhead_is_what_its_fit_gives(report_collectives):
+    report = report_collectives
     value, train_mape, held_mape = report.fit_tool_overhead(report.load_measurements(report.MEASUREMENTS))
     assert value == pytest.approx(TOOL_CALL_OVERHEAD_S[report.TOOL_FITTED[1]], abs=0.1e-6)
     assert train_mape < 0.1 and held_mape < 0.1

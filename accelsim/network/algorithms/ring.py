@@ -8,7 +8,8 @@ from collections import Counter
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
-    Plan, Request, Stream, across_nodes, needs, phase, plan, register, ring_streams, ring_volume, with_protocol,
+    Plan, Request, Stream, across_nodes, needs, on_channels, phase, plan, register, ring_streams, ring_volume,
+    with_protocol,
 )
 from accelsim.network.groups import box, by_domain, nic_channels, same_local_layout
 from accelsim.network.topology import ClusterTopology, MultisliceTopology, Topology, TorusTopology
@@ -53,7 +54,7 @@ def _flat(topo: Topology, req: Request, proto: Protocol | None, *, bidirectional
     def build(p: Protocol | None) -> Plan:
         volume, steps = ring_volume(req.kind, len(req.ranks), req.size_bytes)
         streams = ring_streams(list(req.ranks), volume, bidirectional)
-        return plan(name, topo, [[phase(topo, streams, steps, p)]], p)
+        return plan(name, topo, [[phase(topo, streams, steps, on_channels(topo, p, "ring", req))]], p)
 
     return with_protocol(topo, build, proto)
 
@@ -85,5 +86,5 @@ def cluster_ring(topo: Topology, req: Request, proto: Protocol | None) -> Plan:
                 crossing.append((senders[exit_index], receivers[entry], volume / len(channels)))
     streams = [(a, b, nbytes) for (a, b), nbytes in forwarded.items()] + crossing
     remote_steps = round(steps * len(parts) / len(order))  # a pass round the ring crosses every node once
-    wire = across_nodes(topo, proto, len(parts))
+    wire = on_channels(topo, across_nodes(topo, proto, len(parts)), "ring", req)
     return plan("ring", topo, [[phase(topo, streams, steps, wire, remote_steps)]], proto, partial=not req.whole)

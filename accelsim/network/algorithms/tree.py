@@ -8,7 +8,7 @@ import math
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
-    Phase, Plan, Request, Stream, across_nodes, needs, phase, plan, register, with_protocol,
+    Phase, Plan, Request, Stream, across_nodes, needs, on_channels, phase, plan, register, with_protocol,
 )
 from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
 from accelsim.network.nccl_tables import tree_latency_scales, tree_ll128_cap_scale, tree_simple_fill_s
@@ -34,7 +34,7 @@ def double_binary_tree(topo: Topology, req: Request, proto: Protocol | None = No
             return _cluster_tree(topo, req, parts, p)
         depth = tree_depth(len(ranks))
         up, down = tree_streams(ranks, req.size_bytes)
-        return plan("tree", topo, [[up_and_down(topo, up, down, depth, p)]], p)
+        return plan("tree", topo, [[up_and_down(topo, up, down, depth, on_channels(topo, p, "tree", req))]], p)
 
     return with_protocol(topo, build, proto)
 
@@ -69,7 +69,7 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     steps = k - 1 + depth
     partial = not req.whole and (k > 1 or len(simulated) < len(trees))
     wire = tree_across_nodes(topo, across_nodes(topo, proto, len(parts)), len(parts))
-    both = up_and_down(topo, up, down, steps, wire, depth)
+    both = up_and_down(topo, up, down, steps, on_channels(topo, wire, "tree", req), depth)
     if wire is not None and wire.name == "simple" and topo.tuning is not None:
         fill = tree_simple_fill_s(topo.tuning.generation, len(parts), 2 * steps, share, topo.simple_buffer_bytes)
         both = dataclasses.replace(both, latency_s=both.latency_s + fill)
