@@ -102,6 +102,12 @@ HARDWARE_NOTES: dict[str, str] = {
         "source does not say which GH200 memory version; mapped to gh200 (144 GB HBM3e): the 96 GB HBM3 "
         "version has the same GPU and tensor-core peaks, and this shape is compute-bound"
     ),
+    "NVIDIA GH200 SXM (900W, 141GiB HBM3e)": (
+        "the source's table names this GH200's power setting, 900 W (the module is configurable from 450 W "
+        "to 1000 W for the Grace CPU, its memory and the GPU together, GH200 datasheet 2024); the record says so "
+        "(conditions: power.tdp), so its clock is held under 900 W, not the config's 700 W; the whole 900 W is "
+        "given to the GPU, the CPU idling during a GEMM (not stated by the source)"
+    ),
     "NVIDIA H100 (vLLM PR #49363)": (
         "the PR says 'H100' without the form factor; mapped to h100-sxm: M=1 at N=43008 reads its 462 MB of "
         "weights at 3.07 TB/s, above an H100 PCIe's 2.0 TB/s peak (an H100 NVL, 3.9 TB/s, is not ruled out)"
@@ -171,10 +177,18 @@ FLUSH_NOTE = ("cache_flush: the timing tool writes {:.3g} bytes before each time
               "dirty lines")
 
 
+HARDWARE_CONDITIONS: dict[str, dict[str, str]] = {
+    "NVIDIA GH200 SXM (900W, 141GiB HBM3e)": {"power.tdp": "900 W"},
+}
+"""How a source's device ran where the source's own name for it says so (its HARDWARE_NOTES entry
+explains each): applied to every record of that device as the record's ``conditions``."""
+
+
 def _record(family: str, params: dict, *, tag: str, implementation: str, latency_s: float, raw: dict, notes: list[str],
             config: dict | None = None, latency_kind: str | None = None, conditions: dict | None = None,
             cache_flush: dict | None = None) -> dict:
     hardware_note = HARDWARE_NOTES.get(raw["hardware"])
+    conditions = (conditions or {}) | HARDWARE_CONDITIONS.get(raw["hardware"], {})
     all_notes = [n for n in [raw["notes"].strip(), *notes, hardware_note] if n]
     joined = ""
     for note in all_notes:  # the source's own notes verbatim, then ours
