@@ -96,6 +96,14 @@ CONFIG = (
 FWD_VECTOR_FLOPS_PER_SCORE = 4
 MASK_FLOPS_PER_SCORE = {"gpu": 1, "tpu": 5}
 BWD_VECTOR_FLOPS_PER_SCORE = 6
+FP8_RELAYOUT_FLOPS_PER_SCORE = 4
+"""fp8 P re-laid out in registers for the PV MMA, in FP32-pipe slots (2 flops a lane-cycle): the
+QK^T accumulator's layout is not the 8-bit A operand's, so per two 32-bit registers of P (8
+values) the kernels run 4 byte permutes and 2 warp shuffles within a quad of threads (Colfax
+Research, "Delivering 1 PFLOP/s of Performance with FP8 FlashAttention-2", 2024, and its
+``ReorgCFp8toAFp8``; FlashAttention-3 paper section 3.3; Triton's ``convertMMAV3To8BitsDotOperand``).
+A shuffle issues at 32 a cycle per SM, a 32-bit integer op at 64 (CUDA C++ Programming Guide,
+arithmetic instruction throughput, cc 9.0), against 128 FP32 lanes: (2 x 4 + 4 x 2) x 2 / 8."""
 STAT_BYTES = 4  # fp32 log-sum-exp / delta per row
 
 
@@ -339,6 +347,9 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     ]
     if padding:
         work.append(Compute(unit="vector", flops=float(padding), dtype="fp32", useful=False))
+    if dtype == "fp8" and target == "gpu":
+        work.append(Compute(unit="vector", flops=float(FP8_RELAYOUT_FLOPS_PER_SCORE * executed), dtype="fp32",
+                            useful=False))
     if diagonal:
         masking = MASK_FLOPS_PER_SCORE[target] * executed
         work.append(Compute(unit="vector", flops=float(masking), dtype="fp32", useful=False))

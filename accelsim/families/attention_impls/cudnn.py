@@ -10,9 +10,15 @@ work overlapped, exps on the chain; :mod:`.fa3`); 128-row q tiles with 128-key t
 the largest of 96 and 64 keys whose two K/V stages fit in shared memory (head dim 256: 64);
 the backward as FA3's (its main loop's stores, :func:`.fa3.backward_staged`, and its consumers in
 step). Assumed, not known: the tiles, the stages, the persistent scheduling
-cuDNN may use. On Blackwell (no FA3) the same assumptions stand for its tcgen05 kernels,
-the backward's Hopper staging (what FA3 stores to shared memory) included; no B200 backward
-record checks it."""
+cuDNN may use. On Blackwell (no FA3) its tcgen05 kernels are assumed to be laid out as the public
+Blackwell attention kernels are (FlashAttention-4's ``flash_attn/cute/flash_fwd_sm100.py``,
+CUTLASS's Blackwell FMHA examples): a CTA runs two 128-row query tiles against one stream of K and
+V, each tile's softmax on a warpgroup of its own (:data:`BLACKWELL_Q_TILES`), so a CTA covers 256
+query rows; the rest of the assumptions as on Hopper, the backward's Hopper staging (what FA3
+stores to shared memory) included; no B200 backward record checks it. On the B200
+cudnn-frontend prefills (never fitted) two tiles a CTA is what the times say too: a 256- and a
+512-token chunk against the same cache take the same time at 32 query heads (0.388 and 0.393 ms
+at 32k keys), one wave of 256-row CTAs either way."""
 
 from __future__ import annotations
 
@@ -20,19 +26,39 @@ from typing import Any
 
 from accelsim.arch.model import Chip
 from accelsim.families.attention_impls import fa3, triton
-from accelsim.families.attention_impls.base import Impl, Schedule, config, is_blackwell, is_hopper
+from accelsim.families.attention_impls.base import (WARPGROUP_WARPS, Impl, Schedule, config, is_blackwell,
+                                                    is_hopper)
 from accelsim.trace.kernel import DTYPE_BYTES
 
 STAGES = 2
 ROWS = 128
 
 
+BLACKWELL_Q_TILES = 2
+"""Query tiles of 128 rows one Blackwell CTA runs side by side against one stream of K and V, each
+owned by a softmax warpgroup of its own (FlashAttention-4, ``flash_attn/cute/flash_fwd_sm100.py``:
+``q_stage = 2``, "2 Q tile per CTA", ``cta_tiler = (2 * m_block_size, ...)``, warps ``softmax0`` and
+``softmax1``; CUTLASS's Blackwell FMHA examples the same). cuDNN's kernels are closed: assumed."""
+
+
+def _rows(chip: Chip) -> int:
+    return ROWS * BLACKWELL_Q_TILES if is_blackwell(chip) else ROWS
+
+
 def _keys_that_fit(p: dict[str, Any], chip: Chip) -> int:
-    size, d = DTYPE_BYTES[p["dtype"]], p["head_dim"]
+    size, d, rows = DTYPE_BYTES[p["dtype"]], p["head_dim"], _rows(chip)
     for keys in (128, 96, 64):
-        if (ROWS * d + STAGES * 2 * keys * d) * size <= chip.local.max_per_program_bytes:
+        if (rows * d + STAGES * 2 * keys * d) * size <= chip.local.max_per_program_bytes:
             return keys
     return 32
+
+
+def _forward_warps(chip: Chip) -> int:
+    """A producer warpgroup and the consumer warpgroups: on Hopper one per 64 rows (a wgmma's M),
+    on Blackwell one softmax warpgroup per 128-row query tile."""
+    if is_blackwell(chip):
+        return WARPGROUP_WARPS * (BLACKWELL_Q_TILES + 1)
+    return fa3.warps(ROWS)
 
 
 def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
@@ -41,7 +67,7 @@ def default_config(p: dict[str, Any], chip: Chip) -> dict[str, int]:
     if p["backward"]:
         bm, bn = fa3.backward_tile(p["head_dim"])
         return config(bm, bn, STAGES, 12)
-    return config(ROWS, _keys_that_fit(p, chip), STAGES, fa3.warps(ROWS))
+    return config(_rows(chip), _keys_that_fit(p, chip), STAGES, _forward_warps(chip))
 
 
 def _unavailable(chip: Chip) -> str | None:
