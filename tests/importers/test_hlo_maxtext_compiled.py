@@ -6,6 +6,7 @@ slice of the record."""
 import json
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ MAXTEXT = Path(__file__).parents[2] / "validation" / "maxtext"
 sys.path.insert(0, str(MAXTEXT))
 
 from maxtext_v5p import TORUS, load_records, model, model_tflops_per_chip, model_tflops_terms  # noqa: E402
-from report_compiled import matrix_terms  # noqa: E402
+from report_compiled import SCHEDULE_FORMS, matrix_terms, schedule_form  # noqa: E402
 
 STEP = "maxtext-64b-v5p-128.hlo.txt.gz"
 """The smallest slice compiled (64 chips); the others replay in the report script."""
@@ -82,3 +83,22 @@ def test_with_maxtext_0_2_5_s_flags_the_sparsecores_gather_asynchronously():
     offloaded = {op.name for op in ops if op.kind == "all-gather" and op.is_async}
     assert offloaded and all("call-update/" in name for name in offloaded)
     assert {op.start for op in ops if op.kind == "done" and op.start in offloaded} == offloaded
+
+
+def _permute_forms(trace) -> Counter:
+    ops = trace.programs[0].ops
+    return Counter(schedule_form(ops, i) for i, op in enumerate(ops) if op.kind == "collective-permute")
+
+
+def test_at_batch_2_the_same_config_schedules_its_permutes_beside_work(step):
+    """``compile_maxtext.py --batch 2``: the same config and flags one batch lower. At the
+    record's batch 3 XLA waits for nearly every collective-permute right after starting
+    it; at batch 2 most have compute scheduled between (the replay sees the schedule as
+    compiled, async pairs and all)."""
+    record, _, trace = step
+    lower = import_hlo(MAXTEXT / "compiled" / "maxtext-64b-v5p-128-batch2.hlo.txt.gz",
+                       system_devices=record["chips"], system="tpu-v5p")
+    bare, beside = SCHEDULE_FORMS[1], SCHEDULE_FORMS[2]
+    at_3, at_2 = _permute_forms(trace), _permute_forms(lower)
+    assert at_3[bare] > 10 * at_3[beside]
+    assert at_2[beside] > 2 * at_2[bare]

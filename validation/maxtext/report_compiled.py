@@ -155,17 +155,24 @@ def chip_rates(chip) -> dict:
 
 
 def _label(record: dict) -> str:
-    flags = ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)" if record.get("variant") else ""
-    return f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}{flags}"
+    variant = {"sparsecore": ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)",
+               "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)"}
+    return f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}" + variant.get(
+        record.get("variant"), "")
 
 
 def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
-    """The record's compiled programs: with the config scripts' flags, and with the
-    SparseCore offload (``compile_maxtext.py --flags sparsecore``) where compiled."""
+    """The record's compiled programs: with the config scripts' flags, with the SparseCore
+    offload (``compile_maxtext.py --flags sparsecore``) and at other batches
+    (``--batch N``: ``ID-batchN``) where compiled."""
     steps = [(record, COMPILED / f"{record['id']}.hlo.txt.gz")]
     sparsecore = COMPILED / f"{record['id']}-sparsecore.hlo.txt.gz"
     if sparsecore.exists():
         steps.append(({**record, "id": f"{record['id']}-sparsecore", "variant": "sparsecore"}, sparsecore))
+    for path in sorted(COMPILED.glob(f"{record['id']}-batch*.hlo.txt.gz")):
+        variant_id = path.name.removesuffix(".hlo.txt.gz")
+        batch = int(variant_id.rsplit("-batch", 1)[1])
+        steps.append(({**record, "id": variant_id, "variant": "batch", "per_device_batch_size": batch}, path))
     return steps
 
 
@@ -314,19 +321,26 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
         lines.append(fusion_bounds(record, row))
     lines += [
         "",
-        "This libtpu compiles MaxText's v5p configs into a different program from the one measured (the README's "
-        "figures date from 2024 and an older MaxText and libtpu): with all-gather continuation fusion refused on a "
-        "v5p, the FSDP and tensor-parallel all-gathers are synchronous ops in the schedule. In the 64B programs "
-        "(tensor parallelism 4) almost every collective-permute also has its done right after its start: the "
-        "tensor-parallel reduce-scatters XLA decomposed into permutes, and the permutes inside its windowed-einsum "
-        "(collective matmul) loops too, which exist to run beside the loop's matmul; in the 128B-512B programs "
-        "(tensor parallelism 8) XLA schedules most permutes beside work and the replay hides them as scheduled "
-        "(\"Where the exposed communication is\"). With "
-        "maxtext 0.2.5's `32b.sh` flags (`--flags sparsecore`: all-gathers offloaded to the SparseCores) XLA moves "
-        "the tensor-parallel activation all-gathers of the layer loop to the SparseCores as asynchronous custom "
-        "calls, but each one's input reaches it at its `custom-call-update`, one or two instructions before its "
-        "done, so they still overlap almost nothing; the FSDP all-gathers and the permutes stay as they were. The "
-        "replay takes the schedule as written; the measured step must have overlapped what these do not.",
+        "This libtpu compiles MaxText's v5p configs into a different program from the one measured: the "
+        "README's figures were committed in December 2023 with the config scripts' flags (less the "
+        "`fuse_all_gather` one, added later) at larger batches (64B 4, 128B and 256B 2), which today's "
+        "MaxText no longer fits in HBM (`compile_maxtext.py`); with all-gather continuation fusion refused on "
+        "a v5p, the FSDP and tensor-parallel all-gathers are synchronous ops in the schedule. In the 64B "
+        "programs at the record's batch 3 (tensor parallelism 4) almost every collective-permute also has its "
+        "done right after its start: the tensor-parallel reduce-scatters XLA decomposed into permutes, and "
+        "the permutes inside its windowed-einsum (collective matmul) loops too, which exist to run beside the "
+        "loop's matmul; in the 128B-512B programs (tensor parallelism 8) XLA schedules most permutes beside "
+        "work and the replay hides them as scheduled (\"Where the exposed communication is\"). The 64B's bare "
+        "permutes go with its batch: the same config and flags compiled at batch 2 (`-batch2`) schedule most "
+        "of its permutes beside work. The likely reason is memory pressure (each permute in flight holds its "
+        "receive buffer, and at batch 3 XLA also rematerialized matmuls rather than keep them: \"XLA's remat "
+        "clones\"), inferred from the two programs, not read from XLA's scheduler. With maxtext 0.2.5's "
+        "`32b.sh` flags (`--flags sparsecore`: all-gathers offloaded to the SparseCores) XLA moves the "
+        "tensor-parallel activation all-gathers of the layer loop to the SparseCores as asynchronous custom "
+        "calls, but each one's input reaches it at its `custom-call-update`, one or two instructions before "
+        "its done, so they still overlap almost nothing; the FSDP all-gathers and the permutes stay as they "
+        "were. The replay takes the schedule as written; the measured step must have overlapped what these do "
+        "not.",
     ]
     lines += ["", "## The same programs on v6e and TPU7x", "",
               "The v5p program replayed unchanged on as many chips of another generation (`tpu-v6e-8x8`, "
