@@ -61,3 +61,5 @@ def test_a_program_compiled_at_another_batch_is_a_variant_counted_at_its_batch()
     lower = variants["maxtext-64b-v5p-128-batch2"]
     assert lower["per_device_batch_size"] == 2 and record["per_device_batch_size"] == 3
     assert "batch 2 (a diagnostic" in rc._label(lower)
+    untracked = variants["maxtext-64b-v5p-128-no-memory-tracking"]
+    assert untracked["per_device_batch_size"] == 3 and "not tracking memory pressure" in rc._label(untracked)

@@ -2,7 +2,8 @@
 """Compile MaxText's published v5p training steps with the TPU compiler, on a CPU.
 
     bash validation/maxtext/make_compile_env.sh .maxtext-env      # once: Python 3.12, maxtext 0.2.5
-    python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...] [--flags sparsecore] [--batch N]
+    python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...] [--batch N]
+        [--flags sparsecore|no-memory-tracking]
 
 For each single-slice record of ``v5p_mfu.json`` (the configs of MaxText's
 ``MaxText/configs/v5p/*.sh`` and the TFLOP/s per chip its README publishes), runs
@@ -22,10 +23,10 @@ moved to the records' configs in 2024 (``e301755d4`` on 2024-02-01: 32B 7, 256B 
 parallelism 8; ``7081e2c0c`` on 2024-02-20, "Add AOT test scripts for nightly testing of
 configs": 32B 6, 64B 3, 128B 1) and the README's figures were never remeasured. Today's
 MaxText cannot compile the README's batches: ``CompileTimeHbmOom``, 116.30 GB of
-temporaries for the 64B at batch 4 and 107.37 GB for the 128B at batch 2, against 95.73
-GB. ``--batch N`` compiles a record at another per-device batch (``ID-batchN.hlo.txt.gz``):
-a diagnostic of how the batch, through memory pressure, changes XLA's schedule, not a
-published run.
+temporaries for the 64B at batch 4, 107.37 GB for the 128B and 108.11 GB for the 256B at
+batch 2, against 95.73 GB. ``--batch N`` compiles a record at another per-device batch
+(``ID-batchN.hlo.txt.gz``): a diagnostic of how the batch, through memory pressure,
+changes XLA's schedule, not a published run.
 """
 
 from __future__ import annotations
@@ -62,7 +63,13 @@ SPARSECORE_LIBTPU_INIT_ARGS = LIBTPU_INIT_ARGS + (
 whose flags differ from the 2024 ones; its 64b-512b scripts still export those): the same
 flags plus all-gathers offloaded to the SparseCores, with all-gather continuation fusion
 off (the script writes ``fuse_all_gather=true`` and then ``=false``; here ``=false`` once)."""
-FLAG_SETS = {"scripts": ("", LIBTPU_INIT_ARGS), "sparsecore": ("-sparsecore", SPARSECORE_LIBTPU_INIT_ARGS)}
+NO_MEMORY_TRACKING_LIBTPU_INIT_ARGS = LIBTPU_INIT_ARGS + " --xla_tpu_enable_scheduler_memory_pressure_tracking=false"
+"""The scripts' flags with XLA's latency-hiding scheduler not tracking memory pressure (a
+libtpu flag MaxText's ``benchmarks/xla_flags_library.py`` sets to ``true`` in its
+``HOST_OFFLOAD_FLAGS``): a diagnostic of why the 64B's permutes are bare, not a published
+run."""
+FLAG_SETS = {"scripts": ("", LIBTPU_INIT_ARGS), "sparsecore": ("-sparsecore", SPARSECORE_LIBTPU_INIT_ARGS),
+             "no-memory-tracking": ("-no-memory-tracking", NO_MEMORY_TRACKING_LIBTPU_INIT_ARGS)}
 """``--flags`` -> (suffix of the compiled file's name, LIBTPU_INIT_ARGS)."""
 
 
@@ -123,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="record ids (default: every single-slice record)")
     parser.add_argument("--flags", choices=FLAG_SETS, default="scripts",
                         help="scripts: the v5p config scripts' LIBTPU_INIT_ARGS (default); sparsecore: maxtext "
-                             "0.2.5's 32b.sh, all-gathers offloaded to the SparseCores (file ID-sparsecore.hlo.txt.gz)")
+                             "0.2.5's 32b.sh, all-gathers offloaded to the SparseCores (ID-sparsecore.hlo.txt.gz); "
+                             "no-memory-tracking: the scripts' flags, XLA's scheduler not tracking memory pressure (a "
+                             "diagnostic; ID-no-memory-tracking.hlo.txt.gz)")
     parser.add_argument("--batch", type=int, help="per_device_batch_size instead of the record's (a diagnostic; file "
                                                   "ID-batchN.hlo.txt.gz)")
     args = parser.parse_args(argv)

@@ -154,21 +154,27 @@ def chip_rates(chip) -> dict:
             "hbm_bytes_per_s": chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency}
 
 
+VARIANTS = {"sparsecore": ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)",
+            "no-memory-tracking": ", XLA's scheduler not tracking memory pressure (a diagnostic: "
+                                  "`compile_maxtext.py --flags no-memory-tracking`)",
+            "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)"}
+"""Variant of a record's compiled program -> what its row's label adds."""
+
+
 def _label(record: dict) -> str:
-    variant = {"sparsecore": ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)",
-               "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)"}
-    return f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}" + variant.get(
-        record.get("variant"), "")
+    return (f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}"
+            + VARIANTS.get(record.get("variant"), ""))
 
 
 def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
-    """The record's compiled programs: with the config scripts' flags, with the SparseCore
-    offload (``compile_maxtext.py --flags sparsecore``) and at other batches
-    (``--batch N``: ``ID-batchN``) where compiled."""
+    """The record's compiled programs: with the config scripts' flags, with the other flag
+    sets of ``compile_maxtext.py --flags`` (``ID-sparsecore``, ``ID-no-memory-tracking``)
+    and at other batches (``--batch N``: ``ID-batchN``) where compiled."""
     steps = [(record, COMPILED / f"{record['id']}.hlo.txt.gz")]
-    sparsecore = COMPILED / f"{record['id']}-sparsecore.hlo.txt.gz"
-    if sparsecore.exists():
-        steps.append(({**record, "id": f"{record['id']}-sparsecore", "variant": "sparsecore"}, sparsecore))
+    for flags in ("sparsecore", "no-memory-tracking"):
+        path = COMPILED / f"{record['id']}-{flags}.hlo.txt.gz"
+        if path.exists():
+            steps.append(({**record, "id": f"{record['id']}-{flags}", "variant": flags}, path))
     for path in sorted(COMPILED.glob(f"{record['id']}-batch*.hlo.txt.gz")):
         variant_id = path.name.removesuffix(".hlo.txt.gz")
         batch = int(variant_id.rsplit("-batch", 1)[1])
@@ -332,9 +338,9 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
         "loop's matmul; in the 128B-512B programs (tensor parallelism 8) XLA schedules most permutes beside "
         "work and the replay hides them as scheduled (\"Where the exposed communication is\"). The 64B's bare "
         "permutes go with its batch: the same config and flags compiled at batch 2 (`-batch2`) schedule most "
-        "of its permutes beside work. The likely reason is memory pressure (each permute in flight holds its "
-        "receive buffer, and at batch 3 XLA also rematerialized matmuls rather than keep them: \"XLA's remat "
-        "clones\"), inferred from the two programs, not read from XLA's scheduler. With maxtext 0.2.5's "
+        "of its permutes beside work, and so does batch 3 compiled with XLA's scheduler not tracking memory "
+        "pressure (`-no-memory-tracking`, with more remat clones): XLA holds the permutes back to keep the "
+        "step within HBM (each permute in flight holds its receive buffer). With maxtext 0.2.5's "
         "`32b.sh` flags (`--flags sparsecore`: all-gathers offloaded to the SparseCores) XLA moves the "
         "tensor-parallel activation all-gathers of the layer loop to the SparseCores as asynchronous custom "
         "calls, but each one's input reaches it at its `custom-call-update`, one or two instructions before "
