@@ -22,10 +22,10 @@ nine flags are the ones below) and larger batches than the records': per_device_
 moved to the records' configs in 2024 (``e301755d4`` on 2024-02-01: 32B 7, 256B 1, 512B tensor
 parallelism 8; ``7081e2c0c`` on 2024-02-20, "Add AOT test scripts for nightly testing of
 configs": 32B 6, 64B 3, 128B 1) and the README's figures were never remeasured. Today's
-MaxText cannot compile the README's batches: ``CompileTimeHbmOom``, 116.30 GB of
-temporaries for the 64B at batch 4, 107.37 GB for the 128B and 108.11 GB for the 256B at
-batch 2, against 95.73 GB. ``--batch N`` compiles a record at another per-device batch
-(``ID-batchN.hlo.txt.gz``): a diagnostic of how the batch, through memory pressure,
+MaxText cannot compile the README's batches: ``CompileTimeHbmOom``, 116.30 GiB of
+temporaries for the 64B at batch 4, 107.37 GiB for the 128B and 108.11 GiB for the 256B
+at batch 2, against 95.73 GiB. ``--batch N`` compiles a record at another per-device
+batch (``ID-batchN.hlo.txt.gz``): a diagnostic of how the batch, through memory pressure,
 changes XLA's schedule, not a published run.
 """
 
