@@ -212,7 +212,8 @@ def matrix_section(rows: list[tuple[dict, dict]]) -> list[str]:
              "16, so the kernel runs 1.25x MaxText's causal count where this counts 2x, plus the forward the remat "
              "policy recomputes), and the other matmuls less 6 x parameters x tokens: the layer forward the "
              "remat policy recomputes in the backward. None of it is counted twice: each is an instruction of "
-             "the schedule.", "",
+             "the schedule. A rest below zero means some clones moved a matmul (the original gone) rather than "
+             "repeat it.", "",
              "| run | accelsim | MaxText's count | XLA's remat clones | splash attention (MaxText: causal "
              "attention) | other matmuls less 6 x params x tokens (remat policy) |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
