@@ -102,7 +102,8 @@ def last_error_line(stderr: str) -> str:
 
 def compile_record(python: str, record: dict, flags: str = "scripts", batch: int | None = None) -> Path | None:
     """Compile the record with the flag set ``flags``; ``batch`` replaces its
-    per_device_batch_size (and names the file ``ID[-sparsecore]-batchN``)."""
+    per_device_batch_size (and names the file ``ID[-FLAGS]-batchN``; ``report_compiled.py``
+    replays ``ID-batchN``)."""
     base_yml = subprocess.run([python, "-c", "import maxtext, pathlib; print(pathlib.Path(maxtext.__file__).parent "
                                "/ 'configs' / 'base.yml')"], check=True, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as scratch:
@@ -136,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, help="per_device_batch_size instead of the record's (a diagnostic; file "
                                                   "ID-batchN.hlo.txt.gz)")
     args = parser.parse_args(argv)
+    if args.batch is not None and args.batch < 1:
+        parser.error(f"--batch: expected a per-device batch of at least 1, got {args.batch}")
     python = str(Path(args.env) / "bin" / "python")
     for record in records(args.only):
         compile_record(python, record, args.flags, args.batch)
