@@ -15,11 +15,17 @@ dimension each phase runs a fixed number of matmuls of two flops:
 
 and each phase exponentiates every pair once (P = exp(S - logsumexp)). The kernel's
 ``kernel_metadata`` says the layout (``k_layout`` 2: ``SEQ_MINOR``, the key length last;
-else ``HEAD_DIM_MINOR``, the head dimension last). The block mask (causal, local, ...)
-is an operand the program computes, not something the HLO states, so **every block is
-counted** (dense attention: for a causal mask at 512-wide blocks over 2048 tokens, 16
-blocks where the kernel runs 10); the importer counts each call as
-``splash_attention:PHASE``.
+else ``HEAD_DIM_MINOR``, the head dimension last). Which blocks run is not in the text
+XLA prints, so **every block is counted** (dense attention: for a causal mask at 512-wide
+blocks over 2048 tokens, 16 blocks where the kernel runs 10); the importer counts each call
+as ``splash_attention:PHASE``. The kernel skips a block whose entry in its ``block_mask``
+operand (scalar-prefetched, beside ``data_next``: ``s8[heads, q_blocks, kv_blocks]``;
+``splash_attention_mask_info.py``) is 0. In MaxText's compiled steps that operand is sliced
+from an ``s8`` constant, which ``compiled.as_text()`` elides as ``constant({...})``, and its
+other operands do not name the mask: a ``q_sequence`` operand (MaxText's calls have one)
+says the mask is computed from positions (a ``_ComputableMask``: causal, local, chunked or
+full, its function compiled into the kernel body), not which. A compile that printed large
+constants would give the block mask itself.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ slice of the record."""
 import json
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ MAXTEXT = Path(__file__).parents[2] / "validation" / "maxtext"
 sys.path.insert(0, str(MAXTEXT))
 
 from maxtext_v5p import TORUS, load_records, model, model_tflops_per_chip, model_tflops_terms  # noqa: E402
-from report_compiled import matrix_terms  # noqa: E402
+from report_compiled import SCHEDULE_FORMS, matrix_terms, schedule_form  # noqa: E402
 
 STEP = "maxtext-64b-v5p-128.hlo.txt.gz"
 """The smallest slice compiled (64 chips); the others replay in the report script."""
@@ -82,3 +83,24 @@ def test_with_maxtext_0_2_5_s_flags_the_sparsecores_gather_asynchronously():
     offloaded = {op.name for op in ops if op.kind == "all-gather" and op.is_async}
     assert offloaded and all("call-update/" in name for name in offloaded)
     assert {op.start for op in ops if op.kind == "done" and op.start in offloaded} == offloaded
+
+
+def _permute_forms(trace) -> Counter:
+    ops = trace.programs[0].ops
+    return Counter(schedule_form(ops, i) for i, op in enumerate(ops) if op.kind == "collective-permute")
+
+
+@pytest.mark.parametrize("variant", ["batch2", "no-memory-tracking"])
+def test_without_memory_pressure_xla_schedules_the_permutes_beside_work(step, variant):
+    """At the record's batch 3 XLA waits for nearly every collective-permute right after
+    starting it. The same config one batch lower (``compile_maxtext.py --batch 2``), or at
+    batch 3 with XLA's scheduler not tracking memory pressure (``--flags
+    no-memory-tracking``), has most of them with compute scheduled between (the replay sees
+    the schedule as compiled, async pairs and all)."""
+    record, _, trace = step
+    other = import_hlo(MAXTEXT / "compiled" / f"maxtext-64b-v5p-128-{variant}.hlo.txt.gz",
+                       system_devices=record["chips"], system="tpu-v5p")
+    bare, beside = SCHEDULE_FORMS[1], SCHEDULE_FORMS[2]
+    as_published, without_pressure = _permute_forms(trace), _permute_forms(other)
+    assert as_published[bare] > 10 * as_published[beside]
+    assert without_pressure[beside] > 2 * without_pressure[bare]

@@ -51,3 +51,15 @@ def test_maxtext_s_count_is_its_two_terms():
     learnable, attention = mx.model_tflops_terms(m, 3)
     assert learnable + attention == pytest.approx(mx.model_tflops_per_chip(m, 3))
     assert learnable == pytest.approx(6 * m.params * 3 * mx.SEQ / 1e12)
+
+
+def test_a_program_compiled_at_another_batch_is_a_variant_counted_at_its_batch():
+    """``compile_maxtext.py --batch 2`` writes ``ID-batch2``: the report replays it as a
+    variant whose MaxText count is at batch 2, labelled a diagnostic."""
+    record = next(r for r in mx.load_records() if r["id"] == "maxtext-64b-v5p-128")
+    variants = {step["id"]: step for step, path in rc.compiled_steps(record) if path.exists()}
+    lower = variants["maxtext-64b-v5p-128-batch2"]
+    assert lower["per_device_batch_size"] == 2 and record["per_device_batch_size"] == 3
+    assert "batch 2 (a diagnostic" in rc._label(lower)
+    untracked = variants["maxtext-64b-v5p-128-no-memory-tracking"]
+    assert untracked["per_device_batch_size"] == 3 and "not tracking memory pressure" in rc._label(untracked)

@@ -2,7 +2,8 @@
 """Compile MaxText's published v5p training steps with the TPU compiler, on a CPU.
 
     bash validation/maxtext/make_compile_env.sh .maxtext-env      # once: Python 3.12, maxtext 0.2.5
-    python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...] [--flags sparsecore]
+    python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...] [--batch N]
+        [--flags sparsecore|no-memory-tracking]
 
 For each single-slice record of ``v5p_mfu.json`` (the configs of MaxText's
 ``MaxText/configs/v5p/*.sh`` and the TFLOP/s per chip its README publishes), runs
@@ -12,6 +13,20 @@ sets, and keeps the optimised, scheduled HLO of the training step (``compiled.as
 with XLA's estimated cycles: ``train_compile_text.py``) as ``compiled/ID.hlo.txt.gz`` beside this script,
 which ``accelsim import hlo`` reads and ``report_compiled.py`` replays. Runs in the
 separate environment: MaxText is never one of accelsim's dependencies.
+
+Which configuration the README measured: its TFLOP/s per chip were committed on
+2023-12-15 (``76bd53b0f``, "Refactor MaxText/configs/ and documentation") beside config
+scripts that set no ``fuse_all_gather`` flag (added on 2024-01-23, ``64c851db4``; the other
+nine flags are the ones below) and larger batches than the records': per_device_batch_size
+8 (32B), 4 (64B), 2 (128B, 256B, 512B; the 512B at ici_tensor_parallelism 16). The scripts
+moved to the records' configs in 2024 (``e301755d4`` on 2024-02-01: 32B 7, 256B 1, 512B tensor
+parallelism 8; ``7081e2c0c`` on 2024-02-20, "Add AOT test scripts for nightly testing of
+configs": 32B 6, 64B 3, 128B 1) and the README's figures were never remeasured. Today's
+MaxText cannot compile the README's batches: ``CompileTimeHbmOom``, 116.30 GiB of
+temporaries for the 64B at batch 4, 107.37 GiB for the 128B and 108.11 GiB for the 256B
+at batch 2, against 95.73 GiB. ``--batch N`` compiles a record at another per-device
+batch (``ID-batchN.hlo.txt.gz``): a diagnostic of how the batch, through memory pressure,
+changes XLA's schedule, not a published run.
 """
 
 from __future__ import annotations
@@ -48,7 +63,13 @@ SPARSECORE_LIBTPU_INIT_ARGS = LIBTPU_INIT_ARGS + (
 whose flags differ from the 2024 ones; its 64b-512b scripts still export those): the same
 flags plus all-gathers offloaded to the SparseCores, with all-gather continuation fusion
 off (the script writes ``fuse_all_gather=true`` and then ``=false``; here ``=false`` once)."""
-FLAG_SETS = {"scripts": ("", LIBTPU_INIT_ARGS), "sparsecore": ("-sparsecore", SPARSECORE_LIBTPU_INIT_ARGS)}
+NO_MEMORY_TRACKING_LIBTPU_INIT_ARGS = LIBTPU_INIT_ARGS + " --xla_tpu_enable_scheduler_memory_pressure_tracking=false"
+"""The scripts' flags with XLA's latency-hiding scheduler not tracking memory pressure (a
+libtpu flag MaxText's ``benchmarks/xla_flags_library.py`` sets to ``true`` in its
+``HOST_OFFLOAD_FLAGS``): a diagnostic of why the 64B's permutes are bare, not a published
+run."""
+FLAG_SETS = {"scripts": ("", LIBTPU_INIT_ARGS), "sparsecore": ("-sparsecore", SPARSECORE_LIBTPU_INIT_ARGS),
+             "no-memory-tracking": ("-no-memory-tracking", NO_MEMORY_TRACKING_LIBTPU_INIT_ARGS)}
 """``--flags`` -> (suffix of the compiled file's name, LIBTPU_INIT_ARGS)."""
 
 
@@ -79,12 +100,17 @@ def last_error_line(stderr: str) -> str:
     return (errors or lines or ["no output"])[-1][:400]
 
 
-def compile_record(python: str, record: dict, flags: str = "scripts") -> Path | None:
+def compile_record(python: str, record: dict, flags: str = "scripts", batch: int | None = None) -> Path | None:
+    """Compile the record with the flag set ``flags``; ``batch`` replaces its
+    per_device_batch_size (and names the file ``ID[-FLAGS]-batchN``; ``report_compiled.py``
+    replays ``ID-batchN``)."""
     base_yml = subprocess.run([python, "-c", "import maxtext, pathlib; print(pathlib.Path(maxtext.__file__).parent "
                                "/ 'configs' / 'base.yml')"], check=True, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as scratch:
         text = Path(scratch) / "step.hlo.txt"
         suffix, libtpu_init_args = FLAG_SETS[flags]
+        if batch is not None:
+            record, suffix = {**record, "per_device_batch_size": batch}, f"{suffix}-batch{batch}"
         env = dict(os.environ, LIBTPU_INIT_ARGS=libtpu_init_args, TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
         started = time.perf_counter()
         ran = subprocess.run([python, str(HERE / "train_compile_text.py"), str(text),
@@ -105,11 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="record ids (default: every single-slice record)")
     parser.add_argument("--flags", choices=FLAG_SETS, default="scripts",
                         help="scripts: the v5p config scripts' LIBTPU_INIT_ARGS (default); sparsecore: maxtext "
-                             "0.2.5's 32b.sh, all-gathers offloaded to the SparseCores (file ID-sparsecore.hlo.txt.gz)")
+                             "0.2.5's 32b.sh, all-gathers offloaded to the SparseCores (ID-sparsecore.hlo.txt.gz); "
+                             "no-memory-tracking: the scripts' flags, XLA's scheduler not tracking memory pressure (a "
+                             "diagnostic; ID-no-memory-tracking.hlo.txt.gz)")
+    parser.add_argument("--batch", type=int, help="per_device_batch_size instead of the record's (a diagnostic; file "
+                                                  "ID-batchN.hlo.txt.gz)")
     args = parser.parse_args(argv)
+    if args.batch is not None and args.batch < 1:
+        parser.error(f"--batch: expected a per-device batch of at least 1, got {args.batch}")
     python = str(Path(args.env) / "bin" / "python")
     for record in records(args.only):
-        compile_record(python, record, args.flags)
+        compile_record(python, record, args.flags, args.batch)
     return 0
 
 

@@ -154,18 +154,31 @@ def chip_rates(chip) -> dict:
             "hbm_bytes_per_s": chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency}
 
 
+VARIANTS = {"sparsecore": ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)",
+            "no-memory-tracking": ", XLA's scheduler not tracking memory pressure (a diagnostic: "
+                                  "`compile_maxtext.py --flags no-memory-tracking`)",
+            "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)"}
+"""Variant of a record's compiled program -> what its row's label adds."""
+
+
 def _label(record: dict) -> str:
-    flags = ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)" if record.get("variant") else ""
-    return f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}{flags}"
+    return (f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}"
+            + VARIANTS.get(record.get("variant"), ""))
 
 
 def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
-    """The record's compiled programs: with the config scripts' flags, and with the
-    SparseCore offload (``compile_maxtext.py --flags sparsecore``) where compiled."""
+    """The record's compiled programs: with the config scripts' flags, with the other flag
+    sets of ``compile_maxtext.py --flags`` (``ID-sparsecore``, ``ID-no-memory-tracking``)
+    and at other batches (``--batch N``: ``ID-batchN``) where compiled."""
     steps = [(record, COMPILED / f"{record['id']}.hlo.txt.gz")]
-    sparsecore = COMPILED / f"{record['id']}-sparsecore.hlo.txt.gz"
-    if sparsecore.exists():
-        steps.append(({**record, "id": f"{record['id']}-sparsecore", "variant": "sparsecore"}, sparsecore))
+    for flags in ("sparsecore", "no-memory-tracking"):
+        path = COMPILED / f"{record['id']}-{flags}.hlo.txt.gz"
+        if path.exists():
+            steps.append(({**record, "id": f"{record['id']}-{flags}", "variant": flags}, path))
+    for path in sorted(COMPILED.glob(f"{record['id']}-batch*.hlo.txt.gz")):
+        variant_id = path.name.removesuffix(".hlo.txt.gz")
+        batch = int(variant_id.rsplit("-batch", 1)[1])
+        steps.append(({**record, "id": variant_id, "variant": "batch", "per_device_batch_size": batch}, path))
     return steps
 
 
@@ -199,7 +212,8 @@ def matrix_section(rows: list[tuple[dict, dict]]) -> list[str]:
              "16, so the kernel runs 1.25x MaxText's causal count where this counts 2x, plus the forward the remat "
              "policy recomputes), and the other matmuls less 6 x parameters x tokens: the layer forward the "
              "remat policy recomputes in the backward. None of it is counted twice: each is an instruction of "
-             "the schedule.", "",
+             "the schedule. A rest below zero means some clones moved a matmul (the original gone) rather than "
+             "repeat it.", "",
              "| run | accelsim | MaxText's count | XLA's remat clones | splash attention (MaxText: causal "
              "attention) | other matmuls less 6 x params x tokens (remat policy) |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
@@ -314,19 +328,26 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
         lines.append(fusion_bounds(record, row))
     lines += [
         "",
-        "This libtpu compiles MaxText's v5p configs into a different program from the one measured (the README's "
-        "figures date from 2024 and an older MaxText and libtpu): with all-gather continuation fusion refused on a "
-        "v5p, the FSDP and tensor-parallel all-gathers are synchronous ops in the schedule. In the 64B programs "
-        "(tensor parallelism 4) almost every collective-permute also has its done right after its start: the "
-        "tensor-parallel reduce-scatters XLA decomposed into permutes, and the permutes inside its windowed-einsum "
-        "(collective matmul) loops too, which exist to run beside the loop's matmul; in the 128B-512B programs "
-        "(tensor parallelism 8) XLA schedules most permutes beside work and the replay hides them as scheduled "
-        "(\"Where the exposed communication is\"). With "
-        "maxtext 0.2.5's `32b.sh` flags (`--flags sparsecore`: all-gathers offloaded to the SparseCores) XLA moves "
-        "the tensor-parallel activation all-gathers of the layer loop to the SparseCores as asynchronous custom "
-        "calls, but each one's input reaches it at its `custom-call-update`, one or two instructions before its "
-        "done, so they still overlap almost nothing; the FSDP all-gathers and the permutes stay as they were. The "
-        "replay takes the schedule as written; the measured step must have overlapped what these do not.",
+        "This libtpu compiles MaxText's v5p configs into a different program from the one measured: the "
+        "README's figures were committed in December 2023 with the config scripts' flags (less the "
+        "`fuse_all_gather` one, added later) at larger batches (64B 4, 128B and 256B 2), which today's "
+        "MaxText no longer fits in HBM (`compile_maxtext.py`); with all-gather continuation fusion refused on "
+        "a v5p, the FSDP and tensor-parallel all-gathers are synchronous ops in the schedule. In the 64B "
+        "programs at the record's batch 3 (tensor parallelism 4) almost every collective-permute also has its "
+        "done right after its start: the tensor-parallel reduce-scatters XLA decomposed into permutes, and "
+        "the permutes inside its windowed-einsum (collective matmul) loops too, which exist to run beside the "
+        "loop's matmul; in the 128B-512B programs (tensor parallelism 8) XLA schedules most permutes beside "
+        "work and the replay hides them as scheduled (\"Where the exposed communication is\"). The 64B's bare "
+        "permutes go with its batch: the same config and flags compiled at batch 2 (`-batch2`) schedule most "
+        "of its permutes beside work, and so does batch 3 compiled with XLA's scheduler not tracking memory "
+        "pressure (`-no-memory-tracking`, with more remat clones): XLA holds the permutes back to keep the "
+        "step within HBM (each permute in flight holds its receive buffer). With maxtext 0.2.5's "
+        "`32b.sh` flags (`--flags sparsecore`: all-gathers offloaded to the SparseCores) XLA moves the "
+        "tensor-parallel activation all-gathers of the layer loop to the SparseCores as asynchronous custom "
+        "calls, but each one's input reaches it at its `custom-call-update`, one or two instructions before "
+        "its done, so they still overlap almost nothing; the FSDP all-gathers and the permutes stay as they "
+        "were. The replay takes the schedule as written; the measured step must have overlapped what these do "
+        "not.",
     ]
     lines += ["", "## The same programs on v6e and TPU7x", "",
               "The v5p program replayed unchanged on as many chips of another generation (`tpu-v6e-8x8`, "
