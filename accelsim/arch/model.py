@@ -442,7 +442,8 @@ def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
         # with the boost on, `clock` is the clock matrix_unit.efficiency was quoted at, not
         # the one kernels run at: an override would rescale the pipe efficiency, silently
         raise OverrideError("with power.dvfs.boost.enabled kernels run at power.dvfs.boost.clock under the power "
-                            "cap; set that (or power.cap), not clock", field="clock")
+                            "cap; set that (or power.cap), not clock, or set power.dvfs.boost.enabled=false "
+                            "for one fixed clock", field="clock")
     arch = resolve(spec, overrides, referrer=str(raw.path))
     if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
         error = OverrideError if overrides else InputError
