@@ -432,18 +432,23 @@ def config_files(name_or_path: str, _seen: tuple[str, ...] = ()) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
+def refuse_clock_under_boost(spec, own: Sequence[Override]) -> None:
+    """Refuse a ``clock`` override of a chip with the boost on: there ``clock`` is the clock
+    matrix_unit.efficiency was quoted at, not the one kernels run at, and an override would
+    rescale the pipe efficiency, silently (``docs/power.md``, "The boost clock")."""
+    if isinstance(spec, schema.ChipSpec) and _enabled_boost(spec) and any(o.path == ("clock",) for o in own):
+        raise OverrideError("with power.dvfs.boost.enabled kernels run at power.dvfs.boost.clock under the power "
+                            "cap; set that (or power.cap), not clock, or set power.dvfs.boost.enabled=false "
+                            "for one fixed clock", field="clock")
+
+
 def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     """Like :func:`load_arch`, also returning the validated spec (for sources and display)."""
     raw = load_raw(name_or_path)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
     own = [parse_override(o) for o in overrides if not (reference and o.lstrip().startswith(reference + "."))]
     spec = with_values(validate(raw), own)
-    if isinstance(spec, schema.ChipSpec) and _enabled_boost(spec) and any(o.path == ("clock",) for o in own):
-        # with the boost on, `clock` is the clock matrix_unit.efficiency was quoted at, not
-        # the one kernels run at: an override would rescale the pipe efficiency, silently
-        raise OverrideError("with power.dvfs.boost.enabled kernels run at power.dvfs.boost.clock under the power "
-                            "cap; set that (or power.cap), not clock, or set power.dvfs.boost.enabled=false "
-                            "for one fixed clock", field="clock")
+    refuse_clock_under_boost(spec, own)
     arch = resolve(spec, overrides, referrer=str(raw.path))
     if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
         error = OverrideError if overrides else InputError
