@@ -215,6 +215,9 @@ class Chip:
     """Per kernel family: (p05, p95) relative error on held-out measurements."""
     family_chips: Mapping[str, Chip] = field(default_factory=lambda: MappingProxyType({}))
     """Per kernel family with ``family_values``: this chip with those values set."""
+    datasheet_clock_hz: float | None = None
+    """With ``power.dvfs.boost`` on, the config's ``clock``: the one the datasheet's peaks are
+    quoted at, while kernels run at ``clock_hz`` (the boost clock) at most; None: ``clock_hz``."""
 
     def for_family(self, family: str | None) -> Chip:
         """The chip a ``family`` kernel runs on: itself, or its variant with that family's values."""
@@ -232,6 +235,19 @@ class Chip:
 
     def vector_flops_per_s(self, dtype: str) -> float:
         return self.vector.flops_per_cycle_per_core[dtype] * self.num_cores * self.clock_hz
+
+    @property
+    def peak_clock_hz(self) -> float:
+        """The clock the datasheet's peaks are quoted at (:attr:`datasheet_clock_hz`)."""
+        return self.datasheet_clock_hz or self.clock_hz
+
+    def datasheet_matrix_flops_per_s(self, dtype: str) -> float:
+        """:meth:`matrix_flops_per_s` at :attr:`peak_clock_hz`: the peak a datasheet, a roofline
+        and a share of the peak quote, whatever clock kernels run at."""
+        return self.matrix.flops_per_cycle_per_core[dtype] * self.num_cores * self.peak_clock_hz
+
+    def datasheet_vector_flops_per_s(self, dtype: str) -> float:
+        return self.vector.flops_per_cycle_per_core[dtype] * self.num_cores * self.peak_clock_hz
 
     @property
     def special_function_ops_per_s(self) -> float:
@@ -637,6 +653,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
         display_name=spec.display_name,
         vendor=spec.vendor,
         clock_hz=boost.clock.value if boost else spec.clock.value,
+        datasheet_clock_hz=spec.clock.value if boost else None,
         num_cores=spec.cores.count.value,
         core_kind=spec.cores.kind,
         program_overhead_s=spec.cores.program_overhead.value,
