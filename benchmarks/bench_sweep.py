@@ -20,7 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from accelsim.arch.model import load_arch
 from accelsim.study.plan import plan_sweep
+from accelsim.validate.compare import boost_on
 from accelsim.study.sweep import execute, write_outputs
 
 SPEC = """\
@@ -30,13 +32,22 @@ parameters:
   hbm.bandwidth: {{range: {{start: "1 TB/s", stop: "10 TB/s", num: 10}}}}
   clock: {{range: {{start: "1.2 GHz", stop: "2.1 GHz", num: 10}}}}
   shared_cache.capacity: {{log_range: {{start: "12.5 MB", stop: "200 MB", num: {caches}}}}}
-workloads:
+{fixed_clock}workloads:
   - kernel: gemm
     params: {{M: 4096, N: 4096, K: 4096, dtype: bf16}}
   - kernel: attention
     params: {{batch: 1, heads: 16, seq_q: 2048, head_dim: 128, causal: true}}
 metrics: [latency_s]
 """
+
+
+FIXED_CLOCK = "  power.dvfs.boost.enabled: {values: [false]}\n"
+"""On a chip with the boost on (h100-sxm) `clock` is refused: the sweep prices each point at one
+fixed clock, as the figures in docs/sweeps.md were taken."""
+
+
+def boosted(arch: str) -> bool:
+    return boost_on(load_arch(arch))
 
 
 def cpu_seconds() -> float:
@@ -48,7 +59,7 @@ def cpu_seconds() -> float:
 def timed_sweep(folder: Path, arch: str, caches: int, workers: int, outputs: bool) -> tuple[int, float, float, float]:
     """(points, sweep seconds, CPU seconds of the sweep, output seconds)."""
     spec = folder / f"spec-{caches}-{workers}.yaml"
-    spec.write_text(SPEC.format(arch=arch, caches=caches))
+    spec.write_text(SPEC.format(arch=arch, caches=caches, fixed_clock=FIXED_CLOCK if boosted(arch) else ""))
     started, cpu = time.perf_counter(), cpu_seconds()
     plan = plan_sweep(spec)
     rows, _, _ = execute(plan, folder / f"out-{caches}-{workers}", workers=workers, progress=False)

@@ -138,8 +138,8 @@ def summary_row(arch: model.Arch, node_name: str | None = None) -> dict[str, str
         return {
             "kind": f"chip/{arch.kind}",
             "summary": (
-                f"{arch.num_cores} {core_noun(arch)} @ {format_quantity(arch.clock_hz, 'hz')}, "
-                f"{format_quantity(arch.matrix_flops_per_s(dtype), 'flops_per_s')} {dtype}, "
+                f"{arch.num_cores} {core_noun(arch)} @ {format_quantity(arch.peak_clock_hz, 'hz')}, "
+                f"{format_quantity(arch.datasheet_matrix_flops_per_s(dtype), 'flops_per_s')} {dtype}, "
                 f"HBM {format_quantity(arch.hbm.capacity_bytes, 'bytes')} "
                 f"{format_quantity(arch.hbm.bandwidth_bytes_per_s, 'bytes_per_s')}"
             ),

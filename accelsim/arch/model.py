@@ -215,6 +215,9 @@ class Chip:
     """Per kernel family: (p05, p95) relative error on held-out measurements."""
     family_chips: Mapping[str, Chip] = field(default_factory=lambda: MappingProxyType({}))
     """Per kernel family with ``family_values``: this chip with those values set."""
+    datasheet_clock_hz: float | None = None
+    """With ``power.dvfs.boost`` on, the config's ``clock``: the one the datasheet's peaks are
+    quoted at, while kernels run at ``clock_hz`` (the boost clock) at most; None: ``clock_hz``."""
 
     def for_family(self, family: str | None) -> Chip:
         """The chip a ``family`` kernel runs on: itself, or its variant with that family's values."""
@@ -232,6 +235,19 @@ class Chip:
 
     def vector_flops_per_s(self, dtype: str) -> float:
         return self.vector.flops_per_cycle_per_core[dtype] * self.num_cores * self.clock_hz
+
+    @property
+    def peak_clock_hz(self) -> float:
+        """The clock the datasheet's peaks are quoted at (:attr:`datasheet_clock_hz`)."""
+        return self.datasheet_clock_hz or self.clock_hz
+
+    def datasheet_matrix_flops_per_s(self, dtype: str) -> float:
+        """:meth:`matrix_flops_per_s` at :attr:`peak_clock_hz`: the peak a datasheet, a roofline
+        and a share of the peak quote, whatever clock kernels run at."""
+        return self.matrix.flops_per_cycle_per_core[dtype] * self.num_cores * self.peak_clock_hz
+
+    def datasheet_vector_flops_per_s(self, dtype: str) -> float:
+        return self.vector.flops_per_cycle_per_core[dtype] * self.num_cores * self.peak_clock_hz
 
     @property
     def special_function_ops_per_s(self) -> float:
@@ -432,17 +448,23 @@ def config_files(name_or_path: str, _seen: tuple[str, ...] = ()) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
+def refuse_clock_under_boost(spec, own: Sequence[Override]) -> None:
+    """Refuse a ``clock`` override of a chip with the boost on: there ``clock`` is the clock
+    matrix_unit.efficiency was quoted at, not the one kernels run at, and an override would
+    rescale the pipe efficiency, silently (``docs/power.md``, "The boost clock")."""
+    if isinstance(spec, schema.ChipSpec) and _enabled_boost(spec) and any(o.path == ("clock",) for o in own):
+        raise OverrideError("with power.dvfs.boost.enabled kernels run at power.dvfs.boost.clock under the power "
+                            "cap; set that (or power.cap), not clock, or set power.dvfs.boost.enabled=false "
+                            "for one fixed clock", field="clock")
+
+
 def load_arch_and_spec(name_or_path: str, overrides: Sequence[str] = ()):
     """Like :func:`load_arch`, also returning the validated spec (for sources and display)."""
     raw = load_raw(name_or_path)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
     own = [parse_override(o) for o in overrides if not (reference and o.lstrip().startswith(reference + "."))]
     spec = with_values(validate(raw), own)
-    if isinstance(spec, schema.ChipSpec) and _enabled_boost(spec) and any(o.path == ("clock",) for o in own):
-        # with the boost on, `clock` is the clock matrix_unit.efficiency was quoted at, not
-        # the one kernels run at: an override would rescale the pipe efficiency, silently
-        raise OverrideError("with power.dvfs.boost.enabled kernels run at power.dvfs.boost.clock under the power "
-                            "cap; set that (or power.cap), not clock", field="clock")
+    refuse_clock_under_boost(spec, own)
     arch = resolve(spec, overrides, referrer=str(raw.path))
     if not isinstance(arch, Chip) and arch.num_chips > MAX_SYSTEM_CHIPS:
         error = OverrideError if overrides else InputError
@@ -631,6 +653,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
         display_name=spec.display_name,
         vendor=spec.vendor,
         clock_hz=boost.clock.value if boost else spec.clock.value,
+        datasheet_clock_hz=spec.clock.value if boost else None,
         num_cores=spec.cores.count.value,
         core_kind=spec.cores.kind,
         program_overhead_s=spec.cores.program_overhead.value,

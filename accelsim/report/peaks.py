@@ -1,7 +1,8 @@
 """How close a kernel came to the chip's roofs: its achieved compute and HBM bandwidth as
 shares of the peaks, its arithmetic intensity and the chip's ridge point (``simulate``'s
-table and ``--json``). Peaks are the datasheet's (no efficiency), as on a roofline plot
-(:func:`accelsim.report.roofline.draw_roof` draws the same roof)."""
+table and ``--json``). Peaks are the datasheet's (no efficiency, at the clock it quotes them
+at: with ``power.dvfs.boost`` on, the config's ``clock``, not the boost clock kernels start at),
+as on a roofline plot (:func:`accelsim.report.roofline.draw_roof` draws the same roof)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ def unit_peak(chip: Chip, dtype: str) -> tuple[float, str]:
     """The matrix units' peak for ``dtype`` inputs, or the vector units' fp32 peak where
     the matrix unit has no rate for it; with what it is (``bf16 matrix``)."""
     if dtype in chip.matrix.flops_per_cycle_per_core:
-        return chip.matrix_flops_per_s(dtype), f"{dtype} matrix"
-    return chip.vector_flops_per_s("fp32"), "fp32 vector"
+        return chip.datasheet_matrix_flops_per_s(dtype), f"{dtype} matrix"
+    return chip.datasheet_vector_flops_per_s("fp32"), "fp32 vector"
 
 
 def compute_peak(trace: KernelTrace, chip: Chip) -> tuple[float, str]:
@@ -35,8 +36,8 @@ def compute_peak(trace: KernelTrace, chip: Chip) -> tuple[float, str]:
     if matrix is not None:
         return unit_peak(chip, matrix)
     if vector in chip.vector.flops_per_cycle_per_core:
-        return chip.vector_flops_per_s(vector), f"{vector} vector"
-    return chip.vector_flops_per_s("fp32"), "fp32 vector"
+        return chip.datasheet_vector_flops_per_s(vector), f"{vector} vector"
+    return chip.datasheet_vector_flops_per_s("fp32"), "fp32 vector"
 
 
 def _most_flops(flops: dict[tuple[str, str], float], unit: str) -> str | None:

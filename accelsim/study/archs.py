@@ -23,6 +23,7 @@ from accelsim.arch.model import (
     Arch,
     forwarded_overrides,
     load_arch,
+    refuse_clock_under_boost,
     resolve,
     with_family_chips,
 )
@@ -49,7 +50,9 @@ def validate_point(base: str, overrides: Sequence[str]):
     raw = _raw(base)
     reference = REFERENCE_FIELDS.get(str(raw.data.get("kind")))
     own = [o for o in overrides if not (reference and o.startswith(reference + "."))]
-    spec = with_values(_spec(base), [parse_override(o) for o in own])
+    parsed = [parse_override(o) for o in own]
+    spec = with_values(_spec(base), parsed)
+    refuse_clock_under_boost(spec, parsed)
     if reference:
         referenced = getattr(spec, reference)
         forwarded = forwarded_overrides(overrides, reference)

@@ -98,6 +98,27 @@ PARAMETER_READERS: dict[str, Callable[[Chip], float | None]] = {
     "hbm.turnaround_loss": lambda c: c.hbm.turnaround_loss,
 }
 
+BOOST_REFERENCE_CLOCKS = {"matrix_unit.efficiency": "matrix_reference_clock",
+                          "matrix_unit.chained_efficiency": "chained_reference_clock"}
+
+
+def written_values(arch: str, parameters: Sequence[Parameter], base_overrides: Sequence[str] = (),
+                   family: str | None = None) -> dict[str, float]:
+    """Each parameter's value on ``arch`` (with ``base_overrides``, under ``family``'s scoped
+    values) as the config writes it, where the chip has one: what a fit starts from and writes
+    back. The resolved chip holds the written numbers, but for the matrix efficiencies with
+    ``power.dvfs.boost`` on: those it holds per cycle at the clock their measurement ran at
+    (``docs/power.md``), so ``x reference clock / clock`` gives the written share back."""
+    chip = load_arch(arch, base_overrides).for_family(family)
+    values = {p.path: value for p in parameters if (value := p.current(chip)) is not None}
+    if boost_on(chip):
+        spec = with_values(validate(load_raw(arch)), [parse_override(o) for o in base_overrides])
+        for path, clock_field in BOOST_REFERENCE_CLOCKS.items():
+            if path in values:
+                values[path] *= getattr(spec.power.dvfs.boost, clock_field).value / spec.clock.value
+    return values
+
+
 DEFAULT_PARAMETERS = (
     Parameter("matrix_unit.efficiency", 0.3, 1.0),
     Parameter("matrix_unit.chained_efficiency", 0.2, 1.0),
@@ -384,8 +405,7 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
     held_out = [c for c in cases if holds_out(c.measurement, split)]
     if not train:
         raise ValueError("no training records: every record fell in the held-out split")
-    chip = load_arch(arch, base_overrides).for_family(family)
-    start = {p.path: p.current(chip) for p in parameters if p.current(chip) is not None}
+    start = written_values(arch, parameters, base_overrides, family)
     active = [p for p in parameters if p.path in start]
     evaluations = 0
 

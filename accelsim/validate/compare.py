@@ -77,8 +77,13 @@ class Measurement:
 
     def read_clock_applies(self, overrides: Sequence[str]) -> bool:
         """Whether the record is predicted at the clock read while it was timed: it has one,
-        and neither ``overrides`` nor its conditions set a clock."""
-        return self.ran_at_clock is not None and not _sets((*overrides, *self.conditions), "clock")
+        and neither ``overrides`` nor its conditions set a clock (``clock``, or with the boost
+        on, where ``--set clock=`` is refused, ``power.dvfs.boost.clock``)."""
+        given = (*overrides, *self.conditions)
+        return self.ran_at_clock is not None and not _sets(given, "clock") and not _sets(given, BOOST_CLOCK)
+
+
+BOOST_CLOCK = "power.dvfs.boost.clock"
 
 
 def _sets(overrides: Sequence[str], path: str) -> bool:
@@ -133,7 +138,7 @@ def clocks_as_boost(record_part: Sequence[str], boosted: bool) -> tuple[str, ...
     at most, and ``clock`` stays the clock the peaks are quoted at."""
     if not boosted:
         return tuple(record_part)
-    return tuple(f"power.dvfs.boost.clock={o.split('=', 1)[1]}" if _sets((o,), "clock") else o for o in record_part)
+    return tuple(f"{BOOST_CLOCK}={o.split('=', 1)[1]}" if _sets((o,), "clock") else o for o in record_part)
 
 
 def _refused_conditions(exc: InputError, where: str) -> str:

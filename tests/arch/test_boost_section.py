@@ -1,4 +1,4 @@
-"""``power.dvfs.boost`` (``docs/power.md``, "The boost clock"): off by default; on, the resolved
+"""``power.dvfs.boost`` (``docs/power.md``, "The boost clock"): on by default for h100-sxm; on, the resolved
 chip runs at the boost clock under the TDP as its cap, its matrix efficiency becomes the pipe's
 clock-free efficiency (the reference GEMM's throughput over the peak at the clock it ran at) and
 its matrix energy per flop moves to the boost clock by the DVFS rule's V^2."""
@@ -88,4 +88,17 @@ def test_on_a_clock_override_is_refused_for_the_boost_clock():
     with pytest.raises(InputError) as caught:
         load_arch("h100-sxm", ON + ["clock=1.2 GHz"])
     assert caught.value.field == "clock" and "power.dvfs.boost.clock" in caught.value.message
+    assert "power.dvfs.boost.enabled=false" in caught.value.message  # the way back to a fixed clock
     assert load_arch("h100-sxm", OFF + ["clock=1.2 GHz"]).clock_hz == pytest.approx(1.2e9)  # off: as ever
+
+
+@pytest.mark.parametrize("name, boost_hz", [("h100-sxm", 1.98e9), ("h200-sxm", 1.98e9), ("gh200", 1.98e9),
+                                            ("h100-pcie", None), ("h100-nvl", None), ("b200", None)])
+def test_on_by_default_where_the_section_is(name, boost_hz):
+    """h100-sxm switches it on; h200-sxm and gh200 inherit it; h100-pcie and h100-nvl drop it."""
+    assert load_arch(name).power.boost_clock_hz == (pytest.approx(boost_hz) if boost_hz else None)
+
+
+def test_systems_of_boosted_chips_inherit_it():
+    assert load_arch("dgx-h100-published").chip.power.boost_clock_hz == pytest.approx(1.98e9)
+    assert load_arch("dgx-h200").chip.power.boost_clock_hz == pytest.approx(1.98e9)

@@ -18,7 +18,7 @@ def test_the_required_chips_have_a_power_model(name):
     power = chip.power
     assert 0 < power.static_w < power.tdp_w and 0 < power.idle_w < power.tdp_w
     assert set(chip.matrix.flops_per_cycle_per_core) <= set(power.matrix_j_per_flop)
-    assert power.cap_w is None
+    assert power.cap_w == (power.tdp_w if power.boost_clock_hz else None)  # the boost runs under the TDP
 
 
 def test_a_cap_is_a_what_if():

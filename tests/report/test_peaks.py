@@ -26,19 +26,19 @@ def _trace(family: str, params: dict, arch: str):
 
 def test_a_gemm_is_measured_against_its_dtypes_matrix_peak():
     trace, chip = _trace("gemm", {"M": 512, "N": 512, "K": 512, "dtype": "fp8"}, "h100-sxm")
-    assert compute_peak(trace, chip) == (chip.matrix_flops_per_s("fp8"), "fp8 matrix")
+    assert compute_peak(trace, chip) == (chip.datasheet_matrix_flops_per_s("fp8"), "fp8 matrix")
 
 
 def test_a_norm_is_measured_against_the_vector_peak():
     trace, chip = _trace("rmsnorm", {"rows": 256, "cols": 1024}, "tpu-v5e")
     peak, of = compute_peak(trace, chip)
-    assert of.endswith(" vector") and peak == chip.vector_flops_per_s(of.split()[0])
+    assert of.endswith(" vector") and peak == chip.datasheet_vector_flops_per_s(of.split()[0])
 
 
 def test_the_json_figures_follow_from_the_summary(cli):
     s = json.loads(cli("simulate", "--arch", "h100-sxm", *GEMM, "--json").out)
     chip = load_arch("h100-sxm")
-    assert s["peak_flops_per_s"] == chip.matrix_flops_per_s("bf16") and s["peak_flops_of"] == "bf16 matrix"
+    assert s["peak_flops_per_s"] == chip.datasheet_matrix_flops_per_s("bf16") and s["peak_flops_of"] == "bf16 matrix"
     assert s["flops_fraction_of_peak"] == pytest.approx(s["achieved_flops_per_s"] / s["peak_flops_per_s"], rel=1e-12)
     assert s["peak_hbm_bytes_per_s"] == chip.hbm.bandwidth_bytes_per_s
     assert s["hbm_fraction_of_peak"] == pytest.approx(s["achieved_hbm_bytes_per_s"] / s["peak_hbm_bytes_per_s"])

@@ -15,7 +15,9 @@ from accelsim.study.workloads import SharedCacheMemo
 
 GEMM = ("gemm", {"M": 1000, "N": 768, "K": 512, "dtype": "bf16"})
 ATTENTION = ("attention", {"batch": 1, "heads": 4, "seq_q": 1024, "head_dim": 64, "causal": True})
-POINTS = [[f"hbm.bandwidth={bandwidth}", f"shared_cache.capacity={capacity}", f"clock={clock}"]
+# one fixed clock a point (the boost off): with the boost on `clock` is refused
+POINTS = [[f"hbm.bandwidth={bandwidth}", f"shared_cache.capacity={capacity}", "power.dvfs.boost.enabled=false",
+           f"clock={clock}"]
           for bandwidth in ("1 TB/s", "4 TB/s") for capacity in ("12.5 MB", "50 MB") for clock in ("1.2 GHz", "2 GHz")]
 
 

@@ -121,7 +121,7 @@ def test_unknown_base(spec_file):
 
 def test_pareto_names_a_metric_or_parameter(spec_file):
     path = spec_file("""\
-        base: h100-sxm
+        base: a100-sxm4-80gb
         parameters: {clock: {values: ["1 GHz", "2 GHz"]}}
         workloads: [{kernel: copy, params: {bytes: 1024}}]
         pareto: {x: clock, y: cost}

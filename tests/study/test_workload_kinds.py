@@ -93,7 +93,7 @@ def test_a_kernel_of_several_kernels_resumes(spec_file, tmp_path):
     text = """\
         base: h100-sxm
         parameters:
-          clock: {values: ["1.5 GHz", "1.83 GHz"]}
+          power.dvfs.boost.clock: {values: ["1.5 GHz", "1.83 GHz"]}
         workloads:
           - kernel: attention
             params: {batch: 1, heads: 32, kv_heads: 4, seq_q: 1, seq_kv: 32768, split_kv: 32}

@@ -25,7 +25,8 @@ def _text(values: dict[str, float]) -> list[str]:
     _record(conditions=("clock=1500 MHz",)),
     _record(ran_at_clock="clock=1700 MHz"),
 ])
-@pytest.mark.parametrize("base", [(), ("hbm.bandwidth=3 TB/s",), ("clock=1200 MHz",)])
+@pytest.mark.parametrize("base", [(), ("hbm.bandwidth=3 TB/s",), ("power.dvfs.boost.enabled=false", "clock=1200 MHz"),
+                                  ("power.dvfs.boost.clock=1200 MHz",)])
 def test_the_chips_load_arch_gives(record, base):
     values = {"hbm.efficiency": 0.8123456, "launch_overhead": 4.56789e-6, "hbm.latency": 612.345e-9}
     written = {path: PARAMETERS[path].as_written(value) for path, value in values.items()}

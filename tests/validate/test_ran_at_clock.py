@@ -22,6 +22,9 @@ HEADER = {"kind": "measurements", "schema_version": 1, "family": "gemm", "device
           "provenance": {"date": None, "command": "test", "versions": {}, "clocks": None, "source": "test"}}
 PARAMS = {"M": 2048, "N": 2048, "K": 2048}  # compute-bound: the SM clock sets its time
 CONFIG = {"block_m": 128, "block_n": 128, "block_k": 64, "num_stages": 3, "num_warps": 8}
+# The clock as one fixed clock (the boost off): with it on the read clock is the boost clock
+# (test_boost_record_clock.py) and `--set clock=` is refused.
+OFF = ["power.dvfs.boost.enabled=false"]
 
 
 def _clock(median, low=None, high=None, readings=12):
@@ -44,19 +47,19 @@ def _simulated(overrides, config=CONFIG):
 
 def test_a_record_is_predicted_at_the_clock_it_ran_at(tmp_path):
     nominal, read = compare(read_measurements([_write(
-        tmp_path, {"id": "a"}, {"id": "b", "sm_clock_mhz": _clock(1000.4, 995.0, 1010.0)})]))
+        tmp_path, {"id": "a"}, {"id": "b", "sm_clock_mhz": _clock(1000.4, 995.0, 1010.0)})]), overrides=OFF)
     assert read.measurement.ran_at_clock == "clock=1000 MHz"
-    assert nominal.predicted_s == pytest.approx(_simulated([]))
-    assert read.predicted_s == pytest.approx(_simulated(["clock=1000 MHz"]))
+    assert nominal.predicted_s == pytest.approx(_simulated(OFF))
+    assert read.predicted_s == pytest.approx(_simulated([*OFF, "clock=1000 MHz"]))
     assert read.predicted_s > 1.1 * nominal.predicted_s
 
 
 def test_conditions_and_the_command_line_name_the_clock_first(tmp_path):
     path = _write(tmp_path, {"id": "a", "sm_clock_mhz": _clock(1400), "conditions": {"clock": "1200 MHz"}},
                   {"id": "b", "sm_clock_mhz": _clock(1400)})
-    locked, read = compare(read_measurements([path]), overrides=["clock = 1600 MHz"])
-    assert locked.predicted_s == pytest.approx(_simulated(["clock=1200 MHz"]))
-    assert read.predicted_s == pytest.approx(_simulated(["clock=1600 MHz"]))
+    locked, read = compare(read_measurements([path]), overrides=[*OFF, "clock = 1600 MHz"])
+    assert locked.predicted_s == pytest.approx(_simulated([*OFF, "clock=1200 MHz"]))
+    assert read.predicted_s == pytest.approx(_simulated([*OFF, "clock=1600 MHz"]))
 
 
 def test_calibration_predicts_at_the_same_clock(tmp_path):
@@ -79,7 +82,7 @@ def test_the_report_says_which_clock_it_predicted_at(tmp_path):
     comparisons = compare(read_measurements([_write(tmp_path, {"id": "b", "sm_clock_mhz": _clock(1400)})]))
     report = write_report(comparisons, load_arch("h100-sxm"), tmp_path / "out", "test").read_text()
     assert "(at 1400 MHz, the SM clock read while it was timed)" in report
-    report = write_report(compare(read_measurements([tmp_path / "m.json"]), overrides=["clock=1600 MHz"]),
+    report = write_report(compare(read_measurements([tmp_path / "m.json"]), overrides=[*OFF, "clock=1600 MHz"]),
                           load_arch("h100-sxm"), tmp_path / "out2", "test").read_text()
     assert "read while it was timed" not in report
 

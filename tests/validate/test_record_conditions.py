@@ -21,6 +21,9 @@ HEADER = {"kind": "measurements", "schema_version": 1, "family": "gemm", "device
           "provenance": {"date": None, "command": "test", "versions": {}, "clocks": None, "source": "test"}}
 PARAMS = {"M": 2048, "N": 2048, "K": 2048}  # compute-bound: the SM clock sets its time
 CONFIG = {"block_m": 128, "block_n": 128, "block_k": 64, "num_stages": 3, "num_warps": 8}
+# A lock as one fixed clock (the boost off): with it on a lock is the boost clock
+# (test_boost_record_clock.py) and `--set clock=` is refused.
+OFF = ["power.dvfs.boost.enabled=false"]
 
 
 def _write(tmp_path, **extra):
@@ -39,16 +42,16 @@ def _simulated(overrides):
 
 
 def test_a_locked_clock_is_predicted_at_that_clock(tmp_path):
-    boost, locked = compare(read_measurements([_write(tmp_path)]))
+    boost, locked = compare(read_measurements([_write(tmp_path)]), overrides=OFF)
     assert locked.measurement.conditions == ("clock=1200 MHz",)
-    assert boost.predicted_s == pytest.approx(_simulated([]))
-    assert locked.predicted_s == pytest.approx(_simulated(["clock=1200 MHz"]))
+    assert boost.predicted_s == pytest.approx(_simulated(OFF))
+    assert locked.predicted_s == pytest.approx(_simulated([*OFF, "clock=1200 MHz"]))
     assert locked.predicted_s > 1.1 * boost.predicted_s  # 1.83 GHz -> 1.2 GHz: the SMs set much of its time
 
 
 def test_conditions_come_after_the_command_line(tmp_path):
-    _, locked = compare(read_measurements([_write(tmp_path)]), overrides=["clock=1500 MHz"])
-    assert locked.predicted_s == pytest.approx(_simulated(["clock=1200 MHz"]))
+    _, locked = compare(read_measurements([_write(tmp_path)]), overrides=[*OFF, "clock=1500 MHz"])
+    assert locked.predicted_s == pytest.approx(_simulated([*OFF, "clock=1200 MHz"]))
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
