@@ -51,7 +51,7 @@ def cache_hit_bytes(
     if accesses is None:
         return np.zeros(n)
     ids, nbytes, wave, when, pid = accesses
-    sequence = np.argsort(_single_key([wave, when, pid]), kind="stable")
+    sequence = stable_order(_single_key([wave, when, pid]))
     ids, nbytes, pid = ids[:, sequence], nbytes[sequence], pid[sequence]
     current, _, between = _repeats(ids, nbytes)
     hit = np.zeros(len(nbytes), dtype=bool)
@@ -65,7 +65,7 @@ def _repeats(ids: np.ndarray, nbytes: np.ndarray, positions: np.ndarray | None =
     one before it, the bytes moved in between by all accesses of the sequence)."""
     cum_after = np.cumsum(nbytes)
     block_key = _single_key(list(ids if positions is None else ids[:, positions]))
-    order = np.argsort(block_key, kind="stable")  # stable: sequence order within a block
+    order = stable_order(block_key)  # sequence order within a block
     by_block = order if positions is None else positions[order]
     keys = block_key[order]
     same = keys[1:] == keys[:-1]
@@ -99,7 +99,7 @@ def absorbed_write_bytes(
     is_write = np.zeros(len(nbytes), dtype=np.int64)
     is_write[:len(writes[1])] = 1
     # a program's reads of an iteration come before its writes
-    sequence = np.argsort(_single_key([wave, when, pid, is_write]), kind="stable")
+    sequence = stable_order(_single_key([wave, when, pid, is_write]))
     ids, nbytes, pid, is_write = ids[:, sequence], nbytes[sequence], pid[sequence], is_write[sequence]
     _, previous, between = _repeats(ids, nbytes, np.nonzero(is_write)[0])
     absorbed = previous[between <= reach_bytes(trace, capacity_bytes)]
@@ -158,6 +158,20 @@ def _all_distinct(ids: np.ndarray) -> bool:
     """Whether no two accesses (columns of ``ids``, one row per key column) name one block."""
     keys = np.sort(_single_key(list(ids)))
     return not (keys[1:] == keys[:-1]).any()
+
+
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")``, faster: where the key's range times its length
+    fits in an int64, each key gets its position as the last digit, so no two are equal
+    and numpy's unstable sort (several times faster than its stable merge sort on int64)
+    gives the stable order exactly."""
+    n = len(key)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    low = int(key.min())
+    if (int(key.max()) - low + 1) * n >= 2**63:
+        return np.argsort(key, kind="stable")
+    return np.argsort((key - low) * n + np.arange(n, dtype=np.int64))
 
 
 def _single_key(columns: list[np.ndarray]) -> np.ndarray:
