@@ -52,19 +52,20 @@ def cache_hit_bytes(
         return np.zeros(n)
     ids, nbytes, wave, when, pid = accesses
     sequence = stable_order(_single_key([wave, when, pid]))
-    ids, nbytes, pid = ids[:, sequence], nbytes[sequence], pid[sequence]
-    current, _, between = _repeats(ids, nbytes)
+    blocks, nbytes, pid = _single_key(list(ids))[sequence], nbytes[sequence], pid[sequence]
+    current, _, between = _repeats(blocks, nbytes)
     hit = np.zeros(len(nbytes), dtype=bool)
     hit[current] = between <= reach_bytes(trace, capacity_bytes)
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
 
 
-def _repeats(ids: np.ndarray, nbytes: np.ndarray, positions: np.ndarray | None = None):
+def _repeats(blocks: np.ndarray, nbytes: np.ndarray, positions: np.ndarray | None = None):
     """Consecutive accesses to one block, among all accesses or those at ``positions``
-    (indices into the sequence order of ``ids`` and ``nbytes``): (each later access, the
-    one before it, the bytes moved in between by all accesses of the sequence)."""
+    (indices into the sequence order of ``blocks``, each access's block as one key
+    (:func:`_single_key` of its ids), and ``nbytes``): (each later access, the one before
+    it, the bytes moved in between by all accesses of the sequence)."""
     cum_after = np.cumsum(nbytes)
-    block_key = _single_key(list(ids if positions is None else ids[:, positions]))
+    block_key = blocks if positions is None else blocks[positions]
     order = stable_order(block_key)  # sequence order within a block
     by_block = order if positions is None else positions[order]
     keys = block_key[order]
@@ -100,8 +101,9 @@ def absorbed_write_bytes(
     is_write[:len(writes[1])] = 1
     # a program's reads of an iteration come before its writes
     sequence = stable_order(_single_key([wave, when, pid, is_write]))
-    ids, nbytes, pid, is_write = ids[:, sequence], nbytes[sequence], pid[sequence], is_write[sequence]
-    _, previous, between = _repeats(ids, nbytes, np.nonzero(is_write)[0])
+    blocks = _single_key(list(ids))[sequence]
+    nbytes, pid, is_write = nbytes[sequence], pid[sequence], is_write[sequence]
+    _, previous, between = _repeats(blocks, nbytes, np.nonzero(is_write)[0])
     absorbed = previous[between <= reach_bytes(trace, capacity_bytes)]
     return np.bincount(pid[absorbed], weights=nbytes[absorbed], minlength=n).astype(float)
 
