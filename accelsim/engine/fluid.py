@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -205,6 +205,21 @@ class _FreeRun:
         return due
 
 
+@dataclass(frozen=True)
+class FlowBlock:
+    """Flows a pool starts together again and again (a collective phase's transfers, each
+    time its plan plays): their names, demands and ``max_rate``, with each demand checked
+    and put in the pool's columns once (:meth:`FluidResources.block`)."""
+
+    names: tuple[str, ...]
+    demands: tuple[Mapping[str, float], ...]
+    max_rates: tuple[float, ...]
+    rows: tuple[tuple[list[int] | slice, list[float]], ...]
+    """Each demand as (columns, amounts) of the pool that made the block."""
+    resources: list[str] = field(repr=False, compare=False)
+    """That pool's resources (the very list: a block starts on its own pool only)."""
+
+
 def _checked_row(flow: Flow, names: list[str], index: Mapping[str, int]) -> tuple[list[int] | slice, list[float]]:
     """A flow's demand as (columns, amounts) of its row over every resource of a pool whose
     resources are ``names`` (``index``: each one's column), zero where it uses none: a
@@ -285,7 +300,26 @@ class FluidResources:
     def start_many(self, flows: list[Flow]) -> list[Flow]:
         """Add several flows at once (one reallocation); they are the events of their ends.
         Flows started by the waiters of flows that end join those ends' reallocation."""
-        demands = [_checked_row(flow, self._names, self._index) for flow in flows]
+        return self._place(flows, [_checked_row(flow, self._names, self._index) for flow in flows])
+
+    def block(self, names: list[str], demands: list[Mapping[str, float]], max_rates: list[float]) -> FlowBlock:
+        """Flows to start together, maybe many times (:meth:`start_block`): checked and
+        put in this pool's columns once."""
+        rows = tuple(_checked_row(Flow(name=name, demand=demand, max_rate=rate), self._names, self._index)
+                     for name, demand, rate in zip(names, demands, max_rates))
+        return FlowBlock(names=tuple(names), demands=tuple(demands), max_rates=tuple(max_rates), rows=rows,
+                         resources=self._names)
+
+    def start_block(self, block: FlowBlock) -> list[Flow]:
+        """:meth:`start_many` of new flows made from ``block`` (made by :meth:`block` of
+        this pool): the same flows, placed without checking their demands again."""
+        if block.resources is not self._names:
+            raise ValueError("a flow block starts on the pool that made it")
+        flows = [Flow(name=name, demand=demand, max_rate=rate)
+                 for name, demand, rate in zip(block.names, block.demands, block.max_rates)]
+        return self._place(flows, block.rows)
+
+    def _place(self, flows: list[Flow], demands: Sequence[tuple[list[int] | slice, list[float]]]) -> list[Flow]:
         if not self._free.on:
             self._advance()
         rows, now, free, env = self._rows, self.env.now, self._free, self.env

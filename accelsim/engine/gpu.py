@@ -80,11 +80,12 @@ many programs are resident at once, which :func:`reuse_window` gives), the pipel
 depth (timing) and the metadata (names, the config)."""
 
 
-def reuse_key(trace: KernelTrace, chip: GpuChip) -> str:
+def reuse_key(trace: KernelTrace, chip: GpuChip, *, body: str | None = None) -> str:
     """All that :func:`shared_cache_hits` depends on, as one string: the reuse window and
-    the trace less :data:`REUSE_BLIND`. A search's configs that differ only in warps or
-    pipeline stages (at the same residency) share their hits."""
-    return f"{reuse_window(trace, chip)!r}" + trace.model_dump_json(exclude=REUSE_BLIND)
+    the trace less :data:`REUSE_BLIND` (``body``, where the caller has it already). A
+    search's configs that differ only in warps or pipeline stages (at the same residency)
+    share their hits."""
+    return f"{reuse_window(trace, chip)!r}" + (body if body is not None else trace.model_dump_json(exclude=REUSE_BLIND))
 
 
 def demand_columns(costs: ProgramCosts, hbm: np.ndarray, shared_cache: bool) -> dict[str, np.ndarray]:

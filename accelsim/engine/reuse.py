@@ -51,21 +51,22 @@ def cache_hit_bytes(
     if accesses is None:
         return np.zeros(n)
     ids, nbytes, wave, when, pid = accesses
-    sequence = np.argsort(_single_key([wave, when, pid]), kind="stable")
-    ids, nbytes, pid = ids[:, sequence], nbytes[sequence], pid[sequence]
-    current, _, between = _repeats(ids, nbytes)
+    sequence = stable_order(_single_key([wave, when, pid]))
+    blocks, nbytes, pid = _single_key(list(ids))[sequence], nbytes[sequence], pid[sequence]
+    current, _, between = _repeats(blocks, nbytes)
     hit = np.zeros(len(nbytes), dtype=bool)
     hit[current] = between <= reach_bytes(trace, capacity_bytes)
     return np.bincount(pid[hit], weights=nbytes[hit], minlength=n).astype(float)
 
 
-def _repeats(ids: np.ndarray, nbytes: np.ndarray, positions: np.ndarray | None = None):
+def _repeats(blocks: np.ndarray, nbytes: np.ndarray, positions: np.ndarray | None = None):
     """Consecutive accesses to one block, among all accesses or those at ``positions``
-    (indices into the sequence order of ``ids`` and ``nbytes``): (each later access, the
-    one before it, the bytes moved in between by all accesses of the sequence)."""
+    (indices into the sequence order of ``blocks``, each access's block as one key
+    (:func:`_single_key` of its ids), and ``nbytes``): (each later access, the one before
+    it, the bytes moved in between by all accesses of the sequence)."""
     cum_after = np.cumsum(nbytes)
-    block_key = _single_key(list(ids if positions is None else ids[:, positions]))
-    order = np.argsort(block_key, kind="stable")  # stable: sequence order within a block
+    block_key = blocks if positions is None else blocks[positions]
+    order = stable_order(block_key)  # sequence order within a block
     by_block = order if positions is None else positions[order]
     keys = block_key[order]
     same = keys[1:] == keys[:-1]
@@ -99,9 +100,10 @@ def absorbed_write_bytes(
     is_write = np.zeros(len(nbytes), dtype=np.int64)
     is_write[:len(writes[1])] = 1
     # a program's reads of an iteration come before its writes
-    sequence = np.argsort(_single_key([wave, when, pid, is_write]), kind="stable")
-    ids, nbytes, pid, is_write = ids[:, sequence], nbytes[sequence], pid[sequence], is_write[sequence]
-    _, previous, between = _repeats(ids, nbytes, np.nonzero(is_write)[0])
+    sequence = stable_order(_single_key([wave, when, pid, is_write]))
+    blocks = _single_key(list(ids))[sequence]
+    nbytes, pid, is_write = nbytes[sequence], pid[sequence], is_write[sequence]
+    _, previous, between = _repeats(blocks, nbytes, np.nonzero(is_write)[0])
     absorbed = previous[between <= reach_bytes(trace, capacity_bytes)]
     return np.bincount(pid[absorbed], weights=nbytes[absorbed], minlength=n).astype(float)
 
@@ -158,6 +160,20 @@ def _all_distinct(ids: np.ndarray) -> bool:
     """Whether no two accesses (columns of ``ids``, one row per key column) name one block."""
     keys = np.sort(_single_key(list(ids)))
     return not (keys[1:] == keys[:-1]).any()
+
+
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")``, faster: where the key's range times its length
+    fits in an int64, each key gets its position as the last digit, so no two are equal
+    and numpy's unstable sort (several times faster than its stable merge sort on int64)
+    gives the stable order exactly."""
+    n = len(key)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    low = int(key.min())
+    if (int(key.max()) - low + 1) * n >= 2**63:
+        return np.argsort(key, kind="stable")
+    return np.argsort((key - low) * n + np.arange(n, dtype=np.int64))
 
 
 def _single_key(columns: list[np.ndarray]) -> np.ndarray:

@@ -499,18 +499,47 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
 
 
 def quick_bound(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> float:
-    """TPU: a TensorCore runs each of its grid steps' matrix work and pays the per-step
-    overhead, so the busiest core needs at least (all matrix work at the unit's rate +
-    all steps' overheads) / cores, plus the launch. GPU: 0 (the trace bound orders GPU
-    configs)."""
+    """A bound no simulation of ``config`` goes below, from the problem and the config alone
+    (before its trace is built). TPU: a TensorCore runs each of its grid steps' matrix work
+    and pays the per-step overhead, so the busiest core needs at least (all matrix work at
+    the unit's rate + all steps' overheads) / cores, plus the launch. GPU: the
+    implementation's own (:attr:`~accelsim.families.gemm_impls.base.GemmImpl.quick_bound`),
+    else 0 (the trace bound orders GPU configs)."""
     if not isinstance(chip, TpuChip):
-        return 0.0
+        impl = implementation(params, chip)
+        return impl.quick_bound(params, config, chip) if impl.quick_bound else 0.0
     m, n, k, b, dtype = _problem(params)
     steps = b * math.ceil(m / config["block_m"]) * math.ceil(n / config["block_n"]) * math.ceil(k / config["block_k"])
     per_cycle = chip.matrix.flops_per_cycle_per_core.get(dtype)
     efficiency = max(chip.matrix.efficiency, chip.matrix.chained_efficiency)
     matrix_s = 2.0 * b * m * n * k / (per_cycle * chip.clock_hz * efficiency) if per_cycle else 0.0
     return (matrix_s + steps * chip.program_overhead_s) / chip.num_cores + chip.launch_overhead_s
+
+
+def tile_traffic_bound(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> float:
+    """A lower bound of any replay of :func:`_build_gpu`'s trace of ``config``: the bytes
+    its transfers move through the L2 at the L2's full bandwidth. Every output tile reads
+    its A rows and B columns over the whole K (a cluster's multicast operand once per
+    cluster, a 2-SM pair's B tile once per pair) and writes its C tile (fp32 partials per
+    split-K slice), so the L2 carries at least ``b x (num_n x M x K / a_shared + num_m x K
+    x N / (b_shared x pair)) x bytes + C``: the trace's own L2 demand
+    (:attr:`~accelsim.engine.programs.ProgramCosts.cache_bytes`) summed in closed form,
+    never more (padding rows and ragged B shares only add), so never above the trace
+    bound's L2 term (:func:`~accelsim.engine.gpu_bound.gpu_lower_bound_s`). 0 where the
+    chip has no L2, or where the element size is fractional (the trace rounds each
+    transfer's bytes down)."""
+    if not isinstance(chip, GpuChip) or chip.shared_cache is None:
+        return 0.0
+    m, n, k, b, dtype = _problem(params)
+    in_bytes, out_dtype = DTYPE_BYTES[dtype], output_dtype(params)
+    if in_bytes != int(in_bytes):
+        return 0.0
+    num_m, num_n = -(-m // config["block_m"]), -(-n // config["block_n"])
+    cluster, pair, split = config.get("cluster", 1), config.get("pair", 1), config["split_k"]
+    a_shared, b_shared = (cluster, 1) if config.get("multicast", "B") == "A" else (1, cluster)
+    reads = b * (num_n * m * k / a_shared + num_m * k * n / (b_shared * pair)) * in_bytes
+    writes = b * m * n * (ACC_BYTES * split if split > 1 else OUT_BYTES[out_dtype])
+    return (reads + writes) / (chip.shared_cache.bandwidth_bytes_per_s * chip.shared_cache.efficiency)
 
 
 def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:

@@ -19,8 +19,8 @@ from accelsim.engine.chip import (
     shared_cache_hits,
     simulate_kernel,
 )
-from accelsim.engine.gpu import reuse_key
-from accelsim.engine.programs import program_costs
+from accelsim.engine.gpu import REUSE_BLIND, reuse_key
+from accelsim.engine.programs import ProgramCosts, program_costs
 from accelsim.errors import InputError, shown
 from accelsim.families.base import Family, parse_values
 from accelsim.trace.kernel import KernelTrace
@@ -106,16 +106,43 @@ class Search:
     """Of ``simulated``, how many replays ran (the others came from the replay memo)."""
 
 
-def _shared_cache_hits(trace: KernelTrace, chip: Chip, known: dict[str, np.ndarray]) -> np.ndarray | None:
-    """:func:`~accelsim.engine.chip.shared_cache_hits`, computed once per
-    :func:`~accelsim.engine.gpu.reuse_key` of a search (read-only: configs share them)."""
-    if not isinstance(chip, GpuChip):
-        return shared_cache_hits(trace, chip)
-    key = reuse_key(trace, chip)
-    if key not in known:
-        known[key] = shared_cache_hits(trace, chip)
-        known[key].flags.writeable = False
-    return known[key]
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class _Shared:
+    """What a search's configs share, each computed once (read-only: configs share them).
+    Configs that differ only in warps or pipeline stages build traces that differ only in
+    what :data:`~accelsim.engine.gpu.REUSE_BLIND` leaves out, which neither the per-program
+    accounting (:func:`~accelsim.engine.programs.program_costs`) nor the reuse model reads:
+    they share both, keyed by the rest of the trace (one JSON dump per config)."""
+
+    def __init__(self, chip: Chip) -> None:
+        self.chip = chip
+        self.costs: dict[str, ProgramCosts] = {}
+        self.hits: dict[str, np.ndarray] = {}
+
+    def costs_of(self, trace: KernelTrace) -> tuple[ProgramCosts, str]:
+        """The trace's program costs and its key (the trace less ``REUSE_BLIND``)."""
+        key = trace.model_dump_json(exclude=REUSE_BLIND)
+        if key not in self.costs:
+            costs = program_costs(trace, self.chip)
+            for value in vars(costs).values():
+                if isinstance(value, np.ndarray):
+                    _read_only(value)
+            self.costs[key] = costs
+        return self.costs[key], key
+
+    def hits_of(self, trace: KernelTrace, key: str) -> np.ndarray | None:
+        """:func:`~accelsim.engine.chip.shared_cache_hits`, once per
+        :func:`~accelsim.engine.gpu.reuse_key` (``key``: the trace's, from :meth:`costs_of`)."""
+        if not isinstance(self.chip, GpuChip):
+            return shared_cache_hits(trace, self.chip)
+        key = reuse_key(trace, self.chip, body=key)
+        if key not in self.hits:
+            self.hits[key] = _read_only(shared_cache_hits(trace, self.chip))
+        return self.hits[key]
 
 
 def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
@@ -142,7 +169,7 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
     best: tuple[int | float, int] | None = None
     runs: dict[int, Run] = {}
     replays: ReplayMemo = {}
-    hits_of: dict[str, np.ndarray] = {}
+    shared = _Shared(chip)
     replayed = 0
     refused: list[InputError] = []
 
@@ -156,11 +183,12 @@ def best_config(family: Family, params: dict[str, Any], chip: Chip) -> Search:
             except InputError as exc:  # too many programs, say: the search passes over it
                 refused.append(exc)
                 continue
-            costs = program_costs(trace, chip)
-            heapq.heappush(heap, (latency_lower_bound_s(trace, chip, costs=costs), i, TRACE, (trace, costs, None)))
+            costs, key = shared.costs_of(trace)
+            heapq.heappush(heap, (latency_lower_bound_s(trace, chip, costs=costs), i, TRACE, (trace, costs, key)))
             continue
-        trace, costs, hits = payload
-        if stage == TRACE and (hits := _shared_cache_hits(trace, chip, hits_of)) is not None:
+        trace, costs, key_or_hits = payload  # TRACE: the trace's key; HITS: its hits
+        hits = shared.hits_of(trace, key_or_hits) if stage == TRACE else key_or_hits
+        if stage == TRACE and hits is not None:
             bound = latency_lower_bound_s(trace, chip, hits, costs=costs)
             heapq.heappush(heap, (bound, i, HITS, (trace, costs, hits)))
         else:

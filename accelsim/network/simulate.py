@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import weakref
 from collections.abc import Sequence
 
 import simpy
 
 import accelsim.network.algorithms  # noqa: F401  (registers the algorithms)
-from accelsim.engine.fluid import Flow, FluidResources
+from accelsim.engine.fluid import FlowBlock, FluidResources
 from accelsim.errors import InputError
 from accelsim.network.auto import auto_candidates
 from accelsim.network.collectives import (
@@ -75,16 +76,34 @@ def play_plan(env: simpy.Environment, pool: FluidResources, plan: Plan) -> simpy
     return env.process(plan_process())
 
 
+_BLOCKS: weakref.WeakKeyDictionary[FluidResources, dict[int, tuple[Phase, FlowBlock]]] = weakref.WeakKeyDictionary()
+"""Per pool, each phase's flows as a block (:meth:`FluidResources.block`) by id of the
+phase, kept beside it so the id stays its: a cached plan's phases start again at every
+layer of a replayed step, and their link loads, paces and columns are the same each time."""
+
+
 def _start_phase(env: simpy.Environment, pool: FluidResources, phase: Phase) -> simpy.Event:
     """Start one flow per transfer; the returned event fires when the last one ends."""
-    flows = []
+    blocks = _BLOCKS.get(pool)
+    if blocks is None:
+        blocks = _BLOCKS[pool] = {}
+    known = blocks.get(id(phase))
+    if known is None or known[0] is not phase:
+        known = blocks[id(phase)] = (phase, _phase_block(pool, phase))
+    return simpy.AllOf(env, pool.start_block(known[1]))
+
+
+def _phase_block(pool: FluidResources, phase: Phase) -> FlowBlock:
+    names, demands, paces = [], [], []
     for t in phase.transfers:
         demand = t.link_loads()
         alone = min(pool.capacities[link] / amount for link, amount in demand.items())
         if math.isfinite(t.max_bytes_per_s):
             alone = min(alone, t.max_bytes_per_s / t.bytes)
-        flows.append(Flow(name="->".join(t.links[:2]), demand=demand, max_rate=alone))
-    return simpy.AllOf(env, pool.start_many(flows))
+        names.append("->".join(t.links[:2]))
+        demands.append(demand)
+        paces.append(alone)
+    return pool.block(names, demands, paces)
 
 
 class Planner:

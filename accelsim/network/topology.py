@@ -33,7 +33,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -370,6 +371,93 @@ def switch_node(
                         tuning=tuning)
 
 
+class ClusterLinks(dict):
+    """A cluster's links by name, made when first asked for: a cluster of 100,000 nodes
+    has 3.2 million of them, and a collective crosses a few. The same names, records and
+    order as a dict of them all would have: per GPU ``gpu{g}->switch`` and
+    ``switch->gpu{g}``, then per node and NIC ``node{k}.nic{j}->fabric`` and
+    ``fabric->node{k}.nic{j}``. A dict of the links made so far (so a lookup of a made
+    link costs what a dict's does, routes ask for the same links again and again) that
+    answers for every link: membership, length, iteration and equality are over all."""
+
+    _NAME = re.compile(r"gpu(0|[1-9][0-9]*)->switch|switch->gpu(0|[1-9][0-9]*)"
+                       r"|node(0|[1-9][0-9]*)\.nic(0|[1-9][0-9]*)->fabric|fabric->node(0|[1-9][0-9]*)\.nic(0|[1-9][0-9]*)")
+
+    def __init__(self, *, nodes: int, gpus_per_node: int, uplink_bytes_per_s: float, hop_latency_s: float,
+                 switch_latency_s: float, nics_per_node: int, nic_bytes_per_s: float, fabric_latency_s: float) -> None:
+        super().__init__()
+        self._gpus, self._nodes, self._nics = nodes * gpus_per_node, nodes, nics_per_node
+        self._gpu_link = (uplink_bytes_per_s, hop_latency_s, switch_latency_s)
+        self._nic_link = (nic_bytes_per_s, fabric_latency_s)
+
+    def __missing__(self, name: str) -> Link:
+        link = self._make(name)
+        if link is None:
+            raise KeyError(name)
+        dict.__setitem__(self, name, link)
+        return link
+
+    def _make(self, name: object) -> Link | None:
+        """The link called ``name``, or None where the cluster has none."""
+        found = self._NAME.fullmatch(name) if isinstance(name, str) else None
+        if found is None:
+            return None
+        up, down, node_up, nic_up_, node_down, nic_down_ = found.groups()
+        if up is not None or down is not None:
+            if int(up if up is not None else down) >= self._gpus:
+                return None
+            bandwidth, hop_s, switch_s = self._gpu_link
+            return Link(name=name, bandwidth_bytes_per_s=bandwidth, latency_s=hop_s if up is not None else switch_s)
+        node, nic = (node_up, nic_up_) if node_up is not None else (node_down, nic_down_)
+        if int(node) >= self._nodes or int(nic) >= self._nics:
+            return None
+        bandwidth, fabric_s = self._nic_link
+        return Link(name=name, bandwidth_bytes_per_s=bandwidth, latency_s=fabric_s if node_up is not None else 0.0,
+                    scale_out=True)
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or self._make(name) is not None
+
+    def get(self, name: str, default: Link | None = None) -> Link | None:
+        return self[name] if name in self else default
+
+    def __iter__(self) -> Iterator[str]:
+        for g in range(self._gpus):
+            yield uplink(g)
+            yield downlink(g)
+        for node in range(self._nodes):
+            for nic in range(self._nics):
+                yield nic_up(node, nic)
+                yield nic_down(node, nic)
+
+    def __len__(self) -> int:
+        return 2 * self._gpus + 2 * self._nodes * self._nics
+
+    def keys(self) -> KeysView[str]:
+        return KeysView(self)
+
+    def items(self) -> ItemsView[str, Link]:
+        return ItemsView(self)
+
+    def values(self) -> ValuesView[Link]:
+        return ValuesView(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ClusterLinks):
+            return (self._gpus, self._nodes, self._nics, self._gpu_link, self._nic_link) == (
+                other._gpus, other._nodes, other._nics, other._gpu_link, other._nic_link)
+        return isinstance(other, Mapping) and len(other) == len(self) and all(
+            name in self and self[name] == link for name, link in other.items())
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __repr__(self) -> str:
+        return f"ClusterLinks({len(self)} links, {dict.__len__(self)} made)"
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def cluster(
     *,
     name: str,
@@ -389,13 +477,13 @@ def cluster(
     simple_buffer_bytes: float = SIMPLE_BUFFER_BYTES,
     net_channels: int | None = None,
 ) -> Topology:
-    """Switch nodes whose NICs meet on a non-blocking fabric."""
-    links = _gpu_links(range(nodes * gpus_per_node), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
-    for node in range(nodes):
-        for nic in range(nics_per_node):
-            for link, latency in ((nic_up(node, nic), fabric_latency_s), (nic_down(node, nic), 0.0)):
-                links[link] = Link(name=link, bandwidth_bytes_per_s=nic_bytes_per_s, latency_s=latency, scale_out=True)
-    return ClusterTopology(name=name, ranks=nodes * gpus_per_node, links=MappingProxyType(links), launch_s=launch_s,
+    """Switch nodes whose NICs meet on a non-blocking fabric (links made as they are asked
+    for: :class:`ClusterLinks`)."""
+    links = ClusterLinks(nodes=nodes, gpus_per_node=gpus_per_node, uplink_bytes_per_s=uplink_bytes_per_s,
+                         hop_latency_s=hop_latency_s, switch_latency_s=switch_latency_s,
+                         nics_per_node=nics_per_node, nic_bytes_per_s=nic_bytes_per_s,
+                         fabric_latency_s=fabric_latency_s)
+    return ClusterTopology(name=name, ranks=nodes * gpus_per_node, links=links, launch_s=launch_s,
                            nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node, host_cpu=host_cpu,
                            tuner=tuner, tuning=tuning, simple_buffer_bytes=simple_buffer_bytes,
                            net_channels=net_channels)

@@ -306,9 +306,10 @@ class _Replay:
         for plan, times in repeats.values():
             for link, load in link_loads(plan).items():
                 used[link] = used.get(link, 0.0) + load * times
-        capacity = {name: link.bandwidth_bytes_per_s for name, link in self.topo.links.items()}
+        links = self.topo.links  # a cluster's are made as asked for: only the used ones
         return tuple(sorted(
-            (LinkStats(link=name, bytes=b, utilization=b / (capacity[name] * step_s) if step_s else 0.0)
+            (LinkStats(link=name, bytes=b,
+                       utilization=b / (links[name].bandwidth_bytes_per_s * step_s) if step_s else 0.0)
              for name, b in used.items() if b > 0),
             key=lambda l: (-l.utilization, l.link),
         ))

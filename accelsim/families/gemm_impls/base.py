@@ -25,6 +25,9 @@ class GemmImpl:
     config_space: Callable[[Params, Chip], list[Config]]
     build: Callable[[Params, Config, Chip], KernelTrace]
     check: Callable[[Params, Config, Chip], None]
+    quick_bound: Callable[[Params, Config, Chip], float] | None = None
+    """A bound no simulation of a config goes below, from the config alone (before its
+    trace is built), for ``config=auto`` to pass over configs without building them; None: 0."""
 
 
 def warp_specialized(chip: Chip) -> bool:

@@ -84,4 +84,5 @@ IMPL = GemmImpl(
     config_space=cutlass.kernel_space,
     build=cutlass.build,
     check=cutlass.check,
+    quick_bound=cutlass.quick_bound,
 )

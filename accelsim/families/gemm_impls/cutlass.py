@@ -233,6 +233,14 @@ def build(params: Params, config: Config, chip: Chip) -> KernelTrace:
         epilogue="overlapped" if schedule == "pingpong" else "exposed"))
 
 
+def quick_bound(params: Params, config: Config, chip: Chip) -> float:
+    """:func:`~accelsim.families.gemm.tile_traffic_bound` where :func:`build` builds the
+    family's own trace (data-parallel or the family's split-K); 0 for a stream-K trace."""
+    if config.get("schedule") is not None and decomposition(params, config, chip) is not None:
+        return 0.0
+    return gemm.tile_traffic_bound(params, config, chip)
+
+
 IMPL = GemmImpl(
     name="cutlass",
     description="CUTLASS warp-specialized persistent kernels (cooperative, ping-pong; Hopper/Blackwell)",
@@ -240,4 +248,5 @@ IMPL = GemmImpl(
     config_space=config_space,
     build=build,
     check=check,
+    quick_bound=quick_bound,
 )

@@ -21,4 +21,5 @@ IMPL = GemmImpl(
     config_space=gemm.triton_config_space,
     build=gemm.triton_build,
     check=gemm.check,
+    quick_bound=gemm.tile_traffic_bound,
 )
