@@ -446,6 +446,8 @@ class VocabWriter(LayerWriter):
         after = self.column(f"{tag}.logits", vocab, m.hidden, after, rows=rows)
         if s.training and not s.framework.fused_elementwise:
             after = self.cross_entropy(f"{tag}.loss", rows, vocab, after)
+            if s.framework.grad_nan_check:  # the loss's NaN check reads it on the host
+                self.ops.host_waits_for(after)
         return after
 
     def cross_entropy(self, tag: str, rows: int, vocab: int, after: list[str]) -> list[str]:
