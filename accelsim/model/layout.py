@@ -132,8 +132,8 @@ class Framework:
     otherwise it gathers again beside the data-gradient GEMM (Megatron-LM)."""
     wgrad_into_main_grad: bool = False
     """Weight-gradient GEMMs accumulate into the fp32 main gradient (Megatron-LM's
-    ``--gradient-accumulation-fusion``, its default: cuBLAS writes C in fp32); otherwise
-    they write the weights' dtype."""
+    ``--gradient-accumulation-fusion``, its default: cuBLAS reads and writes C in fp32, beta
+    = 1, the gemm family's ``accumulate``); otherwise they write the weights' dtype."""
     zeroes_grad_buffer: bool = False
     """Every step starts by zeroing the stage's whole gradient buffer (Megatron-LM's
     ``zero_grad_buffer``: one contiguous buffer of every local parameter's main gradient,
