@@ -8,22 +8,13 @@ import pytest
 from accelsim.arch.model import load_arch
 from accelsim.engine.chip import simulate_kernel
 from accelsim.errors import InputError
-from accelsim.families import get_family
-from accelsim.families.search import split_params
-
-GEMM = get_family("gemm")
-COOPERATIVE = {"block_m": "128", "block_n": "256", "block_k": "64", "cluster": "2", "schedule": "cooperative"}
-
-
-@pytest.fixture(scope="module")
-def h100():
-    return load_arch("h100-sxm")
+from tests.families.test_gemm_out_dtype import COOPERATIVE, h100  # noqa: F401 (a fixture)
+from tests.families.test_gemm_out_dtype import traced as traced_fp16
 
 
 def traced(chip, config=COOPERATIVE, **given):
-    params = split_params(GEMM, {k: str(v) for k, v in {"M": 2048, "N": 2048, "K": 2048, "dtype": "bf16",
-                                                        "out_dtype": "fp32", "impl": "cutlass", **given}.items()})[0]
-    return GEMM.build(params, GEMM.resolve_config(params, config, chip), chip)
+    """A bf16 GEMM writing an fp32 C, as a weight gradient into the main gradient."""
+    return traced_fp16(chip, config, **{"dtype": "bf16", "out_dtype": "fp32", **given})
 
 
 def c_bytes(trace, direction: str) -> int:
