@@ -55,6 +55,7 @@ def test_the_host_issues_across_streams_in_list_order(dgx):
 
 
 def test_a_dependency_listed_later_is_refused_with_a_host_timeline():
-    ops = [compute("reader", 1 * US, stream="s1", deps=["writer"], host_s=1 * US), compute("writer", 1 * US, stream="s2")]
+    ops = [compute("reader", 1 * US, stream="s1", deps=["writer"], host_s=1 * US),
+           compute("writer", 1 * US, stream="s2")]
     with pytest.raises(InputError, match=r"ops\[0\]\.deps: 'writer' comes later in the list"):
         spmd(ops)
