@@ -150,7 +150,8 @@ class Op(_Strict):
             self._check_compute()
         elif self.kind == "done":
             if self.host_s or self.host_sync:
-                raise ValueError("host_s: a done op is no work the host issues (it waits on the device)")
+                field = "host_s" if self.host_s else "host_sync"
+                raise ValueError(f"{field}: a done op is no work the host issues (it waits on the device)")
             if self.start is None:
                 raise ValueError("start: a done op names the async op it waits for")
             if self.is_async:
@@ -315,9 +316,10 @@ def _check_issue_order(program: Program, where: str, index: dict[str, int]) -> N
     issues them in list order, and one it waits on (``host_sync``) must not wait for an op
     it has not issued."""
     for i, op in enumerate(program.ops):
-        for dep in (*op.deps, *op.ctrl_deps, *((op.start,) if op.kind == "done" else ())):
+        waits = [("deps", d) for d in op.deps] + [("ctrl_deps", d) for d in op.ctrl_deps]
+        for field, dep in waits + ([("start", op.start)] if op.kind == "done" else []):
             if index[dep] > i:
-                raise ValueError(f"{where}.ops[{i}].deps: {shown(dep)} comes later in the list; with a host "
+                raise ValueError(f"{where}.ops[{i}].{field}: {shown(dep)} comes later in the list; with a host "
                                  f"timeline (host_s, host_sync) ops are listed in the order the host issues them")
 
 

@@ -59,3 +59,11 @@ def test_a_dependency_listed_later_is_refused_with_a_host_timeline():
            compute("writer", 1 * US, stream="s2")]
     with pytest.raises(InputError, match=r"ops\[0\]\.deps: 'writer' comes later in the list"):
         spmd(ops)
+
+
+@pytest.mark.parametrize("field, value", [("host_s", 1 * US), ("host_sync", True)])
+def test_a_done_op_takes_no_host_time(field, value):
+    ops = [{"name": "ar", "kind": "all-reduce", "bytes": 1024.0, "async": True},
+           {"name": "ar.done", "kind": "done", "start": "ar", field: value}]
+    with pytest.raises(InputError, match=rf"ops\[1\]\.{field}: a done op is no work the host issues"):
+        spmd(ops)
