@@ -9,7 +9,14 @@ buffers pipeline the loads. With ``split_k > 1`` each of a tile's ``split_k``
 programs covers a slice of K and adds its partial tile into C with fp32 atomics (4
 bytes an element, whatever C's dtype; the L2 absorbs all but the last write of a tile,
 see docs/engine.md "Reuse"): C is taken as zeroed beforehand and used as fp32, the
-clearing and any cast being the caller's kernels, outside the trace.
+clearing and any cast being the caller's kernels, outside the trace. With
+``accumulate`` (C = A B + C, cuBLAS's beta = 1: Megatron-LM's gradient-accumulation
+fusion, whose ``wgrad_gemm_accum_fp32`` in ``fused_weight_gradient_dense.cu`` calls
+``cublasGemmEx`` with beta 1.0 into the fp32 main gradient) the storing program reads its
+C tile before the store, as CUTLASS's epilogue loads the source tensor when beta is not 0
+(its sm90 warp-specialized kernels from a producer warp of their own, beside the main
+loop's loads: ``is_producer_load_needed``), so a long main loop hides it where HBM has
+room.
 
 TPU program (one grid step of ``(M/bm, N/bn, K/bk)``, k last): the Pallas pipeline
 copies an input block only when its block index changes from the previous step and
@@ -64,6 +71,9 @@ PARAMS = (
     Param("out_dtype", str, "auto", ("auto", "fp32", "bf16", "fp16"),
           help="output (C) dtype; auto: fp32 for fp32 and tf32 inputs, bf16 for fp8, the input's for 16-bit "
                "inputs (cuBLAS's GemmEx and CUTLASS also write fp32 from 16-bit inputs: out_dtype=fp32)"),
+    Param("accumulate", bool, False,
+          help="GPU: C = A B + C (cuBLAS's beta = 1): the epilogue reads C before it stores the sum, as "
+               "Megatron-LM's weight-gradient GEMMs add into the fp32 main gradient"),
     Param("layout", str, "contiguous", ("contiguous", "masked"),
           help="grouped GEMM (groups > 1): the groups' rows concatenated (contiguous) or one padded batch "
                "per group (masked, every row valid); picks DeepGEMM's heuristic"),
@@ -420,7 +430,7 @@ def _build_gpu(params: dict[str, Any], config: dict[str, Any], in_tensor_memory:
         template_of[chosen] = len(templates)
         templates.append(_gpu_template(f"t{len(templates)}", rows, cols, k_span, bm, bn, bk, dtype,
                                        in_bytes, out_dtype, split, config.get("cluster", 1), pair, pad,
-                                       config.get("multicast", "B")))
+                                       config.get("multicast", "B"), params.get("accumulate", False) and ls))
     program_vars = {
         "pid_m": np.tile(pid_m, split * b).tolist(),
         "pid_n": np.tile(pid_n, split * b).tolist(),
@@ -459,11 +469,13 @@ def _mma(rows, cols, depth, bm, bn, bk, dtype, pair=1, useful=True) -> Compute:
 
 
 def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dtype, split, cluster=1,
-                  pair=1, padding=False, multicast="B") -> Template:
+                  pair=1, padding=False, multicast="B", reads_c=False) -> Template:
     """One program's steps; ``padding``: a 2-SM pair's partner past the last tile row
     (its share of B and a masked MMA; no A, no store). A cluster multicasts its B tile, or
     with ``multicast="A"`` its A tile: the L2 serves one read for the cluster's programs
-    (which programs pair up is not traced: only the L2's demand changes)."""
+    (which programs pair up is not traced: only the L2's demand changes). ``reads_c``: the
+    epilogue reads its C tile before the store (``accumulate``; CUTLASS's epilogue loads the
+    source tensor when beta is not 0; with split-K, the last K slice's program)."""
     a_shared, b_shared = (cluster, 1) if multicast == "A" else (1, cluster)
     full, rest = divmod(k_span, bk)
     b_cols, b_block = (cols, "pid_n") if pair == 1 else (-(-cols // pair), "b_part")
@@ -488,8 +500,10 @@ def _gpu_template(name, rows, cols, k_span, bm, bn, bk, dtype, in_bytes, out_dty
         return Template(name=name, steps=steps)
     # Split-K programs add fp32 partial tiles into C (atomics); otherwise one store.
     out_bytes = ACC_BYTES if split > 1 else OUT_BYTES[out_dtype]
+    source = [Transfer(tensor="C", block=["batch", "pid_m", "pid_n"], bytes=int(rows * cols * OUT_BYTES[out_dtype]))]
     steps.append(Step(
-        transfers=[Transfer(tensor="C", block=["batch", "pid_m", "pid_n"], bytes=int(rows * cols * out_bytes),
+        transfers=[*(source if reads_c else []),
+                   Transfer(tensor="C", block=["batch", "pid_m", "pid_n"], bytes=int(rows * cols * out_bytes),
                             direction="write")],
     ))
     return Template(name=name, steps=steps)
@@ -543,6 +557,8 @@ def tile_traffic_bound(params: dict[str, Any], config: dict[str, Any], chip: Chi
 
 
 def _build_tpu(params: dict[str, Any], config: dict[str, Any]) -> KernelTrace:
+    if params.get("accumulate"):
+        raise InputError("the Pallas blocked matmul writes C; accumulate is for GPU GEMMs", field="params.accumulate")
     m, n, k, b, dtype = _problem(params)
     bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
     nm, nn, nk = math.ceil(m / bm), math.ceil(n / bn), math.ceil(k / bk)

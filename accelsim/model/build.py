@@ -11,6 +11,10 @@ per layer in each chunk's last backward, one bucket after it on Megatron-LM's la
 stages and chunks, or all after the backward without overlap; each bucket's NaN-check
 norm and division by the replicas before it where the framework has them), the
 optimizer update, and ZeRO's parameter all-gather when not overlapped.
+
+An eager framework's host issues every op (``host_s``: its forward or backward per-op
+cost) and waits on its NaN checks (``host_sync``: the loss's and each bucket's norm):
+the replay's host timeline (``accelsim.system.streams.HostQueue``).
 """
 
 from __future__ import annotations
@@ -91,13 +95,17 @@ def _write_stage(st: _Stage, shape: StepShape, microbatches: int) -> None:
     chunks = _chunk_layers(shape, st.index)
     last_backward = {t.chunk: i for i, t in enumerate(tasks) if t.kind == "B"}
     st.gathers = _gather_order(shape, st.index, tasks, chunks)
+    st.ops.host_s = shape.framework.host_forward_op_s
     if shape.training and shape.framework.zeroes_grad_buffer:
         st.ops.memory_pass("zero-grad", _stage_params(shape, st.index) / shape.layout.fsdp * shape.framework.grad_bytes,
                            [])
     if st.gathers:
         _issue_gather(st, shape, 0)
+    fw = shape.framework
     for i, task in enumerate(tasks):
+        st.ops.host_s = fw.host_forward_op_s if task.kind == "F" else fw.host_backward_op_s
         _write_task(st, shape, i, task, chunks[task.chunk], reduce_grads=last_backward.get(task.chunk) == i)
+    st.ops.host_s = fw.host_forward_op_s
     if shape.training:
         _finish_training(st, shape)
 
@@ -254,6 +262,7 @@ def _bucket_passes(st: _Stage, shape: StepShape, name: str, units: list[int], de
     nbytes = sum(_unit_params(shape, u) for u in units) * fw.grad_bytes
     if fw.grad_nan_check:
         deps = [st.ops.memory_pass(f"nan.{name}", nbytes, deps)]
+        st.ops.host_waits_for(deps)
     if fw.grad_prescale and layout.dp * layout.cp > 1:
         deps = [st.ops.memory_pass(f"scale.{name}", 2 * nbytes, deps)]
     return deps

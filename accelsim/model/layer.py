@@ -112,11 +112,13 @@ class LayerWriter:
         return self.ops.kernel(name, "gemm", self.s.gemm_params(m, n, k, groups, batch), after)
 
     def wgrad(self, name: str, m: int, n: int, k: int, after: list[str], batch: int = 1) -> str:
-        """A weight-gradient GEMM; with the framework's ``wgrad_into_main_grad`` it writes
-        the fp32 main gradient (Megatron-LM's gradient-accumulation fusion)."""
+        """A weight-gradient GEMM; with the framework's ``wgrad_into_main_grad`` it adds into
+        the fp32 main gradient, reading it and writing it (Megatron-LM's gradient-accumulation
+        fusion: cuBLAS with beta = 1)."""
         params = self.s.gemm_params(m, n, k, batch=batch)
         if self.s.framework.wgrad_into_main_grad:
             params["out_dtype"] = "fp32"
+            params["accumulate"] = True
         return self.ops.kernel(name, "gemm", params, after)
 
     def elementwise(self, name: str, elements: int, inputs: int, outputs: int, after: list[str],
@@ -446,6 +448,8 @@ class VocabWriter(LayerWriter):
         after = self.column(f"{tag}.logits", vocab, m.hidden, after, rows=rows)
         if s.training and not s.framework.fused_elementwise:
             after = self.cross_entropy(f"{tag}.loss", rows, vocab, after)
+            if s.framework.grad_nan_check:  # the loss's NaN check reads it on the host
+                self.ops.host_waits_for(after)
         return after
 
     def cross_entropy(self, tag: str, rows: int, vocab: int, after: list[str]) -> list[str]:

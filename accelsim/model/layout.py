@@ -132,8 +132,8 @@ class Framework:
     otherwise it gathers again beside the data-gradient GEMM (Megatron-LM)."""
     wgrad_into_main_grad: bool = False
     """Weight-gradient GEMMs accumulate into the fp32 main gradient (Megatron-LM's
-    ``--gradient-accumulation-fusion``, its default: cuBLAS writes C in fp32); otherwise
-    they write the weights' dtype."""
+    ``--gradient-accumulation-fusion``, its default: cuBLAS reads and writes C in fp32, beta
+    = 1, the gemm family's ``accumulate``); otherwise they write the weights' dtype."""
     zeroes_grad_buffer: bool = False
     """Every step starts by zeroing the stage's whole gradient buffer (Megatron-LM's
     ``zero_grad_buffer``: one contiguous buffer of every local parameter's main gradient,
@@ -152,7 +152,9 @@ class Framework:
     """Before a gradient bucket's data-parallel reduction, its main gradient is read once for
     its norm, checked for NaN (Megatron-LM's ``--check-for-nan-in-loss-and-grad``, on by
     default: ``Bucket.start_grad_sync`` in ``core/distributed/param_and_grad_buffer.py`` at
-    937571cf)."""
+    937571cf), and each microbatch's loss too (``loss_func`` in ``pretrain_gpt.py``). Both
+    are ``assert not x.isnan()`` on a device tensor: the host waits for the value (a host
+    sync) before it issues anything more."""
     grad_prescale: bool = False
     """Before a gradient bucket is summed over the replicas, it is divided by their number in
     place, read and written (Megatron-LM's ``gradient_scaling_factor`` of 1 / DP, without
@@ -167,13 +169,36 @@ class Framework:
     kernel_search: bool = False
     """Each GEMM and attention with ``config=auto`` (XLA tiles its own dots; the best
     block shapes stand in for its choice); otherwise the implementation's own choice."""
+    host_forward_op_s: float = 0.0
+    """Host (CPU) time to issue one op of the forward and of the step's start and end (an
+    eager framework: Python, PyTorch's dispatcher with autograd recording, the kernel
+    launch). 0: no host timeline, ops issued ahead of the device (XLA's executable; a
+    CUDA graph, whose one launch per step is left out)."""
+    host_backward_op_s: float = 0.0
+    """Host time to issue one op of a backward (PyTorch's autograd engine issues them from
+    C++: no Python, no recording)."""
+
+
+EAGER_FORWARD_OP_S = 6.8e-6 + 1.3e-6
+"""An eager PyTorch op issued from Python with autograd recording, and its launch: 6.8 us
+for ``2 * x`` on a one-element tensor that requires grad (5 us without; pytorch/pytorch
+issue #41383, 2020, a microbenchmark of a million calls) plus 1.3 us for
+``cuLaunchKernel`` itself (meta-pytorch/tritonbench PR #1017, 2026: 1.3 us raw driver
+launch; 3.0 us measured on GB200). An estimate: neither was measured on the H100 or
+A100 hosts of the records, and a module's own Python (hooks, Transformer Engine's
+wrappers) is not counted."""
+EAGER_BACKWARD_OP_S = 1.0e-6 + 1.3e-6
+"""An op the autograd engine issues in the backward: about 1 us for the C++ dispatch of a
+simple op (pytorch/pytorch #41383, a maintainer's figure: ``x * x`` from C++) plus the
+launch as above. An estimate, as above."""
 
 
 FRAMEWORKS: dict[str, Framework] = {
     "megatron": Framework(name="megatron", overlap_grad_reduce=True, overlap_param_gather=True,
                           param_bytes=2, grad_bytes=4, gemm_impl="cublas", wgrad_into_main_grad=True,
                           zeroes_grad_buffer=True, hidden_dropout=True, grad_nan_check=True, grad_prescale=True,
-                          later_stages_one_bucket=True),
+                          later_stages_one_bucket=True, host_forward_op_s=EAGER_FORWARD_OP_S,
+                          host_backward_op_s=EAGER_BACKWARD_OP_S),
     "maxtext": Framework(name="maxtext", overlap_grad_reduce=True, overlap_param_gather=True,
                          param_bytes=4, grad_bytes=4, fused_elementwise=True, saves_gathered_inputs=True,
                          kernel_search=True),

@@ -13,14 +13,34 @@ from accelsim.model.layout import Layout
 
 
 class OpList:
-    """One program's ops in issue order; names are unique (the caller tags them)."""
+    """One program's ops in issue order; names are unique (the caller tags them).
+
+    ``host_s``: the host time each op added now takes to issue (an eager framework's
+    per-op cost, set by the writer as it moves between forward and backward; 0: no host
+    timeline); a ``done`` is a wait on the device, not an op the host issues."""
 
     def __init__(self) -> None:
         self.ops: list[dict[str, Any]] = []
+        self.host_s = 0.0
 
     def add(self, op: dict[str, Any]) -> str:
+        if self.host_s and op["kind"] != "done":
+            op["host_s"] = self.host_s
         self.ops.append(op)
         return op["name"]
+
+    def host_waits_for(self, names: list[str]) -> None:
+        """The host waits for these ops (the last ones added) to finish before it issues
+        the next: a check that reads a device value on the host."""
+        wanted = set(names)
+        for op in reversed(self.ops):
+            if not wanted:
+                return
+            if op["name"] in wanted:
+                op["host_sync"] = True
+                wanted.discard(op["name"])
+        if wanted:
+            raise ValueError(f"host_waits_for: no op named {sorted(wanted)[0]!r}")
 
     def kernel(self, name: str, family: str, params: dict[str, Any], deps: list[str]) -> str:
         return self.add({"name": name, "kind": "compute", "family": family, "params": params, "deps": list(deps)})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from accelsim.system.costs import OpCost
 from accelsim.system.trace import COLLECTIVE_KINDS, P2P_KINDS, PERMUTE_KIND, Op, Program, group_index
+from accelsim.units import seconds_to_ps
 
 InstanceKey = tuple
 """``(base, seq)``: the ``seq``-th instance on ``base`` (a group and communicator, a pair
@@ -72,6 +73,24 @@ class CompiledProgram:
     """Device -> its position in :attr:`devices`."""
     foldable: bool
     """Its devices are interchangeable (:func:`foldable`)."""
+    host: HostTimes | None = None
+    """What the host takes to issue each op (None: no host timeline)."""
+
+
+@dataclass(frozen=True, eq=False)
+class HostTimes:
+    """A program's host timeline: per op, the host time to issue it (picoseconds) and
+    whether the host waits for it to finish before issuing the next (ops' ``host_s``,
+    ``host_sync``)."""
+
+    issue_ps: list[int]
+    sync: list[bool]
+
+    @staticmethod
+    def of(ops: list[Op]) -> HostTimes | None:
+        if not any(op.host_s or op.host_sync for op in ops):
+            return None
+        return HostTimes(issue_ps=[seconds_to_ps(op.host_s) for op in ops], sync=[op.host_sync for op in ops])
 
 
 def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) -> CompiledProgram:
@@ -100,7 +119,7 @@ def compile_program(index: int, program: Program, indexes: dict[tuple, dict]) ->
         index=index, program=program, ops=ops, devices=devices, streams=streams, stream_of=stream_of,
         dependents=dependents, ndeps=ndeps, costs=[None] * len(ops),
         comm_joins=comm_joins(program, devices, indexes), position={d: k for k, d in enumerate(devices)},
-        foldable=foldable(program),
+        foldable=foldable(program), host=HostTimes.of(ops),
     )
 
 

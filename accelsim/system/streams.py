@@ -2,6 +2,8 @@
 
 An op starts when its ``deps`` and ``ctrl_deps`` have finished and the op before it on
 its stream has finished (or, if async, been issued); ``done`` waits for its async op.
+Where the program has a host timeline (ops' ``host_s``, ``host_sync``), an op also waits
+until the host has issued it (:class:`HostQueue`).
 Compute ops run on the class's :class:`~accelsim.system.compute.DeviceCompute`;
 communication ops join their instances (:class:`~accelsim.system.instances.Rendezvous`).
 """
@@ -17,7 +19,7 @@ import simpy
 
 from accelsim.system.compute import DeviceCompute
 from accelsim.system.costs import CostModel
-from accelsim.system.program import CompiledProgram
+from accelsim.system.program import CompiledProgram, HostTimes
 from accelsim.system.trace import Op
 from accelsim.units import seconds_to_ps
 
@@ -34,6 +36,43 @@ class Segment:
     kind: str
     start_ps: int
     end_ps: int
+
+
+NOT_ISSUED = 1 << 62
+"""The issue time of an op the host has not reached (it waits for an earlier op)."""
+
+
+@dataclass(eq=False)
+class HostQueue:
+    """The host (CPU) of one replayed class issuing its program's ops in list order: each
+    takes its ``host_s`` after the one before, and after an op with ``host_sync`` the host
+    issues nothing more until that op has finished. The host runs ahead of the device
+    until it waits, so issue times are set in runs, one per sync."""
+
+    times: HostTimes
+    issued_ps: list[int] = field(init=False)
+    """Per op, when the host has issued it (:data:`NOT_ISSUED` until known)."""
+    next: int = 0
+    """The first op not issued yet."""
+    clock_ps: int = 0
+    waking: set[int] = field(default_factory=set)
+    """Streams with a wake-up scheduled for their head op's issue."""
+
+    def __post_init__(self) -> None:
+        self.issued_ps = [NOT_ISSUED] * len(self.times.issue_ps)
+
+    def issue(self, now_ps: int) -> None:
+        """Issue ops from :attr:`next` on, from ``now_ps`` or later, up to and including the
+        next one the host waits for."""
+        cost, sync, issued = self.times.issue_ps, self.times.sync, self.issued_ps
+        t, i = max(self.clock_ps, now_ps), self.next
+        while i < len(cost):
+            t += cost[i]
+            issued[i] = t
+            i += 1
+            if sync[i - 1]:
+                break
+        self.next, self.clock_ps = i, t
 
 
 @dataclass(eq=False)
@@ -55,9 +94,13 @@ class DeviceClass:
     started_ps: dict[int, int] = field(default_factory=dict)
     pending: dict[int, int] = field(default_factory=dict)
     """Comm op -> instances it still waits for."""
+    host: HostQueue | None = field(init=False)
 
     def __post_init__(self) -> None:
         n = len(self.prog.ops)
+        self.host = HostQueue(self.prog.host) if self.prog.host is not None else None
+        if self.host is not None:
+            self.host.issue(0)
         self.deps_left = list(self.prog.ndeps)
         self.head = [0] * len(self.prog.streams)
         self.busy = [False] * len(self.prog.streams)
@@ -127,11 +170,29 @@ class Streams:
             i = stream[cls.head[s]]
             if cls.deps_left[i]:
                 return
+            if cls.host is not None and cls.host.issued_ps[i] > self.env.now:
+                self._wait_for_host(cls, s, cls.host.issued_ps[i])
+                return
             cls.head[s] += 1
             op = cls.prog.ops[i]
             if not op.is_async:
                 cls.busy[s] = True
             self._start(cls, i, op)
+
+    def _wait_for_host(self, cls: DeviceClass, s: int, issued_ps: int) -> None:
+        """Try stream ``s`` again once the host issues its head op (a sync's end retries
+        every stream when the host's next run is not yet known)."""
+        host = cls.host
+        if issued_ps == NOT_ISSUED or s in host.waking:
+            return
+        host.waking.add(s)
+
+        def wake(_event: simpy.Event) -> None:
+            host.waking.discard(s)
+            self._try_stream(cls, s)
+            self.completions.drain()
+
+        self.env.timeout(issued_ps - self.env.now).callbacks.append(wake)
 
     def _start(self, cls: DeviceClass, i: int, op: Op) -> None:
         cls.started_ps[i] = self.env.now
@@ -175,5 +236,8 @@ class Streams:
             if not deps_left[j] and prog.stream_of[j] != s:
                 touched = touched or set()
                 touched.add(prog.stream_of[j])
+        if cls.host is not None and cls.host.times.sync[i]:  # the host goes on issuing
+            cls.host.issue(now)
+            touched = set(range(len(prog.streams)))
         for t in sorted({s, *touched}) if touched else (s,):
             self._try_stream(cls, t)

@@ -129,6 +129,17 @@ class Op(_Strict):
     start: str | None = None
     """``done``: the async op it waits for."""
 
+    # the host (CPU) that issues the program's ops
+    host_s: NonNegNumber = 0.0
+    """Host time to issue this op, in seconds (an eager framework's per-op dispatch and
+    the kernel launch). The host issues a program's ops in list order, one after another;
+    an op starts no earlier than it has been issued. 0 everywhere: no host timeline (ops
+    issued ahead of the device, as from a CUDA graph or XLA's executable)."""
+    host_sync: bool = Field(default=False, strict=True)
+    """The host waits for this op to finish before it issues the next (``.item()``, an
+    ``assert`` on a device tensor, a stream synchronize): the device's queue drains, and
+    what the host issues next starts no earlier than the host issues it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @model_validator(mode="after")
@@ -138,6 +149,9 @@ class Op(_Strict):
         if self.kind == "compute":
             self._check_compute()
         elif self.kind == "done":
+            if self.host_s or self.host_sync:
+                field = "host_s" if self.host_s else "host_sync"
+                raise ValueError(f"{field}: a done op is no work the host issues (it waits on the device)")
             if self.start is None:
                 raise ValueError("start: a done op names the async op it waits for")
             if self.is_async:
@@ -293,6 +307,20 @@ def _check_program(program: Program, where: str, devices: set[int], owner: dict[
     cycle = find_cycle(program)
     if cycle:
         raise ValueError(f"{where}.ops: dependency cycle: {' -> '.join(cycle)}")
+    if any(op.host_s or op.host_sync for op in program.ops):
+        _check_issue_order(program, where, index)
+
+
+def _check_issue_order(program: Program, where: str, index: dict[str, int]) -> None:
+    """A program with a host timeline lists each op after the ops it waits for: the host
+    issues them in list order, and one it waits on (``host_sync``) must not wait for an op
+    it has not issued."""
+    for i, op in enumerate(program.ops):
+        waits = [("deps", d) for d in op.deps] + [("ctrl_deps", d) for d in op.ctrl_deps]
+        for field, dep in waits + ([("start", op.start)] if op.kind == "done" else []):
+            if index[dep] > i:
+                raise ValueError(f"{where}.ops[{i}].{field}: {shown(dep)} comes later in the list; with a host "
+                                 f"timeline (host_s, host_sync) ops are listed in the order the host issues them")
 
 
 def group_index(groups: tuple[tuple[int, ...], ...]) -> dict[int, tuple[int, ...]]:

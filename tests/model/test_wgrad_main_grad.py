@@ -1,5 +1,6 @@
-"""Megatron-LM's gradient-accumulation fusion: every weight-gradient GEMM writes the fp32
-main gradient; data-gradient and forward GEMMs keep the weights' dtype."""
+"""Megatron-LM's gradient-accumulation fusion: every weight-gradient GEMM adds into the fp32
+main gradient (reads and writes it); data-gradient and forward GEMMs keep the weights'
+dtype and write C alone."""
 
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ def gemm_out_dtypes(model, node, framework) -> dict[bool, set]:
     out: dict[bool, set] = {True: set(), False: set()}
     for op in ops:
         if op.family == "gemm":
-            out[op.name.endswith(".dw")].add(op.params.get("out_dtype", "auto"))
+            out[op.name.endswith(".dw")].add((op.params.get("out_dtype", "auto"), op.params.get("accumulate", False)))
     return out
 
 
-def test_weight_gradients_write_fp32(tiny, node):
-    assert gemm_out_dtypes(tiny, node, FRAMEWORKS["megatron"]) == {True: {"fp32"}, False: {"auto"}}
+def test_weight_gradients_add_into_fp32(tiny, node):
+    assert gemm_out_dtypes(tiny, node, FRAMEWORKS["megatron"]) == {True: {("fp32", True)}, False: {("auto", False)}}
 
 
 def test_without_the_fusion_they_write_the_weights_dtype(tiny, node):
     framework = replace(FRAMEWORKS["megatron"], wgrad_into_main_grad=False)
-    assert gemm_out_dtypes(tiny, node, framework) == {True: {"auto"}, False: {"auto"}}
+    assert gemm_out_dtypes(tiny, node, framework) == {True: {("auto", False)}, False: {("auto", False)}}

@@ -174,7 +174,8 @@ def build(params: dict, config: dict, chip, split: Decomposition) -> KernelTrace
             keys[key] = len(templates)
             templates.append(_unit_template(f"sk{len(keys) - 1}", key, bm, bn, bk, rest, dtype,
                                             config.get("cluster", 1), config.get("multicast", "B"),
-                                            gemm.OUT_BYTES[gemm.output_dtype(params)]))
+                                            gemm.OUT_BYTES[gemm.output_dtype(params)],
+                                            params.get("accumulate", False)))
         template_of.append(keys[key])
         for name in variables:
             variables[name].append(0)
@@ -200,9 +201,10 @@ def build(params: dict, config: dict, chip, split: Decomposition) -> KernelTrace
 
 
 def _unit_template(name: str, key: tuple, bm: int, bn: int, bk: int, rest: int, dtype: str, cluster: int,
-                   multicast: str, out_bytes: int) -> dict:
+                   multicast: str, out_bytes: int, reads_c: bool = False) -> dict:
     """One stream-K unit: per segment its k-loop (and the ragged last k-block where the
-    segment reaches it), then its store, its partial accumulator or its fix-up."""
+    segment reaches it), then its store, its partial accumulator or its fix-up (which read
+    their C tile first where the GEMM accumulates into C: ``reads_c``)."""
     in_bytes = DTYPE_BYTES[dtype]
     a_shared, b_shared = (cluster, 1) if multicast == "A" else (1, cluster)
     steps = []
@@ -226,7 +228,8 @@ def _unit_template(name: str, key: tuple, bm: int, bn: int, bk: int, rest: int, 
         if role == "finish":
             transfers.append({"tensor": "P", "block": [f"t{i}"], "bytes": peers * partial, "level": "shared_cache"})
             compute.append({"unit": "vector", "flops": float(peers * rows * cols), "dtype": "fp32", "useful": False})
-        transfers.append({"tensor": "C", "block": [f"b{i}", f"m{i}", f"n{i}"], "bytes": rows * cols * out_bytes,
-                          "direction": "write"})
+        c_tile = {"tensor": "C", "block": [f"b{i}", f"m{i}", f"n{i}"], "bytes": rows * cols * out_bytes}
+        transfers += [c_tile] if reads_c else []
+        transfers.append({**c_tile, "direction": "write"})
         steps.append({"transfers": transfers, "compute": compute})
     return {"name": name, "steps": steps}
