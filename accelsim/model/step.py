@@ -103,6 +103,6 @@ def run_step(step: ModelStep, trace: SystemTrace, *, options: ReplayOptions = Re
         model=s.model.name, mode=s.workload.mode, layout=layout.text(), framework=s.framework.name,
         devices=layout.devices, microbatches=step.microbatches, tokens=s.workload.tokens,
         model_flops=model_flops(s.model, s.workload), hardware_flops=hardware_flops(s.model, s.workload, layout),
-        peak_flops_per_s=step.chip.datasheet_matrix_flops_per_s(s.workload.dtype), memory=step.memory.as_dict(),
+        peak_flops_per_s=step.chip.matrix_flops_per_s(s.workload.dtype), memory=step.memory.as_dict(),
         bubble_s=bubble, step=stats)
     return result, replayed
