@@ -320,7 +320,8 @@ class ModelStepResult:
     model_flops: float
     hardware_flops: float
     peak_flops_per_s: float
-    """One device's dense matrix peak at the GEMM dtype (the MFU and HFU denominator)."""
+    """One device's dense matrix peak at the GEMM dtype (the MFU and HFU denominator), the
+    datasheet's: with ``power.dvfs.boost`` on, at the config's ``clock``, not the boost clock."""
     memory: Mapping[str, float]
     """Per device on the busiest stage: ``weights_bytes``, ``gradients_bytes``,
     ``optimizer_bytes``, ``activations_bytes``, ``kv_cache_bytes``, ``total_bytes``,

@@ -94,6 +94,16 @@ def mutated(draw, doc: Any, max_edits: int = 3) -> Any:
     return doc
 
 
+def leaf_paths(doc: dict, prefix: tuple = ()):
+    """Every settable field of a config document, dotted (``hbm.bandwidth``): a mapping
+    with a ``value`` (a cited quantity) is one field."""
+    for key, value in doc.items():
+        if isinstance(value, dict) and "value" not in value:
+            yield from leaf_paths(value, (*prefix, key))
+        else:
+            yield ".".join((*prefix, key))
+
+
 def refused_or_ok(result) -> bool:
     """True for a success (exit 0: the caller checks its bounds); for a refusal, exit
     status 2 and exactly one line of at most 300 characters, no traceback."""

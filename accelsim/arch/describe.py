@@ -55,17 +55,21 @@ def _tree(value: Any) -> Any:
 
 
 def derived(arch: model.Arch) -> dict[str, Any]:
-    """Chip- or system-level figures computed from the config (not in the file)."""
+    """Chip- or system-level figures computed from the config (not in the file); the peaks and
+    the ridge point the datasheet's, at :attr:`~accelsim.arch.model.Chip.peak_clock_hz` (as
+    ``simulate`` and ``arch list`` quote them, also where kernels start at a boost clock)."""
     if isinstance(arch, model.Chip):
+        matrix, vector = arch.matrix.flops_per_cycle_per_core, arch.vector.flops_per_cycle_per_core
         out: dict[str, Any] = {
-            "matrix_flops_per_s": {d: arch.matrix_flops_per_s(d) for d in arch.matrix.flops_per_cycle_per_core},
-            "vector_flops_per_s": {d: arch.vector_flops_per_s(d) for d in arch.vector.flops_per_cycle_per_core},
+            "matrix_flops_per_s": {d: arch.datasheet_matrix_flops_per_s(d) for d in matrix},
+            "vector_flops_per_s": {d: arch.datasheet_vector_flops_per_s(d) for d in vector},
             "special_function_ops_per_s": arch.special_function_ops_per_s,
             "local_memory_bandwidth_bytes_per_s": arch.local.bandwidth_bytes_per_cycle * arch.num_cores * arch.clock_hz,
             "link_bandwidth_bytes_per_s": arch.link_bandwidth_bytes_per_s,
         }
-        if "bf16" in arch.matrix.flops_per_cycle_per_core:
-            out["ridge_point_flops_per_byte_bf16"] = arch.matrix_flops_per_s("bf16") / arch.hbm.bandwidth_bytes_per_s
+        if "bf16" in matrix:
+            ridge = arch.datasheet_matrix_flops_per_s("bf16") / arch.hbm.bandwidth_bytes_per_s
+            out["ridge_point_flops_per_byte_bf16"] = ridge
         return out
     if isinstance(arch, model.Node):
         return {"chips": arch.gpus, "nvlink_bandwidth_per_gpu_bytes_per_s": arch.chip.link_bandwidth_bytes_per_s}

@@ -31,6 +31,7 @@ the fixed cost instead.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import re
@@ -386,6 +387,10 @@ class ClusterLinks(dict):
     def __init__(self, *, nodes: int, gpus_per_node: int, uplink_bytes_per_s: float, hop_latency_s: float,
                  switch_latency_s: float, nics_per_node: int, nic_bytes_per_s: float, fabric_latency_s: float) -> None:
         super().__init__()
+        self._sizes = dict(nodes=nodes, gpus_per_node=gpus_per_node, uplink_bytes_per_s=uplink_bytes_per_s,
+                           hop_latency_s=hop_latency_s, switch_latency_s=switch_latency_s,
+                           nics_per_node=nics_per_node, nic_bytes_per_s=nic_bytes_per_s,
+                           fabric_latency_s=fabric_latency_s)
         self._gpus, self._nodes, self._nics = nodes * gpus_per_node, nodes, nics_per_node
         self._gpu_link = (uplink_bytes_per_s, hop_latency_s, switch_latency_s)
         self._nic_link = (nic_bytes_per_s, fabric_latency_s)
@@ -430,8 +435,30 @@ class ClusterLinks(dict):
                 yield nic_up(node, nic)
                 yield nic_down(node, nic)
 
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self))
+
     def __len__(self) -> int:
         return 2 * self._gpus + 2 * self._nodes * self._nics
+
+    def copy(self) -> dict[str, Link]:
+        """Every link, as a plain dict (what ``dict.copy`` of a dict of them all gives)."""
+        return dict(self.items())
+
+    def __or__(self, other: object) -> dict[str, Link]:
+        return self.copy() | other if isinstance(other, Mapping) else NotImplemented
+
+    def __ror__(self, other: object) -> dict[str, Link]:
+        return dict(other) | self.copy() if isinstance(other, Mapping) else NotImplemented
+
+    def __reduce__(self):
+        return functools.partial(type(self), **self._sizes), ()
+
+    def _read_only(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a cluster's links are read-only")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    pop = popitem = clear = update = setdefault = _read_only  # type: ignore[assignment]
 
     def keys(self) -> KeysView[str]:
         return KeysView(self)

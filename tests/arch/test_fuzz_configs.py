@@ -10,22 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from accelsim.arch.model import chip_of, load_arch
-from tests.fuzzing import AWKWARD, assert_within_peaks, fuzz_settings, mutated, refused_or_ok
+from tests.fuzzing import AWKWARD, assert_within_peaks, fuzz_settings, leaf_paths, mutated, refused_or_ok
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = yaml.safe_load((ROOT / "arch_configs" / "gpu" / "h100-sxm.yaml").read_text())
 COPY = ("--kernel", "copy", "--param", "bytes=16777216", "--json")
 
 
-def _leaf_paths(doc, prefix=()):
-    for key, value in doc.items():
-        if isinstance(value, dict) and "value" not in value:
-            yield from _leaf_paths(value, (*prefix, key))
-        else:
-            yield ".".join((*prefix, key))
-
-
-SET_PATHS = sorted({*_leaf_paths(H100), "hbm", "cores", "vector_unit.flops_per_cycle_per_core.fp32",
+SET_PATHS = sorted({*leaf_paths(H100), "hbm", "cores", "vector_unit.flops_per_cycle_per_core.fp32",
                     "family_values", "uncertainty.gemm", "nope.nope"})
 
 

@@ -57,3 +57,21 @@ def test_a_route_crosses_made_links():
     assert route == ("node0.nic3->fabric", "fabric->node99999.nic7")
     assert topo.route_latency_s(route) == 3e-6
     assert len(topo.links) == 2 * 800_000 + 2 * 800_000
+
+
+def test_cluster_links_copy_merge_and_reverse_over_every_link():
+    links, expected = topology(3, 8, 4).links, every_link(3, 8, 4)  # nothing made yet
+    assert list(reversed(links)) == list(reversed(expected))
+    assert links.copy() == expected and type(links.copy()) is dict
+    assert (links | {}) == expected and ({} | links) == expected
+
+
+def test_cluster_links_are_read_only_and_pickle_as_the_sizes():
+    links = topology(3, 8, 4).links
+    for change in (lambda: links.__setitem__("gpu0->switch", None), lambda: links.pop("gpu0->switch"),
+                   lambda: links.update({}), lambda: links.setdefault("x", None), links.clear, links.popitem):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert links == every_link(3, 8, 4)
+    big = topology(100_000, 8, 8).links
+    assert len(pickle.dumps(big)) < 1000 and pickle.loads(pickle.dumps(big)) == big

@@ -19,8 +19,9 @@ FILE["records"] = [
                                                                     "batch": 1},
      "config": {"block_m": 64, "block_n": 64, "block_k": 64, "group_m": 8, "split_k": 1, "num_stages": 3,
                 "num_warps": 4}},
+    # conditions: a lock, and a power limit as GH200's 900 W records have
     {"id": "copy", "family": "copy", "implementation": "x", "params": {"bytes": 1048576}, "latency_s": 3e-6,
-     "source": "a test", "conditions": {"clock": "1500 MHz"}},
+     "source": "a test", "conditions": {"clock": "1500 MHz", "power.tdp": "900 W"}},
 ]
 
 
