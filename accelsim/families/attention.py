@@ -103,7 +103,11 @@ values) the kernels run 4 byte permutes and 2 warp shuffles within a quad of thr
 Research, "Delivering 1 PFLOP/s of Performance with FP8 FlashAttention-2", 2024, and its
 ``ReorgCFp8toAFp8``; FlashAttention-3 paper section 3.3; Triton's ``convertMMAV3To8BitsDotOperand``).
 A shuffle issues at 32 a cycle per SM, a 32-bit integer op at 64 (CUDA C++ Programming Guide,
-arithmetic instruction throughput, cc 9.0), against 128 FP32 lanes: (2 x 4 + 4 x 2) x 2 / 8."""
+arithmetic instruction throughput, cc 9.0), against 128 FP32 lanes: (2 x 4 + 4 x 2) x 2 / 8.
+Charged where the implementation says its kernel moves P so (``Impl.fp8_p_relayout``: Triton);
+FlashAttention-3's default path (V row-major, transposed in the kernel) only swaps registers within
+a thread (``permute_Cregs_fp8``), which the compiler resolves statically; cuDNN's fp8 kernels are
+closed and assumed to do as FlashAttention-3's."""
 STAT_BYTES = 4  # fp32 log-sum-exp / delta per row
 
 
@@ -293,6 +297,7 @@ def _set_schedule(p: dict[str, Any], impl: Impl, chip: Chip) -> None:
     """The implementation's schedule on ``chip`` into ``p``; a GPU backward's as its main loop runs
     it (:meth:`Schedule.backward`), with what its warps store to shared memory each iteration."""
     p["schedule"] = impl.schedule_for(chip)
+    p["fp8_relayout"] = impl.fp8_p_relayout
     if p["backward"] and isinstance(chip, GpuChip):
         p["schedule"] = p["schedule"].backward()
         p["staged"] = impl.backward_staged(p["head_dim"])
@@ -313,7 +318,8 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
 
 
 def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
-                   pairs: float | None = None, *, target: str = "gpu", d_v: int | None = None) -> list[Compute]:
+                   pairs: float | None = None, *, target: str = "gpu", d_v: int | None = None,
+                   relayout: bool = False) -> list[Compute]:
     """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
 
     Counts what our kernels do: per score, scale, running max, subtract and row sum (4
@@ -347,7 +353,7 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     ]
     if padding:
         work.append(Compute(unit="vector", flops=float(padding), dtype="fp32", useful=False))
-    if dtype == "fp8" and target == "gpu":
+    if relayout and dtype == "fp8" and target == "gpu":
         work.append(Compute(unit="vector", flops=float(FP8_RELAYOUT_FLOPS_PER_SCORE * executed), dtype="fp32",
                             useful=False))
     if diagonal:
@@ -426,13 +432,15 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         steps = [
             {"transfers": [{"tensor": "Q", "block": ["batch", "head", q_var], "bytes": rows * d * size}]},
             {"repeat": "n_unmasked", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
-             "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False)]},
+             "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False,
+                                                                    relayout=p["fp8_relayout"])]},
         ]
         for i in range(n_masked):
             share_pairs, share_keys = pairs / n_masked, keys_left / n_masked
             steps.append({
                 "transfers": _kv_transfers(["batch", "kv_head", f"masked_kv{i}"], round(share_keys * d * size)),
-                "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"])],
+                "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"],
+                                                                    relayout=p["fp8_relayout"])],
             })
         steps.append({"transfers": [
             {"tensor": "O", "block": ["batch", "head", q_var], "bytes": rows * d * out_size, "direction": "write"},
@@ -443,10 +451,11 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                       tiles=tiles)
 
 
-def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu") -> list[Compute]:
+def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu",
+                    relayout: bool = False) -> list[Compute]:
     """A partly masked block: the units execute the whole [rows, bn] block; useful flops
     are the attended pairs'."""
-    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target)
+    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target, relayout=relayout)
 
 
 def _kernel_name(p: dict[str, Any], direction: str) -> str:
@@ -511,11 +520,13 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
         steps = [
             {"transfers": [{"tensor": "Q", "block": ["batch", "kv_head", 0], "bytes": rows * d * size}]},
             {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "first_kv+j"], bn * d * size),
-             "compute": [c.model_dump() for c in _score_compute(rows, bn, executed_m, bn, d, p["dtype"], False)]},
+             "compute": [c.model_dump() for c in _score_compute(rows, bn, executed_m, bn, d, p["dtype"], False,
+                                                                    relayout=p["fp8_relayout"])]},
         ]
         if t:
             steps.append({"transfers": _kv_transfers(["batch", "kv_head", "first_kv+n_full"], int(t) * d * size),
-                          "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False)]})
+                          "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False,
+                                                                    relayout=p["fp8_relayout"])]})
         # Split: the partial output and LSE in fp32 (O_partial), which the combine kernel
         # reads. Not split: the output and its LSE.
         if split > 1:

@@ -43,3 +43,15 @@ def test_fp16_and_bf16_forwards_pay_the_same():
     """16-bit accumulators are already the A operand's layout: no relayout for either."""
     fp16, bf16 = costs("fp16", "triton")[0], costs("bf16", "triton")[0]
     assert fp16.issued_vector_s.sum() == pytest.approx(bf16.issued_vector_s.sum())
+
+
+def test_fa3_swaps_registers_without_moving_p():
+    """FlashAttention-3's default fp8 path (V row-major) swaps P's registers within a thread
+    (``permute_Cregs_fp8``, a static permutation): no relayout charged; Triton pays it."""
+    from accelsim.families.attention_impls import IMPLS
+    assert IMPLS["triton"].fp8_p_relayout and not IMPLS["fa3"].fp8_p_relayout
+    fa3 = FAMILY.build(*costs("fp8", "fa3")[1:], H100)
+    relayout = [c for t in fa3.templates for step in t.steps for c in step.compute
+                if c.unit == "vector" and c.flops > 0 and not c.useful]
+    executed_scores = 4 * 1024 * 1024
+    assert sum(c.flops for c in relayout) < FP8_RELAYOUT_FLOPS_PER_SCORE * executed_scores

@@ -118,6 +118,12 @@ class Impl:
     to read, by head dim: ``P`` and ``dS`` ([q rows, keys], the input type), ``dQ`` (the fp32
     [q rows, head dim] partial a producer warp reduce-adds to global memory by TMA). Default: P
     and dS, FlashAttention-2's ``sP`` and ``sdS`` (its dQ is added from registers by atomics)."""
+    fp8_p_relayout: bool = False
+    """Whether its fp8 forward moves P between threads before the PV MMA (warp shuffles and byte
+    permutes: ``attention.FP8_RELAYOUT_FLOPS_PER_SCORE``). Triton's lowering does
+    (``convertMMAV3To8BitsDotOperand``); FlashAttention-3 with V row-major, its default, swaps
+    registers within a thread (``permute_Cregs_fp8``: a static permutation, no instructions) and
+    shuffles only for a column-major V (``permute_Aregs_fp8``)."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.

@@ -53,4 +53,5 @@ IMPL = Impl(
     unavailable=gpu_only,
     default_config=default_config,
     config_space=config_space,
+    fp8_p_relayout=True,
 )
