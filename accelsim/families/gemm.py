@@ -537,7 +537,8 @@ def tile_traffic_bound(params: dict[str, Any], config: dict[str, Any], chip: Chi
     cluster, a 2-SM pair's B tile once per pair) and writes its C tile (fp32 partials per
     split-K slice), so the L2 carries at least ``b x (num_n x M x K / a_shared + num_m x K
     x N / (b_shared x pair)) x bytes + C``: the trace's own L2 demand
-    (:attr:`~accelsim.engine.programs.ProgramCosts.cache_bytes`) summed in closed form,
+    (:attr:`~accelsim.engine.programs.ProgramCosts.cache_bytes`) summed in closed form
+    (less the C tile an ``accumulate`` epilogue reads first, which this leaves out),
     never more (padding rows and ragged B shares only add), so never above the trace
     bound's L2 term (:func:`~accelsim.engine.gpu_bound.gpu_lower_bound_s`). 0 where the
     chip has no L2, or where the element size is fractional (the trace rounds each
