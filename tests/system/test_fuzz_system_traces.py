@@ -20,10 +20,21 @@ GOOD = {
         {"name": "perm", "kind": "collective-permute", "bytes": 1024, "pairs": [[0, 1], [1, 0]]},
     ]}],
 }
+HOSTED = {
+    "schema_version": 1, "num_devices": 8,
+    "programs": [{"name": "spmd", "devices": ["0-7"], "ops": [
+        {"name": "a", "kind": "compute", "flops": 1e12, "bytes": 1e9, "host_s": 8e-6},
+        {"name": "ar", "kind": "all-reduce", "bytes": 1e8, "deps": ["a"], "async": True, "host_s": 2e-6},
+        {"name": "b", "kind": "compute", "duration_s": 1e-3, "stream": "side", "host_s": 1e-6, "host_sync": True},
+        {"name": "d", "kind": "done", "start": "ar"},
+        {"name": "c", "kind": "compute", "duration_s": 1e-4, "host_s": 3e-6},
+    ]}],
+}
+"""A host timeline (``host_s``, ``host_sync``): issue order, a sync draining the queue."""
 
 
 @fuzz_settings(examples=30)
-@given(data=mutated(GOOD))
+@given(data=mutated(GOOD) | mutated(HOSTED))
 def test_a_mutated_system_trace(cli, tmp_path, data):
     path = tmp_path / "s.json"
     path.write_text(json.dumps(data))
