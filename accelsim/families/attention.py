@@ -433,14 +433,14 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"transfers": [{"tensor": "Q", "block": ["batch", "head", q_var], "bytes": rows * d * size}]},
             {"repeat": "n_unmasked", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False,
-                                                                    relayout=p["fp8_relayout"])]},
+                                                                    relayout=p.get("fp8_relayout", False))]},
         ]
         for i in range(n_masked):
             share_pairs, share_keys = pairs / n_masked, keys_left / n_masked
             steps.append({
                 "transfers": _kv_transfers(["batch", "kv_head", f"masked_kv{i}"], round(share_keys * d * size)),
                 "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"],
-                                                                    relayout=p["fp8_relayout"])],
+                                                                    relayout=p.get("fp8_relayout", False))],
             })
         steps.append({"transfers": [
             {"tensor": "O", "block": ["batch", "head", q_var], "bytes": rows * d * out_size, "direction": "write"},
@@ -521,12 +521,12 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
             {"transfers": [{"tensor": "Q", "block": ["batch", "kv_head", 0], "bytes": rows * d * size}]},
             {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "first_kv+j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, executed_m, bn, d, p["dtype"], False,
-                                                                    relayout=p["fp8_relayout"])]},
+                                                                    relayout=p.get("fp8_relayout", False))]},
         ]
         if t:
             steps.append({"transfers": _kv_transfers(["batch", "kv_head", "first_kv+n_full"], int(t) * d * size),
                           "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False,
-                                                                    relayout=p["fp8_relayout"])]})
+                                                                    relayout=p.get("fp8_relayout", False))]})
         # Split: the partial output and LSE in fp32 (O_partial), which the combine kernel
         # reads. Not split: the output and its LSE.
         if split > 1:
