@@ -240,7 +240,59 @@ def _checked_row(flow: Flow, names: list[str], index: Mapping[str, int]) -> tupl
     return columns, list(demand.values())
 
 
-class FluidResources:
+class _PoolReadouts:
+    """What a :class:`FluidResources` pool reports of itself (demand served, the running flows
+    as of now, rates) and the skipped work it books; the pool keeps the state these read."""
+
+    env: simpy.Environment
+    events: int
+    _names: list[str]
+    _used: np.ndarray
+    _rows: "_Rows"
+    _free: "_FreeRun"
+    _last_ps: int
+
+    @property
+    def used(self) -> dict[str, float]:
+        """Total demand served per resource so far."""
+        return dict(zip(self._names, self._used.tolist()))
+
+    def used_array(self) -> np.ndarray:
+        """:attr:`used` as an array over the resources in capacity order (a copy)."""
+        return self._used.copy()
+
+    def snapshot(self) -> list[Flow]:
+        """The running flows, each with ``remaining`` and ``rate`` filled in as of now
+        (the pool's own state is not changed)."""
+        now, rows = self.env.now, self._rows
+        out = []
+        for slot in np.flatnonzero(rows.active).tolist():
+            flow = rows.flows[slot]
+            rate = float(rows.rate[slot])
+            if self._free.on:
+                start, left = int(rows.t0[slot]), float(rows.rem0[slot])
+            else:
+                start, left = self._last_ps, float(rows.remaining[slot])
+            flow.remaining, flow.rate = max(left - rate * (now - start) / PS_PER_S, 0.0), rate
+            out.append(flow)
+        return out
+
+    def book(self, used: np.ndarray, events: int) -> None:
+        """Count demand served and events on top of those replayed: work whose replay the
+        owner skipped because it repeats, exactly, work already replayed (an idle pool)."""
+        if self._rows.active.any():
+            raise RuntimeError("booking skipped work needs an idle pool")
+        self._used += used
+        self.events += events
+
+    def rates(self) -> dict[str, float]:
+        """Current use of each resource per second."""
+        rows = self._rows
+        total = rows.demand.served(rows.rate * rows.active)
+        return dict(zip(self._names, total.tolist()))
+
+
+class FluidResources(_PoolReadouts):
     """A set of shared resources (capacity per second each) and the flows using them.
 
     ``coalesce_starts``: flows started at one instant by separate callers (say, the lanes
@@ -375,45 +427,6 @@ class FluidResources:
         self._rows.max_rate[slots] = paces
         if not self._in_callbacks:
             self._reschedule()
-
-    @property
-    def used(self) -> dict[str, float]:
-        """Total demand served per resource so far."""
-        return dict(zip(self._names, self._used.tolist()))
-
-    def used_array(self) -> np.ndarray:
-        """:attr:`used` as an array over the resources in capacity order (a copy)."""
-        return self._used.copy()
-
-    def snapshot(self) -> list[Flow]:
-        """The running flows, each with ``remaining`` and ``rate`` filled in as of now
-        (the pool's own state is not changed)."""
-        now, rows = self.env.now, self._rows
-        out = []
-        for slot in np.flatnonzero(rows.active).tolist():
-            flow = rows.flows[slot]
-            rate = float(rows.rate[slot])
-            if self._free.on:
-                start, left = int(rows.t0[slot]), float(rows.rem0[slot])
-            else:
-                start, left = self._last_ps, float(rows.remaining[slot])
-            flow.remaining, flow.rate = max(left - rate * (now - start) / PS_PER_S, 0.0), rate
-            out.append(flow)
-        return out
-
-    def book(self, used: np.ndarray, events: int) -> None:
-        """Count demand served and events on top of those replayed: work whose replay the
-        owner skipped because it repeats, exactly, work already replayed (an idle pool)."""
-        if self._rows.active.any():
-            raise RuntimeError("booking skipped work needs an idle pool")
-        self._used += used
-        self.events += events
-
-    def rates(self) -> dict[str, float]:
-        """Current use of each resource per second."""
-        rows = self._rows
-        total = rows.demand.served(rows.rate * rows.active)
-        return dict(zip(self._names, total.tolist()))
 
     # ------------------------------------------------------------ the allocation
 
