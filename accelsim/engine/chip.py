@@ -17,7 +17,7 @@ import numpy as np
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.engine.cohorts import CoreSlots
 from accelsim.engine.energy import with_energy
-from accelsim.engine.gpu import GpuEngine
+from accelsim.engine.gpu import GpuEngine, reuse_window, shared_cache_hits
 from accelsim.engine.occupancy import gpu_occupancies, gpu_occupancy
 from accelsim.engine.program_times import ProgramTimes, gpu_program_times, hbm_queueing_s, instruction_streams
 from accelsim.engine.programs import ProgramCosts, program_costs
@@ -108,9 +108,13 @@ def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
     check_hbm_capacity(trace, chip)
     started = time.perf_counter()
     engine = engine_for(chip)
+    if hits is None and isinstance(chip, GpuChip) and chip.power is not None and chip.power.cap_w is not None:
+        hits = shared_cache_hits(trace, chip)  # a lower clock's replays reuse it (below)
     result = engine.simulate(trace, chip, timeline=timeline, replays=replays, hits=hits, costs=costs,
                              shortcuts=shortcuts)
+    window = reuse_window(trace, chip) if hits is not None and isinstance(chip, GpuChip) else None
     result = with_energy(trace, chip, result, lambda slower: engine.simulate(
-        trace, slower, timeline=timeline, replays=replays, hits=hits, costs=None, shortcuts=shortcuts))
+        trace, slower, timeline=timeline, replays=replays, costs=None, shortcuts=shortcuts,
+        hits=hits if window is None or reuse_window(trace, slower) == window else None))
     result.sim_wall_s = time.perf_counter() - started
     return result
