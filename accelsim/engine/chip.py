@@ -109,7 +109,10 @@ def simulate_kernel(trace: KernelTrace, chip: Chip, *, timeline: bool = False,
     started = time.perf_counter()
     engine = engine_for(chip)
     if hits is None and isinstance(chip, GpuChip) and chip.power is not None and chip.power.cap_w is not None:
-        hits = shared_cache_hits(trace, chip)  # a lower clock's replays reuse it (below)
+        try:  # a lower clock's replays reuse it (below)
+            hits = shared_cache_hits(trace, chip)
+        except InputError:  # the replay says what is wrong with the trace, in its own order of checks
+            hits = None
     result = engine.simulate(trace, chip, timeline=timeline, replays=replays, hits=hits, costs=costs,
                              shortcuts=shortcuts)
     window = reuse_window(trace, chip) if hits is not None and isinstance(chip, GpuChip) else None
