@@ -15,10 +15,11 @@ Blackwell attention kernels are (FlashAttention-4's ``flash_attn/cute/flash_fwd_
 CUTLASS's Blackwell FMHA examples): a CTA runs two 128-row query tiles against one stream of K and
 V, each tile's softmax on a warpgroup of its own (:data:`BLACKWELL_Q_TILES`), so a CTA covers 256
 query rows; the rest of the assumptions as on Hopper, the backward's Hopper staging (what FA3
-stores to shared memory) included; no B200 backward record checks it. On the B200
-cudnn-frontend prefills (never fitted) two tiles a CTA is what the times say too: a 256- and a
-512-token chunk against the same cache take the same time at 32 query heads (0.388 and 0.393 ms
-at 32k keys), one wave of 256-row CTAs either way."""
+stores to shared memory) included; no B200 backward record checks it. The assumption is taken
+from the open kernels, not from the check records; those are consistent with it (the B200
+cudnn-frontend prefills, never fitted: a 256- and a 512-token chunk against the same 32k cache
+take 0.388 and 0.393 ms at 32 query heads, one wave of 256-row CTAs either way). FlashAttention-4
+gives such a CTA 16 warps; the model's 12 (:func:`_forward_warps`) are left as they were."""
 
 from __future__ import annotations
 
