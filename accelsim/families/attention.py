@@ -423,7 +423,7 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         program_vars[f"masked_kv{i}"] = (unmasked + i).tolist()
     # Fully attended blocks loop; each partly masked block is its own step, carrying
     # an equal share of the masked blocks' exact attended pairs and key bytes.
-    templates, template_of = [], np.zeros(total, dtype=np.int64)
+    templates, template_of, relayout = [], np.zeros(total, dtype=np.int64), p["fp8_relayout"]
     keys = np.stack([q_rows, masked, masked_pairs, masked_keys], axis=1)
     for key in np.unique(keys, axis=0):
         rows, n_masked, pairs, keys_left = (int(v) for v in key)
@@ -433,14 +433,14 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"transfers": [{"tensor": "Q", "block": ["batch", "head", q_var], "bytes": rows * d * size}]},
             {"repeat": "n_unmasked", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False,
-                                                                    relayout=p.get("fp8_relayout", False))]},
+                                                                    relayout=relayout)]},
         ]
         for i in range(n_masked):
             share_pairs, share_keys = pairs / n_masked, keys_left / n_masked
             steps.append({
                 "transfers": _kv_transfers(["batch", "kv_head", f"masked_kv{i}"], round(share_keys * d * size)),
                 "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"],
-                                                                    relayout=p.get("fp8_relayout", False))],
+                                                                    relayout=relayout)],
             })
         steps.append({"transfers": [
             {"tensor": "O", "block": ["batch", "head", q_var], "bytes": rows * d * out_size, "direction": "write"},
@@ -513,7 +513,7 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
     length = np.clip(skv - start, 0, chunk)
     full = length // bn
     tail = length % bn
-    templates, template_of = [], np.zeros(total, dtype=np.int64)
+    templates, template_of, relayout = [], np.zeros(total, dtype=np.int64), p["fp8_relayout"]
     for t in np.unique(tail):
         chosen = tail == t
         template_of[chosen] = len(templates)
@@ -521,12 +521,12 @@ def _build_gpu_decode(p: dict[str, Any], params: dict[str, Any], config: dict[st
             {"transfers": [{"tensor": "Q", "block": ["batch", "kv_head", 0], "bytes": rows * d * size}]},
             {"repeat": "n_full", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "first_kv+j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, executed_m, bn, d, p["dtype"], False,
-                                                                    relayout=p.get("fp8_relayout", False))]},
+                                                                    relayout=relayout)]},
         ]
         if t:
             steps.append({"transfers": _kv_transfers(["batch", "kv_head", "first_kv+n_full"], int(t) * d * size),
                           "compute": [c.model_dump() for c in _score_compute(rows, int(t), executed_m, bn, d, p["dtype"], False,
-                                                                    relayout=p.get("fp8_relayout", False))]})
+                                                                    relayout=relayout)]})
         # Split: the partial output and LSE in fp32 (O_partial), which the combine kernel
         # reads. Not split: the output and its LSE.
         if split > 1:

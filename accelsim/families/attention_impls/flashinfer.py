@@ -213,7 +213,8 @@ def build(p: dict[str, Any], params: dict[str, Any], chip: Chip) -> KernelTrace:
     from accelsim.families import attention  # the family builds the generic decode it falls back to
     cfg = default_config(p, chip)
     if p["batch"] > 1:
-        p = {**p, "schedule": IMPL.schedule}
+        p = dict(p)
+        attention._set_schedule(p, IMPL, chip)  # what the family's builders read of the implementation
         return attention._build_gpu_decode(p, params, cfg, chip.staged_buffers(cfg["num_stages"]))
     ks = Launches()
     chunks = _main_kernel(ks, p, cfg, chip)
