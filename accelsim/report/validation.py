@@ -215,7 +215,7 @@ def plot_roofline_points(comparisons: Sequence[Comparison], chip: Chip, path: Pa
     intensity = [c.flops / c.hbm_bytes for c in points] or [1.0]
     rates = chip.matrix.flops_per_cycle_per_core
     dtypes = sorted({str(c.measurement.params.get("dtype")) for c in points} & set(rates),
-                    key=lambda d: rates[d]) or ["bf16"]
+                    key=lambda d: (rates[d], d)) or ["bf16"]  # by name where rates tie: not the set's hash order
     for dtype, style in zip(dtypes, ("-", "--", ":", "-.") * len(dtypes)):
         draw_roof(ax, chip, [min(intensity) / 4, max(intensity) * 4], dtype, color="black", linewidth=1,
                   linestyle=style)
