@@ -54,7 +54,7 @@ from accelsim.system.instances import Rendezvous
 from accelsim.system.layout import CommLayout, members_moving
 from accelsim.system.plans import PlanBook, ranks_text
 from accelsim.system.program import comm_in_flight, compile_program
-from accelsim.system.streams import Completions, DeviceClass, Segment, Streams
+from accelsim.system.streams import NOT_ISSUED, Completions, DeviceClass, Segment, Streams
 from accelsim.system.trace import SystemTrace
 from accelsim.units import UnitError, parse_quantity, ps_to_seconds
 
@@ -269,6 +269,8 @@ class _Replay:
                 message, i = stall_message(cls, self.classes, self.rendezvous)
                 where = f"programs[{cls.prog.index}]" + (f".ops[{i}]" if i is not None else "")
                 raise InputError(message, field=where)
+        if self.segments is not None:
+            self.segments.extend(_host_segments(self.classes))
 
     # -------------------------------------------------------------- results
 
@@ -487,3 +489,23 @@ def _long_lived_frozen() -> Iterator[Callable[[], None]]:
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
+
+
+HOST_LANE = "host"
+"""The timeline lane (and segment kind) of the host issuing ops (:func:`_host_segments`)."""
+
+
+def _host_segments(classes: list[DeviceClass]) -> list[Segment]:
+    """Per replayed class with a host timeline, a span per op the host took time to issue:
+    from when the host began it to when it was issued (the ``host`` lane of the Perfetto
+    timeline). Read after the run, from each class's host queue."""
+    segments = []
+    for cls in classes:
+        if cls.host is None:
+            continue
+        cost, issued = cls.host.times.issue_ps, cls.host.issued_ps
+        for i, op in enumerate(cls.prog.ops):
+            if cost[i] and issued[i] != NOT_ISSUED:
+                segments.append(Segment(track=cls.id, lane=HOST_LANE, name=op.name, kind=HOST_LANE,
+                                        start_ps=issued[i] - cost[i], end_ps=issued[i]))
+    return segments

@@ -1,6 +1,7 @@
 """Chrome trace-event JSON (Perfetto) for a system replay: a process per replayed device
 class (one device, or the interchangeable devices folded with it), a track per stream
-plus a ``comm`` track for data moving on links, and counters of the load on all links
+plus a ``comm`` track for data moving on links and, where the program has a host timeline,
+a ``host`` track of the host issuing each op, and counters of the load on all links
 (each link a byte crosses counts it), on the scale-out links (NICs, DCN) where there are
 any, and of the busiest link's share of its bandwidth (where the fabric saturates).
 
@@ -13,7 +14,7 @@ import bisect
 from collections import defaultdict
 from typing import Any
 
-from accelsim.system.replay import ReplayResult
+from accelsim.system.replay import HOST_LANE, ReplayResult
 from accelsim.units import PS_PER_S
 
 _US_PER_PS = 1e6 / PS_PER_S
@@ -62,7 +63,7 @@ def exposed_comm_by_op(result: ReplayResult) -> dict[tuple[int, str], float]:
     for seg in result.segments:
         if seg.kind == "compute":
             compute[seg.track].append((seg.start_ps, seg.end_ps))
-        elif seg.lane != "comm" and seg.kind != "done" and seg.end_ps > seg.start_ps:
+        elif seg.lane not in ("comm", HOST_LANE) and seg.kind != "done" and seg.end_ps > seg.start_ps:
             comm[seg.track].append((seg.start_ps, seg.end_ps, seg.name))
     exposed: dict[tuple[int, str], float] = defaultdict(float)
     for track, spans in comm.items():

@@ -13,7 +13,7 @@ US = 1e-6
 
 
 def starts(result) -> dict[str, float]:
-    return {s.name: s.start_ps / 1e6 for s in result.segments if s.track == 0}  # microseconds
+    return {s.name: s.start_ps / 1e6 for s in result.segments if s.track == 0 and s.lane != "host"}  # microseconds
 
 
 def run(ops, dgx):
