@@ -1,6 +1,7 @@
 """``flash_decoding`` on Hopper runs TileOPs' kernels, whose MMAs are warpgroup MMAs (wgmma):
 its decode steps are priced at the pipe's efficiency, with the softmax on the same chain;
-elsewhere (FlashAttention-2's split-KV kernel, ``mma.sync``) they stay chained."""
+elsewhere they stay chained, and so does FlashAttention's own split-KV kernel (``fa2`` at a decode
+shape: FlashAttention-2 code, ``mma.sync``) on Hopper too."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ CONFIG = {"block_m": 64, "block_n": 64, "num_stages": 2, "num_warps": 4, "split_
 """TileOPs' batch-one launch of this decode (validation/reference/h200-sxm/attention.json)."""
 
 
-def build(chip):
-    values = parse_values(FAMILY.params, {k: str(v) for k, v in DECODE.items()}, "test")
+def build(chip, impl="flash_decoding"):
+    values = parse_values(FAMILY.params, {k: str(v) for k, v in {**DECODE, "impl": impl}.items()}, "test")
     return FAMILY.build(values, CONFIG, chip)
 
 
@@ -34,6 +35,11 @@ def test_on_hopper_the_decodes_mmas_are_not_chained():
 
 def test_elsewhere_they_are_chained():
     steps = mma_steps(build(load_arch("a100-sxm4-80gb")))
+    assert steps and all(s.chained is None for s in steps)
+
+
+def test_flashattentions_split_kv_kernel_stays_chained_on_hopper():
+    steps = mma_steps(build(load_arch("h100-sxm"), impl="fa2"))
     assert steps and all(s.chained is None for s in steps)
 
 
