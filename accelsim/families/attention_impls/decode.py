@@ -14,11 +14,14 @@ runs QK^T, the softmax and PV in turn, so the MMAs are priced at the pipe's effi
 (``matrix_unit.efficiency``, not the chained one) with the softmax on the same chain
 (``Schedule(chained=False)``); elsewhere it is priced as a split-KV kernel of chained MMAs.
 Leaves out: paged KV (page-table reads), the batch-one kernel's producer warp (its loads are
-priced as the consumers' own, pipelined), each wgmma's completion waited for before the softmax
-and before PV (the engine prices an MMA at its issue rate: on the H200 16-split record the
-batch-one consumer takes about 1430 cycles a 64-key tile against the model's 1000;
-docs/kernels-attention.md, "Decode on H200"), P's round trip through shared memory in the
-batch-one kernel, the batched kernel's 16-bit partials (priced fp32), MLA (``flashmla``).
+priced as the consumers' own, pipelined), each wgmma's completion waited for in the batch-one
+consumer (``gqa_decode_bs1_common.py`` @52dbc086: ``T.wait_wgmma(0)`` after QK^T, line 109, before
+the softmax, and after PV, line 135, before the ring slot is freed): the engine prices an MMA at
+its issue rate, and the one published wgmma latency (Luo et al., arXiv:2402.13499, Table VIII) is
+a back-to-back chain's issue interval, not a completion latency, so no number prices the wait (on
+the H200 16-split record the consumer takes about 1430 cycles a 64-key tile against the model's
+1000; docs/kernels-attention.md, "The wgmma latency the literature gives"), P's round trip through
+shared memory in the batch-one kernel, the batched kernel's 16-bit partials (priced fp32), MLA (``flashmla``).
 FlashInfer's decode is :mod:`.flashinfer`."""
 
 from __future__ import annotations
