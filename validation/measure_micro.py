@@ -27,7 +27,11 @@ launch and CTA costs, and the SM clock under matrix load.
   the tensor cores' rate at that tile and dtype (``shape`` is the tile, ``m128n128k64``);
   ``clock_under_load`` is the SM clock NVML read meanwhile (where it can be read).
 * ``mma_latency``: one program of one warp chains ``dot`` on a 16x16x16 tile, each on the
-  accumulator of the last: seconds per dependent MMA.
+  accumulator of the last: seconds per dependent MMA. And one warpgroup's [64, n, k] fp16 MMA
+  group (``wait_tiles``), chained with one group in flight and with each group waited for
+  before the CUDA cores read its result: on Hopper the difference is a wgmma group's completion
+  latency beyond its issue, which no publication gives (docs/kernels-attention.md, "The wgmma
+  latency the literature gives"); the tiles include TileOPs' decode's, m64n64k128 and m64n128k64.
 * ``launch_overhead``: back-to-back launches of an empty one-program kernel between two
   events, per launch; ``cta_cost``: what each further empty program adds on an SM (the
   difference of two grid sizes, per program per SM).
@@ -80,16 +84,18 @@ PLANS = {
             "cache_sets": [(2**23, 64), (2**30, 1)], "mma": [("fp16", 128, 128, 64), ("bf16", 128, 128, 64),
                                                               ("fp8", 128, 128, 128)],
             "mma_iters": 4096, "mma_programs_per_sm": 2, "chain_iters": 4096, "launches": 200, "cta_grids": (1, 64),
+            "wait_tiles": [(64, 16), (64, 64), (64, 128), (64, 256), (128, 16), (128, 64), (128, 128)],
             "flushed_sets": [2**23, 2**24, 2**25, 2**26], "flush_bytes": 2**28, "idle_cycles": 200_000},
     "gpu-quick": {"working_sets": [2**20, 2**28], "steps": 2048, "reps": 3,
                   "read_bytes": 2**28, "programs_per_sm": [1, 4], "blocks": [1024], "read_reps": 5,
                   "cache_sets": [(2**23, 16)], "mma": [("bf16", 128, 128, 64)], "mma_iters": 1024,
                   "mma_programs_per_sm": 2, "chain_iters": 1024, "launches": 50, "cta_grids": (1, 16),
+                  "wait_tiles": [(64, 128), (128, 64)],
                   "flushed_sets": [2**24], "flush_bytes": 2**28, "idle_cycles": 200_000},
     "cpu": {"working_sets": [2**12, 2**14], "steps": 64, "reps": 2,
             "read_bytes": 2**16, "programs_per_sm": [1, 2], "blocks": [256], "read_reps": 2,
             "cache_sets": [(2**14, 2)], "mma": [("fp16", 16, 16, 16)], "mma_iters": 2, "mma_programs_per_sm": 1,
-            "chain_iters": 2, "launches": 2, "cta_grids": (1, 2),
+            "chain_iters": 2, "launches": 2, "cta_grids": (1, 2), "wait_tiles": [(64, 16)],
             "flushed_sets": [2**14], "flush_bytes": 2**16, "idle_cycles": 0},
 }
 PLANS["cpu-quick"] = PLANS["cpu"]
@@ -131,14 +137,20 @@ def _compute_kernels():
     import triton.language as tl
 
     @triton.jit
-    def mma_loop(a_ptr, b_ptr, out_ptr, iters, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        # operands loaded once, then only the tensor cores work: acc += a @ b, iters times
+    def mma_loop(a_ptr, b_ptr, out_ptr, iters, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 WAITED: tl.constexpr = False):
+        # operands loaded once, then only the tensor cores work: acc += a @ b, iters times.
+        # WAITED: the CUDA cores read each result (acc + 0.5), so every MMA group is waited for
+        # (on Hopper, Triton 3.9: wgmma ... commit_group, wait_group 0, then the adds; without it
+        # the loop keeps one group in flight, wait_group 1)
         rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
         a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
         b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
         acc = tl.zeros([BM, BN], dtype=tl.float32)
         for _ in range(iters):
             acc = tl.dot(a, b, acc)
+            if WAITED:
+                acc = acc + 0.5
         base = tl.program_id(0).to(tl.int64) * BM * BN
         tl.store(out_ptr + base + rm[:, None] * BN + rn[None, :], acc)
 
@@ -377,6 +389,42 @@ def measure_mma_latency(plan: dict, device, on_gpu: bool) -> dict:
             "notes": "seconds per dot of a dependent chain (one warp); includes the loop's own instructions"}
 
 
+def measure_mma_wait(tile: tuple[int, int], plan: dict, device, on_gpu: bool) -> list[dict]:
+    """Seconds per iteration of one warpgroup's MMA group [64, n, k] (fp16, fp32 accumulator, on
+    one SM), with one group kept in flight and with each group waited for before the CUDA cores
+    add to its result: on Hopper the first is the wgmma chain's issue interval, the second adds
+    the completion latency beyond it (and the adds), what a consumer that waits for every MMA
+    pays (TileOPs' batch-one decode, ``T.wait_wgmma(0)``). k swept at a fixed n: the waited line's
+    intercept over the in-flight one's is the latency."""
+    mma_loop, _ = _compute_kernels()
+    bn, bk = tile
+    bm = 64
+    a = (torch.rand(bm, bk, device=device.torch_device) - 0.5).to(torch.float16)
+    b = (torch.rand(bk, bn, device=device.torch_device) - 0.5).to(torch.float16)
+    out = torch.empty(bm * bn, dtype=torch.float32, device=device.torch_device)
+    product = a.double() @ b.double()
+    iters = plan["chain_iters"]
+    records = []
+    for waited, wait in ((False, "one group in flight"), (True, "each group waited for")):
+        def run(n, waited=waited):
+            mma_loop[(1,)](a, b, out, n, BM=bm, BN=bn, BK=bk, WAITED=waited, num_warps=4)
+        run(2)
+        expected = product * 2 + (1.0 if waited else 0.0)
+        if not torch.allclose(out.view(bm, bn).double().cpu(), expected.cpu(), rtol=2e-2, atol=2e-2):
+            raise RuntimeError(f"MMA loop ({wait})'s result differs from the host's product")
+        samples = [t / iters for t in timed(lambda: run(iters), plan["reps"], on_gpu)]
+        shape = f"m{bm}n{bn}k{bk}"
+        records.append({
+            "id": f"mma-latency-fp16-{shape}-{'waited' if waited else 'in-flight'}", "benchmark": "mma_latency",
+            "params": {"dtype": "fp16", "shape": shape, "accumulator": "fp32", "iterations": iters, "num_warps": 4,
+                       "programs": 1, "wait": wait},
+            "latency_s": statistics.median(samples), "samples_s": samples,
+            "notes": "seconds per iteration of acc = dot(a, b, acc)" + (" + 0.5: the CUDA cores read each result "
+                     "(Triton 3.9 on sm_90: k/16 wgmma, commit_group, wait_group 0, n/2 adds a thread)" if waited else
+                     " (Triton 3.9 on sm_90: k/16 wgmma, commit_group, wait_group 1)")})
+    return records
+
+
 def measure_launches(plan: dict, device, on_gpu: bool, sms: int) -> list[dict]:
     """An empty kernel launched back to back: seconds per launch of one program, and what each
     further program adds per SM (the difference of two grids, ``cta_grids`` programs per SM)."""
@@ -479,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
                measure_mma(dtype, tile, plan, device, on_gpu, sms, clocks)) for dtype, bm, bn, bk in plan["mma"]]
     cases += [(f"flushed reads {size}", lambda size=size: measure_flushed_reads(size, plan, device, on_gpu, sms))
               for size in plan["flushed_sets"]]
+    cases += [(f"mma wait 64x{bn}x{bk}", lambda tile=(bn, bk): measure_mma_wait(tile, plan, device, on_gpu))
+              for bn, bk in plan["wait_tiles"]]
     cases += [("mma latency", lambda: [measure_mma_latency(plan, device, on_gpu)]),
               ("launches", lambda: measure_launches(plan, device, on_gpu, sms))]
     if on_gpu:  # neither CUPTI nor CUDA graphs on the interpreter

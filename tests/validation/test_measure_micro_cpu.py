@@ -41,4 +41,7 @@ def test_every_benchmark_is_checked_and_written(tmp_path):
     flushed = [r for r in data["records"] if r["benchmark"] == "flushed_read"]
     assert sorted(r["params"]["flush"] for r in flushed) == ["read", "write", "write-idle"]
     assert all(r["params"]["working_set_bytes"] == flushed[0]["params"]["working_set_bytes"] for r in flushed)
+    waits = [r for r in data["records"] if r["params"].get("wait")]
+    assert sorted(r["params"]["wait"] for r in waits) == ["each group waited for", "one group in flight"]
+    assert {r["params"]["shape"] for r in waits} == {"m64n64k16"} and all(r["params"]["num_warps"] == 4 for r in waits)
     assert read_measurements([tmp_path]) == []  # not kernel records: validate passes over the file
