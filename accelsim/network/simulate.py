@@ -21,7 +21,7 @@ from accelsim.engine.fluid import FlowBlock, FluidResources
 from accelsim.errors import InputError
 from accelsim.network.auto import auto_candidates
 from accelsim.network.collectives import (
-    ALGORITHMS, BUS_FACTORS, Phase, Plan, PlanTimer, Request, check_kind, estimate_s, get_algorithm,
+    ALGORITHMS, BUS_FACTORS, Phase, Plan, PlanTimer, Request, check_kind, get_algorithm, tuner_estimate_s,
 )
 from accelsim.network.groups import by_domain
 from accelsim.network.topology import ClusterTopology, Topology
@@ -121,7 +121,7 @@ class Planner:
         """The plan of ``request`` (any group of ranks). ``algorithm`` is a name
         (``ring``), a name and a protocol (``ring/ll``), or ``auto``: the candidates of
         :func:`~accelsim.network.auto.auto_candidates` that apply, the one with the least
-        :func:`~accelsim.network.collectives.estimate_s`."""
+        :func:`~accelsim.network.collectives.tuner_estimate_s`."""
         key = (request, algorithm)
         hit = self._plans.get(key)
         if hit is None:
@@ -167,7 +167,8 @@ def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:
             refusals.append(exc)
     if not plans:
         raise refusals[0]
-    return min(plans, key=lambda plan: estimate_s(topo, plan))
+    return min(plans, key=lambda plan: tuner_estimate_s(topo, plan))
+
 
 
 def _platform_tuner_plan(topo: Topology, request: Request) -> Plan | None:
