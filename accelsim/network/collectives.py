@@ -219,15 +219,15 @@ def with_protocol(topo: Topology, build: Callable[[Protocol | None], Plan], prot
 
 
 def tuner_estimate_s(topo: Topology, plan: Plan) -> float:
-    """What ``auto`` ranks algorithms by: ``plan``'s :func:`estimate_s` as NCCL's algorithm
-    choice sees it, without a Simple tree's pipeline fill (:attr:`Plan.fill_s`), which NCCL
-    does not rate but its kernels pay. (On 2 A3 Mega nodes, Simple only, NCCL kept the tree
-    from 4 to 128 MiB, where the fill made the model's own estimate pick the ring: -28 to -60%
-    on bus bandwidth.) A tree's protocol is still picked with the fill (:func:`best_protocol`):
-    NCCL rates a Simple tree's bandwidth at 0.5-0.6 of its figure from 2 to 64 MiB
-    (``treeCorrectionFactor``, src/graph/tuning.cc @ v2.26.2-1 lines 524-538), which the
-    model does not carry, and without the fill the 2-node A100 curve would pick Simple over
-    LL128 at 16-128 MiB (-72 to -15%)."""
+    """What ``auto`` ranks the ring against the tree by: ``plan``'s :func:`estimate_s` as
+    NCCL's algorithm choice sees it, without a Simple tree's pipeline fill
+    (:attr:`Plan.fill_s`), which NCCL does not rate but its kernels pay. (On 2 A3 Mega nodes,
+    Simple only, NCCL kept the tree from 4 to 128 MiB, where the fill made the model's own
+    estimate pick the ring: -28 to -60% on bus bandwidth.) A tree's protocol is still picked
+    with the fill (:func:`best_protocol`): NCCL rates a Simple tree's bandwidth at 0.5-0.6 of
+    its figure from 2 to 64 MiB (``treeCorrectionFactor``, src/graph/tuning.cc @ v2.26.2-1
+    lines 524-538), which the model does not carry, and without the fill the 2-node A100
+    curve would pick Simple over LL128 at 16-128 MiB (-72 to -15%)."""
     return estimate_s(topo, plan) - plan.fill_s
 
 

@@ -37,3 +37,15 @@ def test_auto_keeps_the_tree_that_only_its_fill_makes_slower(a3_mega):
     chosen = simulate_collective(a3_mega, "all-reduce", 16 * MIB)
     assert (chosen.algorithm, chosen.protocol) == ("tree", "simple")
     assert chosen.latency_s == pytest.approx(simulate_collective(a3_mega, "all-reduce", 16 * MIB, "tree/simple").latency_s)
+
+
+def test_nvls_tree_is_still_weighed_against_the_tree_with_its_fill():
+    """NCCL rates NVLSTree from other figures than the ring and tree, so the model's whole
+    times decide there: 2 B200 nodes at 256 MiB keep NVLS-tree, faster than the tree with its
+    fill though slower than the tree without it."""
+    topo = build_topology(load_arch("b200-ib-cluster", ["nodes=2"]))
+    request = make_request(topo, "all-reduce", 256 * MIB)
+    tree = plan_for(topo, request, "tree/simple")
+    nvls_tree = plan_for(topo, request, "nvls-tree")
+    assert tuner_estimate_s(topo, tree) < estimate_s(topo, nvls_tree) < estimate_s(topo, tree)
+    assert simulate_collective(topo, "all-reduce", 256 * MIB).algorithm == "nvls-tree"
