@@ -98,7 +98,8 @@ class Plan:
     (:func:`~accelsim.network.nccl_tables.tree_simple_fill_s`). NCCL's own estimate, by
     which it picks an algorithm, has no such term (``ncclTopoGetAlgoTime``, src/graph/tuning.cc
     @ v2.26.2-1 lines 530-546: latency plus bytes over bandwidth, the tree's latency a count
-    of hops), so ``auto`` ranks plans without it, then plays it."""
+    of hops), so ``auto`` ranks the tree against the ring without it
+    (:func:`tuner_estimate_s`), then plays it."""
     partial: bool = False
     """The plan simulates one of the collective's identical parts (one node's GPUs, the
     rails of one NIC, the rings through one chip), which is exact when nothing else runs
