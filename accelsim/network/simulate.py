@@ -189,8 +189,7 @@ def _ring_or_tree(topo: Topology, plans: list[Plan]) -> list[Plan]:
     if len(alike) < 2:
         return plans
     kept = min(alike, key=lambda plan: tuner_estimate_s(topo, plan))
-    return [p for p in plans if p.algorithm not in RATED_ALIKE] + [kept]
-
+    return [p for p in plans if p.algorithm not in RATED_ALIKE or p is kept]
 
 
 def _platform_tuner_plan(topo: Topology, request: Request) -> Plan | None:
