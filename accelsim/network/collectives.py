@@ -93,6 +93,13 @@ class Plan:
     launch_s: float
     protocol: str = ""
     """NCCL protocol (``ll``, ``ll128``, ``simple``) on GPU systems with an NCCL model."""
+    fill_s: float = 0.0
+    """Of the phases' latencies, what a Simple tree's pipeline fill adds
+    (:func:`~accelsim.network.nccl_tables.tree_simple_fill_s`). NCCL's own estimate, by
+    which it picks an algorithm, has no such term (``ncclTopoGetAlgoTime``, src/graph/tuning.cc
+    @ v2.26.2-1 lines 530-546: latency plus bytes over bandwidth, the tree's latency a count
+    of hops), so ``auto`` ranks the tree against the ring without it
+    (:func:`tuner_estimate_s`), then plays it."""
     partial: bool = False
     """The plan simulates one of the collective's identical parts (one node's GPUs, the
     rails of one NIC, the rings through one chip), which is exact when nothing else runs
@@ -198,7 +205,8 @@ def needs(req: Request, kinds: Iterable[str], algorithm: str) -> None:
 
 def best_protocol(topo: Topology, build: Callable[[Protocol | None], Plan], protocols: Sequence[str] | None = None) -> Plan:
     """The plan ``build(protocol)`` with the least :func:`estimate_s`, as NCCL's tuner
-    picks a protocol; ``build(None)`` where the system has no NCCL model."""
+    picks a protocol; ``build(None)`` where the system has no NCCL model. (Fill included:
+    see :func:`tuner_estimate_s`.)"""
     if topo.tuning is None:
         return build(None)
     names = protocols if protocols is not None else list(topo.tuning.protocols)
@@ -209,6 +217,19 @@ def best_protocol(topo: Topology, build: Callable[[Protocol | None], Plan], prot
 def with_protocol(topo: Topology, build: Callable[[Protocol | None], Plan], proto: Protocol | None) -> Plan:
     """``build(proto)`` for a protocol asked for, else the plan :func:`best_protocol` picks."""
     return best_protocol(topo, build) if proto is None else build(proto)
+
+
+def tuner_estimate_s(topo: Topology, plan: Plan) -> float:
+    """What ``auto`` ranks the ring against the tree by: ``plan``'s :func:`estimate_s` as
+    NCCL's algorithm choice sees it, without a Simple tree's pipeline fill
+    (:attr:`Plan.fill_s`), which NCCL does not rate but its kernels pay. (On 2 A3 Mega nodes,
+    Simple only, NCCL kept the tree from 4 to 128 MiB, where the fill made the model's own
+    estimate pick the ring: -28 to -60% on bus bandwidth.) A tree's protocol is still picked
+    with the fill (:func:`best_protocol`): NCCL rates a Simple tree's bandwidth at 0.5-0.6 of
+    its figure from 2 to 64 MiB (``treeCorrectionFactor``, src/graph/tuning.cc @ v2.26.2-1
+    lines 524-538), which the model does not carry, and without the fill the 2-node A100
+    curve would pick Simple over LL128 at 16-128 MiB (-72 to -15%)."""
+    return estimate_s(topo, plan) - plan.fill_s
 
 
 def estimate_s(topo: Topology, plan: Plan) -> float:

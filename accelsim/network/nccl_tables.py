@@ -77,6 +77,8 @@ MAX_GRAPH_CHANNELS = 32
 """``ringGraph->maxChannels = MAXCHANNELS / 2`` (src/init.cc, ``MAXCHANNELS`` 64 in
 src/include/device.h): the most channels NCCL's ring and tree search may find (the tree
 graph may have no more than the ring's)."""
+MAX_CHANNELS = 64
+"""``MAXCHANNELS`` (src/include/device.h @ v2.26.2-1): the most channels a communicator runs."""
 
 _SM90_SPEEDS_INTER = tuple(s * GB for s in (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0,
                                             3.0, 2.4, 1.2, 0.24, 0.12))
@@ -154,6 +156,21 @@ def collective_channels(algorithm: str, protocol: str, size_bytes: float, ranks:
     threshold = THREAD_THRESHOLD_BYTES[protocol] * (ranks if (algorithm, protocol) == ("ring", "ll") else 1)
     per_channel = MAX_THREADS[protocol] * threshold
     return max(1, min(channels, int(size_bytes // per_channel)))
+
+
+def tree_simple_channel_bytes(size_bytes: float, ranks: int, graph_channels: int) -> float:
+    """The part of a ``size_bytes`` Simple tree all-reduce over ``ranks`` ranks that one of
+    NCCL's channels carries, when its tree search found ``graph_channels`` channels (one per
+    NIC a tree uses).
+
+    ``ncclTopoPostset`` runs every searched ring and tree twice (src/graph/connect.cc @
+    v2.26.2-1 line 452, "Duplication should be complete now": ``nChannels = min(MAXCHANNELS,
+    nChannels*2)``), so a communicator has twice the search's channels, two per NIC; of
+    those, a collective of this size runs :func:`collective_channels` (Simple: one per 32 KiB,
+    ``topoGetAlgoInfo``). Each channel moves ``size_bytes`` / that count, so below 32 KiB x
+    the channels every channel carries 32 KiB (or the whole buffer on one channel)."""
+    communicator = min(MAX_CHANNELS, 2 * graph_channels)
+    return size_bytes / collective_channels("tree", "simple", size_bytes, ranks, communicator)
 
 
 LL_MAX_BUS_ACROSS_NODES = MappingProxyType({

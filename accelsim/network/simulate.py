@@ -22,6 +22,7 @@ from accelsim.errors import InputError
 from accelsim.network.auto import auto_candidates
 from accelsim.network.collectives import (
     ALGORITHMS, BUS_FACTORS, Phase, Plan, PlanTimer, Request, check_kind, estimate_s, get_algorithm,
+    tuner_estimate_s,
 )
 from accelsim.network.groups import by_domain
 from accelsim.network.topology import ClusterTopology, Topology
@@ -121,7 +122,8 @@ class Planner:
         """The plan of ``request`` (any group of ranks). ``algorithm`` is a name
         (``ring``), a name and a protocol (``ring/ll``), or ``auto``: the candidates of
         :func:`~accelsim.network.auto.auto_candidates` that apply, the one with the least
-        :func:`~accelsim.network.collectives.estimate_s`."""
+        :func:`~accelsim.network.collectives.estimate_s`, of the ring and the tree the one
+        NCCL would prefer (:func:`_ring_or_tree`)."""
         key = (request, algorithm)
         hit = self._plans.get(key)
         if hit is None:
@@ -167,7 +169,27 @@ def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:
             refusals.append(exc)
     if not plans:
         raise refusals[0]
-    return min(plans, key=lambda plan: estimate_s(topo, plan))
+    return min(_ring_or_tree(topo, plans), key=lambda plan: estimate_s(topo, plan))
+
+
+RATED_ALIKE = ("ring", "tree")
+"""The algorithms NCCL rates from the same graph: its ring and tree bandwidths are both the
+ring/tree search's channels x per-channel speed, scaled by fixed ratios (``ncclTopoTuneModel``,
+src/graph/tuning.cc @ v2.26.2-1 lines 250-297), where NVLS and NVLSTree are rated from the
+NVLS heads and channels."""
+
+
+def _ring_or_tree(topo: Topology, plans: list[Plan]) -> list[Plan]:
+    """``plans`` with only one of the ring and the tree: the one NCCL's estimate would
+    prefer, the least :func:`~accelsim.network.collectives.tuner_estimate_s` (a Simple
+    tree's pipeline fill left out, as NCCL leaves it out). The others (NVLS, NVLS-tree)
+    are weighed against it by the model's whole estimate: NCCL rates them from other
+    figures, which the model does not carry, so there the model's times decide."""
+    alike = [p for p in plans if p.algorithm in RATED_ALIKE]
+    if len(alike) < 2:
+        return plans
+    kept = min(alike, key=lambda plan: tuner_estimate_s(topo, plan))
+    return [p for p in plans if p.algorithm not in RATED_ALIKE or p is kept]
 
 
 def _platform_tuner_plan(topo: Topology, request: Request) -> Plan | None:

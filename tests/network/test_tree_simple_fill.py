@@ -8,7 +8,7 @@ import pytest
 from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
 from accelsim.network import build_topology, simulate_collective
-from accelsim.network.nccl_tables import SIMPLE_BUFFER_BYTES, STEPS, tree_simple_fill_s
+from accelsim.network.nccl_tables import SIMPLE_BUFFER_BYTES, STEPS, tree_simple_channel_bytes, tree_simple_fill_s
 
 MIB = 2**20
 
@@ -42,11 +42,22 @@ def test_simple_tree_time_grows_by_the_fill_and_ll128_does_not():
 
 
 def test_a_small_simple_tree_moves_its_whole_part_per_hop():
-    """8 channels of 64 KiB: each hop is one 64 KiB chunk, not a 512 KiB step."""
+    """8 NICs, so 16 channels (NCCL runs its searched channels twice) of 32 KiB: each hop
+    is one 32 KiB chunk, not a 512 KiB step."""
     tiny = _tree(8, "simple").latency_s
-    part = _tree(8 * 64 * 1024, "simple").latency_s
-    fill = tree_simple_fill_s("ampere", 2, 16, 64 * 1024)
+    part = _tree(16 * 32 * 1024, "simple").latency_s
+    fill = tree_simple_fill_s("ampere", 2, 16, 32 * 1024)
     assert fill <= part - tiny <= 1.1 * fill
+
+
+def test_a_channel_carries_32_kib_until_every_channel_has_it():
+    """Two channels per searched channel (``ncclTopoPostset``), of which a Simple collective
+    runs one per 32 KiB (``topoGetAlgoInfo``): below 32 KiB one channel has it all."""
+    assert tree_simple_channel_bytes(16 * 1024, 16, 8) == 16 * 1024
+    assert tree_simple_channel_bytes(128 * 1024, 16, 8) == 32 * 1024
+    assert tree_simple_channel_bytes(512 * 1024, 16, 8) == 32 * 1024
+    assert tree_simple_channel_bytes(16 * MIB, 16, 8) == 1 * MIB
+    assert tree_simple_channel_bytes(16 * MIB, 1440, 40) == 16 * MIB / 64  # MAXCHANNELS
 
 
 def test_the_platforms_nccl_buffsize_sets_the_chunk():

@@ -11,7 +11,9 @@ from accelsim.network.collectives import (
     Phase, Plan, Request, Stream, across_nodes, needs, on_channels, phase, plan, register, with_protocol,
 )
 from accelsim.network.groups import by_domain, nic_channels, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.nccl_tables import tree_latency_scales, tree_ll128_cap_scale, tree_simple_fill_s
+from accelsim.network.nccl_tables import (
+    tree_latency_scales, tree_ll128_cap_scale, tree_simple_channel_bytes, tree_simple_fill_s,
+)
 from accelsim.network.topology import ClusterTopology, Topology
 
 
@@ -71,8 +73,11 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     wire = tree_across_nodes(topo, across_nodes(topo, proto, len(parts)), len(parts))
     both = up_and_down(topo, up, down, steps, on_channels(topo, wire, "tree", req), depth)
     if wire is not None and wire.name == "simple" and topo.tuning is not None:
-        fill = tree_simple_fill_s(topo.tuning.generation, len(parts), 2 * steps, share, topo.simple_buffer_bytes)
+        channel_bytes = tree_simple_channel_bytes(req.size_bytes, len(req.ranks), len(heads))
+        fill = tree_simple_fill_s(topo.tuning.generation, len(parts), 2 * steps, channel_bytes,
+                                  topo.simple_buffer_bytes)
         both = dataclasses.replace(both, latency_s=both.latency_s + fill)
+        return dataclasses.replace(plan("tree", topo, [[both]], wire, partial), fill_s=fill)
     return plan("tree", topo, [[both]], wire, partial)
 
 
