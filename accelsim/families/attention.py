@@ -58,7 +58,7 @@ import numpy as np
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families import attention_impls
-from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule
+from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule, is_hopper
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
@@ -305,7 +305,7 @@ def _set_schedule(p: dict[str, Any], impl: Impl, chip: Chip) -> None:
     it (:meth:`Schedule.backward`), with what its warps store to shared memory each iteration."""
     p["schedule"] = impl.schedule_for(chip)
     p["fp8_relayout"] = impl.fp8_p_relayout
-    p["v_transpose"] = impl.fp8_v_transpose and p["dtype"] == "fp8" and isinstance(chip, GpuChip)
+    p["v_transpose"] = impl.fp8_v_transpose and p["dtype"] == "fp8" and is_hopper(chip)
     if p["backward"] and isinstance(chip, GpuChip):
         p["schedule"] = p["schedule"].backward()
         p["staged"] = impl.backward_staged(p["head_dim"])

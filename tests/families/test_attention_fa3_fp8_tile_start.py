@@ -3,7 +3,9 @@ producer loads the next tile's Q only once the consumers have finished the tile 
 transposes its first V block only once that tile's O has left shared memory, which O shares with the
 transposed V. So its persistent units' first loads come after the store (``next_loads:
 after_store``) and the first V block's transpose (read and written back through shared memory) is on
-the tile's chain. FA3's bf16 forward prefetches, and no other implementation transposes V."""
+the tile's chain. cuDNN's fp8 forward (assumed as FA3's; one CTA a tile) transposes too; FA3's bf16
+forward and Triton's fp8 one do neither, and no Blackwell kernel transposes (only Hopper's 8-bit
+wgmma needs a K-major B)."""
 
 from __future__ import annotations
 
@@ -43,13 +45,20 @@ def test_fa3_fp8_tiles_load_after_the_store_and_transpose_their_first_v_block(h1
     assert not any(x.level == "local" for x in loop.transfers)  # the steady state's are the producer's
 
 
-@pytest.mark.parametrize("params", [{"dtype": "bf16", "impl": "fa3"}, {"dtype": "fp8", "impl": "cudnn"},
-                                    {"dtype": "fp8", "impl": "triton"}])
+@pytest.mark.parametrize("params", [{"dtype": "bf16", "impl": "fa3"}, {"dtype": "fp8", "impl": "triton"}])
 def test_others_prefetch_and_transpose_nothing(h100, params):
     trace, _ = build(h100, **params)
     execution = trace.kernel.execution
     assert execution is None or execution.next_loads == "prefetched"
     assert not first_step_local(trace)
+
+
+def test_cudnn_fp8_transposes_its_first_v_block_on_hopper_only(h100):
+    trace, config = build(h100, dtype="fp8", impl="cudnn")
+    assert [x.bytes for x in first_step_local(trace)] == [config["block_n"] * 128] * 2
+    assert trace.kernel.execution.persistent_ctas is None  # one CTA a tile: its loads are its own
+    blackwell, _ = build(load_arch("b200"), dtype="fp8", impl="cudnn")
+    assert not first_step_local(blackwell)
 
 
 def test_a_short_fp8_tile_costs_more_than_without_its_late_start(h100):

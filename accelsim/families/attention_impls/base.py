@@ -132,7 +132,8 @@ class Impl:
     (an 8-bit wgmma takes its B operand K-major only: PTX ISA, wgmma smem layouts; FlashAttention-3's
     ``load_fp8``: the producer warpgroup's ``do_transpose_V``, LDSM then STSM into ``smem_v_out``).
     The steady state's transposes are the producer's, beside the consumers' MMAs; a tile's first
-    is on the consumers' way (``attention.V_TRANSPOSE_PASSES``)."""
+    is on the consumers' way (``attention.V_TRANSPOSE_PASSES``). Hopper only: Blackwell's
+    ``tcgen05.mma`` is not modelled as needing it."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.
