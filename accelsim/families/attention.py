@@ -114,7 +114,7 @@ V_TRANSPOSE_PASSES = ("read", "write")
 memory twice: read into registers (``ldmatrix``), written back transposed (``stmatrix``). A tile's
 first block is transposed after its V arrives and before the first PV MMA can start, so its bytes
 are on the tile's chain (``level: local`` transfers, at the shared memory's bytes a cycle);
-FlashAttention-3's ``load_fp8`` (flash-attention v2.7.0, ``hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp``)
+FlashAttention-3's ``load_fp8`` (``hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp``, commit 5018ac6a to v2.7.0)
 issues that V load only once the tile before has stored O (``barrier_O``: O shares ``smem_v_out``)."""
 
 

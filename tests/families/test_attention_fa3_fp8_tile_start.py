@@ -1,4 +1,4 @@
-"""FlashAttention-3's fp8 forward starts each tile late (flash-attention v2.7.0, ``load_fp8``): the
+"""FlashAttention-3's fp8 forward starts each tile late (flash-attention ``load_fp8``, 5018ac6a to v2.7.0): the
 producer loads the next tile's Q only once the consumers have finished the tile before, and
 transposes its first V block only once that tile's O has left shared memory, which O shares with the
 transposed V. So its persistent units' first loads come after the store (``next_loads:

@@ -45,8 +45,8 @@ its first load's latency and its fill, in step with every other CTA, at an SM's 
 The V transpose itself (``do_transpose_V``: LDSM, then STSM into ``smem_v_out``; an 8-bit wgmma
 reads B only K-major) is the producer's, beside the consumers' MMAs, except a tile's first, which
 the first PV waits for: its block, read and written back through shared memory, is on the tile's
-chain (``Impl.fp8_v_transpose``; flash-attention v2.7.0 ``load_fp8``, the first public release
-with the fp8 kernel the paper describes).
+chain (``Impl.fp8_v_transpose``; ``load_fp8`` the same from flash-attention commit 5018ac6a,
+2024-07-30, the first with the in-kernel V transpose, to v2.7.0).
 Leaves out: the steady state's V transposes (their shared-memory traffic beside the MMAs), the
 overlap of a tile's first QK^T and softmax with its first V load and transpose (the model puts
 them in turn) and the Q load's with the epilogue (the model hides none of it: the two roughly
