@@ -111,7 +111,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     latency = latency + costs.extra_load_latency_s
     reads = costs.read_iterations
     latency = np.where(reads > 0, latency, 0.0)
-    # a persistent CTA's later units (costs.follows) were launched and prefetched already
+    # a persistent CTA's later units (costs.follows) were launched already
     overhead = np.where(costs.follows > 0, 0.0, chip.program_overhead_s)
     # on an idle chip the first load finds no queue
     startup = np.where(reads > 0, latency - (1 - hit_fraction) * queue_s, 0.0) + overhead
@@ -122,7 +122,7 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
     # loads overlap compute while `depth - 1` are in flight (Little's law).
-    fill_exposed = np.where(costs.follows > 0, 0.0, costs.fill_bytes)
+    fill_exposed = np.where(costs.prefetched > 0, 0.0, costs.fill_bytes)
     drain_exposed = costs.drain_bytes * (1.0 - costs.drain_hidden)
     drain_cached = costs.drain_cache_bytes * (1.0 - costs.drain_hidden)
     edge_bytes = fill_exposed + drain_exposed
@@ -141,10 +141,19 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
         share = np.minimum(edge_rate, chip.hbm.bandwidth_bytes_per_s * chip.hbm.efficiency / wave)
         to_hbm = (drain_exposed - drain_cached) * (0.0 if hbm_write_share is None else hbm_write_share)
         drain_s = np.maximum(drain_s, to_hbm / share + np.maximum(drain_exposed - to_hbm, 0.0) / edge_rate)
-    first_latency = np.where(costs.follows > 0, 0.0, latency)
+    # A following unit whose loads wait for the store before them (``next_loads: after_store``)
+    # issues them when every CTA in step has stored: they too reach HBM at the same moment, so
+    # what of the fill HBM serves (the program's read hit fraction missing) moves at the SM's
+    # share of it, the rest at the port's rate.
+    in_step_fill = (costs.drain_in_step > 0) & (costs.follows > 0) & (costs.prefetched == 0)
+    fill_s = fill_exposed / edge_rate
+    from_hbm = fill_exposed * (1.0 - hit_fraction)
+    fill_s = np.where(in_step_fill, np.maximum(fill_s, from_hbm / min(edge_rate, hbm_share_per_core(chip))
+                                               + (fill_exposed - from_hbm) / edge_rate), fill_s)
+    first_latency = np.where(costs.prefetched > 0, 0.0, latency)
     in_flight = depth - 1
     return ProgramTimes(
-        exposed=first_latency + fill_exposed / edge_rate + drain_s + overhead,
+        exposed=first_latency + fill_s + drain_s + overhead,
         sm=np.maximum.reduce([
             costs.matrix_s, costs.vector_s,
             (costs.local_bytes - edge_bytes) / local_bandwidth, (global_bytes - edge_bytes) / port_bandwidth,

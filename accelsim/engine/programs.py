@@ -170,8 +170,10 @@ class ProgramCosts:
     for HBM to take it."""
     follows: np.ndarray
     """1 where the program is a persistent CTA's work unit after its first (trace
-    ``kernel.execution.persistent_ctas``): its first loads were prefetched while the unit
-    before computed, and its CTA was launched already; 0 elsewhere."""
+    ``kernel.execution.persistent_ctas``): its CTA was launched already; 0 elsewhere."""
+    prefetched: np.ndarray
+    """1 where a following unit's first loads were issued while the unit before computed
+    (``kernel.execution.next_loads: prefetched``): no first latency, no fill; 0 elsewhere."""
     drain_hidden: np.ndarray
     """1 where a following unit's epilogue overlaps another consumer's main loop
     (``kernel.execution.epilogue: overlapped``); 0 elsewhere."""
@@ -344,17 +346,19 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
 
 def execution_arrays(trace: KernelTrace, chip: Chip) -> dict[str, np.ndarray]:
     """Per program, what the trace's ``kernel.execution`` changes (:class:`ProgramCosts`'s
-    ``follows``, ``drain_hidden``, ``drain_in_step`` and ``extra_load_latency_s``)."""
+    ``follows``, ``prefetched``, ``drain_hidden``, ``drain_in_step`` and ``extra_load_latency_s``)."""
     n = trace.num_programs
     execution = trace.kernel.execution
     if execution is None or not isinstance(chip, GpuChip):
         zeros = np.zeros(n)
-        return {"follows": zeros, "drain_hidden": zeros, "drain_in_step": zeros, "extra_load_latency_s": zeros}
+        return {"follows": zeros, "prefetched": zeros, "drain_hidden": zeros, "drain_in_step": zeros,
+                "extra_load_latency_s": zeros}
     follows = np.zeros(n)
     if execution.persistent_ctas is not None:
         follows[execution.persistent_ctas:] = 1.0
     hidden = follows if execution.epilogue == "overlapped" else np.zeros(n)
     in_step = execution.epilogue == "exposed" and execution.persistent_ctas is not None
     extra = chip.local.bulk_copy_latency_s if execution.loads == "tma" else 0.0
-    return {"follows": follows, "drain_hidden": hidden, "drain_in_step": np.full(n, float(in_step)),
-            "extra_load_latency_s": np.full(n, extra)}
+    prefetched = follows if execution.next_loads == "prefetched" else np.zeros(n)
+    return {"follows": follows, "prefetched": prefetched, "drain_hidden": hidden,
+            "drain_in_step": np.full(n, float(in_step)), "extra_load_latency_s": np.full(n, extra)}

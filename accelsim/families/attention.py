@@ -58,7 +58,7 @@ import numpy as np
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families import attention_impls
-from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule
+from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule, is_hopper
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
@@ -109,6 +109,13 @@ FlashAttention-3's default path (V row-major, transposed in the kernel) only swa
 a thread (``permute_Cregs_fp8``), which the compiler resolves statically; cuDNN's fp8 kernels are
 closed and assumed to do as FlashAttention-3's."""
 STAT_BYTES = 4  # fp32 log-sum-exp / delta per row
+V_TRANSPOSE_PASSES = ("read", "write")
+"""An in-kernel fp8 V transpose (:attr:`Impl.fp8_v_transpose`) moves the block through shared
+memory twice: read into registers (``ldmatrix``), written back transposed (``stmatrix``). A tile's
+first block is transposed after its V arrives and before the first PV MMA can start, so its bytes
+are on the tile's chain (``level: local`` transfers, at the shared memory's bytes a cycle);
+FlashAttention-3's ``load_fp8`` (``hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp``, commit 5018ac6a to v2.7.0)
+issues that V load only once the tile before has stored O (``barrier_O``: O shares ``smem_v_out``)."""
 
 
 def _problem(p: dict[str, Any]) -> dict[str, Any]:
@@ -298,6 +305,7 @@ def _set_schedule(p: dict[str, Any], impl: Impl, chip: Chip) -> None:
     it (:meth:`Schedule.backward`), with what its warps store to shared memory each iteration."""
     p["schedule"] = impl.schedule_for(chip)
     p["fp8_relayout"] = impl.fp8_p_relayout
+    p["v_transpose"] = impl.fp8_v_transpose and p["dtype"] == "fp8" and is_hopper(chip)
     if p["backward"] and isinstance(chip, GpuChip):
         p["schedule"] = p["schedule"].backward()
         p["staged"] = impl.backward_staged(p["head_dim"])
@@ -430,7 +438,8 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         chosen = np.all(keys == key, axis=1)
         template_of[chosen] = len(templates)
         steps = [
-            {"transfers": [{"tensor": "Q", "block": ["batch", "head", q_var], "bytes": rows * d * size}]},
+            {"transfers": [{"tensor": "Q", "block": ["batch", "head", q_var], "bytes": rows * d * size},
+                           *_first_v_transpose(p, bn)]},
             {"repeat": "n_unmasked", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False,
                                                                     relayout=relayout)]},
@@ -447,8 +456,17 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"tensor": "LSE", "block": ["batch", "head", q_var], "bytes": rows * STAT_BYTES, "direction": "write"},
         ], "compute": [{"unit": "vector", "flops": float(rows * d), "dtype": "fp32"}]})
         templates.append({"name": f"t{len(templates)}", "steps": steps})
+    transposed = {"sVt": {"shape": [bn, d], "dtype": p["dtype"]}} if p["v_transpose"] else None
     return _gpu_trace(p, params, config, "fwd", grid, templates, template_of, program_vars, buffers=buffers,
-                      tiles=tiles)
+                      tiles=tiles, extra_tensors=transposed)
+
+
+def _first_v_transpose(p: dict[str, Any], bn: int) -> list[dict]:
+    """A tile's first V block transposed in shared memory, on its chain (:data:`V_TRANSPOSE_PASSES`)."""
+    if not p["v_transpose"]:
+        return []
+    return [{"tensor": "sVt", "bytes": bn * p["head_dim"] * DTYPE_BYTES[p["dtype"]], "direction": direction,
+             "level": "local"} for direction in V_TRANSPOSE_PASSES]
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu",
@@ -593,7 +611,8 @@ def _execution(p: dict[str, Any], config: dict[str, Any], tiles: TileSchedule | 
     schedule = p.get("schedule")
     execution = schedule.execution(config["num_warps"]) if schedule else None
     if execution and tiles and tiles.persistent_ctas:
-        execution = {**execution, "persistent_ctas": tiles.persistent_ctas, "epilogue": tiles.epilogue}
+        execution = {**execution, "persistent_ctas": tiles.persistent_ctas, "epilogue": tiles.epilogue,
+                     "next_loads": tiles.next_loads}
     return {"execution": execution} if execution else {}
 
 

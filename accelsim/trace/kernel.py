@@ -262,10 +262,10 @@ class Execution(_Strict):
     persistent_ctas: PosInt | None = None
     """Persistent kernels: the programs are work units (output tiles) that this many CTAs
     walk in launch order (a tile scheduler hands CTA ``c`` the units ``c``, ``c + ctas``,
-    ...). The first ``ctas`` units each start a CTA; a later unit follows another on its CTA
-    and finds its first loads already issued (a producer prefetches them while the unit
-    before computes), so it pays neither the CTA's launch (``cores.program_overhead``) nor
-    its first load's latency, nor the fill at the port. Absent: one CTA per program."""
+    ...). The first ``ctas`` units each start a CTA; a later unit follows another on its CTA,
+    so it pays no CTA launch (``cores.program_overhead``), and where its first loads were
+    prefetched (``next_loads``) neither its first load's latency nor the fill at the port.
+    Absent: one CTA per program."""
     epilogue: Literal["exposed", "overlapped"] = "exposed"
     """Persistent kernels: a following unit's epilogue (its last stores). ``exposed``: the
     consumers drain their accumulators and wait for the tile's store out of shared memory
@@ -273,6 +273,13 @@ class Execution(_Strict):
     their units in step, so every SM stores at once and the store drains at one SM's share of
     HBM. ``overlapped``: another consumer's main loop runs meanwhile (ping-pong kernels), so
     the drain costs the unit nothing."""
+    next_loads: Literal["prefetched", "after_store"] = "prefetched"
+    """Persistent kernels: when a following unit's first loads are issued. ``prefetched``: while
+    the unit before computes (its producer runs ahead), so the unit pays neither their latency
+    nor the fill at the port. ``after_store``: the producer issues them only once the unit before
+    has finished and its tile's store has left shared memory (the buffers are shared, FlashAttention-3's
+    fp8 forward), so the unit pays its first load's latency and the fill, after the drain; it
+    still pays no CTA launch."""
 
 
 LEGACY_STREAMS = "mma_streams"

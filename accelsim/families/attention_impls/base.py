@@ -81,15 +81,18 @@ class TileSchedule:
     ``order``: per launch position, the tile's q block and its ``batch * heads + head``
     (None: the grid's order, q blocks fastest, then heads, then batches). ``persistent_ctas``:
     CTAs that walk the tiles in that order, a free one taking the next, so a tile after the first
-    ``persistent_ctas`` finds its CTA launched and its first loads prefetched (the trace's
-    ``kernel.execution.persistent_ctas``); None: one CTA per tile.
+    ``persistent_ctas`` finds its CTA launched (the trace's ``kernel.execution.persistent_ctas``);
+    None: one CTA per tile.
     ``epilogue``: whether a persistent CTA's consumers wait for a tile's store before the next
     tile's MMAs (``exposed``) or issue it and go on (``overlapped``): the trace's
-    ``kernel.execution.epilogue``."""
+    ``kernel.execution.epilogue``. ``next_loads``: whether such a tile's first loads were
+    prefetched while the tile before computed (``prefetched``) or are issued only after its store
+    (``after_store``): the trace's ``kernel.execution.next_loads``."""
 
     order: tuple[np.ndarray, np.ndarray] | None = None
     persistent_ctas: int | None = None
     epilogue: str = "exposed"
+    next_loads: str = "prefetched"
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,13 @@ class Impl:
     (``convertMMAV3To8BitsDotOperand``); FlashAttention-3 with V row-major, its default, swaps
     registers within a thread (``permute_Cregs_fp8``: a static permutation, no instructions) and
     shuffles only for a column-major V (``permute_Aregs_fp8``)."""
+    fp8_v_transpose: bool = False
+    """Whether its fp8 forward transposes each V block in shared memory before the PV MMA reads it
+    (an 8-bit wgmma takes its B operand K-major only: PTX ISA, wgmma smem layouts; FlashAttention-3's
+    ``load_fp8``: the producer warpgroup's ``do_transpose_V``, LDSM then STSM into ``smem_v_out``).
+    The steady state's transposes are the producer's, beside the consumers' MMAs; a tile's first
+    is on the consumers' way (``attention.V_TRANSPOSE_PASSES``). Hopper only: Blackwell's
+    ``tcgen05.mma`` is not modelled as needing it."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.

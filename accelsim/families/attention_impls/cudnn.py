@@ -10,7 +10,12 @@ work overlapped, exps on the chain; :mod:`.fa3`); 128-row q tiles with 128-key t
 the largest of 96 and 64 keys whose two K/V stages fit in shared memory (head dim 256: 64);
 the backward as FA3's (its main loop's stores, :func:`.fa3.backward_staged`, and its consumers in
 step). Assumed, not known: the tiles, the stages, the persistent scheduling
-cuDNN may use. On Blackwell (no FA3) its tcgen05 kernels are assumed to be laid out as the public
+cuDNN may use. In fp8 on Hopper V must be transposed before the PV MMA (an 8-bit wgmma reads its
+B operand from shared memory K-major only: PTX ISA ``wgmma.mma_async``, whose transpose immediates
+are for 16-bit types; FA3 paper, section 3.3), and cuDNN takes V as PyTorch lays it out (head dim
+fastest); assumed done in shared memory as FA3's ``load_fp8`` does, so a tile's first block's
+transpose is on its chain (``Impl.fp8_v_transpose``; cuDNN's CTAs are not persistent here, so its
+tiles pay their first loads anyway). On Blackwell (no FA3) its tcgen05 kernels are assumed to be laid out as the public
 Blackwell attention kernels are (FlashAttention-4's ``flash_attn/cute/flash_fwd_sm100.py``,
 CUTLASS's Blackwell FMHA examples): a CTA runs two 128-row query tiles against one stream of K and
 V, each tile's softmax on a warpgroup of its own (:data:`BLACKWELL_Q_TILES`), so a CTA covers 256
@@ -89,4 +94,5 @@ IMPL = Impl(
     schedule=fa3.WARP_SPECIALIZED,
     blackwell_schedule=TENSOR_MEMORY_SCHEDULE,
     backward_staged=fa3.backward_staged,
+    fp8_v_transpose=True,
 )

@@ -39,12 +39,20 @@ section 3.3 on fp8's layouts): its consumers (``mma_fp8``) free Q only after the
 where bf16's ``mma`` frees it before, so the producer loads the next tile's Q only then, and
 its producer (``load_fp8``) waits for the tile's O store to leave shared memory (``barrier_O``:
 O shares it with the transposed V) before it transposes the next tile's first V block for the
-first PV; so a tile's store and the next tile's loads are on the consumers' way, the
-``exposed`` epilogue, the nearest the engine has.
-Leaves out: the in-kernel V transpose of fp8 in the steady state (producer work beside the
-consumers' MMAs), fp8's softmax without intra-warpgroup overlap (``mma_fp8`` waits for each
-GEMM), block quantization's scales, PackGQA, the backward's scheduler, varlen, paged KV,
-clusters."""
+first PV; so a tile's store and the next tile's loads are on the consumers' way: the
+``exposed`` epilogue, and its loads after the store (``next_loads: after_store``: the tile pays
+its first load's latency and its fill, in step with every other CTA, at an SM's share of HBM).
+The V transpose itself (``do_transpose_V``: LDSM, then STSM into ``smem_v_out``; an 8-bit wgmma
+reads B only K-major) is the producer's, beside the consumers' MMAs, except a tile's first, which
+the first PV waits for: its block, read and written back through shared memory, is on the tile's
+chain (``Impl.fp8_v_transpose``; ``load_fp8`` the same from flash-attention commit 5018ac6a,
+2024-07-30, the first with the in-kernel V transpose, to v2.7.0).
+Leaves out: the steady state's V transposes (their shared-memory traffic beside the MMAs), the
+overlap of a tile's first QK^T and softmax with its first V load and transpose (the model puts
+them in turn) and the Q load's with the epilogue (the model hides none of it: the two roughly
+cancel), the K load of a tile's second block issued only after its first transpose, fp8's softmax
+without intra-warpgroup overlap (``mma_fp8`` waits for each GEMM), block quantization's scales,
+PackGQA, the backward's scheduler, varlen, paged KV, clusters."""
 
 from __future__ import annotations
 
@@ -140,8 +148,10 @@ def forward_tiles(p: dict[str, Any], block_m: int, chip: Chip) -> TileSchedule:
     next tile (the engine's dispatch: the dynamic scheduler's atomic counter, and the static
     one's round robin where tiles are equally long), in the causal order of :func:`tile_order`
     or the grid's; fp8's tiles wait for the store before the next tile's loads (``exposed``)."""
-    epilogue = "exposed" if p["dtype"] == "fp8" else "overlapped"
-    return TileSchedule(order=tile_order(p, block_m), persistent_ctas=chip.num_cores, epilogue=epilogue)
+    fp8 = p["dtype"] == "fp8"
+    return TileSchedule(order=tile_order(p, block_m), persistent_ctas=chip.num_cores,
+                        epilogue="exposed" if fp8 else "overlapped",
+                        next_loads="after_store" if fp8 else "prefetched")
 
 
 WARP_SPECIALIZED = Schedule(chained=False, overlapped_vector=True, producer_warps=4, consumer_chains="shared")
@@ -155,4 +165,5 @@ IMPL = Impl(
     schedule=WARP_SPECIALIZED,
     forward_tiles=forward_tiles,
     backward_staged=backward_staged,
+    fp8_v_transpose=True,
 )
