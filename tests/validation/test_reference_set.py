@@ -137,15 +137,20 @@ def test_liger_records_name_liger_launch():
 
 def test_records_timed_after_a_write_flush_say_so():
     """Liger's benchmark scripts and FlashMLA's test time with ``triton.testing.do_bench``, which
-    zeroes 256 MB before each timed call; TileOPs' bench zeroes a buffer of the L2's size; no
-    other source says how it flushed the L2."""
+    zeroes 256 MB before each timed call; TileOPs' bench zeroes a buffer of the L2's size;
+    cudnn-frontend's training SDPA benchmark zeroes 256 MiB; no other source says how it flushed
+    the L2."""
     records = [r for path in FILES for r in _load(path)["records"]]
     do_bench = [r for r in records if "Liger-Kernel" in r["source"] or "FlashMLA" in r["notes"]]
     tileops = [r for r in records if "tile-ai/TileOPs" in r["source"]]
-    assert len(do_bench) == 50 and len(tileops) == 27  # 45 norm records, 5 FlashMLA decodes
+    cudnn_training = [r for r in records if "sdpa_benchmark_training" in r["source"]]
+    # 67 norm and softmax records, 5 FlashMLA decodes; 65 GB200 and 40 H200 training SDPA calls
+    assert len(do_bench) == 72 and len(tileops) == 27 and len(cudnn_training) == 105
     assert all(r["cache_flush"] == build_reference.DO_BENCH_FLUSH for r in do_bench)
     assert all(r["cache_flush"] == build_reference.TILEOPS_FLUSH for r in tileops)
-    assert not any("cache_flush" in r for r in records if r not in do_bench and r not in tileops)
+    assert all(r["cache_flush"] == build_reference.CUDNN_SDPA_FLUSH for r in cudnn_training)
+    flushed = do_bench + tileops + cudnn_training
+    assert not any("cache_flush" in r for r in records if r not in flushed)
 
 
 def test_rebuilding_removes_only_files_it_wrote(tmp_path):
