@@ -605,7 +605,8 @@ def convert_tritonbench_attention(raw: dict) -> Outcome:
                                                 notes=[how + " = 4*batch*heads*seq^2*head_dim"]))
 
 
-LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm", "softmax": "softmax"}
+LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm", "softmax": "softmax",
+                  "relu_squared": "elementwise"}
 LIGER_TAGS = (("(liger)", "liger"), ("(huggingface/torch)", "torch"), ("(huggingface (unfused", "hf-unfused"))
 LIGER_IMPLS = {"liger": "liger", "torch": "torch", "hf-unfused": "torch"}
 """The norm families' ``impl`` for each of the CSV's providers: Liger's kernel, ``torch.nn.LayerNorm``
@@ -613,7 +614,8 @@ LIGER_IMPLS = {"liger": "liger", "torch": "torch", "hf-unfused": "torch"}
 
 
 def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
-    """Liger-Kernel's benchmark CSV: median latency (ms) of norm kernels by rows and cols."""
+    """Liger-Kernel's benchmark CSV: median latency (ms) of its row-wise kernels (norms, softmax, and
+    relu_squared, an elementwise kernel launched one row per program) by rows and cols."""
     if raw["category"] != "memory_bound":
         return None
     if raw["metric"].startswith("effective bandwidth"):
@@ -627,10 +629,12 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     family = LIGER_FAMILIES[kernel]
     tag = next(t for marker, t in LIGER_TAGS if marker in raw["workload"])
     par = raw["parameters"]
+    notes = [f"latency_s is the source's median latency, {raw['value']:g} ms; forward pass only"]
+    if family == "elementwise":
+        return _liger_elementwise(raw, arch, tag, notes)
     params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"]}
     if family != "softmax":  # the softmax family has one implementation, the Triton kernel Liger's is
         params["impl"] = LIGER_IMPLS[tag]
-    notes = [f"latency_s is the source's median latency, {raw['value']:g} ms; forward pass only"]
     if family == "rmsnorm" and par["dtype"] != "fp32":
         # benchmark_rms_norm.py builds LigerRMSNorm and LlamaRMSNorm without a dtype: nn.Parameter(torch.ones(H))
         params["weight_dtype"] = "fp32"
@@ -645,6 +649,24 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     notes.append(FLUSH_NOTE.format(DO_BENCH_FLUSH["bytes"]) + " (Liger's benchmark scripts time with triton.testing.do_bench)")
     return Converted(arch, family, _record(family, params, tag=tag, implementation=raw["workload"], latency_s=raw["value"] / 1e3, raw=raw, notes=notes,
                                            config=config, cache_flush=DO_BENCH_FLUSH))
+
+
+def _liger_elementwise(raw: dict, arch: str, tag: str, notes: list[str]) -> Outcome:
+    """Liger's relu_squared forward: one array in, one out, one program per row of ``cols`` elements
+    (a power of two in the CSV's sweep, so the block is the row) with calculate_settings' warps."""
+    par = raw["parameters"]
+    rows, cols = par["M"], par["N_or_H"]
+    if tag != "liger" or cols & (cols - 1):
+        return LeftOut("Liger elementwise record the converter does not recognise")
+    params = {"elements": rows * cols, "dtype": par["dtype"], "inputs": 1, "outputs": 1}
+    config = {"block_elements": cols, "num_warps": liger_norm_config(cols)["num_warps"]}
+    notes += [f"elements = {rows} rows x {cols} cols",
+              f"config: Liger's launch (one program per row of {cols} elements, {config['num_warps']} warps from "
+              "calculate_settings)",
+              FLUSH_NOTE.format(DO_BENCH_FLUSH["bytes"]) + " (Liger's benchmark scripts time with triton.testing.do_bench)"]
+    return Converted(arch, "elementwise", _record("elementwise", params, tag=tag, implementation=raw["workload"],
+                                                  latency_s=raw["value"] / 1e3, raw=raw, notes=notes, config=config,
+                                                  cache_flush=DO_BENCH_FLUSH))
 
 
 LIGER_WARPS = ((32768, 32), (8192, 16), (2048, 8), (0, 4))
