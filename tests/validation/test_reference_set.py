@@ -127,9 +127,16 @@ def test_liger_launch_is_calculate_settings(cols, warps):
 
 def test_liger_records_name_liger_launch():
     liger = [r for path in FILES for r in _load(path)["records"] if r["id"].endswith("--liger")]
-    assert len(liger) >= 22  # A100 80GB and H100 NVL
-    for record in liger:
+    rowwise = [r for r in liger if r["family"] != "elementwise"]
+    assert len(rowwise) >= 22  # A100 80GB and H100 NVL
+    for record in rowwise:
         assert record["config"] == build_reference.liger_norm_config(record["params"]["cols"]), record["id"]
+    relu_squared = [r for r in liger if r["family"] == "elementwise"]  # one program per row, the row as its block
+    assert len(relu_squared) == 8
+    for record in relu_squared:
+        cols = record["config"]["block_elements"]
+        assert record["params"]["elements"] == 4096 * cols
+        assert record["config"]["num_warps"] == build_reference.liger_norm_config(cols)["num_warps"]
     others = [r for path in FILES for r in _load(path)["records"] if r["family"] in ("layernorm", "rmsnorm")
               and not r["id"].endswith("--liger")]
     assert others and not any("config" in r for r in others)
@@ -137,15 +144,20 @@ def test_liger_records_name_liger_launch():
 
 def test_records_timed_after_a_write_flush_say_so():
     """Liger's benchmark scripts and FlashMLA's test time with ``triton.testing.do_bench``, which
-    zeroes 256 MB before each timed call; TileOPs' bench zeroes a buffer of the L2's size; no
-    other source says how it flushed the L2."""
+    zeroes 256 MB before each timed call; TileOPs' bench zeroes a buffer of the L2's size;
+    cudnn-frontend's training SDPA benchmark zeroes 256 MiB; no other source says how it flushed
+    the L2."""
     records = [r for path in FILES for r in _load(path)["records"]]
     do_bench = [r for r in records if "Liger-Kernel" in r["source"] or "FlashMLA" in r["notes"]]
     tileops = [r for r in records if "tile-ai/TileOPs" in r["source"]]
-    assert len(do_bench) == 50 and len(tileops) == 27  # 45 norm records, 5 FlashMLA decodes
+    cudnn_training = [r for r in records if "sdpa_benchmark_training" in r["source"]]
+    # 67 norm and softmax records, 8 relu_squared, 5 FlashMLA decodes; 65 GB200 and 40 H200 training SDPA calls
+    assert len(do_bench) == 80 and len(tileops) == 27 and len(cudnn_training) == 105
     assert all(r["cache_flush"] == build_reference.DO_BENCH_FLUSH for r in do_bench)
     assert all(r["cache_flush"] == build_reference.TILEOPS_FLUSH for r in tileops)
-    assert not any("cache_flush" in r for r in records if r not in do_bench and r not in tileops)
+    assert all(r["cache_flush"] == build_reference.CUDNN_SDPA_FLUSH for r in cudnn_training)
+    flushed = do_bench + tileops + cudnn_training
+    assert not any("cache_flush" in r for r in records if r not in flushed)
 
 
 def test_rebuilding_removes_only_files_it_wrote(tmp_path):

@@ -85,6 +85,9 @@ ARCH_BY_HARDWARE: dict[str, str] = {
     "NVIDIA B200 (flash-attention PR 2605)": "b200",
     "NVIDIA H200 (cudnn-frontend attention_inference)": "h200-sxm",
     "NVIDIA B200 (cudnn-frontend attention_inference)": "b200",
+    "NVIDIA GB200 (cudnn-frontend sdpa_benchmark_training)": "gb200",
+    "NVIDIA H200 (cudnn-frontend sdpa_benchmark_training)": "h200-sxm",
+    "NVIDIA B200 (Liger-Kernel benchmark CSV)": "b200",
 }
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out."""
@@ -111,6 +114,17 @@ HARDWARE_NOTES: dict[str, str] = {
     "NVIDIA H100 (vLLM PR #49363)": (
         "the PR says 'H100' without the form factor; mapped to h100-sxm: M=1 at N=43008 reads its 462 MB of "
         "weights at 3.07 TB/s, above an H100 PCIe's 2.0 TB/s peak (an H100 NVL, 3.9 TB/s, is not ruled out)"
+    ),
+    "NVIDIA GB200 (cudnn-frontend sdpa_benchmark_training)": (
+        "gpu_name 'NVIDIA GB200': the Blackwell GPU of a GB200 superchip; mapped to gb200 (its 1200 W, 152-SM part). "
+        "The CSV does not say which GB200 system, power limit or clocks ran"
+    ),
+    "NVIDIA H200 (cudnn-frontend sdpa_benchmark_training)": (
+        "gpu_name 'NVIDIA H200' does not say SXM or NVL (the same 4.8 TB/s HBM3e); mapped to h200-sxm, as this "
+        "repository's other cudnn-frontend H200 records are"
+    ),
+    "NVIDIA B200 (Liger-Kernel benchmark CSV)": (
+        "gpu_name 'NVIDIA B200', the driver name of the HGX B200 (SXM) GPU; mapped to b200"
     ),
     "NVIDIA H200 (TileOPs GQA decode doc)": (
         "the doc says 'H200' with a 700 W power limit, the SXM part's; mapped to h200-sxm. Its SM clock was "
@@ -501,6 +515,54 @@ def convert_cudnn_frontend_prefill(raw: dict) -> Outcome:
                                                 raw=raw, notes=notes))
 
 
+CUDNN_SDPA_FLUSH = {"bytes": 256 * 2**20, "access": "write"}
+"""cudnn-frontend's ``benchmark_single_sdpa.py``: ``l2_flush_buffer.zero_()`` of 256 MiB before each
+profiled forward and backward call."""
+
+
+def cudnn_sdpa_benchmark_flops(par: dict) -> int:
+    """The flop count of cudnn-frontend's ``benchmark_single_sdpa.py`` (``flops()``), whose TFLOP/s the
+    CSVs print: ``2*batch*q_heads*unmasked*(d_qk + d_vo)`` forward, ``*(3*d_qk + 2*d_vo)`` backward, a
+    causal (``top_left``) mask keeping the lower triangle with its diagonal (``torch.tril(...).sum()``)."""
+    seq_q, seq_kv = par["seq_q"], par["seq_kv"]
+    if par["causal"]:
+        unmasked = sum(min(i + 1, seq_kv) for i in range(seq_q)) if seq_q != seq_kv else seq_q * (seq_q + 1) // 2
+    else:
+        unmasked = seq_q * seq_kv
+    dims = 2 * par["head_dim"] if par["pass"] == "fwd" else 5 * par["head_dim"]
+    return 2 * par["batch"] * par["heads"] * unmasked * dims
+
+
+def convert_cudnn_frontend_training(raw: dict) -> Outcome:
+    """cudnn-frontend's sdpa_benchmark_training results: cuDNN's SDPA forward or backward, device time
+    under the profiler after an L2 flush, printed as milliseconds (3 decimals) and TFLOP/s (integers)."""
+    arch = _added_source(raw, category="attention", marker="cudnn-frontend sdpa_benchmark_training", field="workload",
+                         unit="TFLOP/s", what="cudnn-frontend training SDPA")
+    if not isinstance(arch, str):
+        return arch
+    par = raw["parameters"]
+    source_flops = cudnn_sdpa_benchmark_flops(par)
+    from_tflops = source_flops / (raw["value"] * 1e12)
+    time_s = par["time_ms"] * 1e-3
+    if abs(from_tflops - time_s) > 0.5e-6 + from_tflops * 0.5 / raw["value"]:
+        return LeftOut("cudnn-frontend row whose time and TFLOP/s disagree beyond their rounding")
+    # the printed time has 3 decimals and the TFLOP/s none: take whichever is rounded less
+    use_tflops = 0.5 / raw["value"] < 0.5e-6 / time_s
+    latency = from_tflops if use_tflops else time_s
+    how = (f"latency_s derived from {raw['value']:g} TFLOP/s and the script's own flop count ({source_flops:.6g}; "
+           f"the printed time, {par['time_ms']} ms, is rounded more)" if use_tflops else
+           f"latency_s is the source's median time, {par['time_ms']} ms (its {raw['value']:g} TFLOP/s is rounded more)")
+    params = {**fmt.attention_params(par["batch"], par["heads"], par["kv_heads"], par["seq_q"], par["seq_kv"],
+                                     par["head_dim"], par["causal"], par["dtype"], par["pass"]), "impl": "cudnn"}
+    notes = [how, f"model {par['model']}", "latency_s is the kernels' device time (latency_kind: device)",
+             FLUSH_NOTE.format(CUDNN_SDPA_FLUSH["bytes"]) + " (benchmark_single_sdpa.py zeroes a 256 MiB buffer)"]
+    if par["pass"] == "bwd":
+        notes.append("a whole backward call (pass=bwd: every kernel of cuDNN's backward graph, summed)")
+    return Converted(arch, "attention", _record("attention", params, tag="cudnn-sdpa-training",
+                                                implementation=raw["workload"], latency_s=latency, raw=raw,
+                                                notes=notes, latency_kind="device", cache_flush=CUDNN_SDPA_FLUSH))
+
+
 BENCHMARK_TABLE_IMPLS = {"cuDNN": "cudnn"}
 """flash-attention benchmark tables' columns -> the attention family's ``impl``."""
 
@@ -543,7 +605,8 @@ def convert_tritonbench_attention(raw: dict) -> Outcome:
                                                 notes=[how + " = 4*batch*heads*seq^2*head_dim"]))
 
 
-LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm"}
+LIGER_FAMILIES = {"layer_norm": "layernorm", "rms_norm": "rmsnorm", "softmax": "softmax",
+                  "relu_squared": "elementwise"}
 LIGER_TAGS = (("(liger)", "liger"), ("(huggingface/torch)", "torch"), ("(huggingface (unfused", "hf-unfused"))
 LIGER_IMPLS = {"liger": "liger", "torch": "torch", "hf-unfused": "torch"}
 """The norm families' ``impl`` for each of the CSV's providers: Liger's kernel, ``torch.nn.LayerNorm``
@@ -551,7 +614,8 @@ LIGER_IMPLS = {"liger": "liger", "torch": "torch", "hf-unfused": "torch"}
 
 
 def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
-    """Liger-Kernel's benchmark CSV: median latency (ms) of norm kernels by rows and cols."""
+    """Liger-Kernel's benchmark CSV: median latency (ms) of its row-wise kernels (norms, softmax, and
+    relu_squared, an elementwise kernel launched one row per program) by rows and cols."""
     if raw["category"] != "memory_bound":
         return None
     if raw["metric"].startswith("effective bandwidth"):
@@ -565,8 +629,12 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
     family = LIGER_FAMILIES[kernel]
     tag = next(t for marker, t in LIGER_TAGS if marker in raw["workload"])
     par = raw["parameters"]
-    params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"], "impl": LIGER_IMPLS[tag]}
     notes = [f"latency_s is the source's median latency, {raw['value']:g} ms; forward pass only"]
+    if family == "elementwise":
+        return _liger_elementwise(raw, arch, tag, notes)
+    params = {"rows": par["M"], "cols": par["N_or_H"], "dtype": par["dtype"]}
+    if family != "softmax":  # the softmax family has one implementation, the Triton kernel Liger's is
+        params["impl"] = LIGER_IMPLS[tag]
     if family == "rmsnorm" and par["dtype"] != "fp32":
         # benchmark_rms_norm.py builds LigerRMSNorm and LlamaRMSNorm without a dtype: nn.Parameter(torch.ones(H))
         params["weight_dtype"] = "fp32"
@@ -583,14 +651,33 @@ def convert_liger(raw: dict, paired_notes: Callable[[dict], str]) -> Outcome:
                                            config=config, cache_flush=DO_BENCH_FLUSH))
 
 
+def _liger_elementwise(raw: dict, arch: str, tag: str, notes: list[str]) -> Outcome:
+    """Liger's relu_squared forward: one array in, one out, one program per row of ``cols`` elements
+    (a power of two in the CSV's sweep, so the block is the row) with calculate_settings' warps."""
+    par = raw["parameters"]
+    rows, cols = par["M"], par["N_or_H"]
+    if tag != "liger" or cols & (cols - 1):
+        return LeftOut("Liger elementwise record the converter does not recognise")
+    params = {"elements": rows * cols, "dtype": par["dtype"], "inputs": 1, "outputs": 1}
+    config = {"block_elements": cols, "num_warps": liger_norm_config(cols)["num_warps"]}
+    notes += [f"elements = {rows} rows x {cols} cols",
+              f"config: Liger's launch (one program per row of {cols} elements, {config['num_warps']} warps from "
+              "calculate_settings)",
+              FLUSH_NOTE.format(DO_BENCH_FLUSH["bytes"]) + " (Liger's benchmark scripts time with triton.testing.do_bench)"]
+    return Converted(arch, "elementwise", _record("elementwise", params, tag=tag, implementation=raw["workload"],
+                                                  latency_s=raw["value"] / 1e3, raw=raw, notes=notes, config=config,
+                                                  cache_flush=DO_BENCH_FLUSH))
+
+
 LIGER_WARPS = ((32768, 32), (8192, 16), (2048, 8), (0, 4))
 """Liger-Kernel's ``calculate_settings`` (``src/liger_kernel/ops/utils.py``, from Unsloth):
 warps by the Triton block, ``next_power_of_2(cols)``, at least the first threshold it reaches."""
 
 
 def liger_norm_config(cols: int) -> dict:
-    """The launch of Liger's layer_norm and rms_norm forward kernels (0.2-0.5): a grid of one
-    program per row (``_layer_norm_forward_kernel[(n_rows,)]``), the whole row as one block."""
+    """The launch of Liger's layer_norm and rms_norm forward kernels (0.2-0.8) and of its softmax forward
+    where the row fits one block (0.8, ``_softmax_single_block_forward_kernel``): a grid of one program per
+    row (``_layer_norm_forward_kernel[(n_rows,)]``), the whole row as one block."""
     block = 1 << max(cols - 1, 0).bit_length()
     return {"block_rows": 1, "num_warps": next(w for threshold, w in LIGER_WARPS if block >= threshold)}
 
@@ -755,7 +842,7 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
         convert_mamf, convert_vllm_linear, convert_deepgemm, convert_pallas_guide_matmul, convert_tileops_decode,
-        convert_flashmla_decode, convert_fa_benchmark_table, convert_cudnn_frontend_prefill,
+        convert_flashmla_decode, convert_fa_benchmark_table, convert_cudnn_frontend_prefill, convert_cudnn_frontend_training,
         convert_fixed_shape_gemm, convert_flash_attention_chart, convert_tritonbench_attention,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
         convert_pointer_chase, convert_cache_bandwidth, convert_cache_capacity, convert_stream_stencil,
