@@ -450,6 +450,18 @@ class VocabWriter(LayerWriter):
             after = self.cross_entropy(f"{tag}.loss", rows, vocab, after)
             if s.framework.grad_nan_check:  # the loss's NaN check reads it on the host
                 self.ops.host_waits_for(after)
+            if s.framework.loss_report_all_reduce:
+                after = self._loss_report(tag, after)
+        return after
+
+    def _loss_report(self, tag: str, after: list[str]) -> list[str]:
+        """The microbatch's loss and token count (two fp32 values) all-reduced over CP, then
+        over DP, for reporting (Megatron-LM's ``loss_func``): blocking, on the compute
+        stream, so the backward that follows waits for each."""
+        layout = self.s.layout
+        for name, size, groups in (("cp", layout.cp, self.g.cp), ("dp", layout.dp, self.g.dp)):
+            if size > 1:
+                after = [self.ops.collective(f"{tag}.loss_report.{name}.ar", "all-reduce", 8, groups, after)]
         return after
 
     def cross_entropy(self, tag: str, rows: int, vocab: int, after: list[str]) -> list[str]:

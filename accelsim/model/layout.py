@@ -155,6 +155,12 @@ class Framework:
     937571cf), and each microbatch's loss too (``loss_func`` in ``pretrain_gpt.py``). Both
     are ``assert not x.isnan()`` on a device tensor: the host waits for the value (a host
     sync) before it issues anything more."""
+    loss_report_all_reduce: bool = False
+    """Each microbatch's loss is all-reduced over the data-parallel group for reporting
+    (Megatron-LM's ``loss_func`` in ``pretrain_gpt.py`` at 937571cf, lines 132-145: the loss
+    and its token count, over the CP group first where CP > 1, then over DP; the 2021 code's
+    ``average_losses_across_data_parallel_group``, ``megatron/utils.py`` at a8d172b3): a
+    blocking collective of a few bytes on the compute stream, its latency exposed."""
     grad_prescale: bool = False
     """Before a gradient bucket is summed over the replicas, it is divided by their number in
     place, read and written (Megatron-LM's ``gradient_scaling_factor`` of 1 / DP, without
@@ -196,7 +202,8 @@ launch as above. An estimate, as above."""
 FRAMEWORKS: dict[str, Framework] = {
     "megatron": Framework(name="megatron", overlap_grad_reduce=True, overlap_param_gather=True,
                           param_bytes=2, grad_bytes=4, gemm_impl="cublas", wgrad_into_main_grad=True,
-                          zeroes_grad_buffer=True, hidden_dropout=True, grad_nan_check=True, grad_prescale=True,
+                          zeroes_grad_buffer=True, hidden_dropout=True, grad_nan_check=True, loss_report_all_reduce=True,
+                          grad_prescale=True,
                           later_stages_one_bucket=True, host_forward_op_s=EAGER_FORWARD_OP_S,
                           host_backward_op_s=EAGER_BACKWARD_OP_S),
     "maxtext": Framework(name="maxtext", overlap_grad_reduce=True, overlap_param_gather=True,

@@ -99,6 +99,12 @@ class StageGroups:
         return self._rows(self.ranks.transpose(0, 2, 3, 1), self.layout.fsdp)
 
     @cached_property
+    def dp(self) -> list[list[int]]:
+        """Ranks that differ only in their data-parallel index (Megatron-LM's data-parallel
+        group without CP)."""
+        return self._rows(self.ranks.transpose(1, 2, 3, 0), self.layout.dp)
+
+    @cached_property
     def replicas(self) -> list[list[int]]:
         """Ranks holding the same weight shard: CP x DP (what gradients are reduced over,
         after FSDP's reduce-scatter where there is one)."""
