@@ -93,6 +93,19 @@ class MemoryLevel:
     dirty_at_start_bytes: float | None = None
     """L2 on a GPU: dirty bytes it holds when a kernel starts (``SharedCache.dirty_at_start``);
     None: writes reach HBM as the kernel makes them."""
+    keeps_own_clock_above_hz: float | None = None
+    """L2 on a GPU: the lowest SM clock down to which it keeps a clock of its own
+    (``SharedCache.keeps_own_clock_above``); None: it is in the SM clock's domain."""
+
+    def clock_share(self, clock_hz: float, chip_clock_hz: float) -> float:
+        """The share of its bandwidth this level keeps when the SM clock goes from
+        ``chip_clock_hz`` to ``clock_hz``: the clocks' ratio for a level in the SM clock's
+        domain; for an L2 with a clock of its own, none lost down to
+        ``keeps_own_clock_above_hz`` and in proportion to the SM clock below it."""
+        own = self.keeps_own_clock_above_hz
+        if own is None:
+            return clock_hz / chip_clock_hz
+        return min(1.0, clock_hz / own) / min(1.0, chip_clock_hz / own)
 
     def queueing_mix(self, read_bytes: float, write_bytes: float) -> float:
         """The share of ``queueing_latency`` these reads and writes wait at full load:
@@ -608,6 +621,7 @@ def _memory_level(spec: schema.SharedCache | schema.Hbm) -> MemoryLevel:
         queueing_unmixed_share=share.value if (share := getattr(spec, "queueing_unmixed_share", None)) else 0.0,
         turnaround_loss=loss.value if (loss := getattr(spec, "turnaround_loss", None)) else 0.0,
         dirty_at_start_bytes=dirty.value if (dirty := getattr(spec, "dirty_at_start", None)) else None,
+        keeps_own_clock_above_hz=own.value if (own := getattr(spec, "keeps_own_clock_above", None)) else None,
     )
 
 

@@ -320,6 +320,11 @@ class SharedCache(_Strict):
     multicast: Cited[PositiveInt] | None = None
     """GPU: how many programs of a thread-block cluster one read of this level can serve
     at once (Hopper's TMA multicast); absent: none (every program reads its own copy)."""
+    keeps_own_clock_above: Cited[Hz] | None = None
+    """GPU: the lowest SM clock at which the L2 was measured keeping a clock of its own: at or
+    above it the L2's bandwidth does not move when DVFS or a power cap lowers the SM clock; below
+    it the bandwidth falls in proportion to the SM clock from there. Absent: the L2 is taken to be
+    in the SM clock's domain, its bandwidth following the SM clock (``docs/power.md``)."""
     dirty_at_start: Cited[ByteCount] | None = None
     """GPU, how the chip was left rather than what it is: bytes of dirty lines (written by
     earlier work, not yet in HBM) the L2 holds when a kernel, or a trace's first kernel,

@@ -130,14 +130,17 @@ def voltage_scale(power: PowerModel, clock_hz: float, chip_clock_hz: float) -> f
 
 def at_clock(chip: Chip, clock_hz: float) -> Chip:
     """``chip`` with its clock at ``clock_hz``: per-cycle figures follow it, and so does a GPU's L2
-    bandwidth (the L2 and crossbar run in the SM clock's domain); HBM keeps its bytes per second,
+    bandwidth, except where the config says the L2 keeps a clock of its own
+    (``shared_cache.keeps_own_clock_above``: :meth:`~accelsim.arch.model.MemoryLevel.clock_share`);
+    HBM keeps its bytes per second,
     and so does a TPU's DMA port (derived from HBM's bandwidth). Latencies and overheads are given
     in seconds and stay."""
     ratio = clock_hz / chip.clock_hz
     changes: dict = {"clock_hz": clock_hz}
     if isinstance(chip, GpuChip) and chip.shared_cache is not None:
+        share = chip.shared_cache.clock_share(clock_hz, chip.clock_hz)
         changes["shared_cache"] = replace(chip.shared_cache,
-                                          bandwidth_bytes_per_s=chip.shared_cache.bandwidth_bytes_per_s * ratio)
+                                          bandwidth_bytes_per_s=chip.shared_cache.bandwidth_bytes_per_s * share)
     if isinstance(chip, TpuChip):
         changes["local"] = replace(chip.local,
                                    fill_bandwidth_bytes_per_cycle=chip.local.fill_bandwidth_bytes_per_cycle / ratio)
