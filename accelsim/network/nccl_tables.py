@@ -259,8 +259,9 @@ chunk at most."""
 def nvls_tree_chunk_bytes(size_bytes: float, channels: int, heads: int, nodes: int) -> int:
     """NVLSTree's chunk for a ``size_bytes`` all-reduce over ``nodes`` nodes
     (``calcCollChunking``, src/enqueue.cc @ v2.26.2-1 lines 1888-1899:
-    ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` defaults to 64 KiB from 4 nodes, else :data:`NVLS_CHUNK_BYTES`; then 256 KiB below 32 x
-    channels x heads chunks, 128 KiB below 16, 64 KiB below 4, 32 KiB below 1)."""
+    ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` defaults to 64 KiB from 4 nodes, else
+    :data:`NVLS_CHUNK_BYTES`; then 256 KiB below 32 x channels x heads chunks, 128 KiB
+    below 16, 64 KiB below 4, 32 KiB below 1)."""
     chunk = NVLS_CHUNK_BYTES if nodes < 4 else 65536
     ops = channels * heads
     for loops, smaller in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):

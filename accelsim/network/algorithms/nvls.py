@@ -62,13 +62,13 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     the NICs, and NVLS multicasts the result inside each node (1/k up, the buffer down).
     The four stages are pipelined, as NCCL runs them: they move their bytes at once on the
     links they share, after a fill of all their latencies and of the tree's chunks crossing
-    between nodes whole (:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s`). NCCL rates NVLSTree's bus
-    bandwidth no higher than ``perChMaxNVLSTreeBws`` per NVLS head (one per NIC, as many as
-    the node has GPUs and NICs, at most 32; ``ncclTopoTuneModel``, src/graph/tuning.cc,
-    NCCL 2.30.7 @ 5067397c, from 2.28): a GPU's buffer enters and leaves the switch no
-    faster than that bus bandwidth's algorithm rate (:func:`_nvls_tree_cap`). Unless
-    ``req.whole``, the rails sharing the first rail's NIC and the first node's GPUs are
-    simulated."""
+    between nodes whole (:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s`). NCCL
+    rates NVLSTree's bus bandwidth no higher than ``perChMaxNVLSTreeBws`` per NVLS head
+    (one per NIC, as many as the node has GPUs and NICs, at most 32;
+    ``ncclTopoTuneModel``, src/graph/tuning.cc, NCCL 2.30.7 @ 5067397c, from 2.28): a
+    GPU's buffer enters and leaves the switch no faster than that bus bandwidth's
+    algorithm rate (:func:`_nvls_tree_cap`). Unless ``req.whole``, the rails sharing the
+    first rail's NIC and the first node's GPUs are simulated."""
     if not (isinstance(topo, ClusterTopology) and topo.nvls):
         raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", field="algorithm")
     needs(req, ("all-reduce",), "nvls-tree")
