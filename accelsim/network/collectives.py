@@ -94,8 +94,9 @@ class Plan:
     protocol: str = ""
     """NCCL protocol (``ll``, ``ll128``, ``simple``) on GPU systems with an NCCL model."""
     fill_s: float = 0.0
-    """Of the phases' latencies, what a Simple tree's pipeline fill adds
-    (:func:`~accelsim.network.nccl_tables.tree_simple_fill_s`). NCCL's own estimate, by
+    """Of the phases' latencies, what a Simple pipeline's fill adds: a tree's
+    (:func:`~accelsim.network.nccl_tables.tree_simple_fill_s`) or NVLS-tree's
+    (:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s`). NCCL's own estimate, by
     which it picks an algorithm, has no such term (``ncclTopoGetAlgoTime``, src/graph/tuning.cc
     @ v2.26.2-1 lines 530-546: latency plus bytes over bandwidth, the tree's latency a count
     of hops), so ``auto`` ranks the tree against the ring without it

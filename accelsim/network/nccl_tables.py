@@ -246,6 +246,49 @@ def tree_simple_fill_s(generation: str | None, nodes: int, hops: int, channel_by
     return hops * chunk / rate
 
 
+NVLS_CHANNELS = MappingProxyType({"hopper": 16, "blackwell": 32})
+"""``NVLS_NCHANNELS_SM90`` and ``NVLS_NCHANNELS_SM100`` (src/transport/nvls.cc @ v2.25.1-1
+lines 144-145, the same in 2.26.2 and, across nodes, 2.27): the channels NVLS and NVLSTree
+run on, whatever the size (``topoGetAlgoInfo``: ``nc = comm->nvlsChannels``,
+src/enqueue.cc @ v2.25.1-1 line 1688)."""
+NVLS_CHUNK_BYTES = 128 * 2**10
+"""``NCCL_NVLS_CHUNKSIZE``'s default (src/transport/nvls.cc @ v2.25.1-1 line 149): an NVLS
+chunk at most."""
+
+
+def nvls_tree_chunk_bytes(size_bytes: float, channels: int, heads: int, nodes: int) -> int:
+    """NVLSTree's chunk for a ``size_bytes`` all-reduce over ``nodes`` nodes
+    (``calcCollChunking``, src/enqueue.cc @ v2.26.2-1 lines 1888-1899:
+    ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` defaults to 64 KiB from 4 nodes, else
+    :data:`NVLS_CHUNK_BYTES`; then 256 KiB below 32 x channels x heads chunks, 128 KiB
+    below 16, 64 KiB below 4, 32 KiB below 1)."""
+    chunk = NVLS_CHUNK_BYTES if nodes < 4 else 65536
+    ops = channels * heads
+    for loops, smaller in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if size_bytes < loops * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def nvls_tree_fill_s(generation: str | None, size_bytes: float, heads: int, nodes: int, hops: int,
+                     nic_bytes_per_s: float) -> float:
+    """What NVLSTree's pipeline fill across nodes costs (0.0 where the class has no NVLS
+    channel count): each of the tree's ``hops`` between nodes a whole chunk
+    (:func:`nvls_tree_chunk_bytes`, or a head's share of the channel's part when smaller)
+    store-and-forward, as Simple posts a step only once it is written (see
+    :func:`tree_simple_fill_s`), at a channel's share of a head's NIC: every one of the
+    :data:`NVLS_CHANNELS` sends its chunk of that head through it
+    (``RunWorkColl<AllReduce, NVLS_TREE, SIMPLE>``, src/device/all_reduce.h @ v2.26.2-1
+    lines 521-626: each head reduces its chunk of a loop and sends it up the tree, and
+    receives and multicasts it on the way down)."""
+    if generation not in NVLS_CHANNELS:
+        return 0.0
+    channels = NVLS_CHANNELS[generation]
+    heads = min(heads, MAX_NVLS_HEADS)
+    chunk = min(nvls_tree_chunk_bytes(size_bytes, channels, heads, nodes), size_bytes / (channels * heads))
+    return hops * chunk / (nic_bytes_per_s / channels)
+
+
 NVLS_TREE_CHANNEL_BYTES_PER_S = MappingProxyType({
     "hopper": (57.7 * GB, 57.7 * GB, 45.5 * GB),
     "blackwell": (96.0 * GB, 96.0 * GB, 80.0 * GB),

@@ -10,8 +10,8 @@ from accelsim.errors import InputError
 from accelsim.network.algorithms.tree import tree_depth, tree_streams
 from accelsim.network.collectives import Phase, Plan, Request, Transfer, needs, phase, register
 from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.nccl_tables import nvls_tree_bus_cap_bytes_per_s
-from accelsim.network.topology import ClusterTopology, NodeTopology, Topology, downlink, uplink
+from accelsim.network.nccl_tables import nvls_tree_bus_cap_bytes_per_s, nvls_tree_fill_s
+from accelsim.network.topology import ClusterTopology, NodeTopology, Topology, downlink, nic_up, uplink
 
 
 MIN_NVLS_GPUS = 3
@@ -61,13 +61,14 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     a double binary tree per rail reduces and broadcasts those shards across nodes over
     the NICs, and NVLS multicasts the result inside each node (1/k up, the buffer down).
     The four stages are pipelined, as NCCL runs them: they move their bytes at once on the
-    links they share, after a fill of all their latencies. NCCL rates NVLSTree's bus
-    bandwidth no higher than ``perChMaxNVLSTreeBws`` per NVLS head (one per NIC, as many as
-    the node has GPUs and NICs, at most 32; ``ncclTopoTuneModel``, src/graph/tuning.cc,
-    NCCL 2.30.7 @ 5067397c, from 2.28): a GPU's buffer enters and leaves the switch no
-    faster than that bus bandwidth's algorithm rate (:func:`_nvls_tree_cap`). Unless
-    ``req.whole``, the rails sharing the first rail's NIC and the first node's GPUs are
-    simulated."""
+    links they share, after a fill of all their latencies and of the tree's chunks crossing
+    between nodes whole (:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s`). NCCL
+    rates NVLSTree's bus bandwidth no higher than ``perChMaxNVLSTreeBws`` per NVLS head
+    (one per NIC, as many as the node has GPUs and NICs, at most 32;
+    ``ncclTopoTuneModel``, src/graph/tuning.cc, NCCL 2.30.7 @ 5067397c, from 2.28): a
+    GPU's buffer enters and leaves the switch no faster than that bus bandwidth's
+    algorithm rate (:func:`_nvls_tree_cap`). Unless ``req.whole``, the rails sharing the
+    first rail's NIC and the first node's GPUs are simulated."""
     if not (isinstance(topo, ClusterTopology) and topo.nvls):
         raise InputError(f"{topo.name!r} is not a cluster of nodes with NVLS", field="algorithm")
     needs(req, ("all-reduce",), "nvls-tree")
@@ -103,12 +104,25 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     stages = [switch_phase(req.size_bytes, shard), phase(topo, up, depth, simple), phase(topo, down, depth, simple),
               switch_phase(shard, req.size_bytes)]
     # NCCL pipelines the four stages chunk by chunk: they run at once, sharing the links
-    # they have in common, after the pipeline fills (every stage's latency)
-    fill = sum(stage.latency_s for stage in stages)
+    # they have in common, after the pipeline fills (every stage's latency, and the tree's
+    # chunks store-and-forward between nodes)
+    chunks = _nvls_tree_chunks_fill_s(topo, req.size_bytes, len(inner), len(parts), 2 * depth)
+    fill = sum(stage.latency_s for stage in stages) + chunks
     lanes = tuple((dataclasses.replace(stage, latency_s=fill),) for stage in stages)
     launch = topo.tuning.nvls_latency_s if topo.tuning else topo.launch_s
     return Plan(algorithm="nvls-tree", lanes=lanes, launch_s=launch, protocol="simple" if simple else "",
-                partial=not req.whole)
+                partial=not req.whole, fill_s=chunks)
+
+
+def _nvls_tree_chunks_fill_s(topo: ClusterTopology, size_bytes: float, local: int, nodes: int, hops: int) -> float:
+    """:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s` on ``topo`` (one NVLS head
+    per NIC; 0.0 without an NCCL model). The node's own NVLS stages have no such term here:
+    the fitted ``nvls_latency`` holds what they add (docs/collectives.md, "NVLS's pipeline
+    fill")."""
+    if topo.tuning is None:
+        return 0.0
+    nic = topo.links[nic_up(0, 0)].bandwidth_bytes_per_s
+    return nvls_tree_fill_s(topo.tuning.generation, size_bytes, min(local, topo.nics_per_node), nodes, hops, nic)
 
 
 def _nvls_tree_cap(topo: ClusterTopology, nodes: int, local: int, ranks: int) -> float:
