@@ -633,7 +633,9 @@ CHIP_KIND_RULES: dict[str, ChipKindRules] = {
               "hbm.queueing_unmixed_share": "'hbm.queueing_unmixed_share' applies to GPUs only (the TPU engine does "
                                             "not model queueing)",
               "shared_cache.dirty_at_start": "'shared_cache.dirty_at_start' applies to GPUs only (the TPU engine "
-                                             "keeps no L2 state)"}),
+                                             "keeps no L2 state)",
+              "shared_cache.keeps_own_clock_above": "'shared_cache.keeps_own_clock_above' applies to GPUs only (a "
+                                                    "TPU's clock search leaves its CMEM's bandwidth as it is)"}),
     "tpu": ChipKindRules(required="vector_unit.shape", matrix_entries=2, matrix_shape="[rows, cols] (the MXU)",
                          only={"cores.megacore": "'cores.megacore' applies to TPUs only"}),
 }

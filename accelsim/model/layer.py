@@ -448,21 +448,24 @@ class VocabWriter(LayerWriter):
         after = self.column(f"{tag}.logits", vocab, m.hidden, after, rows=rows)
         if s.training and not s.framework.fused_elementwise:
             after = self.cross_entropy(f"{tag}.loss", rows, vocab, after)
+            report = s.framework.loss_report_all_reduce
+            if report:  # the loss is summed over CP before its NaN check reads it
+                after = self._loss_report(tag, "cp", after)
             if s.framework.grad_nan_check:  # the loss's NaN check reads it on the host
                 self.ops.host_waits_for(after)
-            if s.framework.loss_report_all_reduce:
-                after = self._loss_report(tag, after)
+            if report:
+                after = self._loss_report(tag, "dp", after)
         return after
 
-    def _loss_report(self, tag: str, after: list[str]) -> list[str]:
-        """The microbatch's loss and token count (two fp32 values) all-reduced over CP, then
-        over DP, for reporting (Megatron-LM's ``loss_func``): blocking, on the compute
-        stream, so the backward that follows waits for each."""
-        layout = self.s.layout
-        for name, size, groups in (("cp", layout.cp, self.g.cp), ("dp", layout.dp, self.g.dp)):
-            if size > 1:
-                after = [self.ops.collective(f"{tag}.loss_report.{name}.ar", "all-reduce", 8, groups, after)]
-        return after
+    def _loss_report(self, tag: str, over: str, after: list[str]) -> list[str]:
+        """The microbatch's loss and token count (two fp32 values) all-reduced over ``over``
+        (``cp`` or ``dp``) where it has more than one rank (Megatron-LM's ``loss_func``: over
+        CP, then the NaN check, then over DP for reporting): blocking, on the compute stream,
+        so the backward that follows waits for each."""
+        size, groups = (self.s.layout.cp, self.g.cp) if over == "cp" else (self.s.layout.dp, self.g.dp)
+        if size == 1:
+            return after
+        return [self.ops.collective(f"{tag}.loss_report.{over}.ar", "all-reduce", 8, groups, after)]
 
     def cross_entropy(self, tag: str, rows: int, vocab: int, after: list[str]) -> list[str]:
         """Megatron-LM's vocabulary-parallel cross-entropy (``tensor_parallel.cross_entropy``,

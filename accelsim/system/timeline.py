@@ -63,7 +63,7 @@ def exposed_comm_by_op(result: ReplayResult) -> dict[tuple[int, str], float]:
     for seg in result.segments:
         if seg.kind == "compute":
             compute[seg.track].append((seg.start_ps, seg.end_ps))
-        elif seg.lane not in ("comm", HOST_LANE) and seg.kind != "done" and seg.end_ps > seg.start_ps:
+        elif seg.lane != "comm" and seg.kind not in ("done", HOST_LANE) and seg.end_ps > seg.start_ps:
             comm[seg.track].append((seg.start_ps, seg.end_ps, seg.name))
     exposed: dict[tuple[int, str], float] = defaultdict(float)
     for track, spans in comm.items():

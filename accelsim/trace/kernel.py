@@ -279,7 +279,13 @@ class Execution(_Strict):
     nor the fill at the port. ``after_store``: the producer issues them only once the unit before
     has finished and its tile's store has left shared memory (the buffers are shared, FlashAttention-3's
     fp8 forward), so the unit pays its first load's latency and the fill, after the drain; it
-    still pays no CTA launch."""
+    still pays no CTA launch. Only with ``persistent_ctas`` (without them no unit follows another)."""
+
+    @model_validator(mode="after")
+    def _after_store_needs_persistent_ctas(self) -> "Execution":
+        if self.next_loads == "after_store" and self.persistent_ctas is None:
+            raise ValueError("next_loads: 'after_store' applies to the units of persistent CTAs; give persistent_ctas")
+        return self
 
 
 LEGACY_STREAMS = "mma_streams"

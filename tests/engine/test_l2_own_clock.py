@@ -67,3 +67,11 @@ def test_a_value_that_is_not_a_frequency_is_refused():
     with pytest.raises(InputError) as exc:
         load_arch("h100-sxm", ["shared_cache.keeps_own_clock_above=12 GB"])
     assert exc.value.field == "shared_cache.keeps_own_clock_above"
+
+
+@pytest.mark.parametrize(("chip", "refusal"), [("tpu-v4", "applies to GPUs only"), ("tpu-v5e", "no 'shared_cache' section")])
+def test_a_tpu_config_refuses_it(cli, chip, refusal):
+    """A TPU's CMEM is not scaled by the clock search (``engine.energy.at_clock``), so the field
+    would be read and ignored there."""
+    result = cli("arch", "show", chip, "--set", "shared_cache.keeps_own_clock_above=1 GHz")
+    assert result.code == 2 and refusal in result.err and len(result.err.splitlines()) == 1

@@ -5,6 +5,8 @@ but still no CTA launch; ``prefetched`` (the default) pays none of them."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -77,3 +79,14 @@ def test_loads_after_the_store_make_the_kernel_slower_and_move_the_same_bytes(h1
 def test_next_loads_is_checked():
     with pytest.raises(ValueError):
         Execution(next_loads="eventually")
+
+
+def test_after_store_without_persistent_ctas_is_refused(cli, tmp_path):
+    """Without persistent CTAs no unit follows another, so the field would be read and ignored."""
+    data = trace(PERSISTENT).model_dump(mode="json", exclude_none=True)
+    data["kernel"]["execution"] = {"next_loads": "after_store"}
+    path = tmp_path / "k.json"
+    path.write_text(json.dumps(data))
+    result = cli("simulate", "--arch", "h100-sxm", str(path))
+    assert result.code == 2 and len(result.err.splitlines()) == 1
+    assert "kernel.execution" in result.err and "persistent_ctas" in result.err

@@ -43,10 +43,13 @@ def test_it_follows_the_loss_check_and_precedes_the_backward(tiny, node):
 
 
 def test_context_parallel_first_then_data_parallel(tiny, node):
+    """``loss_func`` sums the loss over CP before its NaN check reads it, so the host waits
+    for the CP all-reduce; the DP one follows the check."""
     ops = program(tiny, node, Layout(tp=2, cp=2, dp=2))
     cp, dp = reports(ops)[:2]
     assert cp.name.endswith(".loss_report.cp.ar") and dp.name.endswith(".loss_report.dp.ar")
     assert dp.deps == [cp.name]
+    assert cp.host_sync and not dp.host_sync
     assert sorted(sorted(g) for g in dp.groups) == [[0, 4], [1, 5], [2, 6], [3, 7]]
 
 

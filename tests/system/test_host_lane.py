@@ -48,3 +48,12 @@ def test_the_host_lane_is_neither_communication_nor_a_kernel(dgx):
 def test_no_host_timeline_no_host_lane(dgx):
     r = replay(spmd([compute("a", 3 * US), compute("b", 2 * US)]), dgx, options=ReplayOptions(timeline=True))
     assert not [s for s in r.segments if s.lane == "host"]
+
+
+def test_a_stream_named_host_is_still_a_stream(dgx):
+    """The host lane is told apart by its segments' kind, not the lane's name: an all-reduce a
+    trace puts on a stream it calls ``host`` still counts as exposed communication."""
+    ops = [compute("k0", 10 * US), {"name": "ar", "kind": "all-reduce", "bytes": 1e8, "deps": ["k0"], "stream": "host"}]
+    r = replay(spmd(ops), dgx, options=ReplayOptions(timeline=True))
+    assert exposed_comm_by_op(r)[(0, "ar")] == pytest.approx(r.devices[0].exposed_comm_s)
+    assert r.devices[0].exposed_comm_s > 0

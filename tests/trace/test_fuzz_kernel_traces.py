@@ -20,10 +20,26 @@ TRACES = [json.loads((ROOT / "traces" / name).read_text())
 @fuzz_settings(examples=20)
 @given(data=mutated(TRACES[0]) | mutated(TRACES[1]))
 def test_a_mutated_kernel_trace(cli, tmp_path, data):
+    arch = "h100-sxm" if "triton" in json.dumps(data.get("metadata", "")) else "tpu-v5e"
+    _refused_or_no_faster_than_its_bound(cli, tmp_path, data, arch)
+
+
+def _refused_or_no_faster_than_its_bound(cli, tmp_path, data, arch: str) -> None:
     path = tmp_path / "k.json"
     path.write_text(json.dumps(data))
-    arch = "h100-sxm" if "triton" in json.dumps(data.get("metadata", "")) else "tpu-v5e"
     result = cli("simulate", "--arch", arch, str(path), "--json")
     if refused_or_ok(result):
         latency = json.loads(result.out)["latency_s"]
         assert latency >= latency_lower_bound_s(load_trace(path), load_arch(arch)) * (1 - 1e-9)
+
+
+EXECUTION = {"loads": "tma", "consumers": 2, "consumer_chains": "separate", "persistent_ctas": 4,
+             "epilogue": "exposed", "next_loads": "after_store"}
+"""A Hopper persistent kernel's ``kernel.execution`` (neither seed trace has one), mutated alone."""
+
+
+@fuzz_settings(examples=15)
+@given(execution=mutated(EXECUTION))
+def test_a_mutated_execution(cli, tmp_path, execution):
+    data = {**TRACES[0], "kernel": {**TRACES[0]["kernel"], "execution": execution}}
+    _refused_or_no_faster_than_its_bound(cli, tmp_path, data, "h100-sxm")

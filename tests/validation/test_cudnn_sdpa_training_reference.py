@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -60,4 +61,20 @@ def test_every_committed_training_record_agrees_with_both_printed_figures():
     assert len(records) == 105
     for r in records:
         assert r["params"]["impl"] == "cudnn" and r["latency_kind"] == "device"
-        assert "latency_s derived from" in r["notes"] or "latency_s is the source's median time" in r["notes"]
+        time_ms, tflops = _printed(r["notes"])
+        flops = build_reference.cudnn_sdpa_benchmark_flops(r["params"])
+        from_time, from_tflops = time_ms * 1e-3, flops / (tflops * 1e12)
+        # the time printed to 3 decimals of a ms and the TFLOP/s to a whole one bound the same interval
+        assert max(from_time - 0.5e-6, flops / ((tflops + 0.5) * 1e12)) <= \
+            min(from_time + 0.5e-6, flops / ((tflops - 0.5) * 1e12)) * (1 + 1e-9), r["id"]
+        assert r["latency_s"] in (pytest.approx(from_time, rel=1e-9), pytest.approx(from_tflops, rel=1e-9)), r["id"]
+
+
+def _printed(notes: str) -> tuple[float, float]:
+    """The CSV's time (ms) and TFLOP/s, as the converter's note quotes them."""
+    derived = re.search(r"latency_s derived from ([0-9.]+) TFLOP/s .*?the printed time, ([0-9.]+) ms", notes)
+    if derived:
+        return float(derived.group(2)), float(derived.group(1))
+    median = re.search(r"latency_s is the source's median time, ([0-9.]+) ms \(its ([0-9.]+) TFLOP/s", notes)
+    assert median, notes
+    return float(median.group(1)), float(median.group(2))
