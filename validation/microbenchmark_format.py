@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kernel_interval": (("programs", "timing"), ("latency_s",)),
     "clock_under_load": (("load",), ("clock_hz",)),
     "flushed_read": (("working_set_bytes", "flush"), ("latency_s", "bytes_per_s")),
+    "vector_throughput": (("dtype", "instruction"), ("flops_per_s",)),
 }
 """What each benchmark measures:
 
@@ -61,7 +62,10 @@ BENCHMARKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 * ``flushed_read``: seconds to read a working set once right after a cache flush of the kind
   ``flush``: ``write`` (a buffer zeroed, as ``triton.testing.do_bench`` does: the L2 left full
   of dirty lines), ``read`` (a buffer read: the L2 left clean), ``write-idle`` (zeroed, then the
-  GPU kept idle): write against read is what the dirty lines' write-backs cost a kernel.
+  GPU kept idle): write against read is what the dirty lines' write-backs cost a kernel;
+* ``vector_throughput``: flops per second of independent chains of one CUDA-core instruction
+  (``ffma``: a fused multiply-add, 2 flop) on every SM, what ``vector_unit.efficiency`` is
+  derived from (with the clock the source read).
 """
 
 RECORD_FIELDS = ("id", "benchmark", "params", "source", "notes", "measured")

@@ -815,6 +815,20 @@ def convert_clock_under_load(raw: dict) -> Outcome:
                                          notes=["clock_hz = the source's MHz x 1e6"], clock_hz=raw["value"] * 1e6))
 
 
+def convert_vector_throughput(raw: dict) -> Outcome:
+    """CUDA-core flops per second of independent instruction chains on every SM
+    (``added_measurements.yaml``: gpu-benches' gpu-roofline at its highest intensity)."""
+    arch = _added_source(raw, category="microbenchmark", marker="CUDA-core throughput", field="metric",
+                         unit="GFLOP/s", what="CUDA-core throughput")
+    if not isinstance(arch, str):
+        return arch
+    params = dict(raw["parameters"])
+    tag = slugify_tag(f"{params['instruction']}-{params['dtype']}")
+    return Converted(arch, MICRO, _micro("vector_throughput", params, tag=tag, raw=raw,
+                                         notes=["flops_per_s = the source's GF/s x 1e9"],
+                                         flops_per_s=raw["value"] * 1e9))
+
+
 def slugify_tag(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -846,7 +860,7 @@ def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
         convert_fixed_shape_gemm, convert_flash_attention_chart, convert_tritonbench_attention,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
         convert_pointer_chase, convert_cache_bandwidth, convert_cache_capacity, convert_stream_stencil,
-        convert_clock_under_load,
+        convert_clock_under_load, convert_vector_throughput,
     ]
     converted, left_out = [], Counter()
     for raw in records:
