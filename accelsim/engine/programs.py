@@ -271,6 +271,11 @@ def _compute_cost(chip: Chip, compute: Compute, chained: bool = False) -> tuple[
             raise InputError(f"chip {chip.name!r} cannot span one MMA over {compute.pair} programs "
                              f"(matrix_unit.pair is {chip.matrix.pair})", field="compute.pair")
         a_reads, b_reads = operand_reads(chip, m, n)
+        if compute.a_in_tensor_memory:
+            if not chip.local.tensor_memory_bytes:
+                raise InputError(f"chip {chip.name!r} has no tensor memory to read an MMA's A operand from",
+                                 field="compute.a_in_tensor_memory")
+            a_reads = 0
         operand_bytes = compute.count * (m * k * a_reads + k * n / compute.pair * b_reads) * DTYPE_BYTES[compute.dtype]
         return seconds, 0.0, operand_bytes, useful
     if compute.unit == "vector":

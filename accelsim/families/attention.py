@@ -58,7 +58,7 @@ import numpy as np
 from accelsim.arch.model import Chip, GpuChip, TpuChip
 from accelsim.errors import InputError
 from accelsim.families import attention_impls
-from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule, is_hopper
+from accelsim.families.attention_impls.base import Impl, Schedule, TileSchedule, is_blackwell, is_hopper
 from accelsim.families.base import Family, Param, fits, local_limit
 from accelsim.families.pallas_rule import Operand, pallas_trace
 from accelsim.families.rowwise import (
@@ -91,6 +91,9 @@ CONFIG = (
     Param("num_stages", int),
     Param("num_warps", int),
     Param("split_kv", int, help="decode: programs sharing one query's KV sequence"),
+    Param("pair", int, help="GPU forward: programs one MMA spans (Blackwell's 2-SM MMA), consecutive query "
+                            "blocks of a head, each loading and staging its half of every K and V block "
+                            "(at most the chip's matrix_unit.pair; default 1)"),
 )
 
 FWD_VECTOR_FLOPS_PER_SCORE = 4
@@ -172,7 +175,7 @@ def _local_bytes(p: dict[str, Any], config: dict[str, Any], kind: str, buffers: 
         return int(blocks + bm * d * 4 + 2 * bm * 128 * 4 + bm * bn * 4)
     if p["backward"]:
         return int((2 * bn * d + stages * 2 * bm * d) * size)
-    return int((bm * d + stages * 2 * bn * d) * size)
+    return int((bm * d + stages * 2 * bn * d // config.get("pair", 1)) * size)
 
 
 def _live_values(p: dict[str, Any], config: dict[str, Any]) -> tuple[int, int]:
@@ -228,6 +231,7 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
             raise InputError(f"split_kv={config['split_kv']} leaves some splits without keys: seq_kv={p['seq_kv']} "
                              f"in blocks of {config['block_n']} gives at most {used} splits of {chunk} keys",
                              field="params.split_kv")
+    _check_pair(p, config, chip)
     need = _local_bytes(p, config, chip.kind, chip.staged_buffers(config["num_stages"]))
     limit, limit_field = local_limit(chip)
     combine = _combine_local_bytes(config["split_kv"], p["seq_q"])
@@ -246,6 +250,20 @@ def check(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
     if needed > MAX_REGISTERS_PER_THREAD:
         raise InputError(f"about {needed} registers a thread ({MAX_REGISTERS_PER_THREAD} at most: the rest would "
                          "spill); use more warps or smaller blocks", field="params.num_warps")
+
+
+def _check_pair(p: dict[str, Any], config: dict[str, Any], chip: Chip) -> None:
+    pair = config.get("pair", 1)
+    if not isinstance(pair, int) or pair < 1:
+        raise InputError("expected a positive integer", field="params.pair")
+    if pair == 1:
+        return
+    if not isinstance(chip, GpuChip) or pair > chip.matrix.pair:
+        most = chip.matrix.pair if isinstance(chip, GpuChip) else 1
+        raise InputError(f"{chip.name} cannot span one MMA over {pair} programs (matrix_unit.pair: {most})",
+                         field="params.pair")
+    if p["backward"] or p["decode"]:
+        raise InputError("pair applies to a GPU prefill forward only", field="params.pair")
 
 
 def _out_bytes(p: dict[str, Any]) -> int:
@@ -306,9 +324,11 @@ def _set_schedule(p: dict[str, Any], impl: Impl, chip: Chip) -> None:
     p["schedule"] = impl.schedule_for(chip)
     p["fp8_relayout"] = impl.fp8_p_relayout
     p["v_transpose"] = impl.fp8_v_transpose and p["dtype"] == "fp8" and is_hopper(chip)
+    p["transposes"] = p["v_transpose"] and p["backward"]
+    p["tmem_a"] = impl.tensor_memory_operands and is_blackwell(chip)
     if p["backward"] and isinstance(chip, GpuChip):
         p["schedule"] = p["schedule"].backward()
-        p["staged"] = impl.backward_staged(p["head_dim"])
+        p["staged"] = impl.staged_for(p["head_dim"], chip)
 
 
 def _metadata(params, config) -> dict[str, Any]:
@@ -327,7 +347,7 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
 
 def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
                    pairs: float | None = None, *, target: str = "gpu", d_v: int | None = None,
-                   relayout: bool = False) -> list[Compute]:
+                   relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False) -> list[Compute]:
     """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
 
     Counts what our kernels do: per score, scale, running max, subtract and row sum (4
@@ -344,7 +364,9 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     key count: decode's last block; prefill passes ``bn`` and counts a short last key
     block whole) are computed and masked or dropped; their work costs time and counts no
     flops. ``d_v``: the value head dim where it differs from the query/key one (MLA's latent
-    512 against 576)."""
+    512 against 576). ``mma_pair``: programs each MMA spans (Blackwell's 2-SM MMA: K and V, the
+    B operands, split between their shared memories). ``p_in_tensor_memory``: the PV MMA reads P,
+    its A operand, from tensor memory (:attr:`Impl.tensor_memory_operands`)."""
     d_v = d if d_v is None else d_v
     scores, executed = rows * cols, max(bm, rows) * max(bn, cols)
     pairs = scores if pairs is None else pairs
@@ -353,11 +375,12 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     padding_rows = max(bm, rows) - rows
     padding = FWD_VECTOR_FLOPS_PER_SCORE * (executed - scores) + accumulate * padding_rows * d_v + 4 * padding_rows
     work = [
-        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d]),
+        Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d], pair=mma_pair),
         Compute(unit="special", flops=float(executed + max(bm, rows)), dtype="fp32"),
         Compute(unit="vector", flops=float(vector), dtype="fp32"),
         Compute(unit="vector", flops=float(executed), dtype=dtype, useful=False),
-        Compute(unit="matrix", flops=2.0 * pairs * d_v, dtype=dtype, shape=[bm, d_v, bn]),
+        Compute(unit="matrix", flops=2.0 * pairs * d_v, dtype=dtype, shape=[bm, d_v, bn], pair=mma_pair,
+                a_in_tensor_memory=p_in_tensor_memory),
     ]
     if padding:
         work.append(Compute(unit="vector", flops=float(padding), dtype="fp32", useful=False))
@@ -429,6 +452,11 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         program_vars["q_block"] = q_block.tolist()
     for i in range(int(masked.max()) if masked.size else 0):
         program_vars[f"masked_kv{i}"] = (unmasked + i).tolist()
+    # a 2-SM pair's programs each load their half of every K and V block (its own block identity)
+    pair = config.get("pair", 1)
+    part = ["kv_part"] if pair > 1 else []
+    if pair > 1:
+        program_vars["kv_part"] = (q_block % pair).tolist()
     # Fully attended blocks loop; each partly masked block is its own step, carrying
     # an equal share of the masked blocks' exact attended pairs and key bytes.
     templates, template_of, relayout = [], np.zeros(total, dtype=np.int64), p["fp8_relayout"]
@@ -440,16 +468,20 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         steps = [
             {"transfers": [{"tensor": "Q", "block": ["batch", "head", q_var], "bytes": rows * d * size},
                            *_first_v_transpose(p, bn)]},
-            {"repeat": "n_unmasked", "loop_var": "j", "transfers": _kv_transfers(["batch", "kv_head", "j"], bn * d * size),
+            {"repeat": "n_unmasked", "loop_var": "j",
+             "transfers": _kv_transfers(["batch", "kv_head", "j", *part], bn * d * size // pair),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False,
-                                                                    relayout=relayout)]},
+                                                                    relayout=relayout, mma_pair=pair,
+                                                                    p_in_tensor_memory=p["tmem_a"])]},
         ]
         for i in range(n_masked):
             share_pairs, share_keys = pairs / n_masked, keys_left / n_masked
             steps.append({
-                "transfers": _kv_transfers(["batch", "kv_head", f"masked_kv{i}"], round(share_keys * d * size)),
+                "transfers": _kv_transfers(["batch", "kv_head", f"masked_kv{i}", *part],
+                                           round(share_keys * d * size / pair)),
                 "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"],
-                                                                    relayout=relayout)],
+                                                                    relayout=relayout, mma_pair=pair,
+                                                                    p_in_tensor_memory=p["tmem_a"])],
             })
         steps.append({"transfers": [
             {"tensor": "O", "block": ["batch", "head", q_var], "bytes": rows * d * out_size, "direction": "write"},
@@ -470,10 +502,11 @@ def _first_v_transpose(p: dict[str, Any], bn: int) -> list[dict]:
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu",
-                    relayout: bool = False) -> list[Compute]:
+                    relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False) -> list[Compute]:
     """A partly masked block: the units execute the whole [rows, bn] block; useful flops
     are the attended pairs'."""
-    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target, relayout=relayout)
+    return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target, relayout=relayout,
+                          mma_pair=mma_pair, p_in_tensor_memory=p_in_tensor_memory)
 
 
 def _kernel_name(p: dict[str, Any], direction: str) -> str:
@@ -680,6 +713,7 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
         tail = np.where(first_full < n_q, 1, np.where(n_masked > 0, 2, 0))
 
     staged = _staged_tensors(p, bm, bn)
+    transposed = _bwd_transposed_tensors(p, bm, bn)
 
     def iteration(q_block: str | int, pairs: float, q_rows: int = bm) -> dict:
         scores = bm * bn
@@ -691,14 +725,17 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"tensor": "dQ", "block": ["batch", "head", q_block], "bytes": q_rows * d * 4, "direction": "write"},
             *({"tensor": name, "bytes": _tensor_bytes(t), "direction": "write", "level": "local"}
               for name, t in staged.items()),
+            *_transposes(transposed, ("sQt", "sdOt")),
         ], "compute": [
             {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # S = Q K^T
             {"unit": "special", "flops": float(scores), "dtype": "fp32"},
             {"unit": "vector", "flops": float(BWD_VECTOR_FLOPS_PER_SCORE * scores), "dtype": "fp32"},
             {"unit": "vector", "flops": float(2 * scores), "dtype": p["dtype"], "useful": False},  # P, dS casts
-            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dV
+            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bn, d, bm],
+             "a_in_tensor_memory": p["tmem_a"]},  # dV = P^T dO
             {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, bn, d]},  # dP
-            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bn, d, bm]},  # dK
+            {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bn, d, bm],
+             "a_in_tensor_memory": p["tmem_a"]},  # dK = dS^T Q
             {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, d, bn]},  # dQ
         ]}
 
@@ -707,7 +744,8 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
     for key in np.unique(keys, axis=0):
         rows, masked, pairs, tail_kind = (int(v) for v in key)
         template_of[np.all(keys == key, axis=1)] = len(templates)
-        steps = [{"transfers": _kv_transfers(["batch", "kv_head", "kv_block"], rows * d * size)}]
+        steps = [{"transfers": [*_kv_transfers(["batch", "kv_head", "kv_block"], rows * d * size),
+                                *_transposes(transposed, ("sKt",))]}]
         steps += [iteration(f"first_q+{m}", pairs / masked, last_rows if tail_kind == 2 and m == masked - 1 else bm)
                   for m in range(masked)]
         steps.append({"repeat": "n_full", "loop_var": "i", **iteration("first_full+i", bm * rows)})
@@ -722,10 +760,11 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                     "kv_block": kv_block.tolist(), "n_full": (n_q - first_full - (tail == 1)).tolist(),
                     "first_q": first_q.tolist(),
                     "first_full": first_full.tolist()}
+    local = {**staged, **transposed}
     if p["pass"] == "bwd-kernel":
         return _gpu_trace(p, params, config, "bwd", [n_kv, h, b], templates, template_of, program_vars,
-                          buffers=buffers, extra_tensors=staged)
-    return _whole_gpu_backward(p, params, config, templates, template_of, program_vars, buffers, staged)
+                          buffers=buffers, extra_tensors=local)
+    return _whole_gpu_backward(p, params, config, templates, template_of, program_vars, buffers, local)
 
 
 STAGED_DTYPES = {"P": None, "dS": None, "dQ": "fp32"}
@@ -741,6 +780,27 @@ def _staged_tensors(p: dict[str, Any], bm: int, bn: int) -> dict[str, dict]:
     dtype = "bf16" if p["dtype"] == "fp8" else p["dtype"]
     return {f"s{name}": {"shape": [bm, p["head_dim"] if name == "dQ" else bn], "dtype": STAGED_DTYPES[name] or dtype}
             for name in p.get("staged", ())}
+
+
+def _bwd_transposed_tensors(p: dict[str, Any], bm: int, bn: int) -> dict[str, dict]:
+    """An fp8 backward's operands transposed in shared memory (:attr:`Impl.fp8_v_transpose`): an
+    8-bit ``wgmma`` reads both operands K-major only (PTX ISA, ``wgmma.mma_async``: the transpose
+    immediates are for 16-bit types), and three of the backward's five products reduce over a
+    dimension Q, dO and K are not stored along: dV = P^T dO and dK = dS^T Q over the query rows
+    (dO's and Q's blocks, every iteration), dQ = dS K over the keys (the program's K block, once).
+    S = Q K^T and dP = dO V^T reduce over the head dim, as stored."""
+    if not p["transposes"]:
+        return {}
+    d, dtype = p["head_dim"], p["dtype"]
+    return {"sQt": {"shape": [d, bm], "dtype": dtype}, "sdOt": {"shape": [d, bm], "dtype": dtype},
+            "sKt": {"shape": [d, bn], "dtype": dtype}}
+
+
+def _transposes(tensors: dict[str, dict], names: tuple[str, ...]) -> list[dict]:
+    """Blocks transposed through shared memory on the program's chain, read then written back
+    (:data:`V_TRANSPOSE_PASSES`)."""
+    return [{"tensor": name, "bytes": _tensor_bytes(tensors[name]), "direction": direction, "level": "local"}
+            for name in names if name in tensors for direction in V_TRANSPOSE_PASSES]
 
 
 def _tensor_bytes(tensor: dict) -> int:

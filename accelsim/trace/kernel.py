@@ -185,6 +185,11 @@ class Compute(_Strict):
     programs on neighbouring SMs (Blackwell's 2-SM MMA), whose B operand (``k x n`` of
     the ``shape``) is split between their shared memories: the program reads ``k x n /
     pair`` of it from its own. 1: an ordinary MMA."""
+    a_in_tensor_memory: StrictBool = False
+    """Matrix unit only: the A operand (``m x k``) is read from tensor memory, where an earlier
+    step's work left it (Blackwell's ``tcgen05.mma`` takes A from tensor memory or shared
+    memory, B from shared memory only: PTX ISA, ``tcgen05.mma``), so it moves no local-memory
+    bytes. False: A is read from local memory."""
     useful: StrictBool = True
     """False for work that costs time but is not counted as flops (e.g. adding a GEMM's
     partial sums into its accumulator: those adds are already in 2*M*N*K)."""
@@ -194,6 +199,12 @@ class Compute(_Strict):
     tile's MMA): it loads its unit's pipe like any work, but the program's instruction
     streams do not wait on it (it stays off :func:`accelsim.engine.chip.gpu_program_times`'
     ``chain``)."""
+
+    @model_validator(mode="after")
+    def _tensor_memory_operand_on_matrix_work(self) -> "Compute":
+        if self.a_in_tensor_memory and self.unit != "matrix":
+            raise ValueError("a_in_tensor_memory: only a matrix operation reads an operand from tensor memory")
+        return self
 
     @model_validator(mode="after")
     def _pair_on_shaped_matrix_work(self) -> "Compute":

@@ -50,6 +50,9 @@ class Schedule:
     overlapped_vector: bool = False
     producer_warps: int = 0
     consumer_chains: str = "separate"
+    pipelined_backward: bool = False
+    """Whether its fused backward's MMAs are issued a step ahead of the warps computing P and dS,
+    so the two overlap (:meth:`backward`)."""
 
     def execution(self, warps: int) -> dict[str, Any] | None:
         """The trace's ``kernel.execution`` for a program of ``warps`` warps: the consumer
@@ -70,7 +73,15 @@ class Schedule:
         ``hopper/mainloop_bwd_sm90_tma_gmma_ws.hpp``, ``bwd_step``: ``NamedBarrier::sync`` over
         ``NumMmaThreads`` before the dV and the dQ GEMMs). So the warps run in step and no warp's
         CUDA-core work overlaps another's MMAs: one chain per program, its FP32 work on it (no
-        iteration is software-pipelined against the next, as FA3's forward is)."""
+        iteration is software-pipelined against the next, as FA3's forward is).
+
+        Unless ``pipelined_backward``: a Blackwell backward whose MMAs one thread issues a step
+        ahead, the next iteration's S and dP between this one's dK and dQ (FlashAttention-4's
+        ``flash_bwd_sm100.py``, ``mma``: "S.T (next), dK (cur), dP.T (next), dQ (cur), dV (next)"),
+        all accumulating in tensor memory, so the compute warps' P and dS of one iteration run
+        beside the MMAs of another: the schedule stays as the forward's."""
+        if self.pipelined_backward:
+            return replace(self, overlapped_vector=False)
         return replace(self, overlapped_vector=False, consumer_chains="shared")
 
 
@@ -121,6 +132,13 @@ class Impl:
     to read, by head dim: ``P`` and ``dS`` ([q rows, keys], the input type), ``dQ`` (the fp32
     [q rows, head dim] partial a producer warp reduce-adds to global memory by TMA). Default: P
     and dS, FlashAttention-2's ``sP`` and ``sdS`` (its dQ is added from registers by atomics)."""
+    blackwell_backward_staged: Callable[[int], tuple[str, ...]] | None = None
+    """What its Blackwell backward stores to shared memory, where that differs from
+    ``backward_staged``."""
+    tensor_memory_operands: bool = False
+    """Whether its Blackwell kernels leave P, and in the backward dS, in tensor memory for the MMAs
+    that take them as their A operand (the forward's PV, the backward's dV and dK), which then read
+    no shared memory for them (``Compute.a_in_tensor_memory``)."""
     fp8_p_relayout: bool = False
     """Whether its fp8 forward moves P between threads before the PV MMA (warp shuffles and byte
     permutes: ``attention.FP8_RELAYOUT_FLOPS_PER_SCORE``). Triton's lowering does
@@ -132,13 +150,21 @@ class Impl:
     (an 8-bit wgmma takes its B operand K-major only: PTX ISA, wgmma smem layouts; FlashAttention-3's
     ``load_fp8``: the producer warpgroup's ``do_transpose_V``, LDSM then STSM into ``smem_v_out``).
     The steady state's transposes are the producer's, beside the consumers' MMAs; a tile's first
-    is on the consumers' way (``attention.V_TRANSPOSE_PASSES``). Hopper only: Blackwell's
-    ``tcgen05.mma`` is not modelled as needing it."""
+    is on the consumers' way (``attention.V_TRANSPOSE_PASSES``). Its fp8 backward transposes
+    likewise, on the chain, Q's and dO's blocks each iteration and K's once
+    (``attention._bwd_transposed_tensors``). Hopper only: Blackwell's ``tcgen05.mma`` is not
+    modelled as needing it."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.
     None: the family builds the trace from the implementation's config and schedule."""
 
+
+    def staged_for(self, head_dim: int, chip: Chip) -> tuple[str, ...]:
+        """What its fused backward stores to shared memory each iteration on ``chip``."""
+        if self.blackwell_backward_staged and is_blackwell(chip):
+            return self.blackwell_backward_staged(head_dim)
+        return self.backward_staged(head_dim)
 
     def schedule_for(self, chip: Chip) -> Schedule:
         """Its schedule on ``chip``."""
