@@ -406,16 +406,19 @@ class GpuDispatch:
         waited = ps_to_seconds(waited_ps)
         cohorts = []
         for chosen in groups(keys):
-            ids = members[chosen]
+            ids, chosen_seconds = members[chosen], seconds[chosen]
+            count = len(ids)
             cohorts.append(Cohort(
-                name=f"programs {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"program {ids[0]}",
-                demand=dict(zip(kernel.resources, kernel.demand_rows[rows[chosen]].sum(axis=0).tolist())),
-                max_rate=1.0 / after_startup(float(seconds[chosen].mean()), waited),
-                count=len(ids),
+                name=f"programs {ids[0]}..{ids[-1]}" if count > 1 else f"program {ids[0]}",
+                demand=dict(zip(kernel.resources,
+                                np.add.reduce(kernel.demand_rows.take(rows[chosen], axis=0), axis=0).tolist())),
+                # the mean, as ndarray.mean computes it (the sum, divided by the count)
+                max_rate=1.0 / after_startup(float(np.add.reduce(chosen_seconds)) / count, waited),
+                count=count,
                 cores=core_of[chosen],
             ))
             if self.residency is not None:
-                self.residency.track(cohorts[-1], rows[chosen], seconds[chosen].copy(), waited)
+                self.residency.track(cohorts[-1], rows[chosen], chosen_seconds.copy(), waited)
         if self.residency is not None:
             self.residency.placed.append(core_of)
         if waited_ps:
