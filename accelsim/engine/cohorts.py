@@ -20,18 +20,22 @@ def cohort_keys(costs: ProgramCosts) -> np.ndarray:
     return costs.template * (int(bucket.max()) + 1) + bucket
 
 
-def groups(keys: np.ndarray) -> list[np.ndarray]:
-    """Index arrays of equal keys, sorted by key."""
-    if len(keys) == 1 or keys.min() == keys.max():  # one group, the common case of even kernels
-        return [np.arange(len(keys))]
-    order = np.argsort(keys, kind="stable")
-    bounds = np.flatnonzero(np.diff(keys[order])) + 1
-    return np.split(order, bounds)
-
-
 SMALL_BATCH = 16
 """Batches up to this many programs are placed one by one (kernels whose programs finish
 one at a time, such as causal attention, dispatch one or two at a time)."""
+
+
+def groups(keys: np.ndarray) -> list[np.ndarray | slice]:
+    """Indexes of equal keys, sorted by key: index arrays, or the slice of every key where
+    all are equal (the common case: a view costs less than gathering)."""
+    if len(keys) <= SMALL_BATCH:  # a few keys (uneven kernels' batches): Python's set is cheaper
+        if len(set(keys.tolist())) == 1:
+            return [slice(None)]
+    elif keys.min() == keys.max():  # one group, the common case of even kernels
+        return [slice(None)]
+    order = np.argsort(keys, kind="stable")
+    bounds = np.flatnonzero(np.diff(keys[order])) + 1
+    return np.split(order, bounds)
 
 
 class CoreSlots:
@@ -74,7 +78,9 @@ class CoreSlots:
         return placed
 
     def release(self, cores: np.ndarray) -> None:
-        if len(cores) == 1:  # one program, the common case: no unbuffered ufunc needed
-            self.resident[cores[0]] -= 1
+        if len(cores) <= SMALL_BATCH:  # a few programs, the common case: no unbuffered ufunc needed
+            resident = self.resident
+            for core in cores.tolist():
+                resident[core] -= 1
         else:
             np.subtract.at(self.resident, cores, 1)

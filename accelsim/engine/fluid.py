@@ -379,12 +379,19 @@ class FluidResources(_PoolReadouts):
         for flow, slot in zip(flows, slots):
             rows.flows[slot] = flow
             flow.slot, flow.started_ps, flow.env = slot, now, env
-        at = np.array(slots, dtype=np.int64)
-        rows.version[at] += 1
         rows.demand.set_many(slots, demands)
-        rows.remaining[at] = 1.0
-        rows.max_rate[at] = [flow.max_rate for flow in flows]
-        rows.active[at] = True
+        if len(slots) == 1:  # one flow, the common case of uneven kernels: scalar writes
+            slot = slots[0]
+            rows.version[slot] += 1
+            rows.remaining[slot] = 1.0
+            rows.max_rate[slot] = flows[0].max_rate
+            rows.active[slot] = True
+        else:
+            at = np.array(slots, dtype=np.int64)
+            rows.version[at] += 1
+            rows.remaining[at] = 1.0
+            rows.max_rate[at] = [flow.max_rate for flow in flows]
+            rows.active[at] = True
         self._pairs = None
         if free.on:  # at its own pace from now: its end goes on the heap
             for flow, slot in zip(flows, slots):
@@ -539,8 +546,8 @@ class FluidResources(_PoolReadouts):
             self._advance()
             due = self._due.tolist()
             rows.demand.add_scaled_many(self._used, self._due, rows.remaining[self._due])
-        at = np.array(due, dtype=np.int64)
-        for slot, rate in zip(due, rows.rate[at].tolist()):
+        at = due[0] if len(due) == 1 else np.array(due, dtype=np.int64)  # one: scalar reads and writes
+        for slot, rate in zip(due, [float(rows.rate[at])] if len(due) == 1 else rows.rate[at].tolist()):
             flow = rows.flows[slot]
             flow.remaining, flow.rate, flow.finished_ps = 0.0, rate, now
             flow.slot = -1

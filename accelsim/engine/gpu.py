@@ -16,12 +16,13 @@ fast-forward (:class:`~accelsim.engine.shortcuts.WaveSkipper`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from accelsim.arch.model import GpuChip
-from accelsim.engine.cohorts import CoreSlots, cohort_keys, groups
+from accelsim.engine.cohorts import SMALL_BATCH, CoreSlots, cohort_keys, groups
 from accelsim.engine.fluid import Flow
 from accelsim.engine.gpu_bound import gpu_lower_bound_s
 from accelsim.engine.occupancy import gpu_occupancies
@@ -123,6 +124,11 @@ class GpuKernel:
     run_starts: np.ndarray
     run_of: np.ndarray | None
     """Each launch position's row; None: every program is its own row."""
+
+    @cached_property
+    def group_keys(self) -> list[int]:
+        """:attr:`group_key` as Python ints, for a few programs at a time (made when first asked)."""
+        return self.group_key.tolist()
 
     def rows(self, programs: np.ndarray) -> np.ndarray:
         return programs if self.run_of is None else self.run_of[programs]
@@ -395,10 +401,12 @@ class GpuDispatch:
         starts. Later programs start among running ones, whose transfers hide their startup."""
         kernel, launch = self.kernel, self.launch
         members = np.arange(launch.next, launch.next + take)
-        rows = kernel.rows(members)
         launch.next += take
         launch.free -= take
         core_of = self.cores.place(take)
+        if take <= SMALL_BATCH and not first and self._start_few(int(members[0]), take, core_of):
+            return
+        rows = kernel.rows(members)
         residents = self.cores.resident[core_of]
         keys = kernel.group_key[rows] * (self.most + 1) + residents
         seconds = kernel.times.seconds(rows, residents)
@@ -406,16 +414,19 @@ class GpuDispatch:
         waited = ps_to_seconds(waited_ps)
         cohorts = []
         for chosen in groups(keys):
-            ids = members[chosen]
+            ids, chosen_seconds = members[chosen], seconds[chosen]
+            count = len(ids)
             cohorts.append(Cohort(
-                name=f"programs {ids[0]}..{ids[-1]}" if len(ids) > 1 else f"program {ids[0]}",
-                demand=dict(zip(kernel.resources, kernel.demand_rows[rows[chosen]].sum(axis=0).tolist())),
-                max_rate=1.0 / after_startup(float(seconds[chosen].mean()), waited),
-                count=len(ids),
+                name=f"programs {ids[0]}..{ids[-1]}" if count > 1 else f"program {ids[0]}",
+                demand=dict(zip(kernel.resources,
+                                np.add.reduce(kernel.demand_rows.take(rows[chosen], axis=0), axis=0).tolist())),
+                # the mean, as ndarray.mean computes it (the sum, divided by the count)
+                max_rate=1.0 / after_startup(float(np.add.reduce(chosen_seconds)) / count, waited),
+                count=count,
                 cores=core_of[chosen],
             ))
             if self.residency is not None:
-                self.residency.track(cohorts[-1], rows[chosen], seconds[chosen].copy(), waited)
+                self.residency.track(cohorts[-1], rows[chosen], chosen_seconds.copy(), waited)
         if self.residency is not None:
             self.residency.placed.append(core_of)
         if waited_ps:
@@ -425,6 +436,32 @@ class GpuDispatch:
             self._after(waited_ps, lambda: self._start(cohorts))
         else:
             self._start(cohorts)
+
+    def _start_few(self, program: int, take: int, core_of: np.ndarray) -> bool:
+        """:meth:`_dispatch_batch` for a few programs (not a kernel's first) that form one
+        cohort, in Python scalars (the same arithmetic; the cohort's sums by numpy, in its
+        order); False, with nothing started, where they form several."""
+        kernel, most = self.kernel, self.most
+        rows = list(range(program, program + take)) if kernel.run_of is None else \
+            kernel.run_of[program:program + take].tolist()
+        residents = self.cores.resident.take(core_of).tolist()
+        keys, times = kernel.group_keys, kernel.times.lists
+        key = keys[rows[0]] * (most + 1) + residents[0]
+        if any(keys[row] * (most + 1) + resident != key for row, resident in zip(rows, residents)):
+            return False
+        seconds = np.array([times.seconds(row, resident) for row, resident in zip(rows, residents)])
+        cohort = Cohort(
+            name=f"programs {program}..{program + take - 1}" if take > 1 else f"program {program}",
+            demand=dict(zip(kernel.resources, np.add.reduce(kernel.demand_rows.take(rows, axis=0), axis=0).tolist())),
+            max_rate=1.0 / after_startup(float(np.add.reduce(seconds)) / take, 0.0),
+            count=take,
+            cores=core_of,
+        )
+        if self.residency is not None:
+            self.residency.track(cohort, np.array(rows, dtype=np.int64), seconds)
+            self.residency.placed.append(core_of)
+        self._start([cohort])
+        return True
 
     def _dispatch_one(self) -> None:
         """:meth:`_dispatch_batch` for one program, in Python scalars (the same arithmetic)."""

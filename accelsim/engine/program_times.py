@@ -34,10 +34,11 @@ class ProgramTimes:
 
     def seconds(self, programs: np.ndarray, residents: np.ndarray | int = 1) -> np.ndarray:
         """Time of each of ``programs`` when ``residents`` programs share its SM."""
-        exposed, sm = self.exposed[programs], self.sm[programs]
+        exposed, sm = self.exposed.take(programs), self.sm.take(programs)
         if self.serial:
             return exposed + residents * sm
-        return exposed + np.maximum.reduce([residents * sm, self.chain[programs], self.latency_bound[programs]])
+        return exposed + np.maximum(np.maximum(residents * sm, self.chain.take(programs)),
+                                    self.latency_bound.take(programs))
 
     @cached_property
     def lists(self) -> ProgramTimeLists:

@@ -171,7 +171,7 @@ class _SharedDevice:
         self._last_ps = now
         if dt and self._running:
             self._progress(dt)
-        self.account()
+        self.activity.note(now, self._running > 0, self.comm.active > 0)  # account(), at the now in hand
 
     def _reschedule(self) -> None:
         self._generation += 1
@@ -244,8 +244,11 @@ class DeviceCompute(_SharedDevice):
             rate = self._rate(lane.memory_bound)
             readings.append((lane.clock, rate))
             if lane.ops:
-                left = max(0, round((lane.ops[0][0] - lane.clock) / rate))
-                soonest = left if soonest is None or left < soonest else soonest
+                left = round((lane.ops[0][0] - lane.clock) / rate)
+                if left < 0:
+                    left = 0
+                if soonest is None or left < soonest:
+                    soonest = left
         # the ops that end then are each lane's first in its heap, found when they end
         # from the readings of now (rates hold until then): listing them here would cost
         # a pass over every op that ends with them at every start before

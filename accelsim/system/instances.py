@@ -115,15 +115,18 @@ class Rendezvous:
         share = 0.0
         if self.hbm_bytes_per_s is not None:
             share = self.plans.hbm_share(inst.kind, inst.bytes, len(inst.ranks), plan, self.hbm_bytes_per_s)
+        key, classes, shares, budgets = inst.key, self.classes, inst.shares, inst.budgets
         for c, i in sorted(inst.members):
             # a class whose devices play several groups of the op takes each group's share
             # for its own devices: every device takes one group's
             joined = self.joined[c, i]
-            devices = sum(count for _ranks, count in joined.values())
-            inst.shares[c] = share * (joined[inst.key][1] / devices)
-            budget = self.classes[c].prog.ops[i].sm_budget
-            inst.budgets[c] = None if budget is None else budget * (joined[inst.key][1] / devices)
-            self.classes[c].compute.comm_changed(+1, inst.shares[c], inst.budgets[c])
+            mine = joined[key][1]
+            own = mine / (mine if len(joined) == 1 else sum(count for _ranks, count in joined.values()))
+            cls = classes[c]
+            shares[c] = share * own
+            budget = cls.prog.ops[i].sm_budget
+            budgets[c] = None if budget is None else budget * own
+            cls.compute.comm_changed(+1, shares[c], budgets[c])
         process = play_plan(self.env, self.pool, plan)
         process.callbacks.append(lambda _e: self._done(inst, communicated=True))
 

@@ -165,18 +165,19 @@ class Streams:
 
     def _try_stream(self, cls: DeviceClass, s: int) -> None:
         """Start ops at the head of stream ``s`` while they can start."""
-        stream = cls.prog.streams[s]
-        while not cls.busy[s] and cls.head[s] < len(stream):
-            i = stream[cls.head[s]]
+        prog, busy, head, host = cls.prog, cls.busy, cls.head, cls.host
+        stream = prog.streams[s]
+        while not busy[s] and head[s] < len(stream):
+            i = stream[head[s]]
             if cls.deps_left[i]:
                 return
-            if cls.host is not None and cls.host.issued_ps[i] > self.env.now:
-                self._wait_for_host(cls, s, cls.host.issued_ps[i])
+            if host is not None and host.issued_ps[i] > self.env.now:
+                self._wait_for_host(cls, s, host.issued_ps[i])
                 return
-            cls.head[s] += 1
-            op = cls.prog.ops[i]
+            head[s] += 1
+            op = prog.ops[i]
             if not op.is_async:
-                cls.busy[s] = True
+                busy[s] = True
             self._start(cls, i, op)
 
     def _wait_for_host(self, cls: DeviceClass, s: int, issued_ps: int) -> None:
@@ -205,9 +206,9 @@ class Streams:
 
     def _start_compute(self, cls: DeviceClass, i: int, op: Op) -> None:
         prog = cls.prog
-        if prog.costs[i] is None:
-            prog.costs[i] = self.costs.cost(op, f"programs[{prog.index}].ops[{i}]")
         cost = prog.costs[i]
+        if cost is None:
+            cost = prog.costs[i] = self.costs.cost(op, f"programs[{prog.index}].ops[{i}]")
         work_ps = seconds_to_ps(cost.seconds)
         if work_ps <= 0:
             self.completions.complete(cls, i)
@@ -221,7 +222,8 @@ class Streams:
         now = self.env.now
         cls.finished[i] = 1
         cls.ops_left -= 1
-        cls.finish_ps = max(cls.finish_ps, now)
+        if now > cls.finish_ps:
+            cls.finish_ps = now
         if self.segments is not None:
             lane = f"{op.stream} (async)" if op.is_async else op.stream
             self.segments.append(Segment(track=cls.id, lane=lane, name=op.name, kind=op.kind,
@@ -239,5 +241,8 @@ class Streams:
         if cls.host is not None and cls.host.times.sync[i]:  # the host goes on issuing
             cls.host.issue(now)
             touched = set(range(len(prog.streams)))
-        for t in sorted({s, *touched}) if touched else (s,):
+        if not touched:
+            self._try_stream(cls, s)
+            return
+        for t in sorted({s, *touched}):
             self._try_stream(cls, t)
