@@ -95,8 +95,9 @@ class Plan:
     """NCCL protocol (``ll``, ``ll128``, ``simple``) on GPU systems with an NCCL model."""
     fill_s: float = 0.0
     """Of the phases' latencies, what a Simple pipeline's fill adds: a tree's
-    (:func:`~accelsim.network.nccl_tables.tree_simple_fill_s`) or NVLS-tree's
-    (:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s`). NCCL's own estimate, by
+    (:func:`~accelsim.network.nccl_tables.tree_simple_fill_s`), NVLS-tree's
+    (:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s`, and the node's
+    :func:`~accelsim.network.nccl_tables.nvls_node_fill_s`) or NVLS's (the node's). NCCL's own estimate, by
     which it picks an algorithm, has no such term (``ncclTopoGetAlgoTime``, src/graph/tuning.cc
     @ v2.26.2-1 lines 530-546: latency plus bytes over bandwidth, the tree's latency a count
     of hops), so ``auto`` ranks the tree against the ring without it

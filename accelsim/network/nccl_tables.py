@@ -20,6 +20,8 @@ NCCL's estimates of the same kernels, and the newest describe the older runs bet
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -364,3 +366,149 @@ def carries_to(path: str, fitted_generation: str | None, generation: str | None)
     if rule == "every node":
         return True
     return rule == "same generation" and fitted_generation is not None and fitted_generation == generation
+
+
+# ------------------------------------------------------------------ NCCL's own choice on one node
+
+
+INTRA_SEARCH_SPEEDS_BYTES_PER_S = MappingProxyType({
+    "ampere": tuple(s * GB for s in (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)),
+    "hopper": tuple(s * GB for s in (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)),
+    "blackwell": tuple(s * GB for s in (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0)),
+})
+"""``speedArrayIntra``, ``sm90SpeedArrayIntra``, ``sm100SpeedArrayIntra`` (src/graph/search.cc
+@ v2.26.2-1 lines 913-923; Ampere's and Hopper's the same @ v2.21.5-1): the per-channel
+bandwidths NCCL's search tries on a node without NICs, fastest first."""
+DUP_MIN_SPEED_BYTES_PER_S = 25.0 * GB
+DUP_FAST_SPEED_BYTES_PER_S = 50.0 * GB
+"""``ncclTopoDupChannels`` (src/graph/search.cc @ v2.26.2-1 lines 898-910): a graph of
+channels at 25 GB/s or more is run twice at half the speed each, except past Ampere when
+it has more than 4 channels below 50 GB/s."""
+NVLS_BUS_TO_ALG = 5.0 / 6.0
+"""NCCL's NVLS algorithm bandwidth over its graph's bus bandwidth (``ratio *= 5.0/6.0``,
+src/graph/tuning.cc @ v2.26.2-1 line 293; the same @ v2.21.5-1 line 216)."""
+
+
+def _search(speeds: tuple[float, ...], total_bytes_per_s: float,
+            channels_at: Callable[[float], int]) -> tuple[int, float]:
+    """NCCL's speed loop (``ncclTopoCompute``): from the fastest speed a GPU's NVLink can
+    take, the most channels each speed fits (``channels_at``), keeping the largest channels x
+    speed (the first found on a tie), until it reaches the NVLink total or the next speed is
+    no more than 0.49 of the best's."""
+    best_channels, best_speed = 0, 0.0
+    for speed in speeds:
+        if speed > total_bytes_per_s * (1 + 1e-9):
+            continue
+        if best_channels and speed / best_speed <= 0.49:
+            break
+        channels = channels_at(speed)
+        if channels * speed > best_channels * best_speed * (1 + 1e-9):
+            best_channels, best_speed = channels, speed
+        if best_channels * best_speed >= total_bytes_per_s * (1 - 1e-9):
+            break
+    return best_channels, best_speed
+
+
+def ring_graph(generation: str, nvlink_links: int) -> tuple[int, float]:
+    """(channels, bytes per second each) of NCCL's ring graph on one NVSwitch node, as its
+    tuning reads it: each channel takes its speed out of and into every GPU's NVLink
+    (links x ``SMxx_NVLINK_BW``), at most :data:`MAX_GRAPH_CHANNELS`, then
+    ``ncclTopoDupChannels`` (:data:`DUP_MIN_SPEED_BYTES_PER_S`). DGX H100: 6 at 60 GB/s, run
+    as 12 at 30; DGX A100: 6 at 40, 12 at 20 (as an HGX A100's NCCL log shows,
+    nvidia/nccl-tests#100); DGX B200: 8 at 90, 16 at 45."""
+    total = nvlink_links * GENERATIONS[generation].nvlink_channel_bytes_per_s
+    channels, speed = _search(INTRA_SEARCH_SPEEDS_BYTES_PER_S[generation], total,
+                              lambda s: min(MAX_GRAPH_CHANNELS, int(total / s + 1e-9)))
+    if speed < DUP_MIN_SPEED_BYTES_PER_S or (generation != "ampere" and speed < DUP_FAST_SPEED_BYTES_PER_S
+                                              and channels > 4):
+        return channels, speed
+    doubled = min(2 * channels, MAX_GRAPH_CHANNELS)
+    return doubled, speed / math.ceil(doubled / channels)
+
+
+def nvls_graph(generation: str, nvlink_links: int, gpus: int) -> tuple[int, float]:
+    """(channels, bytes per second each) of NCCL's NVLS graph on one node of ``gpus`` GPUs:
+    at most one channel per GPU, each its head; a channel takes its speed out of and into
+    every GPU's NVLink and twice its head's (``ncclTopoSearchTryNvls``, src/graph/search.cc @
+    v2.26.2-1, ``d0 == g ? 2 : 1``), so ``gpus`` channels load a GPU's NVLink (gpus + 1)
+    times the speed. No duplication (``ncclTopoDupChannels`` skips NVLS). DGX H100: 8 at 40
+    GB/s (9 x 40 within 18 x 20.6); DGX B200: 8 at 80."""
+    total = nvlink_links * GENERATIONS[generation].nvlink_channel_bytes_per_s
+    return _search(INTRA_SEARCH_SPEEDS_BYTES_PER_S[generation], total,
+                   lambda s: min(gpus, int(total * gpus / ((gpus + 1) * s) + 1e-9)))
+
+
+def nccl_one_node_estimate_s(generation: str, nvlink_links: int, algorithm: str, protocol: str,
+                             size_bytes: float, ranks: int) -> float | None:
+    """NCCL's own time estimate of a ``size_bytes`` all-reduce over ``ranks`` GPUs of one
+    NVSwitch node as ``algorithm`` (``ring`` or ``nvls``) on ``protocol``: what it picks the
+    algorithm and protocol by (``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime``,
+    src/graph/tuning.cc @ v2.26.2-1 lines 246-345 and 530-546; the same form @ v2.21.5-1
+    lines 172-263 and 418-444): latency plus bytes over algorithm bandwidth, from NCCL's own
+    tables, nothing fitted. None for a pair NCCL does not run (NVLS on LL or LL128).
+
+    Ring: bus bandwidth channels x speed (:func:`ring_graph`), LL at half of it and no more
+    than ``llMaxBws``, LL128 at 0.92 and no more than channels x ``perChMaxRingLL128Bws``;
+    algorithm bandwidth bus x n / (2 (n - 1)); latency ``baseLat`` + 2 (n - 1) NVLink steps.
+    NVLS: channels x speed (:func:`nvls_graph`) x 5/6, latency ``hwLat[NVLINK][NVLS]``."""
+    gen = GENERATIONS[generation]
+    if algorithm == "nvls":
+        if protocol != "simple":
+            return None
+        channels, speed = nvls_graph(generation, nvlink_links, ranks)
+        return NVLS_NVLINK_LATENCY_S + size_bytes / (channels * speed * NVLS_BUS_TO_ALG)
+    channels, speed = ring_graph(generation, nvlink_links)
+    bus = channels * speed
+    if protocol == "ll":
+        bus = min(gen.ll_max_bytes_per_s, bus * 0.5)
+    elif protocol == "ll128":
+        bus = min(bus * 0.92, channels * gen.ll128_channel_bytes_per_s)
+    steps = 2 * (ranks - 1)
+    latency = RING_BASE_LATENCY_S[protocol] + steps * RING_NVLINK_STEP_S[protocol]
+    return latency + size_bytes / (bus * ranks / steps)
+
+
+def nvls_chunk_bytes(size_bytes: float, channels: int, heads: int) -> int:
+    """NVLS's chunk on one node (``calcCollChunking``, src/enqueue.cc @ v2.26.2-1 lines
+    1877-1887): :data:`NVLS_CHUNK_BYTES`, then 64 KiB below 64 x channels x heads chunks,
+    32 KiB below 8, 16 KiB below 2."""
+    chunk = NVLS_CHUNK_BYTES
+    ops = channels * heads
+    for loops, smaller in ((64, 65536), (8, 32768), (2, 16384)):
+        if size_bytes < loops * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+NVLS_FILL_LOOPS = 2
+"""Loops of NVLS's pipeline that one node's stages fill: scatter, the heads' multimem
+reduce and multicast, and gather run at once, each handing a whole loop on (one
+``postPeer`` per loop, ``ScatterGatherOp`` in src/device/prims_simple.h; the stages of
+``RunWorkColl<AllReduce, NVLS, SIMPLE>``, src/device/all_reduce.h @ v2.25.1-1 lines 388-454),
+so the first loop is scattered before a head reduces it and the last gathered after."""
+
+
+def nvls_node_fill_s(generation: str | None, size_bytes: float, heads: int, rate_bytes_per_s: float) -> float:
+    """What one node's NVLS pipeline fill costs (0.0 where the class has no NVLS channel
+    count): :data:`NVLS_FILL_LOOPS` loops of :data:`NVLS_CHANNELS` x ``heads`` chunks
+    (:func:`nvls_chunk_bytes`; the whole buffer when smaller), each channel moving its part
+    at its share of the node's NVLS rate ``rate_bytes_per_s`` (bytes of the buffer per
+    second)."""
+    if generation not in NVLS_CHANNELS:
+        return 0.0
+    channels = NVLS_CHANNELS[generation]
+    loop = min(channels * heads * nvls_chunk_bytes(size_bytes, channels, heads), size_bytes)
+    return NVLS_FILL_LOOPS * loop / rate_bytes_per_s
+
+
+def nvls_node_loops(generation: str | None, size_bytes: float, heads: int) -> int:
+    """How many loops each NVLS channel runs on one node (0 where the class has no NVLS
+    channel count): its part of the buffer (``ncclCollCbdPart``) over a loop of ``heads``
+    chunks (``loopCount = nHeads x chunkSize``, ``RunWorkColl<AllReduce, NVLS, SIMPLE>``,
+    src/device/all_reduce.h @ v2.25.1-1 lines 409-452), rounded up. Every loop is one Simple
+    step of each stage (``prims.scatter``, ``directRecvDirectSend``, ``prims.gather``)."""
+    if generation not in NVLS_CHANNELS:
+        return 0
+    channels = NVLS_CHANNELS[generation]
+    loop = channels * heads * nvls_chunk_bytes(size_bytes, channels, heads)
+    return math.ceil(size_bytes / loop)

@@ -19,7 +19,7 @@ import simpy
 import accelsim.network.algorithms  # noqa: F401  (registers the algorithms)
 from accelsim.engine.fluid import FlowBlock, FluidResources
 from accelsim.errors import InputError
-from accelsim.network.auto import auto_candidates
+from accelsim.network.auto import auto_candidates, nccl_one_node_ranking
 from accelsim.network.collectives import (
     ALGORITHMS, BUS_FACTORS, Phase, Plan, PlanTimer, Request, check_kind, estimate_s, get_algorithm,
     tuner_estimate_s,
@@ -120,8 +120,10 @@ class Planner:
 
     def plan(self, request: Request, algorithm: str = "auto") -> Plan:
         """The plan of ``request`` (any group of ranks). ``algorithm`` is a name
-        (``ring``), a name and a protocol (``ring/ll``), or ``auto``: the candidates of
-        :func:`~accelsim.network.auto.auto_candidates` that apply, the one with the least
+        (``ring``), a name and a protocol (``ring/ll``), or ``auto``: the platform tuner's
+        choice where it makes one, on one node NCCL's own choice
+        (:func:`_nccl_one_node_plan`), else of the candidates of
+        :func:`~accelsim.network.auto.auto_candidates` that apply the one with the least
         :func:`~accelsim.network.collectives.estimate_s`, of the ring and the tree the one
         NCCL would prefer (:func:`_ring_or_tree`)."""
         key = (request, algorithm)
@@ -158,7 +160,7 @@ def _every_part(topo: Topology, request: Request, part: Plan) -> Plan:
 def _choose(topo: Topology, request: Request, algorithm: str) -> Plan:
     if algorithm != "auto":
         return get_algorithm(algorithm)(topo, request)
-    tuned = _platform_tuner_plan(topo, request)
+    tuned = _platform_tuner_plan(topo, request) or _nccl_one_node_plan(topo, request)
     if tuned is not None:
         return tuned
     plans, refusals = [], []
@@ -190,6 +192,18 @@ def _ring_or_tree(topo: Topology, plans: list[Plan]) -> list[Plan]:
         return plans
     kept = min(alike, key=lambda plan: tuner_estimate_s(topo, plan))
     return [p for p in plans if p.algorithm not in RATED_ALIKE or p is kept]
+
+
+def _nccl_one_node_plan(topo: Topology, request: Request) -> Plan | None:
+    """The plan of the first pair in NCCL's own order
+    (:func:`~accelsim.network.auto.nccl_one_node_ranking`) that applies here (NVLS needs 3
+    GPUs of the node); None where the model does not carry NCCL's estimate."""
+    for name in nccl_one_node_ranking(topo, request) or ():
+        try:
+            return get_algorithm(name)(topo, request)
+        except InputError:
+            continue
+    return None
 
 
 def _platform_tuner_plan(topo: Topology, request: Request) -> Plan | None:

@@ -121,6 +121,9 @@ class NodeTopology(Topology):
     kind: ClassVar[str] = "node"
     nvls: bool = False
     """In-switch reduction (NVLink SHARP)."""
+    nvlink_links: int | None = None
+    """NVLink links per GPU, which NCCL's own estimate counts (``getTotalBw``:
+    links x ``SMxx_NVLINK_BW``) when it picks an algorithm; None where not stated."""
 
     def _route(self, src: int, dst: int) -> tuple[str, ...]:
         return (uplink(src), downlink(dst))
@@ -365,11 +368,12 @@ def switch_node(
     nvls: bool,
     launch_s: float,
     tuning: CollectiveTuning | None = None,
+    nvlink_links: int | None = None,
 ) -> Topology:
     """GPUs each with one uplink to and one downlink from a non-blocking switch plane."""
     links = _gpu_links(range(gpus), uplink_bytes_per_s, hop_latency_s, switch_latency_s)
     return NodeTopology(name=name, ranks=gpus, links=MappingProxyType(links), launch_s=launch_s, nvls=nvls,
-                        tuning=tuning)
+                        tuning=tuning, nvlink_links=nvlink_links)
 
 
 class ClusterLinks(dict):
@@ -503,6 +507,7 @@ def cluster(
     tuner: str | None = None,
     simple_buffer_bytes: float = SIMPLE_BUFFER_BYTES,
     net_channels: int | None = None,
+    nvlink_links: int | None = None,
 ) -> Topology:
     """Switch nodes whose NICs meet on a non-blocking fabric (links made as they are asked
     for: :class:`ClusterLinks`)."""
@@ -513,7 +518,7 @@ def cluster(
     return ClusterTopology(name=name, ranks=nodes * gpus_per_node, links=links, launch_s=launch_s,
                            nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node, host_cpu=host_cpu,
                            tuner=tuner, tuning=tuning, simple_buffer_bytes=simple_buffer_bytes,
-                           net_channels=net_channels)
+                           net_channels=net_channels, nvlink_links=nvlink_links)
 
 
 def _torus_links(shape: tuple[int, ...], wraparound: tuple[bool, ...], link_bytes_per_s: float,
@@ -589,6 +594,7 @@ def build_topology(system: Arch) -> Topology:
             nvls=system.nvls,
             launch_s=chip.launch_overhead_s,
             tuning=collective_tuning(system),
+            nvlink_links=chip.links.count,
         )
     if isinstance(system, Torus):
         return torus(name=system.name, shape=system.shape, wraparound=system.wraparound,
@@ -604,7 +610,7 @@ def build_topology(system: Arch) -> Topology:
             nvls=node.nvls and system.nvls_enabled, launch_s=chip.launch_overhead_s,
             tuning=collective_tuning(system), host_cpu=system.host_cpu, tuner=system.tuner,
             simple_buffer_bytes=system.nccl_buffer_bytes or SIMPLE_BUFFER_BYTES,
-            net_channels=_net_channels(system),
+            net_channels=_net_channels(system), nvlink_links=chip.links.count,
         )
     if isinstance(system, Multislice):
         part = system.slice

@@ -84,9 +84,10 @@ def test_a_configured_cluster_builds_and_simulates():
     nvls_tree = simulate_collective(topo, "all-reduce", 4 * S, "nvls-tree")
     # from 3 nodes NCCL rates NVLSTree no higher than 8 heads x 45.5 GB/s on Hopper
     # (perChMaxNVLSTreeBws), below what a tree over the same NICs reaches; a tree's shards
-    # cross the NICs once, so bus bandwidth may pass the NICs' line rate, not the GPUs' NVLink
+    # cross the NICs once, so bus bandwidth comes near the NICs' line rate (8 x 50 GB/s; how
+    # near depends on the fitted NVLink efficiency of its chains), not past the GPUs' NVLink
     assert nvls_tree.busbw_bytes_per_s <= 8 * 45.5 * GB < r.busbw_bytes_per_s < 2 * 450 * GB
-    assert r.algorithm == "tree" and r.busbw_bytes_per_s > 8 * 50 * GB
+    assert r.algorithm == "tree" and r.busbw_bytes_per_s > 0.95 * 8 * 50 * GB
 
 
 @pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"])

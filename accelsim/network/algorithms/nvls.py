@@ -10,7 +10,9 @@ from accelsim.errors import InputError
 from accelsim.network.algorithms.tree import tree_depth, tree_streams
 from accelsim.network.collectives import Phase, Plan, Request, Transfer, needs, phase, register
 from accelsim.network.groups import by_domain, rails, rails_of_first_nic, same_local_layout
-from accelsim.network.nccl_tables import nvls_tree_bus_cap_bytes_per_s, nvls_tree_fill_s
+from accelsim.network.nccl_tables import (
+    nvls_node_fill_s, nvls_node_loops, nvls_tree_bus_cap_bytes_per_s, nvls_tree_fill_s,
+)
 from accelsim.network.topology import ClusterTopology, NodeTopology, Topology, downlink, nic_up, uplink
 
 
@@ -34,7 +36,9 @@ def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     sends the sum up once (S/n) and the switch writes it to every GPU (the whole buffer
     down, S). So each GPU moves S (n+1)/n each way, the same two halves ``nvls-tree``
     uses. With an NCCL model the streams run at the node's ``nvls_efficiency`` of the link
-    bandwidth and the collective costs ``nvls_latency``; without one, two hops of link
+    bandwidth and the collective costs ``nvls_latency`` plus its pipeline's fill, two loops
+    of chunks at a channel's share of that rate
+    (:func:`~accelsim.network.nccl_tables.nvls_node_fill_s`); without one, two hops of link
     latency and the chip's launch."""
     if not (isinstance(topo, NodeTopology) and topo.nvls):
         raise InputError(f"{topo.name!r} has no in-switch reduction (NVLS)", field="algorithm")
@@ -48,8 +52,11 @@ def nvls(topo: Topology, req: Request, proto: Protocol | None = None) -> Plan:
     transfers = tuple(Transfer(links=(uplink(g), downlink(g)), bytes=moved, efficiency=efficiency)
                       for g in req.ranks)
     if tuning:
-        return Plan(algorithm="nvls", lanes=((Phase(transfers=transfers, latency_s=0.0),),),
-                    launch_s=tuning.nvls_latency_s, protocol="simple")
+        rate = topo.links[uplink(req.ranks[0])].bandwidth_bytes_per_s * efficiency * req.size_bytes / moved
+        fill = nvls_node_fill_s(tuning.generation, req.size_bytes, len(req.ranks), rate)
+        steps = nvls_node_loops(tuning.generation, req.size_bytes, len(req.ranks)) * _simple_step_s(topo)
+        return Plan(algorithm="nvls", lanes=((Phase(transfers=transfers, latency_s=fill + steps),),),
+                    launch_s=tuning.nvls_latency_s, protocol="simple", fill_s=fill)
     hop = topo.route_latency_s(topo.route(req.ranks[0], req.ranks[-1]))
     return Plan(algorithm="nvls", lanes=((Phase(transfers=transfers, latency_s=2 * hop),),), launch_s=topo.launch_s)
 
@@ -106,7 +113,8 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
     # NCCL pipelines the four stages chunk by chunk: they run at once, sharing the links
     # they have in common, after the pipeline fills (every stage's latency, and the tree's
     # chunks store-and-forward between nodes)
-    chunks = _nvls_tree_chunks_fill_s(topo, req.size_bytes, len(inner), len(parts), 2 * depth)
+    chunks = (_nvls_tree_chunks_fill_s(topo, req.size_bytes, len(inner), len(parts), 2 * depth)
+              + _nvls_node_fill_s(topo, req.size_bytes, len(inner), efficiency))
     fill = sum(stage.latency_s for stage in stages) + chunks
     lanes = tuple((dataclasses.replace(stage, latency_s=fill),) for stage in stages)
     launch = topo.tuning.nvls_latency_s if topo.tuning else topo.launch_s
@@ -116,13 +124,28 @@ def nvls_tree(topo: Topology, req: Request, proto: Protocol | None = None) -> Pl
 
 def _nvls_tree_chunks_fill_s(topo: ClusterTopology, size_bytes: float, local: int, nodes: int, hops: int) -> float:
     """:func:`~accelsim.network.nccl_tables.nvls_tree_fill_s` on ``topo`` (one NVLS head
-    per NIC; 0.0 without an NCCL model). The node's own NVLS stages have no such term here:
-    the fitted ``nvls_latency`` holds what they add (docs/collectives.md, "NVLS's pipeline
-    fill")."""
+    per NIC; 0.0 without an NCCL model). The node's own NVLS stages fill as well
+    (:func:`_nvls_node_fill_s`)."""
     if topo.tuning is None:
         return 0.0
     nic = topo.links[nic_up(0, 0)].bandwidth_bytes_per_s
     return nvls_tree_fill_s(topo.tuning.generation, size_bytes, min(local, topo.nics_per_node), nodes, hops, nic)
+
+
+def _simple_step_s(topo: Topology) -> float:
+    """What each NVLS loop's Simple step costs: the node's Simple step latency (NCCL's
+    ``hwLat[NVLINK][Ring][Simple]``, 3.4 us, or as carried)."""
+    return topo.tuning.protocols["simple"].step_latency_s
+
+
+def _nvls_node_fill_s(topo: ClusterTopology, size_bytes: float, local: int, efficiency: float) -> float:
+    """The node's own NVLS stages' fill in ``nvls-tree``: two loops of chunks of its heads
+    (:func:`~accelsim.network.nccl_tables.nvls_node_fill_s`) at the rate a GPU's buffer
+    enters the switch (0.0 without an NCCL model)."""
+    if topo.tuning is None:
+        return 0.0
+    rate = topo.links[uplink(0)].bandwidth_bytes_per_s * efficiency
+    return nvls_node_fill_s(topo.tuning.generation, size_bytes, min(local, topo.nics_per_node), rate)
 
 
 def _nvls_tree_cap(topo: ClusterTopology, nodes: int, local: int, ranks: int) -> float:
