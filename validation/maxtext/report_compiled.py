@@ -3,7 +3,7 @@
 MaxText's published TFLOP/s per chip and beside the hand-built steps; then the same
 programs on v6e and TPU7x.
 
-    python validation/maxtext/report_compiled.py [--out validation/reports/maxtext-v5p]
+    python validation/maxtext/report_compiled.py [--out validation/reports/maxtext-v5p] [--only ID ...]
 
 Reads ``compiled/ID.hlo.txt.gz`` (``compile_maxtext.py`` made them with MaxText's own
 ahead-of-time compiler), imports each with ``accelsim import hlo`` and replays it on the
@@ -374,12 +374,14 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(HERE.parents[0] / "reports" / "maxtext-v5p"))
+    parser.add_argument("--only", nargs="*", help="compiled programs to replay, by id (ID or ID-VARIANT; default: all); "
+                                                  "a report of some is for checking, not to commit")
     args = parser.parse_args(argv)
     from accelsim.errors import InputError
 
     rows, refused = [], []
     for record, path in [step for record in load_records() if record["slices"] == 1 for step in compiled_steps(record)]:
-        if not path.exists():
+        if not path.exists() or (args.only and record["id"] not in args.only):
             continue
         try:
             rows.append((record, replay_compiled(record, path, what_ifs="variant" not in record)))
