@@ -157,19 +157,21 @@ def chip_rates(chip) -> dict:
 VARIANTS = {"sparsecore": ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)",
             "no-memory-tracking": ", XLA's scheduler not tracking memory pressure (a diagnostic: "
                                   "`compile_maxtext.py --flags no-memory-tracking`)",
-            "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)"}
+            "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)",
+            "tp": ", tensor parallelism {tp} (`compile_maxtext.py --tp`)"}
 """Variant of a record's compiled program -> what its row's label adds."""
 
 
 def _label(record: dict) -> str:
     return (f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}"
-            + VARIANTS.get(record.get("variant"), ""))
+            + VARIANTS.get(record.get("variant"), "").format(tp=record["ici_tensor_parallelism"]))
 
 
 def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
     """The record's compiled programs: with the config scripts' flags, with the other flag
     sets of ``compile_maxtext.py --flags`` (``ID-sparsecore``, ``ID-no-memory-tracking``)
-    and at other batches (``--batch N``: ``ID-batchN``) where compiled."""
+    at other batches (``--batch N``: ``ID-batchN``) and tensor parallelisms (``--tp N``:
+    ``ID-tpN``) where compiled."""
     steps = [(record, COMPILED / f"{record['id']}.hlo.txt.gz")]
     for flags in ("sparsecore", "no-memory-tracking"):
         path = COMPILED / f"{record['id']}-{flags}.hlo.txt.gz"
@@ -179,6 +181,10 @@ def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
         variant_id = path.name.removesuffix(".hlo.txt.gz")
         batch = int(variant_id.rsplit("-batch", 1)[1])
         steps.append(({**record, "id": variant_id, "variant": "batch", "per_device_batch_size": batch}, path))
+    for path in sorted(COMPILED.glob(f"{record['id']}-tp*.hlo.txt.gz")):
+        variant_id = path.name.removesuffix(".hlo.txt.gz")
+        tp = int(variant_id.rsplit("-tp", 1)[1])
+        steps.append(({**record, "id": variant_id, "variant": "tp", "ici_tensor_parallelism": tp}, path))
     return steps
 
 
