@@ -28,7 +28,9 @@ at batch 2, against 95.73 GiB. ``--batch N`` compiles a record at another per-de
 batch (``ID-batchN.hlo.txt.gz``): a diagnostic of how the batch, through memory pressure,
 changes XLA's schedule, not a published run. ``--tp N`` compiles at another
 ``ici_tensor_parallelism`` (``ID-tpN.hlo.txt.gz``): the 512B's README figure came with
-tensor parallelism 16 at the record's batch 2.
+tensor parallelism 16 at the record's batch 2. With ``--tp`` MaxText may split a physical
+axis of the slice among mesh axes (``allow_split_physical_axes=true``: today's MaxText
+refuses a tensor axis of 16 on an 8x8x8 slice otherwise, 16 being no product of its axes).
 """
 
 from __future__ import annotations
@@ -119,8 +121,9 @@ def compile_record(python: str, record: dict, flags: str = "scripts", batch: int
             record, suffix = {**record, "ici_tensor_parallelism": tp}, f"{suffix}-tp{tp}"
         env = dict(os.environ, LIBTPU_INIT_ARGS=libtpu_init_args, TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
         started = time.perf_counter()
+        split_axes = ["allow_split_physical_axes=true"] if tp is not None else []
         ran = subprocess.run([python, str(HERE / "train_compile_text.py"), str(text),
-                              *train_compile_args(record, base_yml)], env=env, capture_output=True, text=True)
+                              *train_compile_args(record, base_yml), *split_axes], env=env, capture_output=True, text=True)
         if ran.returncode != 0 or not text.exists():
             print(f"{record['id']}: not compiled: {last_error_line(ran.stderr)}")
             return None
