@@ -35,8 +35,11 @@ blocks at 512-wide blocks over 2048 tokens). Where the constant is elided
 values with ``HloPrintOptions.print_large_constants``, ``validation/maxtext/train_compile_text.py``)
 or the operand is not a constant, **every block is counted** (dense attention), and the
 call counted again as ``splash_attention_dense:PHASE``. The share assumes the grid is not shrunk
-(``data_next``'s key axis as long as the key blocks; jax's default); the operands' bytes are
-counted once, not per block.
+(``data_next``'s key axis as long as the key blocks, as in MaxText's programs: 4 blocks of
+512 over 2048 tokens); where ``_process_mask`` shrinks it (``shrink_grid``, when every head
+shard has one mask) the share of the narrower grid overstates the blocks run, so the count
+lies between the blocks run and every block. The operands' bytes are counted once, not per
+block.
 """
 
 from __future__ import annotations
