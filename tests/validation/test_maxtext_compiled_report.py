@@ -74,4 +74,5 @@ def test_a_program_compiled_at_another_tensor_parallelism_is_a_variant_labelled_
     variants = {step["id"]: step for step, _ in rc.compiled_steps(record)}
     wider = variants["maxtext-512b-v5p-1024-tp16"]
     assert wider["ici_tensor_parallelism"] == 16 and record["ici_tensor_parallelism"] == 8
-    assert rc._label(wider).endswith("tensor parallelism 16 (`compile_maxtext.py --tp`)")
+    assert rc._label(wider).endswith("tensor parallelism 16 over a split physical axis (a diagnostic: "
+                                     "`compile_maxtext.py --tp`)")

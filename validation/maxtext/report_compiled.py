@@ -158,7 +158,7 @@ VARIANTS = {"sparsecore": ", all-gathers on the SparseCores (maxtext 0.2.5's 32b
             "no-memory-tracking": ", XLA's scheduler not tracking memory pressure (a diagnostic: "
                                   "`compile_maxtext.py --flags no-memory-tracking`)",
             "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)",
-            "tp": ", tensor parallelism {tp} (`compile_maxtext.py --tp`)"}
+            "tp": ", tensor parallelism {tp} over a split physical axis (a diagnostic: `compile_maxtext.py --tp`)"}
 """Variant of a record's compiled program -> what its row's label adds."""
 
 
