@@ -784,6 +784,8 @@ def lower_module(module: Module, *, max_ops: int = DEFAULT_MAX_OPS, rates: Branc
         counts[f"cost_estimate:{target}"] += n
     for phase, n in lowering.costs.splash_attention_calls.items():
         counts[f"splash_attention:{phase}"] += n
+    for phase, n in lowering.costs.dense_splash_attention_calls.items():
+        counts[f"splash_attention_dense:{phase}"] += n
     for target, n in lowering.costs.assumed_contractions.items():
         counts[f"contraction_assumed:{target}"] += n
     if not module.is_scheduled:

@@ -39,8 +39,9 @@ from accelsim.importers.hlo_text import (
     Shape,
     strip_braces,
 )
-from accelsim.importers.hlo_splash import splash_attention
+from accelsim.importers.hlo_splash import block_mask_operand, splash_attention
 from accelsim.importers.hlo_tpu_kernel import KernelEstimate, kernel_estimate
+from accelsim.importers.hlo_values import ConstantTracer, integer_values
 
 ELEMENTWISE = frozenset({
     "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "clz", "compare", "complex", "cosine", "divide",
@@ -152,6 +153,9 @@ class CostModel:
         """Custom calls priced from their author's cost estimate (Pallas TPU kernels)."""
         self.splash_attention_calls: Counter[str] = Counter()
         """Splash attention kernel calls by phase, priced from their shapes (:mod:`hlo_splash`)."""
+        self.dense_splash_attention_calls: Counter[str] = Counter()
+        """Of those, the calls whose block mask was not known: every block counted."""
+        self._constants = ConstantTracer(module)
         self.assumed_contractions: Counter[str] = Counter()
         """GEMM custom calls without dimension numbers we could read (absent, or not
         integers): priced contracting the lhs minor dimension."""
@@ -249,9 +253,12 @@ class CostModel:
                 self.estimated_custom_calls[f"{target}:remote_bytes_not_modelled"] += 1
             return Cost(matrix_flops=estimate.flops, vector_flops=estimate.transcendentals,
                         matrix_dtype=estimate.dtype)
-        splash = splash_attention(inst.name, target, inst.attrs.get("frontend_attributes", ""), shapes, inst.shape)
-        if splash is not None:  # JAX's splash attention kernel: its matmuls from Q and K, every block counted
+        splash = splash_attention(inst.name, target, inst.attrs.get("frontend_attributes", ""), shapes, inst.shape,
+                                  self._splash_block_mask(comp, inst, target, shapes))
+        if splash is not None:  # JAX's splash attention kernel: its matmuls from Q and K, on the blocks it runs
             self.splash_attention_calls[splash.phase] += 1
+            if splash.block_share is None:
+                self.dense_splash_attention_calls[splash.phase] += 1
             return Cost(matrix_flops=splash.matrix_flops, vector_flops=splash.exponentials,
                         matrix_dtype=splash.dtype)
         if target in GEMM_TARGETS and len(shapes) >= 2:
@@ -263,6 +270,16 @@ class CostModel:
             return Cost(matrix_flops=dot_flops(out, shapes[0], dims), matrix_dtype=shapes[0].dtype)
         self.unknown_custom_calls[target or "<no target>"] += 1
         return Cost()
+
+    def _splash_block_mask(self, comp: Computation, inst: Instruction, target: str,
+                           shapes: list[Shape]) -> list[int] | None:
+        """A splash attention call's ``block_mask`` values, when its operand is a constant
+        printed whole (:mod:`hlo_values`), else ``None``."""
+        number = block_mask_operand(inst.name, target, shapes)
+        if number is None:
+            return None
+        constant = self._constants.constant(comp, inst.operands[number])
+        return integer_values(constant) if constant is not None else None
 
     # ---------------------------------------------------------------- bytes
 

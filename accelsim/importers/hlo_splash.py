@@ -15,17 +15,31 @@ dimension each phase runs a fixed number of matmuls of two flops:
 
 and each phase exponentiates every pair once (P = exp(S - logsumexp)). The kernel's
 ``kernel_metadata`` says the layout (``k_layout`` 2: ``SEQ_MINOR``, the key length last;
-else ``HEAD_DIM_MINOR``, the head dimension last). Which blocks run is not in the text
-XLA prints, so **every block is counted** (dense attention: for a causal mask at 512-wide
-blocks over 2048 tokens, 16 blocks where the kernel runs 10); the importer counts each call
-as ``splash_attention:PHASE``. The kernel skips a block whose entry in its ``block_mask``
-operand (scalar-prefetched, beside ``data_next``: ``s8[heads, q_blocks, kv_blocks]``;
-``splash_attention_mask_info.py``) is 0. In MaxText's compiled steps that operand is sliced
-from an ``s8`` constant, which ``compiled.as_text()`` elides as ``constant({...})``, and its
-other operands do not name the mask: a ``q_sequence`` operand (MaxText's calls have one)
-says the mask is computed from positions (a ``_ComputableMask``: causal, local, chunked or
-full, its function compiled into the kernel body), not which. A compile that printed large
-constants would give the block mask itself.
+else ``HEAD_DIM_MINOR``, the head dimension last).
+
+**Which blocks run.** The kernel's grid is (heads, query blocks, key blocks); its first
+scalar-prefetched operands are ``data_next`` and ``block_mask``, integer arrays of one
+shape ``[heads, q_blocks, kv_blocks]`` (``splash_attention_kernel.py``: ``pallas_call(...)(
+mask_info.data_next, mask_info.block_mask, mask_info.mask_next, q, k, v, ...)``, the last
+left out when the mask is computed; both or neither present). A grid step whose
+``block_mask`` entry is 0 skips its matmuls (``is_nonzero = block_mask_ref[h, i, j] > 0``),
+1 runs a partial block (computed whole, then masked), 2 a full one
+(``splash_attention_mask_info.py``). So a call runs the nonzero share of its
+``block_mask``: the importer follows that operand back to its constant
+(:mod:`hlo_values`: MaxText's is a slice of an ``s8`` constant per head shard, passed
+into the layer loop and prefetched) and scales the dense count by it (each call is counted as
+``splash_attention:PHASE``). The share is that of the whole constant: the
+mean over the shards the devices take (MaxText's causal shards are all alike: 10 of 16
+blocks at 512-wide blocks over 2048 tokens). Where the constant is elided
+(``compiled.as_text()`` prints ``s8[4,4,4] constant({...})``; MaxText's compiles keep the
+values with ``HloPrintOptions.print_large_constants``, ``validation/maxtext/train_compile_text.py``)
+or the operand is not a constant, **every block is counted** (dense attention), and the
+call counted again as ``splash_attention_dense:PHASE``. The share assumes the grid is not shrunk
+(``data_next``'s key axis as long as the key blocks, as in MaxText's programs: 4 blocks of
+512 over 2048 tokens); where ``_process_mask`` shrinks it (``shrink_grid``, when every head
+shard has one mask) the share of the narrower grid overstates the blocks run, so the count
+lies between the blocks run and every block. The operands' bytes are counted once, not per
+block.
 """
 
 from __future__ import annotations
@@ -50,12 +64,16 @@ class SplashAttention:
     exponentials: float
     dtype: str
     """HLO element type of Q (the matmuls' operands)."""
+    block_share: float | None = None
+    """The nonzero share of the call's ``block_mask`` the counts are scaled by; ``None``:
+    not known, every block counted."""
 
 
 def splash_attention(name: str, target: str, frontend_attributes: str, operands: list[Shape],
-                     output: Shape) -> SplashAttention | None:
-    """The work of one splash attention kernel call; ``None`` when the call is not one or
-    its Q and K do not have the shapes the kernel takes."""
+                     output: Shape, block_mask: list[int] | None = None) -> SplashAttention | None:
+    """The work of one splash attention kernel call, on the blocks its ``block_mask``
+    (the values of operand :func:`block_mask_operand`; ``None``: unknown, every block) runs;
+    ``None`` when the call is not one or its Q and K do not have the shapes the kernel takes."""
     match = SPLASH_KERNEL.match(name)
     if target != "tpu_custom_call" or match is None:
         return None
@@ -70,9 +88,20 @@ def splash_attention(name: str, target: str, frontend_attributes: str, operands:
         return None
     phase = match.group(1)
     matmuls = MATMULS_PER_PHASE[phase] + int(phase == "dkv" and _array_count(output) >= 3)
-    pairs = q.num_elements // head_dim * kv_len
+    share = sum(1 for v in block_mask if v) / len(block_mask) if block_mask else None
+    pairs = q.num_elements // head_dim * kv_len * (1.0 if share is None else share)
     return SplashAttention(phase=phase, matrix_flops=2.0 * matmuls * pairs * head_dim, exponentials=float(pairs),
-                           dtype=q.dtype)
+                           dtype=q.dtype, block_share=share)
+
+
+def block_mask_operand(name: str, target: str, operands: list[Shape]) -> int | None:
+    """Which operand of a splash attention call is its ``block_mask`` (the second, after
+    ``data_next``: both integer arrays of one 3-D shape), else ``None``."""
+    if target != "tpu_custom_call" or SPLASH_KERNEL.match(name) is None or len(operands) < 2:
+        return None
+    data_next, block_mask = operands[0], operands[1]
+    is_grid = all(not s.is_tuple and s.dtype[:1] in ("s", "u") and len(s.dims) == 3 for s in (data_next, block_mask))
+    return 1 if is_grid and data_next.dims == block_mask.dims else None
 
 
 def _array_count(shape: Shape) -> int:

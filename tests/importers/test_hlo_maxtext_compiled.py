@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from accelsim.arch.model import load_arch
-from accelsim.importers.hlo import import_hlo
+from accelsim.importers.hlo import import_hlo, read_hlo
 from accelsim.importers.hlo_estimates import compare_with_xla
+from accelsim.importers.hlo_splash import SPLASH_KERNEL, block_mask_operand
+from accelsim.importers.hlo_values import ConstantTracer, integer_values
 from accelsim.system.replay import chip_of, replay
 
 MAXTEXT = Path(__file__).parents[2] / "validation" / "maxtext"
@@ -40,6 +42,31 @@ def test_every_kernel_of_the_step_is_priced(step):
     counts = trace.metadata["importer_counts"]
     assert not [key for key in counts if key.startswith(("unknown_", "contraction_assumed"))]
     assert {"splash_attention:fwd", "splash_attention:dq", "splash_attention:dkv"} <= set(counts)
+
+
+def test_splash_attention_runs_the_blocks_of_the_causal_mask_the_text_carries(step):
+    """Every splash call's ``block_mask`` is followed back to its constant, printed whole
+    (``train_compile_text.py``): causal in every head shard, 10 of 16 blocks at 512-wide
+    blocks over 2048 tokens. So splash attention is 1.25x MaxText's causal count of its
+    pairs, over 11 matmuls (forward 2, the forward ``minimal`` remat recomputes 2, dq 3,
+    dkv 4) where MaxText counts 6."""
+    record, _, trace = step
+    assert not [key for key in trace.metadata["importer_counts"] if key.startswith("splash_attention_dense")]
+    module = read_hlo(MAXTEXT / "compiled" / STEP)
+    tracer, shares = ConstantTracer(module), []
+    for comp in module.computations.values():
+        names = comp.by_name()
+        for inst in comp.instructions:
+            if SPLASH_KERNEL.match(inst.name) is None:
+                continue
+            target = inst.attrs.get("custom_call_target", "").strip('"')
+            number = block_mask_operand(inst.name, target, [names[o].shape for o in inst.operands])
+            if number is not None:
+                values = integer_values(tracer.constant(comp, inst.operands[number]))
+                shares.append(sum(1 for v in values if v) / len(values))
+    assert len(shares) >= 3 and shares == [10 / 16] * len(shares)
+    _, attention = model_tflops_terms(model(record["global_parameter_scale"]), record["per_device_batch_size"])
+    assert matrix_terms(trace)["splash"] / (attention * 1e12) == pytest.approx(11 / 6 * 1.25, rel=0.02)
 
 
 def test_the_step_runs_the_model_s_matmuls_and_at_most_a_recomputed_forward_more(step):

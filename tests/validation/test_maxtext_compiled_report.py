@@ -63,3 +63,16 @@ def test_a_program_compiled_at_another_batch_is_a_variant_counted_at_its_batch()
     assert "batch 2 (a diagnostic" in rc._label(lower)
     untracked = variants["maxtext-64b-v5p-128-no-memory-tracking"]
     assert untracked["per_device_batch_size"] == 3 and "not tracking memory pressure" in rc._label(untracked)
+
+
+def test_a_program_compiled_at_another_tensor_parallelism_is_a_variant_labelled_so(tmp_path, monkeypatch):
+    """``compile_maxtext.py --tp 16`` writes ``ID-tp16``: replayed as a variant at that
+    tensor parallelism (MaxText's count does not depend on it)."""
+    record = next(r for r in mx.load_records() if r["id"] == "maxtext-512b-v5p-1024")
+    monkeypatch.setattr(rc, "COMPILED", tmp_path)
+    (tmp_path / "maxtext-512b-v5p-1024-tp16.hlo.txt.gz").write_bytes(b"")
+    variants = {step["id"]: step for step, _ in rc.compiled_steps(record)}
+    wider = variants["maxtext-512b-v5p-1024-tp16"]
+    assert wider["ici_tensor_parallelism"] == 16 and record["ici_tensor_parallelism"] == 8
+    assert rc._label(wider).endswith("tensor parallelism 16 over a split physical axis (a diagnostic: "
+                                     "`compile_maxtext.py --tp`)")

@@ -3,7 +3,7 @@
 
     bash validation/maxtext/make_compile_env.sh .maxtext-env      # once: Python 3.12, maxtext 0.2.5
     python validation/maxtext/compile_maxtext.py --env .maxtext-env [--only ID ...] [--batch N]
-        [--flags sparsecore|no-memory-tracking]
+        [--flags sparsecore|no-memory-tracking] [--tp N]
 
 For each single-slice record of ``v5p_mfu.json`` (the configs of MaxText's
 ``MaxText/configs/v5p/*.sh`` and the TFLOP/s per chip its README publishes), runs
@@ -26,7 +26,11 @@ MaxText cannot compile the README's batches: ``CompileTimeHbmOom``, 116.30 GiB o
 temporaries for the 64B at batch 4, 107.37 GiB for the 128B and 108.11 GiB for the 256B
 at batch 2, against 95.73 GiB. ``--batch N`` compiles a record at another per-device
 batch (``ID-batchN.hlo.txt.gz``): a diagnostic of how the batch, through memory pressure,
-changes XLA's schedule, not a published run.
+changes XLA's schedule, not a published run. ``--tp N`` compiles at another
+``ici_tensor_parallelism`` (``ID-tpN.hlo.txt.gz``): the 512B's README figure came with
+tensor parallelism 16 at the record's batch 2. With ``--tp`` MaxText may split a physical
+axis of the slice among mesh axes (``allow_split_physical_axes=true``: today's MaxText
+refuses a tensor axis of 16 on an 8x8x8 slice otherwise, 16 being no product of its axes).
 """
 
 from __future__ import annotations
@@ -100,10 +104,12 @@ def last_error_line(stderr: str) -> str:
     return (errors or lines or ["no output"])[-1][:400]
 
 
-def compile_record(python: str, record: dict, flags: str = "scripts", batch: int | None = None) -> Path | None:
+def compile_record(python: str, record: dict, flags: str = "scripts", batch: int | None = None,
+                   tp: int | None = None) -> Path | None:
     """Compile the record with the flag set ``flags``; ``batch`` replaces its
     per_device_batch_size (and names the file ``ID[-FLAGS]-batchN``; ``report_compiled.py``
-    replays ``ID-batchN``)."""
+    replays ``ID-batchN``), ``tp`` its ici_tensor_parallelism (``ID[-FLAGS][-batchN]-tpN``;
+    replayed: ``ID-tpN``)."""
     base_yml = subprocess.run([python, "-c", "import maxtext, pathlib; print(pathlib.Path(maxtext.__file__).parent "
                                "/ 'configs' / 'base.yml')"], check=True, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as scratch:
@@ -111,10 +117,13 @@ def compile_record(python: str, record: dict, flags: str = "scripts", batch: int
         suffix, libtpu_init_args = FLAG_SETS[flags]
         if batch is not None:
             record, suffix = {**record, "per_device_batch_size": batch}, f"{suffix}-batch{batch}"
+        if tp is not None:
+            record, suffix = {**record, "ici_tensor_parallelism": tp}, f"{suffix}-tp{tp}"
         env = dict(os.environ, LIBTPU_INIT_ARGS=libtpu_init_args, TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
         started = time.perf_counter()
+        split_axes = ["allow_split_physical_axes=true"] if tp is not None else []
         ran = subprocess.run([python, str(HERE / "train_compile_text.py"), str(text),
-                              *train_compile_args(record, base_yml)], env=env, capture_output=True, text=True)
+                              *train_compile_args(record, base_yml), *split_axes], env=env, capture_output=True, text=True)
         if ran.returncode != 0 or not text.exists():
             print(f"{record['id']}: not compiled: {last_error_line(ran.stderr)}")
             return None
@@ -136,12 +145,15 @@ def main(argv: list[str] | None = None) -> int:
                              "diagnostic; ID-no-memory-tracking.hlo.txt.gz)")
     parser.add_argument("--batch", type=int, help="per_device_batch_size instead of the record's (a diagnostic; file "
                                                   "ID-batchN.hlo.txt.gz)")
+    parser.add_argument("--tp", type=int, help="ici_tensor_parallelism instead of the record's (file ID-tpN.hlo.txt.gz)")
     args = parser.parse_args(argv)
     if args.batch is not None and args.batch < 1:
         parser.error(f"--batch: expected a per-device batch of at least 1, got {args.batch}")
+    if args.tp is not None and args.tp < 1:
+        parser.error(f"--tp: expected a tensor parallelism of at least 1, got {args.tp}")
     python = str(Path(args.env) / "bin" / "python")
     for record in records(args.only):
-        compile_record(python, record, args.flags, args.batch)
+        compile_record(python, record, args.flags, args.batch, args.tp)
     return 0
 
 

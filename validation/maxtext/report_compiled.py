@@ -3,7 +3,7 @@
 MaxText's published TFLOP/s per chip and beside the hand-built steps; then the same
 programs on v6e and TPU7x.
 
-    python validation/maxtext/report_compiled.py [--out validation/reports/maxtext-v5p]
+    python validation/maxtext/report_compiled.py [--out validation/reports/maxtext-v5p] [--only ID ...]
 
 Reads ``compiled/ID.hlo.txt.gz`` (``compile_maxtext.py`` made them with MaxText's own
 ahead-of-time compiler), imports each with ``accelsim import hlo`` and replays it on the
@@ -19,7 +19,7 @@ what XLA would compile for them. Writes ``compiled.md`` into ``--out``.
 Two breakdowns say where the gap comes from. The step's matrix work against MaxText's
 count: the clones XLA's HLO rematerialization pass made under memory pressure (its
 ``.remat`` names: ``xla/hlo/transforms/simplifiers/hlo_rematerialization.cc``), splash
-attention (every block counted, ``accelsim/importers/hlo_splash.py``) and what the rest
+attention (the blocks its block mask runs, ``accelsim/importers/hlo_splash.py``) and what the rest
 exceeds 6 x parameters x tokens by (the forward the remat policy recomputes). And the
 exposed communication op by op (``accelsim.system.timeline.exposed_comm_by_op``), by how
 the schedule issues each collective: synchronous, asynchronous with nothing scheduled
@@ -88,7 +88,7 @@ def replay_compiled(record: dict, path: Path, what_ifs: bool = True) -> dict:
 def matrix_terms(trace) -> dict[str, float]:
     """The trace's matrix flops per device: all, the clones XLA's HLO rematerialization
     pass made (an instruction's copy, named ``NAME.rematN``, recomputing a value it chose
-    not to keep in HBM), and splash attention's (every block, dense)."""
+    not to keep in HBM), and splash attention's (the blocks its block mask runs)."""
     from accelsim.importers.hlo_splash import SPLASH_KERNEL
 
     terms = {"all": 0.0, "xla_remat": 0.0, "splash": 0.0}
@@ -157,19 +157,21 @@ def chip_rates(chip) -> dict:
 VARIANTS = {"sparsecore": ", all-gathers on the SparseCores (maxtext 0.2.5's 32b.sh flags)",
             "no-memory-tracking": ", XLA's scheduler not tracking memory pressure (a diagnostic: "
                                   "`compile_maxtext.py --flags no-memory-tracking`)",
-            "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)"}
+            "batch": " (a diagnostic below the config's batch: `compile_maxtext.py --batch`)",
+            "tp": ", tensor parallelism {tp} over a split physical axis (a diagnostic: `compile_maxtext.py --tp`)"}
 """Variant of a record's compiled program -> what its row's label adds."""
 
 
 def _label(record: dict) -> str:
     return (f"{record['hardware']}, {record['model']}, batch {record['per_device_batch_size']}"
-            + VARIANTS.get(record.get("variant"), ""))
+            + VARIANTS.get(record.get("variant"), "").format(tp=record["ici_tensor_parallelism"]))
 
 
 def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
     """The record's compiled programs: with the config scripts' flags, with the other flag
     sets of ``compile_maxtext.py --flags`` (``ID-sparsecore``, ``ID-no-memory-tracking``)
-    and at other batches (``--batch N``: ``ID-batchN``) where compiled."""
+    at other batches (``--batch N``: ``ID-batchN``) and tensor parallelisms (``--tp N``:
+    ``ID-tpN``) where compiled."""
     steps = [(record, COMPILED / f"{record['id']}.hlo.txt.gz")]
     for flags in ("sparsecore", "no-memory-tracking"):
         path = COMPILED / f"{record['id']}-{flags}.hlo.txt.gz"
@@ -179,6 +181,10 @@ def compiled_steps(record: dict) -> list[tuple[dict, Path]]:
         variant_id = path.name.removesuffix(".hlo.txt.gz")
         batch = int(variant_id.rsplit("-batch", 1)[1])
         steps.append(({**record, "id": variant_id, "variant": "batch", "per_device_batch_size": batch}, path))
+    for path in sorted(COMPILED.glob(f"{record['id']}-tp*.hlo.txt.gz")):
+        variant_id = path.name.removesuffix(".hlo.txt.gz")
+        tp = int(variant_id.rsplit("-tp", 1)[1])
+        steps.append(({**record, "id": variant_id, "variant": "tp", "ici_tensor_parallelism": tp}, path))
     return steps
 
 
@@ -208,9 +214,10 @@ def matrix_section(rows: list[tuple[dict, dict]]) -> list[str]:
              "MaxText's count: 6 x parameters x tokens (the weights' matmuls, forward and backward) plus causal "
              "attention (half the (query, key) pairs). accelsim's, from the compiled program: the clones XLA's "
              "HLO rematerialization pass made under memory pressure (`NAME.rematN`: recomputed, not kept in HBM), "
-             "splash attention (every block, dense: a causal mask at 512-wide blocks over 2048 tokens skips 6 of "
-             "16, so the kernel runs 1.25x MaxText's causal count where this counts 2x, plus the forward the remat "
-             "policy recomputes), and the other matmuls less 6 x parameters x tokens: the layer forward the "
+             "splash attention (the blocks its block mask runs: the causal mask at 512-wide blocks over 2048 "
+             "tokens runs 10 of 16, 1.25x MaxText's causal count, the diagonal's blocks computed whole; plus the "
+             "forward the remat policy recomputes; *dense*: a program whose text elides the mask, every block "
+             "counted, 2x), and the other matmuls less 6 x parameters x tokens: the layer forward the "
              "remat policy recomputes in the backward. None of it is counted twice: each is an instruction of "
              "the schedule. A rest below zero means some clones moved a matmul (the original gone) rather than "
              "repeat it.", "",
@@ -220,8 +227,9 @@ def matrix_section(rows: list[tuple[dict, dict]]) -> list[str]:
     for record, row in rows:
         m = {key: value / 1e12 for key, value in row["matrix"].items()}
         rest = m["all"] - m["xla_remat"] - m["splash"] - m["learnable"]
+        dense = " *dense*" if any(key.startswith("splash_attention_dense:") for key in row["counts"]) else ""
         lines.append(f"| {record['id']} ({record['remat_policy']}) | {m['all']:.0f} | "
-                     f"{m['learnable'] + m['causal_attention']:.0f} | {m['xla_remat']:.0f} | {m['splash']:.0f} "
+                     f"{m['learnable'] + m['causal_attention']:.0f} | {m['xla_remat']:.0f} | {m['splash']:.0f}{dense} "
                      f"({m['causal_attention']:.0f}) | {rest:+.0f} |")
     return lines
 
@@ -374,12 +382,14 @@ def report(rows: list[tuple[dict, dict]], refused: list[tuple[dict, str]]) -> st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(HERE.parents[0] / "reports" / "maxtext-v5p"))
+    parser.add_argument("--only", nargs="*", help="compiled programs to replay, by id (ID or ID-VARIANT; default: all); "
+                                                  "a report of some is for checking, not to commit")
     args = parser.parse_args(argv)
     from accelsim.errors import InputError
 
     rows, refused = [], []
     for record, path in [step for record in load_records() if record["slices"] == 1 for step in compiled_steps(record)]:
-        if not path.exists():
+        if not path.exists() or (args.only and record["id"] not in args.only):
             continue
         try:
             rows.append((record, replay_compiled(record, path, what_ifs="variant" not in record)))
