@@ -264,9 +264,14 @@ def nvls_tree_chunk_bytes(size_bytes: float, channels: int, heads: int, nodes: i
     ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` defaults to 64 KiB from 4 nodes, else
     :data:`NVLS_CHUNK_BYTES`; then 256 KiB below 32 x channels x heads chunks, 128 KiB
     below 16, 64 KiB below 4, 32 KiB below 1)."""
-    chunk = NVLS_CHUNK_BYTES if nodes < 4 else 65536
-    ops = channels * heads
-    for loops, smaller in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+    return _shrunk_chunk(size_bytes, channels * heads, NVLS_CHUNK_BYTES if nodes < 4 else 65536,
+                         ((32, 262144), (16, 131072), (4, 65536), (1, 32768)))
+
+
+def _shrunk_chunk(size_bytes: float, ops: int, chunk: int, steps: tuple[tuple[int, int], ...]) -> int:
+    """``calcCollChunking``'s shrinking, in order: for each (loops, smaller), the chunk drops
+    to ``smaller`` where the buffer is under ``loops`` x ``ops`` chunks and it is larger."""
+    for loops, smaller in steps:
         if size_bytes < loops * ops * chunk and chunk > smaller:
             chunk = smaller
     return chunk
@@ -472,12 +477,7 @@ def nvls_chunk_bytes(size_bytes: float, channels: int, heads: int) -> int:
     """NVLS's chunk on one node (``calcCollChunking``, src/enqueue.cc @ v2.26.2-1 lines
     1877-1887): :data:`NVLS_CHUNK_BYTES`, then 64 KiB below 64 x channels x heads chunks,
     32 KiB below 8, 16 KiB below 2."""
-    chunk = NVLS_CHUNK_BYTES
-    ops = channels * heads
-    for loops, smaller in ((64, 65536), (8, 32768), (2, 16384)):
-        if size_bytes < loops * ops * chunk and chunk > smaller:
-            chunk = smaller
-    return chunk
+    return _shrunk_chunk(size_bytes, channels * heads, NVLS_CHUNK_BYTES, ((64, 65536), (8, 32768), (2, 16384)))
 
 
 NVLS_FILL_LOOPS = 2
