@@ -160,6 +160,9 @@ class PowerModel:
     boost_clock_hz: float | None = None
     """With ``power.dvfs.boost`` on, the clock kernels run at where their power allows (the
     chip's ``clock_hz`` then), which a record's locked clock replaces; None: off."""
+    cap_delay_s: float | None = None
+    """With the boost on and kernels ``from_idle``: how long one keeps the boost clock before the
+    limiter brings it down to the capped clock (``power.dvfs.boost.cap_delay``); None: at once."""
 
 
 def _enabled_boost(spec: schema.ChipSpec) -> schema.Boost | None:
@@ -196,7 +199,16 @@ def _power_model(spec: schema.ChipPower | None, boost: schema.Boost | None) -> P
         dvfs_exponent=spec.dvfs.exponent.value, floor_clock_hz=spec.dvfs.floor_clock.value, min_clock_hz=spec.dvfs.min_clock.value,
         clock_step_hz=spec.dvfs.clock_step.value,
         boost_clock_hz=boost.clock.value if boost is not None else None,
+        cap_delay_s=_cap_delay_s(boost),
     )
+
+
+def _cap_delay_s(boost: schema.Boost | None) -> float | None:
+    """The boost clock's hold before the limiter acts, for kernels launched from idle only
+    (:attr:`schema.Boost.from_idle`); None where they run back to back or it is not given."""
+    if boost is None or not boost.from_idle or boost.cap_delay is None:
+        return None
+    return boost.cap_delay.value
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -397,6 +397,23 @@ class Boost(_Strict):
     """The clock the kernels behind ``matrix_unit.chained_efficiency`` ran at: with the boost on, the
     chained efficiency per cycle is ``chained_efficiency x clock / chained_reference_clock`` (a share
     of the peak quoted at ``clock``, reached at this clock)."""
+    cap_delay: Cited[Seconds] | None = None
+    """How long a kernel launched on a GPU that was below its power limit keeps ``clock`` before the
+    power limiter, which acts on power it has measured, brings the clock down to what the cap allows
+    (None: at once). Only kernels ``from_idle`` meet it."""
+    from_idle: bool = False
+    """How the kernels meet the limiter: False, back to back (a timing loop, a training step), the
+    limiter settled, so a kernel over the cap runs at the capped clock throughout; True, each one
+    launched alone on a GPU that idled before it (a timing tool that opens a profiler window per
+    call and reads it on the host between calls), so its first ``cap_delay`` runs at ``clock``.
+    A record says which in its ``conditions``."""
+
+    @model_validator(mode="after")
+    def _from_idle_needs_delay(self) -> "Boost":
+        if self.from_idle and self.cap_delay is None:
+            raise ValueError("'from_idle' needs 'cap_delay' (how long a kernel keeps the boost clock before the "
+                             "power limiter acts)")
+        return self
 
 
 class Dvfs(_Strict):

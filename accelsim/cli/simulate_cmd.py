@@ -178,8 +178,16 @@ def energy_rows(r: KernelResult) -> list[tuple[str, str]]:
         cap = format_quantity(r.power_cap_w, "watts")
         rows.append(("power cap", f"{cap}: clock lowered to {format_quantity(r.throttled_clock_hz, 'hz')} (at full "
                                   f"clock {format_quantity(r.full_clock_latency_s, 'seconds')})"
-                     if r.throttled_clock_hz is not None else f"{cap}: not reached at full clock"))
+                     if r.throttled_clock_hz is not None else _cap_not_applied(r, cap)))
     return rows
+
+
+def _cap_not_applied(r: KernelResult, cap: str) -> str:
+    """Why a kernel under a cap kept its full clock: it stayed below the cap, or (launched from idle:
+    ``power.dvfs.boost.from_idle``) it ended before the power limiter acted."""
+    if r.average_power_w is not None and r.average_power_w > r.power_cap_w:
+        return f"{cap}: passed, but the kernel ends before the power limiter acts (launched from idle)"
+    return f"{cap}: not reached at full clock"
 
 
 def _roofline_rows(r: KernelResult) -> list[tuple[str, str]]:

@@ -180,11 +180,30 @@ def with_energy(trace: KernelTrace, chip: Chip, sim: KernelSimulation, simulate_
     sim.power_cap_w = power.cap_w
     if sim.energy.average_power_w <= power.cap_w or not clock_steps(chip):
         return sim
+    if power.cap_delay_s is not None and sim.latency_s <= power.cap_delay_s:
+        return sim
     throttled = _highest_fitting_step(trace, chip, simulate_at, _rule_guess(chip, sim))
     throttled.power_cap_w = power.cap_w
     throttled.throttled_clock_hz = throttled.energy.clock_hz
     throttled.full_clock_latency_s = sim.latency_s
+    if power.cap_delay_s is not None:
+        return after_cap_delay(sim, throttled, power.cap_delay_s)
     return throttled
+
+
+def after_cap_delay(full: KernelSimulation, throttled: KernelSimulation, delay_s: float) -> KernelSimulation:
+    """A kernel launched from idle (``power.dvfs.boost.from_idle``) that outlasts the limiter's
+    ``delay_s``: its first ``delay_s`` at the full clock, doing that share of the work, the rest at
+    the throttled clock; its energy the two runs' in the same shares. Its launch overhead is
+    counted once, in the throttled run's share."""
+    share = delay_s / full.latency_s
+    latency_s = delay_s + (1.0 - share) * throttled.latency_s
+    parts = {name: share * full.energy.joules_by_part[name] + (1.0 - share) * joules
+             for name, joules in throttled.energy.joules_by_part.items()}
+    body_scale = (latency_s - throttled.launch_overhead_s) / (throttled.latency_s - throttled.launch_overhead_s)
+    per_kernel_s = [t * body_scale for t in throttled.per_kernel_s] if throttled.per_kernel_s else None
+    return replace(throttled, latency_s=latency_s, per_kernel_s=per_kernel_s,
+                   energy=KernelEnergy(joules_by_part=parts, latency_s=latency_s, clock_hz=throttled.energy.clock_hz))
 
 
 def first_fitting(count: int, fits: Callable[[int], bool]) -> int:

@@ -92,6 +92,14 @@ ARCH_BY_HARDWARE: dict[str, str] = {
 """Source hardware names -> accelsim configs. Names absent here (PCIe cards other than the H100 runs,
 MI325X/MI355X, Gaudi) have no config and their records are left out."""
 
+FROM_IDLE_NOTE = (
+    "The timing tool runs each timed call alone: it zeroes a 256 MiB buffer, opens a torch profiler window, "
+    "runs the call, synchronizes and reads the window's kernels on the host before the next call, so each call "
+    "starts on a GPU that idled (conditions: power.dvfs.boost.from_idle, docs/power.md 'The limiter's delay': "
+    "a call over the power limit keeps the boost clock for the limiter's delay, not the capped clock throughout)"
+)
+"""The note of :data:`FROM_IDLE` records."""
+
 HARDWARE_NOTES: dict[str, str] = {
     "NVIDIA H100 (pytorch/benchmark PR #2391)": (
         "the PR says no more than that FA3 ran (a Hopper card); mapped to h100-sxm: at these sizes its FA3 is "
@@ -121,8 +129,9 @@ HARDWARE_NOTES: dict[str, str] = {
     ),
     "NVIDIA H200 (cudnn-frontend sdpa_benchmark_training)": (
         "gpu_name 'NVIDIA H200' does not say SXM or NVL (the same 4.8 TB/s HBM3e); mapped to h200-sxm, as this "
-        "repository's other cudnn-frontend H200 records are"
+        "repository's other cudnn-frontend H200 records are. " + FROM_IDLE_NOTE
     ),
+    "NVIDIA H200 (cudnn-frontend attention_inference)": FROM_IDLE_NOTE,
     "NVIDIA B200 (Liger-Kernel benchmark CSV)": (
         "gpu_name 'NVIDIA B200', the driver name of the HGX B200 (SXM) GPU; mapped to b200"
     ),
@@ -191,11 +200,22 @@ FLUSH_NOTE = ("cache_flush: the timing tool writes {:.3g} bytes before each time
               "dirty lines")
 
 
+FROM_IDLE = {"power.dvfs.boost.from_idle": "true"}
+"""A timing tool that runs each timed call alone on a GPU that idled before it (docs/power.md, "The
+limiter's delay"): cudnn-frontend's ``benchmark_single_sdpa.py`` (read at 3929da2e, the training
+records' commit) and ``benchmark_single_attention.py`` (as stored, @91159779: "Timing mirrors the
+training suite") zero a 256 MiB buffer, open a torch profiler window, run one call, synchronize, close
+the window and read its kernels on the host (``prof.key_averages()``) before the next call. On chips
+whose config has the boost section (Hopper); elsewhere no power limiter is modelled."""
+
 HARDWARE_CONDITIONS: dict[str, dict[str, str]] = {
     "NVIDIA GH200 SXM (900W, 141GiB HBM3e)": {"power.tdp": "900 W"},
+    "NVIDIA H200 (cudnn-frontend sdpa_benchmark_training)": FROM_IDLE,
+    "NVIDIA H200 (cudnn-frontend attention_inference)": FROM_IDLE,
 }
-"""How a source's device ran where the source's own name for it says so (its HARDWARE_NOTES entry
-explains each): applied to every record of that device as the record's ``conditions``."""
+"""How a source's device ran where the source's own name for it (or its timing tool, which these
+names carry) says so (its HARDWARE_NOTES entry explains each): applied to every record of that
+device as the record's ``conditions``."""
 
 
 def _record(family: str, params: dict, *, tag: str, implementation: str, latency_s: float, raw: dict, notes: list[str],
