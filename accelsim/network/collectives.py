@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 from accelsim.arch.collective_tuning import CollectiveTuning, Protocol
 from accelsim.errors import InputError, shown
-from accelsim.network.nccl_tables import collective_channels, ll_max_bus_bytes_per_s
-from accelsim.network.topology import Topology
+from accelsim.network.nccl_tables import collective_channels, ll128_channel_scale, ll_max_bus_bytes_per_s
+from accelsim.network.topology import ClusterTopology, Topology
 from accelsim.registry import Registry
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast", "all-to-all", "send-recv", "collective-permute")
@@ -280,11 +280,19 @@ def across_nodes(topo: Topology, proto: Protocol | None, nodes: int) -> Protocol
     bandwidth across nodes no higher than ``llMaxBws`` (its host-CPU row, 2 nodes or more,
     :func:`~accelsim.network.nccl_tables.ll_max_bus_bytes_per_s`), where one node's LL is
     limited by its links alone. A rank's LL streams share that ceiling (a ring rank sends
-    its bus bytes, so the ceiling is on bus bandwidth as NCCL states it)."""
-    if proto is None or proto.name != "ll" or nodes < 2:
+    its bus bytes, so the ceiling is on bus bandwidth as NCCL states it). LL128's per-rank
+    cap is per channel: on a cluster it takes the channels NCCL's search finds across nodes,
+    or those ``NCCL_MIN_NCHANNELS`` forces
+    (:func:`~accelsim.network.nccl_tables.ll128_channel_scale`)."""
+    if proto is None or nodes < 2:
+        return proto
+    own = proto.max_bandwidth_per_rank_bytes_per_s
+    if proto.name == "ll128" and own is not None and isinstance(topo, ClusterTopology):
+        scale = ll128_channel_scale(topo.net_channels, topo.min_channels)
+        return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=own * scale)
+    if proto.name != "ll":
         return proto
     ceiling = ll_max_bus_bytes_per_s(topo.host_cpu, nodes)
-    own = proto.max_bandwidth_per_rank_bytes_per_s
     return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=min(ceiling, own or math.inf))
 
 

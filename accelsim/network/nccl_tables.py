@@ -160,18 +160,48 @@ def collective_channels(algorithm: str, protocol: str, size_bytes: float, ranks:
     return max(1, min(channels, int(size_bytes // per_channel)))
 
 
-def tree_simple_channel_bytes(size_bytes: float, ranks: int, graph_channels: int) -> float:
+def communicator_channels(graph_channels: int, min_channels: int | None = None) -> int:
+    """The channels a communicator whose search found ``graph_channels`` runs:
+    ``ncclTopoPostset`` runs every searched ring and tree twice (src/graph/connect.cc @
+    v2.26.2-1 line 452, "Duplication should be complete now": ``nChannels =
+    min(MAXCHANNELS, nChannels*2)``), then copies channels up to ``NCCL_MIN_NCHANNELS``
+    where the environment sets it (``min_channels``; the same function, "Honor
+    NCCL_MIN_NRINGS/NCCL_MAX_NRINGS": ``copyChannels`` up to ``max(ncclMinNchannels(),
+    config.minCTAs)``), at most :data:`MAX_CHANNELS`."""
+    return min(MAX_CHANNELS, max(2 * graph_channels, min_channels or 0))
+
+
+def ll128_channel_scale(graph_channels: int | None, min_channels: int | None = None) -> float:
+    """What a node's ring/LL128 per-rank cap (NCCL's ``perChMaxRingLL128Bws`` x
+    :data:`LL128_CHANNELS`, the configs' estimate of the channel count) is multiplied by
+    across nodes, where NCCL's search found ``graph_channels`` channels and the environment
+    may force ``min_channels`` (``NCCL_MIN_NCHANNELS``).
+
+    NCCL rates ring/LL128 no faster than ``nChannels x perChMaxRingLL128Bws`` (``busBw =
+    std::min(busBw * 0.92, graphs[a]->nChannels * perChMaxRingLL128Bw)``,
+    ``ncclTopoTuneModel``, src/graph/tuning.cc @ v2.26.2-1), a figure per searched channel,
+    each of which runs as two (:func:`communicator_channels`). So the cap is per searched
+    channel: ``graph_channels`` of them, or half of the channels ``NCCL_MIN_NCHANNELS``
+    forces when that is more (each LL128 channel is one thread block, and LL128's rate is
+    its threads' polling, not the links'). 1.0 where the search is not known."""
+    if graph_channels is None:
+        return 1.0
+    forced = communicator_channels(graph_channels, min_channels) / 2
+    return max(graph_channels, forced) / LL128_CHANNELS
+
+
+def tree_simple_channel_bytes(size_bytes: float, ranks: int, graph_channels: int,
+                              min_channels: int | None = None) -> float:
     """The part of a ``size_bytes`` Simple tree all-reduce over ``ranks`` ranks that one of
     NCCL's channels carries, when its tree search found ``graph_channels`` channels (one per
     NIC a tree uses).
 
-    ``ncclTopoPostset`` runs every searched ring and tree twice (src/graph/connect.cc @
-    v2.26.2-1 line 452, "Duplication should be complete now": ``nChannels = min(MAXCHANNELS,
-    nChannels*2)``), so a communicator has twice the search's channels, two per NIC; of
-    those, a collective of this size runs :func:`collective_channels` (Simple: one per 32 KiB,
+    A communicator has twice the search's channels, two per NIC, or the ``min_channels``
+    ``NCCL_MIN_NCHANNELS`` forces (:func:`communicator_channels`); of those, a collective of
+    this size runs :func:`collective_channels` (Simple: one per 32 KiB,
     ``topoGetAlgoInfo``). Each channel moves ``size_bytes`` / that count, so below 32 KiB x
     the channels every channel carries 32 KiB (or the whole buffer on one channel)."""
-    communicator = min(MAX_CHANNELS, 2 * graph_channels)
+    communicator = communicator_channels(graph_channels, min_channels)
     return size_bytes / collective_channels("tree", "simple", size_bytes, ranks, communicator)
 
 
