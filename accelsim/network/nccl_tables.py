@@ -113,6 +113,14 @@ def net_graph_channels(generation: str | None, nvlink_links: int, nic_bytes_per_
     at 45 GB/s, the NVLink total 18 x 20.6 = 371 GB/s holding 7 at 48); on a GB200 NVL72
     rack, whose 72 GPUs each have a NIC, 15 at 48 GB/s (18 x 40 = 720 GB/s of NVLink: the
     search stops at 15 x 48 = 720)."""
+    graph = net_graph(generation, nvlink_links, nic_bytes_per_s, nics)
+    return graph[0] if graph is not None else None
+
+
+def net_graph(generation: str | None, nvlink_links: int, nic_bytes_per_s: float,
+              nics: int) -> tuple[int, float] | None:
+    """(channels, bytes per second each) of NCCL's ring/tree search across nodes, before
+    any duplication (:func:`net_graph_channels`); None where the class has no figures."""
     if generation not in NET_SEARCH_SPEEDS_BYTES_PER_S:
         return None
     nvlink = nvlink_links * GENERATIONS[generation].nvlink_channel_bytes_per_s
@@ -127,7 +135,7 @@ def net_graph_channels(generation: str | None, nvlink_links: int, nic_bytes_per_
             best_channels, best_speed = channels, speed
         if best_channels * best_speed >= nvlink * (1 - 1e-9):
             break
-    return best_channels or None
+    return (best_channels, best_speed) if best_channels else None
 
 
 THREAD_THRESHOLD_BYTES = MappingProxyType({"ll": 8, "ll128": 8, "simple": 64})
@@ -357,8 +365,9 @@ def tree_latency_scales(protocol: str) -> tuple[float, float, float]:
 
 
 LL128_CHANNELS = 8
-"""Channels the configs size LL128's per-rank cap with (an estimate: NCCL's ring search
-finds 8 to 24 on one NVSwitch node; with the fitted cap this matters little)."""
+"""Channels the configs size LL128's per-rank cap with (an estimate); a ring scales the cap
+to the channels of NCCL's own graph (:func:`ll128_channel_scale`: 12 on DGX A100 and H100,
+16 on DGX B200, 8 across nodes of 8 NICs)."""
 
 LATENCY_PATHS = ("protocols.ll.base_latency", "protocols.ll128.base_latency", "protocols.simple.base_latency",
                  "protocols.ll.step_latency", "protocols.ll128.step_latency", "protocols.simple.step_latency",
@@ -454,6 +463,15 @@ def ring_graph(generation: str, nvlink_links: int) -> tuple[int, float]:
     total = nvlink_links * GENERATIONS[generation].nvlink_channel_bytes_per_s
     channels, speed = _search(INTRA_SEARCH_SPEEDS_BYTES_PER_S[generation], total,
                               lambda s: min(MAX_GRAPH_CHANNELS, int(total / s + 1e-9)))
+    return dup_channels(generation, channels, speed)
+
+
+def dup_channels(generation: str, channels: int, speed: float) -> tuple[int, float]:
+    """A searched ring or tree graph of ``channels`` at ``speed`` as ``ncclTopoDupChannels``
+    leaves it (src/graph/search.cc @ v2.26.2-1 lines 898-910): run twice at half the speed
+    each from 25 GB/s (:data:`DUP_MIN_SPEED_BYTES_PER_S`), except past Ampere with more
+    than 4 channels below 50 GB/s; at most :data:`MAX_GRAPH_CHANNELS`. This is the graph's
+    ``nChannels`` that NCCL's tuning multiplies its per-channel figures by."""
     if speed < DUP_MIN_SPEED_BYTES_PER_S or (generation != "ampere" and speed < DUP_FAST_SPEED_BYTES_PER_S
                                               and channels > 4):
         return channels, speed

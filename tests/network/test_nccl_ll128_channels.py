@@ -1,15 +1,18 @@
-"""NCCL_MIN_NCHANNELS (a cluster's ``network.nccl_min_channels``): the communicator copies
-its channels up to that many, and LL128, whose rate NCCL states per channel
-(``perChMaxRingLL128Bws``), runs on all of them; without it LL128's cap across nodes
-takes the channels NCCL's search finds there."""
+"""LL128's per-rank cap on the channels of NCCL's ring graph: NCCL rates ring/LL128 at
+``nChannels x perChMaxRingLL128Bws``, so the configs' cap (that figure x 8 channels) takes
+the graph's own count, on one node (12 on DGX A100 and H100, 16 on B200) and across nodes
+(the search over the NICs, duplicated as ``ncclTopoDupChannels`` does), or what
+``NCCL_MIN_NCHANNELS`` (a cluster's ``network.nccl_min_channels``) forces."""
 
 import pytest
 
 from accelsim.arch.model import load_arch
 from accelsim.errors import InputError
 from accelsim.network import build_topology, simulate_collective
+from accelsim.network.collectives import on_searched_channels
 from accelsim.network.nccl_tables import (
-    LL128_CHANNELS, MAX_CHANNELS, communicator_channels, ll128_channel_scale, tree_simple_channel_bytes,
+    GENERATIONS, LL128_CHANNELS, MAX_CHANNELS, communicator_channels, dup_channels, ll128_channel_scale, ring_graph,
+    tree_simple_channel_bytes,
 )
 
 GIB = 2**30
@@ -43,14 +46,33 @@ def test_forcing_channels_lifts_a_128_node_ll128_ring_to_its_nics():
     assert 0.9 * nic_limit < forced <= nic_limit * (1 + 1e-9)
 
 
-def test_simple_and_one_node_are_unchanged():
+def test_simple_is_unchanged_by_a_forced_channel_count():
     assert _busbw(["nodes=2", "network.nccl_min_channels=32"], "ring/simple") == pytest.approx(
         _busbw(["nodes=2"], "ring/simple"))
-    one = load_arch("h100-ib-cluster", ["network.nccl_min_channels=32"])
-    topo = build_topology(one)
-    inside = simulate_collective(topo, "all-reduce", GIB, "ring/ll128", ranks=8)
-    plain = simulate_collective(build_topology(load_arch("h100-ib-cluster")), "all-reduce", GIB, "ring/ll128", ranks=8)
-    assert inside.latency_s == plain.latency_s
+
+
+@pytest.mark.parametrize("node, channels", [("dgx-a100", 12), ("dgx-h100", 12), ("dgx-b200", 16)])
+def test_one_node_ll128_cap_is_the_ring_graphs_channels(node, channels):
+    topo = build_topology(load_arch(node))
+    ll128 = topo.tuning.protocols["ll128"]
+    per_channel = GENERATIONS[topo.tuning.generation].ll128_channel_bytes_per_s
+    assert ring_graph(topo.tuning.generation, topo.nvlink_links)[0] == channels
+    assert on_searched_channels(topo, ll128, across=False).max_bandwidth_per_rank_bytes_per_s == pytest.approx(
+        channels * per_channel)
+
+
+def test_a_one_node_ll128_ring_is_played_with_that_cap():
+    topo = build_topology(load_arch("dgx-a100"))
+    result = simulate_collective(topo, "all-reduce", 64 * 2**20, "ring/ll128")
+    assert result.busbw_bytes_per_s > 160e9  # the configs' 8-channel estimate would cap it there
+
+
+def test_duplication_follows_ncclTopoDupChannels():
+    assert dup_channels("ampere", 6, 40e9) == (12, 20e9)  # DGX A100's ring
+    assert dup_channels("ampere", 8, 24e9) == (8, 24e9)  # below 25 GB/s
+    assert dup_channels("hopper", 8, 45e9) == (8, 45e9)  # past Ampere, more than 4 below 50 GB/s
+    assert dup_channels("blackwell", 4, 48e9) == (8, 24e9)  # a GB200 tray over its 4 NICs
+    assert dup_channels("blackwell", 20, 90e9) == (32, 45e9)  # at most MAXCHANNELS / 2
 
 
 def test_more_channels_give_a_simple_tree_smaller_chunks_per_channel():
