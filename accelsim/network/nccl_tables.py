@@ -182,8 +182,9 @@ def communicator_channels(graph_channels: int, min_channels: int | None = None) 
 def ll128_channel_scale(graph_channels: int | None, min_channels: int | None = None) -> float:
     """What a node's ring/LL128 per-rank cap (NCCL's ``perChMaxRingLL128Bws`` x
     :data:`LL128_CHANNELS`, the configs' estimate of the channel count) is multiplied by
-    across nodes, where NCCL's search found ``graph_channels`` channels and the environment
-    may force ``min_channels`` (``NCCL_MIN_NCHANNELS``).
+    where NCCL's ring graph has ``graph_channels`` channels (on one node or across nodes,
+    after ``ncclTopoDupChannels``) and the environment may force ``min_channels``
+    (``NCCL_MIN_NCHANNELS``).
 
     NCCL rates ring/LL128 no faster than ``nChannels x perChMaxRingLL128Bws`` (``busBw =
     std::min(busBw * 0.92, graphs[a]->nChannels * perChMaxRingLL128Bw)``,
