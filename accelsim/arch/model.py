@@ -369,6 +369,8 @@ class Cluster:
     """NCCL_BUFFSIZE of the platform (None: NCCL's default)."""
     tuner: str | None = None
     """The platform's NCCL tuner plugin (None: NCCL's own)."""
+    nccl_min_channels: int | None = None
+    """NCCL_MIN_NCHANNELS of the run (None: NCCL's own channel count)."""
     nic_j_per_byte: float | None = None
     """Energy per byte through a NIC and the fabric (None: not modelled)."""
 
@@ -595,6 +597,7 @@ def resolve(spec, overrides: Sequence[str] = (), referrer: str | None = None) ->
             nvls_enabled=net.nvls_enabled,
             nccl_buffer_bytes=net.nccl_buffer_size.value if net.nccl_buffer_size is not None else None,
             tuner=net.tuner,
+            nccl_min_channels=net.nccl_min_channels,
             nic_j_per_byte=spec.power.nic_pj_per_byte.value * J_PER_PJ if spec.power else None,
         )
     if isinstance(spec, schema.TorusSpec):

@@ -766,6 +766,8 @@ class NodeSpec(_ConfigFile):
         return self
 
 
+MAX_NCCL_CHANNELS = 64
+"""``MAXCHANNELS`` (NCCL src/include/device.h): the most channels a communicator runs."""
 MAX_NICS_PER_NODE = 144
 """Scale-out NICs one node may have: the densest nodes have one or two per GPU (8 to 16
 for 8 GPUs, 72 for a GB200 NVL72 rack taken as one node); each is simulated as a pair of
@@ -807,6 +809,11 @@ class ScaleOutNetwork(_Strict):
     """The platform's ``NCCL_BUFFSIZE``: Simple's buffer per connection, whose eighth
     (``NCCL_STEPS``) is a tree's chunk (``accelsim.network.nccl_tables.tree_simple_fill_s``).
     None: NCCL's default, 4 MiB."""
+    nccl_min_channels: Annotated[int, Field(ge=1, le=MAX_NCCL_CHANNELS)] | None = None
+    """The run's ``NCCL_MIN_NCHANNELS``: the communicator copies its channels up to this many
+    (``ncclTopoPostset``), so LL128, whose rate is per channel, runs on more of them
+    (``accelsim.network.nccl_tables.ll128_channel_scale``). None: the channels NCCL's search
+    finds, run twice."""
     tuner: Literal["aws-ofi-p6"] | None = None
     """The platform's NCCL tuner plugin, where it picks the algorithm and protocol instead of
     NCCL's own cost model (``accelsim.network.tuners``). None: NCCL's choice (``auto``)."""

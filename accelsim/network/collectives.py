@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 
 from accelsim.arch.collective_tuning import CollectiveTuning, Protocol
 from accelsim.errors import InputError, shown
-from accelsim.network.nccl_tables import collective_channels, ll_max_bus_bytes_per_s
-from accelsim.network.topology import Topology
+from accelsim.network.nccl_tables import (
+    GENERATIONS, collective_channels, dup_channels, ll128_channel_scale, ll_max_bus_bytes_per_s, net_graph, ring_graph,
+)
+from accelsim.network.topology import ClusterTopology, NodeTopology, Topology, nic_up
 from accelsim.registry import Registry
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast", "all-to-all", "send-recv", "collective-permute")
@@ -280,12 +282,50 @@ def across_nodes(topo: Topology, proto: Protocol | None, nodes: int) -> Protocol
     bandwidth across nodes no higher than ``llMaxBws`` (its host-CPU row, 2 nodes or more,
     :func:`~accelsim.network.nccl_tables.ll_max_bus_bytes_per_s`), where one node's LL is
     limited by its links alone. A rank's LL streams share that ceiling (a ring rank sends
-    its bus bytes, so the ceiling is on bus bandwidth as NCCL states it)."""
-    if proto is None or proto.name != "ll" or nodes < 2:
+    its bus bytes, so the ceiling is on bus bandwidth as NCCL states it). LL128 runs on the
+    channels NCCL's search finds across nodes (:func:`on_searched_channels`)."""
+    if proto is None or nodes < 2:
+        return proto
+    if proto.name == "ll128":
+        return on_searched_channels(topo, proto, across=True)
+    if proto.name != "ll":
         return proto
     ceiling = ll_max_bus_bytes_per_s(topo.host_cpu, nodes)
     own = proto.max_bandwidth_per_rank_bytes_per_s
     return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=min(ceiling, own or math.inf))
+
+
+def on_searched_channels(topo: Topology, proto: Protocol | None, across: bool) -> Protocol | None:
+    """``proto`` with LL128's per-rank cap on the channels of NCCL's ring graph: NCCL rates
+    ring/LL128 no faster than ``nChannels x perChMaxRingLL128Bws``, and a node config's cap
+    is that figure x :data:`~accelsim.network.nccl_tables.LL128_CHANNELS`, so it is scaled to
+    the graph's own count (:func:`~accelsim.network.nccl_tables.ll128_channel_scale`): on one
+    node :func:`~accelsim.network.nccl_tables.ring_graph` (DGX A100 and H100 12, B200 16),
+    across nodes (``across``) the search over the NICs
+    (:func:`~accelsim.network.nccl_tables.net_graph`, then ``ncclTopoDupChannels``), or
+    what ``NCCL_MIN_NCHANNELS`` forces on a cluster. Other protocols, and nodes whose NCCL
+    class or NVLink count is not known, unchanged."""
+    own = proto.max_bandwidth_per_rank_bytes_per_s if proto is not None else None
+    if proto is None or proto.name != "ll128" or own is None:
+        return proto
+    graph = _searched_channels(topo, across)
+    scale = ll128_channel_scale(graph, topo.min_channels if isinstance(topo, ClusterTopology) else None)
+    return dataclasses.replace(proto, max_bandwidth_per_rank_bytes_per_s=own * scale)
+
+
+def _searched_channels(topo: Topology, across: bool) -> int | None:
+    """``nChannels`` of NCCL's ring graph on ``topo`` (one node, or ``across`` nodes of a
+    cluster) after ``ncclTopoDupChannels``; None where it is not known."""
+    generation = topo.tuning.generation if topo.tuning is not None else None
+    links = topo.nvlink_links if isinstance(topo, NodeTopology) else None
+    if generation not in GENERATIONS or links is None:
+        return None
+    if not across:
+        return ring_graph(generation, links)[0]
+    if not isinstance(topo, ClusterTopology):
+        return None
+    graph = net_graph(generation, links, topo.links[nic_up(0, 0)].bandwidth_bytes_per_s, topo.nics_per_node)
+    return dup_channels(generation, *graph)[0] if graph is not None else None
 
 
 def on_channels(topo: Topology, proto: Protocol | None, algorithm: str, req: Request) -> Protocol | None:

@@ -113,6 +113,14 @@ def net_graph_channels(generation: str | None, nvlink_links: int, nic_bytes_per_
     at 45 GB/s, the NVLink total 18 x 20.6 = 371 GB/s holding 7 at 48); on a GB200 NVL72
     rack, whose 72 GPUs each have a NIC, 15 at 48 GB/s (18 x 40 = 720 GB/s of NVLink: the
     search stops at 15 x 48 = 720)."""
+    graph = net_graph(generation, nvlink_links, nic_bytes_per_s, nics)
+    return graph[0] if graph is not None else None
+
+
+def net_graph(generation: str | None, nvlink_links: int, nic_bytes_per_s: float,
+              nics: int) -> tuple[int, float] | None:
+    """(channels, bytes per second each) of NCCL's ring/tree search across nodes, before
+    any duplication (:func:`net_graph_channels`); None where the class has no figures."""
     if generation not in NET_SEARCH_SPEEDS_BYTES_PER_S:
         return None
     nvlink = nvlink_links * GENERATIONS[generation].nvlink_channel_bytes_per_s
@@ -127,7 +135,7 @@ def net_graph_channels(generation: str | None, nvlink_links: int, nic_bytes_per_
             best_channels, best_speed = channels, speed
         if best_channels * best_speed >= nvlink * (1 - 1e-9):
             break
-    return best_channels or None
+    return (best_channels, best_speed) if best_channels else None
 
 
 THREAD_THRESHOLD_BYTES = MappingProxyType({"ll": 8, "ll128": 8, "simple": 64})
@@ -160,18 +168,49 @@ def collective_channels(algorithm: str, protocol: str, size_bytes: float, ranks:
     return max(1, min(channels, int(size_bytes // per_channel)))
 
 
-def tree_simple_channel_bytes(size_bytes: float, ranks: int, graph_channels: int) -> float:
+def communicator_channels(graph_channels: int, min_channels: int | None = None) -> int:
+    """The channels a communicator whose search found ``graph_channels`` runs:
+    ``ncclTopoPostset`` runs every searched ring and tree twice (src/graph/connect.cc @
+    v2.26.2-1 line 452, "Duplication should be complete now": ``nChannels =
+    min(MAXCHANNELS, nChannels*2)``), then copies channels up to ``NCCL_MIN_NCHANNELS``
+    where the environment sets it (``min_channels``; the same function, "Honor
+    NCCL_MIN_NRINGS/NCCL_MAX_NRINGS": ``copyChannels`` up to ``max(ncclMinNchannels(),
+    config.minCTAs)``), at most :data:`MAX_CHANNELS`."""
+    return min(MAX_CHANNELS, max(2 * graph_channels, min_channels or 0))
+
+
+def ll128_channel_scale(graph_channels: int | None, min_channels: int | None = None) -> float:
+    """What a node's ring/LL128 per-rank cap (NCCL's ``perChMaxRingLL128Bws`` x
+    :data:`LL128_CHANNELS`, the configs' estimate of the channel count) is multiplied by
+    where NCCL's ring graph has ``graph_channels`` channels (on one node or across nodes,
+    after ``ncclTopoDupChannels``) and the environment may force ``min_channels``
+    (``NCCL_MIN_NCHANNELS``).
+
+    NCCL rates ring/LL128 no faster than ``nChannels x perChMaxRingLL128Bws`` (``busBw =
+    std::min(busBw * 0.92, graphs[a]->nChannels * perChMaxRingLL128Bw)``,
+    ``ncclTopoTuneModel``, src/graph/tuning.cc @ v2.26.2-1), a figure per searched channel,
+    each of which runs as two (:func:`communicator_channels`). So the cap is per searched
+    channel: ``graph_channels`` of them, or half of the channels ``NCCL_MIN_NCHANNELS``
+    forces when that is more (each LL128 channel is one thread block, and LL128's rate is
+    its threads' polling, not the links'). 1.0 where the search is not known."""
+    if graph_channels is None:
+        return 1.0
+    forced = communicator_channels(graph_channels, min_channels) / 2
+    return max(graph_channels, forced) / LL128_CHANNELS
+
+
+def tree_simple_channel_bytes(size_bytes: float, ranks: int, graph_channels: int,
+                              min_channels: int | None = None) -> float:
     """The part of a ``size_bytes`` Simple tree all-reduce over ``ranks`` ranks that one of
     NCCL's channels carries, when its tree search found ``graph_channels`` channels (one per
     NIC a tree uses).
 
-    ``ncclTopoPostset`` runs every searched ring and tree twice (src/graph/connect.cc @
-    v2.26.2-1 line 452, "Duplication should be complete now": ``nChannels = min(MAXCHANNELS,
-    nChannels*2)``), so a communicator has twice the search's channels, two per NIC; of
-    those, a collective of this size runs :func:`collective_channels` (Simple: one per 32 KiB,
+    A communicator has twice the search's channels, two per NIC, or the ``min_channels``
+    ``NCCL_MIN_NCHANNELS`` forces (:func:`communicator_channels`); of those, a collective of
+    this size runs :func:`collective_channels` (Simple: one per 32 KiB,
     ``topoGetAlgoInfo``). Each channel moves ``size_bytes`` / that count, so below 32 KiB x
     the channels every channel carries 32 KiB (or the whole buffer on one channel)."""
-    communicator = min(MAX_CHANNELS, 2 * graph_channels)
+    communicator = communicator_channels(graph_channels, min_channels)
     return size_bytes / collective_channels("tree", "simple", size_bytes, ranks, communicator)
 
 
@@ -327,8 +366,9 @@ def tree_latency_scales(protocol: str) -> tuple[float, float, float]:
 
 
 LL128_CHANNELS = 8
-"""Channels the configs size LL128's per-rank cap with (an estimate: NCCL's ring search
-finds 8 to 24 on one NVSwitch node; with the fitted cap this matters little)."""
+"""Channels the configs size LL128's per-rank cap with (an estimate); a ring scales the cap
+to the channels of NCCL's own graph (:func:`ll128_channel_scale`: 12 on DGX A100 and H100,
+16 on DGX B200, 8 across nodes of 8 NICs)."""
 
 LATENCY_PATHS = ("protocols.ll.base_latency", "protocols.ll128.base_latency", "protocols.simple.base_latency",
                  "protocols.ll.step_latency", "protocols.ll128.step_latency", "protocols.simple.step_latency",
@@ -424,6 +464,15 @@ def ring_graph(generation: str, nvlink_links: int) -> tuple[int, float]:
     total = nvlink_links * GENERATIONS[generation].nvlink_channel_bytes_per_s
     channels, speed = _search(INTRA_SEARCH_SPEEDS_BYTES_PER_S[generation], total,
                               lambda s: min(MAX_GRAPH_CHANNELS, int(total / s + 1e-9)))
+    return dup_channels(generation, channels, speed)
+
+
+def dup_channels(generation: str, channels: int, speed: float) -> tuple[int, float]:
+    """A searched ring or tree graph of ``channels`` at ``speed`` as ``ncclTopoDupChannels``
+    leaves it (src/graph/search.cc @ v2.26.2-1 lines 898-910): run twice at half the speed
+    each from 25 GB/s (:data:`DUP_MIN_SPEED_BYTES_PER_S`), except past Ampere with more
+    than 4 channels below 50 GB/s; at most :data:`MAX_GRAPH_CHANNELS`. This is the graph's
+    ``nChannels`` that NCCL's tuning multiplies its per-channel figures by."""
     if speed < DUP_MIN_SPEED_BYTES_PER_S or (generation != "ampere" and speed < DUP_FAST_SPEED_BYTES_PER_S
                                               and channels > 4):
         return channels, speed

@@ -149,6 +149,9 @@ class ClusterTopology(NodeTopology):
     net_channels: int | None = None
     """NICs of a node that NCCL's rings and trees use, one channel each, as its search finds
     them (:func:`~accelsim.network.nccl_tables.net_graph_channels`); None: every NIC."""
+    min_channels: int | None = None
+    """The run's ``NCCL_MIN_NCHANNELS`` (:func:`~accelsim.network.nccl_tables.communicator_channels`);
+    None: NCCL's own count."""
 
     @property
     def domain_size(self) -> int:
@@ -508,6 +511,7 @@ def cluster(
     simple_buffer_bytes: float = SIMPLE_BUFFER_BYTES,
     net_channels: int | None = None,
     nvlink_links: int | None = None,
+    min_channels: int | None = None,
 ) -> Topology:
     """Switch nodes whose NICs meet on a non-blocking fabric (links made as they are asked
     for: :class:`ClusterLinks`)."""
@@ -518,7 +522,7 @@ def cluster(
     return ClusterTopology(name=name, ranks=nodes * gpus_per_node, links=links, launch_s=launch_s,
                            nvls=nvls, local_ranks=gpus_per_node, nics_per_node=nics_per_node, host_cpu=host_cpu,
                            tuner=tuner, tuning=tuning, simple_buffer_bytes=simple_buffer_bytes,
-                           net_channels=net_channels, nvlink_links=nvlink_links)
+                           net_channels=net_channels, nvlink_links=nvlink_links, min_channels=min_channels)
 
 
 def _torus_links(shape: tuple[int, ...], wraparound: tuple[bool, ...], link_bytes_per_s: float,
@@ -611,6 +615,7 @@ def build_topology(system: Arch) -> Topology:
             tuning=collective_tuning(system), host_cpu=system.host_cpu, tuner=system.tuner,
             simple_buffer_bytes=system.nccl_buffer_bytes or SIMPLE_BUFFER_BYTES,
             net_channels=_net_channels(system), nvlink_links=chip.links.count,
+            min_channels=system.nccl_min_channels,
         )
     if isinstance(system, Multislice):
         part = system.slice

@@ -8,8 +8,8 @@ from collections import Counter
 from accelsim.arch.collective_tuning import Protocol
 from accelsim.errors import InputError
 from accelsim.network.collectives import (
-    Plan, Request, Stream, across_nodes, needs, on_channels, phase, plan, register, ring_streams, ring_volume,
-    with_protocol,
+    Plan, Request, Stream, across_nodes, needs, on_channels, on_searched_channels, phase, plan, register,
+    ring_streams, ring_volume, with_protocol,
 )
 from accelsim.network.groups import box, by_domain, nic_channels, same_local_layout
 from accelsim.network.topology import ClusterTopology, MultisliceTopology, Topology, TorusTopology
@@ -54,7 +54,9 @@ def _flat(topo: Topology, req: Request, proto: Protocol | None, *, bidirectional
     def build(p: Protocol | None) -> Plan:
         volume, steps = ring_volume(req.kind, len(req.ranks), req.size_bytes)
         streams = ring_streams(list(req.ranks), volume, bidirectional)
-        return plan(name, topo, [[phase(topo, streams, steps, on_channels(topo, p, "ring", req))]], p)
+        spans_nodes = len(by_domain(topo, req.ranks)) > 1
+        wire = on_channels(topo, on_searched_channels(topo, p, across=spans_nodes), "ring", req)
+        return plan(name, topo, [[phase(topo, streams, steps, wire)]], p)
 
     return with_protocol(topo, build, proto)
 

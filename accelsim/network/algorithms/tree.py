@@ -41,7 +41,7 @@ def double_binary_tree(topo: Topology, req: Request, proto: Protocol | None = No
     return with_protocol(topo, build, proto)
 
 
-def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], proto: Protocol | None) -> Plan:
+def _cluster_tree(topo: ClusterTopology, req: Request, parts: dict[int, list[int]], proto: Protocol | None) -> Plan:
     """NCCL's tree on a cluster: one channel per NIC, each carrying its share of the
     buffer; inside a node a chain ending at the channel's head GPU (the one on that NIC),
     across nodes a double binary tree of the heads. Chain and tree run pipelined, the
@@ -73,7 +73,7 @@ def _cluster_tree(topo: Topology, req: Request, parts: dict[int, list[int]], pro
     wire = tree_across_nodes(topo, across_nodes(topo, proto, len(parts)), len(parts))
     both = up_and_down(topo, up, down, steps, on_channels(topo, wire, "tree", req), depth)
     if wire is not None and wire.name == "simple" and topo.tuning is not None:
-        channel_bytes = tree_simple_channel_bytes(req.size_bytes, len(req.ranks), len(heads))
+        channel_bytes = tree_simple_channel_bytes(req.size_bytes, len(req.ranks), len(heads), topo.min_channels)
         fill = tree_simple_fill_s(topo.tuning.generation, len(parts), 2 * steps, channel_bytes,
                                   topo.simple_buffer_bytes)
         both = dataclasses.replace(both, latency_s=both.latency_s + fill)
