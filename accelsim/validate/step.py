@@ -30,7 +30,7 @@ from accelsim.errors import InputError, checked, read_json_file, shown
 from accelsim.importers.profile import step_trace
 from accelsim.importers.profile_kernels import short_name
 from accelsim.results import relative_error
-from accelsim.system.replay import HOST_LANE, ReplayOptions, ReplayResult, replay
+from accelsim.system.replay import ReplayOptions, ReplayResult, replay
 from accelsim.system.trace import COMM_KINDS, SystemTrace, check_trace
 from accelsim.units import PS_PER_S
 from accelsim.validate.compare import MEASURED_STEP, launch_inside_s, measurement_files
@@ -203,7 +203,7 @@ def _own_pairs(kernels: list[dict], replayed: ReplayResult, chip: Chip) -> tuple
     """The replay of the step's own trace: op ``k<i> ...`` is kernel ``i``."""
     spans: dict[int, Span] = {}
     for seg in replayed.segments:
-        match = OWN_OP.match(seg.name) if seg.kind != HOST_LANE else None
+        match = OWN_OP.match(seg.name)
         if match:
             i = int(match.group(1))
             spans[i] = Span(kernels[i]["name"], seg.lane, _seconds(seg.start_ps), _seconds(seg.end_ps - seg.start_ps),
@@ -228,7 +228,7 @@ def _other_pairs(kernels: list[dict], replayed: ReplayResult, trace: SystemTrace
     comm_ops = {op.name for program in trace.programs for op in program.ops if op.kind in COMM_KINDS}
     by_name: dict[str, list[Span]] = {}
     spans = []
-    for seg in sorted((s for s in replayed.segments if s.track == track and s.kind != HOST_LANE),
+    for seg in sorted((s for s in replayed.segments if s.track == track),
                       key=lambda s: (s.start_ps, s.name)):
         span = Span(seg.name, seg.lane, _seconds(seg.start_ps), _seconds(seg.end_ps - seg.start_ps),
                     seg.name in comm_ops or seg.kind in COMM_KINDS)
