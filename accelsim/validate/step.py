@@ -164,12 +164,21 @@ def one_device_node(chip: Chip) -> Node:
                 switch_latency_s=0.0, nvls=False)
 
 
+def check_step_device(trace: SystemTrace, device: int) -> None:
+    """Refuse a ``device`` that no program of ``trace`` runs on (``--step-device``): before
+    anything is replayed."""
+    if device not in trace.program_of():
+        raise InputError(f"the trace has no device {device}", field="step_device")
+
+
 def compare_step(step: dict, file: str, chip: Chip, *, trace: SystemTrace | None = None, system=None,
                  device: int = 0) -> StepComparison:
     """The measured ``step`` beside its replay on ``chip``: its own trace by default, else
     ``trace`` (its ``device``) on ``system``."""
     kernels = step["kernels"]
     own = trace is None
+    if not own:
+        check_step_device(trace, device)
     if own:
         try:
             trace = checked(check_trace, step_trace(step), file)
@@ -222,9 +231,7 @@ def _other_pairs(kernels: list[dict], replayed: ReplayResult, trace: SystemTrace
     """Another trace's replay: the ``n``-th measured kernel of a name pairs with the ``n``-th
     replayed op of that name (an HLO import's ops are its instructions, a Chakra import's its
     kernels) on ``device``'s class."""
-    track = next((c for c, (_, devices) in enumerate(replayed.classes) if device in devices), None)
-    if track is None:
-        raise InputError(f"the trace has no device {device}", field="step_device")
+    track = next(c for c, (_, devices) in enumerate(replayed.classes) if device in devices)  # check_step_device
     comm_ops = {op.name for program in trace.programs for op in program.ops if op.kind in COMM_KINDS}
     by_name: dict[str, list[Span]] = {}
     spans = []
