@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from accelsim.arch import schema
+from accelsim.arch.clock_domains import l2_after_clock_overrides
 from accelsim.errors import InputError, format_path, read_text_file, shown, shown_text
 
 Path_ = tuple[object, ...]
@@ -496,7 +497,7 @@ def with_values(spec: BaseModel, overrides: Sequence[Override]) -> BaseModel:
     if isinstance(spec, schema.ChipSpec):
         from accelsim.arch.peak import peak_after_overrides  # it reads the config that gives the peak with load_raw
 
-        rebuilt = peak_after_overrides(spec, rebuilt, overrides)
+        rebuilt = l2_after_clock_overrides(spec, peak_after_overrides(spec, rebuilt, overrides), overrides)
     return rebuilt
 
 

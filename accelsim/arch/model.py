@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import ClassVar, Union
 
 from accelsim.arch import schema
+from accelsim.arch.clock_domains import enabled_boost, l2_clock_share, run_clock_hz
 from accelsim.arch.collective_tuning import CollectiveTuning, resolve_collectives
 from accelsim.arch.loader import Override, OverrideError, load_raw, parse_override, validate, with_values
 from accelsim.errors import InputError, shown
@@ -99,13 +100,8 @@ class MemoryLevel:
 
     def clock_share(self, clock_hz: float, chip_clock_hz: float) -> float:
         """The share of its bandwidth this level keeps when the SM clock goes from
-        ``chip_clock_hz`` to ``clock_hz``: the clocks' ratio for a level in the SM clock's
-        domain; for an L2 with a clock of its own, none lost down to
-        ``keeps_own_clock_above_hz`` and in proportion to the SM clock below it."""
-        own = self.keeps_own_clock_above_hz
-        if own is None:
-            return clock_hz / chip_clock_hz
-        return min(1.0, clock_hz / own) / min(1.0, chip_clock_hz / own)
+        ``chip_clock_hz`` to ``clock_hz`` (:func:`~accelsim.arch.clock_domains.l2_clock_share`)."""
+        return l2_clock_share(clock_hz, chip_clock_hz, self.keeps_own_clock_above_hz)
 
     def queueing_mix(self, read_bytes: float, write_bytes: float) -> float:
         """The share of ``queueing_latency`` these reads and writes wait at full load:
@@ -165,14 +161,8 @@ class PowerModel:
     limiter brings it down to the capped clock (``power.dvfs.boost.cap_delay``); None: at once."""
 
 
-def _enabled_boost(spec: schema.ChipSpec) -> schema.Boost | None:
-    """The chip's boost section where it is switched on (``power.dvfs.boost.enabled``)."""
-    boost = spec.power.dvfs.boost if spec.power else None
-    return boost if boost is not None and boost.enabled else None
-
-
 def _power_model(spec: schema.ChipPower | None, boost: schema.Boost | None) -> PowerModel | None:
-    """The power model; with the boost (:func:`_enabled_boost`) on, the matrix energies move from the reference GEMM's
+    """The power model; with the boost (:func:`~accelsim.arch.clock_domains.enabled_boost`) on, the matrix energies move from the reference GEMM's
     clock to the boost clock (``(boost / reference) ^ (exponent - 1)``, the DVFS rule's ``V^2``)
     and the cap is the TDP unless one is given."""
     if spec is None:
@@ -479,7 +469,7 @@ def refuse_clock_under_boost(spec, own: Sequence[Override]) -> None:
     """Refuse a ``clock`` override of a chip with the boost on: there ``clock`` is the clock
     matrix_unit.efficiency was quoted at, not the one kernels run at, and an override would
     rescale the pipe efficiency, silently (``docs/power.md``, "The boost clock")."""
-    if isinstance(spec, schema.ChipSpec) and _enabled_boost(spec) and any(o.path == ("clock",) for o in own):
+    if isinstance(spec, schema.ChipSpec) and enabled_boost(spec) and any(o.path == ("clock",) for o in own):
         raise OverrideError("with power.dvfs.boost.enabled kernels run at power.dvfs.boost.clock under the power "
                             "cap; set that (or power.cap), not clock, or set power.dvfs.boost.enabled=false "
                             "for one fixed clock", field="clock")
@@ -651,7 +641,7 @@ def _matrix_efficiencies(spec: schema.ChipSpec) -> tuple[float, float]:
     mu = spec.matrix_unit
     efficiency = mu.efficiency.value
     chained = mu.chained_efficiency.value if mu.chained_efficiency else None
-    boost = _enabled_boost(spec)
+    boost = enabled_boost(spec)
     if boost is not None:
         efficiency = _per_cycle_at(efficiency, spec.clock.value, boost.matrix_reference_clock.value,
                                    "efficiency", "matrix_reference_clock")
@@ -674,14 +664,14 @@ def _per_cycle_at(share: float, quoted_hz: float, ran_hz: float, name: str, cloc
 def _resolve_chip(spec: schema.ChipSpec) -> Chip:
     mu, vu, lm = spec.matrix_unit, spec.vector_unit, spec.local_memory
     kind = CHIP_KINDS[spec.family]
-    boost = _enabled_boost(spec)
+    boost = enabled_boost(spec)
     matrix_efficiency, chained_efficiency = _matrix_efficiencies(spec)
     return kind(
         **kind.kind_fields(spec),
         name=spec.name,
         display_name=spec.display_name,
         vendor=spec.vendor,
-        clock_hz=boost.clock.value if boost else spec.clock.value,
+        clock_hz=run_clock_hz(spec),
         datasheet_clock_hz=spec.clock.value if boost else None,
         num_cores=spec.cores.count.value,
         core_kind=spec.cores.kind,

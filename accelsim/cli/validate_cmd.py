@@ -78,6 +78,7 @@ def run_validate(args: argparse.Namespace) -> int:
         raise InputError("--fit names what --leave-one-source-out fits; give both or neither", source="--fit")
     parameters = chosen_parameters(args.fit)
     steps = steps_to_compare(args)
+    step_replay = step_replay_inputs(args) if steps else (None, None)
     out = check_output_dir(args.output, "-o", create=False, inputs=measurement_files(args.measurements),
                            writes=REPORT_FILES + (STEP_FILES if steps else ()))
     chip = load_chip(args.arch, args.overrides)
@@ -102,7 +103,7 @@ def run_validate(args: argparse.Namespace) -> int:
                         overrides=args.overrides)
     print(f"wrote {path} ({len(comparisons)} records" + (f"; {len(refused)} with a config the simulator refuses)" if refused else ")"))
     for file, step in steps:
-        write_step(args, chip, out, file, step)
+        write_step(args, chip, out, file, step, *step_replay)
     return 0
 
 
@@ -126,16 +127,31 @@ def steps_to_compare(args: argparse.Namespace) -> list[tuple[str, dict]]:
     return steps
 
 
-def write_step(args: argparse.Namespace, chip, out, file: str, step: dict) -> None:
-    """The measured step beside its replay (:mod:`accelsim.validate.step`): ``step.md``, the
-    Perfetto file of both timelines and the kernels' plot."""
+def step_replay_inputs(args: argparse.Namespace) -> tuple:
+    """The ``--step-trace`` and ``--step-system`` a measured step replays on (None, None: its
+    own kernels on its chip), loaded and checked (``--step-device``) before any record is
+    predicted, so that a bad one is refused at once."""
     from accelsim.arch.model import load_arch
-    from accelsim.report.step import write_step_report
     from accelsim.system.trace import load_system_trace
+    from accelsim.validate.step import check_step_device
+
+    if not args.step_trace:
+        return None, None
+    trace = load_system_trace(args.step_trace)
+    try:
+        check_step_device(trace, args.step_device)
+    except InputError as exc:
+        raise located_at_option(exc, {"step_device": "--step-device"}) from None
+    return trace, load_arch(args.step_system, args.overrides) if args.step_system else None
+
+
+def write_step(args: argparse.Namespace, chip, out, file: str, step: dict, trace=None, system=None) -> None:
+    """The measured step beside its replay (:mod:`accelsim.validate.step`) on ``trace`` and
+    ``system`` (:func:`step_replay_inputs`): ``step.md``, the Perfetto file of both timelines
+    and the kernels' plot."""
+    from accelsim.report.step import write_step_report
     from accelsim.validate.step import compare_step
 
-    trace = load_system_trace(args.step_trace) if args.step_trace else None
-    system = load_arch(args.step_system, args.overrides) if args.step_system else None
     try:
         comparison = compare_step(step, file, chip, trace=trace, system=system, device=args.step_device)
     except InputError as exc:

@@ -169,6 +169,11 @@ class ReplayResult:
     events: int
     sim_wall_s: float
     segments: tuple[Segment, ...] = ()
+    """With a timeline: the devices' spans (their streams' ops and the ``comm`` lane)."""
+    host_segments: tuple[Segment, ...] = ()
+    """With a timeline, where a program has a host timeline: the host's span issuing each op
+    (:func:`_host_segments`, the ``host`` lane), apart from :attr:`segments` so that readers of
+    the devices' spans need not tell them apart."""
     link_counters: tuple[tuple[int, float, float, float], ...] = ()
     """After every reallocation, with a timeline: (time ps, bytes/s over all links, over the
     scale-out links (NICs, DCN), the busiest link's share of its bandwidth)."""
@@ -224,6 +229,7 @@ class _Replay:
         self.kernels_before = self.costs.kernels_simulated
         self.env = _CountingEnv()
         self.segments: list[Segment] | None = [] if options.timeline else None
+        self.host_segments: list[Segment] = []
         self.completions = Completions()
         self.classes = self._classes()
         shortcuts = options.shortcuts
@@ -270,7 +276,7 @@ class _Replay:
                 where = f"programs[{cls.prog.index}]" + (f".ops[{i}]" if i is not None else "")
                 raise InputError(message, field=where)
         if self.segments is not None:
-            self.segments.extend(_host_segments(self.classes))
+            self.host_segments = _host_segments(self.classes)
 
     # -------------------------------------------------------------- results
 
@@ -295,7 +301,7 @@ class _Replay:
             comm_groups_folded=len(self.layout.folded_plans),
             kernels_simulated=self.costs.kernels_simulated - self.kernels_before,
             events=self.env.processed + self.pool.events, sim_wall_s=wall_s,
-            segments=tuple(self.segments or ()), link_counters=tuple(self.link_counters),
+            segments=tuple(self.segments or ()), host_segments=tuple(self.host_segments), link_counters=tuple(self.link_counters),
         )
 
     def _link_stats(self, step_s: float) -> tuple[LinkStats, ...]:

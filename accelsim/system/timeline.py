@@ -14,7 +14,7 @@ import bisect
 from collections import defaultdict
 from typing import Any
 
-from accelsim.system.replay import HOST_LANE, ReplayResult
+from accelsim.system.replay import ReplayResult
 from accelsim.units import PS_PER_S
 
 _US_PER_PS = 1e6 / PS_PER_S
@@ -26,7 +26,7 @@ def chrome_trace(result: ReplayResult) -> dict[str, Any]:
         label = f"device {devices[0]}" if len(devices) == 1 else f"devices {_span(devices)} ({len(devices)})"
         events.append({"ph": "M", "pid": c + 1, "name": "process_name", "args": {"name": f"{label}: {program}"}})
         events.append({"ph": "M", "pid": c + 1, "name": "process_sort_index", "args": {"sort_index": c}})
-    for seg in result.segments:
+    for seg in (*result.segments, *result.host_segments):
         events.append({
             "ph": "X", "pid": seg.track + 1, "tid": seg.lane, "name": seg.name, "cat": seg.kind,
             "ts": seg.start_ps * _US_PER_PS, "dur": (seg.end_ps - seg.start_ps) * _US_PER_PS,
@@ -63,7 +63,7 @@ def exposed_comm_by_op(result: ReplayResult) -> dict[tuple[int, str], float]:
     for seg in result.segments:
         if seg.kind == "compute":
             compute[seg.track].append((seg.start_ps, seg.end_ps))
-        elif seg.lane != "comm" and seg.kind not in ("done", HOST_LANE) and seg.end_ps > seg.start_ps:
+        elif seg.lane != "comm" and seg.kind != "done" and seg.end_ps > seg.start_ps:
             comm[seg.track].append((seg.start_ps, seg.end_ps, seg.name))
     exposed: dict[tuple[int, str], float] = defaultdict(float)
     for track, spans in comm.items():

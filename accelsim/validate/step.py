@@ -30,7 +30,7 @@ from accelsim.errors import InputError, checked, read_json_file, shown
 from accelsim.importers.profile import step_trace
 from accelsim.importers.profile_kernels import short_name
 from accelsim.results import relative_error
-from accelsim.system.replay import HOST_LANE, ReplayOptions, ReplayResult, replay
+from accelsim.system.replay import ReplayOptions, ReplayResult, replay
 from accelsim.system.trace import COMM_KINDS, SystemTrace, check_trace
 from accelsim.units import PS_PER_S
 from accelsim.validate.compare import MEASURED_STEP, launch_inside_s, measurement_files
@@ -164,12 +164,21 @@ def one_device_node(chip: Chip) -> Node:
                 switch_latency_s=0.0, nvls=False)
 
 
+def check_step_device(trace: SystemTrace, device: int) -> None:
+    """Refuse a ``device`` that no program of ``trace`` runs on (``--step-device``): before
+    anything is replayed."""
+    if device not in trace.program_of():
+        raise InputError(f"the trace has no device {device}", field="step_device")
+
+
 def compare_step(step: dict, file: str, chip: Chip, *, trace: SystemTrace | None = None, system=None,
                  device: int = 0) -> StepComparison:
     """The measured ``step`` beside its replay on ``chip``: its own trace by default, else
     ``trace`` (its ``device``) on ``system``."""
     kernels = step["kernels"]
     own = trace is None
+    if not own:
+        check_step_device(trace, device)
     if own:
         try:
             trace = checked(check_trace, step_trace(step), file)
@@ -203,7 +212,7 @@ def _own_pairs(kernels: list[dict], replayed: ReplayResult, chip: Chip) -> tuple
     """The replay of the step's own trace: op ``k<i> ...`` is kernel ``i``."""
     spans: dict[int, Span] = {}
     for seg in replayed.segments:
-        match = OWN_OP.match(seg.name) if seg.kind != HOST_LANE else None
+        match = OWN_OP.match(seg.name)
         if match:
             i = int(match.group(1))
             spans[i] = Span(kernels[i]["name"], seg.lane, _seconds(seg.start_ps), _seconds(seg.end_ps - seg.start_ps),
@@ -222,13 +231,11 @@ def _other_pairs(kernels: list[dict], replayed: ReplayResult, trace: SystemTrace
     """Another trace's replay: the ``n``-th measured kernel of a name pairs with the ``n``-th
     replayed op of that name (an HLO import's ops are its instructions, a Chakra import's its
     kernels) on ``device``'s class."""
-    track = next((c for c, (_, devices) in enumerate(replayed.classes) if device in devices), None)
-    if track is None:
-        raise InputError(f"the trace has no device {device}", field="step_device")
+    track = next(c for c, (_, devices) in enumerate(replayed.classes) if device in devices)  # check_step_device
     comm_ops = {op.name for program in trace.programs for op in program.ops if op.kind in COMM_KINDS}
     by_name: dict[str, list[Span]] = {}
     spans = []
-    for seg in sorted((s for s in replayed.segments if s.track == track and s.kind != HOST_LANE),
+    for seg in sorted((s for s in replayed.segments if s.track == track),
                       key=lambda s: (s.start_ps, s.name)):
         span = Span(seg.name, seg.lane, _seconds(seg.start_ps), _seconds(seg.end_ps - seg.start_ps),
                     seg.name in comm_ops or seg.kind in COMM_KINDS)

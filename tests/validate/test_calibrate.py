@@ -35,6 +35,13 @@ def measurements(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def fitted(measurements) -> Fit:
+    """The fit of ``FIT`` to ``measurements`` (one fit, read by several tests)."""
+    cases = prepare(read_measurements([measurements]), "h100-sxm")
+    return fit(cases, "h100-sxm", [p for p in DEFAULT_PARAMETERS if p.path in FIT])
+
+
 def test_split_is_deterministic_and_holds_some_out():
     ids = [f"record-{i}" for i in range(100)]
     held = [i for i in ids if is_held_out(i)]
@@ -42,9 +49,8 @@ def test_split_is_deterministic_and_holds_some_out():
     assert 15 <= len(held) <= 45
 
 
-def test_fit_recovers_the_true_parameters(measurements):
-    cases = prepare(read_measurements([measurements]), "h100-sxm")
-    result = fit(cases, "h100-sxm", [p for p in DEFAULT_PARAMETERS if p.path in FIT])
+def test_fit_recovers_the_true_parameters(fitted):
+    result = fitted
     assert result.held_out, "the split should hold some records out"
     assert result.values["hbm.efficiency"] == pytest.approx(0.7, rel=0.01)
     assert result.values["launch_overhead"] == pytest.approx(6e-6, rel=0.05)
@@ -161,10 +167,8 @@ def test_hbm_queueing_can_be_named_but_is_not_fitted_by_default():
     assert "hbm.queueing_latency" not in [p.path for p in chosen_parameters([])]
 
 
-def test_well_determined_values_are_not_flagged(measurements):
-    cases = prepare(read_measurements([measurements]), "h100-sxm")
-    result = fit(cases, "h100-sxm", [p for p in DEFAULT_PARAMETERS if p.path in FIT])
-    assert result.held_by_prior == [] and result.at_bound == []
+def test_well_determined_values_are_not_flagged(fitted):
+    assert fitted.held_by_prior == [] and fitted.at_bound == []
 
 
 def test_records_no_value_explains_leave_a_parameter_at_its_bound(cli, measurements, tmp_path):

@@ -65,3 +65,21 @@ def test_a_step_device_the_trace_has_not_names_the_option(cli, report, tmp_path)
     result = cli("validate", "--arch", "h100-sxm", "--measurements", str(report / "step.json"), "--step-trace",
                  str(trace), "--step-system", "dgx-h100", "--step-device", "5", "-o", str(tmp_path / "o"))
     assert result.code == 2 and result.err == "accelsim: error: --step-device: the trace has no device 5\n"
+    assert not (tmp_path / "o").exists()  # refused before any record is predicted or written
+
+
+def test_a_step_on_another_trace_replays_the_device_it_names(cli, report, tmp_path):
+    """``--step-trace`` / ``--step-system`` / ``--step-device``: checked before the records,
+    then the step is replayed on that trace (one elementwise record kept: the step is the point)."""
+    data = json.loads((report / "step.json").read_text())
+    data["records"] = [r for r in data["records"] if r["family"] == "elementwise"][:1]
+    step = tmp_path / "step.json"
+    step.write_text(json.dumps(data))
+    trace = tmp_path / "two.json"
+    trace.write_text(json.dumps({"schema_version": 1, "kind": "system_trace", "name": "t", "num_devices": 2, "programs": [
+        {"name": "p", "devices": ["0-1"], "ops": [{"name": "g", "kind": "compute", "duration_s": 1e-6}]}]}))
+    result = cli("validate", "--arch", "h100-sxm", "--measurements", str(step), "--step-trace", str(trace),
+                 "--step-system", "dgx-h100", "--step-device", "1", "-o", str(tmp_path / "o"))
+    assert result.code == 0, result.err
+    assert "wrote" in result.out and "step.perfetto.json" in result.out
+    assert "--step-device 1" in (tmp_path / "o" / "step.md").read_text()
