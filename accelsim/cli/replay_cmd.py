@@ -127,8 +127,10 @@ def print_xla_estimate(xla: EstimateComparison, kinds: int = 6) -> None:
                                f"{format_quantity(xla.clock_hz, 'hz')}); accelsim {seconds(xla.accelsim_s)} for "
                                f"them alone ({ratio(xla.accelsim_s, xla.xla_s)} XLA's)")]
     for t in xla.by_kind()[:kinds]:
+        window = (f"; XLA's least per window {t.fewest_xla_cycles_per_window:.0f} cycles"
+                  if t.fewest_xla_cycles_per_window is not None else "")
         rows.append(("", f"{t.kind}: {t.ops} ops, XLA {seconds(t.xla_s)}, accelsim {seconds(t.accelsim_s)} "
-                         f"({ratio(t.accelsim_s, t.xla_s)})"))
+                         f"({ratio(t.accelsim_s, t.xla_s)}){window}"))
     if xla.unestimated_ops:
         rows.append(("", f"{xla.unestimated_ops} compute ops without an XLA estimate: accelsim "
                          f"{seconds(xla.unestimated_s)}"))
