@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fixed cost added to every roofline compute op, e.g. '2 us' for eagerly launched GPU "
                         "kernels (default '0 us', as in a CUDA graph; family and kernel-trace ops already include "
                         "the chip's launch overhead)")
+    p.add_argument("--wait-at-first-use", action="store_true",
+                   help="a what-if on the schedule: wait for each async collective at the first op that uses its "
+                        "result, not at its done (the overlap the dependencies allow; docs/replay.md)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--timeline", metavar="FILE", help="write a Chrome trace-event JSON timeline (Perfetto)")
     p.set_defaults(run=run_replay, options_of_fields={
@@ -67,6 +70,7 @@ def run_replay(args: argparse.Namespace) -> int:
         fold=args.fold, algorithm=args.algorithm, comm_sm_fraction=args.comm_sm_fraction,
         comm_hbm_fraction=args.comm_hbm_fraction, timeline=bool(args.timeline),
         roofline_overhead_s=parse_roofline_overhead(args.roofline_overhead, "--roofline-overhead"),
+        wait_at_first_use=args.wait_at_first_use,
     )
     try:
         result = replay(trace, system, base_dir=Path(args.trace).parent, options=options)
@@ -123,8 +127,10 @@ def print_xla_estimate(xla: EstimateComparison, kinds: int = 6) -> None:
                                f"{format_quantity(xla.clock_hz, 'hz')}); accelsim {seconds(xla.accelsim_s)} for "
                                f"them alone ({ratio(xla.accelsim_s, xla.xla_s)} XLA's)")]
     for t in xla.by_kind()[:kinds]:
+        window = (f"; XLA's least per window {t.fewest_xla_cycles_per_window:.0f} cycles"
+                  if t.fewest_xla_cycles_per_window is not None else "")
         rows.append(("", f"{t.kind}: {t.ops} ops, XLA {seconds(t.xla_s)}, accelsim {seconds(t.accelsim_s)} "
-                         f"({ratio(t.accelsim_s, t.xla_s)})"))
+                         f"({ratio(t.accelsim_s, t.xla_s)}){window}"))
     if xla.unestimated_ops:
         rows.append(("", f"{xla.unestimated_ops} compute ops without an XLA estimate: accelsim "
                          f"{seconds(xla.unestimated_s)}"))

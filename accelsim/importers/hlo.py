@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import math
 import re
 import zlib
 from collections import Counter
@@ -75,6 +76,7 @@ ASYNC_STARTS = {"all-reduce-start", "all-gather-start", "collective-permute-star
 ASYNC_DONES = {"all-reduce-done", "all-gather-done", "collective-permute-done", "async-done", "copy-done"}
 PASS_THROUGH = {"bitcast", "opt-barrier", "domain", "add-dependency", "async-update"}
 _ESTIMATED_CYCLES = re.compile(r'"estimated_cycles"\s*:\s*"?(\d+)')
+_ITERATION_BOUNDS = re.compile(r'"iteration_bounds"\s*:\s*\[([^\]]*)\]')
 MAIN, ASYNC_COMPUTE = "main", "async_compute"
 ATTENTION_DTYPES = ("bf16", "fp16", "fp8")
 """Fused-attention input types the ``attention`` family runs (others stay roofline ops)."""
@@ -120,6 +122,10 @@ class HloOp:
     xla_cycles: float | None = None
     """XLA's own estimate of the op (``estimated_cycles`` of its ``backend_config``, the
     TPU compiler's cost model), times ``repeat``; ``None`` where XLA wrote none."""
+    xla_windows: int | None = None
+    """The windows XLA:TPU tiles the op into (the product of its ``backend_config``
+    ``window_config.iteration_bounds``: the op runs as a pipelined loop over them), times
+    ``repeat``; ``None`` where XLA wrote none."""
     fusion_kind: str = ""
     """``kind=`` of a fusion (``kLoop``, ``kOutput``, ``kInput``, ``kCustom``); empty for
     other ops."""
@@ -272,11 +278,13 @@ class _Lowering:
             attention = {**attention, "batch": attention["batch"] * scale, "dtype": _trace_dtype(attention["dtype"])}
             family, params = "attention", tuple(attention.items())
             self.counts[f"attention_family:{attention['pass']}"] += 1
-        cycles = _ESTIMATED_CYCLES.search(inst.attrs.get("backend_config", ""))
+        config = inst.attrs.get("backend_config", "")
+        cycles, windows = _ESTIMATED_CYCLES.search(config), xla_windows(config)
         name = self._emit(HloOp(f"{prefix}{inst.name}", inst.opcode, "compute", tuple(sorted(deps)),
                                 cost=cost.scaled(scale) if scale != 1 else cost, stream=stream, repeat=scale,
                                 dtype=dtype, family=family, params=params,
                                 xla_cycles=int(cycles.group(1)) * scale if cycles else None,
+                                xla_windows=windows * scale if windows else None,
                                 fusion_kind=inst.attrs.get("kind", "") if inst.opcode == "fusion" else ""))
         return _shaped(inst.shape, frozenset({name}))
 
@@ -881,11 +889,26 @@ def to_system_trace(program: HloProgram, *, source: str = "", system: str | None
                        programs=[Program(name=program.module_name, devices=devices, ops=ops)], metadata=metadata)
 
 
+def xla_windows(backend_config: str) -> int | None:
+    """The windows of an XLA:TPU op: the product of ``window_config.iteration_bounds`` in
+    its backend config (bounds printed as numbers or quoted numbers); ``None`` without them
+    or with a bound that is not a whole number above 0."""
+    found = _ITERATION_BOUNDS.search(backend_config)
+    if found is None:
+        return None
+    bounds = [b.strip().strip('"') for b in found.group(1).split(",") if b.strip()]
+    if not bounds or not all(b.isdigit() and int(b) > 0 for b in bounds):
+        return None
+    return math.prod(int(b) for b in bounds)
+
+
 def xla_estimates(program: HloProgram) -> dict[str, dict]:
     """XLA's estimate of every compute op that has one, by op name: ``cycles`` (its
-    ``estimated_cycles``, times the trips of a folded loop) and the HLO ``kind`` (the
-    fusion kind, else the opcode), for :mod:`accelsim.importers.hlo_estimates`."""
-    return {op.name: {"cycles": op.xla_cycles, "kind": op.fusion_kind or op.opcode}
+    ``estimated_cycles``, times the trips of a folded loop), the HLO ``kind`` (the fusion
+    kind, else the opcode) and, where XLA tiled the op, its ``windows`` (times the trips),
+    for :mod:`accelsim.importers.hlo_estimates`."""
+    return {op.name: {"cycles": op.xla_cycles, "kind": op.fusion_kind or op.opcode,
+                      **({"windows": op.xla_windows} if op.xla_windows else {})}
             for op in program.ops if op.kind == "compute" and op.xla_cycles is not None}
 
 

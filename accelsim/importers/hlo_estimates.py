@@ -34,6 +34,9 @@ class OpEstimate:
     xla_s: float
     hbm_bytes: float
     """The op's HBM traffic, as the trace counts it."""
+    xla_cycles_per_window: float | None = None
+    """XLA's cycles over the windows it tiled the op into (``window_config``); ``None``
+    where it wrote no tiling."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +48,9 @@ class KindTotals:
     hbm_bytes: float
     fewest_xla_s: float
     """XLA's smallest estimate of one op of the kind: at most its fixed cost per op."""
+    fewest_xla_cycles_per_window: float | None = None
+    """XLA's least cycles per window over the kind's tiled ops: at most what it charges
+    every window whatever its bytes (``None``: no op of the kind is tiled)."""
 
     @property
     def xla_hbm_bytes_per_s(self) -> float:
@@ -79,7 +85,10 @@ class EstimateComparison:
             groups[op.kind].append(op)
         totals = [KindTotals(kind=kind, ops=len(ops), accelsim_s=math.fsum(o.accelsim_s for o in ops),
                              xla_s=math.fsum(o.xla_s for o in ops), hbm_bytes=math.fsum(o.hbm_bytes for o in ops),
-                             fewest_xla_s=min(o.xla_s for o in ops)) for kind, ops in groups.items()]
+                             fewest_xla_s=min(o.xla_s for o in ops),
+                             fewest_xla_cycles_per_window=min((o.xla_cycles_per_window for o in ops
+                                                               if o.xla_cycles_per_window is not None), default=None))
+                  for kind, ops in groups.items()]
         return sorted(totals, key=lambda t: (-t.xla_s, t.kind))
 
     def largest_differences(self, count: int) -> list[OpEstimate]:
@@ -95,7 +104,8 @@ class EstimateComparison:
             "unestimated_ops": self.unestimated_ops,
             "unestimated_accelsim_s": self.unestimated_s,
             "by_kind": [{"kind": t.kind, "ops": t.ops, "accelsim_s": t.accelsim_s, "xla_s": t.xla_s,
-                         "hbm_bytes": t.hbm_bytes, "fewest_xla_s": t.fewest_xla_s}
+                         "hbm_bytes": t.hbm_bytes, "fewest_xla_s": t.fewest_xla_s,
+                         "fewest_xla_cycles_per_window": t.fewest_xla_cycles_per_window}
                         for t in self.by_kind()],
             "largest_differences": [{"op": o.name, "kind": o.kind, "accelsim_s": o.accelsim_s, "xla_s": o.xla_s}
                                     for o in self.largest_differences(top)],
@@ -122,8 +132,10 @@ def compare_with_xla(trace: SystemTrace, chip: Chip, base_dir: Path | str = ".",
                 unestimated += 1
                 unestimated_s += seconds
                 continue
+            cycles, windows = _cycles(entry, op.name), _windows(entry, op.name)
             ops.append(OpEstimate(name=op.name, kind=_kind(entry, op.name), accelsim_s=seconds,
-                                  xla_s=_cycles(entry, op.name) / chip.clock_hz, hbm_bytes=op.bytes or 0.0))
+                                  xla_s=cycles / chip.clock_hz, hbm_bytes=op.bytes or 0.0,
+                                  xla_cycles_per_window=cycles / windows if windows else None))
     return EstimateComparison(clock_hz=chip.clock_hz, ops=tuple(ops), unestimated_ops=unestimated,
                               unestimated_s=unestimated_s)
 
@@ -134,6 +146,16 @@ def _cycles(entry: object, name: str) -> float:
         raise InputError(f"expected a number of cycles >= 0, got {shown(str(cycles)[:40])}",
                          field=f"metadata.xla_estimates[{shown(name[:60])}].cycles")
     return float(cycles)
+
+
+def _windows(entry: dict, name: str) -> int | None:
+    windows = entry.get("windows")
+    if windows is None:
+        return None
+    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+        raise InputError(f"expected a whole number of windows >= 1, got {shown(str(windows)[:40])}",
+                         field=f"metadata.xla_estimates[{shown(name[:60])}].windows")
+    return windows
 
 
 def _kind(entry: dict, name: str) -> str:

@@ -50,6 +50,7 @@ from accelsim.results import DeviceStats, LinkStats, StepResult
 from accelsim.system.compute import HBM_SHARE_CAP, CommLoad, DeviceCompute, PerOpCompute
 from accelsim.system.costs import CostModel
 from accelsim.system.energy import device_j, link_j_per_byte, links_j
+from accelsim.system.first_use import waited_at_first_use
 from accelsim.system.instances import Rendezvous
 from accelsim.system.layout import CommLayout, members_moving
 from accelsim.system.plans import PlanBook, ranks_text
@@ -112,6 +113,9 @@ class ReplayOptions:
     carry the chip's ``launch_overhead``): e.g. the gap between eagerly launched GPU
     kernels. 0 by default, as between kernels of a CUDA graph (no measurement here says
     more; see docs/system-trace-format.md)."""
+    wait_at_first_use: bool = False
+    """A what-if on the schedule: every async op waited for at the first op that uses its
+    result, not at its ``done`` (:func:`~accelsim.system.first_use.waited_at_first_use`)."""
     shortcuts: ReplayShortcuts = field(default_factory=ReplayShortcuts)
 
     def __post_init__(self) -> None:
@@ -457,6 +461,8 @@ def replay(trace: SystemTrace, system: Arch, *, base_dir: str | Path = ".",
     :class:`InputError`.
     """
     started = time.perf_counter()
+    if options.wait_at_first_use:
+        trace = waited_at_first_use(trace)
     with _long_lived_frozen() as freeze:
         run = _Replay(trace, system, Path(base_dir), options, costs)
         freeze()  # what the setup built too
