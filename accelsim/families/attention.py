@@ -323,6 +323,8 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
     if p["decode"]:
         return _build_gpu_decode(p, params, config, buffers)
     tiles = impl.forward_tiles(p, config["block_m"], chip) if impl.forward_tiles else TileSchedule()
+    if impl.exp2_emulated:
+        p["exp2_emulated"] = impl.exp2_emulated(p, config["block_n"], chip)
     return _build_gpu_fwd(p, params, config, buffers, tiles)
 
 
@@ -334,7 +336,7 @@ def _set_schedule(p: dict[str, Any], impl: Impl, chip: Chip) -> None:
     p["v_transpose"] = impl.fp8_v_transpose and p["dtype"] == "fp8" and is_hopper(chip)
     p["transposes"] = p["v_transpose"] and p["backward"]
     p["tmem_a"] = impl.tensor_memory_operands and is_blackwell(chip)
-    p["exp2_emulated"] = impl.exp2_emulated(p, chip) if impl.exp2_emulated else 0.0
+    p["exp2_emulated"] = 0.0
     if p["backward"] and isinstance(chip, GpuChip):
         p["schedule"] = p["schedule"].backward()
         p["staged"] = impl.staged_for(p["head_dim"], chip)

@@ -28,21 +28,27 @@ def test_the_fragment_rule_picks_what_flash_attention_4_emulates():
     """128 keys a row are four 32-score fragments; from fragment 1 to the one before the last, the
     pairs (k, k+1) with k % freq >= freq - res: freq 10 emulates k = 6, 8, 16, 18, 26, 28 (12 of
     32), so 2 x 12 of 128 scores; freq 16 k = 12, 14, 28, 30 (8 of 32); freq 8 half of each."""
-    assert cudnn.exp2_emulated(problem(), GB200) == pytest.approx(24 / 128)
-    assert cudnn.exp2_emulated(problem(causal=True), GB200) == pytest.approx(16 / 128)
-    assert cudnn.exp2_emulated(problem(dtype="fp8", causal=True), GB200) == pytest.approx(32 / 128)
-    assert cudnn.exp2_emulated(problem(head_dim=64), GB200) == pytest.approx(16 / 128)
+    assert cudnn.exp2_emulated(problem(), 128, GB200) == pytest.approx(24 / 128)
+    assert cudnn.exp2_emulated(problem(causal=True), 128, GB200) == pytest.approx(16 / 128)
+    assert cudnn.exp2_emulated(problem(dtype="fp8", causal=True), 128, GB200) == pytest.approx(32 / 128)
+    assert cudnn.exp2_emulated(problem(head_dim=64), 128, GB200) == pytest.approx(16 / 128)
+
+
+def test_the_share_follows_the_key_block():
+    """64 keys a row are two fragments, the last of which runs on the SFUs: from fragment 1, none."""
+    assert cudnn.exp2_emulated(problem(), 64, GB200) == 0.0
+    assert cudnn.exp2_emulated(problem(), 256, GB200) == pytest.approx(6 * 12 / 256)
 
 
 def test_head_dim_256_starts_at_the_first_fragment():
     """FlashAttention-4's hd256 kernel: freq 14, res 6, start 0: three fragments of 12 scores."""
-    assert cudnn.exp2_emulated(problem(head_dim=256), GB200) == pytest.approx(36 / 128)
+    assert cudnn.exp2_emulated(problem(head_dim=256), 128, GB200) == pytest.approx(36 / 128)
 
 
 def test_no_emulation_on_hopper_or_with_a_faster_sfu():
-    assert cudnn.exp2_emulated(problem(dtype="fp8"), H100) == 0.0
+    assert cudnn.exp2_emulated(problem(dtype="fp8"), 128, H100) == 0.0
     assert B300.vector.special_function_ops_per_cycle_per_core > 16
-    assert cudnn.exp2_emulated(problem(dtype="fp8"), B300) == 0.0
+    assert cudnn.exp2_emulated(problem(dtype="fp8"), 128, B300) == 0.0
 
 
 def fp8_costs():
@@ -58,7 +64,7 @@ def test_the_emulated_share_moves_from_the_sfus_to_the_fp32_pipes(monkeypatch):
     monkeypatch.setattr(attention_impls, "resolve", lambda name, chip: plain_impl)
     plain = fp8_costs()
     executed_scores = 8 * 4096 * 4096  # 4096 rows and keys are whole 256x128 tiles: no padding
-    moved = cudnn.exp2_emulated(problem(dtype="fp8"), GB200) * executed_scores
+    moved = cudnn.exp2_emulated(problem(dtype="fp8"), 128, GB200) * executed_scores
     sfu_rate = GB200.vector.special_function_ops_per_cycle_per_core * GB200.clock_hz * GB200.vector.efficiency
     fp32_rate = GB200.vector.flops_per_cycle_per_core["fp32"] * GB200.clock_hz * GB200.vector.efficiency
     assert plain.issued_vector_s.sum() - with_emulation.issued_vector_s.sum() == pytest.approx(

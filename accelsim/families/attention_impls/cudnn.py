@@ -179,13 +179,14 @@ def _ex2_knobs(p: dict[str, Any]) -> tuple[int, int, int] | None:
     return EX2_EMULATION_DEFAULT if d < 128 else None
 
 
-def exp2_emulated(p: dict[str, Any], chip: Chip) -> float:
+def exp2_emulated(p: dict[str, Any], keys: int, chip: Chip) -> float:
     """The share of a Blackwell forward's exps computed by a degree-3 polynomial on the FMA pipes
     (FlashAttention-4's ``utils.ex2_emulation_2``) instead of the SFUs (MUFU.EX2, 16 a cycle an SM
     against 128 FMA lanes: the Blackwell forward's bottleneck, FlashAttention-4 paper, arXiv:2603.05451,
     section 3.1.3: "emulation to only a subset of the entries in each softmax row (10-25%)"). As
     ``softmax.apply_exp2_convert`` chooses them: in each 32-score fragment of a row the pairs
-    ``(k, k + 1)`` with ``k % freq >= freq - res``, in the fragments from ``start`` on but the last.
+    ``(k, k + 1)`` with ``k % freq >= freq - res``, in the fragments from ``start`` on but the last
+    (a row of ``keys`` scores: the tile's key block).
     cuDNN's kernels are closed: assumed as FlashAttention-4's, as their layout is (module docstring).
     None on Hopper, and where the SFUs run more than sm_100's 16 a cycle (FlashAttention-4 turns it
     off on sm_103, whose MUFU is twice as fast)."""
@@ -193,9 +194,9 @@ def exp2_emulated(p: dict[str, Any], chip: Chip) -> float:
     if not is_blackwell(chip) or chip.vector.special_function_ops_per_cycle_per_core > 16 or knobs is None:
         return 0.0
     freq, res, start = knobs
-    fragments = _keys_that_fit(p, chip) // EX2_FRAGMENT
+    fragments = keys // EX2_FRAGMENT
     pairs = sum(1 for k in range(0, EX2_FRAGMENT, 2) if k % freq >= freq - res)
-    return max(0, fragments - 1 - start) * 2 * pairs / (fragments * EX2_FRAGMENT)
+    return max(0, fragments - 1 - start) * 2 * pairs / (keys or 1)
 
 
 def _unavailable(chip: Chip) -> str | None:
