@@ -98,6 +98,14 @@ CONFIG = (
 
 FWD_VECTOR_FLOPS_PER_SCORE = 4
 MASK_FLOPS_PER_SCORE = {"gpu": 1, "tpu": 5}
+EX2_EMULATION_FLOPS = 12
+"""An exp computed by FlashAttention-4's polynomial instead of MUFU.EX2, in FP32-pipe slots (2 flops a
+lane-cycle): per value an add rounding down, two subtracts and three FMAs (a degree-3 Horner), all
+FMA-pipe (``flash_attn/cute/utils.py``, ``ex2_emulation_2``: packed f32x2 ops, two values an
+instruction); its clamp (``fmax``), shift and integer add run on the ALU pipe, which the model does
+not price apart. Charged where the implementation emulates a share of its exps
+(:attr:`~accelsim.families.attention_impls.base.Impl.exp2_emulated`), and that share of MUFU work is
+taken off."""
 BWD_VECTOR_FLOPS_PER_SCORE = 6
 FP8_RELAYOUT_FLOPS_PER_SCORE = 4
 """fp8 P re-laid out in registers for the PV MMA, in FP32-pipe slots (2 flops a lane-cycle): the
@@ -315,6 +323,8 @@ def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelT
     if p["decode"]:
         return _build_gpu_decode(p, params, config, buffers)
     tiles = impl.forward_tiles(p, config["block_m"], chip) if impl.forward_tiles else TileSchedule()
+    if impl.exp2_emulated:
+        p["exp2_emulated"] = impl.exp2_emulated(p, config["block_n"], chip)
     return _build_gpu_fwd(p, params, config, buffers, tiles)
 
 
@@ -326,6 +336,7 @@ def _set_schedule(p: dict[str, Any], impl: Impl, chip: Chip) -> None:
     p["v_transpose"] = impl.fp8_v_transpose and p["dtype"] == "fp8" and is_hopper(chip)
     p["transposes"] = p["v_transpose"] and p["backward"]
     p["tmem_a"] = impl.tensor_memory_operands and is_blackwell(chip)
+    p["exp2_emulated"] = 0.0
     if p["backward"] and isinstance(chip, GpuChip):
         p["schedule"] = p["schedule"].backward()
         p["staged"] = impl.staged_for(p["head_dim"], chip)
@@ -347,7 +358,8 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
 
 def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
                    pairs: float | None = None, *, target: str = "gpu", d_v: int | None = None,
-                   relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False) -> list[Compute]:
+                   relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False,
+                   emulated_exp2: float = 0.0) -> list[Compute]:
     """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
 
     Counts what our kernels do: per score, scale, running max, subtract and row sum (4
@@ -366,7 +378,9 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     flops. ``d_v``: the value head dim where it differs from the query/key one (MLA's latent
     512 against 576). ``mma_pair``: programs each MMA spans (Blackwell's 2-SM MMA: K and V, the
     B operands, split between their shared memories). ``p_in_tensor_memory``: the PV MMA reads P,
-    its A operand, from tensor memory (:attr:`Impl.tensor_memory_operands`)."""
+    its A operand, from tensor memory (:attr:`Impl.tensor_memory_operands`). ``emulated_exp2``: the
+    share of the exps computed by a polynomial on the FP32 pipes instead of the SFUs
+    (:data:`EX2_EMULATION_FLOPS` each)."""
     d_v = d if d_v is None else d_v
     scores, executed = rows * cols, max(bm, rows) * max(bn, cols)
     pairs = scores if pairs is None else pairs
@@ -376,7 +390,7 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     padding = FWD_VECTOR_FLOPS_PER_SCORE * (executed - scores) + accumulate * padding_rows * d_v + 4 * padding_rows
     work = [
         Compute(unit="matrix", flops=2.0 * pairs * d, dtype=dtype, shape=[bm, bn, d], pair=mma_pair),
-        Compute(unit="special", flops=float(executed + max(bm, rows)), dtype="fp32"),
+        Compute(unit="special", flops=float(executed * (1.0 - emulated_exp2) + max(bm, rows)), dtype="fp32"),
         Compute(unit="vector", flops=float(vector), dtype="fp32"),
         Compute(unit="vector", flops=float(executed), dtype=dtype, useful=False),
         Compute(unit="matrix", flops=2.0 * pairs * d_v, dtype=dtype, shape=[bm, d_v, bn], pair=mma_pair,
@@ -384,6 +398,9 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     ]
     if padding:
         work.append(Compute(unit="vector", flops=float(padding), dtype="fp32", useful=False))
+    if emulated_exp2:
+        work.append(Compute(unit="vector", flops=float(EX2_EMULATION_FLOPS * emulated_exp2 * executed), dtype="fp32",
+                            useful=False))
     if relayout and dtype == "fp8" and target == "gpu":
         work.append(Compute(unit="vector", flops=float(FP8_RELAYOUT_FLOPS_PER_SCORE * executed), dtype="fp32",
                             useful=False))
@@ -472,7 +489,8 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
              "transfers": _kv_transfers(["batch", "kv_head", "j", *part], bn * d * size // pair),
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False,
                                                                     relayout=relayout, mma_pair=pair,
-                                                                    p_in_tensor_memory=p["tmem_a"])]},
+                                                                    p_in_tensor_memory=p["tmem_a"],
+                                                                    emulated_exp2=p["exp2_emulated"])]},
         ]
         for i in range(n_masked):
             share_pairs, share_keys = pairs / n_masked, keys_left / n_masked
@@ -481,7 +499,8 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                                            round(share_keys * d * size / pair)),
                 "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"],
                                                                     relayout=relayout, mma_pair=pair,
-                                                                    p_in_tensor_memory=p["tmem_a"])],
+                                                                    p_in_tensor_memory=p["tmem_a"],
+                                                                    emulated_exp2=p["exp2_emulated"])],
             })
         steps.append({"transfers": [
             {"tensor": "O", "block": ["batch", "head", q_var], "bytes": rows * d * out_size, "direction": "write"},
@@ -502,11 +521,12 @@ def _first_v_transpose(p: dict[str, Any], bn: int) -> list[dict]:
 
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu",
-                    relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False) -> list[Compute]:
+                    relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False,
+                    emulated_exp2: float = 0.0) -> list[Compute]:
     """A partly masked block: the units execute the whole [rows, bn] block; useful flops
     are the attended pairs'."""
     return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target, relayout=relayout,
-                          mma_pair=mma_pair, p_in_tensor_memory=p_in_tensor_memory)
+                          mma_pair=mma_pair, p_in_tensor_memory=p_in_tensor_memory, emulated_exp2=emulated_exp2)
 
 
 def _kernel_name(p: dict[str, Any], direction: str) -> str:

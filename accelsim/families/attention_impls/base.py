@@ -154,6 +154,11 @@ class Impl:
     likewise, on the chain, Q's and dO's blocks each iteration and K's once
     (``attention._bwd_transposed_tensors``). Hopper only: Blackwell's ``tcgen05.mma`` is not
     modelled as needing it."""
+    exp2_emulated: Callable[[dict[str, Any], int, Chip], float] | None = None
+    """The share of its forward's exps computed by a polynomial on the FP32 pipes instead of the
+    SFUs, which bound a Blackwell forward whose MMAs run at twice Hopper's rate:
+    ``exp2_emulated(problem, block_n, chip)`` (``block_n``: the keys of a row a softmax thread
+    holds), taken off the SFUs and charged at ``attention.EX2_EMULATION_FLOPS`` each (None: none)."""
     build: Callable[[dict[str, Any], dict[str, Any], Chip], KernelTrace] | None = None
     """Its own trace builder, for kernels unlike the family's fused flash-attention one (PyTorch
     eager's separate kernels, FlashMLA's scheduled decode): ``build(problem, params, chip)``.

@@ -154,6 +154,51 @@ def _blackwell_backward_staged(head_dim: int) -> tuple[str, ...]:
     return ("dS", "dQ")
 
 
+EX2_FRAGMENT = 32
+"""Scores of a softmax thread's row that FlashAttention-4's ``apply_exp2_convert`` takes as one
+fragment (``frg_tile``) when it chooses which exps to emulate (``flash_attn/cute/softmax.py``)."""
+
+EX2_EMULATION_D128 = {(False, False): (10, 4, 1), (False, True): (16, 4, 1),
+                      (True, False): (10, 4, 1), (True, True): (8, 4, 1)}
+"""FlashAttention-4's sm100 forward at head dim 128, ``(ex2_emu_freq, ex2_emu_res, ex2_emu_start_frg)``
+by (8-bit inputs, causal): ``flash_attn/cute/flash_fwd_sm100.py`` @0251105a, ``_TUNING_CONFIG`` (bf16)
+and ``_FP8_TUNING_CONFIG`` (fp8; its comment: "FP8 fwd is MUFU/ex2-bound")."""
+EX2_EMULATION_D256 = (14, 6, 0)
+"""Its head-dim-256 kernel's, in both types and with or without the mask (``_TUNING_CONFIG``'s
+``(True, *, 256, False)``)."""
+EX2_EMULATION_DEFAULT = (16, 4, 1)
+"""Its default below head dim 128 (``enable_ex2_emu`` for head dims up to 128; freq 16, start 1)."""
+
+
+def _ex2_knobs(p: dict[str, Any]) -> tuple[int, int, int] | None:
+    d = p["head_dim"]
+    if d == 128:
+        return EX2_EMULATION_D128[(p["dtype"] == "fp8", p["causal"])]
+    if d == 256:
+        return EX2_EMULATION_D256
+    return EX2_EMULATION_DEFAULT if d < 128 else None
+
+
+def exp2_emulated(p: dict[str, Any], keys: int, chip: Chip) -> float:
+    """The share of a Blackwell forward's exps computed by a degree-3 polynomial on the FMA pipes
+    (FlashAttention-4's ``utils.ex2_emulation_2``) instead of the SFUs (MUFU.EX2, 16 a cycle an SM
+    against 128 FMA lanes: the Blackwell forward's bottleneck, FlashAttention-4 paper, arXiv:2603.05451,
+    section 3.1.3: "emulation to only a subset of the entries in each softmax row (10-25%)"). As
+    ``softmax.apply_exp2_convert`` chooses them: in each 32-score fragment of a row the pairs
+    ``(k, k + 1)`` with ``k % freq >= freq - res``, in the fragments from ``start`` on but the last
+    (a row of ``keys`` scores: the tile's key block).
+    cuDNN's kernels are closed: assumed as FlashAttention-4's, as their layout is (module docstring).
+    None on Hopper, and where the SFUs run more than sm_100's 16 a cycle (FlashAttention-4 turns it
+    off on sm_103, whose MUFU is twice as fast)."""
+    knobs = _ex2_knobs(p)
+    if not is_blackwell(chip) or chip.vector.special_function_ops_per_cycle_per_core > 16 or knobs is None:
+        return 0.0
+    freq, res, start = knobs
+    fragments = keys // EX2_FRAGMENT
+    pairs = sum(1 for k in range(0, EX2_FRAGMENT, 2) if k % freq >= freq - res)
+    return max(0, fragments - 1 - start) * 2 * pairs / (keys or 1)
+
+
 def _unavailable(chip: Chip) -> str | None:
     return None if is_hopper(chip) or is_blackwell(chip) else "cuDNN's fused flash attention needs Hopper or Blackwell"
 
@@ -176,4 +221,5 @@ IMPL = Impl(
     blackwell_backward_staged=_blackwell_backward_staged,
     tensor_memory_operands=True,
     fp8_v_transpose=True,
+    exp2_emulated=exp2_emulated,
 )
