@@ -59,10 +59,11 @@ class StepShape:
     @property
     def attention_dropout(self) -> bool:
         """Attention dropout runs inside the fused attention kernel (training, a GPU, a fused
-        implementation, under a framework that has it)."""
+        implementation, under a framework that has it; not for a microbatch of 16 tokens or
+        fewer a device, whose forward the family runs as a decode kernel, which has none)."""
         impl = attention_impls.IMPLS.get(self.framework.attention_impl)
         return (self.training and self.framework.attention_dropout and not self.tpu
-                and (impl is None or impl.build is None))
+                and (impl is None or impl.build is None) and self.seq_per_device > 16)
 
     @property
     def sp(self) -> bool:

@@ -37,3 +37,9 @@ def test_inference_has_no_attention_dropout(tiny, node):
 def test_the_unfused_attention_is_not_asked_for_it(tiny, node):
     ops = attention_ops(tiny, node, replace(MEGATRON, attention_impl="unfused"))
     assert ops and not any(op.params.get("dropout") for op in ops)
+
+
+def test_a_step_of_a_few_tokens_trains_without_it(tiny, node):
+    """16 tokens a device or fewer: the family's decode kernel, which has no dropout, runs it."""
+    ops = attention_ops(tiny, node, MEGATRON, Workload(mode="train", seq_len=16, batch=4))
+    assert ops and not any(op.params.get("dropout") for op in ops)
