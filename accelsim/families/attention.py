@@ -81,6 +81,9 @@ PARAMS = (
           help="implementation: default (the chip's most used: fa3 on Hopper, cudnn on Blackwell, fa2 on other "
                "NVIDIA GPUs, triton on AMD, pallas on TPUs); " + "; ".join(
                    f"{name}: {impl.summary}" for name, impl in attention_impls.IMPLS.items())),
+    Param("dropout", bool, False,
+          help="attention dropout in the kernel (training): each score's keep decision drawn from Philox and "
+               "applied to P, in the forward and again in the backward (GPU prefill and backward only)"),
     Param("pass", str, "fwd", ("fwd", "bwd", "bwd-kernel"),
           help="fwd; bwd: a whole backward (GPU: the Delta pass and dQ clear, the kernel, the dQ cast); "
                "bwd-kernel: the backward kernel alone"),
@@ -119,6 +122,20 @@ Charged where the implementation says its kernel moves P so (``Impl.fp8_p_relayo
 FlashAttention-3's default path (V row-major, transposed in the kernel) only swaps registers within
 a thread (``permute_Cregs_fp8``), which the compiler resolves statically; cuDNN's fp8 kernels are
 closed and assumed to do as FlashAttention-3's."""
+DROPOUT_FLOPS_PER_SCORE = 13
+"""In-kernel attention dropout, in FP32-pipe slots (2 flops a lane-cycle), per score. As
+FlashAttention-2 draws it (``csrc/flash_attn/src/philox.cuh`` and ``dropout.h``, Dao-AILab/
+flash-attention): one Philox4x32 call of 7 rounds gives 16 random bytes, the keep decisions of
+16 scores; a round is two ``mul.wide.u32`` and two three-input XORs (one ``LOP3`` each; the key's
+increments are the same for every thread and hoisted), 28 integer instructions a call, 1.75 a
+score; the keep test widens the bytes to 16 bits (``PRMT``, 0.5 a score), compares two at once
+(``set.le.u32.f16x2``, 0.5) and ANDs the mask into P (0.5): 3.25 integer instructions a score.
+A 32-bit integer op issues at 64 a cycle per SM against 128 FP32 lanes (CUDA C++ Programming
+Guide, arithmetic instruction throughput, cc 8.0-9.0): 3.25 x 2 x 2 = 13. ``mul.wide.u32`` is
+counted as one issue (an assumption; SASS may split it in two). The backward draws the same
+masks again from the same seed and offset (no mask is stored) and applies them to P and dP: the
+same count there. cuDNN's kernels are closed; they take a Philox seed and offset too
+(cudnn-frontend's SDPA ``set_dropout``) and are assumed to draw as FlashAttention-2 does."""
 STAT_BYTES = 4  # fp32 log-sum-exp / delta per row
 V_TRANSPOSE_PASSES = ("read", "write")
 """An in-kernel fp8 V transpose (:attr:`Impl.fp8_v_transpose`) moves the block through shared
@@ -312,6 +329,10 @@ def useful_flops(params: dict[str, Any]) -> float:
 def build(params: dict[str, Any], config: dict[str, Any], chip: Chip) -> KernelTrace:
     p = _problem(params)
     impl = attention_impls.resolve(p["impl"], chip)
+    if p["dropout"] and (impl.build is not None or isinstance(chip, TpuChip) or p["decode"]):
+        where = "decode" if p["decode"] else "TPUs" if isinstance(chip, TpuChip) else f"impl={impl.name}"
+        raise InputError(f"dropout is modelled in the fused GPU prefill and backward kernels only, not for {where}",
+                         field="params.dropout")
     if impl.build is not None:
         return impl.build(p, params, chip)
     _set_schedule(p, impl, chip)
@@ -359,7 +380,7 @@ def _kv_blocks_needed(p: dict[str, Any], q_start: np.ndarray, q_rows: np.ndarray
 def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, diagonal: bool,
                    pairs: float | None = None, *, target: str = "gpu", d_v: int | None = None,
                    relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False,
-                   emulated_exp2: float = 0.0) -> list[Compute]:
+                   emulated_exp2: float = 0.0, dropout: bool = False) -> list[Compute]:
     """One forward iteration over a [rows, cols] score block (matmuls executed as [bm, bn]).
 
     Counts what our kernels do: per score, scale, running max, subtract and row sum (4
@@ -380,7 +401,8 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
     B operands, split between their shared memories). ``p_in_tensor_memory``: the PV MMA reads P,
     its A operand, from tensor memory (:attr:`Impl.tensor_memory_operands`). ``emulated_exp2``: the
     share of the exps computed by a polynomial on the FP32 pipes instead of the SFUs
-    (:data:`EX2_EMULATION_FLOPS` each)."""
+    (:data:`EX2_EMULATION_FLOPS` each). ``dropout``: each executed score's keep decision drawn and
+    applied (:data:`DROPOUT_FLOPS_PER_SCORE`)."""
     d_v = d if d_v is None else d_v
     scores, executed = rows * cols, max(bm, rows) * max(bn, cols)
     pairs = scores if pairs is None else pairs
@@ -403,6 +425,9 @@ def _score_compute(rows: int, cols: int, bm: int, bn: int, d: int, dtype: str, d
                             useful=False))
     if relayout and dtype == "fp8" and target == "gpu":
         work.append(Compute(unit="vector", flops=float(FP8_RELAYOUT_FLOPS_PER_SCORE * executed), dtype="fp32",
+                            useful=False))
+    if dropout:
+        work.append(Compute(unit="vector", flops=float(DROPOUT_FLOPS_PER_SCORE * executed), dtype="fp32",
                             useful=False))
     if diagonal:
         masking = MASK_FLOPS_PER_SCORE[target] * executed
@@ -490,7 +515,8 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
              "compute": [c.model_dump() for c in _score_compute(rows, bn, bm, bn, d, p["dtype"], False,
                                                                     relayout=relayout, mma_pair=pair,
                                                                     p_in_tensor_memory=p["tmem_a"],
-                                                                    emulated_exp2=p["exp2_emulated"])]},
+                                                                    emulated_exp2=p["exp2_emulated"],
+                                                                    dropout=p["dropout"])]},
         ]
         for i in range(n_masked):
             share_pairs, share_keys = pairs / n_masked, keys_left / n_masked
@@ -500,7 +526,8 @@ def _build_gpu_fwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
                 "compute": [c.model_dump() for c in _masked_compute(rows, share_pairs, bm, bn, d, p["dtype"],
                                                                     relayout=relayout, mma_pair=pair,
                                                                     p_in_tensor_memory=p["tmem_a"],
-                                                                    emulated_exp2=p["exp2_emulated"])],
+                                                                    emulated_exp2=p["exp2_emulated"],
+                                                                    dropout=p["dropout"])],
             })
         steps.append({"transfers": [
             {"tensor": "O", "block": ["batch", "head", q_var], "bytes": rows * d * out_size, "direction": "write"},
@@ -522,11 +549,12 @@ def _first_v_transpose(p: dict[str, Any], bn: int) -> list[dict]:
 
 def _masked_compute(rows: int, pairs: float, bm: int, bn: int, d: int, dtype: str, *, target: str = "gpu",
                     relayout: bool = False, mma_pair: int = 1, p_in_tensor_memory: bool = False,
-                    emulated_exp2: float = 0.0) -> list[Compute]:
+                    emulated_exp2: float = 0.0, dropout: bool = False) -> list[Compute]:
     """A partly masked block: the units execute the whole [rows, bn] block; useful flops
     are the attended pairs'."""
     return _score_compute(rows, bn, bm, bn, d, dtype, True, pairs, target=target, relayout=relayout,
-                          mma_pair=mma_pair, p_in_tensor_memory=p_in_tensor_memory, emulated_exp2=emulated_exp2)
+                          mma_pair=mma_pair, p_in_tensor_memory=p_in_tensor_memory, emulated_exp2=emulated_exp2,
+                          dropout=dropout)
 
 
 def _kernel_name(p: dict[str, Any], direction: str) -> str:
@@ -757,6 +785,8 @@ def _build_gpu_bwd(p: dict[str, Any], params: dict[str, Any], config: dict[str, 
             {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bn, d, bm],
              "a_in_tensor_memory": p["tmem_a"]},  # dK = dS^T Q
             {"unit": "matrix", "flops": 2.0 * pairs * d, "dtype": p["dtype"], "shape": [bm, d, bn]},  # dQ
+            *([{"unit": "vector", "flops": float(DROPOUT_FLOPS_PER_SCORE * scores), "dtype": "fp32",
+                "useful": False}] if p["dropout"] else []),  # the forward's keep masks drawn again
         ]}
 
     templates, template_of = [], np.zeros(total, dtype=np.int64)

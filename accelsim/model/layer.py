@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from accelsim.families import attention_impls
 from accelsim.model.layout import Framework, Layout, Workload
 from accelsim.model.memory import ACT_BYTES
 from accelsim.model.ops import OpList, StageGroups
@@ -56,6 +57,15 @@ class StepShape:
         return self.training and self.framework.hidden_dropout
 
     @property
+    def attention_dropout(self) -> bool:
+        """Attention dropout runs inside the fused attention kernel (training, a GPU, a fused
+        implementation, under a framework that has it; not for a microbatch of 16 tokens or
+        fewer a device, whose forward the family runs as a decode kernel, which has none)."""
+        impl = attention_impls.IMPLS.get(self.framework.attention_impl)
+        return (self.training and self.framework.attention_dropout and not self.tpu
+                and (impl is None or impl.build is None) and self.seq_per_device > 16)
+
+    @property
     def sp(self) -> bool:
         return self.training and self.layout.tp > 1 and self.layout.sequence_parallel
 
@@ -95,6 +105,8 @@ class StepShape:
             params["impl"] = self.framework.attention_impl
         if backward:
             params["pass"] = "bwd"
+        if self.attention_dropout:
+            params["dropout"] = True
         if self.framework.kernel_search:
             params["config"] = "auto"
         return params

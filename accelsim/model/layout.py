@@ -145,9 +145,13 @@ class Framework:
     hidden_dropout: bool = False
     """Training drops out the output of each block's last projection before the residual
     add (Megatron-LM's ``--hidden-dropout``, 0.1 by default): the bias-dropout-add kernel
-    also writes a one-byte keep mask, and the backward applies it in a kernel of its own.
-    Attention dropout inside the fused attention kernel is not priced (the attention
-    family has no dropout)."""
+    also writes a one-byte keep mask, and the backward applies it in a kernel of its own."""
+    attention_dropout: bool = False
+    """Training drops out attention probabilities inside the fused attention kernel
+    (Megatron-LM's ``--attention-dropout``, 0.1 by default; Transformer Engine passes it to
+    cuDNN's fused attention, which draws the keep masks from Philox in the forward and again in
+    the backward): the attention family's ``dropout``. Not priced for the unfused attention,
+    whose dropout is a kernel of its own (left out)."""
     grad_nan_check: bool = False
     """Before a gradient bucket's data-parallel reduction, its main gradient is read once for
     its norm, checked for NaN (Megatron-LM's ``--check-for-nan-in-loss-and-grad``, on by
@@ -202,7 +206,7 @@ launch as above. An estimate, as above."""
 FRAMEWORKS: dict[str, Framework] = {
     "megatron": Framework(name="megatron", overlap_grad_reduce=True, overlap_param_gather=True,
                           param_bytes=2, grad_bytes=4, gemm_impl="cublas", wgrad_into_main_grad=True,
-                          zeroes_grad_buffer=True, hidden_dropout=True, grad_nan_check=True, loss_report_all_reduce=True,
+                          zeroes_grad_buffer=True, hidden_dropout=True, attention_dropout=True, grad_nan_check=True, loss_report_all_reduce=True,
                           grad_prescale=True,
                           later_stages_one_bucket=True, host_forward_op_s=EAGER_FORWARD_OP_S,
                           host_backward_op_s=EAGER_BACKWARD_OP_S),

@@ -95,7 +95,8 @@ def plan(record: dict):
         model = PRESETS.get(record["preset"])
         workload = Workload(mode="train", seq_len=record["seq"], batch=record["batch"])
         layout = Layout(tp=tp, pp=pp, cp=record["cp"], dp=record["dp"], zero=2, virtual_stages=2)
-        framework = replace(FRAMEWORKS["megatron"], attention_impl="cudnn", hidden_dropout=False)
+        framework = replace(FRAMEWORKS["megatron"], attention_impl="cudnn", hidden_dropout=False,
+                            attention_dropout=False)
         system = cluster(gpus, "h100-ib-cluster")
         flops = None
     return plan_step(model, workload, layout, framework, system, check_memory=False), flops
