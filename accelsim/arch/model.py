@@ -61,6 +61,8 @@ class LocalMemory:
     """Blackwell's TMEM per SM, where MMAs accumulate (0: accumulators in registers)."""
     bulk_copy_latency_s: float = 0.0
     """What a TMA bulk tensor copy takes beyond a plain load's latency (0: no TMA)."""
+    load_bytes_in_flight: float = 0.0
+    """GPU: the most bytes of thread-issued loads one SM keeps in flight (0: no limit)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -701,6 +703,7 @@ def _resolve_chip(spec: schema.ChipSpec) -> Chip:
             latency_s=lm.latency.value,
             tensor_memory_bytes=lm.tensor_memory.value if lm.tensor_memory else 0.0,
             bulk_copy_latency_s=lm.bulk_copy_latency.value if lm.bulk_copy_latency else 0.0,
+            load_bytes_in_flight=lm.load_bytes_in_flight.value if lm.load_bytes_in_flight else 0.0,
         ),
         shared_cache=_memory_level(spec.shared_cache) if spec.shared_cache else None,
         hbm=_memory_level(spec.hbm),

@@ -281,6 +281,11 @@ class LocalMemory(_Strict):
     tensor_memory: Cited[Bytes] | None = None
     """GPU: tensor memory per SM where matrix operations accumulate (Blackwell's TMEM);
     absent: accumulators live in registers."""
+    load_bytes_in_flight: Cited[Bytes] | None = None
+    """GPU: the most bytes of its threads' loads one SM keeps in flight (the L1's miss tracking:
+    its MSHRs and pending-request table). Each load holds its share for its level's latency, so
+    an SM's loads move at most this over the latency, whatever its programs ask (Little's law;
+    TMA copies are not held to it). Absent: no limit beyond what the programs keep in flight."""
     bulk_copy_latency: Cited[Seconds] | None = None
     """GPU with a tensor memory accelerator (Hopper's and Blackwell's TMA): what a bulk tensor
     copy (``cp.async.bulk.tensor``) takes on top of a plain load's latency from the same level,

@@ -31,20 +31,37 @@ class ProgramTimes:
     """The part of ``exposed`` that moves no data: the program's overhead and its first
     load's latency, unloaded (no HBM queueing). A kernel's first programs wait it with
     nothing else running, so it holds up the whole chip (:mod:`accelsim.engine.gpu`)."""
+    requests: np.ndarray
+    """Seconds the program's loads fill its SM's miss tracking (:func:`miss_tracking_s`), which
+    co-residents divide as they divide ``sm``: ``r`` residents' loads take at least ``r x
+    requests``. Zeros on chips without ``local_memory.load_bytes_in_flight``."""
+    waited: np.ndarray
+    """The load latency ``exposed`` already holds (the first load's; every load's where nothing
+    is pipelined), which the miss tracking's time covers: loads that all fit in flight at once
+    take one latency, not one plus their share of the tracking."""
 
     def seconds(self, programs: np.ndarray, residents: np.ndarray | int = 1) -> np.ndarray:
         """Time of each of ``programs`` when ``residents`` programs share its SM."""
         exposed, sm = self.exposed.take(programs), self.sm.take(programs)
+        tracked = residents * self.requests.take(programs) - self.waited.take(programs)
         if self.serial:
-            return exposed + residents * sm
-        return exposed + np.maximum(np.maximum(residents * sm, self.chain.take(programs)),
-                                    self.latency_bound.take(programs))
+            return exposed + residents * sm + np.maximum(tracked, 0.0)
+        return exposed + np.maximum.reduce([np.broadcast_to(residents * sm, tracked.shape), tracked,
+                                            self.chain.take(programs), self.latency_bound.take(programs)])
+
+    def at_queue(self, per_second: ProgramTimes, queue_s: float) -> ProgramTimes:
+        """These times (unloaded) with every HBM load waiting ``queue_s`` more, where
+        ``per_second`` are the same times at one second of queueing: each field is linear in
+        the delay."""
+        return ProgramTimes(**{name: value if name == "serial" else value + queue_s * (getattr(per_second, name) - value)
+                               for name, value in vars(self).items() if name != "lists"})
 
     @cached_property
     def lists(self) -> ProgramTimeLists:
         """These times as Python floats, for one program at a time (made when first asked)."""
         return ProgramTimeLists(self.exposed.tolist(), self.sm.tolist(), self.chain.tolist(),
-                                 self.latency_bound.tolist(), self.serial)
+                                self.latency_bound.tolist(), self.serial, self.requests.tolist(),
+                                self.waited.tolist())
 
 
 @dataclass(frozen=True)
@@ -56,11 +73,14 @@ class ProgramTimeLists:
     chain: list[float]
     latency_bound: list[float]
     serial: bool
+    requests: list[float]
+    waited: list[float]
 
     def seconds(self, program: int, residents: int) -> float:
+        tracked = residents * self.requests[program] - self.waited[program]
         if self.serial:
-            return self.exposed[program] + residents * self.sm[program]
-        return self.exposed[program] + max(residents * self.sm[program], self.chain[program],
+            return self.exposed[program] + residents * self.sm[program] + max(tracked, 0.0)
+        return self.exposed[program] + max(residents * self.sm[program], tracked, self.chain[program],
                                            self.latency_bound[program])
 
 
@@ -116,10 +136,11 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
     overhead = np.where(costs.follows > 0, 0.0, chip.program_overhead_s)
     # on an idle chip the first load finds no queue
     startup = np.where(reads > 0, latency - (1 - hit_fraction) * queue_s, 0.0) + overhead
+    requests = miss_tracking_s(chip, costs, costs.read_bytes, latency)
     if depth <= 1:
         # no overlap: each read waits its latency, then transfer and compute in turn
-        return ProgramTimes(reads * latency + overhead, compute + np.maximum(port, local),
-                            np.zeros_like(port), np.zeros_like(port), True, startup)
+        return ProgramTimes(reads * latency + overhead, compute + np.maximum(port, local), np.zeros_like(port),
+                            np.zeros_like(port), True, startup, requests, waited=reads * latency)
     # Pipeline fill and drain: the first loads (after one latency) and the last stores
     # move at the core's port bandwidth with nothing to overlap them. In between, later
     # loads overlap compute while `depth - 1` are in flight (Little's law).
@@ -162,9 +183,20 @@ def gpu_program_times(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: 
         # what the threads store to local memory between MMAs waits on them (and they on it)
         chain=(compute - costs.overlapped_s + costs.staged_bytes / local_bandwidth) / streams,
         latency_bound=np.maximum(reads - 1, 0) * latency / in_flight,
-        serial=False,
-        startup=startup,
+        serial=False, startup=startup, requests=requests, waited=first_latency,
     )
+
+
+def miss_tracking_s(chip: Chip, costs: ProgramCosts, load_bytes: np.ndarray, latency: np.ndarray) -> np.ndarray:
+    """Seconds a program's ``load_bytes`` fill its SM's miss tracking: an SM keeps at most
+    ``local_memory.load_bytes_in_flight`` bytes of its threads' loads in flight, each held for
+    its level's ``latency`` (Little's law), so one SM's loads move at most that many bytes per
+    latency whatever its programs ask. Loads a TMA unit issues (``costs.thread_loads`` 0) do not
+    pass through the SM's L1 and are not held to it; zeros on chips without the limit."""
+    in_flight = chip.local.load_bytes_in_flight
+    if not in_flight:
+        return np.zeros_like(load_bytes)
+    return costs.thread_loads * load_bytes * latency / in_flight
 
 
 def wave_programs(trace: KernelTrace, chip: Chip, per_cores: list[int]) -> np.ndarray:
@@ -214,22 +246,13 @@ def hbm_queueing_s(chip: Chip, costs: ProgramCosts, hits: np.ndarray, depth: int
     per_second = gpu_program_times(chip, some, hits[sample], depth, streams, queue_s=1.0)
     residents = min(per_core, math.ceil(n / chip.num_cores))
     concurrent = min(n, chip.num_cores * per_core)
-    exposed = unloaded.exposed
-    exposed_per_s = per_second.exposed - exposed
-    fixed = residents * unloaded.sm
-    if not unloaded.serial:
-        chain = unloaded.chain
-        bound = unloaded.latency_bound
-        bound_per_s = per_second.latency_bound - bound
+    programs = np.arange(len(sample))
     resource_rate = min((caps[r] * n / total for r, total in totals.items() if total > 0 and r in caps),
                         default=math.inf)
     bytes_per_program = totals["hbm"] / n
 
     def excess(q: float) -> float:
-        if unloaded.serial:
-            seconds = exposed + q * exposed_per_s + fixed
-        else:
-            seconds = exposed + q * exposed_per_s + np.maximum.reduce([fixed, chain, bound + q * bound_per_s])
+        seconds = unloaded.at_queue(per_second, q).seconds(programs, residents)
         rate = min(concurrent / float(seconds.mean()), resource_rate)
         u = min(1.0, rate * bytes_per_program / caps["hbm"])
         return most * u * u - q

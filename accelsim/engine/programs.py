@@ -184,6 +184,10 @@ class ProgramCosts:
     extra_load_latency_s: np.ndarray
     """What each of the program's loads takes beyond a plain load's latency: the chip's
     ``local_memory.bulk_copy_latency`` where a TMA producer issues them, else 0."""
+    thread_loads: np.ndarray
+    """1 where the program's threads issue its loads through the SM's L1, which tracks them
+    (``local_memory.load_bytes_in_flight``); 0 where a TMA unit issues them (``kernel.execution.loads:
+    tma``)."""
 
     @property
     def num_programs(self) -> int:
@@ -351,13 +355,14 @@ def program_costs(trace: KernelTrace, chip: Chip) -> ProgramCosts:
 
 def execution_arrays(trace: KernelTrace, chip: Chip) -> dict[str, np.ndarray]:
     """Per program, what the trace's ``kernel.execution`` changes (:class:`ProgramCosts`'s
-    ``follows``, ``prefetched``, ``drain_hidden``, ``drain_in_step`` and ``extra_load_latency_s``)."""
+    ``follows``, ``prefetched``, ``drain_hidden``, ``drain_in_step``, ``extra_load_latency_s`` and
+    ``thread_loads``)."""
     n = trace.num_programs
     execution = trace.kernel.execution
     if execution is None or not isinstance(chip, GpuChip):
         zeros = np.zeros(n)
         return {"follows": zeros, "prefetched": zeros, "drain_hidden": zeros, "drain_in_step": zeros,
-                "extra_load_latency_s": zeros}
+                "extra_load_latency_s": zeros, "thread_loads": np.ones(n)}
     follows = np.zeros(n)
     if execution.persistent_ctas is not None:
         follows[execution.persistent_ctas:] = 1.0
@@ -366,4 +371,5 @@ def execution_arrays(trace: KernelTrace, chip: Chip) -> dict[str, np.ndarray]:
     extra = chip.local.bulk_copy_latency_s if execution.loads == "tma" else 0.0
     prefetched = follows if execution.next_loads == "prefetched" else np.zeros(n)
     return {"follows": follows, "prefetched": prefetched, "drain_hidden": hidden,
-            "drain_in_step": np.full(n, float(in_step)), "extra_load_latency_s": np.full(n, extra)}
+            "drain_in_step": np.full(n, float(in_step)), "extra_load_latency_s": np.full(n, extra),
+            "thread_loads": np.full(n, float(execution.loads != "tma"))}

@@ -87,7 +87,7 @@ def kernel_runs(trace: KernelTrace, costs: ProgramCosts, *more: np.ndarray,
 def identity_boundaries(times: ProgramTimes, demand_rows: np.ndarray, group_key: np.ndarray) -> np.ndarray:
     """Indices where a program differs from the one before it in anything a replay sees
     (its demand, cohort and times), ascending: runs of identical programs lie between."""
-    columns = [*demand_rows.T, times.exposed, times.sm, group_key]
+    columns = [*demand_rows.T, times.exposed, times.sm, times.requests, times.waited, group_key]
     if not times.serial:
         columns.append(np.maximum(times.chain, times.latency_bound))
     return change_points(columns)
@@ -177,7 +177,7 @@ def replay_key(chip: Chip, per_cores: list[int], resources: list[str], caps: dic
     # A replay sees a program's times only through ProgramTimes.seconds, which depends on
     # the chain and latency terms only through their maximum (a pipeline depth that does
     # not bind leaves it alone).
-    parts = [times.exposed, times.sm, times.startup]
+    parts = [times.exposed, times.sm, times.startup, times.requests, times.waited]
     if not times.serial:
         parts.append(np.maximum(times.chain, times.latency_bound))
     for array in (*parts, demand_rows, group_key):
