@@ -304,6 +304,18 @@ CUTLASS_WGMMA_CONFIG = {"block_m": 128, "block_n": 256, "block_k": 64, "cluster"
 for a tile of 128 rows or more) and the default (data-parallel) persistent tile scheduler."""
 
 
+SGEMM_HANDLE_REASON = (
+    "times a cuBLAS handle's creation and destruction with every call, not the kernel (waynehacking8/"
+    "blackwell-tensorcore-kernels' SGEMM rows @fd74d2ac; docs/kernels-gemm.md, 'Records that time more than the kernel')")
+"""Why the fp32 rows of that repository's ``results/bench_sm90a.csv`` are left out: at fd74d2ac its
+``src/reference.cu`` calls ``cublasCreate`` and ``cublasDestroy`` inside every timed call (cached only
+from 07cbf03, "Cache cuBLAS handle in reference.cu (removes per-call overhead)", after which the
+H100 CSV was not re-run), and ``cublasDestroy`` synchronizes the device (cuBLAS docs, ``cublasCreate``:
+the release of its resources "will implicitly call cudaDeviceSynchronize()"). The same repository's
+Nsight Systems kernel summaries time the SGEMM kernel alone (:func:`convert_nsys_kernel_summary`).
+The tensor-core rows (``src/cublas_tc.cu``, ``src/cublas_tf32.cu``) kept one handle at that commit."""
+
+
 def convert_fixed_shape_gemm(raw: dict) -> Outcome:
     """A GEMM at a stated M, N, K with its TFLOP/s (and a rounded time)."""
     par = raw["parameters"]
@@ -323,9 +335,35 @@ def convert_fixed_shape_gemm(raw: dict) -> Outcome:
     latency, how = _tflops_latency(fmt.nominal_flops("gemm", params), raw["value"])
     notes = [how + " = 2*M*N*K", f"the source's time_ms {par['time_ms']} is rounded to 3 decimals, so the throughput is used",
              "C is written in fp32"]
+    if dtype == "fp32" and "bench_sm90a.csv @fd74d2ac" in raw["source"]:
+        return LeftOut(SGEMM_HANDLE_REASON)
     config = CUTLASS_WGMMA_CONFIG if tag == "cutlass-wgmma" else None
     return Converted(arch, "gemm", _record("gemm", params, tag=tag, implementation=raw["workload"], latency_s=latency,
                                            raw=raw, notes=notes, config=config))
+
+
+NSYS_GEMM_DTYPES = (("cublasSgemm", "fp32"), ("TF32 compute", "tf32"), ("FP16 in / FP32 accumulate", "fp16"))
+"""The cuBLAS calls of waynehacking8/blackwell-tensorcore-kernels' bench, by their workload text."""
+
+
+def convert_nsys_kernel_summary(raw: dict) -> Outcome:
+    """A cuBLAS kernel's median device time from an Nsight Systems ``cuda_gpu_kern_sum`` table
+    (waynehacking8/blackwell-tensorcore-kernels ``results/nsys_kern_sum_<size>.txt``)."""
+    arch = _added_source(raw, category="gemm", marker="cuda_gpu_kern_sum", field="workload", unit="ns",
+                         what="Nsight Systems kernel summary")
+    if not isinstance(arch, str):
+        return arch
+    dtype = next((d for pattern, d in NSYS_GEMM_DTYPES if pattern in raw["workload"]), None)
+    if dtype is None:
+        return LeftOut("GEMM whose dtype the converter does not recognise")
+    par = raw["parameters"]
+    params = {"M": par["M"], "N": par["N"], "K": par["K"], "dtype": dtype, "batch": 1} | (
+        {"out_dtype": "fp32"} if dtype == "fp16" else {}) | {"impl": "cublas"}
+    notes = [f"latency_s is the source's median device time of the kernel over its {par['instances']} launches "
+             "(latency_kind: device)", "C is written in fp32"]
+    return Converted(arch, "gemm", _record("gemm", params, tag="cublas-nsys", implementation=raw["workload"],
+                                           latency_s=raw["value"] * 1e-9, raw=raw, notes=notes,
+                                           latency_kind="device"))
 
 
 def convert_vllm_linear(raw: dict) -> Outcome:
@@ -875,7 +913,7 @@ def _bandwidth_note_lookup(records: list[dict]) -> Callable[[dict], str]:
 def convert_all(records: list[dict]) -> tuple[list[Converted], Counter]:
     paired = _bandwidth_note_lookup(records)
     converters: list[Callable[[dict], Outcome]] = [
-        convert_mamf, convert_vllm_linear, convert_deepgemm, convert_pallas_guide_matmul, convert_tileops_decode,
+        convert_mamf, convert_vllm_linear, convert_nsys_kernel_summary, convert_deepgemm, convert_pallas_guide_matmul, convert_tileops_decode,
         convert_flashmla_decode, convert_fa_benchmark_table, convert_cudnn_frontend_prefill, convert_cudnn_frontend_training,
         convert_fixed_shape_gemm, convert_flash_attention_chart, convert_tritonbench_attention,
         lambda raw: convert_liger(raw, paired), convert_gpu_stream,
