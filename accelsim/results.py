@@ -71,6 +71,11 @@ class KernelResult:
     and ``energy_j`` are at this clock."""
     full_clock_latency_s: float | None = None
     """With ``throttled_clock_hz``: the latency at the chip's own clock."""
+    limiter_late: bool = False
+    """Under a cap its power passes, launched from idle (``power.dvfs.boost.from_idle``): it ended
+    within ``power.dvfs.boost.cap_delay``, before the power limiter acted, so it kept its clock
+    (``simulate``'s power cap row says so; not in :meth:`to_json`, whose ``power_cap_w`` without
+    ``throttled_clock_hz`` says the clock was kept)."""
 
     @property
     def kernels(self) -> int:

@@ -183,10 +183,13 @@ def energy_rows(r: KernelResult) -> list[tuple[str, str]]:
 
 
 def _cap_not_applied(r: KernelResult, cap: str) -> str:
-    """Why a kernel under a cap kept its full clock: it stayed below the cap, or (launched from idle:
-    ``power.dvfs.boost.from_idle``) it ended before the power limiter acted."""
-    if r.average_power_w is not None and r.average_power_w > r.power_cap_w:
+    """Why a kernel under a cap kept its full clock: it stayed below the cap, (launched from idle:
+    ``power.dvfs.boost.from_idle``) it ended before the power limiter acted, or the chip has no
+    lower clock step (``power.dvfs.min_clock`` at its clock)."""
+    if r.limiter_late:
         return f"{cap}: passed, but the kernel ends before the power limiter acts (launched from idle)"
+    if r.average_power_w is not None and r.average_power_w > r.power_cap_w:
+        return f"{cap}: passed, but no lower clock step to run at (power.dvfs.min_clock)"
     return f"{cap}: not reached at full clock"
 
 

@@ -181,6 +181,7 @@ def with_energy(trace: KernelTrace, chip: Chip, sim: KernelSimulation, simulate_
     if sim.energy.average_power_w <= power.cap_w or not clock_steps(chip):
         return sim
     if power.cap_delay_s is not None and sim.latency_s <= power.cap_delay_s:
+        sim.limiter_late = True
         return sim
     throttled = _highest_fitting_step(trace, chip, simulate_at, _rule_guess(chip, sim))
     throttled.power_cap_w = power.cap_w

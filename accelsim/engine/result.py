@@ -74,6 +74,9 @@ class KernelSimulation:
     """Under a cap the kernel's power passed at the chip's clock: the clock step it ran at."""
     full_clock_latency_s: float | None = None
     """With ``throttled_clock_hz``: the latency at the chip's own clock."""
+    limiter_late: bool = False
+    """Under a cap its power passes, launched from idle (``power.dvfs.boost.from_idle``): it ended
+    within ``power.dvfs.boost.cap_delay``, before the power limiter acted, so it kept its clock."""
 
     @property
     def kernels(self) -> int:
@@ -97,7 +100,8 @@ class KernelSimulation:
             return {}
         return {"energy_j": self.energy.joules, "average_power_w": self.energy.average_power_w,
                 "energy_j_by_part": dict(self.energy.joules_by_part), "power_cap_w": self.power_cap_w,
-                "throttled_clock_hz": self.throttled_clock_hz, "full_clock_latency_s": self.full_clock_latency_s}
+                "throttled_clock_hz": self.throttled_clock_hz, "full_clock_latency_s": self.full_clock_latency_s,
+                "limiter_late": self.limiter_late}
 
     def summary(self) -> dict:
         """The ``--json`` form of :meth:`result`."""

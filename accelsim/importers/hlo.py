@@ -37,6 +37,7 @@ from typing import Any
 from accelsim.arch.model import config_files, load_arch
 from accelsim.errors import MAX_INPUT_BYTES, InputError, read_text_file, shown
 from accelsim.importers import Imported, Importer
+from accelsim.importers.hlo_estimates import MAX_XLA_COUNT
 from accelsim.importers.hlo_cost import FREE, NO_WORK_CUSTOM_CALLS, Cost, CostModel, async_wrapped
 from accelsim.importers.hlo_sparsecore import offloaded_collective
 from accelsim.importers.hlo_tpu_fusion import FusedCollective, fused_collective
@@ -75,7 +76,9 @@ COLLECTIVE_OPCODES = {
 ASYNC_STARTS = {"all-reduce-start", "all-gather-start", "collective-permute-start"}
 ASYNC_DONES = {"all-reduce-done", "all-gather-done", "collective-permute-done", "async-done", "copy-done"}
 PASS_THROUGH = {"bitcast", "opt-barrier", "domain", "add-dependency", "async-update"}
-_ESTIMATED_CYCLES = re.compile(r'"estimated_cycles"\s*:\s*"?(\d+)')
+_ESTIMATED_CYCLES = re.compile(r'"estimated_cycles"\s*:\s*"?(\d{1,19})(?!\d)')
+"""XLA's estimate (an int64: 19 digits at most; a longer number is no estimate, not an int
+Python refuses to read past 4300 digits)."""
 _ITERATION_BOUNDS = re.compile(r'"iteration_bounds"\s*:\s*\[([^\]]*)\]')
 MAIN, ASYNC_COMPUTE = "main", "async_compute"
 ATTENTION_DTYPES = ("bf16", "fp16", "fp8")
@@ -892,14 +895,16 @@ def to_system_trace(program: HloProgram, *, source: str = "", system: str | None
 def xla_windows(backend_config: str) -> int | None:
     """The windows of an XLA:TPU op: the product of ``window_config.iteration_bounds`` in
     its backend config (bounds printed as numbers or quoted numbers); ``None`` without them
-    or with a bound that is not a whole number above 0."""
+    or with a bound that is not a whole number above 0, or a product past
+    :data:`~accelsim.importers.hlo_estimates.MAX_XLA_COUNT` (XLA's bounds are int64s)."""
     found = _ITERATION_BOUNDS.search(backend_config)
     if found is None:
         return None
     bounds = [b.strip().strip('"') for b in found.group(1).split(",") if b.strip()]
-    if not bounds or not all(b.isdigit() and int(b) > 0 for b in bounds):
+    if not bounds or not all(b.isdigit() and len(b) <= 19 and int(b) > 0 for b in bounds):
         return None
-    return math.prod(int(b) for b in bounds)
+    windows = math.prod(int(b) for b in bounds)
+    return windows if windows <= MAX_XLA_COUNT else None
 
 
 def xla_estimates(program: HloProgram) -> dict[str, dict]:

@@ -22,6 +22,10 @@ from accelsim.errors import InputError, shown
 from accelsim.system.costs import CostModel
 from accelsim.system.trace import SystemTrace
 
+MAX_XLA_COUNT = 2**63 - 1
+"""The most cycles or windows an estimate may give (XLA writes both as 64-bit integers): a larger
+number is refused, not turned into a float it overflows."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class OpEstimate:
@@ -142,8 +146,8 @@ def compare_with_xla(trace: SystemTrace, chip: Chip, base_dir: Path | str = ".",
 
 def _cycles(entry: object, name: str) -> float:
     cycles = entry.get("cycles") if isinstance(entry, dict) else None
-    if isinstance(cycles, bool) or not isinstance(cycles, int | float) or not math.isfinite(cycles) or cycles < 0:
-        raise InputError(f"expected a number of cycles >= 0, got {shown(str(cycles)[:40])}",
+    if isinstance(cycles, bool) or not isinstance(cycles, int | float) or not 0 <= cycles <= MAX_XLA_COUNT:
+        raise InputError(f"expected a number of cycles from 0 to 2^63 - 1, got {shown(str(cycles)[:40])}",
                          field=f"metadata.xla_estimates[{shown(name[:60])}].cycles")
     return float(cycles)
 
@@ -152,8 +156,8 @@ def _windows(entry: dict, name: str) -> int | None:
     windows = entry.get("windows")
     if windows is None:
         return None
-    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
-        raise InputError(f"expected a whole number of windows >= 1, got {shown(str(windows)[:40])}",
+    if isinstance(windows, bool) or not isinstance(windows, int) or not 1 <= windows <= MAX_XLA_COUNT:
+        raise InputError(f"expected a whole number of windows from 1 to 2^63 - 1, got {shown(str(windows)[:40])}",
                          field=f"metadata.xla_estimates[{shown(name[:60])}].windows")
     return windows
 

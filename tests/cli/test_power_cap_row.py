@@ -27,3 +27,12 @@ def test_a_kernel_below_the_cap_is_not_reached(cli):
                  "--param", "cols=4096", "--set", "power.dvfs.boost.from_idle=true")
     assert result.code == 0, result.err
     assert "not reached at full clock" in _cap_row(result.out)
+
+
+def test_a_kernel_over_the_cap_with_no_lower_clock_step_says_so_not_from_idle(cli):
+    """Run back to back on a chip whose lowest clock is its own (``power.dvfs.min_clock``), a kernel
+    over the cap keeps its clock for want of a step, not because the limiter acted late."""
+    result = cli("simulate", "--arch", "h100-sxm", *GEMM_8K, "--set", "power.dvfs.min_clock=1980 MHz")
+    assert result.code == 0, result.err
+    row = _cap_row(result.out)
+    assert "no lower clock step" in row and "from idle" not in row

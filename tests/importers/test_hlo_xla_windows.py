@@ -25,6 +25,8 @@ V5E = Path(__file__).parent / "fixtures" / "tpu_v5e_4x4_train_step.hlo.txt.gz"
     ('{"window_config":{"iteration_bounds":[]}}', None),
     ('{"window_config":{"iteration_bounds":["0"]}}', None),
     ('{"window_config":{"iteration_bounds":["-2"]}}', None),
+    pytest.param('{"window_config":{"iteration_bounds":["' + "9" * 5000 + '"]}}', None, id="past int()'s 4300 digits"),
+    pytest.param('{"window_config":{"iteration_bounds":[4294967296, 4294967296]}}', None, id="2^64: past an int64"),
 ])
 def test_windows_are_the_product_of_the_iteration_bounds(config, windows):
     assert xla_windows(config) == windows
@@ -68,7 +70,7 @@ def test_a_kind_reports_xla_least_cycles_per_window(trace):
     assert any(kind.fewest_xla_cycles_per_window for kind in xla.by_kind())
 
 
-@pytest.mark.parametrize("windows", [0, -3, 2.5, "many", True])
+@pytest.mark.parametrize("windows", [0, -3, 2.5, "many", True, pytest.param(10**400, id="10^400")])
 def test_malformed_windows_are_one_line(trace, windows):
     name = next(iter(trace.metadata["xla_estimates"]))
     bad = trace.model_copy(update={"metadata": {"xla_estimates": {name: {"cycles": 10, "kind": "kLoop",
@@ -76,3 +78,10 @@ def test_malformed_windows_are_one_line(trace, windows):
     with pytest.raises(InputError, match="expected a whole number of windows") as exc:
         compare_with_xla(bad, chip_of(load_arch("tpu-v5e-4x4")))
     assert exc.value.field.endswith(".windows")
+
+
+def test_an_estimate_too_long_to_read_is_no_estimate():
+    from accelsim.importers.hlo import _ESTIMATED_CYCLES
+
+    assert _ESTIMATED_CYCLES.search('{"estimated_cycles":"' + "9" * 5000 + '"}') is None
+    assert _ESTIMATED_CYCLES.search('{"estimated_cycles":"2122"}').group(1) == "2122"
