@@ -41,13 +41,21 @@ def implementation_class(c: Comparison) -> str:
     return "modelled"
 
 
+def _kernel_reference_folders() -> list[str]:
+    """Every chip's folder of ``validation/reference/``: not ``power/``, whose records are
+    power readings (``accelsim validate --power``), not kernel times."""
+    reference = ROOT / "validation" / "reference"
+    return [str(p) for p in sorted(reference.iterdir()) if p.is_dir() and p.name != "power" and any(p.glob("*.json"))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "validation" / "reports" / "public" / "report.md"))
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--jobs", type=int, default=default_workers(),
                         help="worker processes (default: one per CPU core; the report is the same)")
-    parser.add_argument("paths", nargs="*", default=[str(ROOT / "validation" / "reference")])
+    parser.add_argument("paths", nargs="*", default=_kernel_reference_folders(),
+                        help="measurement files or folders (default: every chip folder of validation/reference/)")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error(f"--jobs: expected at least 1, got {args.jobs}")
