@@ -1,29 +1,35 @@
-"""Calibrate on one chip, predict another without refitting: the what-if error.
+"""Calibrate on one chip's microbenchmarks, predict another's kernels: the what-if error.
 
     python validation/cross_chip.py [--out validation/reports/cross-chip]
 
 The question a what-if study asks is "we fitted the model on the chip we have; how far
-off is it on the chip we are thinking of buying?". For each transfer below this script:
+off is it on the chip we are thinking of buying?". Hardware parameters are fitted on
+microbenchmark-level records only (``accelsim.validate.levels``: STREAM-like elementwise
+kernels and copies); kernel-level records check, never fit. For each transfer below:
 
-1. runs ``accelsim calibrate`` on the source chip's reference records (efficiencies,
-   launch and per-program overheads, fitted on its training split), writing the overlay
-   to ``<source>-calibrated.yaml`` in the output folder (the committed
-   ``arch_configs/calibrated/`` files are not read or changed);
+1. runs ``accelsim calibrate`` on the source chip's microbenchmark-level reference records
+   (``validation/reference/<source>/``, the files whose records are elementwise or copy), on
+   the default calibratable parameters but the matrix efficiencies (no elementwise kernel or copy
+   issues a matrix instruction, and on a chip with ``power.dvfs.boost`` a probe of them
+   trips the config's "a pipe cannot pass its peak" check), writing the overlay to
+   ``<source>-calibrated.yaml`` in the output folder (``arch_configs/calibrated/`` is not
+   read or changed);
 2. predicts every reference record of each target chip twice: with the target's published
    config as it stands, and with the values that overlay marks ``fitted`` set on it
    (``--set``; parameters the fit left alone keep the target's own values), nothing
-   refitted on the target;
+   fitted on the target (its kernel-level records and its own microbenchmarks alike);
 3. reports the error per target and family of both, in ``report.md`` with a plot.
 
 What transfers is only what the fit touched: dimensionless efficiencies and fixed
 overheads. Peak rates, bandwidths, capacities and SM counts stay the target's published
-numbers; a transfer therefore tests whether "how far below its peaks the software runs"
-carries over between chips. Records of kernels the families do not model are left out
-(``EXCLUDE``, as in docs/accuracy.md).
+numbers; a transfer therefore tests whether "how far below its peaks the memory system
+and launches run" on one chip's microbenchmarks carries over to another chip's kernels.
+Records of kernels the families do not model are left out (``EXCLUDE``, as in
+docs/accuracy.md).
 
 Deterministic for a given commit (the fit's split is a hash of record ids). Attention
 targets are left out of the default run: each causal attention record needs a config
-search of seconds, and the attention fit minutes, on a 2-core machine (``--with-attention`` adds them).
+search of seconds on a 2-core machine (``--with-attention`` adds them).
 """
 
 from __future__ import annotations
@@ -48,8 +54,9 @@ from accelsim.cli.main import main as accelsim  # noqa: E402
 from accelsim.errors import InputError  # noqa: E402
 from accelsim.files import check_output_dir  # noqa: E402
 from accelsim.report.validation import finish_error_plot  # noqa: E402
-from accelsim.validate.calibrate import DEFAULT_PARAMETERS  # noqa: E402
+from accelsim.validate.calibrate import BOOST_REFERENCE_CLOCKS, DEFAULT_PARAMETERS  # noqa: E402
 from accelsim.validate.compare import Comparison, Measurement, compare, read_measurements, summarise  # noqa: E402
+from accelsim.validate.levels import MICROBENCHMARK_FAMILIES, is_microbenchmark_level  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "validation" / "reference"
@@ -63,6 +70,10 @@ class Transfer:
     targets: tuple[str, ...]
     why: str
 
+
+FIT = tuple(p.path for p in DEFAULT_PARAMETERS if p.path not in BOOST_REFERENCE_CLOCKS)
+"""What the source fit moves: calibrate's default parameters but the matrix efficiencies,
+which no microbenchmark-level record exercises."""
 
 TRANSFERS = (
     Transfer("h100-sxm", ("h200-sxm", "h100-pcie", "h100-nvl", "b200"),
@@ -97,12 +108,23 @@ class Fitted:
         return [f"{path}={value}" for path, value, _ in self.values]
 
 
-def calibrate(transfer: Transfer, out: Path, with_attention: bool) -> Fitted:
+def microbenchmark_files(arch: str) -> list[str]:
+    """The source's reference files with microbenchmark-level records (relative paths: the
+    overlay names them; keep checkouts out of it). A file mixing levels is refused by calibrate."""
+    found = [m for m in read_measurements([REFERENCE / arch]) if m.arch == arch and is_microbenchmark_level(m)]
+    return sorted({os.path.relpath(m.file) for m in found})
+
+
+def calibrate(transfer: Transfer, out: Path) -> Fitted:
     overlay = out / f"{transfer.source}-calibrated.yaml"
-    excludes = [arg for text in excluded(with_attention) for arg in ("--exclude", text)]
-    measurements = os.path.relpath(REFERENCE / transfer.source)  # the overlay names it; keep checkouts out of it
-    code = accelsim(["calibrate", "--arch", transfer.source, "--measurements", measurements,
-                     *excludes, "-o", str(overlay)])
+    files = microbenchmark_files(transfer.source)
+    if not files:
+        raise SystemExit(f"{transfer.source} has no microbenchmark-level records ({', '.join(MICROBENCHMARK_FAMILIES)}) "
+                         f"in {os.path.relpath(REFERENCE / transfer.source)}: nothing to fit a transfer on")
+    excludes = [arg for text in EXCLUDE for arg in ("--exclude", text)]
+    fits = [arg for path in FIT for arg in ("--fit", path)]
+    code = accelsim(["calibrate", "--arch", transfer.source, "--measurements", *files, *fits, *excludes,
+                     "-o", str(overlay)])
     if code != 0:
         raise SystemExit(f"accelsim calibrate failed for {transfer.source}")
     data = yaml.safe_load(overlay.read_text(encoding="utf-8"))
@@ -125,13 +147,19 @@ class Outcome:
 
 
 def run_transfer(transfer: Transfer, out: Path, with_attention: bool) -> Outcome:
-    fitted = calibrate(transfer, out, with_attention)
+    fitted = calibrate(transfer, out)
     targets = [m for target in transfer.targets for m in records(target, with_attention)]
     return Outcome(transfer, fitted, compare(targets), compare(targets, overrides=fitted.overrides))
 
 
 def _pct(x: float) -> str:
     return f"{x * 100:+.1f}%"
+
+
+def _remark(note: str) -> str:
+    """What calibrate's note says of one value beyond its start and the MAPEs (at a search
+    bound, held by the prior), or nothing."""
+    return "; ".join(part for part in note.split("; ")[1:] if not part.startswith(("train MAPE", "held-out MAPE")))
 
 
 def render(outcomes: Sequence[Outcome], elapsed: float, plot: str, with_attention: bool) -> str:
@@ -141,7 +169,7 @@ def render(outcomes: Sequence[Outcome], elapsed: float, plot: str, with_attentio
     if dirty:
         commit += " plus uncommitted changes to accelsim/ or arch_configs/"
     lines = [
-        "# Cross-chip prediction: calibrate on one chip, predict another",
+        "# Cross-chip prediction: calibrate on one chip's microbenchmarks, predict another's kernels",
         "",
         f"Generated by `python validation/cross_chip.py` on {datetime.date.today()} at commit `{commit}` "
         f"({elapsed:.0f} s). Records: `validation/reference/` (published measurements, each with its source), "
@@ -150,20 +178,26 @@ def render(outcomes: Sequence[Outcome], elapsed: float, plot: str, with_attentio
         "",
         "Error = predicted / measured - 1 (negative: predicted faster). **published**: the target's own config as "
         "it stands (nothing fitted). **transferred**: the same config with the source chip's fitted values set on "
-        "it, nothing refitted on the target. Only efficiencies and fixed overheads transfer; peak rates and "
-        "bandwidths stay the target's published numbers.",
+        "it, nothing refitted on the target. What is fitted on what: on each source chip, `accelsim calibrate` "
+        f"fits {', '.join(f'`{path}`' for path in FIT)} (its default parameters but the matrix efficiencies, which "
+        f"no elementwise kernel or copy exercises) on that chip's microbenchmark-level records only "
+        f"({', '.join(MICROBENCHMARK_FAMILIES)}: `accelsim.validate.levels`); the kernel-level records (GEMM, norms, "
+        "softmax, attention) of the targets are only predicted. Only efficiencies and fixed overheads transfer; "
+        "peak rates and bandwidths stay the target's published numbers.",
         "",
     ]
     for outcome in outcomes:
         source, fitted = outcome.transfer.source, outcome.fitted
-        summary = fitted.values[0][2].split("; ", 1)[1] if fitted.values and "; " in fitted.values[0][2] else ""
+        summary = "; ".join(part for part in fitted.values[0][2].split("; ")
+                            if part.startswith(("train MAPE", "held-out MAPE"))) if fitted.values else ""
         lines += [f"## {source} -> {', '.join(outcome.transfer.targets)}", "", outcome.transfer.why + ".", "",
-                  f"`accelsim calibrate` on the {source} reference records wrote "
+                  f"`accelsim calibrate` on the {source} microbenchmark-level records "
+                  f"({', '.join(f'`{f}`' for f in microbenchmark_files(source))}) wrote "
                   f"[`{fitted.overlay.name}`]({fitted.overlay.name})" + (f" ({summary})." if summary else "."), ""]
         if fitted.values:
-            lines += ["| fitted parameter | value | before fitting |", "| --- | ---: | ---: |"]
-            lines += [f"| `{path}` | {value} | {note.split(';')[0].removeprefix('value before fitting ')} |"
-                      for path, value, note in fitted.values]
+            lines += ["| fitted parameter | value | before fitting | the fit's remark |", "| --- | ---: | ---: | --- |"]
+            lines += [f"| `{path}` | {value} | {note.split(';')[0].removeprefix('value before fitting ')} | "
+                      f"{_remark(note)} |" for path, value, note in fitted.values]
         else:
             lines.append("Nothing moved in the fit: the transfer equals the published config.")
         lines += ["", "| target | family | records | MAPE published | MAPE transferred | mean signed published | "
