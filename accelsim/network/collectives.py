@@ -304,7 +304,10 @@ def on_searched_channels(topo: Topology, proto: Protocol | None, across: bool) -
     across nodes (``across``) the search over the NICs
     (:func:`~accelsim.network.nccl_tables.net_graph`, then ``ncclTopoDupChannels``), or
     what ``NCCL_MIN_NCHANNELS`` forces on a cluster. Other protocols, and nodes whose NCCL
-    class or NVLink count is not known, unchanged."""
+    class or NVLink count is not known, unchanged. A tree across nodes gets the same scale
+    through :func:`across_nodes`: the ring graph's count stands for the tree graph's (the
+    scale is 1.0 on every 8-NIC preset; it differs on a GB200 rack or with
+    ``NCCL_MIN_NCHANNELS``)."""
     own = proto.max_bandwidth_per_rank_bytes_per_s if proto is not None else None
     if proto is None or proto.name != "ll128" or own is None:
         return proto
