@@ -119,6 +119,24 @@ def written_values(arch: str, parameters: Sequence[Parameter], base_overrides: S
     return values
 
 
+def within_the_peak(arch: str, parameters: Sequence[Parameter], base_overrides: Sequence[str] = ()) -> list[Parameter]:
+    """``parameters`` with the ranges the chip allows: with ``power.dvfs.boost`` on, a matrix
+    efficiency is written as a share of the peak at the clock its measurement ran at, so it
+    may not pass ``reference clock / clock`` (the pipe at its peak at ``clock``), which a probe
+    of the range's top would otherwise ask for (``docs/power.md``)."""
+    if not boost_on(load_arch(arch, base_overrides)):
+        return list(parameters)
+    spec = with_values(validate(load_raw(arch)), [parse_override(o) for o in base_overrides])
+    bounded = []
+    for p in parameters:
+        reference = getattr(spec.power.dvfs.boost, BOOST_REFERENCE_CLOCKS.get(p.path, ""), None)
+        limit = reference.value / spec.clock.value if reference is not None else math.inf
+        if limit < p.high:  # a hair below it, so the overlay's 6 written digits cannot round past it
+            p = replace(p, high=limit * (1 - 1e-5))
+        bounded.append(p)
+    return bounded
+
+
 DEFAULT_PARAMETERS = (
     Parameter("matrix_unit.efficiency", 0.3, 1.0),
     Parameter("matrix_unit.chained_efficiency", 0.2, 1.0),
@@ -405,6 +423,7 @@ def _fit(cases, arch, parameters, sweeps, base_overrides, evaluate: Evaluator, p
     held_out = [c for c in cases if holds_out(c.measurement, split)]
     if not train:
         raise ValueError("no training records: every record fell in the held-out split")
+    parameters = within_the_peak(arch, parameters, base_overrides)
     start = written_values(arch, parameters, base_overrides, family)
     active = [p for p in parameters if p.path in start]
     evaluations = 0
