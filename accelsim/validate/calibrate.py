@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from accelsim.arch.clock_domains import enabled_boost
 from accelsim.arch.loader import Override, load_raw, parse_override, validate, with_values
 from accelsim.arch.model import Chip, load_arch, resolve
 from accelsim.arch.schema import InBaseUnit
@@ -102,35 +103,40 @@ BOOST_REFERENCE_CLOCKS = {"matrix_unit.efficiency": "matrix_reference_clock",
                           "matrix_unit.chained_efficiency": "chained_reference_clock"}
 
 
+def reference_shares(arch: str, base_overrides: Sequence[str] = ()) -> dict[str, float]:
+    """With ``power.dvfs.boost`` on, ``reference clock / clock`` for each matrix efficiency
+    (:data:`BOOST_REFERENCE_CLOCKS`): the config writes it as a share of the peak at the clock
+    its measurement ran at, and the resolved chip holds it per cycle at ``clock``
+    (``docs/power.md``). Empty where the boost is off."""
+    spec = with_values(validate(load_raw(arch)), [parse_override(o) for o in base_overrides])
+    boost = enabled_boost(spec)
+    if boost is None:
+        return {}
+    return {path: getattr(boost, field).value / spec.clock.value for path, field in BOOST_REFERENCE_CLOCKS.items()}
+
+
 def written_values(arch: str, parameters: Sequence[Parameter], base_overrides: Sequence[str] = (),
                    family: str | None = None) -> dict[str, float]:
     """Each parameter's value on ``arch`` (with ``base_overrides``, under ``family``'s scoped
     values) as the config writes it, where the chip has one: what a fit starts from and writes
     back. The resolved chip holds the written numbers, but for the matrix efficiencies with
-    ``power.dvfs.boost`` on: those it holds per cycle at the clock their measurement ran at
-    (``docs/power.md``), so ``x reference clock / clock`` gives the written share back."""
+    the boost on: ``x`` their :func:`reference_shares` gives the written share back."""
     chip = load_arch(arch, base_overrides).for_family(family)
     values = {p.path: value for p in parameters if (value := p.current(chip)) is not None}
-    if boost_on(chip):
-        spec = with_values(validate(load_raw(arch)), [parse_override(o) for o in base_overrides])
-        for path, clock_field in BOOST_REFERENCE_CLOCKS.items():
-            if path in values:
-                values[path] *= getattr(spec.power.dvfs.boost, clock_field).value / spec.clock.value
+    for path, share in reference_shares(arch, base_overrides).items():
+        if path in values:
+            values[path] *= share
     return values
 
 
 def within_the_peak(arch: str, parameters: Sequence[Parameter], base_overrides: Sequence[str] = ()) -> list[Parameter]:
-    """``parameters`` with the ranges the chip allows: with ``power.dvfs.boost`` on, a matrix
-    efficiency is written as a share of the peak at the clock its measurement ran at, so it
-    may not pass ``reference clock / clock`` (the pipe at its peak at ``clock``), which a probe
-    of the range's top would otherwise ask for (``docs/power.md``)."""
-    if not boost_on(load_arch(arch, base_overrides)):
-        return list(parameters)
-    spec = with_values(validate(load_raw(arch)), [parse_override(o) for o in base_overrides])
+    """``parameters`` with the ranges the chip allows: with the boost on, a matrix efficiency
+    may not pass its :func:`reference_shares` (the pipe at its peak at ``clock``), which a probe
+    of the range's top would otherwise ask for."""
+    shares = reference_shares(arch, base_overrides)
     bounded = []
     for p in parameters:
-        reference = getattr(spec.power.dvfs.boost, BOOST_REFERENCE_CLOCKS.get(p.path, ""), None)
-        limit = reference.value / spec.clock.value if reference is not None else math.inf
+        limit = shares.get(p.path, math.inf)
         if limit < p.high:  # a hair below it, so the overlay's 6 written digits cannot round past it
             p = replace(p, high=limit * (1 - 1e-5))
         bounded.append(p)
