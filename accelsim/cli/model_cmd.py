@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-overlap-grad-reduce", dest="overlap_grad_reduce", action="store_false")
     p.add_argument("--cross-entropy-loss-fusion", dest="fused_cross_entropy", action="store_true",
                    help="Megatron-LM's fused vocabulary-parallel cross-entropy")
-    p.add_argument("--no-dropout", dest="hidden_dropout", action="store_false",
+    p.add_argument("--no-dropout", dest="dropout", action="store_false",
                    help="train without dropout (Megatron-LM's --hidden-dropout 0 --attention-dropout 0)")
     p.add_argument("--gemm-impl", help="gemm family implementation (default: the framework's)")
     p.add_argument("--attention-impl", help="attention family implementation (default: the chip's)")
@@ -128,8 +128,8 @@ def _framework(args: argparse.Namespace, chip: Chip) -> Framework:
     base = framework_named(args.framework or default)
     changes = {"tp_overlap": args.tp_overlap or base.tp_overlap,
                "overlap_grad_reduce": args.overlap_grad_reduce and base.overlap_grad_reduce,
-               "hidden_dropout": args.hidden_dropout and base.hidden_dropout,
-               "attention_dropout": args.hidden_dropout and base.attention_dropout,
+               "hidden_dropout": args.dropout and base.hidden_dropout,
+               "attention_dropout": args.dropout and base.attention_dropout,
                "fused_cross_entropy": args.fused_cross_entropy or base.fused_cross_entropy}
     if args.gemm_impl:
         changes["gemm_impl"] = _implementation("gemm", args.gemm_impl, "--gemm-impl")
